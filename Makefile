@@ -1,0 +1,34 @@
+# Two entry points: `make run` (the leaderboard app + a local worker) and `make test`.
+# Both create .venv and install the package into it on first use.
+
+PYTHON ?= python3
+VENV := .venv
+STORE ?= .culturelens
+HOST ?= 127.0.0.1
+PORT ?= 7860
+# The authors' CUBE-1K file: a local copy if this checkout sits next to ../shared (as on the team's machines),
+# else its public URL.
+SHARED_CUBE := ../shared/data/cube/cube_1k.json
+CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json)
+
+.PHONY: run test browser clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE)
+
+# Browser tests need Debian's chromium; install it when possible (root + apt), else they skip with a reason.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		(apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)) \
+		|| echo "chromium not installed: browser tests will be skipped"; }
+
+test: $(VENV)/.installed browser
+	$(VENV)/bin/python -m pytest
+
+clean:
+	rm -rf $(VENV) $(STORE) *.egg-info

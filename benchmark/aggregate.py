@@ -1,0 +1,31 @@
+"""Per-image scores -> leaderboard aggregates, overall and per slice, with bootstrap CIs.
+
+Images of one prompt (different seeds) are not independent draws, so the
+prompt is the unit: each prompt's score is the mean over its images, a slice's
+score is the mean over its prompts, and the 95% CI is a percentile bootstrap
+over those prompts.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmark.stats import bootstrap_mean_ci
+
+SLICES = ("country", "concept", "continent")
+
+
+def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list[dict]:
+    """Rows with metric, slice, slice_value, value, ci_low, ci_high, n for every metric and slice."""
+    rows = []
+    present = [s for s in slices if s in per_image.columns and per_image[s].notna().any()]
+    for (track, metric), group in per_image.groupby(["track", "metric"], sort=True):
+        per_prompt = group.groupby("prompt_id", sort=True).agg(
+            value=("value", "mean"), **{s: (s, "first") for s in present})
+        parts = [("overall", "all", per_prompt)]
+        parts += [(s, str(v), g) for s in present for v, g in per_prompt.groupby(s, sort=True)]
+        for slice_name, slice_value, part in parts:
+            low, high = bootstrap_mean_ci(part["value"].to_numpy())
+            rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,
+                         "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part)})
+    return rows

@@ -1,0 +1,268 @@
+"""``culturelens``: one console script, one verb per job.
+
+Heavy imports (torch, gradio) happen inside the verbs that need them, so
+``culturelens --help`` and ``culturelens validate`` start quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmark import __version__
+
+DEFAULT_STORE = ".culturelens"
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    pass
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def _add_clip_options(parser: argparse.ArgumentParser) -> None:
+    from benchmark.encoders.spec import ENV_CONFIG, ENV_MODEL, ENV_PRETRAINED, ClipSpec
+
+    spec = ClipSpec.from_env()
+    group = parser.add_argument_group("CLIP backbone (prompt-image alignment)")
+    group.add_argument("--clip-model", default=spec.model, help=f"open_clip model name (env {ENV_MODEL})")
+    group.add_argument("--clip-pretrained", default=spec.pretrained,
+                       help=f"open_clip pretrained tag or local checkpoint path (env {ENV_PRETRAINED})")
+    group.add_argument("--clip-config", default=spec.config,
+                       help=f"open_clip model-config JSON for a custom architecture (env {ENV_CONFIG})")
+
+
+def _clip_spec(args: argparse.Namespace):
+    from benchmark.encoders.spec import ClipSpec
+
+    return ClipSpec(args.clip_model, args.clip_pretrained, args.clip_config)
+
+
+def _clip_argv(args: argparse.Namespace) -> list[str]:
+    argv = ["--clip-model", args.clip_model, "--clip-pretrained", args.clip_pretrained]
+    return argv + (["--clip-config", args.clip_config] if args.clip_config else [])
+
+
+# --- data -------------------------------------------------------------------------------------
+def cmd_data_build(args: argparse.Namespace) -> int:
+    from benchmark.datasets import cube_1k
+
+    try:
+        summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
+    except (cube_1k.SourceError, FileExistsError) as error:
+        return _fail(str(error))
+    print(f"built {args.name}: {summary['prompts']} prompts ({summary['records']} upstream records) in {summary['out']}")
+    for code, count in summary["defects"].items():
+        if count:
+            print(f"  defect {code}: {count} record(s)")
+    print(f'load it with: datasets.load_dataset("{summary["out"]}", "{cube_1k.CONFIG}")')
+    return 0
+
+
+def cmd_data_push(args: argparse.Namespace) -> int:
+    from benchmark.datasets.hub_layout import PushError, push_folder
+
+    try:
+        url = push_folder(Path(args.dir), args.repo, token=args.token, private=args.private)
+    except PushError as error:
+        return _fail(str(error))
+    print(f"published {args.dir} to {url}")
+    return 0
+
+
+# --- submissions ------------------------------------------------------------------------------
+def cmd_schema(args: argparse.Namespace) -> int:
+    from benchmark.submission import json_schema
+
+    text = json_schema()
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _progress_bar(description: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=description, unit="img", leave=False)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return bar, update
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from leaderboard.store import Store
+
+    store = Store(Path(args.store))
+    staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
+    bar, update = _progress_bar("checking images")
+    try:
+        from benchmark.submission import stage
+
+        report = stage(Path(args.path), staging, store.prompts_for, store.limits, update)
+    finally:
+        bar.close()
+        shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
+    print(report.text())
+    return 0 if report.ok else 1
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from leaderboard.store import Store
+
+    store = Store(Path(args.store))
+    bar, update = _progress_bar("checking images")
+    try:
+        outcome = store.submit(Path(args.path), args.owner, update)
+    finally:
+        bar.close()
+    print(outcome.report.text())
+    if outcome.job is None:
+        return 1
+    print(f"queued as {outcome.job.id}")
+    if args.wait:
+        job = store.queue.wait(outcome.job.id, timeout=args.timeout)
+        print(f"{job.id}: {job.state}: {job.error or job.message}")
+        return 0 if job.state == "FINISHED" else 1
+    return 0
+
+
+# --- serving ----------------------------------------------------------------------------------
+def cmd_worker(args: argparse.Namespace) -> int:
+    from leaderboard import worker
+    from leaderboard.store import Store
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    return worker.main(Store(Path(args.store)), _clip_spec(args), once=args.once, batch_size=args.batch_size,
+                       num_workers=args.num_workers, device=args.device, lease_seconds=args.lease_seconds)
+
+
+def _ensure_default_dataset(store, source: str | None) -> None:
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import local_folder
+
+    folder = local_folder(store.datasets, cube_1k.HUB_REPO)
+    if (folder / "README.md").exists() or not source:
+        return
+    try:
+        summary = cube_1k.build(source, folder)
+        print(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
+    except cube_1k.SourceError as error:
+        print(f"warning: the default dataset is not built ({error}); the app runs without it", file=sys.stderr)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from leaderboard.app import build_app
+    from leaderboard.store import Store
+
+    store = Store(Path(args.store))
+    store.seed_reported()
+    _ensure_default_dataset(store, args.cube_source)
+    worker = None
+    if not args.no_worker:
+        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root),
+                                   *_clip_argv(args)])
+    try:
+        app = build_app(store, owner=args.user)
+        app.queue().launch(server_name=args.host, server_port=args.port, show_error=True)
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
+    return 0
+
+
+# --- parser -----------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="culturelens", formatter_class=_Formatter,
+        description="CultureLens: benchmark and leaderboard for the cultural competence of text-to-image models.",
+        epilog="example:\n  culturelens data build cube-1k --out data/cube-1k\n  culturelens serve")
+    root.add_argument("--version", action="version", version=f"culturelens {__version__}")
+    verbs = root.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(name: str, help: str, example: str, parent=verbs) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help, description=help, formatter_class=_Formatter,
+                                 epilog=f"example:\n  {example}")
+
+    data = verb("data", "build and publish datasets", "culturelens data build cube-1k --out data/cube-1k")
+    data_verbs = data.add_subparsers(dest="data_verb", required=True, metavar="ACTION")
+    build = verb("build", "build a dataset folder laid out like its Hub repo (Parquet + card)",
+                 "culturelens data build cube-1k --source cube_1k.json --out data/cube-1k", data_verbs)
+    build.add_argument("name", choices=["cube-1k"], help="dataset to build")
+    from benchmark.datasets.cube_1k import DEFAULT_SOURCE, HUB_REPO
+
+    build.add_argument("--source", default=DEFAULT_SOURCE, help="authors' JSON: path or http(s) URL")
+    build.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
+    build.add_argument("--repo", default=HUB_REPO, help="Hub repo id the card's load snippets name")
+    build.set_defaults(run=cmd_data_build)
+    push = verb("push", "publish a built dataset folder to the Hugging Face Hub",
+                "culturelens data push data/cube-1k --repo my-org/cube-1k", data_verbs)
+    push.add_argument("dir", help="folder made by `culturelens data build`")
+    push.add_argument("--repo", required=True, help="Hub dataset repo, ORG/NAME")
+    push.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
+    push.add_argument("--private", action="store_true", help="create the repo as private")
+    push.set_defaults(run=cmd_data_push)
+
+    schema = verb("schema", "print the submission manifest's JSON Schema",
+                  "culturelens schema --out submissions/manifest.schema.json")
+    schema.add_argument("--out", default=None, help="write to this file instead of stdout")
+    schema.set_defaults(run=cmd_schema)
+
+    for name, help_text, run in (("validate", "check a submission (folder or .zip) without storing it", cmd_validate),
+                                 ("submit", "validate a submission and queue it for scoring", cmd_submit)):
+        p = verb(name, help_text, f"culturelens {name} my_submission.zip --store {DEFAULT_STORE}")
+        p.add_argument("path", help="submission folder or .zip")
+        p.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store (its datasets/ holds local datasets)")
+        if name == "submit":
+            p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
+            p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
+            p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")
+        p.set_defaults(run=run)
+
+    work = verb("worker", "score queued submissions (run next to the app, or on a GPU machine)",
+                f"culturelens worker --store {DEFAULT_STORE}")
+    work.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store")
+    work.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    work.add_argument("--batch-size", type=int, default=32, help="images per forward pass")
+    work.add_argument("--num-workers", type=int, default=0, help="DataLoader processes decoding images")
+    work.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    work.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
+    _add_clip_options(work)
+    work.set_defaults(run=cmd_worker)
+
+    serve = verb("serve", "run the leaderboard app and a local worker",
+                 f"culturelens serve --store {DEFAULT_STORE} --port 7860")
+    serve.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store (created if missing)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=7860, help="port to listen on")
+    serve.add_argument("--user", default=os.environ.get("USER", "local"), help="local user submissions are owned by")
+    serve.add_argument("--no-worker", action="store_true", help="do not start a local worker")
+    serve.add_argument("--cube-source", default=None,
+                       help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
+    _add_clip_options(serve)
+    serve.set_defaults(run=cmd_serve)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Metrics: pure functions over embeddings, tags and scores, one module per track."""

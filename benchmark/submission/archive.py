@@ -1,0 +1,201 @@
+"""Copy a submission (a folder or a ``.zip``) into a staging folder, safely.
+
+Nothing from outside chooses a path on our disk: every entry name is checked
+against the layout (``manifest.json`` and ``images/<prompt_id>/<seed>.<ext>``,
+optionally all inside one top-level folder) and written under a name we build
+from its parsed parts. Zip members are checked before any byte is extracted
+(absolute paths, ``..``, backslashes, symlinks and special files, encryption,
+duplicates, file count, declared sizes, compression ratio) and the limits are
+enforced again on the bytes actually read, while streaming.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from benchmark.submission.manifest import PROMPT_ID
+
+IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
+_IMAGE_NAME = re.compile(r"(0|[1-9][0-9]{0,9})\.(png|jpg|jpeg|webp)")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a submission may hold; all enforced before or while reading."""
+
+    max_files: int = 200_000
+    max_total_bytes: int = 32 * 2**30
+    max_file_bytes: int = 64 * 2**20
+    max_manifest_bytes: int = 2**20
+    max_compression_ratio: float = 100.0  # uncompressed / compressed, for members over 1 MiB
+    max_pixels: int = 4096 * 4096
+    min_side: int = 64
+
+
+class Rejected(ValueError):
+    """The submission breaks the format or a limit; the message names the entry and the reason."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file of the submission, by its canonical relative path."""
+
+    path: str  # "manifest.json" or "images/<prompt_id>/<seed>.<ext>"
+    prompt_id: str | None = None
+    seed: int | None = None
+
+
+def parse_name(name: str) -> Entry | None:
+    """Canonical entry for a relative POSIX name, or None if it is not part of the layout."""
+    if name == "manifest.json":
+        return Entry("manifest.json")
+    parts = name.split("/")
+    if len(parts) == 3 and parts[0] == "images" and PROMPT_ID.fullmatch(parts[1]) and ".." not in parts[1]:
+        match = _IMAGE_NAME.fullmatch(parts[2])
+        if match:
+            return Entry(name, prompt_id=parts[1], seed=int(match.group(1)))
+    return None
+
+
+def _unsafe_reason(name: str) -> str | None:
+    if "\\" in name:
+        return "backslash in path"
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        return "absolute path"
+    if ".." in PurePosixPath(name).parts:
+        return "'..' in path"
+    if "\x00" in name:
+        return "NUL byte in name"
+    return None
+
+
+def _strip_wrapper(names: list[str]) -> str:
+    """The single top-level folder all entries sit in (e.g. zipping a folder), or ''."""
+    tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) == 1 and all("/" in n for n in names) and tops != {"images"}:
+        return tops.pop() + "/"
+    return ""
+
+
+def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget: list[int], origin: str) -> None:
+    target = dest / entry.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with open(target, "xb") as out:  # "x": never overwrite, never follow a planted link
+        for chunk in chunks:
+            written += len(chunk)
+            budget[0] -= len(chunk)
+            if written > limit:
+                raise Rejected(f"{origin}: larger than the {limit // 2**20} MiB limit for this file")
+            if budget[0] < 0:
+                raise Rejected(f"{origin}: the submission exceeds its total size limit")
+            out.write(chunk)
+
+
+def _limit_for(entry: Entry, limits: Limits) -> int:
+    return limits.max_manifest_bytes if entry.path == "manifest.json" else limits.max_file_bytes
+
+
+def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
+    """Check every member of ``archive`` and copy the layout's files into ``dest`` (empty)."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise Rejected(f"{archive.name}: not a readable zip archive ({error})") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > limits.max_files:
+            raise Rejected(f"{archive.name}: {len(infos)} entries, more than the limit of {limits.max_files}")
+        names = [i.filename for i in infos]
+        for info in infos:
+            reason = _unsafe_reason(info.filename)
+            if reason:
+                raise Rejected(f"{info.filename!r}: {reason}")
+            kind = stat.S_IFMT(info.external_attr >> 16)
+            if kind == stat.S_IFLNK:
+                raise Rejected(f"{info.filename!r}: symbolic links are not allowed")
+            if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+                raise Rejected(f"{info.filename!r}: special files are not allowed")
+            if info.flag_bits & 0x1:
+                raise Rejected(f"{info.filename!r}: encrypted entries are not allowed")
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise Rejected(f"{twice[0]!r}: appears more than once in the archive")
+        declared = sum(i.file_size for i in infos)
+        if declared > limits.max_total_bytes:
+            raise Rejected(f"{archive.name}: {declared / 2**30:.1f} GiB uncompressed, over the "
+                           f"{limits.max_total_bytes / 2**30:.0f} GiB limit")
+        files = [i for i in infos if not i.is_dir()]
+        wrapper = _strip_wrapper([i.filename for i in files])
+        plan: list[tuple[zipfile.ZipInfo, Entry]] = []
+        for info in files:
+            entry = parse_name(info.filename[len(wrapper):])
+            if entry is None:
+                raise Rejected(_unexpected(info.filename))
+            if info.file_size > _limit_for(entry, limits):
+                raise Rejected(f"{info.filename!r}: {info.file_size} bytes, over the "
+                               f"{_limit_for(entry, limits)} byte limit for this file")
+            if info.file_size > 2**20 and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1):
+                raise Rejected(f"{info.filename!r}: compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 "
+                               f"exceeds {limits.max_compression_ratio:.0f}:1 (zip bomb?)")
+            plan.append((info, entry))
+        budget = [limits.max_total_bytes]
+        for info, entry in plan:
+            try:
+                with zf.open(info) as member:
+                    _write(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
+                           budget, repr(info.filename))
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as error:
+                raise Rejected(f"{info.filename!r}: cannot be extracted ({error})") from None
+    return [entry for _, entry in plan]
+
+
+def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
+    """Check every entry of ``folder`` (no links, no special files) and copy the layout's files into ``dest``."""
+    plan: list[tuple[Path, Entry]] = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = Path(root, name)
+            rel = path.relative_to(folder).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise Rejected(f"{rel!r}: symbolic links are not allowed")
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                raise Rejected(f"{rel!r}: special files are not allowed")
+            entry = parse_name(rel)
+            if entry is None:
+                raise Rejected(_unexpected(rel))
+            plan.append((path, entry))
+            if len(plan) > limits.max_files:
+                raise Rejected(f"{folder}: more than the limit of {limits.max_files} files")
+    budget = [limits.max_total_bytes]
+    for path, entry in plan:
+        with open(path, "rb") as source:
+            _write(dest, entry, iter(lambda: source.read(_CHUNK), b""), _limit_for(entry, limits), budget, repr(entry.path))
+    return [entry for _, entry in plan]
+
+
+def _unexpected(name: str) -> str:
+    return (f"{name!r}: unexpected file; a submission holds only manifest.json and "
+            f"images/<prompt_id>/<seed>.<{'|'.join(IMAGE_EXTENSIONS)}>")
+
+
+def unpack(source: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
+    """Copy a submission folder or ``.zip`` into the empty folder ``dest``; raise Rejected if unsafe."""
+    source = Path(source)
+    if source.is_symlink():
+        raise Rejected(f"{source}: a submission path must not be a symbolic link")
+    if source.is_dir():
+        return copy_folder(source, dest, limits)
+    if source.is_file():
+        return unpack_zip(source, dest, limits)
+    raise Rejected(f"{source}: no such file or folder")

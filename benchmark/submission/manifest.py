@@ -1,0 +1,118 @@
+"""The submission manifest, format v1: what was generated, by which model, for which dataset.
+
+The schema is the pydantic model below; ``culturelens schema`` prints it as
+JSON Schema and ``submissions/manifest.schema.json`` is the published copy
+(a test checks the two agree).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+FORMAT_VERSION = 1
+PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control_characters(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters (newlines, tabs, NUL, ...)")
+    return value
+
+
+def _prompt_id(value: str) -> str:
+    if not PROMPT_ID.fullmatch(value) or ".." in value:
+        raise ValueError("must be a dataset prompt id: letters, digits, '-', '_', '.', at most 128 characters")
+    return value
+
+
+Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_control_characters)]
+PromptId = Annotated[str, AfterValidator(_prompt_id)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Model(_Strict):
+    """The text-to-image model that made the images."""
+
+    name: Annotated[Line, Field(max_length=100, description="Display name on the leaderboard, e.g. 'SDXL base 1.0'")]
+    id: Annotated[Line, Field(description="Hub id ('stabilityai/stable-diffusion-xl-base-1.0') or URL of the model")]
+    revision: Line | None = Field(None, description="Commit sha, tag or version of the weights or API")
+    type: Literal["open", "closed"] = Field(description="'open' if the weights are public, 'closed' for an API")
+    parameters_billions: float | None = Field(None, gt=0, le=10_000, description="Size, if known")
+
+
+class Dataset(_Strict):
+    """The prompt set the submission answers."""
+
+    repo: Annotated[Line, Field(description="Hub dataset repo, e.g. 'culturelens/cube-1k'")]
+    config: Annotated[Line, Field(description="Dataset config, e.g. 'cube_1k'")]
+    split: Line = "test"
+    revision: Line | None = Field(None, description="Commit sha of the dataset repo the prompts came from")
+
+
+class Generation(_Strict):
+    """How the images were generated (recorded, shown, never trusted for scoring)."""
+
+    pipeline: Line | None = Field(None, description="e.g. 'StableDiffusionXLPipeline'")
+    scheduler: Line | None = None
+    steps: int | None = Field(None, ge=1, le=10_000)
+    guidance_scale: float | None = Field(None, ge=0, le=100)
+    width: int | None = Field(None, ge=1, le=16_384)
+    height: int | None = Field(None, ge=1, le=16_384)
+    negative_prompt: str | None = Field(None, max_length=2_000)
+    dtype: Line | None = None
+    extra: dict[Annotated[str, Field(max_length=64)], str | int | float | bool | None] = Field(
+        default_factory=dict, max_length=64, description="Any other setting, flat key -> value")
+
+
+class MissingImage(_Strict):
+    """An image the model did not produce: a refusal is a result, not a crash."""
+
+    prompt_id: PromptId
+    seed: Seed
+    reason: Literal["refused", "safety_filter", "error"]
+    detail: str | None = Field(None, max_length=500)
+
+
+class Manifest(_Strict):
+    """``manifest.json`` of a CultureLens submission, format v1."""
+
+    format_version: Literal[1] = Field(description="Always 1 for this format")
+    model: Model
+    dataset: Dataset
+    images_per_prompt: int = Field(ge=1, le=1_000)
+    seeds: list[Seed] = Field(description="One seed per image of a prompt; image files are named <seed>.<ext>")
+    generation: Generation = Field(default_factory=Generation)
+    license: Annotated[Line, Field(description="Licence of the submitted images, e.g. 'CC-BY-4.0'")]
+    contact: Annotated[Line, Field(description="E-mail or Hugging Face user name of the submitter")]
+    missing: list[MissingImage] = Field(default_factory=list, description="Images not produced, with the reason")
+    notes: str | None = Field(None, max_length=2_000)
+
+    @model_validator(mode="after")
+    def _seeds_match_images_per_prompt(self) -> Manifest:
+        if len(self.seeds) != self.images_per_prompt:
+            raise ValueError(f"seeds lists {len(self.seeds)} seeds but images_per_prompt is {self.images_per_prompt}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("seeds must be distinct")
+        pairs = [(m.prompt_id, m.seed) for m in self.missing]
+        if len(set(pairs)) != len(pairs):
+            raise ValueError("missing lists the same (prompt_id, seed) twice")
+        unknown = sorted({m.seed for m in self.missing} - set(self.seeds))
+        if unknown:
+            raise ValueError(f"missing names seeds {unknown} that are not in seeds")
+        return self
+
+
+def json_schema() -> str:
+    """The manifest's JSON Schema, as published in ``submissions/manifest.schema.json``."""
+    schema = Manifest.model_json_schema()
+    schema["title"] = "CultureLens submission manifest, format v1"
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,239 @@
+"""Validate a submission before any scoring: layout, manifest, coverage of the prompts, every image.
+
+``stage`` copies a folder or zip into a staging folder (see ``archive``) and
+checks it there; the staged copy is what gets queued and scored, so the files
+checked are the files scored. A rejected submission's staging folder is
+removed: a rejected upload leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+from pydantic import ValidationError
+
+from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
+from benchmark.submission.archive import Entry, Limits, Rejected, unpack
+from benchmark.submission.manifest import Manifest
+
+# PIL format name for each allowed extension.
+FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
+MAX_LISTED = 20
+
+PromptLoader = Callable[[Manifest], PromptSet]
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    prompt_id: str
+    seed: int
+    path: str  # relative to the submission folder
+    sha256: str
+    width: int
+    height: int
+
+
+@dataclass
+class Report:
+    """What validation found. ``ok`` iff there are no errors; each error names the file and the reason."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    manifest: Manifest | None = None
+    prompts: PromptSet | None = None
+    images: list[ImageRecord] = field(default_factory=list)
+    content_hash: str | None = None
+    folder: Path | None = None  # the staged copy, while it exists
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+
+    def text(self) -> str:
+        """Plain-text summary for the CLI and logs."""
+        lines = []
+        if self.ok:
+            m = self.manifest
+            lines.append(f"OK: {m.model.name}: {len(self.images)} images for {len(self.prompts)} prompts of "
+                         f"{self.prompts.label}, {len(m.missing)} declared missing")
+            lines.append(f"content hash: {self.content_hash}")
+        else:
+            lines.append(f"REJECTED: {len(self.errors)} problem(s)")
+            lines += [f"  - {e}" for e in self.errors]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _listed(items: list[str]) -> list[str]:
+    if len(items) <= MAX_LISTED:
+        return items
+    return items[:MAX_LISTED] + [f"... and {len(items) - MAX_LISTED} more like these"]
+
+
+def read_manifest(folder: Path, report: Report) -> Manifest | None:
+    path = folder / "manifest.json"
+    if not path.exists():
+        report.error("manifest.json: missing (it must sit at the top of the submission)")
+        return None
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        report.error("manifest.json: not UTF-8 text")
+        return None
+    except json.JSONDecodeError as error:
+        report.error(f"manifest.json: not valid JSON ({error})")
+        return None
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as error:
+        for problem in error.errors():
+            where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
+            report.error(f"manifest.json: {where}: {problem['msg']}")
+        return None
+
+
+def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet, report: Report) -> None:
+    """Every (prompt, seed) has exactly one image or a declared reason; nothing else is there."""
+    seeds = set(manifest.seeds)
+    declared = {(m.prompt_id, m.seed) for m in manifest.missing}
+    present: dict[tuple[str, int], str] = {}
+    unknown_prompts, unknown_seeds, doubles, both = [], [], [], []
+    for entry in entries:
+        if entry.prompt_id is None:
+            continue
+        key = (entry.prompt_id, entry.seed)
+        if entry.prompt_id not in prompts:
+            unknown_prompts.append(f"{entry.path}: prompt id {entry.prompt_id!r} is not in {prompts.label}")
+        elif entry.seed not in seeds:
+            unknown_seeds.append(f"{entry.path}: seed {entry.seed} is not in the manifest's seeds {sorted(seeds)}")
+        elif key in present:
+            doubles.append(f"{entry.path}: a second image for prompt {entry.prompt_id} seed {entry.seed} "
+                           f"(also {present[key]})")
+        elif key in declared:
+            both.append(f"{entry.path}: exists, but manifest.missing lists it")
+        present.setdefault(key, entry.path)
+    for m in manifest.missing:
+        if m.prompt_id not in prompts:
+            unknown_prompts.append(f"manifest.json: missing: prompt id {m.prompt_id!r} is not in {prompts.label}")
+    absent = [f"images/{pid}/{seed}.*: no image for prompt {pid} seed {seed}, and manifest.missing does not list it"
+              for pid in prompts.table.index for seed in manifest.seeds
+              if (pid, seed) not in present and (pid, seed) not in declared]
+    for group in (unknown_prompts, unknown_seeds, doubles, both, absent):
+        for message in _listed(group):
+            report.error(message)
+
+
+def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord | None, str | None]:
+    """Decode one image fully; return its record or the reason it is refused."""
+    path = folder / entry.path
+    data = path.read_bytes()
+    extension = entry.path.rsplit(".", 1)[1]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                if image.format != FORMATS[extension]:
+                    return None, f"{entry.path}: the file is {image.format or 'not an image'}, not {FORMATS[extension]} as its extension says"
+                width, height = image.size
+                if width * height > limits.max_pixels:
+                    return None, f"{entry.path}: {width}x{height} pixels, over the limit of {limits.max_pixels} pixels"
+                if min(width, height) < limits.min_side:
+                    return None, f"{entry.path}: {width}x{height}, smaller than {limits.min_side} pixels on a side"
+                image.load()
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return None, f"{entry.path}: too many pixels (decompression bomb?)"
+    except UnidentifiedImageError:
+        head = data[:12]
+        return None, f"{entry.path}: not an image (starts with {head!r})"
+    except (OSError, SyntaxError, ValueError) as error:
+        return None, f"{entry.path}: cannot be decoded ({error})"
+    digest = hashlib.sha256(data).hexdigest()
+    return ImageRecord(entry.prompt_id, entry.seed, entry.path, digest, width, height), None
+
+
+def content_hash(manifest: Manifest, images: list[ImageRecord]) -> str:
+    """sha256 over the canonical manifest and the bytes of every image, in (prompt, seed) order.
+
+    Identical submissions (same manifest content, same image bytes) get the same hash,
+    however they were packed (zip or folder, file order, wrapper folder).
+    """
+    digest = hashlib.sha256()
+    digest.update(json.dumps(manifest.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    for image in sorted(images, key=lambda i: (i.prompt_id, i.seed)):
+        digest.update(f"\n{image.prompt_id}/{image.seed}:{image.sha256}".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader, limits: Limits = Limits(),
+                 progress: Progress | None = None) -> Report:
+    """Validate an already staged submission folder."""
+    report = Report(folder=folder)
+    manifest = report.manifest = read_manifest(folder, report)
+    if manifest is None:
+        return report
+    try:
+        prompts = report.prompts = load_prompts(manifest)
+    except DatasetUnavailable as error:
+        report.error(f"manifest.json: dataset: {error}")
+        return report
+    check_coverage(entries, manifest, prompts, report)
+    if report.errors:
+        return report  # decoding thousands of images is pointless when the layout is wrong
+    images = [e for e in entries if e.prompt_id is not None]
+    refused = []
+    for done, entry in enumerate(images, start=1):
+        record, problem = check_image(folder, entry, limits)
+        if problem:
+            refused.append(problem)
+        else:
+            report.images.append(record)
+        if progress:
+            progress(done, len(images))
+    for message in _listed(refused):
+        report.error(message)
+    if report.ok:
+        sizes = {(i.width, i.height) for i in report.images}
+        g = manifest.generation
+        if g.width and g.height and sizes != {(g.width, g.height)}:
+            report.warnings.append(f"generation says {g.width}x{g.height} but the images are "
+                                   f"{', '.join(f'{w}x{h}' for w, h in sorted(sizes)[:5])}")
+        report.content_hash = content_hash(manifest, report.images)
+    return report
+
+
+def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: Limits = Limits(),
+          progress: Progress | None = None) -> Report:
+    """Copy ``source`` into a new folder under ``staging_root`` and validate it there.
+
+    On success ``report.folder`` is the staged copy (the caller moves or removes it);
+    on rejection the staged copy is already gone.
+    """
+    staging_root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
+    try:
+        try:
+            entries = unpack(Path(source), folder, limits)
+        except Rejected as error:
+            report = Report()
+            report.error(str(error))
+        else:
+            report = check_folder(folder, entries, load_prompts, limits, progress)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if not report.ok:
+        shutil.rmtree(folder, ignore_errors=True)
+        report.folder = None
+    return report

@@ -1,0 +1,218 @@
+"""The submission queue: one SQLite file, atomic state transitions, leases for crashed workers.
+
+States: PENDING -> RUNNING -> FINISHED | FAILED. A worker claims a job with a
+lease and renews it while it works; a job whose lease expired (its worker
+died) is claimed again by the next worker, up to ``max_attempts`` times, then
+FAILED with that reason. SQLite rather than DuckDB: the app (enqueuing) and
+every worker (claiming) write to the queue from separate processes, which
+SQLite's file locking supports and DuckDB's single-writer files do not. The
+leaderboard's results never go through this file (see ``store``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    model TEXT NOT NULL,
+    model_id TEXT,
+    model_revision TEXT,
+    dataset TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('PENDING', 'RUNNING', 'FINISHED', 'FAILED')),
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    updated_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires REAL,
+    progress REAL,
+    message TEXT,
+    error TEXT,
+    log_excerpt TEXT
+);
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    message TEXT,
+    heartbeat REAL NOT NULL
+);
+"""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class DuplicateSubmission(ValueError):
+    """The same content was submitted before; ``existing`` is that submission."""
+
+    def __init__(self, existing: Job):
+        super().__init__(f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
+        self.existing = existing
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    content_hash: str
+    owner: str
+    model: str
+    model_id: str | None
+    model_revision: str | None
+    dataset: str
+    state: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    attempts: int
+    lease_owner: str | None
+    lease_expires: float | None
+    progress: float | None
+    message: str | None
+    error: str | None
+    log_excerpt: str | None
+
+
+class Queue:
+    """Submission records in ``path`` (SQLite, WAL mode); safe to use from many processes."""
+
+    def __init__(self, path: Path, *, max_attempts: int = 3):
+        self.path = Path(path)
+        self.max_attempts = max_attempts
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        try:
+            yield db
+        finally:
+            db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def add(self, *, id: str, content_hash: str, owner: str, model: str, model_id: str | None,
+            model_revision: str | None, dataset: str) -> Job:
+        """Enqueue a validated submission as PENDING; raise DuplicateSubmission for known content."""
+        stamp = now_iso()
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
+            if row:
+                raise DuplicateSubmission(Job(**row))
+            db.execute(
+                "INSERT INTO submissions (id, content_hash, owner, model, model_id, model_revision, dataset, state,"
+                " created_at, updated_at, message) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)",
+                (id, content_hash, owner, model, model_id, model_revision, dataset, stamp, stamp,
+                 "waiting for a worker"))
+        return self.get(id)
+
+    def get(self, id: str) -> Job | None:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM submissions WHERE id = ?", (id,)).fetchone()
+        return Job(**row) if row else None
+
+    def find_by_hash(self, content_hash: str) -> Job | None:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
+        return Job(**row) if row else None
+
+    def wait(self, id: str, timeout: float = 300, poll: float = 0.5) -> Job:
+        """Block until submission ``id`` is FINISHED or FAILED; TimeoutError after ``timeout`` seconds."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            job = self.get(id)
+            if job and job.state in ("FINISHED", "FAILED"):
+                return job
+            time.sleep(poll)
+        raise TimeoutError(f"submission {id} not finished after {timeout:.0f} s")
+
+    def jobs(self) -> list[Job]:
+        """All submissions, newest first."""
+        with self._connect() as db:
+            rows = db.execute("SELECT * FROM submissions ORDER BY created_at DESC, id DESC").fetchall()
+        return [Job(**row) for row in rows]
+
+    def claim(self, worker: str, lease_seconds: float) -> Job | None:
+        """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired."""
+        clock, stamp = time.time(), now_iso()
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?, lease_owner = NULL,"
+                " error = 'the worker stopped ' || attempts || ' times while scoring this submission (crash or"
+                " out of memory?); a maintainer can re-run it' WHERE state = 'RUNNING' AND lease_expires < ?"
+                " AND attempts >= ?", (stamp, stamp, clock, self.max_attempts))
+            row = db.execute(
+                "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < ?)"
+                " ORDER BY created_at, id LIMIT 1", (clock,)).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE submissions SET state = 'RUNNING', lease_owner = ?, lease_expires = ?, attempts = attempts + 1,"
+                " started_at = COALESCE(started_at, ?), updated_at = ?, progress = 0, message = ?,"
+                " error = NULL WHERE id = ?",
+                (worker, clock + lease_seconds, stamp, stamp, f"claimed by worker {worker}", row["id"]))
+        return self.get(row["id"])
+
+    def _update_own(self, id: str, worker: str, assignments: str, values: tuple) -> bool:
+        with self._transaction() as db:
+            cursor = db.execute(
+                f"UPDATE submissions SET {assignments}, updated_at = ? WHERE id = ? AND state = 'RUNNING'"
+                " AND lease_owner = ?", (*values, now_iso(), id, worker))
+        return cursor.rowcount == 1
+
+    def heartbeat(self, id: str, worker: str, lease_seconds: float, progress: float | None = None,
+                  message: str | None = None) -> bool:
+        """Renew the lease (and report progress); False if this worker no longer holds the job."""
+        return self._update_own(id, worker, "lease_expires = ?, progress = COALESCE(?, progress),"
+                                " message = COALESCE(?, message)", (time.time() + lease_seconds, progress, message))
+
+    def finish(self, id: str, worker: str, message: str) -> bool:
+        stamp = now_iso()
+        return self._update_own(id, worker, "state = 'FINISHED', finished_at = ?, progress = 1, message = ?,"
+                                " lease_owner = NULL", (stamp, message))
+
+    def fail(self, id: str, worker: str, error: str, log_excerpt: str | None = None) -> bool:
+        stamp = now_iso()
+        return self._update_own(id, worker, "state = 'FAILED', finished_at = ?, error = ?, log_excerpt = ?,"
+                                " lease_owner = NULL", (stamp, error, log_excerpt))
+
+    def set_worker(self, worker: str, state: str, message: str | None = None) -> None:
+        """Record what a worker is doing, so the app can say why a job waits."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO workers (id, state, message, heartbeat) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO"
+                       " UPDATE SET state = excluded.state, message = excluded.message, heartbeat = excluded.heartbeat",
+                       (worker, state, message, time.time()))
+
+    def workers(self, within_seconds: float = 120) -> list[dict]:
+        """Workers seen in the last ``within_seconds``."""
+        with self._connect() as db:
+            rows = db.execute("SELECT * FROM workers WHERE heartbeat > ? ORDER BY id",
+                              (time.time() - within_seconds,)).fetchall()
+        return [dict(row) for row in rows]

@@ -1,0 +1,102 @@
+"""Results published in the papers, as leaderboard rows marked ``provenance = 'reported'``.
+
+Every number below is copied from the paper's table or text named in its
+``source_table``; none is computed here. They are shown beside scored rows,
+always with their citation, so that the leaderboard is informative before
+anyone submits and scored models can be read against the published ones.
+"""
+
+from __future__ import annotations
+
+from benchmark import citations
+
+# --- CRT, Table 1: CRA / VR / VR@k / CRT, per model, still and moving references ---------------
+# CRA there is the share of references with at least one recognised image (see REFERENCE.md, sec. 1).
+_CRT_TABLE_1 = {
+    # model: {subset: (CRA, VR, VR@k, CRT)}
+    "FLUX.1-schnell": {"still": (0.401, 0.108, 0.108, 0.358), "moving": (0.679, 0.245, 0.251, 0.512)},
+    "Imagen 4": {"still": (0.623, 0.281, 0.244, 0.448), "moving": (0.816, 0.212, 0.216, 0.643)},
+    "SD 2.1": {"still": (0.489, 0.263, 0.258, 0.361), "moving": (0.867, 0.289, 0.311, 0.617)},
+    "SD3": {"still": (0.535, 0.165, 0.170, 0.447), "moving": (0.875, 0.281, 0.304, 0.629)},
+    "SDXL": {"still": (0.572, 0.254, 0.239, 0.426), "moving": (0.684, 0.191, 0.187, 0.553)},
+}
+_CRT_METRICS = (
+    ("cra_reference", "CRA, share of references recognised (Table 1 aggregate)", True),
+    ("vr", "VR, visual reuse of recognised images (Eq. 2)", False),
+    ("vr_at_k", "VR@k, on references all models recognise", False),
+    ("crt", "CRT = CRA x (1 - VR) (Eq. 3)", True),
+)
+_MODEL_IDS = {
+    "FLUX.1-schnell": ("black-forest-labs/FLUX.1-schnell", "open"),
+    "Imagen 4": ("Google Imagen 4 (API)", "closed"),
+    "SD 2.1": ("stabilityai/stable-diffusion-2-1", "open"),
+    "SD3": ("Stable Diffusion 3 (variant not stated)", "open"),
+    "SDXL": ("stabilityai/stable-diffusion-xl-base-1.0", "open"),
+    "Imagen 2": ("Google Imagen 2 (Vertex AI)", "closed"),
+    "Playground": ("Playground (version not stated)", "open"),
+    "Realistic Vision": ("Realistic Vision (version not stated)", "open"),
+    "GPT-Image": ("OpenAI GPT-Image (API)", "closed"),
+    "Imagen 3": ("Google Imagen 3 (Vertex AI)", "closed"),
+    "SD-3.5-Large": ("stabilityai/stable-diffusion-3.5-large", "open"),
+    "FLUX.1-dev": ("black-forest-labs/FLUX.1-dev", "open"),
+}
+
+# --- CUBE, Table 6: cultural diversity CD (quality-weighted Vendi, normalised; Eq. 3) -----------
+_CUBE_MODELS = ("Imagen 2", "SDXL", "Playground", "Realistic Vision")
+_CUBE_TABLE_6 = {
+    # kernel (w_continent, w_country, w_artifact): {concept: values in _CUBE_MODELS order}
+    "1,0,0": {"cuisine": (.08, .04, .07, .07), "landmarks": (.04, .06, .04, .05), "art": (.07, .042, .06, .05)},
+    "0,1,0": {"cuisine": (.15, .11, .14, .13), "landmarks": (.12, .14, .07, .12), "art": (.13, .08, .12, .07)},
+    "0,0,1": {"cuisine": (.24, .14, .23, .20), "landmarks": (.18, .18, .12, .18), "art": (.22, .18, .17, .14)},
+    "1/2,1/2,0": {"cuisine": (.13, .09, .12, .10), "landmarks": (.10, .11, .06, .10), "art": (.11, .07, .10, .072)},
+    "1/3,1/3,1/3": {"cuisine": (.19, .12, .19, .16), "landmarks": (.14, .15, .09, .12), "art": (.16, .12, .14, .10)},
+}
+# CUBE, Table 5: mean HPS-v2 quality q of the diversity images.
+_CUBE_TABLE_5_Q = {"cuisine": (.27, .21, .29, .27), "landmarks": (.25, .22, .21, .23), "art": (.31, .30, .34, .33)}
+# CUBE, Table 3: % of images raters from the country judged culturally relevant ("Yes"), all concepts.
+_CUBE_COUNTRIES = ("India", "Japan", "Italy", "United States", "Brazil", "France", "Turkey", "Nigeria")
+_CUBE_TABLE_3 = {
+    "Imagen 2": (98.4, 90.8, 86.8, 95.0, 94.3, 95.2, 68.1, 73.6),
+    "SDXL": (95.2, 84.4, 82.2, 99.2, 52.8, 96.0, 66.4, 86.1),
+}
+
+# --- CulturalFrames, Sec. 5 / Figure 3: mean human alignment score (prompts all models answered) --
+_CF_ALIGNMENT = {"GPT-Image": 0.85, "Imagen 3": 0.79, "SD-3.5-Large": 0.66, "FLUX.1-dev": 0.63}
+
+
+def _row(model: str, track: str, metric: str, label: str, higher: bool, slice_: str, slice_value: str,
+         value: float, citation: str, table: str) -> dict:
+    model_id, model_type = _MODEL_IDS[model]
+    return {"provenance": "reported", "model": model, "model_id": model_id, "model_type": model_type,
+            "track": track, "metric": metric, "metric_label": label, "higher_is_better": higher,
+            "slice": slice_, "slice_value": slice_value, "value": value, "citation": citation,
+            "source_table": table}
+
+
+def rows() -> list[dict]:
+    """Every reported row, in the aggregate results schema (``benchmark.results.AGGREGATE``)."""
+    out = []
+    for model, subsets in _CRT_TABLE_1.items():
+        for subset, values in subsets.items():
+            for (metric, label, higher), value in zip(_CRT_METRICS, values):
+                out.append(_row(model, "iconicity", metric, label, higher, "subset", subset, value,
+                                citations.CRT, "Table 1"))
+    for kernel, concepts in _CUBE_TABLE_6.items():
+        for concept, values in concepts.items():
+            for model, value in zip(_CUBE_MODELS, values):
+                out.append(_row(model, "diversity", f"cd[{kernel}]",
+                                f"CD, quality-weighted Vendi / N, kernel ({kernel}) (Eq. 3)", True,
+                                "concept", concept, value, citations.CUBE, "Table 6"))
+    for concept, values in _CUBE_TABLE_5_Q.items():
+        for model, value in zip(_CUBE_MODELS, values):
+            out.append(_row(model, "diversity", "hpsv2_quality", "mean HPS-v2 quality q", True,
+                            "concept", concept, value, citations.CUBE, "Table 5"))
+    for model, values in _CUBE_TABLE_3.items():
+        for country, value in zip(_CUBE_COUNTRIES, values):
+            out.append(_row(model, "awareness", "human_relevance_yes_pct",
+                            "% images judged culturally relevant by raters of the country (human)", True,
+                            "country", country, value, citations.CUBE, "Table 3"))
+    for model, value in _CF_ALIGNMENT.items():
+        out.append(_row(model, "expectations", "human_alignment", "mean human alignment score, 0-1 (human)", True,
+                        "overall", "all", value, citations.CULTURALFRAMES, "Section 5, Figure 3"))
+    return out

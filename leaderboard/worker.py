@@ -1,0 +1,161 @@
+"""The scoring worker: claims queued submissions, runs the harness, writes results atomically.
+
+Run it as its own process (``culturelens worker --store DIR``); ``culturelens
+serve`` starts one next to the app. The worker loads its backbone once at
+start; if that fails (e.g. no CLIP weights offline) it says so in the queue's
+worker table, so the app can tell people why their submission waits, and
+exits without touching any submission.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from benchmark import harness
+from benchmark.datasets.prompts import DatasetUnavailable
+from benchmark.encoders.open_clip import ClipEncoder
+from benchmark.encoders.spec import BackboneUnavailable, ClipSpec
+from leaderboard.queue import Job
+from leaderboard.store import Store
+
+log = logging.getLogger("culturelens.worker")
+
+
+class LeaseLost(RuntimeError):
+    """Another worker took the job over (this one was presumed dead)."""
+
+
+class Worker:
+    def __init__(self, store: Store, spec: ClipSpec, *, lease_seconds: float = 60, batch_size: int = 32,
+                 num_workers: int = 0, device: str | None = None):
+        self.store, self.spec = store, spec
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
+        self.encoder: ClipEncoder | None = None
+
+    def load(self) -> bool:
+        """Load the backbone; record and return whether the worker can score."""
+        self.store.queue.set_worker(self.id, "loading", f"loading {self.spec.id}")
+        try:
+            self.encoder = ClipEncoder(self.spec, device=self.device)
+        except BackboneUnavailable as error:
+            self.store.queue.set_worker(self.id, "unavailable", str(error))
+            log.error("%s", error)
+            return False
+        self.store.queue.set_worker(self.id, "idle", f"ready with {self.spec.id}")
+        return True
+
+    def run(self, *, once: bool = False, poll_seconds: float = 2.0, stop: threading.Event | None = None) -> int:
+        """Process jobs until ``stop`` is set (or the queue is empty, with ``once``); return jobs processed."""
+        stop = stop or threading.Event()
+        done = 0
+        while not stop.is_set():
+            job = self.store.queue.claim(self.id, self.lease_seconds)
+            if job is None:
+                self.store.queue.set_worker(self.id, "idle", f"ready with {self.spec.id}")
+                if once:
+                    break
+                stop.wait(poll_seconds)
+                continue
+            self.process(job)
+            done += 1
+        return done
+
+    def process(self, job: Job) -> None:
+        queue = self.store.queue
+        queue.set_worker(self.id, "scoring", f"scoring {job.id}")
+        log.info("scoring %s (%s), attempt %d", job.id, job.model, job.attempts)
+        if self.store.has_results(job.id):  # a previous attempt wrote them, then stopped before FINISHED
+            queue.finish(job.id, self.id, "scored (results from an earlier attempt)")
+            return
+        heartbeat = _Heartbeat(self, job)
+        heartbeat.start()
+        try:
+            manifest = self.store.manifest(job.id)
+            prompts = self.store.prompts_for(manifest)
+            folder = self.store.submissions / job.id
+            images = pq.read_table(folder / "images.parquet").to_pandas() if (folder / "images.parquet").exists() \
+                else pd.DataFrame(columns=["prompt_id", "seed", "path", "sha256"])
+            scores = harness.score(folder, manifest, prompts, images, self.encoder, submission_id=job.id,
+                                   batch_size=self.batch_size, num_workers=self.num_workers,
+                                   progress=heartbeat.report)
+            heartbeat.check()
+            self.store.write_results(job.id, scores)
+        except LeaseLost:
+            log.warning("lost the lease on %s; another worker has it", job.id)
+            return
+        except DatasetUnavailable as error:
+            queue.fail(job.id, self.id, f"the dataset is not available to the worker: {error}")
+            return
+        except Exception as error:  # noqa: BLE001 - any scoring bug must end as FAILED with its reason
+            log.exception("scoring %s failed", job.id)
+            excerpt = "".join(traceback.format_exception(error))[-2000:]
+            queue.fail(job.id, self.id, f"scoring failed: {type(error).__name__}: {error}", excerpt)
+            return
+        finally:
+            heartbeat.stop()
+        queue.finish(job.id, self.id, f"scored {scores.run['images']} images with {scores.run['backbone']}")
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the job's lease in the background and passes progress on to the queue."""
+
+    def __init__(self, worker: Worker, job: Job):
+        super().__init__(daemon=True)
+        self.worker, self.job = worker, job
+        self.progress: tuple[float, str] | None = None
+        self.lost = False
+        self._pushed = time.monotonic()
+        self._stop_event = threading.Event()
+
+    def report(self, fraction: float, message: str) -> None:
+        """Progress callback of the harness: pushed to the queue at most once a second."""
+        self.progress = (fraction, message)
+        if time.monotonic() - self._pushed >= 1.0:
+            self._push()
+        self.check()
+
+    def _push(self) -> None:
+        self._pushed = time.monotonic()
+        fraction, message = self.progress or (None, None)
+        if not self.worker.store.queue.heartbeat(self.job.id, self.worker.id, self.worker.lease_seconds,
+                                                 fraction, message):
+            self.lost = True
+
+    def check(self) -> None:
+        if self.lost:
+            raise LeaseLost(self.job.id)
+
+    def run(self) -> None:
+        interval = self.worker.lease_seconds / 3
+        while not self._stop_event.wait(interval) and not self.lost:
+            self._push()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+def main(store: Store, spec: ClipSpec, *, once: bool, **options) -> int:
+    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when the backbone is unavailable."""
+    worker = Worker(store, spec, **options)
+    if not worker.load():
+        return 2
+    stop = threading.Event()
+    try:
+        worker.run(once=once, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        store.queue.set_worker(worker.id, "stopped", None)
+    return 0
+

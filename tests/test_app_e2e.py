@@ -1,0 +1,187 @@
+"""End to end against a live app: upload -> validate -> queue -> worker -> Parquet -> DuckDB -> Gradio.
+
+The app runs as `culturelens serve` in its own process with its own worker process, on a store made
+here, scoring with a tiny random CLIP built in the test. It is driven through gradio_client and a real
+Chromium (Playwright, Debian's chromium; skipped with a reason when it is not installed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import open_clip
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import load_file
+
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import local_folder
+from leaderboard.store import Store
+from tests.helpers import free_port, make_submission, zip_folder
+
+
+@pytest.fixture(scope="module")
+def live_app(tmp_path_factory, tiny_upstream, tiny_clip):
+    root = tmp_path_factory.mktemp("live")
+    store = Store(root / "store")
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    port = free_port()
+    log = open(root / "serve.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
+         "--user", "e2e-tester", "--clip-model", tiny_clip.model, "--clip-pretrained", tiny_clip.pretrained,
+         "--clip-config", tiny_clip.config],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if process.poll() is not None:
+                pytest.fail(f"the app exited: {(root / 'serve.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+    else:
+        pytest.fail("the app did not start within 180 s")
+    yield url, store, root
+    process.terminate()
+    process.wait(timeout=60)
+    log.close()
+
+
+def _queue_rows(client) -> pd.DataFrame:
+    _, table = client.predict(api_name="/queue")
+    return pd.DataFrame(table["data"], columns=table["headers"])
+
+
+def _wait_for_state(client, submission_id: str, timeout: float = 180) -> pd.Series:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = _queue_rows(client)
+        row = rows[rows["ID"] == submission_id]
+        if not row.empty and ("FINISHED" in row.iloc[0]["State"] or "FAILED" in row.iloc[0]["State"]):
+            return row.iloc[0]
+        time.sleep(1)
+    raise AssertionError(f"{submission_id} did not finish: {_queue_rows(client)}")
+
+
+def _independent_cosines(tiny_clip, store: Store, submission_id: str) -> dict[tuple[str, int], float]:
+    """CLIP cosines computed here with plain open_clip, not through the harness."""
+    model = open_clip.create_model(tiny_clip.model)
+    model.load_state_dict(load_file(tiny_clip.pretrained))
+    model.eval()
+    _, _, preprocess = open_clip.create_model_and_transforms(tiny_clip.model)
+    tokenizer = open_clip.get_tokenizer(tiny_clip.model)
+    prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table["prompt"]
+    out = {}
+    folder = store.submissions / submission_id / "images"
+    for path in sorted(folder.rglob("*.png")):
+        prompt_id, seed = path.parent.name, int(path.stem)
+        with torch.no_grad():
+            image = model.encode_image(preprocess(Image.open(path).convert("RGB")).unsqueeze(0))
+            text = model.encode_text(tokenizer([prompts[prompt_id]]))
+        out[(prompt_id, seed)] = float(torch.nn.functional.cosine_similarity(image, text).item())
+    return out
+
+
+def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
+    from gradio_client import Client, handle_file
+
+    url, store, _ = live_app
+    client = Client(url, verbose=False)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    archive = zip_folder(make_submission(tmp_path / "sub", prompt_ids, model_name="E2E Model"), tmp_path / "sub.zip")
+
+    verdict = client.predict(handle_file(str(archive)), api_name="/submit")
+    assert "Accepted" in verdict, verdict
+    submission_id = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
+    row = _wait_for_state(client, submission_id)
+    assert "FINISHED" in row["State"] and row["Owner"] == "e2e-tester" and row["Started"] and row["Finished"]
+
+    # Parquet results: every image scored, values equal an independent computation.
+    per_image = pq.read_table(store.results / submission_id / "per_image.parquet").to_pandas()
+    cosines = per_image[per_image["metric"] == "clip_cosine"]
+    expected = _independent_cosines(tiny_clip, store, submission_id)
+    assert len(cosines) == len(expected) == 12
+    for r in cosines.itertuples():
+        assert r.value == pytest.approx(expected[(r.prompt_id, r.seed)], abs=1e-4)
+    scores = per_image[per_image["metric"] == "clip_score"].set_index(["prompt_id", "seed"])["value"]
+    for key, cos in expected.items():
+        assert scores[key] == pytest.approx(2.5 * max(cos, 0.0), abs=2.5e-4)
+
+    # Through DuckDB into the ranked table: the overall value is the mean over prompts of per-prompt means.
+    by_prompt = pd.Series(expected).groupby(level=0).mean()
+    ranked = client.predict("awareness", "CLIP cosine (prompt, image)", "overall", api_name="/leaderboard")
+    ours = [r for r in ranked if r["Model"] == "E2E Model"]
+    assert len(ours) == 1 and ours[0]["Provenance"] == "⚙️ scored" and ours[0]["n"] == 6
+    assert ours[0]["Score"] == pytest.approx(round(by_prompt.mean(), 3), abs=1e-3)
+    assert submission_id in ours[0]["Source"]
+    by_country = client.predict("awareness", "CLIP cosine (prompt, image)", "country = Nigeria", api_name="/leaderboard")
+    assert [r["n"] for r in by_country if r["Model"] == "E2E Model"] == [3]
+
+    # The same upload again is a duplicate: rejected, nothing new queued.
+    again = client.predict(handle_file(str(archive)), api_name="/submit")
+    assert "Rejected" in again and f"identical to submission {submission_id}" in again
+    assert list(_queue_rows(client)["ID"]).count(submission_id) == 1
+
+
+def test_reported_rows_are_shown_with_their_citation(live_app):
+    from gradio_client import Client
+
+    client = Client(live_app[0], verbose=False)
+    rows = client.predict("iconicity", "CRT = CRA x (1 - VR) (Eq. 3)", "subset = moving", api_name="/leaderboard")
+    assert [r["Model"] for r in rows][0] == "Imagen 4" and rows[0]["Score"] == 0.643
+    assert all(r["Provenance"] == "📄 reported" and "arXiv:2511.11435" in r["Source"] for r in rows)
+
+
+def test_a_hostile_upload_is_rejected_in_the_ui_and_stores_nothing(live_app, tmp_path):
+    import zipfile
+
+    from gradio_client import Client, handle_file
+
+    url, store, _ = live_app
+    before = sorted(p.name for p in store.submissions.iterdir())
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../../outside.txt", "x")
+    verdict = Client(url, verbose=False).predict(handle_file(str(archive)), api_name="/submit")
+    assert "Rejected" in verdict and "&#x27;..&#x27; in path" in verdict  # the file name is HTML-escaped
+    assert sorted(p.name for p in store.submissions.iterdir()) == before
+    assert list(store.staging.iterdir()) == []
+
+
+@pytest.mark.browser
+def test_a_visitor_sees_the_leaderboard_and_the_queue_in_a_browser(live_app, tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    url, _, _ = live_app
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.get_by_text("How well do text-to-image models know the world's cultures?").wait_for(timeout=30_000)
+        visible = "text => document.body.innerText.includes(text)"
+        # The default view ranks the first track's first metric; its rows carry their source.
+        page.wait_for_function(visible, arg="E2E Model", timeout=30_000)
+        page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
+        page.get_by_role("tab", name="Queue").click()
+        page.wait_for_function(visible, arg="FINISHED", timeout=30_000)
+        page.get_by_role("tab", name="About").click()
+        page.wait_for_function(visible, arg="CC BY-NC-SA 4.0", timeout=10_000)
+        browser.close()
+    assert (tmp_path / "leaderboard.png").stat().st_size > 10_000

@@ -1,0 +1,65 @@
+"""The console script: verbs, help with examples, and clear errors instead of tracebacks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+VERBS = [["data"], ["data", "build"], ["data", "push"], ["schema"], ["validate"], ["submit"], ["worker"], ["serve"]]
+
+
+def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchmark.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
+
+
+def test_help_lists_every_verb():
+    result = culturelens("--help")
+    assert result.returncode == 0
+    for verb in ("data", "schema", "validate", "submit", "worker", "serve"):
+        assert verb in result.stdout
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=" ".join)
+def test_every_verb_has_help_with_an_example(verb):
+    result = culturelens(*verb, "--help")
+    assert result.returncode == 0 and "example:" in result.stdout and "culturelens " + verb[0] in result.stdout
+
+
+def test_push_offline_is_a_clear_error_without_traceback(tmp_path, tiny_upstream):
+    folder = tmp_path / "cube"
+    assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
+    offline = culturelens("data", "push", str(folder), "--repo", "org/cube-1k", env={"HF_HUB_OFFLINE": "1"})
+    assert offline.returncode == 1 and "HF_HUB_OFFLINE" in offline.stderr and "Traceback" not in offline.stderr
+    unreachable = culturelens("data", "push", str(folder), "--repo", "org/cube-1k", "--token", "hf_test",
+                              env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert unreachable.returncode == 1 and "cannot reach the Hugging Face Hub" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
+
+
+def test_build_from_an_unreachable_source_is_a_clear_error(tmp_path):
+    result = culturelens("data", "build", "cube-1k", "--source", str(tmp_path / "nope.json"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 1 and "cannot read the CUBE-1K source" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "o").exists()
+
+
+def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
+    from tests.helpers import make_submission
+
+    store = tmp_path / "store"
+    folder = store / "datasets" / "culturelens__cube-1k"
+    assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
+    import datasets
+
+    ids = datasets.load_dataset(str(folder), "cube_1k", split="test", cache_dir=str(tmp_path / "c"))["prompt_id"]
+    good = make_submission(tmp_path / "good", ids)
+    result = culturelens("validate", str(good), "--store", str(store))
+    assert result.returncode == 0 and result.stdout.startswith("OK: Tiny Test Model: 12 images for 6 prompts")
+    (good / "images" / ids[0] / "0.png").write_bytes(b"GIF89a")
+    result = culturelens("validate", str(good), "--store", str(store))
+    assert result.returncode == 1 and f"images/{ids[0]}/0.png: not an image" in result.stdout
+    assert list((store / "staging").iterdir()) == [] and list((store / "submissions").iterdir()) == []

@@ -1,0 +1,61 @@
+"""Alignment metrics, aggregation and CIs on hand-made values whose answers are known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark.aggregate import aggregate
+from benchmark.metrics.alignment import clip_score, cosine_similarity
+from benchmark.stats import bootstrap_mean_ci
+
+
+def test_cosine_of_hand_made_embeddings():
+    images = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [3.0, 4.0]])
+    texts = np.array([[2.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [4.0, 3.0]])
+    assert cosine_similarity(images, texts) == pytest.approx([1.0, 0.0, -1.0, 24 / 25])
+
+
+def test_clip_score_is_hessels_2_5_max_cos_0():
+    assert clip_score(np.array([1.0, 0.0, -1.0, 0.96])) == pytest.approx([2.5, 0.0, 0.0, 2.4])
+    assert clip_score(np.array([0.5]), weight=1.0) == pytest.approx([0.5])
+
+
+def test_cosine_rejects_unpaired_or_zero_embeddings():
+    with pytest.raises(ValueError, match="paired"):
+        cosine_similarity(np.ones((2, 3)), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="zero norm"):
+        cosine_similarity(np.zeros((1, 2)), np.ones((1, 2)))
+
+
+def _per_image():
+    rows = [  # prompt a: two seeds (mean 2); b: one image (4); c: one image (6)
+        ("a", 0, 1.0, "Brazil", "cuisine"), ("a", 1, 3.0, "Brazil", "cuisine"),
+        ("b", 0, 4.0, "Brazil", "art"), ("c", 0, 6.0, "Nigeria", "cuisine"),
+    ]
+    frame = pd.DataFrame(rows, columns=["prompt_id", "seed", "value", "country", "concept"])
+    return frame.assign(track="awareness", metric="m")
+
+
+def test_aggregates_average_prompts_not_images():
+    rows = {(r["slice"], r["slice_value"]): r for r in aggregate(_per_image(), slices=("country", "concept"))}
+    assert rows[("overall", "all")]["value"] == pytest.approx(4.0)  # (2 + 4 + 6) / 3, not 3.5
+    assert rows[("overall", "all")]["n"] == 3
+    assert rows[("country", "Brazil")]["value"] == pytest.approx(3.0)
+    assert rows[("concept", "cuisine")]["value"] == pytest.approx(4.0)
+    nigeria = rows[("country", "Nigeria")]
+    assert nigeria["value"] == 6.0 and nigeria["n"] == 1 and math.isnan(nigeria["ci_low"])
+
+
+def test_bootstrap_ci_brackets_the_mean_within_the_data_range():
+    low, high = bootstrap_mean_ci(np.array([2.0, 4.0, 6.0]))
+    assert 2.0 <= low < 4.0 < high <= 6.0
+    assert bootstrap_mean_ci(np.array([5.0, 5.0])) == (5.0, 5.0)
+    rng = np.random.default_rng(1)
+    sample = rng.normal(10, 1, size=400)
+    low, high = bootstrap_mean_ci(sample)
+    half_width = 1.96 / math.sqrt(400)  # normal theory: about 0.098
+    assert high - low == pytest.approx(2 * half_width, rel=0.15)

@@ -1,0 +1,239 @@
+"""Submission format v1: valid submissions pass; hostile and malformed ones are rejected with a reason
+and leave nothing behind."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import local_folder
+from benchmark.submission import Limits, Manifest, json_schema
+from leaderboard.store import Store
+from tests.helpers import make_submission, manifest, write_image, zip_folder
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store(tmp_path, tiny_upstream) -> Store:
+    store = Store(tmp_path / "store")
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    return store
+
+
+@pytest.fixture
+def prompt_ids(store) -> list[str]:
+    return list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith("queue.sqlite")}
+
+
+def test_folder_and_zip_are_accepted_with_the_same_content_hash(store, prompt_ids, tmp_path):
+    folder = make_submission(tmp_path / "sub", prompt_ids)
+    archive = zip_folder(folder, tmp_path / "sub.zip", wrapper="my-submission/")
+    first = store.submit(archive, "alice")
+    assert first.report.ok, first.report.errors
+    assert len(first.report.images) == len(prompt_ids) * 2
+    job = first.job
+    assert job.state == "PENDING" and job.owner == "alice" and job.model == "Tiny Test Model"
+    stored = store.submissions / job.id
+    assert (stored / "manifest.json").exists() and len(list((stored / "images").rglob("*.png"))) == 12
+    # The same content as a folder is recognised as a resubmission and stores nothing new.
+    again = store.submit(folder, "bob")
+    assert again.job is None
+    assert any(f"identical to submission {job.id}" in e for e in again.report.errors)
+    assert [j.id for j in store.queue.jobs()] == [job.id]
+    assert list(store.staging.iterdir()) == []
+
+
+def test_declared_refusals_are_accepted(store, prompt_ids, tmp_path):
+    folder = make_submission(tmp_path / "sub", prompt_ids, missing=[
+        {"prompt_id": prompt_ids[0], "seed": 1, "reason": "safety_filter", "detail": "blocked by the API"}])
+    (folder / "images" / prompt_ids[0] / "1.png").unlink()
+    outcome = store.submit(folder, "alice")
+    assert outcome.report.ok, outcome.report.errors
+    assert len(outcome.report.images) == 11
+
+
+def test_content_hash_changes_with_any_image_byte(store, prompt_ids, tmp_path):
+    a = store.submit(make_submission(tmp_path / "a", prompt_ids), "alice")
+    b_folder = make_submission(tmp_path / "b", prompt_ids)
+    write_image(b_folder / "images" / prompt_ids[-1] / "1.png", seed=424242)
+    b = store.submit(b_folder, "alice")
+    assert a.report.ok and b.report.ok and a.report.content_hash != b.report.content_hash
+
+
+def test_published_json_schema_is_current():
+    published = (REPO_ROOT / "submissions" / "manifest.schema.json").read_text(encoding="utf-8")
+    assert published == json_schema(), "run: culturelens schema --out submissions/manifest.schema.json"
+
+
+def test_example_submission_is_well_formed(cube_file, tmp_path):
+    """The committed example answers 3 real CUBE-1K prompts: against the full set, missing images are its only errors."""
+    example = REPO_ROOT / "submissions" / "example"
+    Manifest.model_validate_json((example / "manifest.json").read_bytes())
+    store = Store(tmp_path / "store")
+    cube_1k.build(str(cube_file), local_folder(store.datasets, cube_1k.HUB_REPO))
+    outcome = store.submit(example, "example")
+    errors = outcome.report.errors
+    assert errors and all("no image for prompt" in e or e.startswith("... and") for e in errors)
+    assert not any(pid in e for e in errors for pid in os.listdir(example / "images"))
+
+
+# --- the hostile corpus ---------------------------------------------------------------------------
+def _zip(path: Path, members: list[tuple[str | zipfile.ZipInfo, bytes]]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return path
+
+
+def _png(size: int = 64, seed: int = 0) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), (seed % 256, 10, 20)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _png_header_claiming(width: int, height: int) -> bytes:
+    """A PNG whose IHDR declares a huge canvas (a decompression bomb if decoded)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+
+
+def _valid_members(prompt_ids: list[str], **manifest_overrides) -> list[tuple[str, bytes]]:
+    members = [("manifest.json", json.dumps(manifest(**manifest_overrides)).encode())]
+    members += [(f"images/{pid}/{seed}.png", _png(seed=i)) for i, pid in enumerate(prompt_ids) for seed in (0, 1)]
+    return members
+
+
+def _replace(members, name, data):
+    return [(n, data if n == name else d) for n, d in members]
+
+
+def _symlink_member(name: str, target: str) -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (0o120777 << 16)
+    return info, target.encode()
+
+
+def _hostile_cases(prompt_ids: list[str], tmp: Path):
+    """(name, path to submit, limits, expected words in the error). Each is built here, in the test."""
+    first = f"images/{prompt_ids[0]}/0.png"
+    ok = _valid_members(prompt_ids)
+    jpeg = io.BytesIO()
+    Image.new("RGB", (64, 64)).save(jpeg, format="JPEG")
+    cases = [
+        ("path traversal", _zip(tmp / "traversal.zip", ok + [("../../evil.txt", b"x")]), None, "'..' in path"),
+        ("traversal inside images", _zip(tmp / "traversal2.zip", ok + [(f"images/{prompt_ids[0]}/../../x.png", b"x")]),
+         None, "'..' in path"),
+        ("absolute path", _zip(tmp / "absolute.zip", ok + [("/tmp/evil.png", b"x")]), None, "absolute path"),
+        ("windows path", _zip(tmp / "windows.zip", ok + [("C:\\evil.png", b"x")]), None, "backslash"),
+        ("symlink", _zip(tmp / "symlink.zip", ok + [_symlink_member(f"images/{prompt_ids[0]}/7.png", "/etc/passwd")]),
+         None, "symbolic links"),
+        ("zip bomb by ratio", _zip(tmp / "bomb.zip", _replace(ok, first, b"\x00" * (20 * 2**20))), None,
+         "compression ratio"),
+        ("zip bomb by file count", _zip(tmp / "many.zip", ok + [(f"images/{prompt_ids[0]}/{s}.png", b"x")
+                                                               for s in range(100, 200)]),
+         Limits(max_files=50), "more than the limit of 50"),
+        ("total size", _zip(tmp / "big.zip", ok), Limits(max_total_bytes=1000), "limit"),
+        ("duplicate entries", _zip(tmp / "dup.zip", ok + [(first, _png(seed=9))]), None, "appears more than once"),
+        ("decompression-bomb image", _zip(tmp / "pixels.zip", _replace(ok, first, _png_header_claiming(60000, 60000))),
+         None, "pixels"),
+        ("truncated image", _zip(tmp / "truncated.zip", _replace(ok, first, _png()[:80])), None, "cannot be decoded"),
+        ("content does not match extension", _zip(tmp / "jpeg.zip", _replace(ok, first, jpeg.getvalue())), None,
+         "is JPEG, not PNG"),
+        ("not an image", _zip(tmp / "text.zip", _replace(ok, first, b"this is not a picture")), None,
+         "not an image (starts with b'this is"),
+        ("too small", _zip(tmp / "small.zip", _replace(ok, first, _png(size=8))), None, "smaller than 64"),
+        ("oversized manifest", _zip(tmp / "hugemanifest.zip",
+                                    _replace(ok, "manifest.json", b" " * (2**20 + 1) + b"{}")), None,
+         "limit for this file"),
+        ("non-UTF-8 name", _zip(tmp / "cp437.zip", ok + [("images/caf\u00e9/0.png", _png())]), None, "unexpected file"),
+        ("unexpected extra file", _zip(tmp / "extra.zip", ok + [("run.sh", b"rm -rf /")]), None, "unexpected file"),
+        ("manifest not JSON", _zip(tmp / "badjson.zip", _replace(ok, "manifest.json", b"{model:")), None,
+         "not valid JSON"),
+        ("manifest not UTF-8", _zip(tmp / "latin1.zip", _replace(ok, "manifest.json", "{\"é\": 1}".encode("latin-1"))),
+         None, "not UTF-8"),
+        ("manifest missing", _zip(tmp / "nomanifest.zip", ok[1:]), None, "manifest.json: missing"),
+        ("seed count mismatch", _zip(tmp / "seeds.zip", _valid_members(prompt_ids, images_per_prompt=3)), None,
+         "seeds lists 2 seeds but images_per_prompt is 3"),
+        ("control characters in text", _zip(tmp / "ctrl.zip", _replace(
+            ok, "manifest.json", json.dumps(manifest(contact="a\nb")).encode())), None, "control characters"),
+        ("unknown manifest field", _zip(tmp / "field.zip", _replace(
+            ok, "manifest.json", json.dumps({**manifest(), "score": 1.0}).encode())), None, "score: Extra inputs"),
+        ("unknown prompt id", _zip(tmp / "prompt.zip", ok + [("images/not-a-prompt/0.png", _png())]), None,
+         "prompt id 'not-a-prompt' is not in"),
+        ("unknown seed", _zip(tmp / "seed.zip", ok + [(f"images/{prompt_ids[0]}/7.png", _png())]), None,
+         "seed 7 is not in the manifest's seeds"),
+        ("two files for one image", _zip(tmp / "twice.zip", ok + [(f"images/{prompt_ids[0]}/0.jpg", jpeg.getvalue())]),
+         None, "a second image"),
+        ("missing image", _zip(tmp / "missing.zip", [m for m in ok if m[0] != first]), None,
+         f"no image for prompt {prompt_ids[0]} seed 0"),
+        ("present but declared missing", _zip(tmp / "declared.zip", _replace(ok, "manifest.json", json.dumps(manifest(
+            missing=[{"prompt_id": prompt_ids[0], "seed": 0, "reason": "refused"}])).encode())), None,
+         "manifest.missing lists it"),
+        ("unknown dataset", _zip(tmp / "dataset.zip", _valid_members(prompt_ids, dataset={
+            "repo": "nobody/nothing", "config": "x", "split": "test"})), None, "cannot be loaded"),
+        ("not a zip", tmp / "random.zip", None, "not a readable zip archive"),
+    ]
+    (tmp / "random.zip").write_bytes(os.urandom(4096))
+    return cases
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
+def test_hostile_submissions_are_rejected_with_a_reason_and_leave_nothing(store, prompt_ids, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the unknown dataset must not be looked up on the network
+    kept = store.submit(make_submission(tmp_path / "kept", prompt_ids), "alice")
+    assert kept.report.ok
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    cases = _hostile_cases(prompt_ids, corpus)
+    outside = tmp_path.parent
+    before_store, before_outside = _tree(store.root), sorted(p.name for p in outside.iterdir())
+    rejected = []
+    for name, path, limits, expected in cases:
+        store.limits = limits or Limits()
+        outcome = store.submit(path, "mallory")
+        assert outcome.job is None, f"{name}: accepted"
+        assert any(expected in e for e in outcome.report.errors), f"{name}: {outcome.report.errors}"
+        rejected.append(name)
+    assert len(rejected) == len(cases) >= 30
+    assert list(store.staging.iterdir()) == [], "a rejected upload left files in staging"
+    assert _tree(store.root) == before_store, "a rejected upload changed the store"
+    assert sorted(p.name for p in outside.iterdir()) == before_outside, "something was written outside the store"
+    assert [j.id for j in store.queue.jobs()] == [kept.job.id]
+
+
+def test_folder_with_links_or_special_files_is_rejected(store, prompt_ids, tmp_path):
+    folder = make_submission(tmp_path / "links", prompt_ids)
+    (folder / "images" / prompt_ids[0] / "7.png").symlink_to("/etc/passwd")
+    outcome = store.submit(folder, "mallory")
+    assert any("symbolic links are not allowed" in e for e in outcome.report.errors)
+    fifo_folder = make_submission(tmp_path / "fifo", prompt_ids)
+    os.mkfifo(fifo_folder / "images" / prompt_ids[0] / "7.png")
+    outcome = store.submit(fifo_folder, "mallory")
+    assert any("special files are not allowed" in e for e in outcome.report.errors)
+    assert list(store.staging.iterdir()) == [] and store.queue.jobs() == []
+
+
+def test_many_problems_are_listed_with_a_count(store, prompt_ids, tmp_path):
+    members = [("manifest.json", json.dumps(manifest(seeds=list(range(10)))).encode())]
+    outcome = store.submit(_zip(tmp_path / "empty.zip", members), "alice")
+    missing = [e for e in outcome.report.errors if "no image for prompt" in e]
+    assert len(missing) == 20 and outcome.report.errors[-1] == "... and 40 more like these"
+
