@@ -24,6 +24,13 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
     pass
 
 
+def _quiet_datasets() -> None:
+    """Our verbs show their own progress; the datasets library's per-call bars would only add noise."""
+    import datasets
+
+    datasets.disable_progress_bars()
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 1
@@ -56,6 +63,7 @@ def _clip_argv(args: argparse.Namespace) -> list[str]:
 def cmd_data_build(args: argparse.Namespace) -> int:
     from benchmark.datasets import cube_1k
 
+    _quiet_datasets()
     try:
         summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
     except (cube_1k.SourceError, FileExistsError) as error:
@@ -91,29 +99,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(description: str):
-    from tqdm import tqdm
+class _ProgressBar:
+    """A tqdm bar that appears on the first update, so quick rejections print no empty bar."""
 
-    bar = tqdm(desc=description, unit="img", leave=False)
+    def __init__(self, description: str):
+        self.description, self.bar = description, None
 
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
 
-    return bar, update
+            self.bar = tqdm(desc=self.description, total=total, unit="img", leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from benchmark.submission import stage
     from leaderboard.store import Store
 
+    _quiet_datasets()
     store = Store(Path(args.store))
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
-    bar, update = _progress_bar("checking images")
+    bar = _ProgressBar("checking images")
     try:
-        from benchmark.submission import stage
-
-        report = stage(Path(args.path), staging, store.prompts_for, store.limits, update)
+        report = stage(Path(args.path), staging, store.prompts_for, store.limits, bar)
     finally:
         bar.close()
         shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
@@ -124,10 +137,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from leaderboard.store import Store
 
+    _quiet_datasets()
     store = Store(Path(args.store))
-    bar, update = _progress_bar("checking images")
+    bar = _ProgressBar("checking images")
     try:
-        outcome = store.submit(Path(args.path), args.owner, update)
+        outcome = store.submit(Path(args.path), args.owner, bar)
     finally:
         bar.close()
     print(outcome.report.text())
@@ -146,6 +160,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from leaderboard import worker
     from leaderboard.store import Store
 
+    _quiet_datasets()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     return worker.main(Store(Path(args.store)), _clip_spec(args), once=args.once, batch_size=args.batch_size,
                        num_workers=args.num_workers, device=args.device, lease_seconds=args.lease_seconds)
@@ -169,6 +184,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from leaderboard.app import build_app
     from leaderboard.store import Store
 
+    _quiet_datasets()
     store = Store(Path(args.store))
     store.seed_reported()
     _ensure_default_dataset(store, args.cube_source)

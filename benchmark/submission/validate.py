@@ -70,7 +70,7 @@ class Report:
                          f"{self.prompts.label}, {len(m.missing)} declared missing")
             lines.append(f"content hash: {self.content_hash}")
         else:
-            lines.append(f"REJECTED: {len(self.errors)} problem(s)")
+            lines.append("REJECTED:")
             lines += [f"  - {e}" for e in self.errors]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
