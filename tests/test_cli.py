@@ -63,3 +63,38 @@ def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
     result = culturelens("validate", str(good), "--store", str(store))
     assert result.returncode == 1 and f"images/{ids[0]}/0.png: not an image" in result.stdout
     assert list((store / "staging").iterdir()) == [] and list((store / "submissions").iterdir()) == []
+
+
+def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip):
+    """The CLI path of the skeleton: `submit` queues, a separate `worker --once` process scores it."""
+    import pyarrow.parquet as pq
+
+    from leaderboard.store import Store
+    from tests.helpers import make_submission
+
+    store = tmp_path / "store"
+    folder = store / "datasets" / "culturelens__cube-1k"
+    assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
+    ids = list(Store(store).prompts("culturelens/cube-1k", "cube_1k").table.index)
+    submitted = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store), "--owner", "cli")
+    assert submitted.returncode == 0, submitted.stderr
+    submission_id = submitted.stdout.split("queued as ")[1].split()[0]
+    worker = culturelens("worker", "--store", str(store), "--once", "--clip-model", tiny_clip.model,
+                         "--clip-pretrained", tiny_clip.pretrained, "--clip-config", tiny_clip.config)
+    assert worker.returncode == 0, worker.stderr
+    job = Store(store).queue.get(submission_id)
+    assert job.state == "FINISHED" and job.owner == "cli"
+    aggregates = pq.read_table(store / "results" / submission_id / "aggregates.parquet").to_pandas()
+    overall = aggregates[(aggregates["metric"] == "clip_score") & (aggregates["slice"] == "overall")]
+    assert len(overall) == 1 and overall.iloc[0]["n"] == 6 and overall.iloc[0]["provenance"] == "scored"
+    assert overall.iloc[0]["backbone"] == tiny_clip.id and overall.iloc[0]["backbone_revision"].startswith("sha256:")
+
+
+def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
+    from leaderboard.store import Store
+
+    store = tmp_path / "store"
+    result = culturelens("worker", "--store", str(store), "--once", "--clip-pretrained", str(tmp_path / "none.bin"))
+    assert result.returncode == 2 and "none.bin" in result.stderr and "Traceback" not in result.stderr
+    (worker,) = Store(store).queue.workers()
+    assert worker["state"] == "unavailable" and "--clip-pretrained" in worker["message"]
