@@ -19,7 +19,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE)
+	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE) \
+		$(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES))
 
 # Browser tests need Debian's chromium; install it when possible (root + apt), else they skip with a reason.
 browser:

@@ -3,7 +3,8 @@
 Images of one prompt (different seeds) are not independent draws, so the
 prompt is the unit: each prompt's score is the mean over its images, a slice's
 score is the mean over its prompts, and the 95% CI is a percentile bootstrap
-over those prompts.
+over those prompts. The ``prompt`` slice gives each prompt's own mean over its
+images (seeds), with a bootstrap CI over those images.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list
             value=("value", "mean"), **{s: (s, "first") for s in present})
         parts = [("overall", "all", per_prompt)]
         parts += [(s, str(v), g) for s in present for v, g in per_prompt.groupby(s, sort=True)]
+        parts += [("prompt", str(p), g) for p, g in group.groupby("prompt_id", sort=True)]
         for slice_name, slice_value, part in parts:
             low, high = bootstrap_mean_ci(part["value"].to_numpy())
             rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,

@@ -36,27 +36,21 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _add_clip_options(parser: argparse.ArgumentParser) -> None:
-    from benchmark.encoders.spec import ENV_CONFIG, ENV_MODEL, ENV_PRETRAINED, ClipSpec
+def _add_backbone_options(parser: argparse.ArgumentParser) -> None:
+    from benchmark.encoders.spec import ENV_BACKBONES
 
-    spec = ClipSpec.from_env()
-    group = parser.add_argument_group("CLIP backbone (prompt-image alignment)")
-    group.add_argument("--clip-model", default=spec.model, help=f"open_clip model name (env {ENV_MODEL})")
-    group.add_argument("--clip-pretrained", default=spec.pretrained,
-                       help=f"open_clip pretrained tag or local checkpoint path (env {ENV_PRETRAINED})")
-    group.add_argument("--clip-config", default=spec.config,
-                       help=f"open_clip model-config JSON for a custom architecture (env {ENV_CONFIG})")
-
-
-def _clip_spec(args: argparse.Namespace):
-    from benchmark.encoders.spec import ClipSpec
-
-    return ClipSpec(args.clip_model, args.clip_pretrained, args.clip_config)
+    group = parser.add_argument_group("backbones")
+    group.add_argument("--backbones", default=os.environ.get(ENV_BACKBONES),
+                       help=f"JSON file pointing backbone ids at local weights or adding ids (env {ENV_BACKBONES})")
+    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    group.add_argument("--batch-size", type=int, default=32, help="images per forward pass")
+    group.add_argument("--num-workers", type=int, default=0, help="DataLoader processes decoding images")
 
 
-def _clip_argv(args: argparse.Namespace) -> list[str]:
-    argv = ["--clip-model", args.clip_model, "--clip-pretrained", args.clip_pretrained]
-    return argv + (["--clip-config", args.clip_config] if args.clip_config else [])
+def _registry(args: argparse.Namespace):
+    from benchmark.encoders.spec import load_registry
+
+    return load_registry(args.backbones)
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -162,8 +156,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     _quiet_datasets()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
-    return worker.main(Store(Path(args.store)), _clip_spec(args), once=args.once, batch_size=args.batch_size,
+    try:
+        registry = _registry(args)
+    except ValueError as error:
+        return _fail(str(error))
+    return worker.main(Store(Path(args.store)), registry, once=args.once, batch_size=args.batch_size,
                        num_workers=args.num_workers, device=args.device, lease_seconds=args.lease_seconds)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from benchmark import scoring
+
+    _quiet_datasets()
+    if args.num_processes > 1 and not scoring.launched_by_accelerate():
+        return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
+    try:
+        registry = _registry(args)
+    except ValueError as error:
+        return _fail(str(error))
+    return scoring.main(Path(args.submission), Path(args.out), registry=registry, tracks=args.tracks,
+                        store=Path(args.store), cache=Path(args.cache) if args.cache else None, device=args.device,
+                        batch_size=args.batch_size, num_workers=args.num_workers)
 
 
 def _ensure_default_dataset(store, source: str | None) -> None:
@@ -190,8 +203,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _ensure_default_dataset(store, args.cube_source)
     worker = None
     if not args.no_worker:
-        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root),
-                                   *_clip_argv(args)])
+        argv = ["--backbones", args.backbones] if args.backbones else []
+        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), *argv])
     try:
         app = build_app(store, owner=args.user)
         app.queue().launch(server_name=args.host, server_port=args.port, show_error=True)
@@ -254,12 +267,21 @@ def parser() -> argparse.ArgumentParser:
                 f"culturelens worker --store {DEFAULT_STORE}")
     work.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store")
     work.add_argument("--once", action="store_true", help="exit when the queue is empty")
-    work.add_argument("--batch-size", type=int, default=32, help="images per forward pass")
-    work.add_argument("--num-workers", type=int, default=0, help="DataLoader processes decoding images")
-    work.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     work.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
-    _add_clip_options(work)
+    _add_backbone_options(work)
     work.set_defaults(run=cmd_worker)
+
+    score = verb("score", "score a submission outside the leaderboard and write its results as Parquet",
+                 "culturelens score my_submission.zip --out results/ --tracks awareness")
+    score.add_argument("submission", help="submission folder or .zip")
+    score.add_argument("--out", required=True, help="folder for submission/, results/ (and the cache by default)")
+    score.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: all with metrics)")
+    score.add_argument("--store", default=DEFAULT_STORE, help="store whose datasets/ holds local datasets")
+    score.add_argument("--cache", default=None, help="embedding cache file (default: OUT/cache.sqlite)")
+    score.add_argument("--num-processes", type=int, default=1,
+                       help="shard images over this many processes with `accelerate launch`")
+    _add_backbone_options(score)
+    score.set_defaults(run=cmd_score)
 
     serve = verb("serve", "run the leaderboard app and a local worker",
                  f"culturelens serve --store {DEFAULT_STORE} --port 7860")
@@ -270,7 +292,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-worker", action="store_true", help="do not start a local worker")
     serve.add_argument("--cube-source", default=None,
                        help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
-    _add_clip_options(serve)
+    serve.add_argument("--backbones", default=None, help="backbones JSON file passed to the worker")
     serve.set_defaults(run=cmd_serve)
     return root
 

@@ -1,12 +1,24 @@
-"""Score a validated submission: decode each image once, embed it once, run the metrics, aggregate.
+"""Score a validated submission: each image decoded once, embedded once per backbone, every metric fed
+from memory.
 
-This is the skeleton the Harness issue grows (backbone registry, embedding
-cache, metric declarations). Today it runs one track's metrics: prompt-image
-alignment with CLIP (``benchmark.metrics.alignment``).
+1. The union of the metrics' needs is looked up in the embedding cache.
+2. Images with anything missing are decoded once each, in DataLoader worker
+   processes, and prepared for every backbone that still needs them; each
+   backbone embeds its batch under ``torch.inference_mode`` (autocast fp16/bf16
+   on GPU). New embeddings go to the cache batch by batch, so a crash loses at
+   most one batch of work.
+3. Every metric gets the same aligned arrays and returns one value (and note)
+   per image; aggregates follow (``benchmark.aggregate``).
+
+Scale-out: with ``shard=(rank, world)`` a process embeds only the batches
+``b`` with ``b % world == rank`` (batches are the same as in one process, so the
+numbers are identical), waits at ``barrier``, then reads the rest from the
+shared cache. ``culturelens score`` wires this to ``accelerate``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,27 +31,130 @@ from PIL import Image
 
 from benchmark import __version__
 from benchmark.aggregate import aggregate
+from benchmark.cache import EmbeddingCache, entry_key
 from benchmark.datasets.prompts import PromptSet
-from benchmark.encoders.open_clip import ClipEncoder
-from benchmark.metrics.alignment import CLIP_COSINE, CLIP_SCORE, clip_score, cosine_similarity
+from benchmark.encoders.base import Backbone
+from benchmark.metrics.base import Inputs, Metric, Need
 from benchmark.submission.manifest import Manifest
 
-Progress = Callable[[float, str], None]
-TRUNCATED_NOTE = "prompt longer than CLIP's {n}-token context: scored on its first {n} tokens"
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-class _Images(torch.utils.data.Dataset):
-    """Decodes and preprocesses images in DataLoader workers."""
+class _Decode(torch.utils.data.Dataset):
+    """Item i: decode image once, prepare it for each need it still lacks."""
 
-    def __init__(self, folder: Path, paths: list[str], transform):
-        self.folder, self.paths, self.transform = folder, paths, transform
+    def __init__(self, folder: Path, paths: list[str], plan: list[tuple[int, tuple[Need, ...]]],
+                 backbones: dict[str, Backbone]):
+        self.folder, self.paths, self.plan, self.backbones = folder, paths, plan, backbones
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(self.plan)
 
-    def __getitem__(self, index: int) -> torch.Tensor:
-        with Image.open(self.folder / self.paths[index]) as image:
-            return self.transform(image.convert("RGB"))
+    def __getitem__(self, index: int):
+        row, needs = self.plan[index]
+        with Image.open(self.folder / self.paths[row]) as image:
+            rgb = image.convert("RGB")
+        return row, {need: self.backbones[need.backbone].prepare(rgb, need.kind, need.grid) for need in needs}
+
+
+def _collate(items):
+    """-> [(need, rows, stacked inputs)] for each need present in the batch."""
+    by_need: dict[Need, tuple[list[int], list[torch.Tensor]]] = {}
+    for row, prepared in items:
+        for need, tensor in prepared.items():
+            rows, tensors = by_need.setdefault(need, ([], []))
+            rows.append(row)
+            tensors.append(tensor)
+    return [(need, rows, torch.stack(tensors)) for need, (rows, tensors) in by_need.items()]
+
+
+@dataclass
+class Features:
+    arrays: dict[Need, np.ndarray]
+    truncated: dict[str, np.ndarray]
+    cached: int = 0  # embeddings found in the cache
+    computed: int = 0  # embeddings computed for this run, by all processes
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], backbones: dict[str, Backbone],
+                     cache: EmbeddingCache | None = None, *, batch_size: int = 32, num_workers: int = 0,
+                     shard: tuple[int, int] = (0, 1), barrier: Callable[[], None] | None = None,
+                     progress: Progress | None = None) -> Features:
+    """Features for every row of ``images`` (columns: path, image_sha256, prompt) and every need."""
+    rank, world = shard
+    if world > 1 and (cache is None or barrier is None):
+        raise ValueError("sharded scoring needs a shared cache and a barrier")
+    image_needs = [n for n in needs if n.kind != "text"]
+    text_backbones = sorted({n.backbone for n in needs if n.kind == "text"})
+    shas, texts = images["image_sha256"].tolist(), images["prompt"].tolist()
+
+    requests = {(row, need): entry_key(sha, backbones[need.backbone].key, need.name)
+                for row, sha in enumerate(shas) for need in image_needs}
+    unique_texts = sorted(set(texts))
+    text_requests = {(text, b): entry_key(_text_sha(text), backbones[b].key, "text")
+                     for text in unique_texts for b in text_backbones}
+    found = cache.get_many(list(requests.values()) + list(text_requests.values())) if cache is not None else {}
+    values: dict[tuple, np.ndarray] = {k: found[key] for k, (key, _) in {**requests, **text_requests}.items()
+                                       if key in found}
+    cached = len(values)
+    computed = len(requests) + len(text_requests) - cached  # by all processes together
+    if world > 1:
+        barrier()  # every process plans from the same cache state, before anyone writes to it
+
+    # Texts are few: rank 0 embeds the missing ones, in sorted order.
+    for b in text_backbones:
+        todo = [t for t in unique_texts if (t, b) not in values]
+        for start in range(0, len(todo) if rank == 0 else 0, batch_size):
+            chunk = todo[start:start + batch_size]
+            embedded = backbones[b].embed_texts(chunk)
+            values.update({(text, b): vector for text, vector in zip(chunk, embedded)})
+            if cache is not None:
+                cache.put_many((*text_requests[(t, b)], v) for t, v in zip(chunk, embedded))
+
+    plan = [(row, missing) for row in range(len(images))
+            if (missing := tuple(n for n in image_needs if (row, n) not in values))]
+    batches = [plan[i:i + batch_size] for i in range(0, len(plan), batch_size)]
+    mine = [item for b, batch in enumerate(batches) if b % world == rank for item in batch]
+    if mine:
+        loader = torch.utils.data.DataLoader(
+            _Decode(folder, images["path"].tolist(), mine, backbones), batch_size=batch_size, shuffle=False,
+            num_workers=num_workers, collate_fn=_collate)
+        done = 0
+        for batch in loader:
+            fresh = []
+            for need, rows, inputs in batch:
+                embedded = backbones[need.backbone].embed(inputs)
+                for row, vector in zip(rows, embedded):
+                    values[(row, need)] = vector
+                    fresh.append((*requests[(row, need)], vector))
+            if cache is not None:
+                cache.put_many(fresh)
+            done += len({r for _, rows, _ in batch for r in rows})
+            if progress:
+                progress("embedding images", done, len(mine))
+
+    if world > 1:
+        barrier()
+        rest = {k: v for k, v in {**requests, **text_requests}.items() if k not in values}
+        found = cache.get_many(rest.values())
+        lost = [str(k) for k, (key, _) in rest.items() if key not in found]
+        if lost:
+            raise RuntimeError(f"{len(lost)} embeddings another process should have written are missing "
+                               f"from the cache (first: {lost[0]})")
+        values.update({k: found[key] for k, (key, _) in rest.items()})
+
+    arrays = {need: np.stack([values[(row, need)] for row in range(len(images))]) for need in image_needs}
+    for b in text_backbones:
+        arrays[Need(b, "text")] = np.stack([values[(text, b)] for text in texts])
+    truncated = {}
+    for b in text_backbones:
+        cut = dict(zip(unique_texts, backbones[b].truncated(unique_texts)))
+        truncated[b] = np.array([cut[t] for t in texts], dtype=bool)
+    return Features(arrays, truncated, cached, computed)
 
 
 @dataclass
@@ -49,75 +164,67 @@ class Scores:
     run: dict
 
 
-def embed_images(encoder: ClipEncoder, folder: Path, paths: list[str], *, batch_size: int, num_workers: int,
-                 progress: Progress | None = None) -> np.ndarray:
-    loader = torch.utils.data.DataLoader(_Images(folder, paths, encoder.preprocess), batch_size=batch_size,
-                                         num_workers=num_workers, shuffle=False)
-    chunks, done = [], 0
-    for pixels in loader:
-        chunks.append(encoder.encode_images(pixels))
-        done += len(pixels)
-        if progress:
-            progress(done / len(paths), f"embedded {done}/{len(paths)} images")
-    return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
-
-
-def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, encoder: ClipEncoder, *,
-          submission_id: str, batch_size: int = 32, num_workers: int = 0,
-          progress: Progress | None = None) -> Scores:
-    """Score the images of one submission (``images``: prompt_id, seed, path, sha256 per image)."""
+def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, metrics: list[Metric],
+          backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, submission_id: str,
+          batch_size: int = 32, num_workers: int = 0, shard: tuple[int, int] = (0, 1),
+          barrier: Callable[[], None] | None = None, progress: Progress | None = None) -> Scores | None:
+    """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0."""
     images = images.sort_values(["prompt_id", "seed"]).reset_index(drop=True)
-    prompt_ids = sorted(images["prompt_id"].unique())
-    texts = prompts.table.loc[prompt_ids, "prompt"].tolist()
-    text_embeddings, truncated = [], []
-    for start in range(0, len(texts), batch_size):
-        emb, cut = encoder.encode_texts(texts[start:start + batch_size])
-        text_embeddings.append(emb)
-        truncated += cut
-    text_by_prompt = dict(zip(prompt_ids, np.concatenate(text_embeddings)))
-    truncated_by_prompt = dict(zip(prompt_ids, truncated))
-
-    image_embeddings = embed_images(encoder, folder, images["path"].tolist(), batch_size=batch_size,
-                                    num_workers=num_workers, progress=progress)
-    paired_text = np.stack([text_by_prompt[p] for p in images["prompt_id"]])
-    cosine = cosine_similarity(image_embeddings, paired_text)
-
-    base = images.rename(columns={"path": "image_path", "sha256": "image_sha256"})[
-        ["prompt_id", "seed", "image_path", "image_sha256"]]
-    slices = prompts.table.reindex(columns=["country", "country_code", "continent", "concept"])
-    base = base.join(slices, on="prompt_id")
-    base.insert(0, "model", manifest.model.name)
-    base.insert(0, "submission_id", submission_id)
-    note = [TRUNCATED_NOTE.format(n=encoder.context_length) if truncated_by_prompt[p] else None
-            for p in base["prompt_id"]]
-    per_image = pd.concat([
-        base.assign(track=info.track, metric=info.name, value=values, note=note)
-        for info, values in ((CLIP_COSINE, cosine), (CLIP_SCORE, clip_score(cosine)))
-    ], ignore_index=True)
+    rows = images.rename(columns={"sha256": "image_sha256"}).join(prompts.table, on="prompt_id")
+    needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
+    features = compute_features(folder, rows, needs, backbones, cache, batch_size=batch_size,
+                                num_workers=num_workers, shard=shard, barrier=barrier, progress=progress)
+    if shard[0] != 0:
+        return None
+    inputs = Inputs(rows, features.arrays, features.truncated)
+    slices = [c for c in ("country", "country_code", "continent", "concept") if c in rows.columns]
+    base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
+    base = base.assign(submission_id=submission_id, model=manifest.model.name)
+    frames = []
+    for done, metric in enumerate(metrics, start=1):
+        values, notes = metric.per_image(inputs)
+        frames.append(base.assign(track=metric.info.track, metric=metric.info.name, value=values, note=notes))
+        if progress:
+            progress("metrics", done, len(metrics))
+    per_image = pd.concat(frames, ignore_index=True)
 
     scored_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    used = {b: backbones[b] for b in sorted({n.backbone for n in needs})}
     run = {
         "submission_id": submission_id,
         "harness_version": __version__,
-        "backbone": encoder.spec.id,
-        "backbone_revision": encoder.revision,
+        "backbones": {b: {"uid": x.spec.uid, "revision": x.revision, "preprocess": x.preprocess_version}
+                      for b, x in used.items()},
+        "metrics": {m.info.name: m.info.version for m in metrics},
         "dataset": f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}",
         "seeds": list(manifest.seeds),
         "images": len(images),
         "missing": len(manifest.missing),
-        "prompts_truncated": int(sum(truncated)),
+        "embeddings_cached": features.cached,
+        "embeddings_computed": features.computed,
         "scored_at": scored_at,
     }
-    labels = {m.name: m for m in (CLIP_COSINE, CLIP_SCORE)}
-    aggregates = [{
-        **row,
-        "provenance": "scored",
-        "submission_id": submission_id,
-        "model": manifest.model.name,
-        "model_id": manifest.model.id,
-        "model_type": manifest.model.type,
-        "metric_label": labels[row["metric"]].label,
-        "higher_is_better": labels[row["metric"]].higher_is_better,
-        **{k: run[k] for k in ("harness_version", "backbone", "backbone_revision", "dataset", "scored_at")},
-    } for row in aggregate(per_image)]
+    info = {m.info.name: m.info for m in metrics}
+    dataset = run["dataset"]
+    aggregates = []
+    for row in aggregate(per_image):
+        metric = info[row["metric"]]
+        backbone_ids = sorted({n.backbone for n in metric.needs})
+        aggregates.append({
+            **row,
+            "provenance": "scored",
+            "submission_id": submission_id,
+            "model": manifest.model.name,
+            "model_id": manifest.model.id,
+            "model_type": manifest.model.type,
+            "metric_label": metric.label,
+            "metric_version": metric.version,
+            "higher_is_better": metric.higher_is_better,
+            "harness_version": __version__,
+            "backbone": "+".join(f"{b}={used[b].spec.uid}" for b in backbone_ids),
+            "backbone_revision": "+".join(used[b].revision for b in backbone_ids),
+            "dataset": dataset,
+            "seeds": ",".join(map(str, manifest.seeds)),
+            "scored_at": scored_at,
+        })
     return Scores(per_image, aggregates, run)

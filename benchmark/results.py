@@ -9,7 +9,14 @@ so both kinds sit in one table and are never confused.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 PER_IMAGE = pa.schema([
     ("submission_id", pa.string()),
@@ -37,19 +44,21 @@ AGGREGATE = pa.schema([
     ("track", pa.string()),
     ("metric", pa.string()),
     ("metric_label", pa.string()),
+    ("metric_version", pa.string()),
     ("higher_is_better", pa.bool_()),
-    ("slice", pa.string()),             # "overall", "country", "concept", "subset", ...
+    ("slice", pa.string()),             # "overall", "country", "concept", "prompt", "subset", ...
     ("slice_value", pa.string()),       # "all" for overall
     ("value", pa.float64()),
     ("ci_low", pa.float64()),
     ("ci_high", pa.float64()),
-    ("n", pa.int64()),                  # prompts (or references) the value averages over
+    ("n", pa.int64()),                  # prompts (images, for slice "prompt") the value averages over
     ("citation", pa.string()),          # reported: paper title, authors, arXiv id
     ("source_table", pa.string()),      # reported: table / figure of the paper
     ("harness_version", pa.string()),
     ("backbone", pa.string()),
     ("backbone_revision", pa.string()),
     ("dataset", pa.string()),
+    ("seeds", pa.string()),             # comma-separated generation seeds of the submission
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
 
@@ -57,3 +66,23 @@ AGGREGATE = pa.schema([
 def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Rows -> a table of exactly ``schema`` (absent fields are null)."""
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+
+
+def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], run: dict) -> Path:
+    """Write ``per_image.parquet``, ``aggregates.parquet`` and ``run.json`` as one folder, atomically.
+
+    The folder is written next to ``target`` and renamed into place: readers see all
+    three files or none, and an existing ``target`` is never modified (results are immutable).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        pq.write_table(table(per_image_rows, PER_IMAGE), tmp / "per_image.parquet")
+        pq.write_table(table(aggregate_rows, AGGREGATE), tmp / "aggregates.parquet")
+        (tmp / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+        os.rename(tmp, target)  # fails if target exists
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

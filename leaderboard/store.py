@@ -8,6 +8,7 @@ Layout::
       submissions/<id>/             accepted submissions: manifest.json, images/, images.parquet
       queue.sqlite                  submission records (see ``queue``)
       results/<id>/                 per_image.parquet, aggregates.parquet, run.json (written once, atomically)
+      cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
       reported/reported.parquet     results published in the papers (rewritten from code at start)
 
 Writers never block readers: results are immutable Parquet folders that
@@ -18,20 +19,20 @@ DuckDB file is ever opened for writing.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmark import results
+from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
 from benchmark.submission import Limits, Manifest, Report, stage
 from leaderboard import reported
@@ -106,12 +107,7 @@ class Store:
             return SubmitOutcome(report)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}"
-        images = pa.Table.from_pylist([vars(i) for i in report.images]) if report.images else None
-        if images is not None:
-            pq.write_table(images, report.folder / "images.parquet")
-        target = self.submissions / submission_id
-        os.rename(report.folder, target)
-        report.folder = target
+        target = report.keep(self.submissions / submission_id)
         m = report.manifest
         try:
             job = self.queue.add(id=submission_id, content_hash=report.content_hash, owner=owner, model=m.model.name,
@@ -133,18 +129,13 @@ class Store:
 
     def write_results(self, submission_id: str, scores: Scores) -> Path:
         """Write one submission's results folder atomically (all files appear at once, or none)."""
-        target = self.results / submission_id
-        tmp = Path(tempfile.mkdtemp(prefix=f".{submission_id}.", dir=self.results))
-        try:
-            pq.write_table(results.table(scores.per_image.to_dict("records"), results.PER_IMAGE),
-                           tmp / "per_image.parquet")
-            pq.write_table(results.table(scores.aggregates, results.AGGREGATE), tmp / "aggregates.parquet")
-            (tmp / "run.json").write_text(json.dumps(scores.run, indent=2), encoding="utf-8")
-            os.rename(tmp, target)  # fails if target exists: results are immutable
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return target
+        return results.write_folder(self.results / submission_id, scores.per_image.to_dict("records"),
+                                    scores.aggregates, scores.run)
+
+    @functools.cached_property
+    def cache(self) -> EmbeddingCache:
+        """The embedding cache the store's workers share."""
+        return EmbeddingCache(self.root / "cache" / "embeddings.sqlite")
 
     def aggregate_files(self) -> list[str]:
         files = [str(p) for p in sorted(self.results.glob("*/aggregates.parquet"))]

@@ -25,9 +25,10 @@ def metrics(con: duckdb.DuckDBPyConnection, track: str) -> list[tuple[str, str]]
 
 
 def slices(con: duckdb.DuckDBPyConnection, track: str, metric: str) -> list[str]:
-    """Slice choices of a metric as 'overall' or '<slice> = <value>', overall first."""
+    """Slice choices of a metric as 'overall' or '<slice> = <value>', overall first (per-prompt rows are
+    for the per-prompt views, not the ranking)."""
     found = con.execute(
-        "SELECT DISTINCT slice, slice_value FROM aggregates WHERE track = ? AND metric = ?"
+        "SELECT DISTINCT slice, slice_value FROM aggregates WHERE track = ? AND metric = ? AND slice <> 'prompt'"
         " ORDER BY slice <> 'overall', slice, slice_value", [track, metric]).fetchall()
     return [OVERALL if s == OVERALL else f"{s} = {v}" for s, v in found]
 

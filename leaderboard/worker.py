@@ -22,8 +22,11 @@ import pyarrow.parquet as pq
 
 from benchmark import harness
 from benchmark.datasets.prompts import DatasetUnavailable
-from benchmark.encoders.open_clip import ClipEncoder
-from benchmark.encoders.spec import BackboneUnavailable, ClipSpec
+from benchmark.encoders import load_backbone
+from benchmark.encoders.base import Backbone
+from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.metrics import available as available_metrics
+from benchmark.metrics.base import Metric
 from leaderboard.queue import Job
 from leaderboard.store import Store
 
@@ -35,23 +38,29 @@ class LeaseLost(RuntimeError):
 
 
 class Worker:
-    def __init__(self, store: Store, spec: ClipSpec, *, lease_seconds: float = 60, batch_size: int = 32,
-                 num_workers: int = 0, device: str | None = None):
-        self.store, self.spec = store, spec
+    def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric] | None = None, *,
+                 lease_seconds: float = 60, batch_size: int = 32, num_workers: int = 0, device: str | None = None):
+        self.store, self.registry = store, registry
+        self.metrics = metrics if metrics is not None else available_metrics()
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
-        self.encoder: ClipEncoder | None = None
+        self.backbones: dict[str, Backbone] = {}
+
+    @property
+    def description(self) -> str:
+        return ", ".join(f"{b} ({x.spec.uid})" for b, x in sorted(self.backbones.items())) or "no backbone"
 
     def load(self) -> bool:
-        """Load the backbone; record and return whether the worker can score."""
-        self.store.queue.set_worker(self.id, "loading", f"loading {self.spec.id}")
+        """Load every backbone the metrics need; record and return whether the worker can score."""
+        needed = sorted({n.backbone for m in self.metrics for n in m.info.needs})
+        self.store.queue.set_worker(self.id, "loading", f"loading {', '.join(needed)}")
         try:
-            self.encoder = ClipEncoder(self.spec, device=self.device)
+            self.backbones = {b: load_backbone(b, self.registry, self.device) for b in needed}
         except BackboneUnavailable as error:
             self.store.queue.set_worker(self.id, "unavailable", str(error))
             log.error("%s", error)
             return False
-        self.store.queue.set_worker(self.id, "idle", f"ready with {self.spec.id}")
+        self.store.queue.set_worker(self.id, "idle", f"ready with {self.description}")
         return True
 
     def run(self, *, once: bool = False, poll_seconds: float = 2.0, stop: threading.Event | None = None) -> int:
@@ -61,7 +70,7 @@ class Worker:
         while not stop.is_set():
             job = self.store.queue.claim(self.id, self.lease_seconds)
             if job is None:
-                self.store.queue.set_worker(self.id, "idle", f"ready with {self.spec.id}")
+                self.store.queue.set_worker(self.id, "idle", f"ready with {self.description}")
                 if once:
                     break
                 stop.wait(poll_seconds)
@@ -85,9 +94,9 @@ class Worker:
             folder = self.store.submissions / job.id
             images = pq.read_table(folder / "images.parquet").to_pandas() if (folder / "images.parquet").exists() \
                 else pd.DataFrame(columns=["prompt_id", "seed", "path", "sha256"])
-            scores = harness.score(folder, manifest, prompts, images, self.encoder, submission_id=job.id,
-                                   batch_size=self.batch_size, num_workers=self.num_workers,
-                                   progress=heartbeat.report)
+            scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
+                                   self.store.cache, submission_id=job.id, batch_size=self.batch_size,
+                                   num_workers=self.num_workers, progress=heartbeat.report)
             heartbeat.check()
             self.store.write_results(job.id, scores)
         except LeaseLost:
@@ -103,7 +112,9 @@ class Worker:
             return
         finally:
             heartbeat.stop()
-        queue.finish(job.id, self.id, f"scored {scores.run['images']} images with {scores.run['backbone']}")
+        run = scores.run
+        queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
+                                      f"computed, {run['embeddings_cached']} from the cache)")
 
 
 class _Heartbeat(threading.Thread):
@@ -117,9 +128,9 @@ class _Heartbeat(threading.Thread):
         self._pushed = time.monotonic()
         self._stop_event = threading.Event()
 
-    def report(self, fraction: float, message: str) -> None:
+    def report(self, stage: str, done: int, total: int) -> None:
         """Progress callback of the harness: pushed to the queue at most once a second."""
-        self.progress = (fraction, message)
+        self.progress = (done / max(total, 1), f"{stage} {done}/{total}")
         if time.monotonic() - self._pushed >= 1.0:
             self._push()
         self.check()
@@ -145,9 +156,9 @@ class _Heartbeat(threading.Thread):
         self.join()
 
 
-def main(store: Store, spec: ClipSpec, *, once: bool, **options) -> int:
-    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when the backbone is unavailable."""
-    worker = Worker(store, spec, **options)
+def main(store: Store, registry: dict[str, BackboneSpec], *, once: bool, **options) -> int:
+    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when a backbone is unavailable."""
+    worker = Worker(store, registry, **options)
     if not worker.load():
         return 2
     stop = threading.Event()

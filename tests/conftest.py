@@ -29,7 +29,7 @@ def tiny_clip(tmp_path_factory):
     import torch
     from safetensors.torch import save_file
 
-    from benchmark.encoders.spec import ClipSpec
+    from benchmark.encoders.spec import BackboneSpec
 
     folder = tmp_path_factory.mktemp("tiny-clip")
     config = folder / f"{TINY_CLIP}.json"
@@ -39,7 +39,33 @@ def tiny_clip(tmp_path_factory):
     model = open_clip.create_model(TINY_CLIP)
     weights = folder / "tiny-clip.safetensors"
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
-    return ClipSpec(model=TINY_CLIP, pretrained=str(weights), config=str(config))
+    return BackboneSpec("open_clip", TINY_CLIP, str(weights), str(config))
+
+
+@pytest.fixture(scope="session")
+def tiny_dino(tmp_path_factory):
+    """A tiny randomly initialised DINOv2 (transformers) with its image processor, saved with save_pretrained."""
+    import torch
+    from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
+
+    from benchmark.encoders.spec import BackboneSpec
+
+    folder = tmp_path_factory.mktemp("tiny-dinov2")
+    torch.manual_seed(0)
+    config = Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                          patch_size=8, image_size=32)
+    Dinov2Model(config).save_pretrained(folder)
+    BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+                      image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(folder)
+    return BackboneSpec("hf_vision", str(folder))
+
+
+@pytest.fixture(scope="session")
+def backbones_file(tmp_path_factory, tiny_clip, tiny_dino) -> Path:
+    """A backbones JSON pointing the papers' backbone ids at the tiny models (what a user does for local weights)."""
+    path = tmp_path_factory.mktemp("backbones") / "backbones.json"
+    path.write_text(json.dumps({"clip-vit-b-32": tiny_clip.to_dict(), "dinov2-base": tiny_dino.to_dict()}))
+    return path
 
 
 @pytest.fixture(scope="session")

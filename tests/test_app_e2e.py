@@ -31,7 +31,7 @@ from tests.helpers import free_port, make_submission, zip_folder
 
 
 @pytest.fixture(scope="module")
-def live_app(tmp_path_factory, tiny_upstream, tiny_clip):
+def live_app(tmp_path_factory, tiny_upstream, backbones_file):
     root = tmp_path_factory.mktemp("live")
     store = Store(root / "store")
     cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
@@ -39,8 +39,7 @@ def live_app(tmp_path_factory, tiny_upstream, tiny_clip):
     log = open(root / "serve.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
-         "--user", "e2e-tester", "--clip-model", tiny_clip.model, "--clip-pretrained", tiny_clip.pretrained,
-         "--clip-config", tiny_clip.config],
+         "--user", "e2e-tester", "--backbones", str(backbones_file)],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
     url = f"http://127.0.0.1:{port}/"
     deadline = time.time() + 180
@@ -79,7 +78,7 @@ def _wait_for_state(client, submission_id: str, timeout: float = 180) -> pd.Seri
 def _independent_cosines(tiny_clip, store: Store, submission_id: str) -> dict[tuple[str, int], float]:
     """CLIP cosines computed here with plain open_clip, not through the harness."""
     model = open_clip.create_model(tiny_clip.model)
-    model.load_state_dict(load_file(tiny_clip.pretrained))
+    model.load_state_dict(load_file(tiny_clip.weights))
     model.eval()
     _, _, preprocess = open_clip.create_model_and_transforms(tiny_clip.model)
     tokenizer = open_clip.get_tokenizer(tiny_clip.model)

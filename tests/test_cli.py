@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-VERBS = [["data"], ["data", "build"], ["data", "push"], ["schema"], ["validate"], ["submit"], ["worker"], ["serve"]]
+VERBS = [["data"], ["data", "build"], ["data", "push"], ["schema"], ["validate"], ["submit"], ["worker"], ["score"],
+         ["serve"]]
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -20,7 +21,7 @@ def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) ->
 def test_help_lists_every_verb():
     result = culturelens("--help")
     assert result.returncode == 0
-    for verb in ("data", "schema", "validate", "submit", "worker", "serve"):
+    for verb in ("data", "schema", "validate", "submit", "worker", "score", "serve"):
         assert verb in result.stdout
 
 
@@ -65,7 +66,7 @@ def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
     assert list((store / "staging").iterdir()) == [] and list((store / "submissions").iterdir()) == []
 
 
-def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip):
+def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, backbones_file):
     """The CLI path of the skeleton: `submit` queues, a separate `worker --once` process scores it."""
     import pyarrow.parquet as pq
 
@@ -79,22 +80,25 @@ def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip):
     submitted = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store), "--owner", "cli")
     assert submitted.returncode == 0, submitted.stderr
     submission_id = submitted.stdout.split("queued as ")[1].split()[0]
-    worker = culturelens("worker", "--store", str(store), "--once", "--clip-model", tiny_clip.model,
-                         "--clip-pretrained", tiny_clip.pretrained, "--clip-config", tiny_clip.config)
+    worker = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones_file))
     assert worker.returncode == 0, worker.stderr
     job = Store(store).queue.get(submission_id)
     assert job.state == "FINISHED" and job.owner == "cli"
     aggregates = pq.read_table(store / "results" / submission_id / "aggregates.parquet").to_pandas()
     overall = aggregates[(aggregates["metric"] == "clip_score") & (aggregates["slice"] == "overall")]
     assert len(overall) == 1 and overall.iloc[0]["n"] == 6 and overall.iloc[0]["provenance"] == "scored"
-    assert overall.iloc[0]["backbone"] == tiny_clip.id and overall.iloc[0]["backbone_revision"].startswith("sha256:")
+    assert overall.iloc[0]["backbone"] == f"clip-vit-b-32={tiny_clip.uid}"
+    assert overall.iloc[0]["backbone_revision"].startswith("sha256:")
 
 
 def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
     from leaderboard.store import Store
 
     store = tmp_path / "store"
-    result = culturelens("worker", "--store", str(store), "--once", "--clip-pretrained", str(tmp_path / "none.bin"))
+    backbones = tmp_path / "backbones.json"
+    backbones.write_text('{"clip-vit-b-32": {"family": "open_clip", "model": "ViT-B-32", "weights": "%s"}}'
+                         % (tmp_path / "none.bin"))
+    result = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones))
     assert result.returncode == 2 and "none.bin" in result.stderr and "Traceback" not in result.stderr
     (worker,) = Store(store).queue.workers()
-    assert worker["state"] == "unavailable" and "--clip-pretrained" in worker["message"]
+    assert worker["state"] == "unavailable" and "--backbones" in worker["message"]

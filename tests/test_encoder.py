@@ -1,6 +1,8 @@
-"""The open_clip loading code, run on a tiny random CLIP saved in the test (no downloads)."""
+"""Backbone loading code, run on tiny random models saved in the test (no downloads)."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import open_clip
@@ -8,53 +10,102 @@ import pytest
 import torch
 from PIL import Image
 from safetensors.torch import load_file
+from transformers import AutoModel
 
-from benchmark.encoders.open_clip import ClipEncoder
-from benchmark.encoders.spec import BackboneUnavailable, ClipSpec
+from benchmark.encoders import load_backbone
+from benchmark.encoders.base import grid_tiles
+from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneSpec, BackboneUnavailable, load_registry
 
 
-def test_encoder_loads_the_checkpoint_it_is_given(tiny_clip):
-    encoder = ClipEncoder(tiny_clip, device="cpu")
-    assert encoder.revision.startswith("sha256:") and encoder.spec.id == f"open_clip:{tiny_clip.model}:tiny-clip.safetensors"
+def _image(size=80, seed=0) -> Image.Image:
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (size, size, 3), dtype=np.uint8))
+
+
+def test_open_clip_backbone_loads_the_checkpoint_it_is_given(tiny_clip):
+    backbone = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")
+    assert backbone.revision.startswith("sha256:") and backbone.spec.uid.endswith(":tiny-clip.safetensors")
     # Independent reference: a fresh model of the same architecture with the saved weights loaded by hand.
     reference = open_clip.create_model(tiny_clip.model)
-    reference.load_state_dict(load_file(tiny_clip.pretrained))
+    reference.load_state_dict(load_file(tiny_clip.weights))
     reference.eval()
-    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (80, 80, 3), dtype=np.uint8))
-    pixels = encoder.preprocess(image).unsqueeze(0)
+    pixels = backbone.prepare(_image(), "image").unsqueeze(0)
     with torch.no_grad():
         expected = torch.nn.functional.normalize(reference.encode_image(pixels), dim=-1).numpy()
         tokens = open_clip.get_tokenizer(tiny_clip.model)(["a photo of jollof rice"])
         expected_text = torch.nn.functional.normalize(reference.encode_text(tokens), dim=-1).numpy()
-    assert encoder.encode_images(pixels) == pytest.approx(expected, abs=1e-5)
-    text, truncated = encoder.encode_texts(["a photo of jollof rice"])
-    assert text == pytest.approx(expected_text, abs=1e-5) and truncated == [False]
+    assert backbone.embed(pixels) == pytest.approx(expected, abs=1e-5)
+    text = backbone.embed_texts(["a photo of jollof rice"])
+    assert text == pytest.approx(expected_text, abs=1e-5)
     assert np.linalg.norm(text, axis=1) == pytest.approx([1.0])
 
 
+def test_dino_backbone_gives_global_and_4x4_grid_features(tiny_dino):
+    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    image = _image(64)
+    grid = backbone.embed(backbone.prepare(image, "grid").unsqueeze(0))
+    assert grid.shape == (1, 16, 32)
+    # Tile k of the grid is the k-th 16x16 crop, row by row, embedded as an image of its own.
+    reference = AutoModel.from_pretrained(tiny_dino.model).eval()
+    tile = image.crop((16, 0, 32, 16))  # row 0, column 1
+    with torch.no_grad():
+        pooled = reference(pixel_values=backbone.transform(tile).unsqueeze(0)).pooler_output
+    assert grid[0, 1] == pytest.approx(torch.nn.functional.normalize(pooled, dim=-1)[0].numpy(), abs=1e-5)
+    assert backbone.embed(backbone.prepare(image, "image").unsqueeze(0)).shape == (1, 32)
+    with pytest.raises(BackboneUnavailable, match="no text encoder"):
+        backbone.embed_texts(["x"])
+
+
+def test_grid_tiles_cover_the_image_row_by_row():
+    image = Image.fromarray(np.arange(8 * 8 * 3, dtype=np.uint8).reshape(8, 8, 3))
+    tiles = grid_tiles(image, 4)
+    assert len(tiles) == 16 and all(t.size == (2, 2) for t in tiles)
+    assert np.array_equal(np.asarray(tiles[5]), np.asarray(image)[2:4, 2:4])
+
+
 def test_long_prompts_are_flagged_as_truncated(tiny_clip):
-    encoder = ClipEncoder(tiny_clip, device="cpu")
-    _, truncated = encoder.encode_texts(["short prompt", "a very long prompt " * 30])
-    assert truncated == [False, True]
+    backbone = load_backbone("clip", {"clip": tiny_clip}, device="cpu")
+    assert backbone.truncated(["short prompt", "a very long prompt " * 30]) == [False, True]
 
 
-def test_a_missing_checkpoint_is_a_clear_error_naming_the_model_and_the_fix(tiny_clip, tmp_path):
-    spec = ClipSpec(tiny_clip.model, str(tmp_path / "absent.safetensors"), tiny_clip.config)
+def test_cache_keys_change_with_weights_and_preprocessing(tiny_clip, tiny_dino):
+    clip = load_backbone("clip", {"clip": tiny_clip}, device="cpu")
+    dino = load_backbone("dino", {"dino": tiny_dino}, device="cpu")
+    assert clip.key != dino.key and clip.revision in clip.key and clip.preprocess_version in clip.key
+
+
+def test_a_missing_checkpoint_is_a_clear_error_naming_the_backbone_and_the_fix(tiny_clip, tmp_path):
+    spec = BackboneSpec("open_clip", tiny_clip.model, str(tmp_path / "absent.safetensors"), tiny_clip.config)
     with pytest.raises(BackboneUnavailable) as error:
-        ClipEncoder(spec)
+        load_backbone("clip-vit-b-32", {"clip-vit-b-32": spec})
     message = str(error.value)
-    assert tiny_clip.model in message and "absent.safetensors" in message and "--clip-pretrained" in message
+    assert "clip-vit-b-32" in message and "absent.safetensors" in message and "--backbones" in message
+    with pytest.raises(BackboneUnavailable, match="cannot load backbone 'dinov2-base'"):
+        load_backbone("dinov2-base", {"dinov2-base": BackboneSpec("hf_vision", str(tmp_path / "no-dino"))})
 
 
-def test_unknown_architectures_and_tags_are_clear_errors():
+def test_unknown_ids_architectures_and_tags_are_clear_errors():
+    with pytest.raises(BackboneUnavailable, match="unknown backbone 'nope'"):
+        load_backbone("nope", DEFAULT_REGISTRY)
     with pytest.raises(BackboneUnavailable, match="no model named 'No-Such-CLIP'"):
-        ClipEncoder(ClipSpec("No-Such-CLIP", "openai"))
+        load_backbone("x", {"x": BackboneSpec("open_clip", "No-Such-CLIP", "openai")})
     with pytest.raises(BackboneUnavailable, match="no pretrained tag 'nonsense'"):
-        ClipEncoder(ClipSpec("ViT-B-32", "nonsense"))
+        load_backbone("x", {"x": BackboneSpec("open_clip", "ViT-B-32", "nonsense")})
 
 
-def test_default_backbone_offline_fails_with_instructions(monkeypatch):
-    """ViT-B-32 'openai' is not in this machine's cache: a clear error, never a random-weights fallback."""
-    with pytest.raises(BackboneUnavailable) as error:
-        ClipEncoder(ClipSpec())
-    assert "ViT-B-32" in str(error.value) and "Hugging Face cache" in str(error.value)
+def test_default_backbones_offline_fail_with_instructions():
+    """The papers' weights are not in this machine's cache: clear errors, never a random-weights fallback."""
+    for backbone_id in ("clip-vit-b-32", "dinov2-base", "hpsv2"):
+        with pytest.raises(BackboneUnavailable) as error:
+            load_backbone(backbone_id, DEFAULT_REGISTRY, device="cpu")
+        assert backbone_id in str(error.value) and "Hugging Face cache" in str(error.value)
+
+
+def test_backbones_file_overrides_and_validates(tmp_path, tiny_clip):
+    path = tmp_path / "backbones.json"
+    path.write_text(json.dumps({"clip-vit-b-32": tiny_clip.to_dict(), "mine": {"family": "hf_vision", "model": "x"}}))
+    registry = load_registry(path)
+    assert registry["clip-vit-b-32"] == tiny_clip and registry["mine"].model == "x"
+    assert registry["dinov2-base"] == DEFAULT_REGISTRY["dinov2-base"]
+    path.write_text(json.dumps({"x": {"family": "open_clip", "model": "m", "wieghts": "typo"}}))
+    with pytest.raises(ValueError, match="unknown keys \\['wieghts'\\]"):
+        load_registry(path)

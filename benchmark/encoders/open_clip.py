@@ -1,10 +1,11 @@
-"""CLIP image and text encoders through ``open_clip``, from a pretrained tag or a local checkpoint.
+"""open_clip image and text encoders: CLIP, SigLIP and HPSv2-style fine-tunes.
 
-The papers' default is CLIP ViT-B/32 (Radford et al., "Learning Transferable
-Visual Models From Natural Language Supervision", arXiv:2103.00020): open_clip
-model ``ViT-B-32`` with the ``openai`` weights. Any open_clip architecture
-works, including one defined by a local model-config JSON (``config``), which is
-how the tests build a tiny randomly initialised CLIP offline.
+Loads an open_clip architecture with weights from a pretrained tag (``openai``:
+Radford et al., arXiv:2103.00020), a local checkpoint (``.safetensors`` or a
+weights-only ``torch.load``), or a file of a Hub model repo (``hf-file:``, e.g.
+the HPS v2 checkpoint of Wu et al., arXiv:2306.09341). A local model-config
+JSON defines architectures open_clip does not ship, which is how the tests
+build a tiny random CLIP offline.
 """
 
 from __future__ import annotations
@@ -16,76 +17,83 @@ from pathlib import Path
 import numpy as np
 import open_clip
 import torch
+from huggingface_hub import hf_hub_download
+from PIL import Image
 
-from benchmark.encoders.spec import ENV_CONFIG, ENV_MODEL, ENV_PRETRAINED, BackboneUnavailable, ClipSpec
+from benchmark.encoders.base import Backbone, file_digest, how_to_provide
+from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
 
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+HF_FILE = "hf-file:"
 
 
-def _how_to_provide(spec: ClipSpec) -> str:
-    return (f"Provide it by (1) running once with network access so the Hugging Face cache holds it, "
-            f"(2) passing --clip-pretrained PATH to a local open_clip checkpoint (.safetensors or .bin), or "
-            f"(3) setting {ENV_PRETRAINED}=PATH (and {ENV_MODEL}, {ENV_CONFIG} for a custom architecture).")
+def _resolve_weights(backbone_id: str, spec: BackboneSpec) -> tuple[str | None, str]:
+    """(what to pass to open_clip as ``pretrained``, revision string)."""
+    weights = spec.weights
+    if weights and weights.startswith(HF_FILE):
+        repo, _, filename = weights[len(HF_FILE):].rpartition("/")
+        try:
+            path = hf_hub_download(repo, filename, revision=spec.revision)
+        except Exception as error:  # noqa: BLE001 - any Hub or network failure means: not available here
+            raise BackboneUnavailable(f"cannot fetch {filename} of {repo} for backbone {backbone_id!r}: "
+                                      f"{type(error).__name__}. " + how_to_provide(backbone_id, spec)) from None
+        return path, "sha256:" + file_digest(Path(path))[:16]
+    if weights and weights.endswith(LOCAL_WEIGHTS):
+        if not Path(weights).is_file():
+            raise BackboneUnavailable(f"checkpoint {weights} of backbone {backbone_id!r} ({spec.model}) does not "
+                                      "exist. " + how_to_provide(backbone_id, spec))
+        return weights, "sha256:" + file_digest(Path(weights))[:16]
+    if weights and weights not in open_clip.list_pretrained_tags_by_model(spec.model):
+        raise BackboneUnavailable(f"open_clip has no pretrained tag {weights!r} for {spec.model} "
+                                  f"(backbone {backbone_id!r})")
+    return weights, f"tag:{weights}"
 
 
-class ClipEncoder:
-    """A loaded open_clip model: L2-normalised image and text embeddings, on CPU or GPU."""
+class OpenClipBackbone(Backbone):
+    supports_text = True
 
-    def __init__(self, spec: ClipSpec, device: str | None = None):
-        self.spec = spec
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
+        super().__init__(backbone_id, spec, device)
         if spec.config:
-            config = Path(spec.config)
-            if not config.is_file():
-                raise BackboneUnavailable(f"open_clip model config {config} does not exist")
-            open_clip.add_model_config(config)
+            if not Path(spec.config).is_file():
+                raise BackboneUnavailable(f"open_clip model config {spec.config} of backbone {backbone_id!r} "
+                                          "does not exist")
+            open_clip.add_model_config(spec.config)
         if spec.model not in open_clip.list_models():
-            raise BackboneUnavailable(f"open_clip has no model named {spec.model!r}; pass --clip-config with its JSON")
-        if spec.is_local:
-            checkpoint = Path(spec.pretrained)
-            if not checkpoint.is_file():
-                raise BackboneUnavailable(f"CLIP checkpoint {checkpoint} for {spec.model} does not exist. " + _how_to_provide(spec))
-            self.revision = "sha256:" + _file_digest(checkpoint)[:16]
-        else:
-            if spec.pretrained not in open_clip.list_pretrained_tags_by_model(spec.model):
-                raise BackboneUnavailable(f"open_clip has no pretrained tag {spec.pretrained!r} for {spec.model}")
-            self.revision = f"open_clip-tag:{spec.pretrained}"
+            raise BackboneUnavailable(f"open_clip has no model named {spec.model!r} (backbone {backbone_id!r}); "
+                                      "give its model-config JSON as 'config'")
+        pretrained, self.revision = _resolve_weights(backbone_id, spec)
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
-                spec.model, pretrained=spec.pretrained, device=self.device, weights_only=True)
+                spec.model, pretrained=pretrained, device=self.device, weights_only=True)
         except (RuntimeError, OSError, ValueError) as error:
             raise BackboneUnavailable(
-                f"cannot load CLIP {spec.model} (pretrained={spec.pretrained!r}): "
-                f"{textwrap.shorten(str(error), 240, placeholder=' ...')} "
-                + _how_to_provide(spec)) from None
+                f"cannot load backbone {backbone_id!r} ({spec.uid}): "
+                f"{textwrap.shorten(str(error), 240, placeholder=' ...')} " + how_to_provide(backbone_id, spec)
+            ) from None
         self.model = model.eval()
         self.preprocess = preprocess
         self.tokenizer = open_clip.get_tokenizer(spec.model)
         self.context_length = getattr(self.tokenizer, "context_length", 77)
+        self._preprocess_version = hashlib.sha256(repr(preprocess).encode()).hexdigest()[:12]
+
+    @property
+    def preprocess_version(self) -> str:
+        return f"open_clip-{self._preprocess_version}"
+
+    def transform(self, image: Image.Image) -> torch.Tensor:
+        return self.preprocess(image)
+
+    def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.model.encode_image(pixels)
 
     @torch.inference_mode()
-    def encode_images(self, pixels: torch.Tensor) -> np.ndarray:
-        """(N, 3, H, W) preprocessed pixels -> (N, D) unit-norm float32 embeddings."""
-        features = self.model.encode_image(pixels.to(self.device))
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        with self._autocast():
+            features = self.model.encode_text(self.tokenizer(texts).to(self.device))
         return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
 
-    @torch.inference_mode()
-    def encode_texts(self, texts: list[str]) -> tuple[np.ndarray, list[bool]]:
-        """Texts -> ((N, D) unit-norm embeddings, whether each text was cut at the context length).
-
-        CLIP reads at most ``context_length`` (77) tokens; longer prompts are truncated,
-        and the flag lets results say so instead of scoring a cut prompt silently.
-        """
-        tokens = self.tokenizer(texts)
+    def truncated(self, texts: list[str]) -> list[bool]:
+        """CLIP reads at most ``context_length`` (77) tokens, start and end markers included."""
         if hasattr(self.tokenizer, "encode"):
-            truncated = [len(self.tokenizer.encode(t)) + 2 > self.context_length for t in texts]
-        else:
-            truncated = (tokens[:, -1] != 0).tolist()
-        features = self.model.encode_text(tokens.to(self.device))
-        return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy(), truncated
+            return [len(self.tokenizer.encode(t)) + 2 > self.context_length for t in texts]
+        return (self.tokenizer(texts)[:, -1] != 0).tolist()

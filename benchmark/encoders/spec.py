@@ -1,40 +1,99 @@
-"""Which backbone to load, as plain data (no torch import), so the CLI and the store stay light."""
+"""Which backbones exist and where their weights come from, as plain data (no torch import).
+
+A backbone is addressed by a stable registry id (``clip-vit-b-32``) that names
+its role in the papers; its ``BackboneSpec`` says how to load it. A JSON file
+(``--backbones FILE`` or ``CULTURELENS_BACKBONES``) can point an id at other
+weights (a local checkpoint, a mirror) or add ids, e.g.::
+
+    {"clip-vit-b-32": {"family": "open_clip", "model": "ViT-B-32",
+                       "weights": "/models/clip/open_clip_pytorch_model.bin"}}
+"""
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Literal
 
-ENV_MODEL = "CULTURELENS_CLIP_MODEL"
-ENV_PRETRAINED = "CULTURELENS_CLIP_PRETRAINED"
-ENV_CONFIG = "CULTURELENS_CLIP_CONFIG"
+ENV_BACKBONES = "CULTURELENS_BACKBONES"
+LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 
 
 class BackboneUnavailable(RuntimeError):
-    """A backbone's weights cannot be loaded; the message names it and how to provide it."""
+    """A backbone cannot be loaded; the message names it and how to provide it."""
 
 
 @dataclass(frozen=True)
-class ClipSpec:
-    """Which CLIP to load: an open_clip model name, a pretrained tag or checkpoint path, an optional config."""
+class BackboneSpec:
+    """How to load one backbone.
 
-    model: str = "ViT-B-32"
-    pretrained: str = "openai"
-    config: str | None = None  # path to an open_clip model-config JSON for architectures open_clip lacks
+    ``open_clip``: ``model`` is an open_clip model name; ``weights`` a pretrained tag
+    (``openai``), a local checkpoint path, or ``hf-file:ORG/REPO/FILE`` (a file of a Hub
+    model repo, e.g. the HPSv2 checkpoint); ``config`` an optional model-config JSON for
+    architectures open_clip does not ship. ``hf_vision``: ``model`` is a Hub repo id or a
+    local folder of a ``transformers`` vision model (DINOv2, DINOv3) and its image processor.
+    """
+
+    family: Literal["open_clip", "hf_vision"]
+    model: str
+    weights: str | None = None
+    config: str | None = None
+    revision: str | None = None
+
+    @property
+    def uid(self) -> str:
+        """What the weights are, independent of the registry id (part of every cache key)."""
+        if self.family == "open_clip":
+            weights = Path(self.weights).name if self.weights and self.weights.endswith(LOCAL_WEIGHTS) else self.weights
+            return f"open_clip:{self.model}:{weights}"
+        return f"hf_vision:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
     @classmethod
-    def from_env(cls) -> ClipSpec:
-        """The spec from CULTURELENS_CLIP_MODEL / _PRETRAINED / _CONFIG, defaulting to ViT-B-32 (openai)."""
-        default = cls()
-        return cls(os.environ.get(ENV_MODEL, default.model), os.environ.get(ENV_PRETRAINED, default.pretrained),
-                   os.environ.get(ENV_CONFIG) or None)
+    def from_dict(cls, data: dict, where: str = "backbone spec") -> BackboneSpec:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
+        if data.get("family") not in ("open_clip", "hf_vision") or not data.get("model"):
+            raise ValueError(f"{where}: needs 'family' ('open_clip' or 'hf_vision') and 'model'")
+        return cls(**data)
 
-    @property
-    def is_local(self) -> bool:
-        return Path(self.pretrained).suffix in (".safetensors", ".bin", ".pt", ".pth")
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
-    @property
-    def id(self) -> str:
-        weights = Path(self.pretrained).name if self.is_local else self.pretrained
-        return f"open_clip:{self.model}:{weights}"
+
+# The backbones the papers use. Weights come from the Hugging Face cache (downloaded on first
+# use where there is network) unless a backbones file points elsewhere.
+DEFAULT_REGISTRY: dict[str, BackboneSpec] = {
+    # CLIP ViT-B/32 and ViT-L/14 (Radford et al., arXiv:2103.00020): alignment, CRA (CRT Eq. 1).
+    "clip-vit-b-32": BackboneSpec("open_clip", "ViT-B-32", "openai"),
+    "clip-vit-l-14": BackboneSpec("open_clip", "ViT-L-14", "openai"),
+    # Multilingual SigLIP so400m (CAIRE's and CUBE's retrieval encoder).
+    "msiglip-so400m": BackboneSpec("open_clip", "ViT-SO400M-16-SigLIP-i18n-256", "webli"),
+    # DINO patch features for visual reuse (CRT Eq. 2; the paper uses DINOv3, size not stated).
+    "dinov2-base": BackboneSpec("hf_vision", "facebook/dinov2-base"),
+    "dinov3-vitb16": BackboneSpec("hf_vision", "facebook/dinov3-vitb16-pretrain-lvd1689m"),
+    # HPS v2 quality scorer (Wu et al., arXiv:2306.09341): open_clip ViT-H-14, fine-tuned weights.
+    "hpsv2": BackboneSpec("open_clip", "ViT-H-14", "hf-file:xswu/HPSv2/HPS_v2_compressed.pt"),
+}
+
+
+def load_registry(path: str | Path | None = None) -> dict[str, BackboneSpec]:
+    """The default registry, updated from the JSON file ``path`` (or $CULTURELENS_BACKBONES)."""
+    registry = dict(DEFAULT_REGISTRY)
+    path = path or os.environ.get(ENV_BACKBONES)
+    if not path:
+        return registry
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"backbones file {path}: cannot be read as JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"backbones file {path}: expected an object mapping backbone ids to specs")
+    for backbone_id, spec in data.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"backbones file {path}: {backbone_id}: expected an object")
+        registry[backbone_id] = BackboneSpec.from_dict(spec, f"backbones file {path}: {backbone_id}")
+    return registry

@@ -10,30 +10,12 @@ named metrics instead: ``clip_cosine`` (raw cosine, in [-1, 1]) and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
+
 HESSEL_WEIGHT = 2.5
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    """What a metric measures and how to read it."""
-
-    name: str
-    label: str
-    track: str
-    higher_is_better: bool
-    low: float
-    high: float
-    citation: str
-
-
-CLIP_COSINE = MetricInfo("clip_cosine", "CLIP cosine (prompt, image)", "awareness", True, -1.0, 1.0,
-                         "Radford et al., arXiv:2103.00020")
-CLIP_SCORE = MetricInfo("clip_score", "CLIPScore (2.5 max(cos, 0))", "awareness", True, 0.0, HESSEL_WEIGHT,
-                        "Hessel et al., arXiv:2104.08718, Eq. 1")
+TRUNCATED_NOTE = "prompt longer than the text encoder's context: scored on its first tokens"
 
 
 def cosine_similarity(image_embeddings: np.ndarray, text_embeddings: np.ndarray) -> np.ndarray:
@@ -51,3 +33,36 @@ def cosine_similarity(image_embeddings: np.ndarray, text_embeddings: np.ndarray)
 def clip_score(cosine: np.ndarray, weight: float = HESSEL_WEIGHT) -> np.ndarray:
     """CLIPScore of Hessel et al. (Eq. 1): ``weight * max(cosine, 0)``, in [0, weight]."""
     return weight * np.maximum(np.asarray(cosine, dtype=np.float64), 0.0)
+
+
+class ClipCosine(Metric):
+    """Cosine between each image and its prompt under a CLIP backbone."""
+
+    def __init__(self, backbone: str = "clip-vit-b-32"):
+        self.backbone = backbone
+        self.info = MetricInfo(
+            "clip_cosine", "CLIP cosine (prompt, image)", "awareness", "1", True, "cosine", -1.0, 1.0,
+            "Radford et al., arXiv:2103.00020", (Need(backbone, "image"), Need(backbone, "text")))
+
+    def cosines(self, inputs: Inputs) -> np.ndarray:
+        image, text = self.info.needs
+        return cosine_similarity(inputs.features[image], inputs.features[text])
+
+    def notes(self, inputs: Inputs) -> list[str | None]:
+        return [TRUNCATED_NOTE if cut else None for cut in inputs.truncated[self.backbone]]
+
+    def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
+        return self.cosines(inputs), self.notes(inputs)
+
+
+class ClipScore(ClipCosine):
+    """CLIPScore (Hessel et al., Eq. 1) of each image for its prompt."""
+
+    def __init__(self, backbone: str = "clip-vit-b-32"):
+        super().__init__(backbone)
+        self.info = MetricInfo(
+            "clip_score", "CLIPScore (2.5 max(cos, 0))", "awareness", "1", True, "CLIPScore", 0.0, HESSEL_WEIGHT,
+            "Hessel et al., arXiv:2104.08718, Eq. 1", self.info.needs)
+
+    def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
+        return clip_score(self.cosines(inputs)), self.notes(inputs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import warnings
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
@@ -27,6 +30,9 @@ from benchmark.submission.manifest import Manifest
 # PIL format name for each allowed extension.
 FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
 MAX_LISTED = 20
+
+IMAGES_SCHEMA = pa.schema([("prompt_id", pa.string()), ("seed", pa.int64()), ("path", pa.string()),
+                           ("sha256", pa.string()), ("width", pa.int64()), ("height", pa.int64())])
 
 PromptLoader = Callable[[Manifest], PromptSet]
 Progress = Callable[[int, int], None]
@@ -60,6 +66,17 @@ class Report:
 
     def error(self, message: str) -> None:
         self.errors.append(message)
+
+    def keep(self, target: Path) -> Path:
+        """Move the staged copy of an accepted submission to ``target``, with its image list
+        (``images.parquet``: prompt_id, seed, path, sha256, width, height) next to the manifest."""
+        if not self.ok or self.folder is None:
+            raise ValueError("only an accepted, staged submission can be kept")
+        table = pa.Table.from_pylist([vars(i) for i in self.images], schema=IMAGES_SCHEMA)
+        pq.write_table(table, self.folder / "images.parquet")
+        os.rename(self.folder, target)
+        self.folder = Path(target)
+        return self.folder
 
     def text(self) -> str:
         """Plain-text summary for the CLI and logs."""

@@ -1,0 +1,101 @@
+"""The interface every backbone implements, and the parts they share (grids, devices, revisions)."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+
+
+def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:
+    return (f"Provide backbone {backbone_id!r} ({spec.uid}) by (1) running once with network access so the "
+            f"Hugging Face cache holds it, (2) pointing it at local weights in a backbones JSON file "
+            f"(--backbones FILE or $CULTURELENS_BACKBONES; see README, 'Backbones'), or (3) setting "
+            f"HF_HOME to a cache that already has it.")
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def grid_tiles(image: Image.Image, grid: int) -> list[Image.Image]:
+    """Split an image into ``grid x grid`` tiles, row by row (CRT, Sec. 3.2: a 4x4 grid, K = 16)."""
+    width, height = image.size
+    xs = [round(i * width / grid) for i in range(grid + 1)]
+    ys = [round(j * height / grid) for j in range(grid + 1)]
+    return [image.crop((xs[i], ys[j], xs[i + 1], ys[j + 1])) for j in range(grid) for i in range(grid)]
+
+
+class Backbone(ABC):
+    """A loaded image (and maybe text) encoder that returns unit-norm float32 embeddings.
+
+    ``key`` identifies exactly what produces an embedding (weights, revision and
+    preprocessing); the embedding cache is keyed by it, never by the registry id alone.
+    """
+
+    supports_text = False
+
+    def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
+        self.id, self.spec = backbone_id, spec
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.revision = "unknown"
+
+    @property
+    @abstractmethod
+    def preprocess_version(self) -> str:
+        """Changes whenever preprocessing changes (size, crop, normalisation, interpolation)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.spec.uid}@{self.revision}#{self.preprocess_version}"
+
+    @abstractmethod
+    def transform(self, image: Image.Image) -> torch.Tensor:
+        """One RGB image -> (C, H, W) model input. Runs in DataLoader worker processes."""
+
+    @abstractmethod
+    def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
+        """(N, C, H, W) on the device -> (N, D) features."""
+
+    def prepare(self, image: Image.Image, kind: str, grid: int = 4) -> torch.Tensor:
+        """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
+        if kind == "image":
+            return self.transform(image)
+        if kind == "grid":
+            return torch.stack([self.transform(tile) for tile in grid_tiles(image, grid)])
+        raise ValueError(f"backbone {self.id} cannot prepare {kind!r} inputs")
+
+    def _autocast(self):
+        if self.device.startswith("cuda"):
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            return torch.autocast(device_type="cuda", dtype=dtype)
+        return nullcontext()
+
+    @torch.inference_mode()
+    def embed(self, pixels: torch.Tensor) -> np.ndarray:
+        """(N, C, H, W) or (N, K, C, H, W) inputs -> (N, D) or (N, K, D) unit-norm float32 embeddings."""
+        shape = pixels.shape
+        flat = pixels.reshape(-1, *shape[-3:]).to(self.device)
+        with self._autocast():
+            features = self._forward_images(flat)
+        features = torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
+        return features.reshape(*shape[:-3], features.shape[-1])
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """Texts -> (N, D) unit-norm embeddings."""
+        raise BackboneUnavailable(f"backbone {self.id} ({self.spec.uid}) has no text encoder")
+
+    def truncated(self, texts: list[str]) -> list[bool]:
+        """Whether each text is longer than the text encoder reads (and so is embedded cut)."""
+        raise BackboneUnavailable(f"backbone {self.id} ({self.spec.uid}) has no text encoder")

@@ -1,0 +1,65 @@
+"""The metric interface: a pure function over embeddings (or tags, scores) behind a thin adapter.
+
+An adapter declares what it needs (``Need``: which backbone, which features),
+its version, direction, unit, range and track; the harness computes the union
+of all needs once and hands every metric the same arrays (``Inputs``). The
+math lives in plain functions next to each adapter, testable with hand-made
+arrays.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Need:
+    """Features of one kind from one backbone: ``image`` (N, D), ``grid`` (N, grid^2, D) or ``text``
+    (the embedding of each image's prompt, (N, D))."""
+
+    backbone: str
+    kind: Literal["image", "grid", "text"]
+    grid: int = 4
+
+    @property
+    def name(self) -> str:
+        return f"grid{self.grid}x{self.grid}" if self.kind == "grid" else self.kind
+
+    def __str__(self) -> str:
+        return f"{self.backbone}/{self.name}"
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    label: str
+    track: str
+    version: str
+    higher_is_better: bool
+    unit: str
+    low: float
+    high: float
+    citation: str
+    needs: tuple[Need, ...]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every metric reads: one row per image, and features aligned with those rows."""
+
+    images: pd.DataFrame  # prompt_id, seed, image_sha256, prompt, and the dataset's slice columns
+    features: dict[Need, np.ndarray]
+    truncated: dict[str, np.ndarray]  # backbone id -> per row, whether its prompt was cut to fit
+
+
+class Metric(ABC):
+    info: MetricInfo
+
+    @abstractmethod
+    def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
+        """One value per image row, and a short human-readable note per row (or None)."""

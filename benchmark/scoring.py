@@ -1,0 +1,154 @@
+"""``culturelens score``: validate, stage and score one submission outside the leaderboard.
+
+Writes the same files the worker writes (``per_image.parquet``, ``aggregates.parquet``,
+``run.json``) under ``OUT/results/<timestamp>/``, keeps the validated copy in
+``OUT/submission/`` and the embedding cache in ``OUT/cache.sqlite``, so a rerun
+(another track, a crash) recomputes nothing cached.
+
+Many processes: ``accelerate launch -m benchmark.cli score ...`` (or
+``--num-processes N``, which runs exactly that). Every process embeds its share
+of the batches into the shared cache; the main process then computes the
+metrics and writes the results, which equal a one-process run's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from benchmark import harness, results
+from benchmark.cache import EmbeddingCache
+from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
+from benchmark.encoders import load_backbone
+from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.metrics import select
+from benchmark.submission import Manifest, stage
+from benchmark.submission.validate import ImageRecord, content_hash
+
+
+_LAUNCHED = "CULTURELENS_LAUNCHED"
+
+
+def launched_by_accelerate() -> bool:
+    """True inside a process started by ``accelerate launch`` / torchrun (or by our own relaunch)."""
+    return "WORLD_SIZE" in os.environ or _LAUNCHED in os.environ
+
+
+def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
+    """Run this same command under ``accelerate launch`` with ``num_processes`` processes.
+
+    accelerate's multi-process launcher (torchrun underneath) serves CPUs as well as GPUs:
+    on a machine without CUDA each process joins a gloo group (``MULTI_CPU``).
+    """
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
+               str(num_processes), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "-m", "benchmark.cli", *argv]
+    return subprocess.call(command, env={**os.environ, _LAUNCHED: "1"})
+
+
+class _Bars:
+    """One tqdm bar per harness stage, on the main process only."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.bars = enabled, {}
+
+    def __call__(self, stage_name: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        bar = self.bars.get(stage_name)
+        if bar is None:
+            bar = self.bars[stage_name] = tqdm(desc=stage_name, total=total, unit="item")
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
+    """Validate ``submission`` into ``OUT/submission`` (or reuse an identical one there)."""
+    staged = out / "submission"
+    bar = _Bars(True)
+    report = stage(submission, out / ".staging", _loader(datasets_root),
+                   progress=lambda done, total: bar("checking images", done, total))
+    bar.close()
+    if not report.ok:
+        print(report.text(), file=sys.stderr)
+        return False
+    if (staged / "images.parquet").exists():
+        shutil.rmtree(report.folder)
+        if _staged_hash(staged) != report.content_hash:
+            print(f"error: {staged} holds another submission; choose another --out", file=sys.stderr)
+            return False
+        return True
+    report.keep(staged)
+    print(report.text())
+    return True
+
+
+def _loader(datasets_root: Path):
+    def load(manifest: Manifest):
+        d = manifest.dataset
+        return load_prompts(d.repo, d.config, d.split, revision=d.revision, local_root=datasets_root)
+    return load
+
+
+def _staged_hash(staged: Path) -> str:
+    manifest = Manifest.model_validate_json((staged / "manifest.json").read_bytes())
+    images = pq.read_table(staged / "images.parquet").to_pylist()
+    return content_hash(manifest, [ImageRecord(**row) for row in images])
+
+
+def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], tracks: list[str] | None,
+         store: Path, cache: Path | None, device: str | None, batch_size: int, num_workers: int) -> int:
+    import torch
+    from accelerate import PartialState
+
+    state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
+    try:
+        metrics = select(tracks)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    out.mkdir(parents=True, exist_ok=True)
+    datasets_root = store / "datasets"
+    ok = _stage_once(submission, out, datasets_root) if state.is_main_process else True
+    state.wait_for_everyone()
+    staged = out / "submission"
+    if not ok or not (staged / "images.parquet").exists():
+        return 1
+    manifest = Manifest.model_validate_json((staged / "manifest.json").read_bytes())
+    images = pq.read_table(staged / "images.parquet").to_pandas()
+    try:
+        prompts = _loader(datasets_root)(manifest)
+        needed = sorted({n.backbone for m in metrics for n in m.info.needs})
+        backbones = {b: load_backbone(b, registry, device or str(state.device)) for b in needed}
+    except (DatasetUnavailable, BackboneUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
+    bars = _Bars(state.is_main_process)
+    try:
+        scores = harness.score(staged, manifest, prompts, images, metrics, backbones,
+                               EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,
+                               batch_size=batch_size, num_workers=num_workers,
+                               shard=(state.process_index, state.num_processes), barrier=state.wait_for_everyone,
+                               progress=bars)
+    finally:
+        bars.close()
+    if scores is None:
+        return 0
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = results.write_folder(out / "results" / f"{stamp}-{os.getpid()}", scores.per_image.to_dict("records"),
+                                  scores.aggregates, scores.run)
+    run = scores.run
+    print(f"scored {run['images']} images ({run['embeddings_computed']} embeddings computed, "
+          f"{run['embeddings_cached']} from the cache) -> {target}")
+    return 0
