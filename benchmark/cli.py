@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from benchmark import __version__
+from benchmark.progress import Bars
 
 DEFAULT_STORE = ".culturelens"
 
@@ -93,24 +94,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-class _ProgressBar:
-    """A tqdm bar that appears on the first update, so quick rejections print no empty bar."""
-
-    def __init__(self, description: str):
-        self.description, self.bar = description, None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(desc=self.description, total=total, unit="img", leave=False)
-        self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     from benchmark.submission import stage
     from leaderboard.store import Store
@@ -118,11 +101,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _quiet_datasets()
     store = Store(Path(args.store))
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
-    bar = _ProgressBar("checking images")
+    bars = Bars(unit="img")
     try:
-        report = stage(Path(args.path), staging, store.prompts_for, store.limits, bar)
+        report = stage(Path(args.path), staging, store.prompts_for, store.limits, bars.stage("checking images"))
     finally:
-        bar.close()
+        bars.close()
         shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
     print(report.text())
     return 0 if report.ok else 1
@@ -133,11 +116,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     _quiet_datasets()
     store = Store(Path(args.store))
-    bar = _ProgressBar("checking images")
+    bars = Bars(unit="img")
     try:
-        outcome = store.submit(Path(args.path), args.owner, bar)
+        outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
     finally:
-        bar.close()
+        bars.close()
     print(outcome.report.text())
     if outcome.job is None:
         return 1

@@ -33,7 +33,7 @@ from benchmark import __version__
 from benchmark.aggregate import aggregate
 from benchmark.cache import EmbeddingCache, entry_key
 from benchmark.datasets.prompts import PromptSet
-from benchmark.encoders.base import Backbone
+from benchmark.encoders.base import Backbone, prepare
 from benchmark.metrics.base import Inputs, Metric, Need
 from benchmark.submission.manifest import Manifest
 
@@ -41,11 +41,12 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 class _Decode(torch.utils.data.Dataset):
-    """Item i: decode image once, prepare it for each need it still lacks."""
+    """Item i: decode image once, prepare it for each need it still lacks. Holds only the
+    backbones' transforms (no weights), so worker processes stay light."""
 
     def __init__(self, folder: Path, paths: list[str], plan: list[tuple[int, tuple[Need, ...]]],
-                 backbones: dict[str, Backbone]):
-        self.folder, self.paths, self.plan, self.backbones = folder, paths, plan, backbones
+                 transforms: dict[str, Callable]):
+        self.folder, self.paths, self.plan, self.transforms = folder, paths, plan, transforms
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -54,7 +55,7 @@ class _Decode(torch.utils.data.Dataset):
         row, needs = self.plan[index]
         with Image.open(self.folder / self.paths[row]) as image:
             rgb = image.convert("RGB")
-        return row, {need: self.backbones[need.backbone].prepare(rgb, need.kind, need.grid) for need in needs}
+        return row, {need: prepare(self.transforms[need.backbone], rgb, need.kind, need.grid) for need in needs}
 
 
 def _collate(items):
@@ -121,8 +122,11 @@ def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], back
     mine = [item for b, batch in enumerate(batches) if b % world == rank for item in batch]
     if mine:
         loader = torch.utils.data.DataLoader(
-            _Decode(folder, images["path"].tolist(), mine, backbones), batch_size=batch_size, shuffle=False,
-            num_workers=num_workers, collate_fn=_collate)
+            _Decode(folder, images["path"].tolist(), mine, {b: x.transform for b, x in backbones.items()}),
+            batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate,
+            # forked workers cannot use a process that has initialised CUDA; spawned ones get transforms only
+            multiprocessing_context="spawn" if num_workers and any(
+                b.device.startswith("cuda") for b in backbones.values()) else None)
         done = 0
         for batch in loader:
             fresh = []

@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from benchmark import harness, results
 from benchmark.cache import EmbeddingCache
@@ -29,6 +28,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 from benchmark.metrics import select
+from benchmark.progress import Bars
 from benchmark.submission import Manifest, stage
 from benchmark.submission.validate import ImageRecord, content_hash
 
@@ -53,32 +53,12 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
     return subprocess.call(command, env={**os.environ, _LAUNCHED: "1"})
 
 
-class _Bars:
-    """One tqdm bar per harness stage, on the main process only."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.bars = enabled, {}
-
-    def __call__(self, stage_name: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        bar = self.bars.get(stage_name)
-        if bar is None:
-            bar = self.bars[stage_name] = tqdm(desc=stage_name, total=total, unit="item")
-        bar.update(done - bar.n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-
-
 def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
     """Validate ``submission`` into ``OUT/submission`` (or reuse an identical one there)."""
     staged = out / "submission"
-    bar = _Bars(True)
-    report = stage(submission, out / ".staging", _loader(datasets_root),
-                   progress=lambda done, total: bar("checking images", done, total))
-    bar.close()
+    bars = Bars(unit="img")
+    report = stage(submission, out / ".staging", _loader(datasets_root), progress=bars.stage("checking images"))
+    bars.close()
     if not report.ok:
         print(report.text(), file=sys.stderr)
         return False
@@ -134,7 +114,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], trac
         print(f"error: {error}", file=sys.stderr)
         return 1
     submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
-    bars = _Bars(state.is_main_process)
+    bars = Bars(enabled=state.is_main_process)
     try:
         scores = harness.score(staged, manifest, prompts, images, metrics, backbones,
                                EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,

@@ -1,8 +1,8 @@
 """The scoring worker: claims queued submissions, runs the harness, writes results atomically.
 
 Run it as its own process (``culturelens worker --store DIR``); ``culturelens
-serve`` starts one next to the app. The worker loads its backbone once at
-start; if that fails (e.g. no CLIP weights offline) it says so in the queue's
+serve`` starts one next to the app. The worker loads the backbones its metrics
+need once, at start; if that fails (e.g. no CLIP weights offline) it says so in the queue's
 worker table, so the app can tell people why their submission waits, and
 exits without touching any submission.
 """

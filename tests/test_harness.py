@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,14 @@ def test_cached_rescore_gives_the_same_numbers_and_computes_nothing(submission, 
     assert np.array_equal(cold.per_image["value"].to_numpy(), warm.per_image["value"].to_numpy())
     uncached = _score(submission, backbones)
     assert np.array_equal(cold.per_image["value"].to_numpy(), uncached.per_image["value"].to_numpy())
+
+
+def test_worker_processes_decode_with_the_same_results(submission, backbones):
+    in_process = _score(submission, backbones)
+    with_workers = _score(submission, backbones, num_workers=2)
+    assert np.array_equal(in_process.per_image["value"].to_numpy(), with_workers.per_image["value"].to_numpy())
+    for backbone in backbones.values():  # what spawned workers (GPU) receive: transforms, not models
+        assert len(pickle.dumps(backbone.transform)) < 100_000
 
 
 def test_adding_a_metric_reuses_the_cached_embeddings(submission, backbones, tmp_path):

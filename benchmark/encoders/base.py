@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -37,6 +38,16 @@ def grid_tiles(image: Image.Image, grid: int) -> list[Image.Image]:
     return [image.crop((xs[i], ys[j], xs[i + 1], ys[j + 1])) for j in range(grid) for i in range(grid)]
 
 
+def prepare(transform: Callable[[Image.Image], torch.Tensor], image: Image.Image, kind: str,
+            grid: int = 4) -> torch.Tensor:
+    """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid`` tiles."""
+    if kind == "image":
+        return transform(image)
+    if kind == "grid":
+        return torch.stack([transform(tile) for tile in grid_tiles(image, grid)])
+    raise ValueError(f"cannot prepare {kind!r} inputs")
+
+
 class Backbone(ABC):
     """A loaded image (and maybe text) encoder that returns unit-norm float32 embeddings.
 
@@ -60,9 +71,11 @@ class Backbone(ABC):
     def key(self) -> str:
         return f"{self.spec.uid}@{self.revision}#{self.preprocess_version}"
 
+    @property
     @abstractmethod
-    def transform(self, image: Image.Image) -> torch.Tensor:
-        """One RGB image -> (C, H, W) model input. Runs in DataLoader worker processes."""
+    def transform(self) -> Callable[[Image.Image], torch.Tensor]:
+        """One RGB image -> (C, H, W) model input. A small picklable object (no model weights): the
+        harness ships it to DataLoader worker processes."""
 
     @abstractmethod
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
@@ -70,11 +83,7 @@ class Backbone(ABC):
 
     def prepare(self, image: Image.Image, kind: str, grid: int = 4) -> torch.Tensor:
         """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
-        if kind == "image":
-            return self.transform(image)
-        if kind == "grid":
-            return torch.stack([self.transform(tile) for tile in grid_tiles(image, grid)])
-        raise ValueError(f"backbone {self.id} cannot prepare {kind!r} inputs")
+        return prepare(self.transform, image, kind, grid)
 
     def _autocast(self):
         if self.device.startswith("cuda"):

@@ -20,6 +20,16 @@ from benchmark.encoders.base import Backbone, file_digest, how_to_provide
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 
 
+class _ProcessorTransform:
+    """A transformers image processor as a picklable PIL -> (C, H, W) transform."""
+
+    def __init__(self, processor):
+        self.processor = processor
+
+    def __call__(self, image: Image.Image) -> torch.Tensor:
+        return self.processor(images=image, return_tensors="pt")["pixel_values"][0]
+
+
 class HFVisionBackbone(Backbone):
     def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
         super().__init__(backbone_id, spec, device)
@@ -43,8 +53,9 @@ class HFVisionBackbone(Backbone):
     def preprocess_version(self) -> str:
         return f"hf-{self._preprocess_version}"
 
-    def transform(self, image: Image.Image) -> torch.Tensor:
-        return self.processor(images=image, return_tensors="pt")["pixel_values"][0]
+    @property
+    def transform(self) -> _ProcessorTransform:
+        return _ProcessorTransform(self.processor)
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         output = self.model(pixel_values=pixels)

@@ -18,7 +18,6 @@ import numpy as np
 import open_clip
 import torch
 from huggingface_hub import hf_hub_download
-from PIL import Image
 
 from benchmark.encoders.base import Backbone, file_digest, how_to_provide
 from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
@@ -80,8 +79,9 @@ class OpenClipBackbone(Backbone):
     def preprocess_version(self) -> str:
         return f"open_clip-{self._preprocess_version}"
 
-    def transform(self, image: Image.Image) -> torch.Tensor:
-        return self.preprocess(image)
+    @property
+    def transform(self):
+        return self.preprocess
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.encode_image(pixels)
