@@ -162,6 +162,13 @@ def cmd_score(args: argparse.Namespace) -> int:
                         batch_size=args.batch_size, num_workers=args.num_workers)
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    from benchmark.generation import command
+
+    _quiet_datasets()
+    return command.main(args)
+
+
 def _ensure_default_dataset(store, source: str | None) -> None:
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import local_folder
@@ -234,6 +241,14 @@ def parser() -> argparse.ArgumentParser:
                   "culturelens schema --out submissions/manifest.schema.json")
     schema.add_argument("--out", default=None, help="write to this file instead of stdout")
     schema.set_defaults(run=cmd_schema)
+
+    generate = verb("generate", "generate a submission with a diffusers pipeline (presets, seeds, resume)",
+                    "culturelens generate --preset sdxl --dataset culturelens/cube-1k --images-per-prompt 10 "
+                    "--out subs/sdxl")
+    from benchmark.generation.command import add_arguments
+
+    add_arguments(generate)
+    generate.set_defaults(run=cmd_generate)
 
     for name, help_text, run in (("validate", "check a submission (folder or .zip) without storing it", cmd_validate),
                                  ("submit", "validate a submission and queue it for scoring", cmd_submit)):

@@ -89,3 +89,69 @@ def zip_folder(folder: Path, archive: Path, wrapper: str = "") -> Path:
                 zf.write(path, wrapper + path.relative_to(folder).as_posix())
     return archive
 
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2/CLIP byte-level alphabet: printable bytes map to themselves, others above U+0100."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    codes, extra = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            codes.append(256 + extra)
+            extra += 1
+    return dict(zip(printable, map(chr, codes)))
+
+
+def byte_level_clip_tokenizer():
+    """A CLIPTokenizer over a byte-level vocabulary (no merges) written here: tokenises any text offline."""
+    from transformers import CLIPTokenizer
+
+    chars = list(_bytes_to_unicode().values())
+    vocab = {c: i for i, c in enumerate(chars)}
+    vocab.update({c + "</w>": len(chars) + i for i, c in enumerate(chars)})
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=77)
+
+
+def save_tiny_stable_diffusion(folder: Path, flag_everything: bool = False) -> Path:
+    """A tiny randomly initialised StableDiffusionPipeline (same classes as the real one), saved with save_pretrained.
+
+    ``flag_everything``: add a tiny StableDiffusionSafetyChecker whose concept thresholds flag every image.
+    """
+    import torch
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers.pipelines.stable_diffusion.safety_checker import StableDiffusionSafetyChecker
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPTextConfig, CLIPTextModel
+
+    tokenizer = byte_level_clip_tokenizer()
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=1, sample_size=32, in_channels=4,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32)
+    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
+                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2)
+    text_encoder = CLIPTextModel(CLIPTextConfig(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id,
+        hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
+        vocab_size=len(tokenizer), max_position_embeddings=77))
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
+                              set_alpha_to_one=False, steps_offset=1)
+    checker, extractor = None, None
+    if flag_everything:
+        config = CLIPConfig(text_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
+                                         "num_hidden_layers": 1},
+                            vision_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
+                                           "num_hidden_layers": 1, "image_size": 32, "patch_size": 8},
+                            projection_dim=32)
+        checker = StableDiffusionSafetyChecker(config)
+        with torch.no_grad():
+            checker.concept_embeds_weights.fill_(-10.0)  # every cosine exceeds the threshold: all flagged
+        extractor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    pipeline = StableDiffusionPipeline(unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
+                                       scheduler=scheduler, safety_checker=checker, feature_extractor=extractor,
+                                       requires_safety_checker=flag_everything)
+    pipeline.save_pretrained(folder)
+    return folder

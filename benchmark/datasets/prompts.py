@@ -53,13 +53,14 @@ def _fingerprint(folder: Path) -> str:
 
 
 def load_prompts(repo: str, config: str, split: str = "test", *, revision: str | None = None,
-                 local_root: Path | None = None) -> PromptSet:
-    """Load ``repo``/``config``/``split``, preferring a local folder under ``local_root``."""
-    folder = local_folder(local_root, repo) if local_root else None
+                 local_root: Path | None = None, folder: Path | None = None) -> PromptSet:
+    """Load ``repo``/``config``/``split`` from ``folder``, else a local copy under ``local_root``, else the Hub."""
+    folder = Path(folder) if folder else (local_folder(local_root, repo) if local_root else None)
     local = bool(folder and (folder / "README.md").exists())
     # datasets caches a local folder by its name and config only, so a folder rebuilt in place would
     # load stale rows (huggingface/datasets#2956): key the cache on the folder's content instead.
-    options = {"cache_dir": str(local_root / ".hf-cache" / _fingerprint(folder))} if local else {"revision": revision}
+    cache_root = Path(local_root) if local_root else folder.parent if local else None
+    options = {"cache_dir": str(cache_root / ".hf-cache" / _fingerprint(folder))} if local else {"revision": revision}
     try:
         table = datasets.load_dataset(str(folder) if local else repo, config, split=split, **options)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as error:

@@ -1,0 +1,177 @@
+"""`culturelens generate` with a tiny random Stable Diffusion pipeline saved in the test."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from benchmark import cli
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.generation.presets import PRESETS
+from benchmark.generation.runner import parse_seeds
+from benchmark.submission import stage
+from tests.helpers import save_tiny_stable_diffusion
+
+REPO = Path(__file__).resolve().parents[1]
+SIZE = ["--width", "64", "--height", "64", "--steps", "2", "--guidance-scale", "7.5"]
+
+
+@pytest.fixture(scope="module")
+def tiny_sd(tmp_path_factory) -> Path:
+    return save_tiny_stable_diffusion(tmp_path_factory.mktemp("sd") / "tiny-sd")
+
+
+@pytest.fixture(scope="module")
+def refusing_sd(tmp_path_factory) -> Path:
+    return save_tiny_stable_diffusion(tmp_path_factory.mktemp("sd") / "refusing-sd", flag_everything=True)
+
+
+@pytest.fixture(scope="module")
+def datasets_root(tmp_path_factory, tiny_upstream) -> Path:
+    root = tmp_path_factory.mktemp("gen-datasets")
+    cube_1k.build(str(tiny_upstream), local_folder(root, cube_1k.HUB_REPO))
+    return root
+
+
+def generate(datasets_root: Path, model: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """`culturelens generate ...`, run in this process (the pipeline loads in about a second)."""
+    argv = ["generate", "--model", str(model), "--dataset", str(local_folder(datasets_root, cube_1k.HUB_REPO)),
+            "--config", "cube_1k", "--out", str(out), "--device", "cpu", *SIZE, *extra]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = cli.main(argv)
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
+
+
+def validate(datasets_root: Path, folder: Path, tmp: Path):
+    def loader(m):
+        return load_prompts(m.dataset.repo, m.dataset.config, local_root=datasets_root)
+    return stage(folder, tmp / "staging", loader)
+
+
+def pixels(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB")).astype(int)
+
+
+def test_generated_submission_validates_and_records_every_setting(tiny_sd, datasets_root, tmp_path):
+    out = tmp_path / "sub"
+    result = generate(datasets_root, tiny_sd, out, "--images-per-prompt", "2", "--seeds", "3,7",
+                      "--cube-negative-prompt")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "12 images generated" in result.stdout
+    report = validate(datasets_root, out, tmp_path)
+    assert report.ok, report.errors
+    manifest = json.loads((out / "manifest.json").read_text())
+    g = manifest["generation"]
+    assert manifest["seeds"] == [3, 7] and manifest["dataset"]["repo"] == cube_1k.HUB_REPO
+    assert (g["pipeline"], g["scheduler"], g["steps"], g["guidance_scale"], g["width"], g["height"], g["dtype"]) == \
+        ("StableDiffusionPipeline", "DDIMScheduler", 2, 7.5, 64, 64, "float32")
+    assert g["negative_prompt"].startswith("multiple items, blurry")
+    assert {"diffusers", "torch", "transformers", "culturelens", "batch_size"} <= set(g["extra"])
+    assert manifest["model"]["id"] == str(tiny_sd) and manifest["missing"] == []
+    assert not (tmp_path / ".sub.tmp").exists()
+
+
+def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datasets_root, tmp_path):
+    ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table.index)
+    full = tmp_path / "full"
+    assert generate(datasets_root, tiny_sd, full, "--images-per-prompt", "3").returncode == 0
+    alone = tmp_path / "alone"
+    target = ids[3]
+    assert generate(datasets_root, tiny_sd, alone, "--images-per-prompt", "3",
+                    "--prompts-where", f"prompt_id={target}").returncode == 0
+    assert [p.name for p in (alone / "images").iterdir()] == [target]
+    for seed in range(3):  # batch size 1: bit-identical however the run was cut
+        assert np.array_equal(pixels(full / "images" / target / f"{seed}.png"),
+                              pixels(alone / "images" / target / f"{seed}.png"))
+    batched = tmp_path / "batched"
+    assert generate(datasets_root, tiny_sd, batched, "--images-per-prompt", "3", "--batch-size", "4").returncode == 0
+    for prompt_id in ids:  # batched: same noise, pixels equal up to one rounding step of the kernels
+        for seed in range(3):
+            difference = np.abs(pixels(full / "images" / prompt_id / f"{seed}.png")
+                                - pixels(batched / "images" / prompt_id / f"{seed}.png"))
+            assert difference.max() <= 1
+
+
+def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
+    out = tmp_path / "resumed"
+    command = [sys.executable, "-m", "benchmark.cli", "generate", "--model", str(tiny_sd), "--dataset",
+               str(local_folder(datasets_root, cube_1k.HUB_REPO)), "--out", str(out), "--device", "cpu", *SIZE,
+               "--images-per-prompt", "4"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    images = out / "images"
+    while process.poll() is None and len(list(images.rglob("*.png"))) < 5:
+        pass
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    written = sorted(images.rglob("*.png"))
+    assert 5 <= len(written) < 24, "the run must be cut midway for this test to mean something"
+    before = {p: p.stat().st_mtime_ns for p in written}
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"{24 - len(written)} images generated, {len(written)} already done" in resumed.stdout
+    assert all(p.stat().st_mtime_ns == t for p, t in before.items()), "finished images were regenerated"
+    assert validate(datasets_root, out, tmp_path).ok
+    clean = tmp_path / "clean"
+    assert generate(datasets_root, tiny_sd, clean, "--images-per-prompt", "4").returncode == 0
+    for path in sorted(images.rglob("*.png")):
+        assert np.array_equal(pixels(path), pixels(clean / path.relative_to(out)))
+
+
+def test_resuming_with_other_settings_is_refused(tiny_sd, datasets_root, tmp_path):
+    out = tmp_path / "sub"
+    assert generate(datasets_root, tiny_sd, out, "--images-per-prompt", "1", "--limit", "1").returncode == 0
+    other = generate(datasets_root, tiny_sd, out, "--images-per-prompt", "1", "--limit", "1", "--steps", "3")
+    assert other.returncode == 1 and "holds images made with other settings" in other.stderr
+
+
+def test_refused_images_are_recorded_not_crashed(refusing_sd, datasets_root, tmp_path):
+    out = tmp_path / "refused"
+    result = generate(datasets_root, refusing_sd, out, "--images-per-prompt", "2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "0 images generated" in result.stdout and "12 refused by the safety filter" in result.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["missing"]) == 12 and {m["reason"] for m in manifest["missing"]} == {"safety_filter"}
+    assert not list(out.rglob("*.png"))
+    assert validate(datasets_root, out, tmp_path).ok  # refusals are results: the submission is valid
+
+
+def test_a_missing_model_is_a_clear_error(datasets_root, tmp_path):
+    result = generate(datasets_root, tmp_path / "no-such-model", tmp_path / "o", "--images-per-prompt", "1")
+    assert result.returncode == 1 and "cannot load the diffusers pipeline" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_presets_carry_the_papers_settings():
+    expected = {"sdxl": (30, 7.5, 1024, None), "sd-2.1": (50, 7.5, 768, None), "sd3": (30, 4.5, 1024, None),
+                "sd-3.5-large": (40, 4.5, 1024, None), "flux.1-schnell": (4, 3.5, 1024, 256),
+                "flux.1-dev": (50, 3.5, 1024, 512)}
+    assert {k: (p.steps, p.guidance_scale, p.width, p.max_sequence_length) for k, p in PRESETS.items()} == expected
+
+
+def test_seed_ranges_parse():
+    assert parse_seeds("0-9") == list(range(10)) and parse_seeds("0-2,10") == [0, 1, 2, 10]
+    for bad in ("3-1", "a", "1,1"):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_preset_values_are_overridable(tiny_sd, datasets_root, tmp_path):
+    out = tmp_path / "preset"
+    result = generate(datasets_root, tiny_sd, out, "--preset", "sdxl", "--images-per-prompt", "1", "--limit", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["name"] == "SDXL base 1.0" and manifest["model"]["id"] == str(tiny_sd)
+    assert manifest["generation"]["steps"] == 2 and manifest["generation"]["extra"]["preset"] == "sdxl"
+    assert "partial: 1 of 6 prompts" in result.stdout
