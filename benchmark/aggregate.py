@@ -13,7 +13,7 @@ import pandas as pd
 
 from benchmark.stats import bootstrap_mean_ci
 
-SLICES = ("country", "concept", "continent")
+SLICES = ("country", "continent", "concept", "domain", "kind", "modality")
 
 
 def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list[dict]:
@@ -31,3 +31,15 @@ def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list
             rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,
                          "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part)})
     return rows
+
+
+def aggregate_curves(per_prompt: pd.DataFrame) -> pd.DataFrame:
+    """Per-prompt curves (metric, prompt_id, x, value) -> the model's curve: per metric and x, the mean over
+    prompts with a bootstrap CI over prompts (prompt_id null on these rows)."""
+    rows = []
+    for (metric, x), group in per_prompt.groupby(["metric", "x"], sort=True):
+        values = group["value"].to_numpy()
+        low, high = bootstrap_mean_ci(values)
+        rows.append({"metric": metric, "prompt_id": None, "x": x, "value": float(values.mean()),
+                     "ci_low": low, "ci_high": high, "n": len(values)})
+    return pd.DataFrame(rows)

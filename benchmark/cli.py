@@ -48,6 +48,27 @@ def _add_backbone_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--num-workers", type=int, default=0, help="DataLoader processes decoding images")
 
 
+def _add_metric_options(parser: argparse.ArgumentParser) -> None:
+    from benchmark.metrics import ENV_W1KP_CALIBRATION
+
+    group = parser.add_argument_group("metrics")
+    group.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: every track that can run)")
+    group.add_argument("--w1kp-calibration", default=None,
+                       help=f"W1KP distance calibration: .npz (cdf_x, cdf_y) path or URL (env {ENV_W1KP_CALIBRATION})")
+    group.add_argument("--w1kp-backbone", default="dreamsim", help="backbone id whose features W1KP compares")
+    group.add_argument("--w1kp-variant", choices=["paper", "authors_code"], default="paper",
+                       help="normalise each pair (paper) or the mean distance (authors' code)")
+
+
+def _metrics(args: argparse.Namespace):
+    from benchmark.metrics import MetricSettings, build, select
+
+    metrics, unavailable = build(MetricSettings(w1kp_calibration=args.w1kp_calibration,
+                                                w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
+    chosen = select(metrics, args.tracks)
+    return chosen, {k: v for k, v in unavailable.items() if not args.tracks or k in {m.info.name for m in chosen}}
+
+
 def _registry(args: argparse.Namespace):
     from benchmark.encoders.spec import load_registry
 
@@ -141,10 +162,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     try:
         registry = _registry(args)
+        metrics, unavailable = _metrics(args)
     except ValueError as error:
         return _fail(str(error))
-    return worker.main(Store(Path(args.store)), registry, once=args.once, batch_size=args.batch_size,
-                       num_workers=args.num_workers, device=args.device, lease_seconds=args.lease_seconds)
+    return worker.main(Store(Path(args.store)), registry, metrics, unavailable, once=args.once,
+                       batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
+                       lease_seconds=args.lease_seconds)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -155,11 +178,26 @@ def cmd_score(args: argparse.Namespace) -> int:
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
     try:
         registry = _registry(args)
+        metrics, unavailable = _metrics(args)
     except ValueError as error:
         return _fail(str(error))
-    return scoring.main(Path(args.submission), Path(args.out), registry=registry, tracks=args.tracks,
-                        store=Path(args.store), cache=Path(args.cache) if args.cache else None, device=args.device,
+    return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
+                        unavailable=unavailable, store=Path(args.store),
+                        cache=Path(args.cache) if args.cache else None, device=args.device,
                         batch_size=args.batch_size, num_workers=args.num_workers)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from benchmark import calibrate
+
+    _quiet_datasets()
+    try:
+        registry = _registry(args)
+    except ValueError as error:
+        return _fail(str(error))
+    return calibrate.main(Path(args.sample), Path(args.out), backbone_id=args.backbone, registry=registry,
+                          datasets_root=Path(args.store) / "datasets", device=args.device,
+                          batch_size=args.batch_size, num_workers=args.num_workers)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -267,19 +305,29 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--once", action="store_true", help="exit when the queue is empty")
     work.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
     _add_backbone_options(work)
+    _add_metric_options(work)
     work.set_defaults(run=cmd_worker)
 
     score = verb("score", "score a submission outside the leaderboard and write its results as Parquet",
                  "culturelens score my_submission.zip --out results/ --tracks awareness")
     score.add_argument("submission", help="submission folder or .zip")
     score.add_argument("--out", required=True, help="folder for submission/, results/ (and the cache by default)")
-    score.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: all with metrics)")
     score.add_argument("--store", default=DEFAULT_STORE, help="store whose datasets/ holds local datasets")
     score.add_argument("--cache", default=None, help="embedding cache file (default: OUT/cache.sqlite)")
     score.add_argument("--num-processes", type=int, default=1,
                        help="shard images over this many processes with `accelerate launch`")
     _add_backbone_options(score)
+    _add_metric_options(score)
     score.set_defaults(run=cmd_score)
+
+    calibrate = verb("calibrate", "fit a W1KP distance calibration for a backbone from a reference sample",
+                     "culturelens calibrate reference_sample/ --backbone dinov2-base --out dinov2-w1kp.npz")
+    calibrate.add_argument("sample", help="a submission (folder or .zip) with several seeds per prompt")
+    calibrate.add_argument("--backbone", required=True, help="backbone id whose distances to calibrate")
+    calibrate.add_argument("--out", required=True, help="the .npz to write (cdf_x, cdf_y)")
+    calibrate.add_argument("--store", default=DEFAULT_STORE, help="store whose datasets/ holds local datasets")
+    _add_backbone_options(calibrate)
+    calibrate.set_defaults(run=cmd_calibrate)
 
     serve = verb("serve", "run the leaderboard app and a local worker",
                  f"culturelens serve --store {DEFAULT_STORE} --port 7860")

@@ -30,9 +30,9 @@ import torch
 from PIL import Image
 
 from benchmark import __version__
-from benchmark.aggregate import aggregate
+from benchmark.aggregate import aggregate, aggregate_curves
 from benchmark.cache import EmbeddingCache, entry_key
-from benchmark.datasets.prompts import PromptSet
+from benchmark.datasets.prompts import SLICE_COLUMNS, PromptSet
 from benchmark.encoders.base import Backbone, prepare
 from benchmark.metrics.base import Inputs, Metric, Need
 from benchmark.submission.manifest import Manifest
@@ -161,36 +161,84 @@ def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], back
     return Features(arrays, truncated, cached, computed)
 
 
+def load_backbones(metrics: list[Metric], registry: dict, device: str | None = None
+                   ) -> tuple[dict[str, Backbone], list[Metric], dict[str, str]]:
+    """Load every backbone the metrics need, once. A metric whose backbone cannot be loaded is
+    returned as disabled, with the reason, instead of failing the others."""
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import BackboneUnavailable
+
+    backbones: dict[str, Backbone] = {}
+    failures: dict[str, str] = {}
+    for backbone_id in sorted({n.backbone for m in metrics for n in m.info.needs}):
+        try:
+            backbones[backbone_id] = load_backbone(backbone_id, registry, device)
+        except BackboneUnavailable as error:
+            failures[backbone_id] = str(error)
+    enabled, disabled = [], {}
+    for metric in metrics:
+        missing = sorted({n.backbone for n in metric.info.needs} & set(failures))
+        if missing:
+            disabled[metric.info.name] = failures[missing[0]]
+        else:
+            enabled.append(metric)
+    return backbones, enabled, disabled
+
+
 @dataclass
 class Scores:
-    per_image: pd.DataFrame
+    per_image: pd.DataFrame  # image-level rows, and prompt-level rows (seed and image columns null)
     aggregates: list[dict]
+    curves: pd.DataFrame  # per prompt and per model (prompt_id null): metric, x, value, ...
     run: dict
+
+
+def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataFrame:
+    info = metric.info
+    if info.level == "image":
+        values, notes = metric.per_image(inputs)
+        return base.assign(track=info.track, metric=info.name, value=values, note=notes)
+    per_prompt = metric.per_prompt(inputs)
+    firsts = base.drop_duplicates("prompt_id").set_index("prompt_id")
+    rows = per_prompt.join(firsts.drop(columns=["seed", "image_path", "image_sha256"]), on="prompt_id")
+    return rows.assign(track=info.track, metric=info.name, seed=None, image_path=None, image_sha256=None)
 
 
 def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, metrics: list[Metric],
           backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, submission_id: str,
           batch_size: int = 32, num_workers: int = 0, shard: tuple[int, int] = (0, 1),
           barrier: Callable[[], None] | None = None, progress: Progress | None = None) -> Scores | None:
-    """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0."""
+    """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0.
+
+    Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
+    ``run["skipped"]`` says why.
+    """
     images = images.sort_values(["prompt_id", "seed"]).reset_index(drop=True)
     rows = images.rename(columns={"sha256": "image_sha256"}).join(prompts.table, on="prompt_id")
+    probe = Inputs(rows, {}, {})
+    skipped = {m.info.name: reason for m in metrics if (reason := m.applies(probe))}
+    metrics = [m for m in metrics if m.info.name not in skipped]
     needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
     features = compute_features(folder, rows, needs, backbones, cache, batch_size=batch_size,
                                 num_workers=num_workers, shard=shard, barrier=barrier, progress=progress)
     if shard[0] != 0:
         return None
     inputs = Inputs(rows, features.arrays, features.truncated)
-    slices = [c for c in ("country", "country_code", "continent", "concept") if c in rows.columns]
+    slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
-    frames = []
+    frames, curve_frames = [], []
     for done, metric in enumerate(metrics, start=1):
-        values, notes = metric.per_image(inputs)
-        frames.append(base.assign(track=metric.info.track, metric=metric.info.name, value=values, note=notes))
+        frames.append(_metric_rows(metric, inputs, base))
+        curve = metric.curves(inputs)
+        if curve is not None:
+            curve_frames.append(curve.assign(metric=metric.info.name))
         if progress:
             progress("metrics", done, len(metrics))
-    per_image = pd.concat(frames, ignore_index=True)
+    per_image = pd.concat(frames, ignore_index=True) if frames else \
+        base.iloc[0:0].assign(track=None, metric=None, value=None, note=None)
+    per_prompt_curves = pd.concat(curve_frames, ignore_index=True) if curve_frames else None
+    model_curves = aggregate_curves(per_prompt_curves) if per_prompt_curves is not None else None
 
     scored_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     used = {b: backbones[b] for b in sorted({n.backbone for n in needs})}
@@ -200,6 +248,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "backbones": {b: {"uid": x.spec.uid, "revision": x.revision, "preprocess": x.preprocess_version}
                       for b, x in used.items()},
         "metrics": {m.info.name: m.info.version for m in metrics},
+        "skipped": skipped,
         "dataset": f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}",
         "seeds": list(manifest.seeds),
         "images": len(images),
@@ -209,26 +258,26 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "scored_at": scored_at,
     }
     info = {m.info.name: m.info for m in metrics}
-    dataset = run["dataset"]
+    context = {
+        "provenance": "scored", "submission_id": submission_id, "model": manifest.model.name,
+        "model_id": manifest.model.id, "model_type": manifest.model.type, "harness_version": __version__,
+        "dataset": run["dataset"], "seeds": ",".join(map(str, manifest.seeds)), "scored_at": scored_at,
+    }
+
+    def provenance(metric_info) -> dict:
+        ids = sorted({n.backbone for n in metric_info.needs})
+        return {"backbone": "+".join(f"{b}={used[b].spec.uid}" for b in ids),
+                "backbone_revision": "+".join(used[b].revision for b in ids)}
+
     aggregates = []
     for row in aggregate(per_image):
         metric = info[row["metric"]]
-        backbone_ids = sorted({n.backbone for n in metric.needs})
-        aggregates.append({
-            **row,
-            "provenance": "scored",
-            "submission_id": submission_id,
-            "model": manifest.model.name,
-            "model_id": manifest.model.id,
-            "model_type": manifest.model.type,
-            "metric_label": metric.label,
-            "metric_version": metric.version,
-            "higher_is_better": metric.higher_is_better,
-            "harness_version": __version__,
-            "backbone": "+".join(f"{b}={used[b].spec.uid}" for b in backbone_ids),
-            "backbone_revision": "+".join(used[b].revision for b in backbone_ids),
-            "dataset": dataset,
-            "seeds": ",".join(map(str, manifest.seeds)),
-            "scored_at": scored_at,
-        })
-    return Scores(per_image, aggregates, run)
+        aggregates.append({**row, **context, **provenance(metric), "metric_label": metric.label,
+                           "metric_version": metric.version, "higher_is_better": metric.higher_is_better})
+    for metric in metrics:
+        own = [r for r in aggregates if r["metric"] == metric.info.name]
+        curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None
+        aggregates += [{**row, **context, **provenance(metric.info)} for row in metric.derived(own, curve)]
+    curves = pd.concat([c for c in (per_prompt_curves, model_curves) if c is not None], ignore_index=True) \
+        if per_prompt_curves is not None else pd.DataFrame(columns=["metric", "prompt_id", "x", "value"])
+    return Scores(per_image, aggregates, curves.assign(submission_id=submission_id, model=manifest.model.name), run)

@@ -29,6 +29,9 @@ PER_IMAGE = pa.schema([
     ("country_code", pa.string()),
     ("continent", pa.string()),
     ("concept", pa.string()),
+    ("domain", pa.string()),
+    ("kind", pa.string()),
+    ("modality", pa.string()),
     ("track", pa.string()),
     ("metric", pa.string()),
     ("value", pa.float64()),
@@ -62,17 +65,38 @@ AGGREGATE = pa.schema([
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
 
+# Curves over a parameter x (e.g. W1KP_k over k): per prompt, and the model's (prompt_id null, with a CI).
+CURVES = pa.schema([
+    ("submission_id", pa.string()),
+    ("model", pa.string()),
+    ("metric", pa.string()),
+    ("prompt_id", pa.string()),
+    ("x", pa.float64()),
+    ("value", pa.float64()),
+    ("standard_error", pa.float64()),
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("n", pa.int64()),
+])
+
+
+def records(frame) -> list[dict]:
+    """DataFrame rows as dicts with None (not NaN) for missing values, as Arrow expects."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+
 
 def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Rows -> a table of exactly ``schema`` (absent fields are null)."""
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
 
-def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], run: dict) -> Path:
-    """Write ``per_image.parquet``, ``aggregates.parquet`` and ``run.json`` as one folder, atomically.
+def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
+                 run: dict) -> Path:
+    """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` as one folder,
+    atomically.
 
     The folder is written next to ``target`` and renamed into place: readers see all
-    three files or none, and an existing ``target`` is never modified (results are immutable).
+    files or none, and an existing ``target`` is never modified (results are immutable).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +104,7 @@ def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[
     try:
         pq.write_table(table(per_image_rows, PER_IMAGE), tmp / "per_image.parquet")
         pq.write_table(table(aggregate_rows, AGGREGATE), tmp / "aggregates.parquet")
+        pq.write_table(table(curve_rows, CURVES), tmp / "curves.parquet")
         (tmp / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
         os.rename(tmp, target)  # fails if target exists
     except BaseException:

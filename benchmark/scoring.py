@@ -25,9 +25,8 @@ import pyarrow.parquet as pq
 from benchmark import harness, results
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
-from benchmark.encoders import load_backbone
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
-from benchmark.metrics import select
+from benchmark.encoders.spec import BackboneSpec
+from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
 from benchmark.submission import Manifest, stage
 from benchmark.submission.validate import ImageRecord, content_hash
@@ -86,17 +85,13 @@ def _staged_hash(staged: Path) -> str:
     return content_hash(manifest, [ImageRecord(**row) for row in images])
 
 
-def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], tracks: list[str] | None,
-         store: Path, cache: Path | None, device: str | None, batch_size: int, num_workers: int) -> int:
+def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
+         unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
+         num_workers: int) -> int:
     import torch
     from accelerate import PartialState
 
     state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
-    try:
-        metrics = select(tracks)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     out.mkdir(parents=True, exist_ok=True)
     datasets_root = store / "datasets"
     ok = _stage_once(submission, out, datasets_root) if state.is_main_process else True
@@ -108,10 +103,16 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], trac
     images = pq.read_table(staged / "images.parquet").to_pandas()
     try:
         prompts = _loader(datasets_root)(manifest)
-        needed = sorted({n.backbone for m in metrics for n in m.info.needs})
-        backbones = {b: load_backbone(b, registry, device or str(state.device)) for b in needed}
-    except (DatasetUnavailable, BackboneUnavailable) as error:
+    except DatasetUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
+    unavailable = {**unavailable, **disabled}
+    for name, reason in sorted(unavailable.items()):
+        if state.is_main_process:
+            print(f"not scoring {name}: {reason}", file=sys.stderr)
+    if not metrics:
+        print("error: no metric can run", file=sys.stderr)
         return 1
     submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
     bars = Bars(enabled=state.is_main_process)
@@ -125,9 +126,10 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], trac
         bars.close()
     if scores is None:
         return 0
+    scores.run["skipped"] = {**unavailable, **scores.run["skipped"]}
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    target = results.write_folder(out / "results" / f"{stamp}-{os.getpid()}", scores.per_image.to_dict("records"),
-                                  scores.aggregates, scores.run)
+    target = results.write_folder(out / "results" / f"{stamp}-{os.getpid()}", results.records(scores.per_image),
+                                  scores.aggregates, results.records(scores.curves), scores.run)
     run = scores.run
     print(f"scored {run['images']} images ({run['embeddings_computed']} embeddings computed, "
           f"{run['embeddings_cached']} from the cache) -> {target}")

@@ -129,8 +129,8 @@ class Store:
 
     def write_results(self, submission_id: str, scores: Scores) -> Path:
         """Write one submission's results folder atomically (all files appear at once, or none)."""
-        return results.write_folder(self.results / submission_id, scores.per_image.to_dict("records"),
-                                    scores.aggregates, scores.run)
+        return results.write_folder(self.results / submission_id, results.records(scores.per_image), scores.aggregates,
+                                    results.records(scores.curves), scores.run)
 
     @functools.cached_property
     def cache(self) -> EmbeddingCache:

@@ -2,9 +2,10 @@
 
 Run it as its own process (``culturelens worker --store DIR``); ``culturelens
 serve`` starts one next to the app. The worker loads the backbones its metrics
-need once, at start; if that fails (e.g. no CLIP weights offline) it says so in the queue's
-worker table, so the app can tell people why their submission waits, and
-exits without touching any submission.
+need once, at start. A metric whose backbone or setting is missing is disabled,
+and every result says so; if no metric can run (e.g. no CLIP weights offline)
+the worker says why in the queue's worker table, so the app can tell people why
+their submission waits, and exits without touching any submission.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ import pyarrow.parquet as pq
 
 from benchmark import harness
 from benchmark.datasets.prompts import DatasetUnavailable
-from benchmark.encoders import load_backbone
 from benchmark.encoders.base import Backbone
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
-from benchmark.metrics import available as available_metrics
+from benchmark.encoders.spec import BackboneSpec
 from benchmark.metrics.base import Metric
 from leaderboard.queue import Job
 from leaderboard.store import Store
@@ -38,29 +37,34 @@ class LeaseLost(RuntimeError):
 
 
 class Worker:
-    def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric] | None = None, *,
-                 lease_seconds: float = 60, batch_size: int = 32, num_workers: int = 0, device: str | None = None):
-        self.store, self.registry = store, registry
-        self.metrics = metrics if metrics is not None else available_metrics()
+    def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
+                 unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
+                 num_workers: int = 0, device: str | None = None):
+        self.store, self.registry, self.metrics = store, registry, metrics
+        self.disabled: dict[str, str] = dict(unavailable or {})
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
         self.backbones: dict[str, Backbone] = {}
 
     @property
     def description(self) -> str:
-        return ", ".join(f"{b} ({x.spec.uid})" for b, x in sorted(self.backbones.items())) or "no backbone"
+        ready = ", ".join(m.info.name for m in self.metrics) or "no metric"
+        off = "; ".join(f"{name} off: {reason}" for name, reason in sorted(self.disabled.items()))
+        return f"ready with {ready}" + (f" ({off})" if off else "")
 
     def load(self) -> bool:
-        """Load every backbone the metrics need; record and return whether the worker can score."""
+        """Load the backbones the metrics need; a metric whose backbone is missing is disabled (with its reason).
+        Returns whether any metric can run."""
         needed = sorted({n.backbone for m in self.metrics for n in m.info.needs})
         self.store.queue.set_worker(self.id, "loading", f"loading {', '.join(needed)}")
-        try:
-            self.backbones = {b: load_backbone(b, self.registry, self.device) for b in needed}
-        except BackboneUnavailable as error:
-            self.store.queue.set_worker(self.id, "unavailable", str(error))
-            log.error("%s", error)
+        self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
+        self.disabled.update(disabled)
+        if not self.metrics:
+            reasons = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.disabled.items()))
+            self.store.queue.set_worker(self.id, "unavailable", f"no metric can run: {reasons}")
+            log.error("no metric can run: %s", reasons)
             return False
-        self.store.queue.set_worker(self.id, "idle", f"ready with {self.description}")
+        self.store.queue.set_worker(self.id, "idle", self.description)
         return True
 
     def run(self, *, once: bool = False, poll_seconds: float = 2.0, stop: threading.Event | None = None) -> int:
@@ -70,7 +74,7 @@ class Worker:
         while not stop.is_set():
             job = self.store.queue.claim(self.id, self.lease_seconds)
             if job is None:
-                self.store.queue.set_worker(self.id, "idle", f"ready with {self.description}")
+                self.store.queue.set_worker(self.id, "idle", self.description)
                 if once:
                     break
                 stop.wait(poll_seconds)
@@ -97,6 +101,7 @@ class Worker:
             scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
                                    self.store.cache, submission_id=job.id, batch_size=self.batch_size,
                                    num_workers=self.num_workers, progress=heartbeat.report)
+            scores.run["skipped"] = {**self.disabled, **scores.run["skipped"]}
             heartbeat.check()
             self.store.write_results(job.id, scores)
         except LeaseLost:
@@ -113,8 +118,9 @@ class Worker:
         finally:
             heartbeat.stop()
         run = scores.run
+        skipped = f"; not scored: {', '.join(sorted(run['skipped']))}" if run["skipped"] else ""
         queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
-                                      f"computed, {run['embeddings_cached']} from the cache)")
+                                      f"computed, {run['embeddings_cached']} from the cache){skipped}")
 
 
 class _Heartbeat(threading.Thread):
@@ -156,9 +162,10 @@ class _Heartbeat(threading.Thread):
         self.join()
 
 
-def main(store: Store, registry: dict[str, BackboneSpec], *, once: bool, **options) -> int:
-    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when a backbone is unavailable."""
-    worker = Worker(store, registry, **options)
+def main(store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric], unavailable: dict[str, str], *,
+         once: bool, **options) -> int:
+    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when no metric can run."""
+    worker = Worker(store, registry, metrics, unavailable, **options)
     if not worker.load():
         return 2
     stop = threading.Event()

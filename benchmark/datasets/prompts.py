@@ -9,8 +9,8 @@ from pathlib import Path
 import datasets
 import pandas as pd
 
-# Columns the scoring slices by, when a dataset has them.
-SLICE_COLUMNS = ("country", "country_code", "continent", "concept")
+# Columns the scoring keeps on every result row and slices by, when a dataset has them.
+SLICE_COLUMNS = ("country", "country_code", "continent", "concept", "domain", "kind", "modality")
 
 
 class DatasetUnavailable(RuntimeError):

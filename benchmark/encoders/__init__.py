@@ -18,6 +18,10 @@ def load_backbone(backbone_id: str, registry: dict[str, BackboneSpec], device: s
         from benchmark.encoders.open_clip import OpenClipBackbone
 
         return OpenClipBackbone(backbone_id, spec, device)
+    if spec.family == "dreamsim":
+        from benchmark.encoders.dreamsim import DreamSimBackbone
+
+        return DreamSimBackbone(backbone_id, spec, device)
     from benchmark.encoders.hf_vision import HFVisionBackbone
 
     return HFVisionBackbone(backbone_id, spec, device)

@@ -19,6 +19,7 @@ from typing import Literal
 
 ENV_BACKBONES = "CULTURELENS_BACKBONES"
 LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
+FAMILIES = ("open_clip", "hf_vision", "dreamsim")
 
 
 class BackboneUnavailable(RuntimeError):
@@ -34,9 +35,10 @@ class BackboneSpec:
     model repo, e.g. the HPSv2 checkpoint); ``config`` an optional model-config JSON for
     architectures open_clip does not ship. ``hf_vision``: ``model`` is a Hub repo id or a
     local folder of a ``transformers`` vision model (DINOv2, DINOv3) and its image processor.
+    ``dreamsim``: ``model`` is a DreamSim type (``ensemble``); ``weights`` its download folder.
     """
 
-    family: Literal["open_clip", "hf_vision"]
+    family: Literal["open_clip", "hf_vision", "dreamsim"]
     model: str
     weights: str | None = None
     config: str | None = None
@@ -48,7 +50,7 @@ class BackboneSpec:
         if self.family == "open_clip":
             weights = Path(self.weights).name if self.weights and self.weights.endswith(LOCAL_WEIGHTS) else self.weights
             return f"open_clip:{self.model}:{weights}"
-        return f"hf_vision:{self.model}" + (f"@{self.revision}" if self.revision else "")
+        return f"{self.family}:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "backbone spec") -> BackboneSpec:
@@ -56,8 +58,8 @@ class BackboneSpec:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
-        if data.get("family") not in ("open_clip", "hf_vision") or not data.get("model"):
-            raise ValueError(f"{where}: needs 'family' ('open_clip' or 'hf_vision') and 'model'")
+        if data.get("family") not in FAMILIES or not data.get("model"):
+            raise ValueError(f"{where}: needs 'family' (one of {', '.join(FAMILIES)}) and 'model'")
         return cls(**data)
 
     def to_dict(self) -> dict:
@@ -77,6 +79,8 @@ DEFAULT_REGISTRY: dict[str, BackboneSpec] = {
     "dinov3-vitb16": BackboneSpec("hf_vision", "facebook/dinov3-vitb16-pretrain-lvd1689m"),
     # HPS v2 quality scorer (Wu et al., arXiv:2306.09341): open_clip ViT-H-14, fine-tuned weights.
     "hpsv2": BackboneSpec("open_clip", "ViT-H-14", "hf-file:xswu/HPSv2/HPS_v2_compressed.pt"),
+    # DreamSim ensemble (Fu et al., arXiv:2306.09344): W1KP's DreamSim_l2 distance. Optional extra.
+    "dreamsim": BackboneSpec("dreamsim", "ensemble"),
 }
 
 

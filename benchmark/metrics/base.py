@@ -1,15 +1,21 @@
 """The metric interface: a pure function over embeddings (or tags, scores) behind a thin adapter.
 
 An adapter declares what it needs (``Need``: which backbone, which features),
-its version, direction, unit, range and track; the harness computes the union
-of all needs once and hands every metric the same arrays (``Inputs``). The
-math lives in plain functions next to each adapter, testable with hand-made
-arrays.
+its version, direction, unit, range, track and level; the harness computes the
+union of all needs once and hands every metric the same arrays (``Inputs``).
+The math lives in plain functions next to each adapter, testable with
+hand-made arrays.
+
+Levels: an ``image`` metric gives one value per image (``per_image``); a
+``prompt`` metric one value per prompt, over that prompt's images
+(``per_prompt``: e.g. W1KP, which compares the seeds of a prompt). Either may
+add curves (``curves``: e.g. W1KP_k over k) and aggregate rows derived from
+the ordinary aggregates (``derived``).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass
 from typing import Literal
 
@@ -46,6 +52,7 @@ class MetricInfo:
     high: float
     citation: str
     needs: tuple[Need, ...]
+    level: Literal["image", "prompt"] = "image"
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,23 @@ class Inputs:
 class Metric(ABC):
     info: MetricInfo
 
-    @abstractmethod
+    def applies(self, inputs: Inputs) -> str | None:
+        """None if the metric can score these inputs, else the reason it cannot (recorded, not an error)."""
+        return None
+
     def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
-        """One value per image row, and a short human-readable note per row (or None)."""
+        """Image level: one value per image row, and a short human-readable note per row (or None)."""
+        raise NotImplementedError(f"{self.info.name} is a {self.info.level}-level metric")
+
+    def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
+        """Prompt level: columns prompt_id, value, note; one row per prompt."""
+        raise NotImplementedError(f"{self.info.name} is a {self.info.level}-level metric")
+
+    def curves(self, inputs: Inputs) -> pd.DataFrame | None:
+        """Optional per-prompt curves: columns prompt_id, x, value, standard_error."""
+        return None
+
+    def derived(self, aggregates: list[dict], curves: pd.DataFrame | None) -> list[dict]:
+        """Optional aggregate rows computed from this metric's aggregates or its model-level curve
+        (columns x, value, ci_low, ci_high, n), for values that are not means over prompts."""
+        return []

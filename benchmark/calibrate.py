@@ -1,0 +1,82 @@
+"""``culturelens calibrate``: fit a W1KP distance calibration (Eq. 1 of arXiv:2406.08482) for a backbone.
+
+The paper's calibration is the empirical CDF of DreamSim_l2 distances between
+images of the same prompt (10,000 pairs, 1,000 DiffusionDB prompts). To use W1KP
+with another backbone, generate a reference sample the same way (several seeds
+per prompt, as a submission folder) and fit its CDF here; pass the ``.npz`` to
+``--w1kp-calibration``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from benchmark import harness
+from benchmark.datasets.prompts import load_prompts
+from benchmark.encoders import load_backbone
+from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.metrics.base import Need
+from benchmark.metrics.variability import Calibration, pairwise_squared_l2
+from benchmark.progress import Bars
+from benchmark.submission import stage
+
+
+def reference_distances(features: np.ndarray, prompt_ids: list[str]) -> np.ndarray:
+    """Squared L2 distances of every pair of images that share a prompt."""
+    groups: dict[str, list[int]] = {}
+    for row, prompt_id in enumerate(prompt_ids):
+        groups.setdefault(prompt_id, []).append(row)
+    parts = []
+    for rows in groups.values():
+        if len(rows) >= 2:
+            distances = pairwise_squared_l2(features[rows])
+            parts.append(distances[np.triu_indices(len(rows), k=1)])
+    if not parts:
+        raise ValueError("no prompt has two images: a calibration sample needs several seeds per prompt")
+    return np.concatenate(parts)
+
+
+def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, BackboneSpec], datasets_root: Path,
+         device: str | None, batch_size: int, num_workers: int) -> int:
+    need = Need(backbone_id, "image")
+    bars = Bars(unit="img")
+    with tempfile.TemporaryDirectory() as tmp:
+        def loader(m):
+            return load_prompts(m.dataset.repo, m.dataset.config, m.dataset.split, revision=m.dataset.revision,
+                                local_root=datasets_root)
+
+        report = stage(submission, Path(tmp), loader, progress=bars.stage("checking images"))
+        if not report.ok:
+            bars.close()
+            print(report.text(), file=sys.stderr)
+            return 1
+        folder = report.keep(Path(tmp) / "sample")
+        images = pq.read_table(folder / "images.parquet").to_pandas().sort_values(["prompt_id", "seed"])
+        rows = images.rename(columns={"sha256": "image_sha256"}).join(report.prompts.table, on="prompt_id")
+        rows = rows.reset_index(drop=True)
+        try:
+            backbone = load_backbone(backbone_id, registry, device)
+        except BackboneUnavailable as error:
+            bars.close()
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        features = harness.compute_features(folder, rows, [need], {backbone_id: backbone}, batch_size=batch_size,
+                                            num_workers=num_workers, progress=bars)
+        bars.close()
+    try:
+        distances = reference_distances(features.arrays[need], rows["prompt_id"].tolist())
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    calibration = Calibration.fit(distances, source=str(out))
+    calibration.save(out)
+    quartiles = np.percentile(distances, [25, 50, 75])
+    print(f"fitted on {len(distances)} same-prompt pairs of {rows['prompt_id'].nunique()} prompts with {backbone_id} "
+          f"(distance quartiles {quartiles[0]:.4g} / {quartiles[1]:.4g} / {quartiles[2]:.4g}) -> {out}")
+    return 0
+

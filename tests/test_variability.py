@@ -1,0 +1,224 @@
+"""W1KP (arXiv:2406.08482): every formula on inputs with known answers, the real calibration file, the
+metric through the harness, and the calibrate verb."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from benchmark import cli, harness
+from benchmark.aggregate import aggregate_curves
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.encoders import load_backbone
+from benchmark.metrics.base import Inputs, Need
+from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k_exact, eta_mean, eta_mean_of_raw,
+                                           level, pairwise_squared_l2, reusability)
+from benchmark.submission import stage
+from tests.helpers import SHARED_DATA, make_submission, write_image
+
+W1KP_FILE = SHARED_DATA / "w1kp" / "cdf_xy.npz"
+
+
+def _matrix(pairs: dict[tuple[int, int], float], n: int) -> np.ndarray:
+    d = np.zeros((n, n))
+    for (i, j), value in pairs.items():
+        d[i, j] = d[j, i] = value
+    return d
+
+
+IDENTITY = Calibration(np.array([0.0, 1.0]), np.array([0.0, 1.0]))
+
+
+def test_pairwise_squared_l2_of_hand_made_vectors():
+    d = pairwise_squared_l2(np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    assert d == pytest.approx(np.array([[0, 25, 1], [25, 0, 18], [1, 18, 0]]))
+
+
+def test_calibration_round_trip_on_the_authors_file():
+    if not W1KP_FILE.exists():
+        pytest.skip(f"W1KP calibration not found at {W1KP_FILE} (see ../shared/data/README.md)")
+    calibration = Calibration.load(W1KP_FILE)
+    x, y = calibration.cdf_x, calibration.cdf_y
+    assert len(x) == 2663
+    # A CDF at a tied x is P(X <= x): the last y of the tie (the file has one tie, at index 280-281).
+    last_of_tie = np.append(np.diff(x) > 0, True)
+    assert np.count_nonzero(~last_of_tie) == 1
+    assert calibration.normalize(x[last_of_tie]) == pytest.approx(y[last_of_tie])
+    midpoint = (calibration.cdf_x[100] + calibration.cdf_x[101]) / 2
+    assert calibration.normalize(midpoint) == pytest.approx((calibration.cdf_y[100] + calibration.cdf_y[101]) / 2)
+    assert calibration.normalize(0.0) == 0.0 and calibration.normalize(5.0) == pytest.approx(calibration.cdf_y[-1])
+
+
+def test_a_bad_calibration_file_is_a_clear_error(tmp_path):
+    np.savez(tmp_path / "bad.npz", cdf_x=np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="lacks the arrays \\['cdf_y'\\]"):
+        Calibration.load(tmp_path / "bad.npz")
+    np.savez(tmp_path / "down.npz", cdf_x=np.array([0.0, 1.0]), cdf_y=np.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        Calibration.load(tmp_path / "down.npz")
+    with pytest.raises(ValueError, match="cannot be read"):
+        Calibration.load(tmp_path / "absent.npz")
+
+
+def test_fitted_calibration_is_the_empirical_cdf():
+    fitted = Calibration.fit(np.array([1.0, 2.0, 2.0, 3.0]))
+    assert fitted.cdf_x.tolist() == [1.0, 2.0, 3.0] and fitted.cdf_y.tolist() == [0.25, 0.75, 1.0]
+    assert fitted.normalize(2.5) == pytest.approx(0.875)
+
+
+def test_eta_mean_and_the_w1kp_score_by_hand():
+    d = _matrix({(0, 1): 0.2, (0, 2): 0.4, (1, 2): 0.6}, 3)
+    assert eta_mean(d) == pytest.approx(0.4)
+    assert level(1 - eta_mean(d)) == "medium"
+
+
+def test_authors_code_variant_normalises_the_mean_instead():
+    calibration = Calibration(np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.9, 1.0]))
+    raw = _matrix({(0, 1): 0.5, (0, 2): 1.5, (1, 2): 1.0}, 3)
+    assert eta_mean_of_raw(raw, calibration) == pytest.approx(0.9)  # F(mean 1.0)
+    assert eta_mean(calibration.normalize(raw)) == pytest.approx((0.45 + 0.95 + 0.9) / 3)  # mean of F
+
+
+def test_eta_k_exact_by_hand():
+    d = _matrix({(0, 1): .1, (0, 2): .5, (0, 3): .9, (1, 2): .3, (1, 3): .7, (2, 3): .2}, 4)
+    # 3-subsets: {0,1,2} .1, {0,1,3} .1, {0,2,3} .2, {1,2,3} .2
+    assert eta_k_exact(d, 3) == pytest.approx(0.15)
+    assert eta_k_exact(d, 2) == pytest.approx(eta_mean(d)) and eta_k_exact(d, 4) == pytest.approx(0.1)
+    curve = eta_k_curve(d)
+    assert curve.k.tolist() == [2, 3, 4] and curve.eta == pytest.approx([eta_mean(d), 0.15, 0.1])
+    assert curve.exact.all() and not curve.standard_error.any()
+
+
+def test_the_estimator_agrees_with_enumeration_within_its_error():
+    rng = np.random.default_rng(3)
+    d = Calibration.fit(np.arange(1000) / 1000).normalize(pairwise_squared_l2(rng.normal(size=(14, 6))) / 40)
+    estimated = eta_k_curve(d, n_permutations=2000, exact_limit=0)
+    for index, k in enumerate(estimated.k):
+        if 2 < k < 14:
+            assert not estimated.exact[index]
+            assert abs(estimated.eta[index] - eta_k_exact(d, int(k))) <= 4 * estimated.standard_error[index] + 1e-12
+
+
+def test_identical_images_are_highly_similar():
+    d = pairwise_squared_l2(np.ones((5, 8)))
+    assert 1 - eta_mean(IDENTITY.normalize(d)) == 1.0 and level(1.0) == "high"
+    assert reusability(*_curve_scores(d)) == 2
+
+
+def _curve_scores(d):
+    curve = eta_k_curve(IDENTITY.normalize(d))
+    return curve.k, 1 - curve.eta
+
+
+def test_levels_and_reusability_at_their_thresholds():
+    assert [level(s) for s in (1.0, 0.85, 0.8499, 0.4, 0.3999, 0.2, 0.1999, 0.0)] == \
+        ["high", "high", "medium", "medium", "low", "low", "none", "none"]
+    assert reusability(np.array([2, 3, 4]), np.array([0.5, 0.85, 0.9])) == 3
+    assert reusability(np.array([2, 3]), np.array([0.5, 0.84])) is None
+
+
+def test_w1kp_metric_on_hand_made_features():
+    """Two prompts: one with identical images (score 1), one with spread images (known score)."""
+    import pandas as pd
+
+    features = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.6, 0.8], [1.0, 0.0]])
+    images = pd.DataFrame({"prompt_id": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2, 0, 1, 2]})
+    calibration = Calibration(np.array([0.0, 4.0]), np.array([0.0, 1.0]))  # F(d) = d / 4 on [0, 4]
+    metric = W1KP(calibration, backbone="x")
+    inputs = Inputs(images, {Need("x", "image"): features}, {})
+    rows = metric.per_prompt(inputs).set_index("prompt_id")
+    assert rows.loc["a", "value"] == 1.0 and "high similarity" in rows.loc["a", "note"]
+    # prompt b: squared distances 1, 1, 0.8 -> normalised .25, .25, .2 -> eta .2333 -> score .7667
+    assert rows.loc["b", "value"] == pytest.approx(1 - (0.25 + 0.25 + 0.2) / 3)
+    curves = metric.curves(inputs)
+    b = curves[curves.prompt_id == "b"].set_index("x")["value"]
+    assert b.loc[3] == pytest.approx(1 - 0.2)  # k = n: the closest pair
+    derived = metric.derived([], aggregate_curves(curves.assign(metric="w1kp")))
+    assert derived[0]["metric"] == "w1kp_reusability" and derived[0]["value"] == 2.0  # mean W1KP_2 = .88 >= .85
+    single = Inputs(images.head(1), {Need("x", "image"): features[:1]}, {})
+    assert "at least two images" in metric.applies(single)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory, tiny_upstream):
+    root = tmp_path_factory.mktemp("w1kp")
+    cube_1k.build(str(tiny_upstream), local_folder(root / "datasets", cube_1k.HUB_REPO))
+    ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=root / "datasets").table.index)
+    folder = make_submission(root / "sample", ids, seeds=(0, 1, 2, 3))
+    for seed in (1, 2, 3):  # the first prompt's seeds are all the same picture
+        write_image(folder / "images" / ids[0] / f"{seed}.png", seed=0)
+    return root, folder, ids
+
+
+def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, tmp_path):
+    root, folder, ids = sample
+    backbones_json = tmp_path / "backbones.json"
+    backbones_json.write_text('{"dinov2-base": %s}' % __import__("json").dumps(tiny_dino.to_dict()))
+    out = tmp_path / "cdf.npz"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(out), "--store",
+                         str(root), "--backbones", str(backbones_json), "--device", "cpu"])
+    assert code == 0 and "fitted on 36 same-prompt pairs of 6 prompts" in stdout.getvalue()
+    calibration = Calibration.load(out)
+
+    def loader(m):
+        return load_prompts(m.dataset.repo, m.dataset.config, local_root=root / "datasets")
+
+    report = stage(folder, tmp_path / "staging", loader)
+    staged = report.keep(tmp_path / "staged")
+    images = pq.read_table(staged / "images.parquet").to_pandas()
+    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    scores = harness.score(staged, report.manifest, report.prompts, images, [W1KP(calibration, "dinov2-base")],
+                           {"dinov2-base": backbone}, submission_id="t", batch_size=8)
+    rows = scores.per_image[scores.per_image.metric == "w1kp"].set_index("prompt_id")
+    assert len(rows) == 6 and rows["seed"].isna().all()
+    assert rows.loc[ids[0], "value"] == pytest.approx(1 - calibration.normalize(0.0))  # identical seeds
+    # Independent check of one prompt: DINO features by hand, distances, calibration, mean.
+    other = ids[1]
+    paths = sorted((staged / "images" / other).iterdir())
+    from PIL import Image
+
+    feats = backbone.embed(__import__("torch").stack([backbone.prepare(Image.open(p).convert("RGB"), "image")
+                                                       for p in paths]))
+    expected = 1 - eta_mean(calibration.normalize(pairwise_squared_l2(feats)))
+    assert rows.loc[other, "value"] == pytest.approx(expected, abs=1e-6)
+    model_curve = scores.curves[scores.curves.prompt_id.isna()]
+    assert model_curve["x"].tolist() == [2.0, 3.0, 4.0] and model_curve["n"].tolist() == [6, 6, 6]
+    overall = [r for r in scores.aggregates if r["metric"] == "w1kp" and r["slice"] == "overall"]
+    assert overall[0]["value"] == pytest.approx(rows["value"].mean())
+    assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
+
+
+def test_w1kp_is_skipped_with_a_reason_when_each_prompt_has_one_image(sample, tiny_dino, tmp_path):
+    root, _, ids = sample
+    folder = make_submission(tmp_path / "one", ids, seeds=(0,))
+
+    def loader(m):
+        return load_prompts(m.dataset.repo, m.dataset.config, local_root=root / "datasets")
+
+    report = stage(folder, tmp_path / "staging", loader)
+    staged = report.keep(tmp_path / "staged")
+    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
+                           [W1KP(IDENTITY, "dinov2-base")], {"dinov2-base": backbone}, submission_id="t")
+    assert "at least two images" in scores.run["skipped"]["w1kp"] and scores.per_image.empty
+
+
+def test_the_dreamsim_backbone_needs_its_optional_package():
+    from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneUnavailable
+
+    pytest.importorskip("torch")
+    try:
+        import dreamsim  # noqa: F401
+        pytest.skip("dreamsim is installed here; this test checks the message without it")
+    except ImportError:
+        pass
+    with pytest.raises(BackboneUnavailable, match="culturelens\\[dreamsim\\]"):
+        load_backbone("dreamsim", DEFAULT_REGISTRY)
