@@ -4,7 +4,9 @@ Images of one prompt (different seeds) are not independent draws, so the
 prompt is the unit: each prompt's score is the mean over its images, a slice's
 score is the mean over its prompts, and the 95% CI is a percentile bootstrap
 over those prompts. The ``prompt`` slice gives each prompt's own mean over its
-images (seeds), with a bootstrap CI over those images.
+images (seeds), with a bootstrap CI over those images. Undefined values (null,
+e.g. visual reuse of a reference no image recognised) are left out, and ``n``
+counts what is left.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list
     rows = []
     present = [s for s in slices if s in per_image.columns and per_image[s].notna().any()]
     for (track, metric), group in per_image.groupby(["track", "metric"], sort=True):
+        group = group[group["value"].notna()]  # undefined values (e.g. VR with no recognised image) do not count
         per_prompt = group.groupby("prompt_id", sort=True).agg(
             value=("value", "mean"), **{s: (s, "first") for s in present})
-        parts = [("overall", "all", per_prompt)]
+        parts = [("overall", "all", per_prompt)] if len(per_prompt) else []
         parts += [(s, str(v), g) for s in present for v, g in per_prompt.groupby(s, sort=True)]
         parts += [("prompt", str(p), g) for p, g in group.groupby("prompt_id", sort=True)]
         for slice_name, slice_value, part in parts:

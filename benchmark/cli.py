@@ -53,6 +53,10 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("metrics")
     group.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: every track that can run)")
+    group.add_argument("--vr-backbone", default="dinov2-base",
+                       help="backbone id for visual reuse patches (the CRT paper used DINOv3: dinov3-vitb16)")
+    group.add_argument("--tau", type=float, default=0.7, help="recognition threshold (CRT Eq. 1)")
+    group.add_argument("--tau-patch", type=float, default=0.6, help="patch reuse threshold (CRT Eq. 2)")
     group.add_argument("--w1kp-calibration", default=None,
                        help=f"W1KP distance calibration: .npz (cdf_x, cdf_y) path or URL (env {ENV_W1KP_CALIBRATION})")
     group.add_argument("--w1kp-backbone", default="dreamsim", help="backbone id whose features W1KP compares")
@@ -63,8 +67,9 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
 def _metrics(args: argparse.Namespace):
     from benchmark.metrics import MetricSettings, build, select
 
-    metrics, unavailable = build(MetricSettings(w1kp_calibration=args.w1kp_calibration,
-                                                w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
+    metrics, unavailable = build(MetricSettings(
+        vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch, w1kp_calibration=args.w1kp_calibration,
+        w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
     chosen = select(metrics, args.tracks)
     return chosen, {k: v for k, v in unavailable.items() if not args.tracks or k in {m.info.name for m in chosen}}
 
@@ -84,11 +89,35 @@ def cmd_data_build(args: argparse.Namespace) -> int:
         summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
     except (cube_1k.SourceError, FileExistsError) as error:
         return _fail(str(error))
-    print(f"built {args.name}: {summary['prompts']} prompts ({summary['records']} upstream records) in {summary['out']}")
+    print(f"built cube-1k: {summary['prompts']} prompts ({summary['records']} upstream records) in {summary['out']}")
     for code, count in summary["defects"].items():
         if count:
             print(f"  defect {code}: {count} record(s)")
     print(f'load it with: datasets.load_dataset("{summary["out"]}", "{cube_1k.CONFIG}")')
+    return 0
+
+
+def cmd_build_iconic(args: argparse.Namespace) -> int:
+    from benchmark.datasets import iconic_references as iconic
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import BackboneUnavailable
+
+    _quiet_datasets()
+    try:
+        if args.from_sparql:
+            Path(args.images).mkdir(parents=True, exist_ok=True)
+            count = iconic.fetch_from_wikidata(Path(args.records), Path(args.images))
+            print(f"fetched {count} references from Wikidata into {args.records} and {args.images}")
+        backbone = None if args.no_prune else load_backbone(args.prune_backbone, _registry(args), args.device)
+        summary = iconic.build(Path(args.records), Path(args.images), Path(args.out), ner_model=args.ner,
+                               prune_backbone=backbone, repo=args.repo)
+    except (iconic.RecordsError, BackboneUnavailable, FileExistsError, ValueError, OSError) as error:
+        hint = " (or pass --no-prune)" if isinstance(error, BackboneUnavailable) else ""
+        return _fail(f"{error}{hint}")
+    print(f"built iconic-references: {summary['kept']} of {summary['records']} references kept "
+          f"({summary['images']} images, {summary['pruned']} pruned) in {summary['out']}")
+    for reason, count in summary["removed"].items():
+        print(f"  removed by {reason}: {count}")
     return 0
 
 
@@ -260,13 +289,30 @@ def parser() -> argparse.ArgumentParser:
     data_verbs = data.add_subparsers(dest="data_verb", required=True, metavar="ACTION")
     build = verb("build", "build a dataset folder laid out like its Hub repo (Parquet + card)",
                  "culturelens data build cube-1k --source cube_1k.json --out data/cube-1k", data_verbs)
-    build.add_argument("name", choices=["cube-1k"], help="dataset to build")
+    datasets_ = build.add_subparsers(dest="name", required=True, metavar="DATASET")
     from benchmark.datasets.cube_1k import DEFAULT_SOURCE, HUB_REPO
 
-    build.add_argument("--source", default=DEFAULT_SOURCE, help="authors' JSON: path or http(s) URL")
-    build.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
-    build.add_argument("--repo", default=HUB_REPO, help="Hub repo id the card's load snippets name")
-    build.set_defaults(run=cmd_data_build)
+    cube = verb("cube-1k", "CUBE-1K prompts from the authors' JSON, checked and cleaned",
+                "culturelens data build cube-1k --source cube_1k.json --out data/cube-1k", datasets_)
+    cube.add_argument("--source", default=DEFAULT_SOURCE, help="authors' JSON: path or http(s) URL")
+    cube.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
+    cube.add_argument("--repo", default=HUB_REPO, help="Hub repo id the card's load snippets name")
+    cube.set_defaults(run=cmd_data_build)
+    iconic = verb("iconic-references", "iconic references (titles + reference images) for the iconicity track",
+                  "culturelens data build iconic-references --records refs.jsonl --images refs/ --out data/iconic",
+                  datasets_)
+    iconic.add_argument("--records", required=True, help="JSON Lines, one reference per line (see README)")
+    iconic.add_argument("--images", required=True, help="folder holding the images the records name")
+    iconic.add_argument("--from-sparql", action="store_true",
+                        help="first fill --records and --images from Wikidata and Commons (needs network)")
+    iconic.add_argument("--ner", default=None, help="token-classification model (Hub id or folder) for the "
+                                                    "named-entity title filter; without it the filter is off")
+    iconic.add_argument("--prune-backbone", default="clip-vit-b-32", help="backbone id for pruning depictions")
+    iconic.add_argument("--no-prune", action="store_true", help="keep every depiction of moving references")
+    iconic.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
+    iconic.add_argument("--repo", default="culturelens/iconic-references", help="Hub repo id for the card")
+    _add_backbone_options(iconic)
+    iconic.set_defaults(run=cmd_build_iconic)
     push = verb("push", "publish a built dataset folder to the Hugging Face Hub",
                 "culturelens data push data/cube-1k --repo my-org/cube-1k", data_verbs)
     push.add_argument("dir", help="folder made by `culturelens data build`")

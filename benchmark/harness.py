@@ -19,6 +19,7 @@ shared cache. ``culturelens score`` wires this to ``accelerate``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,20 +41,29 @@ from benchmark.submission.manifest import Manifest
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+class FileSource:
+    """Row i -> the path of a submitted image (picklable for DataLoader workers)."""
+
+    def __init__(self, folder: Path, paths: list[str]):
+        self.folder, self.paths = Path(folder), paths
+
+    def __call__(self, index: int) -> Path:
+        return self.folder / self.paths[index]
+
+
 class _Decode(torch.utils.data.Dataset):
-    """Item i: decode image once, prepare it for each need it still lacks. Holds only the
+    """Item i: decode image once, prepare it for each need it still lacks. Holds only the source and the
     backbones' transforms (no weights), so worker processes stay light."""
 
-    def __init__(self, folder: Path, paths: list[str], plan: list[tuple[int, tuple[Need, ...]]],
-                 transforms: dict[str, Callable]):
-        self.folder, self.paths, self.plan, self.transforms = folder, paths, plan, transforms
+    def __init__(self, source: Callable, plan: list[tuple[int, tuple[Need, ...]]], transforms: dict[str, Callable]):
+        self.source, self.plan, self.transforms = source, plan, transforms
 
     def __len__(self) -> int:
         return len(self.plan)
 
     def __getitem__(self, index: int):
         row, needs = self.plan[index]
-        with Image.open(self.folder / self.paths[row]) as image:
+        with Image.open(self.source(row)) as image:
             rgb = image.convert("RGB")
         return row, {need: prepare(self.transforms[need.backbone], rgb, need.kind, need.grid) for need in needs}
 
@@ -81,17 +91,24 @@ def _text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], backbones: dict[str, Backbone],
-                     cache: EmbeddingCache | None = None, *, batch_size: int = 32, num_workers: int = 0,
-                     shard: tuple[int, int] = (0, 1), barrier: Callable[[], None] | None = None,
-                     progress: Progress | None = None) -> Features:
-    """Features for every row of ``images`` (columns: path, image_sha256, prompt) and every need."""
+def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[Need],
+                     backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, batch_size: int = 32,
+                     num_workers: int = 0, shard: tuple[int, int] = (0, 1),
+                     barrier: Callable[[], None] | None = None, progress: Progress | None = None,
+                     stage: str = "embedding images") -> Features:
+    """Features for every row of ``images`` (columns: image_sha256, and prompt for text needs) and every need.
+
+    ``source`` opens row i's image: a submission folder (rows then have ``path``) or a callable.
+    """
     rank, world = shard
     if world > 1 and (cache is None or barrier is None):
         raise ValueError("sharded scoring needs a shared cache and a barrier")
     image_needs = [n for n in needs if n.kind != "text"]
     text_backbones = sorted({n.backbone for n in needs if n.kind == "text"})
-    shas, texts = images["image_sha256"].tolist(), images["prompt"].tolist()
+    shas = images["image_sha256"].tolist()
+    texts = images["prompt"].tolist() if text_backbones else []
+    if isinstance(source, (str, Path)):
+        source = FileSource(Path(source), images["path"].tolist())
 
     requests = {(row, need): entry_key(sha, backbones[need.backbone].key, need.name)
                 for row, sha in enumerate(shas) for need in image_needs}
@@ -122,7 +139,7 @@ def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], back
     mine = [item for b, batch in enumerate(batches) if b % world == rank for item in batch]
     if mine:
         loader = torch.utils.data.DataLoader(
-            _Decode(folder, images["path"].tolist(), mine, {b: x.transform for b, x in backbones.items()}),
+            _Decode(source, mine, {b: x.transform for b, x in backbones.items()}),
             batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate,
             # forked workers cannot use a process that has initialised CUDA; spawned ones get transforms only
             multiprocessing_context="spawn" if num_workers and any(
@@ -139,7 +156,7 @@ def compute_features(folder: Path, images: pd.DataFrame, needs: list[Need], back
                 cache.put_many(fresh)
             done += len({r for _, rows, _ in batch for r in rows})
             if progress:
-                progress("embedding images", done, len(mine))
+                progress(stage, done, len(mine))
 
     if world > 1:
         barrier()
@@ -197,7 +214,9 @@ def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataF
     info = metric.info
     if info.level == "image":
         values, notes = metric.per_image(inputs)
-        return base.assign(track=info.track, metric=info.name, value=values, note=notes)
+        details = metric.details(inputs)
+        detail = [json.dumps(d) if d else None for d in details] if details is not None else None
+        return base.assign(track=info.track, metric=info.name, value=values, note=notes, detail=detail)
     per_prompt = metric.per_prompt(inputs)
     firsts = base.drop_duplicates("prompt_id").set_index("prompt_id")
     rows = per_prompt.join(firsts.drop(columns=["seed", "image_path", "image_sha256"]), on="prompt_id")
@@ -215,15 +234,28 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     """
     images = images.sort_values(["prompt_id", "seed"]).reset_index(drop=True)
     rows = images.rename(columns={"sha256": "image_sha256"}).join(prompts.table, on="prompt_id")
-    probe = Inputs(rows, {}, {})
+    counts = prompts.reference_counts()
+    probe = Inputs(rows, {}, {}, reference_counts=counts)
     skipped = {m.info.name: reason for m in metrics if (reason := m.applies(probe))}
     metrics = [m for m in metrics if m.info.name not in skipped]
     needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
-    features = compute_features(folder, rows, needs, backbones, cache, batch_size=batch_size,
-                                num_workers=num_workers, shard=shard, barrier=barrier, progress=progress)
+    options = {"batch_size": batch_size, "num_workers": num_workers, "shard": shard, "barrier": barrier,
+               "progress": progress}
+    features = compute_features(folder, rows, [n for n in needs if n.of == "generated"], backbones, cache,
+                                **options)
+    reference_needs = [n for n in needs if n.of == "reference"]
+    references, reference_features = {}, None
+    if reference_needs:
+        source, reference_rows = prompts.references(set(rows["prompt_id"]))
+        plain = {n: Need(n.backbone, n.kind, n.grid) for n in reference_needs}
+        reference_features = compute_features(source, reference_rows, list(plain.values()), backbones, cache,
+                                              stage="embedding references", **options)
+        groups = reference_rows.groupby("prompt_id").indices
+        references = {n: {prompt_id: reference_features.arrays[plain[n]][index] for prompt_id, index in groups.items()}
+                      for n in reference_needs}
     if shard[0] != 0:
         return None
-    inputs = Inputs(rows, features.arrays, features.truncated)
+    inputs = Inputs(rows, features.arrays, features.truncated, references, counts)
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
@@ -253,8 +285,8 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "seeds": list(manifest.seeds),
         "images": len(images),
         "missing": len(manifest.missing),
-        "embeddings_cached": features.cached,
-        "embeddings_computed": features.computed,
+        "embeddings_cached": features.cached + (reference_features.cached if reference_features else 0),
+        "embeddings_computed": features.computed + (reference_features.computed if reference_features else 0),
         "scored_at": scored_at,
     }
     info = {m.info.name: m.info for m in metrics}
@@ -274,10 +306,10 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         metric = info[row["metric"]]
         aggregates.append({**row, **context, **provenance(metric), "metric_label": metric.label,
                            "metric_version": metric.version, "higher_is_better": metric.higher_is_better})
+    ordinary = list(aggregates)
     for metric in metrics:
-        own = [r for r in aggregates if r["metric"] == metric.info.name]
         curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None
-        aggregates += [{**row, **context, **provenance(metric.info)} for row in metric.derived(own, curve)]
+        aggregates += [{**row, **context, **provenance(metric.info)} for row in metric.derived(ordinary, curve)]
     curves = pd.concat([c for c in (per_prompt_curves, model_curves) if c is not None], ignore_index=True) \
         if per_prompt_curves is not None else pd.DataFrame(columns=["metric", "prompt_id", "x", "value"])
     return Scores(per_image, aggregates, curves.assign(submission_id=submission_id, model=manifest.model.name), run)

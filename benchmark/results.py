@@ -36,6 +36,7 @@ PER_IMAGE = pa.schema([
     ("metric", pa.string()),
     ("value", pa.float64()),
     ("note", pa.string()),
+    ("detail", pa.string()),            # JSON, metric-specific (e.g. reused patches, for pictures)
 ])
 
 AGGREGATE = pa.schema([

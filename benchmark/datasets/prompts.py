@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
+# A dataset's reference images (e.g. iconic_references), when it has them: a list of images per prompt.
+REFERENCE_COLUMN = "images"
 # Columns the scoring keeps on every result row and slices by, when a dataset has them.
 SLICE_COLUMNS = ("country", "country_code", "continent", "concept", "domain", "kind", "modality")
 
@@ -26,6 +31,7 @@ class PromptSet:
     split: str
     fingerprint: str
     table: pd.DataFrame  # index: prompt_id; columns: prompt and the slice columns present
+    rows: datasets.Dataset | None = field(default=None, repr=False, compare=False)  # the split, as loaded
 
     def __contains__(self, prompt_id: str) -> bool:
         return prompt_id in self.table.index
@@ -36,6 +42,42 @@ class PromptSet:
     @property
     def label(self) -> str:
         return f"{self.repo} ({self.config}, {self.split})"
+
+    @property
+    def has_references(self) -> bool:
+        return self.rows is not None and REFERENCE_COLUMN in self.rows.column_names
+
+    def reference_counts(self) -> pd.Series | None:
+        """prompt_id -> number of reference images (read from Arrow metadata, nothing decoded); None without."""
+        if not self.has_references:
+            return None
+        lengths = pc.list_value_length(self.rows.data.column(REFERENCE_COLUMN)).to_numpy(zero_copy_only=False)
+        return pd.Series(np.nan_to_num(lengths.astype(float)).astype(int), index=self.rows["prompt_id"])
+
+    def references(self, prompt_ids: set[str] | None = None) -> tuple[ReferenceSource, pd.DataFrame]:
+        """The reference images (of ``prompt_ids``, or all): a source that opens reference image i, and a
+        table with one row per image (prompt_id, reference: its position in the record's list, image_sha256)."""
+        raw = self.rows.cast_column(REFERENCE_COLUMN, datasets.List(datasets.Image(decode=False)))
+        locations, table = [], []
+        for row, (prompt_id, images) in enumerate(zip(raw["prompt_id"], raw[REFERENCE_COLUMN])):
+            if prompt_ids is not None and prompt_id not in prompt_ids:
+                continue
+            for position, image in enumerate(images or []):
+                locations.append((row, position))
+                table.append({"prompt_id": prompt_id, "reference": position,
+                              "image_sha256": hashlib.sha256(image["bytes"]).hexdigest()})
+        return ReferenceSource(raw, locations), pd.DataFrame(table, columns=["prompt_id", "reference", "image_sha256"])
+
+
+class ReferenceSource:
+    """Reference image i as a file-like object, read undecoded from the dataset (picklable for DataLoader workers)."""
+
+    def __init__(self, rows: datasets.Dataset, locations: list[tuple[int, int]]):
+        self.rows, self.locations = rows, locations
+
+    def __call__(self, index: int) -> io.BytesIO:
+        row, position = self.locations[index]
+        return io.BytesIO(self.rows[row][REFERENCE_COLUMN][position]["bytes"])
 
 
 def local_folder(root: Path, repo: str) -> Path:
@@ -77,4 +119,4 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
     frame = table.select_columns(columns).to_pandas().set_index("prompt_id")
     if not frame.index.is_unique:
         raise DatasetUnavailable(f"dataset {repo} ({config}) repeats prompt ids: not a prompt set")
-    return PromptSet(repo, config, split, table._fingerprint, frame)
+    return PromptSet(repo, config, split, table._fingerprint, frame, table)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from benchmark.metrics import iconicity
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Metric
 from benchmark.metrics.variability import W1KP, Calibration
@@ -18,6 +19,10 @@ class MetricSettings:
     """The choices a metric needs from whoever runs it (CLI flags, environment)."""
 
     clip_backbone: str = "clip-vit-b-32"
+    # The CRT paper used DINOv3 (gated on the Hub); DINOv2 is the open default. Thresholds: Eq. 1 and 2.
+    vr_backbone: str = "dinov2-base"
+    tau: float = iconicity.TAU
+    tau_patch: float = iconicity.TAU_PATCH
     w1kp_calibration: str | None = None  # .npz path or URL of cdf_x, cdf_y for the W1KP backbone's distances
     w1kp_backbone: str = "dreamsim"
     w1kp_variant: str = "paper"
@@ -26,6 +31,8 @@ class MetricSettings:
 def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], dict[str, str]]:
     """Every metric these settings allow, in display order, and {metric: why it is unavailable}."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
+    metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
+                                 tau_patch=settings.tau_patch)
     unavailable: dict[str, str] = {}
     calibration = settings.w1kp_calibration or os.environ.get(ENV_W1KP_CALIBRATION)
     if calibration:

@@ -16,7 +16,7 @@ the ordinary aggregates (``derived``).
 from __future__ import annotations
 
 from abc import ABC
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -26,18 +26,20 @@ import pandas as pd
 @dataclass(frozen=True)
 class Need:
     """Features of one kind from one backbone: ``image`` (N, D), ``grid`` (N, grid^2, D) or ``text``
-    (the embedding of each image's prompt, (N, D))."""
+    (the embedding of each image's prompt, (N, D)); of the submitted images, or (``of="reference"``) of the
+    dataset's reference images (``Inputs.references``)."""
 
     backbone: str
     kind: Literal["image", "grid", "text"]
     grid: int = 4
+    of: Literal["generated", "reference"] = "generated"
 
     @property
     def name(self) -> str:
         return f"grid{self.grid}x{self.grid}" if self.kind == "grid" else self.kind
 
     def __str__(self) -> str:
-        return f"{self.backbone}/{self.name}"
+        return f"{self.backbone}/{self.name}" + ("/reference" if self.of == "reference" else "")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,9 @@ class Inputs:
     images: pd.DataFrame  # prompt_id, seed, image_sha256, prompt, and the dataset's slice columns
     features: dict[Need, np.ndarray]
     truncated: dict[str, np.ndarray]  # backbone id -> per row, whether its prompt was cut to fit
+    references: dict[Need, dict[str, np.ndarray]] = field(default_factory=dict)  # need -> prompt -> (R, ...)
+    reference_counts: pd.Series | None = None  # prompt_id -> number of reference images, if the dataset has any
+    memo: dict = field(default_factory=dict)  # results several metrics share within one scoring run
 
 
 class Metric(ABC):
@@ -74,6 +79,10 @@ class Metric(ABC):
     def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
         """Image level: one value per image row, and a short human-readable note per row (or None)."""
         raise NotImplementedError(f"{self.info.name} is a {self.info.level}-level metric")
+
+    def details(self, inputs: Inputs) -> list[dict | None] | None:
+        """Optional, image level: structured detail per row (stored as JSON), e.g. which patches were reused."""
+        return None
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         """Prompt level: columns prompt_id, value, note; one row per prompt."""

@@ -1,0 +1,276 @@
+"""Iconic references: the prompts and reference images of the CRT iconicity track, as a Hub dataset.
+
+De Rosa Palmini & Cetinic, "The Persistence of Cultural Memory: Investigating
+Multimodal Iconicity in Diffusion Models", arXiv:2511.11435, Sec. 3: Wikidata
+items (artworks, albums, photographs, films, TV series, animation) whose title
+is the prompt; kept when they have more than 20 sitelinks and a title without
+named entities (the paper uses spaCy's NER); still references have one
+canonical image (Wikidata P18), moving references several depictions, pruned of
+images whose mean CLIP similarity to the others is below 0.7.
+
+Input, offline: a records file (JSON Lines, one reference per line) and a
+folder with the images it names. ``--from-sparql`` makes both from Wikidata
+(the query is ``sparql/iconic_references.rq``) and Wikimedia Commons, where
+there is network. The paper's moving-image depictions were web images; from
+Wikidata alone a moving reference has its P18 image, plus whatever a
+maintainer adds to its record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import urllib.parse
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from benchmark.datasets import hub_layout
+
+HUB_REPO = "culturelens/iconic-references"
+CONFIG = "references"
+CONFIG_ALL = "references_all"
+PERTURBATIONS = {"synonym": "references_synonym", "description": "references_description"}
+SPLIT = "test"
+MODALITIES = {"artwork": "still", "album": "still", "photograph": "still",
+              "film": "moving", "tv_series": "moving", "animation": "moving"}
+MIN_SITELINKS = 20  # kept when sitelinks > 20
+SPARQL_ENDPOINT = "https://query.wikidata.org/sparql"
+QUERY = Path(__file__).with_name("sparql") / "iconic_references.rq"
+USER_AGENT = "CultureLens dataset builder (https://huggingface.co/culturelens)"
+QID = re.compile(r"Q[1-9][0-9]*")
+
+
+class RecordsError(ValueError):
+    """The records file or its images are not usable; the message names the line and the problem."""
+
+
+@dataclass
+class Reference:
+    qid: str
+    title: str
+    kind: str
+    modality: str
+    sitelinks: int
+    year: int | None
+    country: str | None
+    images: list[Path]
+    image_sources: list[str]
+    image_licenses: list[str]
+    synonym: str | None
+    description: str | None
+    removed_by: list[str]
+    images_pruned: int = 0
+
+    @property
+    def prompt_id(self) -> str:
+        return f"ref-{self.qid.lower()}"
+
+
+def read_records(path: Path, images_root: Path) -> list[Reference]:
+    """Parse and check the records file; every problem names its line."""
+    references, seen = [], set()
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RecordsError(f"{where}: not JSON ({error})") from None
+        for key in ("qid", "title", "modality", "sitelinks", "images"):
+            if key not in record:
+                raise RecordsError(f"{where}: missing {key!r}")
+        if not QID.fullmatch(str(record["qid"])):
+            raise RecordsError(f"{where}: qid {record['qid']!r} is not a Wikidata id")
+        if record["qid"] in seen:
+            raise RecordsError(f"{where}: {record['qid']} appears twice")
+        seen.add(record["qid"])
+        modality = record["modality"]
+        if modality not in MODALITIES:
+            raise RecordsError(f"{where}: modality {modality!r} is not one of {sorted(MODALITIES)}")
+        kind = record.get("kind", MODALITIES[modality])
+        if kind != MODALITIES[modality]:
+            raise RecordsError(f"{where}: kind {kind!r} contradicts modality {modality!r}")
+        images = [images_root / name for name in record["images"]]
+        for image in images:
+            if not image.resolve().is_relative_to(images_root.resolve()):
+                raise RecordsError(f"{where}: image {image} is outside the images folder")
+            if not image.is_file():
+                raise RecordsError(f"{where}: image {image} does not exist")
+        count = len(images)
+        sources = record.get("image_sources") or [str(name) for name in record["images"]]
+        licenses = record.get("image_licenses") or ["unknown"] * count
+        if len(sources) != count or len(licenses) != count:
+            raise RecordsError(f"{where}: image_sources and image_licenses must have one entry per image")
+        references.append(Reference(
+            record["qid"], " ".join(str(record["title"]).split()), kind, modality, int(record["sitelinks"]),
+            int(record["year"]) if record.get("year") is not None else None, record.get("country"), images,
+            list(sources), list(licenses), record.get("synonym"), record.get("description"), []))
+    if not references:
+        raise RecordsError(f"{path}: no records")
+    return references
+
+
+def apply_sitelinks_filter(references: list[Reference], minimum: int = MIN_SITELINKS) -> None:
+    for reference in references:
+        if reference.sitelinks <= minimum:
+            reference.removed_by.append(f"sitelinks {reference.sitelinks} <= {minimum}")
+
+
+def apply_ner_filter(references: list[Reference], model: str) -> None:
+    """Drop titles that contain a named entity, with a transformers token-classification model."""
+    from transformers import pipeline
+
+    try:
+        tagger = pipeline("token-classification", model=model, aggregation_strategy="simple")
+    except (OSError, ValueError) as error:
+        raise RecordsError(f"cannot load the NER model {model!r}: {str(error).splitlines()[0][:200]}") from None
+    for reference, entities in zip(references, tagger([r.title for r in references])):
+        if entities:
+            names = ", ".join(sorted({e["word"].strip() for e in entities}))
+            reference.removed_by.append(f"named entity in title: {names}")
+
+
+def apply_pruning(references: list[Reference], backbone, threshold: float, batch_size: int = 32) -> None:
+    """Moving references: drop depictions whose mean similarity to the others is below ``threshold``."""
+    import torch
+    from PIL import Image
+
+    from benchmark.metrics.iconicity import prune_references
+
+    for reference in references:
+        if reference.kind != "moving" or len(reference.images) < 3 or reference.removed_by:
+            continue
+        embeddings = []
+        for start in range(0, len(reference.images), batch_size):
+            pixels = []
+            for path in reference.images[start:start + batch_size]:
+                with Image.open(path) as image:
+                    pixels.append(backbone.prepare(image.convert("RGB"), "image"))
+            embeddings.append(backbone.embed(torch.stack(pixels)))
+        keep = prune_references(np.concatenate(embeddings), threshold)
+        reference.images_pruned = int((~keep).sum())
+        reference.images = [x for x, k in zip(reference.images, keep) if k]
+        reference.image_sources = [x for x, k in zip(reference.image_sources, keep) if k]
+        reference.image_licenses = [x for x, k in zip(reference.image_licenses, keep) if k]
+
+
+def _year(date: str | None) -> int | None:
+    """The year of a Wikidata time value ('1889-06-01T00:00:00Z', '-0500-01-01T...'); None if absent."""
+    match = re.match(r"([+-]?\d+)-", date or "")
+    return int(match.group(1)) if match else None
+
+
+def records_from_sparql(bindings: list[dict]) -> list[dict]:
+    """Rows of a Wikidata SPARQL JSON result (``results.bindings``) -> records (images named by Commons file)."""
+    records: dict[str, dict] = {}
+    for row in bindings:
+        qid = row["item"]["value"].rsplit("/", 1)[-1]
+        title = row.get("itemLabel", {}).get("value", "")
+        if not QID.fullmatch(qid) or not title or QID.fullmatch(title):
+            continue  # no English label
+        record = records.setdefault(qid, {
+            "qid": qid, "title": title, "modality": row["modality"]["value"],
+            "sitelinks": int(row["sitelinks"]["value"]),
+            "year": _year(row.get("date", {}).get("value")),
+            "country": row.get("countryLabel", {}).get("value"), "images": [], "image_sources": []})
+        file_name = urllib.parse.unquote(row["image"]["value"].rsplit("/", 1)[-1])
+        if file_name not in record["image_sources"]:
+            record["image_sources"].append(file_name)
+            suffix = Path(file_name).suffix.lower() or ".jpg"
+            record["images"].append(f"{qid}/{hashlib.sha1(file_name.encode()).hexdigest()[:10]}{suffix}")
+    return list(records.values())
+
+
+def fetch_from_wikidata(records_path: Path, images_root: Path, *, width: int = 1024) -> int:
+    """Run the SPARQL query, download each image from Wikimedia Commons, write the records file."""
+    url = f"{SPARQL_ENDPOINT}?{urllib.parse.urlencode({'query': QUERY.read_text(), 'format': 'json'})}"
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/sparql-results+json"})
+    with urllib.request.urlopen(request, timeout=300) as response:  # noqa: S310 (fixed https endpoint)
+        records = records_from_sparql(json.load(response)["results"]["bindings"])
+    for record in records:
+        for name, source in zip(record["images"], record["image_sources"]):
+            target = images_root / name
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            file_url = ("https://commons.wikimedia.org/wiki/Special:FilePath/"
+                        f"{urllib.parse.quote(source)}?width={width}")
+            with urllib.request.urlopen(urllib.request.Request(file_url, headers={"User-Agent": USER_AGENT}),
+                                        timeout=120) as response:  # noqa: S310 (fixed https host)
+                target.write_bytes(response.read())
+        record["image_licenses"] = ["see Wikimedia Commons: " + s for s in record["image_sources"]]
+    records_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return len(records)
+
+
+def _features() -> datasets.Features:
+    return datasets.Features({
+        "prompt_id": datasets.Value("string"), "prompt": datasets.Value("string"),
+        "prompt_original": datasets.Value("string"), "qid": datasets.Value("string"),
+        "title": datasets.Value("string"), "kind": datasets.Value("string"), "modality": datasets.Value("string"),
+        "sitelinks": datasets.Value("int32"), "year": datasets.Value("int32"), "country": datasets.Value("string"),
+        "images": datasets.List(datasets.Image()), "image_sources": datasets.List(datasets.Value("string")),
+        "image_licenses": datasets.List(datasets.Value("string")), "images_pruned": datasets.Value("int32"),
+    })
+
+
+def _row(reference: Reference, prompt: str) -> dict:
+    return {"prompt_id": reference.prompt_id, "prompt": prompt, "prompt_original": reference.title,
+            "qid": reference.qid, "title": reference.title, "kind": reference.kind, "modality": reference.modality,
+            "sitelinks": reference.sitelinks, "year": reference.year, "country": reference.country,
+            "images": [{"bytes": p.read_bytes(), "path": p.name} for p in reference.images],
+            "image_sources": reference.image_sources, "image_licenses": reference.image_licenses,
+            "images_pruned": reference.images_pruned}
+
+
+def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | None = None, prune_backbone=None,
+          prune_threshold: float = 0.7, repo: str = HUB_REPO) -> dict:
+    """Build the dataset folder; ``prune_backbone`` is a loaded backbone (None: no pruning, and the card says so)."""
+    from benchmark import __version__
+
+    references = read_records(Path(records_path), Path(images_root))
+    apply_sitelinks_filter(references)
+    if ner_model:
+        apply_ner_filter([r for r in references if not r.removed_by], ner_model)
+    if prune_backbone is not None:
+        apply_pruning(references, prune_backbone, prune_threshold)
+    kept = [r for r in references if not r.removed_by]
+    if not kept:
+        raise RecordsError(f"{records_path}: no reference passes the filters")
+    tables = {(CONFIG, SPLIT): datasets.Dataset.from_list([_row(r, r.title) for r in kept], features=_features())}
+    perturbed = {}
+    for field, config in PERTURBATIONS.items():
+        rows = [_row(r, getattr(r, field)) for r in kept if getattr(r, field)]
+        if rows:
+            tables[(config, SPLIT)] = datasets.Dataset.from_list(rows, features=_features())
+            perturbed[config] = len(rows)
+    everything = [{"prompt_id": r.prompt_id, "qid": r.qid, "title": r.title, "kind": r.kind, "modality": r.modality,
+                   "sitelinks": r.sitelinks, "kept": not r.removed_by, "removed_by": r.removed_by,
+                   "images": len(r.images), "images_pruned": r.images_pruned} for r in references]
+    tables[(CONFIG_ALL, SPLIT)] = datasets.Dataset.from_list(everything)
+
+    removed = Counter(reason.split(":")[0].split(" ")[0] for r in references for reason in r.removed_by[:1])
+    data = hub_layout.card_data(
+        pretty_name="Iconic references (CultureLens build)", license="other",
+        configs={config: [split] for config, split in tables}, default=CONFIG,
+        task_categories=["text-to-image"], language=["en"], tags=["culture", "iconicity", "wikidata", "benchmark"],
+        size_categories=["n<1K" if len(kept) < 1000 else "1K<n<10K"])
+    card = hub_layout.render_card(
+        "iconic_references", data, version=__version__, repo=repo, config=CONFIG, config_all=CONFIG_ALL,
+        split=SPLIT, n_kept=len(kept), n_records=len(references),
+        by_kind=Counter(r.kind for r in kept), by_modality=Counter(r.modality for r in kept),
+        images=sum(len(r.images) for r in kept), pruned=sum(r.images_pruned for r in references),
+        removed=dict(removed), ner_model=ner_model, prune=prune_backbone.spec.uid if prune_backbone else None,
+        prune_threshold=prune_threshold, perturbed=perturbed, min_sitelinks=MIN_SITELINKS,
+        licenses=Counter(lic for r in kept for lic in r.image_licenses).most_common(10))
+    hub_layout.write_folder(out, tables, card)
+    return {"records": len(references), "kept": len(kept), "removed": dict(removed), "perturbed": perturbed,
+            "images": sum(len(r.images) for r in kept), "pruned": sum(r.images_pruned for r in references),
+            "out": str(out)}
