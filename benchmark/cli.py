@@ -229,6 +229,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                           batch_size=args.batch_size, num_workers=args.num_workers)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from benchmark import compare
+
+    return compare.main([Path(r) for r in args.results], [Path(p) for p in args.perturbed] if args.perturbed else None,
+                        args.metrics)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from benchmark.generation import command
 
@@ -365,6 +372,14 @@ def parser() -> argparse.ArgumentParser:
     _add_backbone_options(score)
     _add_metric_options(score)
     score.set_defaults(run=cmd_score)
+
+    compare = verb("compare", "paired tests between models, VR@k, and deltas under prompt perturbations",
+                   "culturelens compare runs/sdxl/results/X runs/sd3/results/Y --metrics crt vr")
+    compare.add_argument("results", nargs="+", help="results folders (with per_image.parquet), one per model")
+    compare.add_argument("--perturbed", nargs="+", default=None,
+                         help="the same models' results on a perturbed config, in the same order")
+    compare.add_argument("--metrics", nargs="+", default=None, help="metrics to test (default: all shared)")
+    compare.set_defaults(run=cmd_compare)
 
     calibrate = verb("calibrate", "fit a W1KP distance calibration for a backbone from a reference sample",
                      "culturelens calibrate reference_sample/ --backbone dinov2-base --out dinov2-w1kp.npz")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-VERBS = [["data"], ["data", "build"], ["data", "push"], ["schema"], ["validate"], ["submit"], ["worker"], ["score"],
-         ["serve"]]
+VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "build", "iconic-references"],
+         ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
+         ["calibrate"], ["serve"]]
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -21,7 +22,7 @@ def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) ->
 def test_help_lists_every_verb():
     result = culturelens("--help")
     assert result.returncode == 0
-    for verb in ("data", "schema", "validate", "submit", "worker", "score", "serve"):
+    for verb in ("data", "schema", "generate", "validate", "submit", "worker", "score", "compare", "calibrate", "serve"):
         assert verb in result.stdout
 
 

@@ -1,0 +1,80 @@
+"""``culturelens compare``: statistics across scored submissions.
+
+- Paired tests: for each metric, every pair of models on the prompts both
+  answered, two-sided Wilcoxon signed-rank with Holm correction and a bootstrap
+  CI of the mean difference (as the CRT paper does, Sec. 5).
+- VR@k: visual reuse on the references every model recognised (CRT, Sec. 5.2).
+- Perturbations: delta-CRA and delta-CRT of each model between its results on
+  the original prompts and on a perturbed config (CRT, Sec. 5.4).
+
+Inputs are results folders as the worker or ``culturelens score`` writes them
+(``per_image.parquet`` inside).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from benchmark.metrics.iconicity import perturbation_deltas, vr_at_k
+from benchmark.stats import paired_comparisons
+
+
+def read_per_image(folder: Path) -> pd.DataFrame:
+    path = Path(folder) / "per_image.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{folder}: no per_image.parquet (give a results folder of `culturelens score` "
+                                "or of the store's results/)")
+    return pd.read_parquet(path)
+
+
+def per_prompt(frames: list[pd.DataFrame], metric: str) -> pd.DataFrame:
+    """One value per (model, prompt): the mean over the prompt's images for image-level metrics."""
+    rows = pd.concat([f[f["metric"] == metric] for f in frames], ignore_index=True)
+    return rows.groupby(["model", "prompt_id"], as_index=False)["value"].mean()
+
+
+def _per_reference(frame: pd.DataFrame) -> pd.DataFrame:
+    """cra (Eq. 1, per reference) and crt per prompt of one submission's iconicity rows."""
+    cra = frame[frame["metric"] == "cra_image"].groupby("prompt_id")["value"].mean().rename("cra")
+    crt = frame[frame["metric"] == "crt"].set_index("prompt_id")["value"].rename("crt")
+    return pd.concat([cra, crt], axis=1).reset_index()
+
+
+def main(results: list[Path], perturbed: list[Path] | None, metrics: list[str] | None) -> int:
+    try:
+        frames = [read_per_image(folder) for folder in results]
+        perturbed_frames = [read_per_image(folder) for folder in perturbed or []]
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if perturbed_frames and len(perturbed_frames) != len(frames):
+        print("error: give one --perturbed results folder per results folder, in the same order", file=sys.stderr)
+        return 1
+    models = [f["model"].iloc[0] if len(f) else str(r) for f, r in zip(frames, results)]
+    if len(set(models)) != len(models):
+        print(f"error: two results folders are for the same model name {models}; compare different models",
+              file=sys.stderr)
+        return 1
+    present = sorted(set.intersection(*(set(f["metric"].dropna()) for f in frames)))
+    wanted = [m for m in (metrics or present) if m in present]
+    pd.set_option("display.width", 160)
+    if len(frames) >= 2:
+        for metric in wanted:
+            table = paired_comparisons(per_prompt(frames, metric))
+            print(f"\n== {metric}: paired Wilcoxon signed-rank, Holm-corrected over {len(table)} pairs")
+            print(table.round(4).to_string(index=False))
+    if "vr" in present and len(frames) >= 2:
+        print("\n== VR@k: visual reuse on the references every model recognised")
+        print(vr_at_k(per_prompt(frames, "vr").rename(columns={"value": "vr"})).round(4).to_string(index=False))
+    for model, before, after in zip(models, frames, perturbed_frames):
+        result = perturbation_deltas(_per_reference(before), _per_reference(after))
+        cra_low, cra_high = result["delta_cra_ci"]
+        crt_low, crt_high = result["delta_crt_ci"]
+        print(f"\n== {model} under perturbation: delta-CRA {result['delta_cra']:+.4f} [{cra_low:+.4f}, {cra_high:+.4f}]"
+              f" over {result['references']} references; delta-CRT "
+              + (f"{result['delta_crt']:+.4f} [{crt_low:+.4f}, {crt_high:+.4f}]" if result["delta_crt"] is not None
+                 else "undefined") + f" over the {result['references_recognised_after']} still recognised")
+    return 0

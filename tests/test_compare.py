@@ -1,0 +1,58 @@
+"""`culturelens compare` on results folders written here with known per-prompt values."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+from scipy import stats as scipy_stats
+
+from benchmark import cli, results
+
+
+def _results(folder, model, metric_values: dict[str, dict[str, float]]):
+    rows = [{"submission_id": model, "model": model, "prompt_id": prompt, "seed": 0, "metric": metric,
+             "track": "iconicity", "value": value}
+            for metric, values in metric_values.items() for prompt, value in values.items()]
+    folder.mkdir(parents=True)
+    pq.write_table(results.table(rows, results.PER_IMAGE), folder / "per_image.parquet")
+    return folder
+
+
+def _run(*argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli.main(["compare", *argv])
+    return code, out.getvalue()
+
+
+def test_paired_tests_vr_at_k_and_perturbation_deltas(tmp_path):
+    prompts = [f"r{i}" for i in range(12)]
+    a_crt = {p: 0.5 + 0.02 * i for i, p in enumerate(prompts)}
+    b_crt = {p: 0.4 + 0.025 * i for i, p in enumerate(prompts)}
+    a = _results(tmp_path / "a", "A", {"crt": a_crt, "cra_image": {p: 1.0 for p in prompts},
+                                         "vr": {p: 0.2 for p in prompts}})
+    b = _results(tmp_path / "b", "B", {"crt": b_crt, "cra_image": {p: 1.0 for p in prompts},
+                                         "vr": {p: (0.4 if i < 6 else None) for i, p in enumerate(prompts)}})
+    a_after = _results(tmp_path / "a2", "A", {"crt": {p: v - 0.1 for p, v in a_crt.items()},
+                                              "cra_image": {p: 0.5 for p in prompts}})
+    b_after = _results(tmp_path / "b2", "B", {"crt": b_crt, "cra_image": {p: (0.0 if i < 3 else 1.0)
+                                                                          for i, p in enumerate(prompts)}})
+    code, text = _run(str(a), str(b), "--metrics", "crt", "--perturbed", str(a_after), str(b_after))
+    assert code == 0, text
+    expected_p = scipy_stats.wilcoxon(list(a_crt.values()), list(b_crt.values())).pvalue
+    line = next(l for l in text.splitlines() if l.strip().startswith("A") and "B" in l)
+    assert f"{np.mean(np.subtract(list(a_crt.values()), list(b_crt.values()))):.4f}" in line
+    assert f"{round(expected_p, 4)}" in line
+    vr_section = text.split("== VR@k")[1].split("==")[0]
+    assert re.search(r"A\s+0\.2\s+6", vr_section) and re.search(r"B\s+0\.4\s+6", vr_section)  # 6 shared refs
+    assert "A under perturbation: delta-CRA -0.5000" in text and "delta-CRT -0.1000" in text
+    assert "B under perturbation: delta-CRA -0.2500" in text and "over the 9 still recognised" in text
+
+
+def test_compare_explains_bad_inputs(tmp_path):
+    code, text = _run(str(tmp_path / "nothing"))
+    assert code == 1 and "no per_image.parquet" in text
