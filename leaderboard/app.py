@@ -59,6 +59,9 @@ Build it yourself from the authors' file with `culturelens data build cube-1k --
 `--source PATH` offline) and publish it with `culturelens data push DIR --repo ORG/NAME`. Its card lists every
 data-quality defect found upstream and what was done about it.
 
+Iconic references, the iconicity track's titles and reference images: `culturelens data build iconic-references
+--records refs.jsonl --images refs/ --out DIR`, or `--from-sparql` to fetch them from Wikidata and Commons.
+
 ## Submitting
 
 1. Generate images for every prompt of the dataset config, one per seed.
