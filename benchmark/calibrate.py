@@ -9,6 +9,7 @@ per prompt, as a submission folder) and fit its CDF here; pass the ``.npz`` to
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from benchmark import harness
-from benchmark.datasets.prompts import load_prompts
+from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 from benchmark.metrics.base import Need
@@ -46,19 +47,14 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
     need = Need(backbone_id, "image")
     bars = Bars(unit="img")
     with tempfile.TemporaryDirectory() as tmp:
-        def loader(m):
-            return load_prompts(m.dataset.repo, m.dataset.config, m.dataset.split, revision=m.dataset.revision,
-                                local_root=datasets_root)
-
-        report = stage(submission, Path(tmp), loader, progress=bars.stage("checking images"))
+        report = stage(submission, Path(tmp), functools.partial(load_prompts_for, datasets_root=datasets_root),
+                       progress=bars.stage("checking images"))
         if not report.ok:
             bars.close()
             print(report.text(), file=sys.stderr)
             return 1
         folder = report.keep(Path(tmp) / "sample")
-        images = pq.read_table(folder / "images.parquet").to_pandas().sort_values(["prompt_id", "seed"])
-        rows = images.rename(columns={"sha256": "image_sha256"}).join(report.prompts.table, on="prompt_id")
-        rows = rows.reset_index(drop=True)
+        rows = harness.image_rows(pq.read_table(folder / "images.parquet").to_pandas(), report.prompts)
         try:
             backbone = load_backbone(backbone_id, registry, device)
         except BackboneUnavailable as error:

@@ -53,6 +53,8 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("metrics")
     group.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: every track that can run)")
+    group.add_argument("--clip-backbone", default="clip-vit-b-32",
+                       help="backbone id for prompt-image alignment and recognition (CRA)")
     group.add_argument("--vr-backbone", default="dinov2-base",
                        help="backbone id for visual reuse patches (the CRT paper used DINOv3: dinov3-vitb16)")
     group.add_argument("--tau", type=float, default=0.7, help="recognition threshold (CRT Eq. 1)")
@@ -68,10 +70,9 @@ def _metrics(args: argparse.Namespace):
     from benchmark.metrics import MetricSettings, build, select
 
     metrics, unavailable = build(MetricSettings(
-        vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch, w1kp_calibration=args.w1kp_calibration,
-        w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
-    chosen = select(metrics, args.tracks)
-    return chosen, {k: v for k, v in unavailable.items() if not args.tracks or k in {m.info.name for m in chosen}}
+        clip_backbone=args.clip_backbone, vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch,
+        w1kp_calibration=args.w1kp_calibration, w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
+    return select(metrics, unavailable, args.tracks)
 
 
 def _registry(args: argparse.Namespace):
@@ -145,15 +146,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import functools
+
+    from benchmark.datasets.prompts import load_prompts_for
     from benchmark.submission import stage
-    from leaderboard.store import Store
 
     _quiet_datasets()
-    store = Store(Path(args.store))
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
     bars = Bars(unit="img")
+    loader = functools.partial(load_prompts_for, datasets_root=Path(args.store) / "datasets")
     try:
-        report = stage(Path(args.path), staging, store.prompts_for, store.limits, bars.stage("checking images"))
+        report = stage(Path(args.path), staging, loader, progress=bars.stage("checking images"))
     finally:
         bars.close()
         shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
@@ -176,7 +179,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 1
     print(f"queued as {outcome.job.id}")
     if args.wait:
-        job = store.queue.wait(outcome.job.id, timeout=args.timeout)
+        try:
+            job = store.queue.wait(outcome.job.id, timeout=args.timeout)
+        except TimeoutError as error:
+            return _fail(f"{error}; it stays queued (see the Queue tab or run `culturelens worker`)")
         print(f"{job.id}: {job.state}: {job.error or job.message}")
         return 0 if job.state == "FINISHED" else 1
     return 0
@@ -253,7 +259,7 @@ def _ensure_default_dataset(store, source: str | None) -> None:
     try:
         summary = cube_1k.build(source, folder)
         print(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
-    except cube_1k.SourceError as error:
+    except (cube_1k.SourceError, FileExistsError) as error:
         print(f"warning: the default dataset is not built ({error}); the app runs without it", file=sys.stderr)
 
 
@@ -275,7 +281,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if worker is not None:
             worker.terminate()
-            worker.wait(timeout=30)
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
     return 0
 
 

@@ -73,8 +73,9 @@ def main(results: list[Path], perturbed: list[Path] | None, metrics: list[str] |
         result = perturbation_deltas(_per_reference(before), _per_reference(after))
         cra_low, cra_high = result["delta_cra_ci"]
         crt_low, crt_high = result["delta_crt_ci"]
-        print(f"\n== {model} under perturbation: delta-CRA {result['delta_cra']:+.4f} [{cra_low:+.4f}, {cra_high:+.4f}]"
-              f" over {result['references']} references; delta-CRT "
+        cra = (f"{result['delta_cra']:+.4f} [{cra_low:+.4f}, {cra_high:+.4f}]" if result["delta_cra"] is not None
+               else "undefined")
+        print(f"\n== {model} under perturbation: delta-CRA {cra} over {result['references']} references; delta-CRT "
               + (f"{result['delta_crt']:+.4f} [{crt_low:+.4f}, {crt_high:+.4f}]" if result["delta_crt"] is not None
                  else "undefined") + f" over the {result['references_recognised_after']} still recognised")
     return 0

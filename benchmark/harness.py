@@ -8,7 +8,8 @@ from memory.
    on GPU). New embeddings go to the cache batch by batch, so a crash loses at
    most one batch of work.
 3. Every metric gets the same aligned arrays and returns one value (and note)
-   per image; aggregates follow (``benchmark.aggregate``).
+   per image, or per prompt for prompt-level metrics; aggregates, curves and
+   derived rows follow (``benchmark.aggregate``).
 
 Scale-out: with ``shard=(rank, world)`` a process embeds only the batches
 ``b`` with ``b % world == rank`` (batches are the same as in one process, so the
@@ -202,6 +203,14 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
+def image_rows(images: pd.DataFrame, prompts: PromptSet) -> pd.DataFrame:
+    """A submission's images (prompt_id, seed, path, sha256) in (prompt, seed) order, with their prompt columns."""
+    if images.empty:
+        raise ValueError("the submission has no image to score")
+    images = images.sort_values(["prompt_id", "seed"]).reset_index(drop=True)
+    return images.rename(columns={"sha256": "image_sha256"}).join(prompts.table, on="prompt_id")
+
+
 @dataclass
 class Scores:
     per_image: pd.DataFrame  # image-level rows, and prompt-level rows (seed and image columns null)
@@ -232,8 +241,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
     ``run["skipped"]`` says why.
     """
-    images = images.sort_values(["prompt_id", "seed"]).reset_index(drop=True)
-    rows = images.rename(columns={"sha256": "image_sha256"}).join(prompts.table, on="prompt_id")
+    rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
     probe = Inputs(rows, {}, {}, reference_counts=counts)
     skipped = {m.info.name: reason for m in metrics if (reason := m.applies(probe))}

@@ -1,7 +1,7 @@
 """``culturelens score``: validate, stage and score one submission outside the leaderboard.
 
 Writes the same files the worker writes (``per_image.parquet``, ``aggregates.parquet``,
-``run.json``) under ``OUT/results/<timestamp>/``, keeps the validated copy in
+``curves.parquet``, ``run.json``) under ``OUT/results/<timestamp>/``, keeps the validated copy in
 ``OUT/submission/`` and the embedding cache in ``OUT/cache.sqlite``, so a rerun
 (another track, a crash) recomputes nothing cached.
 
@@ -13,6 +13,7 @@ metrics and writes the results, which equal a one-process run's.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 
 from benchmark import harness, results
 from benchmark.cache import EmbeddingCache
-from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
+from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
 from benchmark.encoders.spec import BackboneSpec
 from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
@@ -56,7 +57,8 @@ def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
     """Validate ``submission`` into ``OUT/submission`` (or reuse an identical one there)."""
     staged = out / "submission"
     bars = Bars(unit="img")
-    report = stage(submission, out / ".staging", _loader(datasets_root), progress=bars.stage("checking images"))
+    report = stage(submission, out / ".staging", functools.partial(load_prompts_for, datasets_root=datasets_root),
+                   progress=bars.stage("checking images"))
     bars.close()
     if not report.ok:
         print(report.text(), file=sys.stderr)
@@ -70,13 +72,6 @@ def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
     report.keep(staged)
     print(report.text())
     return True
-
-
-def _loader(datasets_root: Path):
-    def load(manifest: Manifest):
-        d = manifest.dataset
-        return load_prompts(d.repo, d.config, d.split, revision=d.revision, local_root=datasets_root)
-    return load
 
 
 def _staged_hash(staged: Path) -> str:
@@ -102,7 +97,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     manifest = Manifest.model_validate_json((staged / "manifest.json").read_bytes())
     images = pq.read_table(staged / "images.parquet").to_pandas()
     try:
-        prompts = _loader(datasets_root)(manifest)
+        prompts = load_prompts_for(manifest, datasets_root)
     except DatasetUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ HTML-escaped before it is rendered.
 from __future__ import annotations
 
 import html
+import re
 import time
 from pathlib import Path
 
@@ -24,8 +25,15 @@ STATE_BADGES = {"PENDING": "⏳ PENDING", "RUNNING": "⚙️ RUNNING", "FINISHED
 QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
 
 
+# Enough to stop emphasis, code, tables and any link or image ("[" and "]" are escaped); user text never starts
+# a line here, so list and heading markers need no escaping.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+
+
 def _escape(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """User-supplied (or user-influenced) text for a Markdown component: Markdown syntax is backslash-escaped,
+    then HTML is escaped, so a model name can neither add links or images nor inject markup."""
+    return html.escape(_MARKDOWN.sub(r"\\\1", str(text)), quote=True)
 
 
 def header_markdown() -> str:
@@ -125,11 +133,11 @@ def _workers_markdown(store: Store) -> str:
     for w in workers:
         age = time.time() - w["heartbeat"]
         if w["state"] == "unavailable":
-            lines.append(f"- ⚠️ worker `{_escape(w['id'])}` cannot score: {_escape(w['message'])}")
+            lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {_escape(w['message'])}")
         elif w in live:
-            lines.append(f"- 🟢 worker `{_escape(w['id'])}`: {_escape(w['state'])} ({_escape(w['message'] or '')})")
+            lines.append(f"- 🟢 worker `{w['id']}`: {_escape(w['state'])} ({_escape(w['message'] or '')})")
         elif age < 600 and w["state"] != "stopped":
-            lines.append(f"- 🔴 worker `{_escape(w['id'])}` silent for {age:.0f} s (last: {_escape(w['state'])})")
+            lines.append(f"- 🔴 worker `{w['id']}` silent for {age:.0f} s (last: {_escape(w['state'])})")
     if not live:
         lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
                         "(`culturelens worker --store DIR`).")
@@ -150,8 +158,8 @@ def _submit(store: Store, owner: str, file: str | None, progress=gr.Progress()) 
         return f"### ❌ Rejected: nothing was stored\n\n{problems}"
     m = report.manifest
     warnings = "".join(f"\n- ⚠️ {_escape(w)}" for w in report.warnings)
-    return (f"### ✅ Accepted: `{_escape(outcome.job.id)}`\n\n"
-            f"- model: **{_escape(m.model.name)}** (`{_escape(m.model.id)}`)\n"
+    return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"
+            f"- model: **{_escape(m.model.name)}** ({_escape(m.model.id)})\n"
             f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} prompts "
             f"of {_escape(report.prompts.label)}\n"
             f"- content hash: `{report.content_hash}`{warnings}\n\n"

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
     id TEXT PRIMARY KEY,

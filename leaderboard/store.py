@@ -7,7 +7,7 @@ Layout::
       staging/                      uploads being validated (removed on rejection)
       submissions/<id>/             accepted submissions: manifest.json, images/, images.parquet
       queue.sqlite                  submission records (see ``queue``)
-      results/<id>/                 per_image.parquet, aggregates.parquet, run.json (written once, atomically)
+      results/<id>/                 per_image, aggregates, curves (.parquet), run.json (written once, atomically)
       cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
       reported/reported.parquet     results published in the papers (rewritten from code at start)
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import uuid
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class Store:
 
     # --- datasets -------------------------------------------------------------------------
     def prompts(self, repo: str, config: str, split: str = "test", revision: str | None = None) -> PromptSet:
+        """A dataset this leaderboard serves (a folder in ``datasets/``); never fetched because a submission names it."""
         return _cached_prompts(str(self.datasets), repo, config, split, revision, self._datasets_stamp())
 
     def _datasets_stamp(self) -> float:
@@ -106,7 +108,7 @@ class Store:
                          "nothing new to score")
             return SubmitOutcome(report)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}"
+        submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}-{uuid.uuid4().hex[:4]}"
         target = report.keep(self.submissions / submission_id)
         m = report.manifest
         try:
@@ -157,4 +159,4 @@ class Store:
 
 @functools.lru_cache(maxsize=16)
 def _cached_prompts(root: str, repo: str, config: str, split: str, revision: str | None, stamp: float) -> PromptSet:
-    return load_prompts(repo, config, split, revision=revision, local_root=Path(root))
+    return load_prompts(repo, config, split, revision=revision, local_root=Path(root), local_only=True)

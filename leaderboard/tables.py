@@ -20,7 +20,8 @@ def tracks(con: duckdb.DuckDBPyConnection) -> list[str]:
 def metrics(con: duckdb.DuckDBPyConnection, track: str) -> list[tuple[str, str]]:
     """(label, metric) pairs of a track, scored metrics first."""
     return [(label, metric) for metric, label in con.execute(
-        "SELECT metric, any_value(metric_label) FROM aggregates WHERE track = ? GROUP BY metric"
+        "SELECT metric, coalesce(min(metric_label) FILTER (WHERE provenance = 'scored'), min(metric_label))"
+        " FROM aggregates WHERE track = ? GROUP BY metric"
         " ORDER BY max(CASE WHEN provenance = 'scored' THEN 1 ELSE 0 END) DESC, metric", [track]).fetchall()]
 
 

@@ -18,7 +18,6 @@ import time
 import traceback
 import uuid
 
-import pandas as pd
 import pyarrow.parquet as pq
 
 from benchmark import harness
@@ -96,13 +95,15 @@ class Worker:
             manifest = self.store.manifest(job.id)
             prompts = self.store.prompts_for(manifest)
             folder = self.store.submissions / job.id
-            images = pq.read_table(folder / "images.parquet").to_pandas() if (folder / "images.parquet").exists() \
-                else pd.DataFrame(columns=["prompt_id", "seed", "path", "sha256"])
+            images = pq.read_table(folder / "images.parquet").to_pandas()
             scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
                                    self.store.cache, submission_id=job.id, batch_size=self.batch_size,
                                    num_workers=self.num_workers, progress=heartbeat.report)
             scores.run["skipped"] = {**self.disabled, **scores.run["skipped"]}
             heartbeat.check()
+            if self.store.has_results(job.id):  # a worker that took over before us finished first
+                queue.finish(job.id, self.id, "scored (results written by another worker)")
+                return
             self.store.write_results(job.id, scores)
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
@@ -144,6 +145,7 @@ class _Heartbeat(threading.Thread):
     def _push(self) -> None:
         self._pushed = time.monotonic()
         fraction, message = self.progress or (None, None)
+        self.worker.store.queue.set_worker(self.worker.id, "scoring", f"scoring {self.job.id}")
         if not self.worker.store.queue.heartbeat(self.job.id, self.worker.id, self.worker.lease_seconds,
                                                  fraction, message):
             self.lost = True

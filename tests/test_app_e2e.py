@@ -139,7 +139,9 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     from gradio_client import Client
 
     client = Client(live_app[0], verbose=False)
-    rows = client.predict("iconicity", "CRT = CRA x (1 - VR) (Eq. 3)", "subset = moving", api_name="/leaderboard")
+    from benchmark.metrics.iconicity import CRT_FROM_MEANS
+
+    rows = client.predict("iconicity", CRT_FROM_MEANS[1], "kind = moving", api_name="/leaderboard")
     assert [r["Model"] for r in rows][0] == "Imagen 4" and rows[0]["Score"] == 0.643
     assert all(r["Provenance"] == "📄 reported" and "arXiv:2511.11435" in r["Source"] for r in rows)
 

@@ -64,7 +64,7 @@ def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
     (good / "images" / ids[0] / "0.png").write_bytes(b"GIF89a")
     result = culturelens("validate", str(good), "--store", str(store))
     assert result.returncode == 1 and f"images/{ids[0]}/0.png: not an image" in result.stdout
-    assert list((store / "staging").iterdir()) == [] and list((store / "submissions").iterdir()) == []
+    assert sorted(p.name for p in store.iterdir()) == ["datasets"]  # validate stores nothing, not even a queue
 
 
 def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, backbones_file):

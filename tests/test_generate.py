@@ -144,7 +144,9 @@ def test_refused_images_are_recorded_not_crashed(refusing_sd, datasets_root, tmp
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["missing"]) == 12 and {m["reason"] for m in manifest["missing"]} == {"safety_filter"}
     assert not list(out.rglob("*.png"))
-    assert validate(datasets_root, out, tmp_path).ok  # refusals are results: the submission is valid
+    # Every refusal is recorded and the manifest is valid; with no image at all there is nothing to score.
+    assert validate(datasets_root, out, tmp_path).errors == [
+        "images/: no image at all; a submission needs at least one (refusals alone score nothing)"]
 
 
 def test_a_missing_model_is_a_clear_error(datasets_root, tmp_path):

@@ -82,7 +82,7 @@ def test_build_applies_the_filters_and_keeps_every_record_in_the_all_config(buil
     assert references["prompt"][0] == "The Lonely Astronaut" and references["kind"] == ["still"] * 4 + ["moving"]
     assert isinstance(references[0]["images"][0], Image.Image)
     everything = load(out, iconic.CONFIG_ALL).to_pandas().set_index("qid")
-    assert not everything.loc["Q6", "kept"] and everything.loc["Q6", "removed_by"].tolist() == ["sitelinks 12 <= 20"]
+    assert not everything.loc["Q6", "kept"] and everything.loc["Q6", "removed_by"].tolist() == ["sitelinks: 12 <= 20"]
     synonym = load(out, "references_synonym")
     assert synonym["prompt"][0] == "A Lonely Astronaut" and synonym["prompt_original"][0] == "The Lonely Astronaut"
     card = (out / "README.md").read_text()

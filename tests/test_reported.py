@@ -14,7 +14,7 @@ def test_every_reported_row_carries_its_citation_and_table():
     rows = reported.rows()
     assert rows and all(r["provenance"] == "reported" and r["citation"] and r["source_table"] for r in rows)
     table = results.table(rows, results.AGGREGATE)
-    # CRT Table 1: 5 models x 2 subsets x 4 columns; CUBE Tables 6, 5, 3; CulturalFrames: 4 models
+    # CRT Table 1: 5 models x 2 kinds x 4 columns; CUBE Tables 6, 5, 3; CulturalFrames: 4 models
     assert table.num_rows == len(rows) == 40 + 60 + 12 + 16 + 4
 
 
@@ -26,7 +26,7 @@ def test_crt_table_1_satisfies_crt_equals_cra_times_one_minus_vr():
             values[(r["model"], r["slice_value"])][r["metric"]] = r["value"]
     assert len(values) == 10
     for key, v in values.items():
-        assert v["crt"] == pytest.approx(v["cra_reference"] * (1 - v["vr"]), abs=0.0015), key
+        assert v["crt_from_means"] == pytest.approx(v["cra_reference"] * (1 - v["vr"]), abs=0.0015), key
 
 
 def test_cube_table_6_is_quality_times_unweighted_vendi_within_rounding():
@@ -35,3 +35,14 @@ def test_cube_table_6_is_quality_times_unweighted_vendi_within_rounding():
     for r in reported.rows():
         if r["metric"] == "cd[0,0,1]":
             assert r["value"] <= q[(r["model"], r["slice_value"])] + 1e-9
+
+
+def test_reported_iconicity_rows_share_the_scored_metrics_names_and_labels():
+    """So that Table 1 and scored submissions are ranked in one table (metric + label + slice kind)."""
+    from benchmark.metrics import iconicity
+
+    scored = {m.info.name: m.info.label for m in iconicity.metrics()}
+    scored[iconicity.CRT_FROM_MEANS[0]] = iconicity.CRT_FROM_MEANS[1]
+    rows = [r for r in reported.rows() if r["track"] == "iconicity" and r["metric"] != "vr_at_k"]
+    assert {r["metric"] for r in rows} == {"cra_reference", "vr", "crt_from_means"}
+    assert all(r["metric_label"] == scored[r["metric"]] and r["slice"] == "kind" for r in rows)

@@ -187,8 +187,14 @@ def _hostile_cases(prompt_ids: list[str], tmp: Path):
         ("present but declared missing", _zip(tmp / "declared.zip", _replace(ok, "manifest.json", json.dumps(manifest(
             missing=[{"prompt_id": prompt_ids[0], "seed": 0, "reason": "refused"}])).encode())), None,
          "manifest.missing lists it"),
-        ("unknown dataset", _zip(tmp / "dataset.zip", _valid_members(prompt_ids, dataset={
-            "repo": "nobody/nothing", "config": "x", "split": "test"})), None, "cannot be loaded"),
+        ("dataset this leaderboard does not serve", _zip(tmp / "dataset.zip", _valid_members(prompt_ids, dataset={
+            "repo": "nobody/nothing", "config": "x", "split": "test"})), None,
+         "dataset nobody/nothing is not served here; this leaderboard serves: culturelens/cube-1k"),
+        ("dataset path instead of a repo id", _zip(tmp / "datasetpath.zip", _valid_members(prompt_ids, dataset={
+            "repo": "../../etc", "config": "x", "split": "test"})), None, "must be a Hugging Face dataset repo id"),
+        ("no image at all", _zip(tmp / "noimages.zip", [("manifest.json", json.dumps(manifest(seeds=[0], missing=[
+            {"prompt_id": p, "seed": 0, "reason": "refused"} for p in prompt_ids])).encode())]), None,
+         "no image at all"),
         ("not a zip", tmp / "random.zip", None, "not a readable zip archive"),
     ]
     (tmp / "random.zip").write_bytes(os.urandom(4096))
@@ -212,7 +218,7 @@ def test_hostile_submissions_are_rejected_with_a_reason_and_leave_nothing(store,
         assert outcome.job is None, f"{name}: accepted"
         assert any(expected in e for e in outcome.report.errors), f"{name}: {outcome.report.errors}"
         rejected.append(name)
-    assert len(rejected) == len(cases) >= 30
+    assert len(rejected) == len(cases) >= 32
     assert list(store.staging.iterdir()) == [], "a rejected upload left files in staging"
     assert _tree(store.root) == before_store, "a rejected upload changed the store"
     assert sorted(p.name for p in outside.iterdir()) == before_outside, "something was written outside the store"

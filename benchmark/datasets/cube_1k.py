@@ -317,7 +317,10 @@ def check_record(index: int, record: dict, demonyms: dict[str, str]) -> CubeReco
     else:
         raise SourceError(f"record {index} ({artifact!r}): unknown domain {domain!r}")
 
-    code = geo.country_code(record["country"])
+    try:
+        code = geo.country_code(record["country"])
+    except geo.UnknownCountry as error:
+        raise SourceError(f"record {index} ({artifact!r}): {error}") from None
     properties: dict[str, list[str] | None] = {}
     for key in PROPERTIES:
         if key == "P361" and (QID.fullmatch(record[key]) or record[key] == "LLM"):

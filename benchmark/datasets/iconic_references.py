@@ -120,7 +120,7 @@ def read_records(path: Path, images_root: Path) -> list[Reference]:
 def apply_sitelinks_filter(references: list[Reference], minimum: int = MIN_SITELINKS) -> None:
     for reference in references:
         if reference.sitelinks <= minimum:
-            reference.removed_by.append(f"sitelinks {reference.sitelinks} <= {minimum}")
+            reference.removed_by.append(f"sitelinks: {reference.sitelinks} <= {minimum}")
 
 
 def apply_ner_filter(references: list[Reference], model: str) -> None:
@@ -134,7 +134,7 @@ def apply_ner_filter(references: list[Reference], model: str) -> None:
     for reference, entities in zip(references, tagger([r.title for r in references])):
         if entities:
             names = ", ".join(sorted({e["word"].strip() for e in entities}))
-            reference.removed_by.append(f"named entity in title: {names}")
+            reference.removed_by.append(f"named_entity: {names}")
 
 
 def apply_pruning(references: list[Reference], backbone, threshold: float, batch_size: int = 32) -> None:
@@ -256,7 +256,7 @@ def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | 
                    "images": len(r.images), "images_pruned": r.images_pruned} for r in references]
     tables[(CONFIG_ALL, SPLIT)] = datasets.Dataset.from_list(everything)
 
-    removed = Counter(reason.split(":")[0].split(" ")[0] for r in references for reason in r.removed_by[:1])
+    removed = Counter(r.removed_by[0].split(":")[0] for r in references if r.removed_by)  # by first reason
     data = hub_layout.card_data(
         pretty_name="Iconic references (CultureLens build)", license="other",
         configs={config: [split] for config, split in tables}, default=CONFIG,

@@ -95,10 +95,15 @@ def _fingerprint(folder: Path) -> str:
 
 
 def load_prompts(repo: str, config: str, split: str = "test", *, revision: str | None = None,
-                 local_root: Path | None = None, folder: Path | None = None) -> PromptSet:
-    """Load ``repo``/``config``/``split`` from ``folder``, else a local copy under ``local_root``, else the Hub."""
+                 local_root: Path | None = None, folder: Path | None = None, local_only: bool = False) -> PromptSet:
+    """Load ``repo``/``config``/``split`` from ``folder``, else a local copy under ``local_root``, else (unless
+    ``local_only``: a leaderboard serves only the datasets it holds) the Hub."""
     folder = Path(folder) if folder else (local_folder(local_root, repo) if local_root else None)
     local = bool(folder and (folder / "README.md").exists())
+    if local_only and not local:
+        served = sorted(p.name.replace("__", "/", 1) for p in Path(local_root).iterdir() if (p / "README.md").exists())
+        raise DatasetUnavailable(f"dataset {repo} is not served here; this leaderboard serves: "
+                                 f"{', '.join(served) or 'no dataset yet'}")
     # datasets caches a local folder by its name and config only, so a folder rebuilt in place would
     # load stale rows (huggingface/datasets#2956): key the cache on the folder's content instead.
     cache_root = Path(local_root) if local_root else folder.parent if local else None
@@ -109,8 +114,8 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
         where = f"no local copy in {folder} and " if folder else ""
         raise DatasetUnavailable(
             f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded: {where}"
-            f"the Hub said: {str(error).splitlines()[0][:200]}. Build it locally with "
-            f"`culturelens data build cube-1k --out {folder or 'DIR'}` or connect to the Hub."
+            f"the Hub said: {str(error).splitlines()[0][:200]}. Build it locally with `culturelens data build ... "
+            f"--out {folder or 'DIR'}` (see `culturelens data build --help`) or connect to the Hub."
         ) from None
     missing = {"prompt_id", "prompt"} - set(table.column_names)
     if missing:
@@ -120,3 +125,9 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
     if not frame.index.is_unique:
         raise DatasetUnavailable(f"dataset {repo} ({config}) repeats prompt ids: not a prompt set")
     return PromptSet(repo, config, split, table._fingerprint, frame, table)
+
+
+def load_prompts_for(manifest, datasets_root: Path | None, *, local_only: bool = False) -> PromptSet:
+    """The prompt set a submission's manifest answers (``manifest.dataset``)."""
+    d = manifest.dataset
+    return load_prompts(d.repo, d.config, d.split, revision=d.revision, local_root=datasets_root, local_only=local_only)

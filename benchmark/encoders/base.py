@@ -55,8 +55,6 @@ class Backbone(ABC):
     preprocessing); the embedding cache is keyed by it, never by the registry id alone.
     """
 
-    supports_text = False
-
     def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
         self.id, self.spec = backbone_id, spec
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -48,8 +48,6 @@ def _resolve_weights(backbone_id: str, spec: BackboneSpec) -> tuple[str | None, 
 
 
 class OpenClipBackbone(Backbone):
-    supports_text = True
-
     def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
         super().__init__(backbone_id, spec, device)
         if spec.config:

@@ -10,8 +10,9 @@ differ by a rounding step (measured: at most 1/255, float difference ~2e-6).
 Resume: an image is written to a temporary file outside the submission and
 renamed into place, so a file under ``images/`` is always complete; the
 manifest (with refusals so far) is rewritten atomically after every batch. A
-rerun skips images that exist and decode, and refusals already recorded, and
-refuses to mix settings with an earlier run in the same folder.
+rerun skips images that exist and decode, and refusals already recorded; it
+tries failed images again, and refuses to mix settings with an earlier run in
+the same folder.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 import shutil
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -59,8 +60,6 @@ class Outcome:
     skipped: int = 0
     refused: int = 0
     failed: int = 0
-    prompts: int = 0
-    messages: list[str] = field(default_factory=list)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -90,7 +89,7 @@ def load_pipeline(settings: Settings, *, device: str, cpu_offload: bool = False,
                                                                  revision=settings.revision)
         except ValueError:  # a pipeline class AutoPipeline does not map: load it as saved
             pipeline = DiffusionPipeline.from_pretrained(settings.model, dtype=dtype, revision=settings.revision)
-    except (OSError, EnvironmentError) as error:
+    except OSError as error:
         raise GenerationError(
             f"cannot load the diffusers pipeline {settings.model!r}: "
             f"{textwrap.shorten(str(error), 300, placeholder=' ...')}. Give a local folder made with "
@@ -188,9 +187,10 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
         if _comparable(previous) != _comparable(manifest):
             raise GenerationError(f"{out} holds images made with other settings (see its manifest.json); "
                                   "use another --out, or the same settings to resume")
-        missing = {(m["prompt_id"], m["seed"]): m for m in previous.get("missing", [])}
+        # refusals are results and stay; failures (e.g. out of memory) are tried again
+        missing = {(m["prompt_id"], m["seed"]): m for m in previous.get("missing", []) if m["reason"] != "error"}
     options = _call_options(pipeline, settings)
-    outcome = Outcome(prompts=len(prompts))
+    outcome = Outcome()
     todo = []
     for prompt_id, text in prompts:
         for seed in seeds:

@@ -28,35 +28,45 @@ class MetricSettings:
     w1kp_variant: str = "paper"
 
 
-def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], dict[str, str]]:
-    """Every metric these settings allow, in display order, and {metric: why it is unavailable}."""
+@dataclass(frozen=True)
+class Unavailable:
+    """A metric these settings cannot build, and why (recorded in every result)."""
+
+    name: str
+    track: str
+    reason: str
+
+
+def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], list[Unavailable]]:
+    """Every metric these settings allow, in display order, and the ones they do not allow, with the reason."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
     metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
                                  tau_patch=settings.tau_patch)
-    unavailable: dict[str, str] = {}
+    unavailable: list[Unavailable] = []
     calibration = settings.w1kp_calibration or os.environ.get(ENV_W1KP_CALIBRATION)
     if calibration:
         try:
             metrics.append(W1KP(Calibration.load(calibration), settings.w1kp_backbone, settings.w1kp_variant))
         except ValueError as error:
-            unavailable["w1kp"] = str(error)
+            unavailable.append(Unavailable("w1kp", "variability", str(error)))
     else:
-        unavailable["w1kp"] = (f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set "
-                               f"{ENV_W1KP_CALIBRATION} (an .npz of cdf_x, cdf_y; see README, 'Variability')")
+        unavailable.append(Unavailable("w1kp", "variability", (
+            f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
+            "(an .npz of cdf_x, cdf_y; see README, 'Variability')")))
     return metrics, unavailable
 
 
-def available() -> list[Metric]:
-    """The metrics that need no settings (tests and quick runs)."""
-    return build()[0]
-
-
-def select(metrics: list[Metric], tracks: list[str] | None) -> list[Metric]:
-    """The metrics of the given tracks (all when None); ValueError names unknown tracks."""
-    if not tracks:
-        return metrics
-    known = {m.info.track for m in metrics}
-    unknown = sorted(set(tracks) - known)
-    if unknown:
-        raise ValueError(f"no metric of track(s) {unknown} can run; tracks with metrics: {sorted(known)}")
-    return [m for m in metrics if m.info.track in tracks]
+def select(metrics: list[Metric], unavailable: list[Unavailable], tracks: list[str] | None
+           ) -> tuple[list[Metric], dict[str, str]]:
+    """The metrics of the given tracks (all when None) and {metric: reason} for those of them that cannot run.
+    ValueError if a requested track has no metric that can run, with the reasons."""
+    if tracks:
+        for track in tracks:
+            if not any(m.info.track == track for m in metrics):
+                reasons = [f"{u.name}: {u.reason}" for u in unavailable if u.track == track]
+                known = sorted({m.info.track for m in metrics} | {u.track for u in unavailable})
+                raise ValueError(f"no metric of track {track!r} can run: " + ("; ".join(reasons) if reasons else
+                                 f"unknown track (tracks: {', '.join(known)})"))
+        metrics = [m for m in metrics if m.info.track in tracks]
+        unavailable = [u for u in unavailable if u.track in tracks]
+    return metrics, {u.name: u.reason for u in unavailable}

@@ -29,6 +29,7 @@ from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 
 TAU = 0.7
 TAU_PATCH = 0.6
+CRT_FROM_MEANS = ("crt_from_means", "CRT from column means, CRA_reference x (1 - VR) (Table 1)")
 GRID = 4
 CITATION = "De Rosa Palmini & Cetinic, arXiv:2511.11435"
 
@@ -156,7 +157,7 @@ def analyse(inputs: Inputs, clip: str, dino: str, tau: float, tau_patch: float, 
             reused = similarity[i] > tau_patch
             rows.append({"row": row, "prompt_id": prompt_id, "score": scores[i], "best_reference": int(best[i]),
                          "references": len(references), "recognised": bool(hit[i]),
-                         "vr_image": float(reused.mean()) if hit[i] else np.nan,
+                         "vr_image": visual_reuse(similarity[i:i + 1], tau_patch) if hit[i] else np.nan,
                          "reused": np.flatnonzero(reused).tolist() if hit[i] else [],
                          "matches": [divmod(int(m), grid * grid) for m in match[i][reused]] if hit[i] else []})
     inputs.memo[key] = frame = pd.DataFrame(rows).set_index("row").sort_index()
@@ -229,7 +230,8 @@ class VisualReusePerImage(_Iconicity):
 
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, *self.settings).reindex(range(len(inputs.images)))
-        notes = [f"{len(r.reused)} of {GRID * GRID} patches reused" if r.recognised is True else None
+        patches = self.settings[4] ** 2
+        notes = [f"{len(r.reused)} of {patches} patches reused" if r.recognised is True else None
                  for r in analysis.itertuples()]
         return analysis["vr_image"].to_numpy(dtype=float), notes
 
@@ -255,10 +257,10 @@ class Transformation(_Iconicity):
             vr = by.get(("vr", slice_name, slice_value))
             if metric != "cra_reference" or vr is None or vr["value"] is None or slice_name == "prompt":
                 continue
-            rows.append({"track": "iconicity", "metric": "crt_from_means", "slice": slice_name,
+            rows.append({"track": "iconicity", "metric": CRT_FROM_MEANS[0], "slice": slice_name,
                          "slice_value": slice_value, "value": cra["value"] * (1 - vr["value"]), "ci_low": None,
                          "ci_high": None, "n": cra["n"], "higher_is_better": True, "metric_version": "1",
-                         "metric_label": "CRT from column means, CRA_reference x (1 - VR) (Table 1)"})
+                         "metric_label": CRT_FROM_MEANS[1]})
         return rows
 
 

@@ -26,6 +26,7 @@ import io
 import math
 import re
 import urllib.request
+import zipfile
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -78,15 +79,20 @@ class Calibration:
         try:
             if re.match(r"https?://", source):
                 with urllib.request.urlopen(source, timeout=60) as response:  # noqa: S310 (http(s) only)
-                    data = np.load(io.BytesIO(response.read()), allow_pickle=False)
+                    raw = io.BytesIO(response.read())
             else:
-                data = np.load(source, allow_pickle=False)
-        except (OSError, ValueError) as error:
+                raw = source
+            with np.load(raw, allow_pickle=False) as data:
+                missing = {"cdf_x", "cdf_y"} - set(data.files)
+                if missing:
+                    raise ValueError(f"calibration {source}: lacks the arrays {sorted(missing)}")
+                return cls(data["cdf_x"], data["cdf_y"], source)
+        except (OSError, zipfile.BadZipFile) as error:
             raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y ({error})") from None
-        missing = {"cdf_x", "cdf_y"} - set(data.files)
-        if missing:
-            raise ValueError(f"calibration {source}: lacks the arrays {sorted(missing)}")
-        return cls(data["cdf_x"], data["cdf_y"], source)
+        except ValueError as error:
+            if str(error).startswith(f"calibration {source}"):
+                raise
+            raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y ({error})") from None
 
     @classmethod
     def fit(cls, distances: np.ndarray, source: str = "fitted") -> Calibration:

@@ -15,12 +15,19 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 FORMAT_VERSION = 1
 PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _no_control_characters(value: str) -> str:
     if _CONTROL.search(value):
         raise ValueError("must not contain control characters (newlines, tabs, NUL, ...)")
+    return value
+
+
+def _repo_id(value: str) -> str:
+    if not REPO_ID.fullmatch(value) or ".." in value:
+        raise ValueError("must be a Hugging Face dataset repo id, ORG/NAME (letters, digits, '-', '_', '.')")
     return value
 
 
@@ -52,7 +59,7 @@ class Model(_Strict):
 class Dataset(_Strict):
     """The prompt set the submission answers."""
 
-    repo: Annotated[Line, Field(description="Hub dataset repo, e.g. 'culturelens/cube-1k'")]
+    repo: Annotated[str, AfterValidator(_repo_id), Field(description="Hub dataset repo, e.g. 'culturelens/cube-1k'")]
     config: Annotated[Line, Field(description="Dataset config, e.g. 'cube_1k'")]
     split: Line = "test"
     revision: Line | None = Field(None, description="Commit sha of the dataset repo the prompts came from")

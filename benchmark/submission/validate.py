@@ -209,6 +209,9 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     if report.errors:
         return report  # decoding thousands of images is pointless when the layout is wrong
     images = [e for e in entries if e.prompt_id is not None]
+    if not images:
+        report.error("images/: no image at all; a submission needs at least one (refusals alone score nothing)")
+        return report
     refused = []
     for done, entry in enumerate(images, start=1):
         record, problem = check_image(folder, entry, limits)
