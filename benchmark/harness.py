@@ -116,11 +116,11 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
     unique_texts = sorted(set(texts))
     text_requests = {(text, b): entry_key(_text_sha(text), backbones[b].key, "text")
                      for text in unique_texts for b in text_backbones}
-    found = cache.get_many(list(requests.values()) + list(text_requests.values())) if cache is not None else {}
-    values: dict[tuple, np.ndarray] = {k: found[key] for k, (key, _) in {**requests, **text_requests}.items()
-                                       if key in found}
+    everything = {**requests, **text_requests}
+    found = cache.get_many(everything.values()) if cache is not None else {}
+    values: dict[tuple, np.ndarray] = {k: found[key] for k, (key, _) in everything.items() if key in found}
     cached = len(values)
-    computed = len(requests) + len(text_requests) - cached  # by all processes together
+    computed = len(everything) - cached  # by all processes together
     if world > 1:
         barrier()  # every process plans from the same cache state, before anyone writes to it
 
@@ -161,7 +161,7 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
 
     if world > 1:
         barrier()
-        rest = {k: v for k, v in {**requests, **text_requests}.items() if k not in values}
+        rest = {k: v for k, v in everything.items() if k not in values}
         found = cache.get_many(rest.values())
         lost = [str(k) for k, (key, _) in rest.items() if key not in found]
         if lost:
@@ -235,11 +235,12 @@ def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataF
 def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, metrics: list[Metric],
           backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, submission_id: str,
           batch_size: int = 32, num_workers: int = 0, shard: tuple[int, int] = (0, 1),
-          barrier: Callable[[], None] | None = None, progress: Progress | None = None) -> Scores | None:
+          barrier: Callable[[], None] | None = None, progress: Progress | None = None,
+          disabled: dict[str, str] | None = None) -> Scores | None:
     """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0.
 
     Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
-    ``run["skipped"]`` says why.
+    ``run["skipped"]`` says why, together with the ``disabled`` ones the caller could not run at all.
     """
     rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
@@ -288,7 +289,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "backbones": {b: {"uid": x.spec.uid, "revision": x.revision, "preprocess": x.preprocess_version}
                       for b, x in used.items()},
         "metrics": {m.info.name: m.info.version for m in metrics},
-        "skipped": skipped,
+        "skipped": {**(disabled or {}), **skipped},
         "dataset": f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}",
         "seeds": list(manifest.seeds),
         "images": len(images),

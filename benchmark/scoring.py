@@ -103,8 +103,8 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
         return 1
     backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
     unavailable = {**unavailable, **disabled}
-    for name, reason in sorted(unavailable.items()):
-        if state.is_main_process:
+    if state.is_main_process:
+        for name, reason in sorted(unavailable.items()):
             print(f"not scoring {name}: {reason}", file=sys.stderr)
     if not metrics:
         print("error: no metric can run", file=sys.stderr)
@@ -116,12 +116,11 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
                                EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,
                                batch_size=batch_size, num_workers=num_workers,
                                shard=(state.process_index, state.num_processes), barrier=state.wait_for_everyone,
-                               progress=bars)
+                               progress=bars, disabled=unavailable)
     finally:
         bars.close()
     if scores is None:
         return 0
-    scores.run["skipped"] = {**unavailable, **scores.run["skipped"]}
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = results.write_folder(out / "results" / f"{stamp}-{os.getpid()}", results.records(scores.per_image),
                                   scores.aggregates, results.records(scores.curves), scores.run)

@@ -98,8 +98,7 @@ class Worker:
             images = pq.read_table(folder / "images.parquet").to_pandas()
             scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
                                    self.store.cache, submission_id=job.id, batch_size=self.batch_size,
-                                   num_workers=self.num_workers, progress=heartbeat.report)
-            scores.run["skipped"] = {**self.disabled, **scores.run["skipped"]}
+                                   num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled)
             heartbeat.check()
             if self.store.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
