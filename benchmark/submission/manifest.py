@@ -102,6 +102,9 @@ class Manifest(_Strict):
     contact: Annotated[Line, Field(description="E-mail or Hugging Face user name of the submitter")]
     missing: list[MissingImage] = Field(default_factory=list, description="Images not produced, with the reason")
     notes: str | None = Field(None, max_length=2_000)
+    culture_labels: list[Annotated[Line, Field(max_length=100)]] = Field(
+        default_factory=list, max_length=20,
+        description="Cultures to score relevance against (CAIRE), free text, e.g. ['Japanese', 'Yoruba']")
 
     @model_validator(mode="after")
     def _seeds_match_images_per_prompt(self) -> Manifest:
@@ -115,6 +118,8 @@ class Manifest(_Strict):
         unknown = sorted({m.seed for m in self.missing} - set(self.seeds))
         if unknown:
             raise ValueError(f"missing names seeds {unknown} that are not in seeds")
+        if len({label.casefold() for label in self.culture_labels}) != len(self.culture_labels):
+            raise ValueError("culture_labels lists the same label twice")
         return self
 
 
