@@ -16,18 +16,26 @@ import pandas as pd
 from benchmark.stats import bootstrap_mean_ci
 
 SLICES = ("country", "continent", "concept", "domain", "kind", "modality")
+# Crossed slices (e.g. CUBE's country x concept cells): name -> the columns crossed; the value joins theirs.
+CROSSED = {"country_concept": ("country", "concept"), "country_domain": ("country", "domain")}
+CROSS_SEPARATOR = " / "
 
 
-def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES) -> list[dict]:
-    """Rows with metric, slice, slice_value, value, ci_low, ci_high, n for every metric and slice."""
+def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES,
+              crossed: dict[str, tuple[str, ...]] = CROSSED) -> list[dict]:
+    """Rows with metric, slice, slice_value, value, ci_low, ci_high, n for every metric and slice (and crossed
+    slice whose columns are all present: value ``"Japan / cuisine"``)."""
     rows = []
     present = [s for s in slices if s in per_image.columns and per_image[s].notna().any()]
+    crosses = {name: list(columns) for name, columns in crossed.items() if set(columns) <= set(present)}
     for (track, metric), group in per_image.groupby(["track", "metric"], sort=True):
         group = group[group["value"].notna()]  # undefined values (e.g. VR with no recognised image) do not count
         per_prompt = group.groupby("prompt_id", sort=True).agg(
             value=("value", "mean"), **{s: (s, "first") for s in present})
         parts = [("overall", "all", per_prompt)] if len(per_prompt) else []
         parts += [(s, str(v), g) for s in present for v, g in per_prompt.groupby(s, sort=True)]
+        parts += [(name, CROSS_SEPARATOR.join(map(str, v)), g) for name, columns in crosses.items()
+                  for v, g in per_prompt.groupby(columns, sort=True)]
         parts += [("prompt", str(p), g) for p, g in group.groupby("prompt_id", sort=True)]
         for slice_name, slice_value, part in parts:
             low, high = bootstrap_mean_ci(part["value"].to_numpy())

@@ -5,19 +5,26 @@ or text bytes, the exact weights, revision and preprocessing that embedded them
 (``Backbone.key``), and what was embedded (global image, 4x4 grid, text). File
 paths never enter a key, so the same image in two submissions is embedded once.
 
-Every entry stores its full key description and a checksum of its bytes; a read
-returns an array only if both match, so a corrupt or half-written entry is a
-miss (and is recomputed), never a wrong vector. Writers use SQLite transactions
-(WAL mode): two processes can fill one cache at the same time.
+Every entry stores its full key description and a checksum of its dtype, shape
+and bytes; a read returns an array only if both match, so a corrupt or
+half-written entry is a miss (and is recomputed), never a wrong vector. A cache
+file SQLite itself finds corrupt (truncated, overwritten) is moved aside to
+``<name>.corrupt-<time>`` and a fresh one started: the cache only holds derived
+data, so the cost is recomputation. Writers use SQLite transactions (WAL mode):
+two processes can fill one cache at the same time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,6 +38,10 @@ CREATE TABLE IF NOT EXISTS embeddings (
     data BLOB NOT NULL
 )
 """
+_BROKEN_FILE = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # the file is damaged, as opposed to busy or locked
+
+log = logging.getLogger("culturelens.cache")
+T = TypeVar("T")
 
 
 def entry_key(content_sha256: str, backbone_key: str, need: str) -> tuple[str, str]:
@@ -39,12 +50,31 @@ def entry_key(content_sha256: str, backbone_key: str, need: str) -> tuple[str, s
     return hashlib.sha256(description.encode()).hexdigest(), description
 
 
+def _checksum(dtype: str, shape: str, data: bytes) -> str:
+    return hashlib.sha256(f"{dtype}|{shape}|".encode() + data).hexdigest()
+
+
+def _intact(description: str, row: tuple) -> np.ndarray | None:
+    """The array of a stored row (description, dtype, shape, checksum, data), or None if anything in it is off."""
+    stored, dtype, shape, checksum, data = row
+    try:
+        if stored != description or _checksum(dtype, shape, data) != checksum:
+            return None
+        dims = tuple(int(d) for d in shape.split(",") if d)
+        return np.frombuffer(data, dtype=dtype).reshape(dims)
+    except (AttributeError, TypeError, ValueError):  # a column overwritten with a value of another type
+        return None
+
+
 class EmbeddingCache:
     """Arrays by key in ``path`` (SQLite). ``get_many`` and ``put_many`` work in bulk."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._guarded(self._create)
+
+    def _create(self) -> None:
         with closing(self._connect()) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(_SCHEMA)
@@ -52,9 +82,36 @@ class EmbeddingCache:
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60, isolation_level=None)
 
+    def _guarded(self, operation: Callable[[], T], if_broken: Callable[[], T] | None = None) -> T:
+        """Run ``operation``; if SQLite finds the file damaged, move it aside, start afresh and run
+        ``if_broken`` (default: ``operation`` again)."""
+        inode = _inode(self.path)
+        try:
+            return operation()
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorname", None) not in _BROKEN_FILE:
+                raise
+            self._quarantine(inode, error)
+        self._create()
+        return (if_broken or operation)()
+
+    def _quarantine(self, inode: int | None, error: sqlite3.DatabaseError) -> None:
+        # Only the file that failed: another process may already have replaced it with a fresh one.
+        if inode is None or _inode(self.path) != inode:
+            return
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        log.warning("embedding cache %s is damaged (%s): moved to %s, starting a fresh one", self.path, error, aside)
+        for suffix in ("", "-wal", "-shm"):  # a stale WAL must not be replayed into the fresh file
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, f"{aside}{suffix}")
+
     def get_many(self, requests: Iterable[tuple[str, str]]) -> dict[str, np.ndarray]:
         """Arrays for the (key, description) pairs present and intact; absent or corrupt ones are left out."""
         wanted = dict(requests)
+        return self._guarded(lambda: self._get(wanted), if_broken=dict)
+
+    def _get(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         corrupt: list[str] = []
         keys = list(wanted)
@@ -63,12 +120,12 @@ class EmbeddingCache:
                 chunk = keys[start:start + 500]
                 rows = db.execute(f"SELECT key, description, dtype, shape, checksum, data FROM embeddings "
                                   f"WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-                for key, description, dtype, shape, checksum, data in rows:
-                    if description != wanted[key] or hashlib.sha256(data).hexdigest() != checksum:
+                for key, *row in rows:
+                    array = _intact(wanted[key], tuple(row))
+                    if array is None:
                         corrupt.append(key)
-                        continue
-                    dims = tuple(int(d) for d in shape.split(",") if d)
-                    found[key] = np.frombuffer(data, dtype=dtype).reshape(dims)
+                    else:
+                        found[key] = array
             if corrupt:
                 db.execute(f"DELETE FROM embeddings WHERE key IN ({','.join('?' * len(corrupt))})", corrupt)
         return found
@@ -78,17 +135,28 @@ class EmbeddingCache:
         rows = []
         for key, description, array in entries:
             array = np.ascontiguousarray(array)
-            data = array.tobytes()
-            rows.append((key, description, array.dtype.str, ",".join(map(str, array.shape)),
-                         hashlib.sha256(data).hexdigest(), data))
+            data, dtype, shape = array.tobytes(), array.dtype.str, ",".join(map(str, array.shape))
+            rows.append((key, description, dtype, shape, _checksum(dtype, shape, data), data))
         if not rows:
             return 0
+        self._guarded(lambda: self._put(rows))
+        return len(rows)
+
+    def _put(self, rows: list[tuple]) -> None:
         with closing(self._connect()) as db:
             db.execute("BEGIN IMMEDIATE")
             db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
             db.execute("COMMIT")
-        return len(rows)
 
     def __len__(self) -> int:
-        with closing(self._connect()) as db:
-            return db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        def count() -> int:
+            with closing(self._connect()) as db:
+                return db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        return self._guarded(count)
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None

@@ -54,7 +54,9 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("metrics")
     group.add_argument("--tracks", nargs="+", default=None, help="tracks to score (default: every track that can run)")
     group.add_argument("--clip-backbone", default="clip-vit-b-32",
-                       help="backbone id for prompt-image alignment and recognition (CRA)")
+                       help="backbone id for prompt-image alignment and recognition (CRA, artifacts, countries)")
+    group.add_argument("--quality-backbone", default="hpsv2",
+                       help="backbone id of the quality scorer (HPS v2: awareness realism, diversity's s)")
     group.add_argument("--vr-backbone", default="dinov2-base",
                        help="backbone id for visual reuse patches (the CRT paper used DINOv3: dinov3-vitb16)")
     group.add_argument("--tau", type=float, default=0.7, help="recognition threshold (CRT Eq. 1)")
@@ -70,7 +72,7 @@ def _metrics(args: argparse.Namespace):
     from benchmark.metrics import MetricSettings, build, select
 
     metrics, unavailable = build(MetricSettings(
-        clip_backbone=args.clip_backbone, vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch,
+        clip_backbone=args.clip_backbone, quality_backbone=args.quality_backbone, vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch,
         w1kp_calibration=args.w1kp_calibration, w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
     return select(metrics, unavailable, args.tracks)
 

@@ -92,6 +92,22 @@ def _text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def embed_texts(backbone: Backbone, texts: list[str], cache: EmbeddingCache | None,
+                batch_size: int = 32) -> dict[str, np.ndarray]:
+    """Text -> unit-norm embedding under ``backbone``, from the cache where it has them; new ones are cached."""
+    keys = {text: entry_key(_text_sha(text), backbone.key, "text") for text in sorted(set(texts))}
+    found = cache.get_many(keys.values()) if cache is not None else {}
+    vectors = {text: found[key] for text, (key, _) in keys.items() if key in found}
+    todo = [text for text in keys if text not in vectors]
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        embedded = backbone.embed_texts(chunk)
+        vectors.update(zip(chunk, embedded))
+        if cache is not None:
+            cache.put_many((*keys[t], v) for t, v in zip(chunk, embedded))
+    return vectors
+
+
 def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[Need],
                      backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, batch_size: int = 32,
                      num_workers: int = 0, shard: tuple[int, int] = (0, 1),
@@ -125,14 +141,10 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
         barrier()  # every process plans from the same cache state, before anyone writes to it
 
     # Texts are few: rank 0 embeds the missing ones, in sorted order.
-    for b in text_backbones:
-        todo = [t for t in unique_texts if (t, b) not in values]
-        for start in range(0, len(todo) if rank == 0 else 0, batch_size):
-            chunk = todo[start:start + batch_size]
-            embedded = backbones[b].embed_texts(chunk)
-            values.update({(text, b): vector for text, vector in zip(chunk, embedded)})
-            if cache is not None:
-                cache.put_many((*text_requests[(t, b)], v) for t, v in zip(chunk, embedded))
+    if rank == 0:
+        for b in text_backbones:
+            todo = [t for t in unique_texts if (t, b) not in values]
+            values.update({(t, b): v for t, v in embed_texts(backbones[b], todo, cache, batch_size).items()})
 
     plan = [(row, missing) for row in range(len(images))
             if (missing := tuple(n for n in image_needs if (row, n) not in values))]
@@ -244,7 +256,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     """
     rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
-    probe = Inputs(rows, {}, {}, reference_counts=counts)
+    probe = Inputs(rows, {}, {}, reference_counts=counts, catalogue=prompts.table)
     skipped = {m.info.name: reason for m in metrics if (reason := m.applies(probe))}
     metrics = [m for m in metrics if m.info.name not in skipped]
     needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
@@ -264,7 +276,12 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
                       for n in reference_needs}
     if shard[0] != 0:
         return None
-    inputs = Inputs(rows, features.arrays, features.truncated, references, counts)
+    def encode_text(backbone_id: str, texts: list[str]) -> np.ndarray:
+        vectors = embed_texts(backbones[backbone_id], texts, cache, batch_size)
+        return np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+
+    inputs = Inputs(rows, features.arrays, features.truncated, references, counts, catalogue=prompts.table,
+                    encode_text=encode_text)
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
@@ -301,7 +318,8 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     info = {m.info.name: m.info for m in metrics}
     context = {
         "provenance": "scored", "submission_id": submission_id, "model": manifest.model.name,
-        "model_id": manifest.model.id, "model_type": manifest.model.type, "harness_version": __version__,
+        "model_id": manifest.model.id, "model_type": manifest.model.type, "model_revision": manifest.model.revision,
+        "parameters_billions": manifest.model.parameters_billions, "harness_version": __version__,
         "dataset": run["dataset"], "seeds": ",".join(map(str, manifest.seeds)), "scored_at": scored_at,
     }
 

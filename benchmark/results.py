@@ -45,6 +45,8 @@ AGGREGATE = pa.schema([
     ("model", pa.string()),
     ("model_id", pa.string()),
     ("model_type", pa.string()),        # "open" / "closed" / null
+    ("model_revision", pa.string()),
+    ("parameters_billions", pa.float64()),  # model size, when the submitter or the paper states it
     ("track", pa.string()),
     ("metric", pa.string()),
     ("metric_label", pa.string()),

@@ -1,78 +1,531 @@
-"""The Gradio leaderboard: ranked tables, a submission form and the queue.
+"""The Gradio leaderboard: overview, slices, compare, datasets, metrics, submit, queue.
 
-Every read goes to the store on disk at the time of the request (no restart
-is ever needed to see new results), and every piece of user-supplied text is
-HTML-escaped before it is rendered.
+Reads go through one ``Catalog`` (an in-memory DuckDB that picks up new results by itself: no restart is
+ever needed). Every piece of user-supplied text is escaped before it is rendered (``render.escape``). The
+view lives in the URL (``?tab=slices&track=iconicity&metric=crt&slice=kind&value=moving&models=SDXL``) so a
+link restores it. Tracks come from the results and ``leaderboard.tracks``: a new track needs no UI change.
 """
 
 from __future__ import annotations
 
-import html
-import re
+import json
+import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
+from PIL import Image
 
 from benchmark import citations
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
-from leaderboard import tables
-from leaderboard.store import Store
+from benchmark.datasets.prompts import DatasetUnavailable, local_folder
+from benchmark.pictures import reuse_picture
+from leaderboard import render, search, tables
+from leaderboard.catalog import Catalog
+from leaderboard.datasets_view import DatasetBrowser
+from leaderboard.store import PermissionDenied, Store
 
+OVERALL_VIEW = "Overall (mean win rate)"
 STATE_BADGES = {"PENDING": "⏳ PENDING", "RUNNING": "⚙️ RUNNING", "FINISHED": "✅ FINISHED", "FAILED": "❌ FAILED"}
 QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
+TYPES = ["open", "closed", "unknown"]
+MAX_COMPARE = 4
 
 
-# Enough to stop emphasis, code, tables and any link or image ("[" and "]" are escaped); user text never starts
-# a line here, so list and heading markers need no escaping.
-_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+
+def _url_js(tab: str) -> str:
+    """JavaScript that writes the view's controls into the address bar, so a copied link restores the view."""
+    return f"""
+(track, metric, slice, value, models) => {{
+  const p = new URLSearchParams();
+  const put = (k, v) => {{ if (v !== null && v !== undefined && v !== '') p.set(k, v); }};
+  put('tab', '{tab}'); put('track', track); put('metric', metric); put('slice', slice); put('value', value);
+  put('models', models);
+  history.replaceState(null, '', '?' + p.toString());
+}}
+"""
 
 
-def _escape(text: object) -> str:
-    """User-supplied (or user-influenced) text for a Markdown component: Markdown syntax is backslash-escaped,
-    then HTML is escaped, so a model name can neither add links or images nor inject markup."""
-    return html.escape(_MARKDOWN.sub(r"\\\1", str(text)), quote=True)
+def _pick(value, choices, default=None):
+    return value if value in choices else (default if default in choices else (choices[0] if choices else None))
 
 
-def header_markdown() -> str:
-    return (
-        "# CultureLens\n"
-        "How well do text-to-image models know the world's cultures? Six tracks from five papers: "
-        "awareness and diversity (CUBE), iconicity (CRT), variability (W1KP), relevance (CAIRE) and "
-        "expectations (CulturalFrames).\n\n"
-        "Every row says where it comes from: **📄 reported** rows are copied from a paper's table (cited on the "
-        "row); **⚙️ scored** rows were computed by this leaderboard's harness from submitted images. Nothing is "
-        "hidden by default: the table shows every row of the chosen metric and slice."
-    )
+class Views:
+    """The functions behind the components, one per view; pure reads of the store and catalog."""
+
+    def __init__(self, store: Store, owner: str):
+        self.store, self.owner = store, owner
+        self.catalog = Catalog(store)
+        self.browser = DatasetBrowser(store)
+        self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
+
+    # --- overview ------------------------------------------------------------------------------------------
+    def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns):
+        filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
+        track_choices = [OVERALL_VIEW, *tables.tracks(self.catalog)]
+        track = _pick(track, track_choices, OVERALL_VIEW)
+        if track == OVERALL_VIEW:
+            wide = tables.win_rates(tables.headline_rows(self.catalog, filters))
+            shown = tables.display_win_rates(wide)
+            _, hidden = filters.apply(tables.headline_rows(self.catalog))
+            note = ("**Mean win rate** (as HEIM): on each track's headline metric (overall slice), the share of "
+                    "the other models a model beats, ties counting half; averaged over the tracks it has a score on "
+                    "(column *Tracks*). Reported and scored rows of one model are kept apart.")
+            metric_update = gr.update(choices=[], value=None, visible=False)
+        else:
+            pairs = tables.metrics(self.catalog, track)
+            labels = [label for label, _ in pairs]
+            metric_label = _pick(metric_label, labels)
+            metric = dict(pairs).get(metric_label)
+            names = tables.slice_names(self.catalog, track, metric) if metric else []
+            where = (tables.OVERALL, "all")
+            if names and tables.OVERALL not in names:  # e.g. a paper that reports still and moving apart only
+                where = (names[0], tables.slice_values(self.catalog, track, metric, names[0])[0])
+            frame, hidden = tables.ranked(self.catalog, track, metric, *where, filters=filters) if metric else \
+                (pd.DataFrame(), "")
+            shown = tables.display(frame)
+            direction = ("higher" if bool(frame["higher_is_better"].iloc[0]) else "lower") if len(frame) else ""
+            note = (f"**{render.escape(metric_label)}**, {render.escape(' = '.join(where))}: {len(shown)} row(s), "
+                    f"{direction} is better. "
+                    "95% CI: percentile bootstrap over prompts. **≈**: this row's CI overlaps the next row's "
+                    "(not distinguishable at this sample size)." if len(frame) else "No results for this choice yet.")
+            metric_update = gr.update(choices=labels, value=metric_label, visible=True)
+        if hidden:
+            note += f"\n\n⚠️ {hidden}"
+        if track != OVERALL_VIEW and columns:  # the column choice is over the ranked tables' columns
+            shown = shown[[c for c in shown.columns if c in columns or c in ("Rank", "Model")]]
+        return (gr.update(choices=track_choices, value=track), metric_update, shown, note, self._files(shown, "view"))
+
+    def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
+        """The frame as CSV and Parquet files to download."""
+        folder = Path(tempfile.mkdtemp(dir=self.downloads))
+        csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
+        frame.to_csv(csv, index=False)
+        frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(parquet, index=False)
+        return [str(csv), str(parquet)]
+
+    def leaderboard_api(self, track: str, metric_label: str, slice_choice: str = tables.OVERALL) -> list[dict]:
+        """Ranked rows of one track, metric (by label) and slice ('overall' or '<slice> = <value>'), as records."""
+        pairs = dict(tables.metrics(self.catalog, track))
+        if metric_label not in pairs:
+            raise gr.Error(f"no metric {metric_label!r} in track {track!r}; metrics: {', '.join(pairs) or 'none'}")
+        name, value = (tables.OVERALL, "all") if " = " not in slice_choice else slice_choice.split(" = ", 1)
+        frame, _ = tables.ranked(self.catalog, track, pairs[metric_label], name, value)
+        return tables.display(frame).to_dict("records")
+
+    # --- slices --------------------------------------------------------------------------------------------
+    def slices(self, track, metric_label, slice_name, slice_value, models):
+        filters = tables.Filters.parse(models)
+        track_choices = tables.tracks(self.catalog)
+        track = _pick(track, track_choices)
+        pairs = tables.metrics(self.catalog, track) if track else []
+        labels = [label for label, _ in pairs]
+        metric_label = _pick(metric_label, labels)
+        metric = dict(pairs).get(metric_label)
+        names = [s for s in tables.slice_names(self.catalog, track, metric) if s != tables.OVERALL] if metric else []
+        slice_name = _pick(slice_name, names, "country")
+        values = tables.slice_values(self.catalog, track, metric, slice_name) if slice_name else []
+        slice_value = _pick(slice_value, values)
+        frame, hidden = tables.ranked(self.catalog, track, metric, slice_name, slice_value, filters) \
+            if slice_value else (pd.DataFrame(), "")
+        matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters) if slice_name else pd.DataFrame()
+        higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
+        heat = render.heatmap_html(matrix, higher, f"{metric_label} by {slice_name} (darker = better)")
+        note = (f"**{render.escape(metric_label)}**, {render.escape(slice_name)} = {render.escape(slice_value)}: "
+                f"{len(frame)} row(s)." if len(frame) else "No results for this choice yet.")
+        if hidden:
+            note += f" ⚠️ {hidden}"
+        return (gr.update(choices=track_choices, value=track), gr.update(choices=labels, value=metric_label),
+                gr.update(choices=names, value=slice_name), gr.update(choices=values, value=slice_value),
+                tables.display(frame), note, heat, *self.charts(filters))
+
+    def charts(self, filters: tables.Filters):
+        """Per-model profile across tracks, the W1KP reusability curves and the CRT scatter."""
+        wide = tables.win_rates(tables.headline_rows(self.catalog, filters))
+        long = wide.melt(id_vars=["model", "provenance"], value_vars=[c for c in wide.columns if c not in
+                         ("model", "provenance", "win_rate", "tracks")], var_name="track", value_name="win rate")
+        profile = long.dropna().assign(model=lambda f: f["model"] + f["provenance"].map(
+            {"reported": " 📄", "scored": ""}))[["model", "track", "win rate"]]
+        curves = self.catalog.curves("w1kp")
+        curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]] if len(curves) \
+            else pd.DataFrame(columns=["model", "k", "W1KP_k"])
+        scatter = self.crt_scatter(filters)
+        return profile, curves, scatter
+
+    def crt_scatter(self, filters: tables.Filters) -> pd.DataFrame:
+        """Per model and kind: recognition (CRA per reference) against realisation (1 - VR)."""
+        frame = self.catalog.query(
+            "SELECT * FROM aggregates WHERE track = 'iconicity' AND metric IN ('cra_reference', 'vr') "
+            "AND slice IN ('overall', 'kind')")
+        frame, _ = filters.apply(frame)
+        if frame.empty:
+            return pd.DataFrame(columns=["model", "recognition (CRA)", "realisation (1 - VR)", "subset"])
+        frame = frame.assign(subset=frame["slice_value"].where(frame["slice"] == "kind", "all"),
+                             who=frame["model"] + frame["provenance"].map({"reported": " 📄", "scored": ""}))
+        wide = frame.pivot_table(index=["who", "subset"], columns="metric", values="value", aggfunc="last").dropna()
+        return pd.DataFrame({"model": wide.index.get_level_values(0), "subset": wide.index.get_level_values(1),
+                             "recognition (CRA)": wide["cra_reference"].to_numpy(),
+                             "realisation (1 - VR)": 1 - wide["vr"].to_numpy()})
+
+    # --- compare -------------------------------------------------------------------------------------------
+    def submission_choices(self) -> list[tuple[str, str]]:
+        frame = tables.submissions(self.catalog)
+        return [(f"{m} · {s} ({d.split('@')[0]})", s) for m, s, d in
+                zip(frame["model"], frame["submission_id"], frame["dataset"].fillna(""))]
+
+    def compare_prompts(self, chosen: list[str]):
+        chosen = (chosen or [])[:MAX_COMPARE]
+        if not chosen:
+            return gr.update(choices=[], value=None)
+        prompts = self.catalog.prompts_of(chosen[0])
+        labels = [(" · ".join(str(v) for v in row if v is not None and v == v), row[0])
+                  for row in prompts.itertuples(index=False)]
+        return gr.update(choices=labels, value=labels[0][1] if labels else None)
+
+    def compare(self, chosen: list[str], prompt_id: str | None):
+        chosen = (chosen or [])[:MAX_COMPARE]
+        if not chosen or not prompt_id:
+            return [], [], pd.DataFrame(), [], "Pick 1-4 submissions and a prompt."
+        rows = self.catalog.per_image(chosen, "prompt_id = ?", [prompt_id])
+        if rows.empty:
+            return [], [], pd.DataFrame(), [], f"No image of prompt `{render.escape(prompt_id)}` in these submissions."
+        gallery, pictures = [], []
+        for (submission, seed), group in rows.groupby(["submission_id", "seed"], sort=True):
+            path = self.store.submissions / submission / group["image_path"].iloc[0]
+            scores = ", ".join(f"{m} {v:.3f}" for m, v in zip(group["metric"], group["value"]) if pd.notna(v))
+            notes = "; ".join(sorted({n for n in group["note"].dropna()}))
+            gallery.append((str(path), f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
+                            + (f" · {notes}" if notes else "")))
+        references = self.references(chosen[0], prompt_id)
+        for _, row in rows[rows["metric"] == "vr"].dropna(subset=["detail"]).iterrows():
+            detail = json.loads(row["detail"])
+            best = detail.get("best_reference")
+            if best is None or best >= len(references):
+                continue
+            matched = [p for r, p in detail.get("matches", []) if r == best]
+            with Image.open(self.store.submissions / row["submission_id"] / row["image_path"]) as generated:
+                picture = reuse_picture(generated, references[best], detail.get("reused", []), matched,
+                                        detail.get("grid", 4))
+            pictures.append((picture, f"{row['model']} · seed {int(row['seed'])}: VR {row['value']:.3f}, "
+                                      f"{len(detail.get('reused', []))} reused patches outlined"))
+        table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3).reset_index()
+        prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id, self.store)
+        note = f"**{render.escape(prompt_id)}**: {render.escape(prompt)}" if prompt else ""
+        return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
+
+    def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
+        try:
+            prompts = self.store.prompts_for(self.store.manifest(submission_id))
+        except (DatasetUnavailable, OSError, ValueError):
+            return []
+        if not prompts.has_references:
+            return []
+        source, table = prompts.references({prompt_id})
+        return [Image.open(source(i)).convert("RGB") for i in range(len(table))]
+
+    # --- submit and queue ----------------------------------------------------------------------------------
+    def who(self, profile: gr.OAuthProfile | None) -> str | None:
+        """The signed-in Hugging Face user on a Space (OAuth), else the configured local user."""
+        if os.environ.get("SPACE_ID"):
+            return profile.username if profile is not None else None
+        return self.owner
+
+    def submit(self, file: str | None, hub_repo: str, profile: gr.OAuthProfile | None = None,
+               progress=gr.Progress()) -> str:
+        owner = self.who(profile)
+        if owner is None:
+            return "### ❌ Sign in with Hugging Face first (button above)."
+        try:
+            self.store.check_quota(owner)
+        except PermissionDenied as error:
+            return f"### ❌ Rejected before any work\n\n{render.escape(error)}"
+        hub_repo = (hub_repo or "").strip()
+        if not file and not hub_repo:
+            return "Choose a `.zip` file or name a Hub dataset of generations first."
+        try:
+            source = Path(file) if file else self.store.fetch_hub_submission(hub_repo)
+        except (ValueError, OSError) as error:
+            return f"### ❌ Rejected: nothing was stored\n\n- {render.escape(error)}"
+
+        def report_progress(done: int, total: int) -> None:
+            progress(done / total, desc=f"checking images {done}/{total}")
+
+        try:
+            outcome = self.store.submit(source, owner, report_progress)
+        finally:
+            if not file:
+                shutil.rmtree(source, ignore_errors=True)
+        report = outcome.report
+        if outcome.job is None:
+            problems = "\n".join(f"- {render.escape(e)}" for e in report.errors)
+            return f"### ❌ Rejected: nothing was stored\n\n{problems}"
+        m = report.manifest
+        warnings = "".join(f"\n- ⚠️ {render.escape(w)}" for w in report.warnings)
+        return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"
+                f"- model: **{render.escape(m.model.name)}** ({render.escape(m.model.id)})\n"
+                f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
+                f"prompts of {render.escape(report.prompts.label)}\n"
+                f"- content hash: `{report.content_hash}`{warnings}\n\n"
+                "It is queued: follow it in the **Queue** tab.")
+
+    def submit_file(self, file: str | None, profile: gr.OAuthProfile | None = None, progress=gr.Progress()) -> str:
+        """Validate and queue an uploaded submission zip."""
+        return self.submit(file, "", profile, progress)
+
+    def queue(self):
+        rows = []
+        for job in self.store.queue.jobs():
+            progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
+            details = job.error if job.state == "FAILED" else (job.message or "")
+            rows.append([job.created_at, job.id, job.model, job.owner, STATE_BADGES[job.state], progress,
+                         job.started_at or "", job.finished_at or "", details])
+        return self.workers_markdown(), pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+
+    def workers_markdown(self) -> str:
+        workers = self.store.queue.workers(within_seconds=3600)
+        now = time.time()
+        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and now - w["heartbeat"] < 30]
+        lines = []
+        for w in workers:
+            if w["state"] == "unavailable":
+                lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {render.escape(w['message'])}")
+            elif w in live:
+                lines.append(f"- 🟢 worker `{w['id']}`: {render.escape(w['state'])} "
+                             f"({render.escape(w['message'] or '')})")
+            elif now - w["heartbeat"] < 600 and w["state"] != "stopped":
+                lines.append(f"- 🔴 worker `{w['id']}` silent for {now - w['heartbeat']:.0f} s "
+                             f"(last: {render.escape(w['state'])})")
+        if not live:
+            lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
+                            "(`culturelens worker --store DIR`).")
+        return "\n".join(lines) or "No worker has been seen."
+
+    def details(self, submission_id: str):
+        """One submission: state, reason and log excerpt, and its per-image scores to download."""
+        job = self.store.queue.get((submission_id or "").strip())
+        if job is None:
+            return "Type or paste a submission ID from the table.", None
+        lines = [f"### `{job.id}`: {STATE_BADGES[job.state]}",
+                 f"- model **{render.escape(job.model)}**, owner {render.escape(job.owner)}, dataset "
+                 f"{render.escape(job.dataset)}",
+                 f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
+                 f" attempts {job.attempts}"]
+        if job.state == "FAILED":
+            lines.append(f"- **reason**: {render.escape(job.error)}")
+        if job.log_excerpt:
+            lines.append("\n**Log excerpt**\n\n```text\n" + job.log_excerpt.replace("```", "'''") + "\n```")
+        per_image = self.store.results / job.id / "per_image.parquet"
+        return "\n".join(lines), (str(per_image) if per_image.exists() else None)
+
+    def rerun(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
+        """Queue one of your finished or failed submissions again (its old results are replaced)."""
+        return self.owner_action("rerun", submission_id, profile)
+
+    def delete(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
+        """Delete one of your submissions with its images and results."""
+        return self.owner_action("delete", submission_id, profile)
+
+    def owner_action(self, action: str, submission_id: str, profile: gr.OAuthProfile | None) -> str:
+        owner = self.who(profile)
+        if owner is None:
+            return "❌ Sign in with Hugging Face first."
+        submission_id = (submission_id or "").strip()
+        try:
+            (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
+        except PermissionDenied as error:
+            return f"❌ {render.escape(error)}"
+        return f"✅ `{render.escape(submission_id)}` " + ("queued again." if action == "rerun" else "deleted.")
+
+    # --- metrics -------------------------------------------------------------------------------------------
+    def meta_evaluation(self) -> pd.DataFrame:
+        return self.store.meta_evaluation()
+
+
+def _selected_id(event: gr.SelectData) -> str:
+    """The ID column of the queue row a visitor clicked."""
+    return event.row_value[1] if event.row_value else ""
+
+
+def _url_state(request: gr.Request | None) -> dict:
+    return dict(request.query_params) if request is not None else {}
+
+
+def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
+    """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
+    not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account)."""
+    views = Views(store, owner)
+    on_space = bool(os.environ.get("SPACE_ID"))
+    with gr.Blocks(title="CultureLens leaderboard") as app:
+        gr.Markdown(render.HEADER)
+        blank = gr.State("")
+        with gr.Tabs() as tabs:
+            with gr.Tab("Overview", id="overview"):
+                with gr.Row():
+                    o_track = gr.Radio(label="Track", choices=[OVERALL_VIEW], value=OVERALL_VIEW, scale=3)
+                    o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True, scale=2)
+                with gr.Accordion("Filters and columns (none active: every row is shown)", open=False):
+                    with gr.Row():
+                        o_models = gr.Textbox(label="Models (comma-separated, any matches)",
+                                              placeholder="SDXL, FLUX")
+                        o_types = gr.CheckboxGroup(TYPES, label="Model type (none = all)")
+                        o_prov = gr.CheckboxGroup(["scored", "reported"], label="Provenance (none = all)")
+                    with gr.Row():
+                        o_min = gr.Number(label="Min size (B params)", value=None)
+                        o_max = gr.Number(label="Max size (B params)", value=None)
+                        o_since = gr.Textbox(label="Scored since (YYYY-MM-DD)")
+                    o_columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.RANK_COLUMNS, label="Columns")
+                o_note = gr.Markdown()
+                o_table = gr.Dataframe(interactive=False, wrap=True)
+                o_files = gr.File(label="Download this view (CSV, Parquet)", file_count="multiple")
+                o_inputs = [o_track, o_metric, o_models, o_types, o_min, o_max, o_since, o_prov, o_columns]
+                o_outputs = [o_track, o_metric, o_table, o_note, o_files]
+                for control in o_inputs:
+                    getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
+                        views.overview, o_inputs, o_outputs, api_name="overview" if control is o_track else False)
+                gr.api(views.leaderboard_api, api_name="leaderboard")
+
+            with gr.Tab("Slices", id="slices"):
+                with gr.Row():
+                    s_track = gr.Dropdown(label="Track", choices=[], interactive=True, allow_custom_value=True)
+                    s_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True)
+                    s_slice = gr.Dropdown(label="Slice by", choices=[], interactive=True, allow_custom_value=True)
+                    s_value = gr.Dropdown(label="Value", choices=[], interactive=True, allow_custom_value=True)
+                    s_models = gr.Textbox(label="Models (comma-separated)", placeholder="all")
+                s_note = gr.Markdown()
+                s_table = gr.Dataframe(interactive=False, wrap=True)
+                gr.Markdown("#### Model × slice heatmap")
+                s_heat = gr.HTML()
+                with gr.Row():
+                    s_profile = gr.BarPlot(x="track", y="win rate", color="model", label="Win rate per track",
+                                           y_lim=[0, 1])
+                    s_scatter = gr.ScatterPlot(x="recognition (CRA)", y="realisation (1 - VR)", color="model",
+                                               label="CRT: recognition vs realisation (per model, still/moving)")
+                s_curves = gr.LinePlot(x="k", y="W1KP_k", color="model",
+                                       label="W1KP reusability curves: W1KP_k over k seeds (0.85 = prompt used up)")
+                s_inputs = [s_track, s_metric, s_slice, s_value, s_models]
+                s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_profile, s_curves,
+                             s_scatter]
+                for control in s_inputs:
+                    getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
+                        views.slices, s_inputs, s_outputs, api_name="slices" if control is s_value else False)
+
+            with gr.Tab("Compare", id="compare"):
+                with gr.Row():
+                    c_subs = gr.Dropdown(label=f"Submissions (up to {MAX_COMPARE})", multiselect=True,
+                                         max_choices=MAX_COMPARE, choices=[], interactive=True, allow_custom_value=True, scale=3)
+                    c_prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True, allow_custom_value=True, scale=2)
+                c_note = gr.Markdown()
+                c_refs = gr.Gallery(label="Reference image(s)", columns=4, height="auto")
+                c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", columns=4,
+                                       height="auto")
+                c_table = gr.Dataframe(label="Per-image scores", interactive=False)
+                c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
+                                     columns=2, height="auto")
+                c_subs.input(views.compare_prompts, c_subs, c_prompt, api_name=False).then(
+                    views.compare, [c_subs, c_prompt], [c_gallery, c_refs, c_table, c_reuse, c_note], api_name=False)
+                c_prompt.input(views.compare, [c_subs, c_prompt], [c_gallery, c_refs, c_table, c_reuse, c_note],
+                               api_name="compare")
+
+            with gr.Tab("Datasets", id="datasets"):
+                d_outputs = views.browser.build()
+
+            with gr.Tab("Metrics", id="metrics"):
+                gr.Markdown("### Which automatic metric agrees with human raters?\nSpearman ρ between each metric "
+                            "and the human mean per criterion on CulturalFrames images, with bootstrap 95% CIs, "
+                            "beside the leave-one-rater-out human ceiling. 📄 rows are the paper's; ⚙️ rows were "
+                            "computed here (`culturelens meta-eval`).")
+                m_table = gr.Dataframe(interactive=False, wrap=True)
+                m_track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
+                m_page = gr.Markdown()
+                m_track.input(render.method_page, m_track, m_page, api_name=False)
+                with gr.Accordion("Cite (BibTeX)", open=False):
+                    gr.Code(render.bibtex(), language=None)
+
+            with gr.Tab("Submit", id="submit"):
+                if on_space:
+                    gr.LoginButton()
+                    who = "the Hugging Face account you sign in with"
+                else:
+                    who = f"**{render.escape(owner)}** (this server's local user)"
+                gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`) or name a Hub dataset "
+                            f"repo holding one. It is checked at once; if it passes it joins the queue. You submit "
+                            f"as {who}; quota: {store.quota} submissions per {store.quota_hours:g} h.")
+                with gr.Row():
+                    upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
+                    hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")
+                submit = gr.Button("Validate and submit", variant="primary")
+                verdict = gr.Markdown()
+                submit.click(views.submit, [upload, hub_repo], verdict, api_name="submit_form")
+                # The API's plain upload (one file), for scripts: `client.predict(handle_file(zip), api_name="/submit")`.
+                upload_only = gr.Button(visible=False)
+                upload_only.click(views.submit_file, [upload], verdict, api_name="submit")
+
+            with gr.Tab("Queue", id="queue"):
+                workers = gr.Markdown()
+                queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True)
+                with gr.Row():
+                    q_id = gr.Textbox(label="Submission ID", scale=3)
+                    q_show = gr.Button("Details", scale=1)
+                    q_rerun = gr.Button("Re-run (owner)", scale=1)
+                    q_delete = gr.Button("Delete (owner)", variant="stop", scale=1)
+                q_result = gr.Markdown()
+                q_details = gr.Markdown()
+                q_file = gr.File(label="Per-image scores (Parquet)")
+                q_show.click(views.details, q_id, [q_details, q_file], api_name="details")
+                q_rerun.click(views.rerun, q_id, q_result, api_name="rerun")
+                q_delete.click(views.delete, q_id, q_result, api_name="delete")
+                gr.Timer(3).tick(views.queue, None, [workers, queue_table], api_name=False)
+                queue_table.select(_selected_id, None, q_id, api_name=False)
+
+            with gr.Tab("About", id="about"):
+                gr.Markdown(about_markdown(store))
+
+        def restore(request: gr.Request):
+            """First paint: the view named in the URL, or the defaults."""
+            state = _url_state(request)
+            tab = state.get("tab", "overview")
+            over = views.overview(state.get("track") if tab == "overview" else None, state.get("metric"),
+                                  state.get("models", ""), [], None, None, "", [], tables.RANK_COLUMNS)
+            sliced = views.slices(state.get("track"), state.get("metric"), state.get("slice"), state.get("value"),
+                                  state.get("models", ""))
+            track_choices = tables.tracks(views.catalog)
+            return (gr.Tabs(selected=tab), *over, state.get("models", ""), *sliced, state.get("models", ""),
+                    gr.update(choices=views.submission_choices()), gr.update(choices=track_choices,
+                    value=track_choices[0] if track_choices else None),
+                    render.method_page(track_choices[0]) if track_choices else "", views.meta_evaluation(),
+                    *views.queue(), *views.browser.view(None, None, None, None, "", ""))
+
+        app.load(restore, None, [tabs, *o_outputs, o_models, *s_outputs, s_models, c_subs, m_track, m_page, m_table,
+                                 workers, queue_table, *d_outputs], api_name=False)
+        app.load(views.queue, None, [workers, queue_table], api_name="queue")
+        # Keep the address bar in step with the view.
+        for control in (o_track, o_metric, o_models):
+            control.change(None, [o_track, o_metric, blank, blank, o_models], None, js=_url_js("overview"))
+        for control in s_inputs:
+            control.change(None, s_inputs, None, js=_url_js("slices"))
+    return app
 
 
 def about_markdown(store: Store) -> str:
     cube_dir = local_folder(store.datasets, cube_1k.HUB_REPO)
     status = (f"built locally in `{cube_dir}`" if (cube_dir / "README.md").exists()
               else f"**not built on this server yet**: run `culturelens data build cube-1k --out {cube_dir}`")
-    papers = "\n".join(f"- {track}: {_escape(cite)}" for track, cite in citations.ALL.items())
+    papers = "\n".join(f"- {track}: {render.escape(cite)}" for track, cite in citations.ALL.items())
     return f"""
 ## Datasets
 
-CUBE-1K, the awareness prompts (992 prompts, 8 countries, cuisine / landmarks / art): {status}.
-
-```python
-from datasets import load_dataset
-prompts = load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}", split="{cube_1k.SPLIT}")
-```
-
-Build it yourself from the authors' file with `culturelens data build cube-1k --out DIR` (add
-`--source PATH` offline) and publish it with `culturelens data push DIR --repo ORG/NAME`. Its card lists every
-data-quality defect found upstream and what was done about it.
+CUBE-1K, the awareness prompts (992 prompts, 8 countries, cuisine / landmarks / art): {status}. Browse every
+dataset this server holds in the **Datasets** tab.
 
 Iconic references, the iconicity track's titles and reference images: `culturelens data build iconic-references
 --records refs.jsonl --images refs/ --out DIR`, or `--from-sparql` to fetch them from Wikidata and Commons.
 
 ## Submitting
 
-1. Generate images for every prompt of the dataset config, one per seed.
+1. Generate images for every prompt of the dataset config, one per seed (`culturelens generate`).
 2. Lay them out as `images/<prompt_id>/<seed>.png` next to a `manifest.json` (schema:
    `culturelens schema`; format: `submissions/README.md`), and zip the folder.
 3. Check it with `culturelens validate FILE.zip`, then upload it in the **Submit** tab (or run
@@ -84,129 +537,3 @@ Iconic references, the iconicity track's titles and reference images: `culturele
 
 CUBE-1K data: CC BY-NC-SA 4.0 (google-deepmind/cube). Reported numbers are quoted from the papers above.
 """
-
-
-def _leaderboard_view(store: Store, track: str | None, metric_label: str | None, choice: str | None):
-    """Recompute the dropdowns and the table for the current choices (falling back to valid ones)."""
-    con = store.connect()
-    try:
-        all_tracks = tables.tracks(con)
-        track = track if track in all_tracks else (all_tracks[0] if all_tracks else None)
-        metric_pairs = tables.metrics(con, track) if track else []
-        labels = [label for label, _ in metric_pairs]
-        metric_label = metric_label if metric_label in labels else (labels[0] if labels else None)
-        metric = dict(metric_pairs).get(metric_label)
-        slice_choices = tables.slices(con, track, metric) if metric else []
-        choice = choice if choice in slice_choices else (slice_choices[0] if slice_choices else None)
-        frame = tables.ranked(con, track, metric, choice) if choice else pd.DataFrame()
-    finally:
-        con.close()
-    shown = tables.display(frame)
-    if frame.empty:
-        note = "No results for this choice yet."
-    else:
-        direction = "Higher" if bool(frame["higher_is_better"].iloc[0]) else "Lower"
-        note = f"{len(shown)} row(s) for **{_escape(metric_label)}**, slice **{_escape(choice)}**. {direction} is better."
-    return (gr.update(choices=all_tracks, value=track), gr.update(choices=labels, value=metric_label),
-            gr.update(choices=slice_choices, value=choice), shown, note)
-
-
-def _queue_view(store: Store):
-    jobs = store.queue.jobs()
-    rows = []
-    for job in jobs:
-        if job.state == "RUNNING":
-            progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip()
-        else:
-            progress = ""
-        details = job.error if job.state == "FAILED" else (job.message or "")
-        rows.append([job.created_at, job.id, job.model, job.owner, STATE_BADGES[job.state], progress,
-                     job.started_at or "", job.finished_at or "", details])
-    frame = pd.DataFrame(rows, columns=QUEUE_COLUMNS)
-    return _workers_markdown(store), frame
-
-
-def _workers_markdown(store: Store) -> str:
-    workers = store.queue.workers(within_seconds=3600)
-    live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and time.time() - w["heartbeat"] < 30]
-    lines = []
-    for w in workers:
-        age = time.time() - w["heartbeat"]
-        if w["state"] == "unavailable":
-            lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {_escape(w['message'])}")
-        elif w in live:
-            lines.append(f"- 🟢 worker `{w['id']}`: {_escape(w['state'])} ({_escape(w['message'] or '')})")
-        elif age < 600 and w["state"] != "stopped":
-            lines.append(f"- 🔴 worker `{w['id']}` silent for {age:.0f} s (last: {_escape(w['state'])})")
-    if not live:
-        lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
-                        "(`culturelens worker --store DIR`).")
-    return "\n".join(lines) or "No worker has been seen."
-
-
-def _submit(store: Store, owner: str, file: str | None, progress=gr.Progress()) -> str:
-    if not file:
-        return "Choose a `.zip` file first."
-
-    def report_progress(done: int, total: int) -> None:
-        progress(done / total, desc=f"checking images {done}/{total}")
-
-    outcome = store.submit(Path(file), owner, report_progress)
-    report = outcome.report
-    if outcome.job is None:
-        problems = "\n".join(f"- {_escape(e)}" for e in report.errors)
-        return f"### ❌ Rejected: nothing was stored\n\n{problems}"
-    m = report.manifest
-    warnings = "".join(f"\n- ⚠️ {_escape(w)}" for w in report.warnings)
-    return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"
-            f"- model: **{_escape(m.model.name)}** ({_escape(m.model.id)})\n"
-            f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} prompts "
-            f"of {_escape(report.prompts.label)}\n"
-            f"- content hash: `{report.content_hash}`{warnings}\n\n"
-            "It is queued: follow it in the **Queue** tab.")
-
-
-def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
-    """The leaderboard UI over ``store``; ``owner`` is the user submissions are recorded under."""
-    with gr.Blocks(title="CultureLens leaderboard") as app:
-        gr.Markdown(header_markdown())
-        with gr.Tab("Leaderboard"):
-            with gr.Row():
-                track = gr.Dropdown(label="Track", choices=[], interactive=True)
-                metric = gr.Dropdown(label="Metric", choices=[], interactive=True)
-                slice_ = gr.Dropdown(label="Slice", choices=[], interactive=True)
-            note = gr.Markdown()
-            table = gr.Dataframe(headers=tables.DISPLAY_COLUMNS, interactive=False, wrap=True,
-                                 column_widths=["6%", "16%", "8%", "14%", "5%", "7%", "11%", "33%"])
-            refresh = gr.Button("Refresh", size="sm")
-            outputs = [track, metric, slice_, table, note]
-
-            def view(t, m, s):
-                return _leaderboard_view(store, t, m, s)
-
-            for trigger in (track.input, metric.input, slice_.input, refresh.click):
-                trigger(view, [track, metric, slice_], outputs, api_name=False)
-            app.load(view, [track, metric, slice_], outputs, api_name=False)
-
-            def leaderboard(track_name: str, metric_label: str, slice_choice: str = tables.OVERALL) -> list[dict]:
-                """Ranked rows of one track, metric (by label) and slice, as records."""
-                return _leaderboard_view(store, track_name, metric_label, slice_choice)[3].to_dict("records")
-
-            gr.api(leaderboard, api_name="leaderboard")
-        with gr.Tab("Submit"):
-            gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`). It is checked at once; "
-                        f"if it passes it joins the queue. Submitting as **{_escape(owner)}**.")
-            upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
-            submit = gr.Button("Validate and submit", variant="primary")
-            verdict = gr.Markdown()
-            submit.click(lambda f, progress=gr.Progress(): _submit(store, owner, f, progress), [upload], verdict,
-                         api_name="submit")
-        with gr.Tab("Queue"):
-            workers = gr.Markdown()
-            queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True)
-            timer = gr.Timer(3)
-            timer.tick(lambda: _queue_view(store), None, [workers, queue_table], api_name=False)
-            app.load(lambda: _queue_view(store), None, [workers, queue_table], api_name="queue")
-        with gr.Tab("About"):
-            gr.Markdown(about_markdown(store))
-    return app

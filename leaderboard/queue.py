@@ -214,3 +214,35 @@ class Queue:
             rows = db.execute("SELECT * FROM workers WHERE heartbeat > ? ORDER BY id",
                               (time.time() - within_seconds,)).fetchall()
         return [dict(row) for row in rows]
+
+    # --- owner operations (checked by the store against the signed-in user) -------------------------------
+    def count_since(self, owner: str, since_iso: str) -> int:
+        """Submissions ``owner`` made at or after ``since_iso`` (for the per-user quota)."""
+        with self._connect() as db:
+            return db.execute("SELECT count(*) FROM submissions WHERE owner = ? AND created_at >= ?",
+                              (owner, since_iso)).fetchone()[0]
+
+    def find_model(self, model_id: str, model_revision: str, dataset: str) -> Job | None:
+        """A live (not FAILED) submission of the same model revision for the same dataset, if any."""
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM submissions WHERE model_id = ? AND model_revision = ? AND dataset = ?"
+                             " AND state <> 'FAILED' ORDER BY created_at LIMIT 1",
+                             (model_id, model_revision, dataset)).fetchone()
+        return Job(**row) if row else None
+
+    def requeue(self, id: str) -> bool:
+        """FINISHED or FAILED -> PENDING with a fresh attempt count (a re-run); False in any other state."""
+        stamp = now_iso()
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
+                " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
+                " message = 're-run requested: waiting for a worker', updated_at = ?"
+                " WHERE id = ? AND state IN ('FINISHED', 'FAILED')", (stamp, id))
+        return cursor.rowcount == 1
+
+    def delete(self, id: str) -> bool:
+        """Forget a submission that no worker is scoring; False if it is RUNNING or unknown."""
+        with self._transaction() as db:
+            cursor = db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (id,))
+        return cursor.rowcount == 1

@@ -63,6 +63,27 @@ _CUBE_TABLE_3 = {
     "SDXL": (95.2, 84.4, 82.2, 99.2, 52.8, 96.0, 66.4, 86.1),
 }
 
+# CUBE, Table 4: mean consensus faithfulness and realism (1-5, human), per concept and country (_CUBE_COUNTRIES
+# order); the table's standard deviations among the 3 raters are not a CI over prompts and are left out.
+_CUBE_TABLE_4 = {
+    "faithfulness": {
+        ("cuisine", "Imagen 2"): (2.8, 2.4, 2.6, 3.4, 1.9, 3.1, 2.2, 2.7),
+        ("cuisine", "SDXL"): (2.1, 1.8, 2.2, 3.7, 1.5, 2.8, 1.8, 2.1),
+        ("landmarks", "Imagen 2"): (3.6, 2.2, 2.6, 3.8, 2.5, 4.0, 3.6, 2.4),
+        ("landmarks", "SDXL"): (2.7, 2.0, 2.2, 3.3, 2.5, 4.0, 3.0, 1.9),
+        ("art", "Imagen 2"): (3.5, 2.8, 4.2, 3.3, 2.9, 3.7, 2.5, 2.1),
+        ("art", "SDXL"): (3.2, 2.0, 3.0, 3.9, 2.2, 3.2, 2.1, 2.0),
+    },
+    "realism": {
+        ("cuisine", "Imagen 2"): (4.2, 2.0, 3.2, 2.2, 4.4, 3.4, 2.4, 3.3),
+        ("cuisine", "SDXL"): (3.6, 1.4, 2.2, 1.9, 2.1, 2.8, 2.2, 3.3),
+        ("landmarks", "Imagen 2"): (3.8, 1.7, 2.1, 2.4, 2.5, 3.2, 2.7, 2.9),
+        ("landmarks", "SDXL"): (3.7, 1.5, 2.7, 2.1, 3.5, 3.9, 2.5, 3.6),
+        ("art", "Imagen 2"): (3.4, 2.3, 2.6, 1.3, 2.4, 1.9, 1.6, 2.2),
+        ("art", "SDXL"): (2.8, 1.4, 1.6, 1.4, 1.3, 2.1, 1.6, 3.0),
+    },
+}
+
 # --- CulturalFrames, Sec. 5 / Figure 3: mean human alignment score (prompts all models answered) --
 _CF_ALIGNMENT = {"GPT-Image": 0.85, "Imagen 3": 0.79, "SD-3.5-Large": 0.66, "FLUX.1-dev": 0.63}
 
@@ -99,6 +120,11 @@ def rows() -> list[dict]:
             out.append(_row(model, "awareness", "human_relevance_yes_pct",
                             "% images judged culturally relevant by raters of the country (human)", True,
                             "country", country, value, citations.CUBE, "Table 3"))
+    for criterion, cells in _CUBE_TABLE_4.items():
+        for (concept, model), values in cells.items():
+            for country, value in zip(_CUBE_COUNTRIES, values):
+                out.append(_row(model, "awareness", f"human_{criterion}", f"mean {criterion}, 1-5 (human)", True,
+                                "country_concept", f"{country} / {concept}", value, citations.CUBE, "Table 4"))
     for model, value in _CF_ALIGNMENT.items():
         out.append(_row(model, "expectations", "human_alignment", "mean human alignment score, 0-1 (human)", True,
                         "overall", "all", value, citations.CULTURALFRAMES, "Section 5, Figure 3"))

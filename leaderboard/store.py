@@ -10,10 +10,11 @@ Layout::
       results/<id>/                 per_image, aggregates, curves (.parquet), run.json (written once, atomically)
       cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
       reported/reported.parquet     results published in the papers (rewritten from code at start)
+      meta_eval/*.parquet           metric-human agreement tables (``culturelens meta-eval --store``)
 
 Writers never block readers: results are immutable Parquet folders that
-appear by one ``rename``; the app reads them with an in-memory DuckDB, so no
-DuckDB file is ever opened for writing.
+appear by one ``rename``; the app reads them with an in-memory DuckDB
+(``leaderboard.catalog``), so no DuckDB file is ever opened for writing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -60,12 +61,20 @@ def _write_parquet_atomic(table: pa.Table, path: Path) -> None:
         raise
 
 
-class Store:
-    """One leaderboard's files. Safe to share between the app process and worker processes."""
+class PermissionDenied(PermissionError):
+    """The signed-in user may not do this (not the owner, or over the quota); the message says why."""
 
-    def __init__(self, root: Path, limits: Limits = Limits()):
+
+class Store:
+    """One leaderboard's files. Safe to share between the app process and worker processes.
+
+    ``quota``: how many submissions one user may make per ``quota_hours``, checked before any work.
+    """
+
+    def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int = 5, quota_hours: float = 24):
         self.root = Path(root).resolve()
         self.limits = limits
+        self.quota, self.quota_hours = quota, quota_hours
         self.datasets = self.root / "datasets"
         self.staging = self.root / "staging"
         self.submissions = self.root / "submissions"
@@ -95,32 +104,81 @@ class Store:
         return self.prompts(d.repo, d.config, d.split, d.revision)
 
     # --- submissions ----------------------------------------------------------------------
+    def check_quota(self, owner: str) -> None:
+        """PermissionDenied if ``owner`` has used up the quota (checked before an upload is even read)."""
+        since = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - self.quota_hours * 3600, timezone.utc)
+        used = self.queue.count_since(owner, since.isoformat(timespec="seconds"))
+        if used >= self.quota:
+            raise PermissionDenied(f"{owner} has made {used} submissions in the last {self.quota_hours:g} hours; "
+                                   f"the quota is {self.quota}. Try again later or ask a maintainer.")
+
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
-        """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection."""
+        """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
+        PermissionDenied (before any work) if ``owner`` is over the quota."""
+        self.check_quota(owner)
         report = stage(Path(source), self.staging, self.prompts_for, self.limits, progress)
         if not report.ok:
             return SubmitOutcome(report)
         existing = self.queue.find_by_hash(report.content_hash)
-        if existing:
+        m = report.manifest
+        dataset = f"{m.dataset.repo}:{m.dataset.config}:{m.dataset.split}"
+        same_model = self.queue.find_model(m.model.id, m.model.revision, dataset) if m.model.revision else None
+        if existing or same_model:
             shutil.rmtree(report.folder, ignore_errors=True)
             report.folder = None
-            report.error(f"identical to submission {existing.id} ({existing.state}, submitted {existing.created_at}): "
-                         "nothing new to score")
+            if existing:
+                report.error(f"identical to submission {existing.id} ({existing.state}, submitted "
+                             f"{existing.created_at}): nothing new to score")
+            else:
+                report.error(f"{m.model.id} at revision {m.model.revision} was already submitted for {dataset} "
+                             f"(submission {same_model.id}, {same_model.state}); its owner can re-run or delete it")
             return SubmitOutcome(report)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}-{uuid.uuid4().hex[:4]}"
         target = report.keep(self.submissions / submission_id)
-        m = report.manifest
         try:
             job = self.queue.add(id=submission_id, content_hash=report.content_hash, owner=owner, model=m.model.name,
-                                 model_id=m.model.id, model_revision=m.model.revision,
-                                 dataset=f"{m.dataset.repo}:{m.dataset.config}:{m.dataset.split}")
+                                 model_id=m.model.id, model_revision=m.model.revision, dataset=dataset)
         except DuplicateSubmission as error:  # the same content arrived concurrently
             shutil.rmtree(target, ignore_errors=True)
             report.folder = None
             report.error(str(error))
             return SubmitOutcome(report)
         return SubmitOutcome(report, job)
+
+    def _own(self, submission_id: str, owner: str):
+        job = self.queue.get(submission_id)
+        if job is None:
+            raise PermissionDenied(f"no submission {submission_id}")
+        if job.owner != owner:
+            raise PermissionDenied(f"submission {submission_id} belongs to {job.owner}, not {owner}")
+        return job
+
+    def _drop_results(self, submission_id: str) -> None:
+        """Move a results folder out of sight in one rename (readers see it or not), then delete it."""
+        folder = self.results / submission_id
+        if folder.exists():
+            hidden = self.results / f".{submission_id}.dropped-{uuid.uuid4().hex[:6]}"
+            os.rename(folder, hidden)
+            shutil.rmtree(hidden, ignore_errors=True)
+
+    def rerun(self, submission_id: str, owner: str) -> None:
+        """Score a FINISHED or FAILED submission again (owner only): its old results go, it queues as PENDING."""
+        job = self._own(submission_id, owner)
+        if job.state not in ("FINISHED", "FAILED"):
+            raise PermissionDenied(f"submission {submission_id} is {job.state}: only a finished or failed one can "
+                                   "be re-run")
+        self._drop_results(submission_id)
+        if not self.queue.requeue(submission_id):
+            raise PermissionDenied(f"submission {submission_id} changed state meanwhile; refresh and try again")
+
+    def delete(self, submission_id: str, owner: str) -> None:
+        """Remove a submission, its images and its results (owner only; not while it is being scored)."""
+        job = self._own(submission_id, owner)
+        if job.state == "RUNNING" or not self.queue.delete(submission_id):
+            raise PermissionDenied(f"submission {submission_id} is being scored; delete it once it has finished")
+        self._drop_results(submission_id)
+        shutil.rmtree(self.submissions / submission_id, ignore_errors=True)
 
     def manifest(self, submission_id: str) -> Manifest:
         return Manifest.model_validate_json((self.submissions / submission_id / "manifest.json").read_bytes())
@@ -139,22 +197,45 @@ class Store:
         """The embedding cache the store's workers share."""
         return EmbeddingCache(self.root / "cache" / "embeddings.sqlite")
 
-    def aggregate_files(self) -> list[str]:
-        files = [str(p) for p in sorted(self.results.glob("*/aggregates.parquet"))]
-        if self.reported.exists():
-            files.append(str(self.reported))
-        return files
+    # --- metric meta-evaluation -----------------------------------------------------------
+    @property
+    def meta_eval(self) -> Path:
+        return self.root / "meta_eval"
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A fresh in-memory DuckDB with the view ``aggregates`` over every results file now on disk."""
-        con = duckdb.connect()
-        files = self.aggregate_files()
-        if files:
-            con.read_parquet(files, union_by_name=True).create_view("aggregates")
-        else:
-            empty = results.AGGREGATE.empty_table()
-            con.register("aggregates", empty)
-        return con
+    def meta_evaluation(self) -> pd.DataFrame:
+        """The metric ranking table: rows computed here (``culturelens meta-eval --store``) and the paper's."""
+        from benchmark.expectations import published
+
+        frames = [pd.read_parquet(p).assign(provenance="scored") for p in sorted(self.meta_eval.glob("*.parquet"))]
+        frames.append(pd.DataFrame(published.ranking_rows()))
+        table = pd.concat([f for f in frames if len(f)], ignore_index=True)
+        table["source"] = table.pop("source_table").fillna("") if "source_table" in table else ""
+        columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
+                   "source"]
+        table = table.reindex(columns=columns)
+        table["provenance"] = table["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"})
+        return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
+                                 na_position="last").round(3).reset_index(drop=True)
+
+    # --- submissions from the Hub -----------------------------------------------------------
+    def fetch_hub_submission(self, repo: str) -> Path:
+        """Download a Hub dataset repo holding a submission (manifest.json + images/) into staging.
+        ValueError with the reason when the id is malformed or the Hub cannot be reached."""
+        from huggingface_hub import snapshot_download
+
+        from benchmark.submission.manifest import REPO_ID
+
+        if not REPO_ID.fullmatch(repo) or ".." in repo:
+            raise ValueError(f"{repo!r} is not a Hub dataset repo id (ORG/NAME)")
+        target = Path(tempfile.mkdtemp(prefix="hub-", dir=self.staging))
+        try:
+            snapshot_download(repo, repo_type="dataset", local_dir=target,
+                              allow_patterns=["manifest.json", "images/**"])
+        except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
+            shutil.rmtree(target, ignore_errors=True)
+            raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "
+                             f"{str(error).splitlines()[0][:200]}") from None
+        return target
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,81 +1,235 @@
-"""DuckDB queries behind the leaderboard's tables (all reads; results on disk are never modified)."""
+"""The leaderboard's tables, as queries over the catalog (all reads; results on disk are never modified).
+
+Ranking: best first by the metric's direction, ties share a rank. The ``≈`` marker says a row's 95% CI overlaps
+the next row's: the two are not distinguishable at this sample size by the CIs (a conservative reading; the
+paired Wilcoxon test of ``culturelens compare`` is the sharper one). Win rate (as HEIM's "mean win rate"): for
+each track's headline metric on the overall slice, the share of the other models a model beats (ties count
+half); the overall score is the mean over the tracks a model has a score on, and the table says how many.
+"""
 
 from __future__ import annotations
 
-import duckdb
+from dataclasses import dataclass, field
+
+import numpy as np
 import pandas as pd
 
 from benchmark import citations
+from leaderboard import tracks as track_registry
+from leaderboard.catalog import Catalog
 
-TRACK_ORDER = ("awareness", "diversity", "iconicity", "variability", "relevance", "expectations")
 OVERALL = "overall"
-DISPLAY_COLUMNS = ["Rank", "Model", "Score", "95% CI", "n", "Type", "Provenance", "Source"]
+RANK_COLUMNS = ["Rank", "Model", "Score", "95% CI", "≈", "n", "Type", "Size (B)", "Date", "Provenance", "Source",
+                "Submission"]
+WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "Tracks"]
 
 
-def tracks(con: duckdb.DuckDBPyConnection) -> list[str]:
-    present = {r[0] for r in con.execute("SELECT DISTINCT track FROM aggregates").fetchall()}
-    return [t for t in TRACK_ORDER if t in present] + sorted(present - set(TRACK_ORDER))
+@dataclass(frozen=True)
+class Filters:
+    """What a visitor narrows the rows to; empty means everything."""
+
+    models: tuple[str, ...] = ()  # case-insensitive substrings, any of them matches
+    types: tuple[str, ...] = ()  # "open", "closed", "unknown"
+    size_min: float | None = None  # billions of parameters; rows of unknown size are hidden when a bound is set
+    size_max: float | None = None
+    since: str | None = None  # ISO date: scored on or after (reported rows have no date and are kept)
+    provenance: tuple[str, ...] = field(default=())  # "scored", "reported"
+
+    @classmethod
+    def parse(cls, models: str = "", types=(), size_min=None, size_max=None, since: str = "", provenance=()):
+        terms = tuple(t.strip() for t in (models or "").replace(";", ",").split(",") if t.strip())
+        number = lambda v: float(v) if v not in (None, "") else None  # noqa: E731
+        return cls(terms, tuple(types or ()), number(size_min), number(size_max), (since or "").strip() or None,
+                   tuple(provenance or ()))
+
+    def apply(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        """The rows kept, and a sentence saying how many each filter hid ('' if none)."""
+        hidden = []
+        keep = pd.Series(True, index=frame.index)
+
+        def narrow(mask: pd.Series, what: str):
+            nonlocal keep
+            dropped = int((keep & ~mask).sum())
+            if dropped:
+                hidden.append(f"{dropped} by {what}")
+            keep &= mask
+
+        if self.models:
+            names = frame["model"].fillna("").str.casefold()
+            narrow(pd.concat([names.str.contains(t.casefold(), regex=False) for t in self.models], axis=1).any(axis=1),
+                   "model search")
+        if self.types:
+            narrow(frame["model_type"].fillna("unknown").isin(self.types), "model type")
+        if self.size_min is not None or self.size_max is not None:
+            size = frame["parameters_billions"]
+            mask = size.notna()
+            if self.size_min is not None:
+                mask &= size >= self.size_min
+            if self.size_max is not None:
+                mask &= size <= self.size_max
+            narrow(mask.fillna(False), "size (unknown sizes hidden)")
+        if self.since:
+            date = frame["scored_at"].fillna("")
+            narrow((date == "") | (date.str[:10] >= self.since), "date")
+        if self.provenance:
+            narrow(frame["provenance"].isin(self.provenance), "provenance")
+        note = f"{int((~keep).sum())} row(s) hidden: " + ", ".join(hidden) + "." if hidden else ""
+        return frame[keep], note
 
 
-def metrics(con: duckdb.DuckDBPyConnection, track: str) -> list[tuple[str, str]]:
-    """(label, metric) pairs of a track, scored metrics first."""
-    return [(label, metric) for metric, label in con.execute(
-        "SELECT metric, coalesce(min(metric_label) FILTER (WHERE provenance = 'scored'), min(metric_label))"
-        " FROM aggregates WHERE track = ? GROUP BY metric"
-        " ORDER BY max(CASE WHEN provenance = 'scored' THEN 1 ELSE 0 END) DESC, metric", [track]).fetchall()]
+def tracks(cat: Catalog) -> list[str]:
+    present = set(cat.query("SELECT DISTINCT track FROM aggregates")["track"])
+    registered = [t for t in track_registry.REGISTRY if t in present]
+    return registered + sorted(present - set(registered))
 
 
-def slices(con: duckdb.DuckDBPyConnection, track: str, metric: str) -> list[str]:
-    """Slice choices of a metric as 'overall' or '<slice> = <value>', overall first (per-prompt rows are
-    for the per-prompt views, not the ranking)."""
-    found = con.execute(
-        "SELECT DISTINCT slice, slice_value FROM aggregates WHERE track = ? AND metric = ? AND slice <> 'prompt'"
-        " ORDER BY slice <> 'overall', slice, slice_value", [track, metric]).fetchall()
-    return [OVERALL if s == OVERALL else f"{s} = {v}" for s, v in found]
+def metrics(cat: Catalog, track: str) -> list[tuple[str, str]]:
+    """(label, metric) pairs of a track: the headline first, then scored metrics, then reported-only ones."""
+    frame = cat.query(
+        "SELECT metric, coalesce(min(metric_label) FILTER (WHERE provenance = 'scored'), min(metric_label)) AS label,"
+        " max(CASE WHEN provenance = 'scored' THEN 1 ELSE 0 END) AS scored"
+        " FROM aggregates WHERE track = ? GROUP BY metric", [track])
+    headline = track_registry.get(track).headline
+    frame["first"] = frame["metric"] == headline
+    frame = frame.sort_values(["first", "scored", "metric"], ascending=[False, False, True])
+    return list(zip(frame["label"], frame["metric"]))
 
 
-def parse_slice(choice: str) -> tuple[str, str]:
-    if choice == OVERALL or " = " not in choice:
-        return OVERALL, "all"
-    name, value = choice.split(" = ", 1)
-    return name, value
+def slice_names(cat: Catalog, track: str, metric: str) -> list[str]:
+    """The slices a metric has (overall first)."""
+    names = cat.query("SELECT DISTINCT slice FROM aggregates WHERE track = ? AND metric = ?", [track, metric])["slice"]
+    return sorted(names, key=lambda s: (s != OVERALL, s))
 
 
-def ranked(con: duckdb.DuckDBPyConnection, track: str, metric: str, choice: str = OVERALL) -> pd.DataFrame:
-    """The ranked rows of one metric and slice, best first, with provenance on every row."""
-    slice_name, slice_value = parse_slice(choice)
-    frame = con.execute(
-        """
-        SELECT rank() OVER (ORDER BY CASE WHEN higher_is_better THEN -value ELSE value END) AS rank,
-               model, value, ci_low, ci_high, n, model_type, provenance, citation, source_table, higher_is_better,
-               harness_version, backbone, scored_at, submission_id
-        FROM aggregates
-        WHERE track = ? AND metric = ? AND slice = ? AND slice_value = ?
-        ORDER BY rank, model
-        """, [track, metric, slice_name, slice_value]).df()
-    return frame
+def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list[str]:
+    return list(cat.query("SELECT DISTINCT slice_value FROM aggregates WHERE track = ? AND metric = ? AND slice = ?"
+                          " ORDER BY slice_value", [track, metric, slice_name])["slice_value"])
+
+
+def _rank(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return frame.assign(rank=pd.Series(dtype=int), overlaps_next=pd.Series(dtype=bool))
+    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    key = -frame["value"] if higher else frame["value"]
+    frame = frame.assign(rank=key.rank(method="min").astype(int)).sort_values(["rank", "model"], kind="stable")
+    low, high = frame["ci_low"].to_numpy(), frame["ci_high"].to_numpy()
+    overlaps = np.zeros(len(frame), dtype=bool)
+    overlaps[:-1] = (~np.isnan(low[:-1]) & ~np.isnan(low[1:]) & (low[:-1] <= high[1:]) & (low[1:] <= high[:-1]))
+    return frame.assign(overlaps_next=overlaps).reset_index(drop=True)
+
+
+def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, slice_value: str = "all",
+           filters: Filters = Filters()) -> tuple[pd.DataFrame, str]:
+    """The ranked rows of one metric and slice (after filters), and the note on what the filters hid."""
+    frame = cat.query("SELECT * FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND slice_value = ?",
+                      [track, metric, slice_name, slice_value])
+    frame, note = filters.apply(frame)
+    return _rank(frame), note
+
+
+def _source(row) -> str:
+    if row.provenance == "reported":
+        return f"{citations.SHORT.get(row.citation, row.citation)}, {row.source_table}"
+    return f"CultureLens {row.harness_version}, {row.backbone}, seeds {_seeds(row.seeds)}"
+
+
+def _seeds(seeds) -> str:
+    values = str(seeds or "").split(",")
+    return values[0] if len(values) == 1 else f"{values[0]}-{values[-1]} ({len(values)})"
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """Format ``ranked`` rows for people: rounded scores, CI as text, a source per row."""
+    """``ranked`` rows for people: rounded scores, the CI as text, the marker, a source per row."""
+    if frame.empty:
+        return pd.DataFrame(columns=RANK_COLUMNS)
+
     def ci(row) -> str:
         return "" if pd.isna(row.ci_low) else f"[{row.ci_low:.3f}, {row.ci_high:.3f}]"
 
-    def source(row) -> str:
-        if row.provenance == "reported":
-            return f"{citations.SHORT.get(row.citation, row.citation)}, {row.source_table}"
-        return (f"CultureLens {row.harness_version}, {row.backbone}, scored {str(row.scored_at)[:10]}, "
-                f"submission {row.submission_id}")
-
-    if frame.empty:
-        return pd.DataFrame(columns=DISPLAY_COLUMNS)
     return pd.DataFrame({
         "Rank": frame["rank"].astype(int),
         "Model": frame["model"],
         "Score": frame["value"].round(3),
         "95% CI": frame.apply(ci, axis=1),
+        "≈": np.where(frame["overlaps_next"], "≈", ""),
         "n": frame["n"].astype("Int64"),
         "Type": frame["model_type"].fillna(""),
+        "Size (B)": frame["parameters_billions"],
+        "Date": frame["scored_at"].fillna("").str[:10],
         "Provenance": frame["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
-        "Source": frame.apply(source, axis=1),
+        "Source": frame.apply(_source, axis=1),
+        "Submission": frame["submission_id"].fillna(""),
     })
+
+
+def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = OVERALL,
+                  slice_value: str = "all") -> pd.DataFrame:
+    """Each track's headline metric on one slice: one row per model (its latest scored submission)."""
+    pairs = [(t, track_registry.get(t).headline) for t in tracks(cat) if track_registry.get(t).headline]
+    if not pairs:
+        return pd.DataFrame()
+    frame = cat.query("SELECT * FROM aggregates WHERE slice = ? AND slice_value = ? AND list_contains(?, metric)",
+                      [slice_name, slice_value, [m for _, m in pairs]])
+    frame = frame[[(t, m) in set(pairs) for t, m in zip(frame["track"], frame["metric"])]]
+    frame, _ = filters.apply(frame)
+    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(
+        ["track", "model", "provenance"], keep="last")
+    return frame
+
+
+def win_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, provenance): win rate on each track and their mean (HEIM's mean win rate), best first.
+
+    On a track with m models, a model's win rate is (models it beats + ties / 2) / (m - 1); a track with one
+    model gives no win rate.
+    """
+    out = []
+    for track, group in frame.groupby("track"):
+        if len(group) < 2:
+            continue
+        higher = bool(group["higher_is_better"].iloc[0])
+        values = group["value"].to_numpy() * (1 if higher else -1)
+        beats = (values[:, None] > values[None, :]).sum(axis=1) + 0.5 * ((values[:, None] == values[None, :]).sum(axis=1) - 1)
+        out += [{"model": m, "provenance": p, "track": track, "win_rate": w / (len(group) - 1)}
+                for m, p, w in zip(group["model"], group["provenance"], beats)]
+    if not out:
+        return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
+    per_track = pd.DataFrame(out)
+    wide = per_track.pivot_table(index=["model", "provenance"], columns="track", values="win_rate")
+    wide["win_rate"] = wide.mean(axis=1)
+    wide["tracks"] = wide.drop(columns="win_rate").notna().sum(axis=1)
+    return wide.reset_index().sort_values(["win_rate", "model"], ascending=[False, True]).reset_index(drop=True)
+
+
+def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
+    if wide.empty:
+        return pd.DataFrame(columns=WIN_COLUMNS)
+    track_columns = [c for c in wide.columns if c not in ("model", "provenance", "win_rate", "tracks")]
+    shown = pd.DataFrame({
+        "Rank": wide["win_rate"].rank(ascending=False, method="min").astype(int),
+        "Model": wide["model"],
+        "Provenance": wide["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
+        "Mean win rate": wide["win_rate"].round(3),
+        "Tracks": wide["tracks"].astype(int),
+    })
+    for column in track_columns:
+        shown[track_registry.get(column).title] = wide[column].round(3)
+    return shown
+
+
+def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters()) -> pd.DataFrame:
+    """Model x slice value matrix of one metric (the latest submission per model and provenance)."""
+    frame = cat.query("SELECT * FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
+                      [track, metric, slice_name])
+    frame, _ = filters.apply(frame)
+    if frame.empty:
+        return pd.DataFrame()
+    frame = frame.assign(who=frame["model"] + np.where(frame["provenance"] == "reported", " 📄", ""))
+    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["who", "slice_value"], keep="last")
+    return frame.pivot(index="who", columns="slice_value", values="value")
+
+
+def submissions(cat: Catalog) -> pd.DataFrame:
+    """Scored submissions: id, model, dataset, scored_at (for pickers)."""
+    return cat.query("SELECT DISTINCT submission_id, model, dataset, max(scored_at) AS scored_at FROM aggregates "
+                     "WHERE provenance = 'scored' GROUP BY submission_id, model, dataset ORDER BY model, scored_at")

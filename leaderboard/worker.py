@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import threading
 import time
@@ -89,6 +90,7 @@ class Worker:
         if self.store.has_results(job.id):  # a previous attempt wrote them, then stopped before FINISHED
             queue.finish(job.id, self.id, "scored (results from an earlier attempt)")
             return
+        self._remove_unfinished_results(job.id)
         heartbeat = _Heartbeat(self, job)
         heartbeat.start()
         try:
@@ -103,7 +105,14 @@ class Worker:
             if self.store.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            self.store.write_results(job.id, scores)
+            try:
+                self.store.write_results(job.id, scores)
+            except OSError:
+                if not self.store.has_results(job.id):
+                    raise
+                # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
+                queue.finish(job.id, self.id, "scored (results written by another worker)")
+                return
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
             return
@@ -121,6 +130,13 @@ class Worker:
         skipped = f"; not scored: {', '.join(sorted(run['skipped']))}" if run["skipped"] else ""
         queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
                                       f"computed, {run['embeddings_cached']} from the cache){skipped}")
+
+    def _remove_unfinished_results(self, submission_id: str) -> None:
+        """Delete the temporary results folders (``results/.<id>.*``) a killed attempt left behind; this worker
+        holds the job's lease, so no live writer owns them."""
+        for folder in self.store.results.glob(f".{submission_id}.*"):
+            log.warning("removing %s, left by an attempt that stopped while writing results", folder.name)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Heartbeat(threading.Thread):

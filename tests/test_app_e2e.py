@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import open_clip
@@ -125,7 +126,7 @@ def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
     ours = [r for r in ranked if r["Model"] == "E2E Model"]
     assert len(ours) == 1 and ours[0]["Provenance"] == "⚙️ scored" and ours[0]["n"] == 6
     assert ours[0]["Score"] == pytest.approx(round(by_prompt.mean(), 3), abs=1e-3)
-    assert submission_id in ours[0]["Source"]
+    assert ours[0]["Submission"] == submission_id and "seeds 0-1" in ours[0]["Source"]
     by_country = client.predict("awareness", "CLIP cosine (prompt, image)", "country = Nigeria", api_name="/leaderboard")
     assert [r["n"] for r in by_country if r["Model"] == "E2E Model"] == [3]
 
@@ -133,6 +134,14 @@ def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
     again = client.predict(handle_file(str(archive)), api_name="/submit")
     assert "Rejected" in again and f"identical to submission {submission_id}" in again
     assert list(_queue_rows(client)["ID"]).count(submission_id) == 1
+
+
+def _scored_submission(client) -> str:
+    rows = _queue_rows(client)
+    finished = rows[rows["State"].str.contains("FINISHED") & (rows["Model"] == "E2E Model")]
+    if finished.empty:
+        pytest.skip("needs the scored submission of test_upload_is_scored_and_ranked")
+    return finished["ID"].iloc[0]
 
 
 def test_reported_rows_are_shown_with_their_citation(live_app):
@@ -144,6 +153,106 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     rows = client.predict("iconicity", CRT_FROM_MEANS[1], "kind = moving", api_name="/leaderboard")
     assert [r["Model"] for r in rows][0] == "Imagen 4" and rows[0]["Score"] == 0.643
     assert all(r["Provenance"] == "📄 reported" and "arXiv:2511.11435" in r["Source"] for r in rows)
+
+
+def _overview(client, track, models="", types=(), provenance=()):
+    return client.predict(track, None, models, list(types), None, None, "", list(provenance),
+                          ["Rank", "Model", "Score", "95% CI", "≈", "Type", "Provenance", "Submission"],
+                          api_name="/overview")
+
+
+def test_overview_ranks_filters_and_says_what_it_hides(live_app):
+    from gradio_client import Client
+
+    client = Client(live_app[0], verbose=False)
+    _scored_submission(client)
+    # The overall view: mean win rate over tracks; CulturalFrames' reported alignment ranks GPT-Image first there.
+    _, _, table, note, files = _overview(client, "Overall (mean win rate)")
+    frame = pd.DataFrame(table["data"], columns=table["headers"])
+    assert "Mean win rate" in frame.columns and "win rate" in note
+    assert frame["Mean win rate"].between(0, 1).all()
+    # A track: the headline metric first, every score with its CI; search several models at once.
+    _, metric, table, note, files = _overview(client, "awareness", models="E2E, sdxl")
+    assert metric["value"] == "CLIPScore (2.5 max(cos, 0))"  # the track's headline metric comes first
+    frame = pd.DataFrame(table["data"], columns=table["headers"])
+    assert list(frame["Model"]) == ["E2E Model"] and frame["95% CI"].iloc[0].startswith("[")
+    _, _, table, note, _ = _overview(client, "expectations", models="gpt, IMAGEN")
+    assert sorted(r[1] for r in table["data"]) == ["GPT-Image", "Imagen 3"]
+    assert "2 row(s) hidden: 2 by model search" in note  # nothing hidden silently
+    assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
+    downloaded = pd.read_csv(files[0])  # the download is the view
+    assert list(downloaded["Model"]) == list(frame["Model"])
+    # Type filter: the scored model is 'open'; only closed models left -> it is hidden, and the note says so.
+    _, _, table, note, _ = _overview(client, "awareness", types=["closed"])
+    assert "E2E Model" not in [r[1] for r in table["data"]] and "model type" in note
+
+
+def test_slices_heatmap_and_charts(live_app):
+    from gradio_client import Client
+
+    client = Client(live_app[0], verbose=False)
+    _scored_submission(client)
+    out = client.predict("awareness", "CLIP cosine (prompt, image)", "country", "Nigeria", "", api_name="/slices")
+    track, metric, slice_name, value, table, note, heat, profile, curves, scatter = out
+    frame = pd.DataFrame(table["data"], columns=table["headers"])
+    assert slice_name["value"] == "country" and "country_concept" in [c[0] for c in slice_name["choices"]]
+    assert value["value"] == "Nigeria" and list(frame["Model"]) == ["E2E Model"]
+    assert "E2E Model" in heat and "Nigeria" in heat and "<table" in heat  # model x country heatmap
+    scatter_rows = pd.DataFrame(scatter["data"], columns=scatter["columns"])
+    assert {"Imagen 4 📄", "SDXL 📄"} <= set(scatter_rows["model"])  # CRT Table 1 as recognition vs realisation
+    moving = scatter_rows[(scatter_rows["model"] == "Imagen 4 📄") & (scatter_rows["subset"] == "moving")]
+    assert moving["realisation (1 - VR)"].iloc[0] == pytest.approx(1 - 0.212)
+
+
+def test_compare_shows_images_side_by_side_with_scores(live_app):
+    from gradio_client import Client
+
+    url, store, _ = live_app
+    client = Client(url, verbose=False)
+    submission_id = _scored_submission(client)
+    prompt_id = sorted(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)[0]
+    gallery, references, table, reuse, note = client.predict([submission_id], prompt_id, api_name="/compare")
+    assert len(gallery) == 2  # two seeds
+    assert all(item["caption"].startswith("E2E Model · seed") and "clip_score" in item["caption"] for item in gallery)
+    scores = pd.DataFrame(table["data"], columns=table["headers"])
+    assert list(scores["seed"]) == [0, 1] and "clip_cosine" in scores.columns
+    assert prompt_id in note and references == [] and reuse == []  # CUBE-1K has no reference images
+
+
+def test_datasets_tab_filters_and_searches_prompts_by_meaning(live_app):
+    from gradio_client import Client
+
+    client = Client(live_app[0], verbose=False)
+    out = client.predict(cube_1k.HUB_REPO, cube_1k.CONFIG, "country", "Nigeria", "", "a dish of food",
+                         api_name="/datasets")
+    repo, config, column, value, table, note, snippet = out
+    frame = pd.DataFrame(table["data"], columns=table["headers"])
+    assert set(frame["country"]) == {"Nigeria"} and "similarity" in frame.columns
+    assert frame["similarity"].is_monotonic_decreasing
+    assert f'load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}"' in snippet
+
+
+def test_queue_details_rerun_and_failure_reason(live_app):
+    from gradio_client import Client
+
+    url, store, _ = live_app
+    client = Client(url, verbose=False)
+    submission_id = _scored_submission(client)
+    details, per_image = client.predict(submission_id, api_name="/details")
+    assert "FINISHED" in details and per_image and pq.read_table(per_image).num_rows > 0
+    # The owner re-runs it: the old results go, it is scored again and ends FINISHED.
+    assert "queued again" in client.predict(submission_id, api_name="/rerun")
+    row = _wait_for_state(client, submission_id)
+    assert "FINISHED" in row["State"] and store.has_results(submission_id)
+    # Someone else's submission cannot be deleted from this server's user.
+    store.queue.add(id="foreign-1", content_hash="sha256:foreign", owner="someone-else", model="X", model_id="x",
+                    model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
+    assert "belongs to someone-else" in client.predict("foreign-1", api_name="/delete")
+    # Its files are missing, so the worker fails it: the queue shows why.
+    row = _wait_for_state(client, "foreign-1")
+    assert "FAILED" in row["State"] and row["Details"]
+    details, _ = client.predict("foreign-1", api_name="/details")
+    assert "**reason**" in details
 
 
 def test_a_hostile_upload_is_rejected_in_the_ui_and_stores_nothing(live_app, tmp_path):
@@ -162,27 +271,61 @@ def test_a_hostile_upload_is_rejected_in_the_ui_and_stores_nothing(live_app, tmp
     assert list(store.staging.iterdir()) == []
 
 
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
+
+
 @pytest.mark.browser
-def test_a_visitor_sees_the_leaderboard_and_the_queue_in_a_browser(live_app, tmp_path):
+def test_a_visitor_browses_every_tab_in_a_browser(live_app):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
     from playwright.sync_api import sync_playwright
 
-    url, _, _ = live_app
+    url, store, _ = live_app
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    visible = "text => document.body.innerText.includes(text)"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
+        # A link restores a view: the awareness track, filtered to one model.
+        page.goto(url + "?tab=overview&track=awareness&models=E2E")
         page.get_by_text("How well do text-to-image models know the world's cultures?").wait_for(timeout=30_000)
-        visible = "text => document.body.innerText.includes(text)"
-        # The default view ranks the first track's first metric; its rows carry their source.
         page.wait_for_function(visible, arg="E2E Model", timeout=30_000)
-        page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
+        page.wait_for_function(visible, arg="CLIPScore (2.5 max(cos, 0))", timeout=10_000)  # the track's headline
+        page.screenshot(path=str(SCREENSHOTS / "overview.png"), full_page=True)
+
+        page.get_by_role("tab", name="Slices").click()
+        page.wait_for_function(visible, arg="Model × slice heatmap", timeout=10_000)
+        page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
+        page.screenshot(path=str(SCREENSHOTS / "slices.png"), full_page=True)
+
+        page.get_by_role("tab", name="Compare").click()
+        picker = page.get_by_label("Submissions (up to 4)")
+        picker.click()
+        page.get_by_role("option").first.click()
+        page.keyboard.press("Escape")
+        page.wait_for_function(visible, arg="seed 0", timeout=30_000)
+        page.screenshot(path=str(SCREENSHOTS / "compare.png"), full_page=True)
+
+        page.get_by_role("tab", name="Datasets").click()
+        page.wait_for_function(visible, arg="load_dataset", timeout=30_000)
+        page.screenshot(path=str(SCREENSHOTS / "datasets.png"), full_page=True)
+
+        page.get_by_role("tab", name="Metrics").click()
+        page.wait_for_function(visible, arg="VIEScore", timeout=10_000)
+        page.screenshot(path=str(SCREENSHOTS / "metrics.png"), full_page=True)
+
+        page.get_by_role("tab", name="Submit").click()
+        page.wait_for_function(visible, arg="quota", timeout=10_000)
+        page.screenshot(path=str(SCREENSHOTS / "submit.png"), full_page=True)
+
         page.get_by_role("tab", name="Queue").click()
         page.wait_for_function(visible, arg="FINISHED", timeout=30_000)
+        page.screenshot(path=str(SCREENSHOTS / "queue.png"), full_page=True)
+
         page.get_by_role("tab", name="About").click()
         page.wait_for_function(visible, arg="CC BY-NC-SA 4.0", timeout=10_000)
         browser.close()
-    assert (tmp_path / "leaderboard.png").stat().st_size > 10_000
+    for name in ("overview", "slices", "compare", "datasets", "metrics", "submit", "queue"):
+        assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000, name

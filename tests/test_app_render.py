@@ -2,7 +2,7 @@
 
 import re
 
-from leaderboard.app import _escape
+from leaderboard.render import escape as _escape
 
 
 def test_markdown_and_html_in_user_text_are_neutralised():

@@ -46,6 +46,10 @@ def test_aggregates_average_prompts_not_images():
     assert rows[("overall", "all")]["n"] == 3
     assert rows[("country", "Brazil")]["value"] == pytest.approx(3.0)
     assert rows[("concept", "cuisine")]["value"] == pytest.approx(4.0)
+    crossed = {(r["slice"], r["slice_value"]): r for r in aggregate(_per_image())}
+    assert crossed[("country_concept", "Brazil / cuisine")]["value"] == pytest.approx(2.0)  # prompt a only
+    assert crossed[("country_concept", "Brazil / art")]["value"] == pytest.approx(4.0)
+    assert ("country_domain", "Brazil / art") not in crossed  # no domain column: no such cross
     nigeria = rows[("country", "Nigeria")]
     assert nigeria["value"] == 6.0 and nigeria["n"] == 1 and math.isnan(nigeria["ci_low"])
 

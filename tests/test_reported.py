@@ -14,8 +14,9 @@ def test_every_reported_row_carries_its_citation_and_table():
     rows = reported.rows()
     assert rows and all(r["provenance"] == "reported" and r["citation"] and r["source_table"] for r in rows)
     table = results.table(rows, results.AGGREGATE)
-    # CRT Table 1: 5 models x 2 kinds x 4 columns; CUBE Tables 6, 5, 3; CulturalFrames: 4 models
-    assert table.num_rows == len(rows) == 40 + 60 + 12 + 16 + 4
+    # CRT Table 1: 5 models x 2 kinds x 4 columns; CUBE Tables 6, 5, 3, 4 (2 criteria x 3 concepts x 2 models
+    # x 8 countries); CulturalFrames: 4 models
+    assert table.num_rows == len(rows) == 40 + 60 + 12 + 16 + 96 + 4
 
 
 def test_crt_table_1_satisfies_crt_equals_cra_times_one_minus_vr():
@@ -46,3 +47,11 @@ def test_reported_iconicity_rows_share_the_scored_metrics_names_and_labels():
     rows = [r for r in reported.rows() if r["track"] == "iconicity" and r["metric"] != "vr_at_k"]
     assert {r["metric"] for r in rows} == {"cra_reference", "vr", "crt_from_means"}
     assert all(r["metric_label"] == scored[r["metric"]] and r["slice"] == "kind" for r in rows)
+
+
+def test_cube_table_4_cells_are_on_the_1_to_5_scale_and_keyed_by_country_and_concept():
+    cells = {(r["model"], r["metric"], r["slice_value"]): r["value"] for r in reported.rows()
+             if r["source_table"] == "Table 4"}
+    assert all(1.0 <= v <= 5.0 for v in cells.values())
+    assert cells[("SDXL", "human_realism", "Nigeria / art")] == 3.0  # the table's last cell
+    assert cells[("Imagen 2", "human_faithfulness", "India / cuisine")] == 2.8  # its first

@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 REFERENCE_COLUMN = "images"
 # Columns the scoring keeps on every result row and slices by, when a dataset has them.
 SLICE_COLUMNS = ("country", "country_code", "continent", "concept", "domain", "kind", "modality")
+# Columns metrics read but results do not slice by (e.g. the artifact a zero-shot recogniser must name).
+LABEL_COLUMNS = ("artifact",)
 
 
 class DatasetUnavailable(RuntimeError):
@@ -30,7 +32,7 @@ class PromptSet:
     config: str
     split: str
     fingerprint: str
-    table: pd.DataFrame  # index: prompt_id; columns: prompt and the slice columns present
+    table: pd.DataFrame  # index: prompt_id; columns: prompt and the slice and label columns present
     rows: datasets.Dataset | None = field(default=None, repr=False, compare=False)  # the split, as loaded
 
     def __contains__(self, prompt_id: str) -> bool:
@@ -120,7 +122,7 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
     missing = {"prompt_id", "prompt"} - set(table.column_names)
     if missing:
         raise DatasetUnavailable(f"dataset {repo} ({config}) has no column(s) {sorted(missing)}: not a prompt set")
-    columns = ["prompt_id", "prompt", *[c for c in SLICE_COLUMNS if c in table.column_names]]
+    columns = ["prompt_id", "prompt", *[c for c in (*SLICE_COLUMNS, *LABEL_COLUMNS) if c in table.column_names]]
     frame = table.select_columns(columns).to_pandas().set_index("prompt_id")
     if not frame.index.is_unique:
         raise DatasetUnavailable(f"dataset {repo} ({config}) repeats prompt ids: not a prompt set")

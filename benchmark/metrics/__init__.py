@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from benchmark.metrics import iconicity
+from benchmark.metrics import awareness, iconicity
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Metric
 from benchmark.metrics.variability import W1KP, Calibration
@@ -19,6 +19,7 @@ class MetricSettings:
     """The choices a metric needs from whoever runs it (CLI flags, environment)."""
 
     clip_backbone: str = "clip-vit-b-32"
+    quality_backbone: str = "hpsv2"  # HPS v2: realism/quality (awareness) and the s of CUBE's Eq. 3 (diversity)
     # The CRT paper used DINOv3 (gated on the Hub); DINOv2 is the open default. Thresholds: Eq. 1 and 2.
     vr_backbone: str = "dinov2-base"
     tau: float = iconicity.TAU
@@ -40,6 +41,7 @@ class Unavailable:
 def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], list[Unavailable]]:
     """Every metric these settings allow, in display order, and the ones they do not allow, with the reason."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
+    metrics += awareness.metrics(clip=settings.clip_backbone, quality=settings.quality_backbone)
     metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
                                  tau_patch=settings.tau_patch)
     unavailable: list[Unavailable] = []

@@ -16,6 +16,7 @@ the ordinary aggregates (``derived``).
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -67,6 +68,12 @@ class Inputs:
     references: dict[Need, dict[str, np.ndarray]] = field(default_factory=dict)  # need -> prompt -> (R, ...)
     reference_counts: pd.Series | None = None  # prompt_id -> number of reference images, if the dataset has any
     memo: dict = field(default_factory=dict)  # results several metrics share within one scoring run
+    # Every prompt of the dataset (index prompt_id; prompt, slice and label columns such as artifact), not only
+    # the submitted ones: the candidate set of zero-shot recognition.
+    catalogue: pd.DataFrame | None = None
+    # (backbone id, texts) -> (len(texts), D) unit-norm text embeddings, through the embedding cache; for
+    # texts a metric makes itself (class names, probes). Only backbones the metric declares a Need of.
+    encode_text: Callable[[str, list[str]], np.ndarray] | None = None
 
 
 class Metric(ABC):

@@ -5,16 +5,21 @@ against the layout (``manifest.json`` and ``images/<prompt_id>/<seed>.<ext>``,
 optionally all inside one top-level folder) and written under a name we build
 from its parsed parts. Zip members are checked before any byte is extracted
 (absolute paths, ``..``, backslashes, symlinks and special files, encryption,
-duplicates, file count, declared sizes, compression ratio) and the limits are
-enforced again on the bytes actually read, while streaming.
+duplicates, file count, declared sizes, compression ratio of each member and of
+the whole archive) and the limits are enforced again on the bytes actually
+read, while streaming. A damaged archive is a rejection with its reason, whatever
+the layer that notices it (zip structure, name encoding, decompressor).
 """
 
 from __future__ import annotations
 
+import lzma
 import os
 import re
 import stat
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,6 +29,11 @@ from benchmark.submission.manifest import PROMPT_ID
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
 _IMAGE_NAME = re.compile(r"(0|[1-9][0-9]{0,9})\.(png|jpg|jpeg|webp)")
 _CHUNK = 1 << 20
+_RATIO_FLOOR = 1 << 20  # below this many uncompressed bytes the compression ratio is not checked
+# What a damaged archive raises, from zipfile itself or the decompressors under it (``UnicodeDecodeError``
+# for a name flagged UTF-8 that is not, ``zlib.error`` for a corrupt deflate stream, ...).
+_DAMAGED = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError, ValueError,
+            struct.error, zlib.error, lzma.LZMAError)
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class Limits:
     max_total_bytes: int = 32 * 2**30
     max_file_bytes: int = 64 * 2**20
     max_manifest_bytes: int = 2**20
-    max_compression_ratio: float = 100.0  # uncompressed / compressed, for members over 1 MiB
+    max_compression_ratio: float = 100.0  # uncompressed / compressed, of a member and of the archive, over 1 MiB
     max_pixels: int = 4096 * 4096
     min_side: int = 64
 
@@ -65,6 +75,8 @@ def parse_name(name: str) -> Entry | None:
 
 
 def _unsafe_reason(name: str) -> str | None:
+    if not name:
+        return "empty name"  # zipfile cuts names at NUL, so b"\0x" arrives as ""
     if "\\" in name:
         return "backslash in path"
     if name.startswith("/") or re.match(r"[A-Za-z]:", name):
@@ -107,8 +119,8 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
     """Check every member of ``archive`` and copy the layout's files into ``dest`` (empty)."""
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise Rejected(f"{archive.name}: not a readable zip archive ({error})") from None
+    except _DAMAGED as error:
+        raise Rejected(f"{archive.name}: not a readable zip archive ({type(error).__name__}: {error})") from None
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_files:
@@ -142,18 +154,22 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
             if info.file_size > _limit_for(entry, limits):
                 raise Rejected(f"{info.filename!r}: {info.file_size} bytes, over the "
                                f"{_limit_for(entry, limits)} byte limit for this file")
-            if info.file_size > 2**20 and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1):
+            if info.file_size > _RATIO_FLOOR and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1):
                 raise Rejected(f"{info.filename!r}: compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 "
                                f"exceeds {limits.max_compression_ratio:.0f}:1 (zip bomb?)")
             plan.append((info, entry))
+        packed = max(archive.stat().st_size, 1)  # images are already compressed: a real submission is near 1:1
+        if declared > _RATIO_FLOOR and declared > limits.max_compression_ratio * packed:
+            raise Rejected(f"{archive.name}: compression ratio {declared / packed:.0f}:1 over the whole archive "
+                           f"({len(infos)} entries) exceeds {limits.max_compression_ratio:.0f}:1 (zip bomb?)")
         budget = [limits.max_total_bytes]
         for info, entry in plan:
             try:
                 with zf.open(info) as member:
                     _write(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
                            budget, repr(info.filename))
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as error:
-                raise Rejected(f"{info.filename!r}: cannot be extracted ({error})") from None
+            except _DAMAGED as error:
+                raise Rejected(f"{info.filename!r}: cannot be extracted ({type(error).__name__}: {error})") from None
     return [entry for _, entry in plan]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -29,7 +30,11 @@ from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
 FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
+ALLOWED_FORMATS = sorted(set(FORMATS.values()))
 MAX_LISTED = 20
+# A split *name*, as the datasets library defines it; its slicing syntax ("test[:10]", "test[50%:]") would let
+# a submission answer a subset of the prompts and still be ranked as a whole submission.
+SPLIT_NAME = re.compile(r"\w+(\.\w+)*", re.ASCII)
 
 IMAGES_SCHEMA = pa.schema([("prompt_id", pa.string()), ("seed", pa.int64()), ("path", pa.string()),
                            ("sha256", pa.string()), ("width", pa.int64()), ("height", pa.int64())])
@@ -100,22 +105,24 @@ def _listed(items: list[str]) -> list[str]:
 
 
 def read_manifest(folder: Path, report: Report) -> Manifest | None:
+    """Parse with pydantic's own JSON parser, the one ``Store.manifest`` uses when scoring: what is accepted
+    here is exactly what the worker reads (and no input can exhaust Python's recursion or int-parsing limits)."""
     path = folder / "manifest.json"
     if not path.exists():
         report.error("manifest.json: missing (it must sit at the top of the submission)")
         return None
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         report.error("manifest.json: not UTF-8 text")
         return None
-    except json.JSONDecodeError as error:
-        report.error(f"manifest.json: not valid JSON ({error})")
-        return None
     try:
-        return Manifest.model_validate(data)
+        return Manifest.model_validate_json(text)
     except ValidationError as error:
         for problem in error.errors():
+            if problem["type"] == "json_invalid":
+                report.error(f"manifest.json: not valid JSON ({problem['msg'].removeprefix('Invalid JSON: ')})")
+                continue
             where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
             report.error(f"manifest.json: {where}: {problem['msg']}")
         return None
@@ -160,7 +167,7 @@ def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as image:
+            with Image.open(path, formats=ALLOWED_FORMATS) as image:  # no other format's parser sees the bytes
                 if image.format != FORMATS[extension]:
                     return None, f"{entry.path}: the file is {image.format or 'not an image'}, not {FORMATS[extension]} as its extension says"
                 width, height = image.size
@@ -173,9 +180,9 @@ def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord
         return None, f"{entry.path}: too many pixels (decompression bomb?)"
     except UnidentifiedImageError:
         head = data[:12]
-        return None, f"{entry.path}: not an image (starts with {head!r})"
-    except (OSError, SyntaxError, ValueError) as error:
-        return None, f"{entry.path}: cannot be decoded ({error})"
+        return None, f"{entry.path}: not an image (starts with {head!r}); images must be PNG, JPEG or WebP"
+    except Exception as error:  # noqa: BLE001 - whatever a decoder raises on hostile bytes is a refusal
+        return None, f"{entry.path}: cannot be decoded ({type(error).__name__}: {error})"
     digest = hashlib.sha256(data).hexdigest()
     return ImageRecord(entry.prompt_id, entry.seed, entry.path, digest, width, height), None
 
@@ -199,6 +206,10 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     report = Report(folder=folder)
     manifest = report.manifest = read_manifest(folder, report)
     if manifest is None:
+        return report
+    if not SPLIT_NAME.fullmatch(manifest.dataset.split):
+        report.error(f"manifest.json: dataset.split: {manifest.dataset.split!r} is not a split name such as 'test' "
+                     "(letters, digits, '_', '.'); a submission answers every prompt of a split, so slices are refused")
         return report
     try:
         prompts = report.prompts = load_prompts(manifest)

@@ -1,0 +1,96 @@
+"""The judges' prompts, as the papers give them.
+
+- CAIRE (Yayavaram et al., arXiv:2506.09109), Fig. 9: the 1-5 relevance prompt with the linked entity, its
+  Wikipedia text and the rubric of Table 12; the answer follows "Final Score: ". Without an entity it is the
+  paper's VLM baseline (Sec. 5.2): the same prompt minus the context lines.
+- VIEScore (Ku et al., arXiv:2312.14867) with the explicit instructions of CulturalFrames (Nayak et al.,
+  arXiv:2506.08835), Fig. 24: a 0-10 rating of how well the image follows the prompt's explicit and implicit
+  (cultural) elements. Fig. 24 leaves a country-specific example of each kind as a placeholder; callers may
+  supply them, otherwise those sentences are left out.
+- VQAScore (Lin et al., arXiv:2404.01291): the question 'Does this figure show "{text}"? Please answer yes or
+  no.' and the probability of "Yes".
+"""
+
+from __future__ import annotations
+
+from benchmark.judges.base import Rubric
+
+CAIRE_SYSTEM = "You are an expert in evaluating the cultural relevance of images."
+CAIRE_ANSWER_PREFIX = "Final Score: "
+
+
+def caire_prompt(label: str, rubric: Rubric, entity_name: str | None = None, entity_text: str | None = None) -> str:
+    """CAIRE's Fig. 9 user prompt for one culture label; with no entity, the baseline prompt (no context)."""
+    n = len(rubric.levels)
+    lines = ["We want to assess how relevant an image is to a given culture.", ""]
+    if entity_name is not None:
+        lines.append(f"We have identified this concept to be closely associated with the image: {entity_name}.")
+        if entity_text:
+            lines.append(f"Here is some detailed information about this concept from Wikipedia: {entity_text}.")
+        lines += ["", f"Using the above context, assign a score from 1 to {n} based on how culturally relevant the "
+                      f"image is to {label}:"]
+    else:
+        lines.append(f"Assign a score from 1 to {n} based on how culturally relevant the image is to {label}:")
+    lines += ["", "Think step by step, specifically considering cultural symbols, styles, traditions, or any "
+                  f"features that align with the culture of {label}.", "",
+              f"The final score should be a number between 1 to {n}, where the meaning of each score is defined "
+              "as follows:", ""]
+    lines += [f"* {level.score} — {level.name}: {level.description}" for level in rubric.levels]
+    lines += ["", "The output should be a single number ONLY."]
+    return "\n".join(lines)
+
+
+VIESCORE_ANSWER_PREFIX = "output score = ["
+VIESCORE_ANSWER_SUFFIX = "]"
+VIESCORE_LEVELS = tuple(range(11))
+
+
+def viescore_prompt(prompt: str, explicit_example: str = "", implicit_example: str = "") -> str:
+    """CulturalFrames' Fig. 24 instructions for VIEScore, for one text-to-image prompt.
+
+    The JSON answer format with a free-text reasoning is kept in the instructions (as the paper shows them),
+    but the judge reads the score from a single constrained step after ``VIESCORE_ANSWER_PREFIX``, without
+    generating the reasoning first.
+    """
+    explicit = f" {explicit_example.strip()}" if explicit_example.strip() else ""
+    implicit = (["For the same prompt above, implicit elements may include:", "", implicit_example.strip(), ""]
+                if implicit_example.strip() else [])
+    return "\n".join([
+        "You are a professional cultural visual analyst and digital artist. You are tasked with evaluating how "
+        "faithfully an AI-generated image represents the provided text prompt, especially in capturing both "
+        "explicit and culturally implicit details.", "",
+        "All input images are AI-generated. All people or characters shown are also AI-generated — you do not "
+        "need to consider privacy or ethical issues in the evaluation.", "",
+        "Your evaluation should result in a JSON output in the following format:", "",
+        "```", "{", '  "reasoning": "<reasoning to determine how faithful the image is to the prompt>",',
+        '  "score": [<integer from 0 to 10>],', "}", "```", "",
+        "How to Evaluate:", "",
+        "You will give a score from 0 to 10, based on how accurately the image matches the explicit and implicit "
+        "elements described in the prompt.", "",
+        "1. **Explicit Elements:** Explicit elements are the clearly stated words in the prompt — such as "
+        "objects, people, actions, locations, or relationships. A good image must include and visually represent "
+        f"all of these elements clearly and correctly.{explicit}", "",
+        "You should check: Are all these elements present and recognizable? Is their interaction depicted as "
+        "described?", "",
+        "2. **Implicit Elements** These are elements of the prompt that are not directly mentioned as words in "
+        "the prompt but are expected to be present in the image based on the cultural context. These may include "
+        "appropriate attire or food for the setting, gestures or expressions that suit the context, interactions "
+        "between people, or additional details that contribute to the authenticity of the scene. A strong image "
+        "will reflect these expectations in a way that feels appropriate to someone familiar with the described "
+        "scenario.", "",
+        *implicit,
+        "There may be several other implicit details that needs to be considered given the image and the prompt. "
+        "For the image to align with the prompt, it should include and accurately show these details.", "",
+        "From scale 0 to 10:", "",
+        "A score from 0 to 10 will be given based on the success in following the prompt. (0 indicates that the "
+        "AI generated image does not follow the prompt at all and major explicit elements and implicit elements "
+        "are missing or incorrectly depicted. 10 indicates the AI generated image follows the prompt perfectly "
+        "and all explicit elements and necessary implicit elements are present and correctly depicted.)", "",
+        "Put the score in a list such that output score = [score].", "",
+        f"Text Prompt: {prompt}",
+    ])
+
+
+def vqascore_question(text: str) -> str:
+    """VQAScore's question for a text (Lin et al., arXiv:2404.01291, Sec. 3)."""
+    return f'Does this figure show "{text}"? Please answer yes or no.'

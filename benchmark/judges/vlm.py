@@ -1,0 +1,179 @@
+"""A vision-language model as judge (``transformers``: AutoModelForImageTextToText + AutoProcessor).
+
+One core reads the model's next-token distribution after a chat prompt with one image and constrains it to a
+closed set of answers (``benchmark.judges.constrained``); three uses sit on it:
+
+- ``judge_batch``: CAIRE's 1-5 cultural relevance (Yayavaram et al., arXiv:2506.09109, Sec. 3.2, Eq. 3):
+  ``s = argmax_{k in 1..5} P(k | I, T, c, R)``, the prompt of Fig. 9, answer after "Final Score: ".
+- ``p_yes``: VQAScore-style P("Yes") (Lin et al., arXiv:2404.01291), here renormalised over {"Yes", "No"}:
+  ``exp(z_Yes) / (exp(z_Yes) + exp(z_No))`` (the original reads P("Yes") from the full vocabulary).
+- ``viescore``: VIEScore-style 0-10 rating (Ku et al., arXiv:2312.14867) with CulturalFrames' explicit
+  instructions (Nayak et al., arXiv:2506.08835, Fig. 24), the score read in one constrained step rather than
+  after a generated reasoning.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from benchmark.judges.base import (CAIRE_RUBRIC, Judge, Judgement, JudgeRequest, JudgeUnavailable, Rubric,
+                                   how_to_provide_judge)
+from benchmark.judges.constrained import Tokens, answer_probabilities, branching_nodes
+from benchmark.judges.prompts import (CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, VIESCORE_ANSWER_PREFIX,
+                                      VIESCORE_ANSWER_SUFFIX, VIESCORE_LEVELS, caire_prompt, viescore_prompt,
+                                      vqascore_question)
+
+DEFAULT_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's best scorer (Table 1: F1 65.5 with Wikipedia text)
+YES_NO = ("Yes", "No")
+
+
+class VLMJudge(Judge):
+    """A chat VLM loaded by Hub id or local folder. ``max_entity_tokens`` caps the Wikipedia text put in the
+    prompt (None: no cap); a cut text is flagged in the Judgement, never silent."""
+
+    def __init__(self, model: str = DEFAULT_JUDGE, *, revision: str | None = None, device: str | None = None,
+                 batch_size: int = 4, max_entity_tokens: int | None = 2048):
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.float32
+        if self.device.startswith("cuda"):
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        try:
+            self.processor = AutoProcessor.from_pretrained(model, revision=revision)
+            network = AutoModelForImageTextToText.from_pretrained(model, revision=revision, dtype=dtype,
+                                                                  device_map=self.device)
+        except (OSError, ValueError, KeyError) as error:
+            raise JudgeUnavailable(f"cannot load judge model {model!r}: "
+                                   f"{textwrap.shorten(str(error), 240, placeholder=' ...')} "
+                                   + how_to_provide_judge(model)) from None
+        if not getattr(self.processor, "chat_template", None):
+            raise JudgeUnavailable(f"judge model {model!r} has no chat template: use an instruction-tuned VLM")
+        self.model = network.eval()
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"  # every row's next-token position is then the last column
+        self.batch_size, self.max_entity_tokens = batch_size, max_entity_tokens
+        commit = getattr(self.model.config, "_commit_hash", None)
+        self.id = f"{model}@{commit or revision or 'local'}"
+        self._added = [t.content for t in self.tokenizer.added_tokens_decoder.values()]
+        self._answers: dict[tuple[str, tuple[str, ...]], tuple[Tokens, ...]] = {}
+        self._keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters \
+            else {}
+
+    # --- prompts ----------------------------------------------------------------------------------------------
+    def render(self, user_text: str, system: str | None = None, answer_prefix: str = "") -> str:
+        """The chat prompt (system, then the image and ``user_text``), opened for the assistant's answer."""
+        messages = [{"role": "system", "content": [{"type": "text", "text": system}]}] if system else []
+        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": user_text}]})
+        return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + answer_prefix
+
+    def cut(self, text: str) -> tuple[str, bool]:
+        """``text`` limited to ``max_entity_tokens`` tokens, and whether it was cut."""
+        if self.max_entity_tokens is None:
+            return text, False
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) <= self.max_entity_tokens:
+            return text, False
+        return self.tokenizer.decode(ids[:self.max_entity_tokens]), True
+
+    def answer_tokens(self, prompt: str, answers: Sequence[str]) -> tuple[Tokens, ...]:
+        """Each answer's tokens as they follow ``prompt``, tokenised in context (so that a tokenizer adding a
+        word-start marker is handled). Added tokens (chat markup) are split off before anything else, so the
+        context after the last one decides, and the result is cached per such tail. ValueError if the prompt's
+        last token would merge with an answer."""
+        cut = max((prompt.rfind(t) + len(t) for t in self._added if t in prompt), default=0)
+        key = (prompt[cut:], tuple(answers))
+        if key not in self._answers:
+            tail = key[0]
+            base = self.tokenizer.encode(tail, add_special_tokens=False)
+            sequences = []
+            for answer in answers:
+                full = self.tokenizer.encode(tail + answer, add_special_tokens=False)
+                if full[:len(base)] != base:
+                    raise ValueError(f"the prompt's end {tail[-20:]!r} merges with answer {answer!r} when tokenised; "
+                                     "end the answer prefix differently")
+                sequences.append(tuple(full[len(base):]))
+            self._answers[key] = tuple(sequences)
+        return self._answers[key]
+
+    # --- the core ---------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def _next_logits(self, inputs, prefix: Tokens) -> np.ndarray:
+        """(B, V) next-token logits after each row's prompt followed by ``prefix`` (rows are left-padded)."""
+        batch = dict(inputs)
+        if prefix:
+            ids = batch["input_ids"]
+            extra = torch.tensor(prefix, dtype=ids.dtype, device=ids.device).expand(ids.shape[0], len(prefix))
+            for key, value in inputs.items():
+                if torch.is_tensor(value) and value.shape == ids.shape:  # per-token tensors grow with the text
+                    fill = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask"
+                                                              else torch.zeros_like(extra))
+                    batch[key] = torch.cat([value, fill.to(value.dtype)], dim=1)
+        logits = self.model(**batch, **self._keep).logits[:, -1, :]
+        return logits.float().cpu().numpy()
+
+    def answer_distribution(self, images: Sequence[Image.Image], prompts: Sequence[str],
+                            answers: Sequence[str]) -> np.ndarray:
+        """(B, len(answers)) constrained-decoding probabilities of ``answers`` after each (image, prompt)."""
+        if len(images) != len(prompts):
+            raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
+        out = np.zeros((len(prompts), len(answers)))
+        groups: dict[tuple[Tokens, ...], list[int]] = {}
+        for i, prompt in enumerate(prompts):
+            groups.setdefault(self.answer_tokens(prompt, answers), []).append(i)
+        for sequences, rows in groups.items():
+            nodes = branching_nodes(sequences)
+            rows.sort(key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
+            for start in range(0, len(rows), self.batch_size):
+                chunk = rows[start:start + self.batch_size]
+                inputs = self.processor(text=[prompts[i] for i in chunk],
+                                        images=[images[i].convert("RGB") for i in chunk],
+                                        padding=True, return_tensors="pt").to(self.device, dtype=self.model.dtype)
+                logits = {prefix: self._next_logits(inputs, prefix) for prefix in nodes}
+                out[chunk] = answer_probabilities(sequences, logits)
+        return out
+
+    # --- the judges -------------------------------------------------------------------------------------------
+    def judge_batch(self, requests: Sequence[JudgeRequest], rubric: Rubric = CAIRE_RUBRIC) -> list[Judgement]:
+        """CAIRE's score per request: the argmax of P(k | I, T, c, R) over the rubric's levels (Eq. 3)."""
+        prompts, cut = [], []
+        for request in requests:
+            text, truncated = self.cut(request.entity_text) if request.entity_text else (request.entity_text, False)
+            prompts.append(self.render(caire_prompt(request.label, rubric, request.entity_name, text), CAIRE_SYSTEM,
+                                       CAIRE_ANSWER_PREFIX))
+            cut.append(truncated)
+        probabilities = self.answer_distribution([r.image for r in requests], prompts,
+                                                 [str(s) for s in rubric.scores])
+        return [Judgement(rubric.scores[int(np.argmax(p))], tuple(float(x) for x in p), truncated=t)
+                for p, t in zip(probabilities, cut)]
+
+    def p_yes_batch(self, images: Sequence[Image.Image], questions: Sequence[str]) -> np.ndarray:
+        """P("Yes") renormalised over {"Yes", "No"}, per (image, question)."""
+        prompts = [self.render(question) for question in questions]
+        return self.answer_distribution(images, prompts, YES_NO)[:, 0]
+
+    def p_yes(self, image: Image.Image, question: str) -> float:
+        return float(self.p_yes_batch([image], [question])[0])
+
+    def vqascore(self, image: Image.Image, text: str) -> float:
+        """VQAScore of ``text`` for ``image``: P("Yes") to 'Does this figure show "{text}"? ...'."""
+        return self.p_yes(image, vqascore_question(text))
+
+    def viescore_batch(self, images: Sequence[Image.Image], prompts: Sequence[str], explicit_example: str = "",
+                       implicit_example: str = "") -> list[Judgement]:
+        """0-10 ratings (argmax over the 11 constrained answers) with their probabilities."""
+        rendered = [self.render(viescore_prompt(p, explicit_example, implicit_example),
+                                answer_prefix=VIESCORE_ANSWER_PREFIX) for p in prompts]
+        answers = [f"{k}{VIESCORE_ANSWER_SUFFIX}" for k in VIESCORE_LEVELS]
+        probabilities = self.answer_distribution(images, rendered, answers)
+        return [Judgement(VIESCORE_LEVELS[int(np.argmax(p))], tuple(float(x) for x in p)) for p in probabilities]
+
+    def viescore(self, image: Image.Image, prompt: str, explicit_example: str = "",
+                 implicit_example: str = "") -> Judgement:
+        return self.viescore_batch([image], [prompt], explicit_example, implicit_example)[0]

@@ -1,0 +1,120 @@
+"""Relevance: how relevant each generated image is to each culture label the submitter named, on CAIRE's 1-5
+scale (Yayavaram et al., arXiv:2506.09109).
+
+Per image: visual entity linking against a knowledge base (Eq. 1 and 2, ``benchmark.relevance.linking``), then
+a judge scores the image against each label with the linked entity's Wikipedia text (Eq. 3,
+``benchmark.judges``). The math lives in those modules; this adapter only feeds them.
+
+One metric per label, named ``relevance[<label>]`` (e.g. ``relevance[Japanese]``), each with one value per
+image: the harness stores one value per (image, metric), and a per-label metric keeps CAIRE's point that every
+label is scored independently. It also makes the usual aggregates meaningful: the mean relevance to "Japanese"
+over all images, or over the images of prompts about Brazil (a country slice), with a confidence interval.
+Linking and judging run once per scoring run for all labels together, shared through ``Inputs.memo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from benchmark.citations import CAIRE, SHORT
+from benchmark.judges.base import CAIRE_RUBRIC, Judge, JudgeRequest, Rubric
+from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
+from benchmark.relevance.kb import KnowledgeBase
+from benchmark.relevance.linking import TOP_K
+
+NO_LABELS = ("the submission names no culture labels (manifest 'culture_labels', e.g. [\"Japanese\", \"Yoruba\"]); "
+             "relevance scores images against them")
+CANDIDATES_KEPT = 5  # candidates listed in each row's detail
+
+
+def metric_name(label: str) -> str:
+    return f"relevance[{label}]"
+
+
+def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[str], k: int = TOP_K,
+            rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16) -> pd.DataFrame:
+    """One row per (image row, label): the linked entity and the judgement. Images are opened ``chunk`` at a
+    time (through ``Inputs.open_image``), each once for all labels."""
+    key = ("relevance", kb.fingerprint, judge.id, tuple(labels), k, rubric)
+    if key in inputs.memo:
+        return inputs.memo[key]
+    open_image = getattr(inputs, "open_image", None)
+    if open_image is None:
+        raise RuntimeError("the relevance judge reads pixels: the harness must give Inputs.open_image")
+    embeddings = inputs.features[Need(kb.backbone_id, "image")]
+    if embeddings.shape[1] != kb.info["dimension"]:
+        raise ValueError(f"image embeddings of {kb.backbone_id} have dimension {embeddings.shape[1]}, the knowledge "
+                         f"base {kb.info['dimension']}: it was built with other weights; rebuild it")
+    links = kb.link(embeddings, k)
+    rows = []
+    for start in tqdm(range(0, len(links), chunk), desc="judging relevance", unit="chunk", leave=False):
+        images = {row: open_image(row) for row in range(start, min(start + chunk, len(links)))}
+        requests = [JudgeRequest(image, label, kb.entities.iloc[links[row].entity]["name"],
+                                 kb.entity_text(links[row].entity))
+                    for row, image in images.items() for label in labels]
+        judgements = iter(judge.judge_batch(requests, rubric))
+        for row in images:
+            link = links[row]
+            for label in labels:
+                j = next(judgements)
+                rows.append({"row": row, "label": label, "score": float(j.score), "probabilities": j.probabilities,
+                             "similarities": j.similarities, "truncated": j.truncated,
+                             "entity_id": link.entity_id, "entity": kb.entities.iloc[link.entity]["name"],
+                             "link_score": link.score, "candidates": list(link.candidates[:CANDIDATES_KEPT])})
+    inputs.memo[key] = frame = pd.DataFrame(rows)
+    return frame
+
+
+def _note(r) -> str:
+    note = f"linked {r.entity} ({r.entity_id}, cos {r.link_score:.3f}); "
+    if r.probabilities is not None:
+        note += "P(1..5) " + " ".join(f"{p:.2f}" for p in r.probabilities)
+    else:
+        note += "probe cos " + " ".join(f"{c:.3f}" for c in r.similarities)
+    return note + ("; Wikipedia text cut to fit the judge" if r.truncated else "")
+
+
+class CulturalRelevance(Metric):
+    """CAIRE's 1-5 relevance of each image to one culture label (``label`` None: no labels were given, and the
+    metric records why it does not apply)."""
+
+    def __init__(self, label: str | None, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, *,
+                 k: int = TOP_K, rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16):
+        self.label, self.labels, self.kb, self.judge = label, tuple(labels), knowledge_base, judge
+        self.k, self.rubric, self.chunk = k, rubric, chunk
+        self.info = MetricInfo(
+            metric_name(label) if label else "relevance",
+            f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the submitter's culture labels",
+            "relevance", f"1 (kb {knowledge_base.fingerprint}, judge {judge.id})", True, "score", 1.0,
+            float(len(rubric.levels)), f"{SHORT[CAIRE]}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
+
+    def applies(self, inputs: Inputs) -> str | None:
+        return NO_LABELS if self.label is None else None
+
+    def _rows(self, inputs: Inputs) -> pd.DataFrame:
+        analysis = analyse(inputs, self.kb, self.judge, self.labels, self.k, self.rubric, self.chunk)
+        return analysis[analysis["label"] == self.label].set_index("row").reindex(range(len(inputs.images)))
+
+    def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
+        rows = self._rows(inputs)
+        return rows["score"].to_numpy(dtype=float), [_note(r) for r in rows.itertuples()]
+
+    def details(self, inputs: Inputs) -> list[dict | None]:
+        return [{"label": r.label, "entity_id": r.entity_id, "entity": r.entity, "link_score": r.link_score,
+                 "candidates": r.candidates, "probabilities": r.probabilities, "similarities": r.similarities,
+                 "truncated": r.truncated} for r in self._rows(inputs).itertuples()]
+
+
+def metrics(culture_labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, **settings) -> list[Metric]:
+    """One ``relevance[<label>]`` metric per culture label; with no labels, one ``relevance`` metric that does not
+    apply and says why."""
+    labels = list(culture_labels)
+    if len({label.casefold() for label in labels}) != len(labels):
+        raise ValueError(f"culture labels repeat: {labels}")
+    if not labels:
+        return [CulturalRelevance(None, (), knowledge_base, judge, **settings)]
+    return [CulturalRelevance(label, labels, knowledge_base, judge, **settings) for label in labels]

@@ -1,0 +1,293 @@
+"""The knowledge-base index for visual entity linking (CAIRE, Yayavaram et al., arXiv:2506.09109, Sec. 3.1,
+"Step 0"): entities with a lemma, a description, Wikipedia text and images, embedded with one CultureLens
+backbone (mSigLIP so400m, as in the paper, by default) into two faiss indices.
+
+Input: a records file (JSONL, one object per line, or Parquet) with one entity per row::
+
+    {"entity_id": "bn:03096581n", "name": "Pysanka", "description": "Ukrainian decorated Easter egg",
+     "wikipedia": "A pysanka is a Ukrainian Easter egg ...", "images": ["pysanka/1.jpg", "pysanka/2.jpg"]}
+
+``images`` are paths relative to an image folder; ``description`` and ``wikipedia`` may be empty.
+
+Output: a folder with ``image.faiss`` (one row per distinct KB image, by content), ``text.faiss`` (one row per
+entity: its lemma's text embedding), ``images.parquet`` (path, image_sha256, entity_ids of each image row),
+``entities.parquet`` (entity_id, name, description, wikipedia of each text row) and ``kb.json`` (backbone id,
+the backbone's cache key, dimension, counts and a sha256 of every file, verified on load). Both indices are
+exact inner-product indices over unit-norm vectors, so scores are cosines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
+
+from benchmark.encoders.base import Backbone, file_digest
+from benchmark.relevance.linking import TOP_K, Link, link_entities
+
+FORMAT_VERSION = 1
+DEFAULT_BACKBONE = "msiglip-so400m"
+RECORD_KEYS = ("entity_id", "name", "description", "wikipedia", "images")
+MANIFEST = "kb.json"
+FILES = ("image.faiss", "text.faiss", "images.parquet", "entities.parquet")
+
+
+# --- records ----------------------------------------------------------------------------------------------------
+def _rows(path: Path) -> list[tuple[str, object]]:
+    """(where, raw row) for each row of a JSONL or Parquet file."""
+    if path.suffix == ".parquet":
+        try:
+            frame = pq.read_table(path).to_pylist()
+        except (OSError, pa.ArrowException) as error:
+            raise ValueError(f"{path}: cannot be read as Parquet ({error})") from None
+        return [(f"{path.name} row {i}", row) for i, row in enumerate(frame, start=1)]
+    if path.suffix != ".jsonl":
+        raise ValueError(f"{path}: records must be a .jsonl or .parquet file")
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((f"{path.name} line {n}", json.loads(line)))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path.name} line {n}: not valid JSON ({error.msg})") from None
+    return rows
+
+
+def read_records(path: str | Path) -> pd.DataFrame:
+    """The entities of a records file (columns ``RECORD_KEYS``), validated; ValueError naming the bad row."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"records file {path} does not exist")
+    records, seen = [], {}
+    for where, row in _rows(path):
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected an object with keys {', '.join(RECORD_KEYS)}")
+        entity_id = row.get("entity_id")
+        if isinstance(entity_id, str) and entity_id.strip():
+            where = f"{where} (entity {entity_id!r})"
+        unknown = sorted(set(row) - set(RECORD_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown} (known: {', '.join(RECORD_KEYS)})")
+        for key in ("entity_id", "name"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise ValueError(f"{where}: {key!r} must be a non-empty string")
+        for key in ("description", "wikipedia"):
+            if row.get(key) is not None and not isinstance(row[key], str):
+                raise ValueError(f"{where}: {key!r} must be a string (or absent)")
+        images = row.get("images")
+        if not isinstance(images, (list, tuple)) or not images or not all(isinstance(p, str) and p for p in images):
+            raise ValueError(f"{where}: 'images' must be a non-empty list of paths relative to the image folder")
+        if entity_id in seen:
+            raise ValueError(f"{where}: entity_id repeats {seen[entity_id]}")
+        seen[entity_id] = where
+        records.append({"entity_id": entity_id, "name": row["name"].strip(),
+                        "description": row.get("description") or "", "wikipedia": row.get("wikipedia") or "",
+                        "images": list(images), "where": where})
+    if not records:
+        raise ValueError(f"{path}: no entity records")
+    return pd.DataFrame(records)
+
+
+def image_table(records: pd.DataFrame, folder: str | Path, show_progress: bool = True) -> pd.DataFrame:
+    """One row per distinct image (by content): path, image_sha256, entity_ids. Every image must exist inside
+    ``folder`` and decode; ValueError naming the record otherwise."""
+    folder = Path(folder).resolve()
+    if not folder.is_dir():
+        raise ValueError(f"image folder {folder} does not exist")
+    by_sha: dict[str, dict] = {}
+    pairs = [(r.where, r.entity_id, p) for r in records.itertuples() for p in r.images]
+    for where, entity_id, relative in tqdm(pairs, desc="checking KB images", unit="image", leave=False,
+                                           disable=not show_progress):
+        path = (folder / relative).resolve()
+        if not path.is_relative_to(folder):
+            raise ValueError(f"{where}: image {relative!r} is outside the image folder {folder}")
+        if not path.is_file():
+            raise ValueError(f"{where}: image {relative!r} not found in {folder}")
+        try:
+            with Image.open(path) as image:
+                image.verify()
+        except (UnidentifiedImageError, OSError, SyntaxError) as error:
+            raise ValueError(f"{where}: image {relative!r} cannot be decoded ({error})") from None
+        entry = by_sha.setdefault(file_digest(path), {"path": relative, "entity_ids": []})
+        if entity_id not in entry["entity_ids"]:
+            entry["entity_ids"].append(entity_id)
+    return pd.DataFrame([{"path": e["path"], "image_sha256": sha, "entity_ids": e["entity_ids"]}
+                         for sha, e in by_sha.items()])
+
+
+# --- the index --------------------------------------------------------------------------------------------------
+def _flat_index(vectors: np.ndarray) -> faiss.Index:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    return index
+
+
+@dataclass
+class KnowledgeBase:
+    """Entities (row e = text-index row e) and images (row r = image-index row r), with their indices."""
+
+    entities: pd.DataFrame  # entity_id, name, description, wikipedia
+    images: pd.DataFrame  # path, image_sha256, entity_ids
+    image_index: faiss.Index
+    text_index: faiss.Index
+    info: dict  # what kb.json records: backbone, backbone_key, dimension, counts, files (sha256 each)
+    folder: Path | None = None
+    _lemmas: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def backbone_id(self) -> str:
+        return self.info["backbone"]
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the saved contents (indices, tables, backbone): part of every relevance result's version."""
+        described = json.dumps({"backbone_key": self.info["backbone_key"], "files": self.info.get("files")},
+                               sort_keys=True)
+        return hashlib.sha256(described.encode()).hexdigest()[:12]
+
+    @property
+    def lemma_embeddings(self) -> np.ndarray:
+        """(E, D) unit-norm lemma text embeddings, read back from the text index."""
+        if self._lemmas is None:
+            self._lemmas = self.text_index.reconstruct_n(0, self.text_index.ntotal)
+        return self._lemmas
+
+    def image_entities(self) -> list[list[int]]:
+        rows = {entity_id: i for i, entity_id in enumerate(self.entities["entity_id"])}
+        return [[rows[e] for e in ids] for ids in self.images["entity_ids"]]
+
+    def link(self, queries: np.ndarray, k: int = TOP_K) -> list[Link]:
+        """CAIRE's visual entity linking of (N, D) query image embeddings (Eq. 1 and 2)."""
+        return link_entities(queries, self.image_index, self.image_entities(), self.lemma_embeddings,
+                             self.entities["entity_id"].tolist(), k)
+
+    def entity_text(self, row: int) -> str:
+        """What the judge reads about entity ``row``: its Wikipedia text, or its description if it has none."""
+        entity = self.entities.iloc[row]
+        return entity["wikipedia"] or entity["description"]
+
+    def require_backbone(self, backbone: Backbone) -> None:
+        """ValueError unless ``backbone`` is exactly the one (weights, revision, preprocessing) that built this KB."""
+        if backbone.key != self.info["backbone_key"]:
+            raise ValueError(f"knowledge base {self.folder or ''} was built with backbone {self.backbone_id!r} = "
+                             f"{self.info['backbone_key']}, but {backbone.id!r} = {backbone.key} is loaded: query "
+                             "embeddings would not be comparable; load the same weights or rebuild the index")
+
+    # --- files ------------------------------------------------------------------------------------------------
+    def save(self, out: str | Path) -> Path:
+        """Write the folder atomically (built beside ``out``, then renamed); an existing ``out`` is replaced only
+        if it is a knowledge base folder."""
+        out = Path(out).resolve()
+        if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
+            raise FileExistsError(f"{out} exists and is not a knowledge base folder; choose another output folder")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            faiss.write_index(self.image_index, str(staging / "image.faiss"))
+            faiss.write_index(self.text_index, str(staging / "text.faiss"))
+            pq.write_table(pa.Table.from_pandas(self.images, preserve_index=False), staging / "images.parquet")
+            pq.write_table(pa.Table.from_pandas(self.entities, preserve_index=False), staging / "entities.parquet")
+            self.info = {**self.info, "files": {name: file_digest(staging / name) for name in FILES}}
+            (staging / MANIFEST).write_text(json.dumps(self.info, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+            if out.exists():
+                old = out.with_name(f".{out.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                out.rename(old)
+                staging.rename(out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                staging.rename(out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        self.folder = out
+        return out
+
+    @classmethod
+    def load(cls, folder: str | Path) -> KnowledgeBase:
+        """Read a saved folder, verifying every file against the checksums in kb.json."""
+        folder = Path(folder)
+        try:
+            info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"{folder}: not a knowledge base folder ({MANIFEST}: {error})") from None
+        if info.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{folder / MANIFEST}: format_version {info.get('format_version')!r}, expected "
+                             f"{FORMAT_VERSION}; rebuild the index")
+        for name in FILES:
+            path = folder / name
+            if not path.is_file():
+                raise ValueError(f"{folder}: {name} is missing; rebuild the index")
+            if file_digest(path) != info.get("files", {}).get(name):
+                raise ValueError(f"{path}: does not match its checksum in {MANIFEST} (changed or corrupt); "
+                                 "rebuild the index")
+        images = pq.read_table(folder / "images.parquet").to_pandas()
+        images["entity_ids"] = images["entity_ids"].map(list)
+        kb = cls(pq.read_table(folder / "entities.parquet").to_pandas(), images,
+                 faiss.read_index(str(folder / "image.faiss")), faiss.read_index(str(folder / "text.faiss")), info,
+                 folder.resolve())
+        if (kb.image_index.ntotal, kb.text_index.ntotal) != (len(images), len(kb.entities)) or \
+                kb.image_index.d != info["dimension"] or kb.text_index.d != info["dimension"]:
+            raise ValueError(f"{folder}: the indices do not match the tables or kb.json; rebuild the index")
+        return kb
+
+
+def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
+                backbone: Backbone | str = DEFAULT_BACKBONE, *, registry: dict | None = None,
+                device: str | None = None, cache=None, batch_size: int = 32, num_workers: int = 0,
+                show_progress: bool = True) -> KnowledgeBase:
+    """Validate the records and images, embed every distinct image and every lemma with ``backbone`` (a loaded
+    Backbone, or a registry id loaded from ``registry`` or the default registry), and save the index to ``out``.
+
+    ``cache``: an ``EmbeddingCache``; embeddings found there are not recomputed (same keys as the harness's).
+    """
+    # The harness's decode-once, batched, cached embedding loop; imported here because linking does not need it.
+    from benchmark.harness import FileSource, compute_features, embed_texts
+    from benchmark.metrics.base import Need
+    from benchmark.progress import Bars
+
+    entities = read_records(records)
+    images = image_table(entities, image_folder, show_progress)
+    if isinstance(backbone, str):
+        from benchmark.encoders import load_backbone
+        from benchmark.encoders.spec import load_registry
+
+        backbone = load_backbone(backbone, registry if registry is not None else load_registry(), device)
+    need = Need(backbone.id, "image")
+    bars = Bars(enabled=show_progress, unit="image")
+    features = compute_features(FileSource(Path(image_folder).resolve(), images["path"].tolist()), images, [need],
+                                {backbone.id: backbone}, cache, batch_size=batch_size, num_workers=num_workers,
+                                progress=bars, stage="embedding KB images")
+    names = entities["name"].tolist()
+    lemmas: dict[str, np.ndarray] = {}
+    chunk = max(batch_size, 256)
+    for start in tqdm(range(0, len(names), chunk), desc="embedding KB lemmas", unit="batch", leave=False,
+                      disable=not show_progress):
+        lemmas.update(embed_texts(backbone, names[start:start + chunk], cache, batch_size))
+    bars.close()
+    image_vectors = features.arrays[need]
+    info = {"format_version": FORMAT_VERSION, "backbone": backbone.id, "backbone_uid": backbone.spec.uid,
+            "backbone_key": backbone.key, "dimension": int(image_vectors.shape[1]), "entities": len(entities),
+            "images": len(images), "records": Path(records).name, "records_sha256": file_digest(Path(records)),
+            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    kb = KnowledgeBase(entities[["entity_id", "name", "description", "wikipedia"]].reset_index(drop=True), images,
+                       _flat_index(image_vectors), _flat_index(np.stack([lemmas[n] for n in names])), info)
+    kb.save(out)
+    return kb

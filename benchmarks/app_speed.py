@@ -1,0 +1,255 @@
+"""Leaderboard app speed on a large store (``make_store.py``), against the same app on an empty store.
+
+    python benchmarks/app_speed.py --store DIR [--repeats 200] [--loads 10] [--budget 60] [--no-browser]
+
+Measures, on ``DIR`` and on a baseline store holding only the paper-reported rows (made in a temporary
+folder in the same run, since the machine is shared and absolute times are noisy):
+
+(a) the catalog's cold load (``Catalog(store)``: what the app does at start-up), 3 times;
+(b) p50 / p95 of each query the Overview, Slices and Compare tabs run (``leaderboard.tables`` and the
+    ``Views`` functions that call them), ``--repeats`` times each or until ``--budget`` seconds are spent;
+(c) first page interactive in headless Chromium (Debian's ``chromium``, driven by Playwright): the time from
+    ``page.goto`` to the Overview's ranked table showing the first model's name, ``--loads`` loads after one
+    warm-up, each in a fresh browser context, against ``culturelens serve --no-worker`` in its own process;
+    also the server's start-up time and the size of the first-paint payload.
+
+Targets (issue 7): first page interactive < 2 s and DuckDB query p95 < 100 ms on 1,000 submissions x
+1,000 prompts x 10 images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from leaderboard import tables
+from leaderboard.app import Views
+from leaderboard.catalog import Catalog
+from leaderboard.store import Store
+
+TRACK, METRIC, SLICE = "awareness", "clip_score", "country"
+
+
+def percentiles(times: list[float]) -> tuple[float, float]:
+    return float(np.percentile(times, 50)), float(np.percentile(times, 95))
+
+
+def timed(function, repeats: int, budget: float) -> list[float]:
+    """Wall times (s) of ``repeats`` calls, fewer if ``budget`` seconds run out (at least 3)."""
+    out, started = [], time.perf_counter()
+    for i in range(repeats):
+        start = time.perf_counter()
+        function()
+        out.append(time.perf_counter() - start)
+        if i >= 2 and time.perf_counter() - started > budget:
+            break
+    return out
+
+
+def workload(views: Views) -> dict[str, callable]:
+    """The reads behind the Overview, Slices and Compare tabs, as restore() and the controls call them."""
+    cat = views.catalog
+    value = (tables.slice_values(cat, TRACK, METRIC, SLICE) or [None])[0]
+    subs = tables.submissions(cat)["submission_id"].tolist()
+    chosen = [s for s in subs if (views.store.results / s / "per_image.parquet").exists()][:4]
+    prompt = views.catalog.prompts_of(chosen[0])["prompt_id"].iloc[0] if chosen else None
+    none = tables.Filters()
+    return {
+        "tables.tracks": lambda: tables.tracks(cat),
+        "tables.metrics": lambda: tables.metrics(cat, TRACK),
+        "tables.slice_names": lambda: tables.slice_names(cat, TRACK, METRIC),
+        "tables.slice_values": lambda: tables.slice_values(cat, TRACK, METRIC, SLICE),
+        "tables.ranked (overall)": lambda: tables.ranked(cat, TRACK, METRIC),
+        "tables.ranked (country)": lambda: tables.ranked(cat, TRACK, METRIC, SLICE, value),
+        "tables.ranked + display": lambda: tables.display(tables.ranked(cat, TRACK, METRIC)[0]),
+        "tables.headline_rows": lambda: tables.headline_rows(cat, none),
+        "headline_rows + win_rates": lambda: tables.win_rates(tables.headline_rows(cat, none)),
+        "tables.heatmap (country)": lambda: tables.heatmap(cat, TRACK, METRIC, SLICE),
+        "tables.submissions": lambda: tables.submissions(cat),
+        "catalog.curves (w1kp)": lambda: cat.curves("w1kp"),
+        "Views.crt_scatter": lambda: views.crt_scatter(none),
+        "Views.overview (default)": lambda: views.overview(None, None, "", [], None, None, "", [],
+                                                           tables.RANK_COLUMNS),
+        "Views.overview (track)": lambda: views.overview(TRACK, None, "", [], None, None, "", [],
+                                                         tables.RANK_COLUMNS),
+        "Views.slices (default)": lambda: views.slices(None, None, None, None, ""),
+        "Views.submission_choices": views.submission_choices,
+        "Views.queue": views.queue,
+        "Views.compare_prompts (4)": lambda: views.compare_prompts(chosen),
+        "Views.compare (4 subs)": lambda: views.compare(chosen, prompt),
+    }
+
+
+def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float], dict[str, list[float]]]:
+    colds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        Catalog(store)
+        colds.append(time.perf_counter() - start)
+    views = Views(store, "bench")
+    out = {}
+    for name, function in workload(views).items():
+        function()  # warm: first-call costs (imports, caches) are not what a visitor waits for
+        out[name] = timed(function, repeats, budget)
+    return colds, out
+
+
+# --- browser -----------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(store: Path, log: Path) -> tuple[subprocess.Popen, str, float]:
+    """``culturelens serve --no-worker`` on ``store``; returns the process, its URL and its start-up time."""
+    port = free_port()
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store), "--port",
+                                str(port), "--no-worker", "--user", "bench"], stdout=log.open("w"),
+                               stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    url = f"http://127.0.0.1:{port}/"
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return process, url, time.perf_counter() - start
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"the app exited: {log.read_text()[-2000:]}") from None
+            if time.perf_counter() - start > 600:
+                process.terminate()
+                raise RuntimeError("the app did not start within 600 s") from None
+            time.sleep(0.2)
+
+
+def page_loads(browser, url: str, expected: str, loads: int) -> tuple[list[float], list[float], int]:
+    """Per load: seconds to the header, seconds to ``expected`` in the Overview table; and the bytes the
+    server had sent on its event streams (the first paint's data) by then, on the last load."""
+    header = "How well do text-to-image models know the world's cultures?"
+    # Gradio's Dataframe draws its rows as divs inside ``.table-wrap``; hidden tabs' tables do not count.
+    in_table = ("name => Array.from(document.querySelectorAll('.table-wrap'))"
+                ".some(t => t.checkVisibility() && t.innerText.includes(name))")
+    shell, ready, payload = [], [], 0
+    for i in range(loads + 1):  # the first load warms the browser and the server up and is not counted
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        streams, received = set(), [0]
+        cdp.on("Network.responseReceived",
+               lambda e: streams.add(e["requestId"]) if "/queue/data" in e["response"]["url"] else None)
+        cdp.on("Network.dataReceived",
+               lambda e: received.__setitem__(0, received[0] + e["dataLength"]) if e["requestId"] in streams
+               else None)
+        start = time.perf_counter()
+        page.goto(url)
+        page.get_by_text(header).wait_for(timeout=120_000)
+        t_shell = time.perf_counter() - start
+        page.wait_for_function(in_table, arg=expected, timeout=120_000, polling=20)
+        t_ready = time.perf_counter() - start
+        if i:
+            shell.append(t_shell)
+            ready.append(t_ready)
+        payload = received[0]
+        context.close()
+    return shell, ready, payload
+
+
+def first_model(store: Store) -> str:
+    """The model the default view (mean win rate) ranks first among scored ones (else the first)."""
+    shown = tables.display_win_rates(tables.win_rates(tables.headline_rows(Catalog(store))))
+    scored = shown[shown["Provenance"].str.contains("scored")]
+    return str((scored if len(scored) else shown)["Model"].iloc[0])
+
+
+def bench_browser(stores: dict[str, Path], loads: int, logs: Path) -> dict[str, dict]:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise SystemExit("Debian's chromium is not installed (apt-get install chromium); or pass --no-browser")
+    out = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        for label, root in stores.items():
+            process, url, startup = serve(root, logs / f"serve-{label}.log")
+            try:
+                expected = first_model(Store(root))
+                shell, ready, payload = page_loads(browser, url, expected, loads)
+            finally:
+                process.terminate()
+                process.wait(timeout=60)
+            out[label] = {"startup": startup, "shell": shell, "ready": ready, "payload": payload,
+                          "expected": expected}
+        browser.close()
+    return out
+
+
+# --- report ------------------------------------------------------------------------------------------------
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", required=True, type=Path, help="a store made by benchmarks/make_store.py")
+    parser.add_argument("--repeats", type=int, default=200, help="calls per query")
+    parser.add_argument("--budget", type=float, default=60, help="at most this many seconds per query")
+    parser.add_argument("--loads", type=int, default=10, help="page loads per store, after one warm-up")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium page loads")
+    parser.add_argument("--no-queries", action="store_true", help="skip the in-process query timings")
+    args = parser.parse_args()
+    store = Store(args.store)
+    work = Path(tempfile.mkdtemp(prefix="culturelens-app-speed-"))
+    try:
+        baseline = Store(work / "empty")
+        baseline.seed_reported()
+        store.seed_reported()
+        n_results = sum(1 for p in store.results.iterdir() if not p.name.startswith("."))
+        print(f"store {store.root}: {n_results} results folders; baseline: paper-reported rows only\n")
+        if not args.no_queries:
+            cold_big, big = bench_queries(store, args.repeats, args.budget)
+            cold_base, base = bench_queries(baseline, args.repeats, args.budget)
+            print(f"(a) catalog cold load: {', '.join(f'{c:.2f}' for c in cold_big)} s "
+                  f"(baseline {np.median(cold_base) * 1000:.0f} ms)\n")
+            print("(b) query times, ms (target p95 < 100 ms)")
+            print(f"| {'query':<28} | {'calls':>5} | {'p50':>8} | {'p95':>8} | {'baseline p50':>12} | "
+                  f"{'p50 / baseline':>14} | target |")
+            print(f"|{'-' * 30}|{'-' * 7}|{'-' * 10}|{'-' * 10}|{'-' * 14}|{'-' * 16}|--------|")
+            for name, times in big.items():
+                p50, p95 = percentiles(times)
+                b50, _ = percentiles(base[name])
+                print(f"| {name:<28} | {len(times):>5} | {ms(p50):>8} | {ms(p95):>8} | {ms(b50):>12} | "
+                      f"{p50 / b50:>13.1f}x | {'ok' if p95 < 0.1 else 'MISSED':<6} |")
+            print()
+        if not args.no_browser:
+            found = bench_browser({"baseline": baseline.root, "store": store.root}, args.loads, work)
+            print(f"(c) first page interactive in headless Chromium, s ({args.loads} loads after a warm-up; "
+                  "target < 2 s)")
+            print("| store    | server start | header p50 | table p50 | table p95 | first-paint payload |")
+            print("|----------|--------------|------------|-----------|-----------|---------------------|")
+            for label, r in found.items():
+                p50, p95 = percentiles(r["ready"])
+                print(f"| {label:<8} | {r['startup']:>10.1f} s | {np.median(r['shell']):>10.2f} | {p50:>9.2f} | "
+                      f"{p95:>9.2f} | {r['payload'] / 1024:>15,.0f} KiB |")
+            big_p50, base_p50 = np.median(found["store"]["ready"]), np.median(found["baseline"]["ready"])
+            print(f"\nratio store / baseline (table p50): {big_p50 / base_p50:.2f}x; "
+                  f"target {'met' if np.percentile(found['store']['ready'], 95) < 2 else 'MISSED'} "
+                  f"(waited for {found['store']['expected']!r})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""Crash soak: SIGKILL scoring workers at random points, K times, and check that nothing is lost or doubled.
+
+    python benchmarks/crash_soak.py [--kills 20] [--workers 2] [--seeds 24] [--size 128] [--seed 0]
+                                    [--backbones FILE]
+
+It builds a store (a 6-prompt CUBE-format dataset, submissions of distinct random images), starts
+``--workers`` real ``culturelens worker`` processes with a short lease, and, K times, picks a job that is
+being scored, waits a random time, and SIGKILLs its worker, starting a fresh one in its place. Submissions
+keep arriving while workers score (one whenever fewer than ``workers + 1`` jobs are waiting), so there is
+always something to kill. Then it checks, and prints as figures:
+
+- every submission is FINISHED, or FAILED with a reason;
+- each finished submission has one complete results folder: per-image rows unique per (prompt, seed, metric)
+  and covering every image, aggregates unique per (metric, slice, value), and the leaderboard's DuckDB view
+  shows exactly those rows (no leftovers of a killed write);
+- no job was scored by two workers at once (attempt numbers in the worker logs are distinct);
+- a job's last attempt found in the cache every embedding of its images that was there when its previous
+  worker was killed (cache hits on resume), and jobs killed mid-scoring were taken over by another worker
+  once the lease expired.
+
+Without ``--backbones`` it uses the small random CLIP of ``harness_speed.py``; ``tests/test_crash_recovery.py``
+runs the same code with K = 3 and the test suite's tiny CLIP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.helpers (tiny dataset, images) and benchmarks.harness_speed
+
+from benchmark.datasets import cube_1k  # noqa: E402
+from benchmark.datasets.prompts import local_folder  # noqa: E402
+from leaderboard.store import Store  # noqa: E402
+from tests.helpers import TINY_UPSTREAM, manifest, write_image  # noqa: E402
+
+RESULT_FILES = {"per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json"}
+_SCORED = re.compile(r"scored (\d+) images \((\d+) embeddings computed, (\d+) from the cache\)")
+_ATTEMPT = re.compile(r"scoring (\S+) \(.*\), attempt (\d+)")
+
+
+@dataclass
+class Kill:
+    job: str
+    pid: int
+    stage: str  # the job's progress message when its worker was killed
+    cached_images: int  # cache entries of the job's images right after the kill
+
+
+@dataclass
+class Soak:
+    """A store, its worker processes, and what was done to them."""
+
+    store: Store
+    backbones: Path
+    logs: Path
+    lease_seconds: float = 3.0
+    batch_size: int = 2
+    seeds: int = 24
+    size: int = 128
+    workers: dict[int, subprocess.Popen] = field(default_factory=dict)
+    kills: list[Kill] = field(default_factory=list)
+    submitted: int = 0
+    started: int = 0
+
+    # --- submissions ----------------------------------------------------------------------------------------
+    def submit(self) -> str:
+        """Queue one more submission of new random images (its own model id and owner: no quota, no duplicate)."""
+        n = self.submitted
+        prompt_ids = list(self.store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+        folder = Path(tempfile.mkdtemp(prefix=f"soak-{n}-", dir=self.logs))
+        seeds = tuple(range(self.seeds))
+        data = manifest(seeds=seeds, model={"name": f"Soak model {n}", "id": f"soak/model-{n}", "revision": "1",
+                                            "type": "open"})
+        data["generation"].update(width=self.size, height=self.size)
+        (folder / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+        for i, prompt_id in enumerate(prompt_ids):
+            for seed in seeds:
+                write_image(folder / "images" / prompt_id / f"{seed}.png", seed=10**6 * (n + 1) + 1000 * i + seed,
+                            size=self.size)
+        outcome = self.store.submit(folder, f"soak-user-{n}")
+        if outcome.job is None:
+            raise RuntimeError(f"the soak's own submission was rejected: {outcome.report.errors}")
+        self.submitted += 1
+        return outcome.job.id
+
+    # --- workers ----------------------------------------------------------------------------------------------
+    def start_worker(self) -> int:
+        log = open(self.logs / f"worker-{self.started}.log", "w")
+        self.started += 1
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchmark.cli", "worker", "--store", str(self.store.root), "--backbones",
+             str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
+             "--tracks", "awareness"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+        log.close()
+        self.workers[process.pid] = process
+        return process.pid
+
+    def stop_workers(self) -> None:
+        for pid, process in list(self.workers.items()):
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            del self.workers[pid]
+
+    def _owner_pid(self, lease_owner: str | None) -> int | None:
+        if not lease_owner:
+            return None
+        pid = int(lease_owner.rsplit("-", 2)[1])  # worker ids are <host>-<pid>-<random>
+        return pid if pid in self.workers and self.workers[pid].poll() is None else None
+
+    def cached_images(self, job_id: str) -> int:
+        """Cache entries whose content is one of the job's images (descriptions start with the image sha256)."""
+        shas = pq.read_table(self.store.submissions / job_id / "images.parquet", columns=["sha256"])["sha256"]
+        with sqlite3.connect(self.store.root / "cache" / "embeddings.sqlite") as db:
+            db.execute("CREATE TEMP TABLE wanted (sha TEXT PRIMARY KEY)")
+            db.executemany("INSERT INTO wanted VALUES (?)", [(s,) for s in shas.to_pylist()])
+            return db.execute("SELECT count(*) FROM embeddings WHERE substr(description, 1, 64) IN "
+                              "(SELECT sha FROM wanted)").fetchone()[0]
+
+    # --- the soak ---------------------------------------------------------------------------------------------
+    def run(self, kills: int, workers: int, rng: random.Random, max_delay: float, timeout: float) -> None:
+        """Kill a scoring worker ``kills`` times at random moments, then let the queue drain."""
+        deadline = time.monotonic() + timeout
+        for _ in range(workers):
+            self.start_worker()
+        while len(self.kills) < kills:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.kills)} of {kills} kills after {timeout:.0f} s")
+            jobs = self.store.queue.jobs()
+            if sum(j.state in ("PENDING", "RUNNING") for j in jobs) < workers + 1:
+                self.submit()  # uploads keep arriving while workers score
+                continue
+            scoring = [j for j in jobs if j.state == "RUNNING" and self._owner_pid(j.lease_owner)
+                       and not (j.message or "").startswith("claimed")]
+            if not scoring:
+                time.sleep(0.05)
+                continue
+            job = rng.choice(scoring)
+            time.sleep(rng.uniform(0, max_delay))
+            now = self.store.queue.get(job.id)
+            pid = self._owner_pid(now.lease_owner) if now.state == "RUNNING" else None
+            if pid is None or now.lease_owner != job.lease_owner:
+                continue  # it finished (or changed hands) meanwhile: not a kill while scoring
+            os.kill(pid, signal.SIGKILL)
+            self.workers.pop(pid).wait()
+            self.kills.append(Kill(job.id, pid, now.message or "", self.cached_images(job.id)))
+            self.start_worker()
+        while any(j.state in ("PENDING", "RUNNING") for j in self.store.queue.jobs()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the queue did not drain within {timeout:.0f} s")
+            time.sleep(0.2)
+        self.stop_workers()
+
+    # --- the checks -------------------------------------------------------------------------------------------
+    def check(self) -> tuple[dict, list[str]]:
+        """(figures, problems): problems is empty when nothing was lost, doubled or left half-written."""
+        problems: list[str] = []
+        jobs = {j.id: j for j in self.store.queue.jobs()}
+        for job in jobs.values():
+            if job.state not in ("FINISHED", "FAILED"):
+                problems.append(f"{job.id}: ended {job.state}")
+            if job.state == "FAILED" and not job.error:
+                problems.append(f"{job.id}: FAILED without a reason")
+        finished = [j for j in jobs.values() if j.state == "FINISHED"]
+        bad_rows = 0
+        con = self.store.connect()
+        shown = dict(con.execute("SELECT submission_id, count(*) FROM aggregates WHERE provenance = 'scored' "
+                                 "GROUP BY submission_id").fetchall())
+        con.close()
+        for job in finished:
+            folder = self.store.results / job.id
+            files = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            if files != RESULT_FILES:
+                problems.append(f"{job.id}: results folder holds {sorted(files)}")
+                continue
+            images = pq.read_table(self.store.submissions / job.id / "images.parquet").to_pandas()
+            expected = set(zip(images["prompt_id"], images["seed"]))
+            per_image = pq.read_table(folder / "per_image.parquet").to_pandas()
+            rows = per_image[per_image["seed"].notna()]
+            doubled = int(rows.duplicated(["prompt_id", "seed", "metric"]).sum())
+            partial = sum(set(zip(g["prompt_id"], g["seed"].astype(int))) != expected
+                          for _, g in rows.groupby("metric"))
+            aggregates = pq.read_table(folder / "aggregates.parquet").to_pandas()
+            doubled += int(aggregates.duplicated(["metric", "slice", "slice_value"]).sum())
+            if rows.empty or doubled or partial:
+                problems.append(f"{job.id}: {doubled} duplicate rows, {partial} metrics missing images")
+                bad_rows += doubled + partial
+            if shown.get(job.id) != len(aggregates):
+                problems.append(f"{job.id}: the leaderboard shows {shown.get(job.id)} aggregate rows, "
+                                f"the results folder has {len(aggregates)}")
+        leftovers = sorted(p.name for p in self.store.results.glob(".*"))
+        for name in leftovers:
+            if name.split(".")[1] in {j.id for j in finished}:
+                problems.append(f"results/{name}: a temporary folder of a finished submission was left behind")
+
+        attempts = Counter()
+        for log in self.logs.glob("worker-*.log"):
+            for match in _ATTEMPT.finditer(log.read_text(errors="replace")):
+                attempts[match.groups()] += 1
+        for (job_id, attempt), count in attempts.items():
+            if count > 1:
+                problems.append(f"{job_id}: attempt {attempt} was run by {count} workers at once")
+
+        last_kill = {k.job: k for k in self.kills}
+        resumed = reused = present = 0
+        for job in finished:
+            match = _SCORED.match(job.message or "")
+            kill = last_kill.get(job.id)
+            if kill is None or match is None:  # never killed, or finished from results an earlier attempt wrote
+                continue
+            cached = int(match.group(3))
+            resumed += 1
+            present += kill.cached_images
+            reused += min(cached, kill.cached_images)
+            if cached < kill.cached_images:
+                problems.append(f"{job.id}: {kill.cached_images} of its embeddings were cached when its worker was "
+                                f"killed, but its last attempt found only {cached} in the cache")
+        stages = Counter(k.stage.split(" ")[0] if k.stage else "?" for k in self.kills)
+        figures = {
+            "kills": len(self.kills),
+            "kill_stages": dict(stages),
+            "submissions": len(jobs),
+            "finished": len(finished),
+            "failed": sum(j.state == "FAILED" for j in jobs.values()),
+            "bad_result_rows": bad_rows,
+            "takeovers": sum(j.attempts > 1 for j in finished),
+            "resumed_with_cache": resumed,
+            "embeddings_present_at_kill": present,
+            "embeddings_reused": reused,
+            "temporary_folders_left": len(leftovers),
+        }
+        return figures, problems
+
+
+def build_store(root: Path) -> Store:
+    """A store serving a 6-prompt CUBE-format dataset (the test suite's records)."""
+    store = Store(root / "store")
+    upstream = root / "upstream.json"
+    upstream.write_text(json.dumps(TINY_UPSTREAM, ensure_ascii=False), encoding="utf-8")
+    cube_1k.build(str(upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    return store
+
+
+def figure_lines(figures: dict) -> list[str]:
+    stages = ", ".join(f"{stage}: {n}" for stage, n in sorted(figures["kill_stages"].items()))
+    return [
+        f"crash soak: {figures['kills']} SIGKILLs while scoring ({stages}); {figures['submissions']} submissions: "
+        f"{figures['finished']} FINISHED, {figures['failed']} FAILED with a reason, 0 left hanging; "
+        f"{figures['bad_result_rows']} duplicate or partial result rows",
+        f"crash soak: {figures['takeovers']} jobs taken over after a lease expired; {figures['resumed_with_cache']} "
+        f"resumed jobs reused {figures['embeddings_reused']} of the {figures['embeddings_present_at_kill']} image "
+        f"embeddings cached before the kill; {figures['temporary_folders_left']} temporary results folders left",
+    ]
+
+
+def small_backbones_file(folder: Path) -> Path:
+    from benchmarks.harness_speed import small_backbones
+
+    registry = small_backbones(folder)
+    path = folder / "backbones.json"
+    path.write_text(json.dumps({name: spec.to_dict() for name, spec in registry.items()}))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kills", type=int, default=20, help="SIGKILLs of a scoring worker (K)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes running at once")
+    parser.add_argument("--seeds", type=int, default=24, help="images per prompt (6 prompts per submission)")
+    parser.add_argument("--size", type=int, default=128, help="image side in pixels")
+    parser.add_argument("--lease-seconds", type=float, default=3.0, help="worker lease")
+    parser.add_argument("--max-delay", type=float, default=3.0, help="longest random wait before a kill, seconds")
+    parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the kill schedule")
+    parser.add_argument("--backbones", default=None, help="backbones JSON (default: small random CLIP, built here)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary store and logs")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="crash-soak-"))
+    (root / "logs").mkdir()
+    backbones = Path(args.backbones) if args.backbones else small_backbones_file(root)
+    soak = Soak(build_store(root), backbones, root / "logs", lease_seconds=args.lease_seconds, seeds=args.seeds,
+                size=args.size)
+    started = time.monotonic()
+    try:
+        soak.run(args.kills, args.workers, random.Random(args.seed), args.max_delay, args.timeout)
+    finally:
+        soak.stop_workers()
+    figures, problems = soak.check()
+    for line in figure_lines(figures):
+        print(line)
+    print(f"({time.monotonic() - started:.0f} s; store and logs in {root})" if args.keep else
+          f"({time.monotonic() - started:.0f} s)")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

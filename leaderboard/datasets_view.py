@@ -1,0 +1,136 @@
+"""The Datasets tab: every dataset folder the store serves, config by config, with filters, semantic search
+over prompts, the row's images, and the ``load_dataset`` snippet to get the same rows."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import datasets
+import gradio as gr
+import pandas as pd
+from huggingface_hub import DatasetCard
+
+from benchmark.datasets.prompts import REFERENCE_COLUMN, _fingerprint
+from leaderboard import render, search
+
+PREVIEW_ROWS = 200
+ANY = "(any)"
+
+
+@functools.lru_cache(maxsize=16)
+def _load(folder: str, config: str, fingerprint: str, cache: str) -> datasets.Dataset:
+    loaded = datasets.load_dataset(folder, config, cache_dir=cache)
+    return loaded[next(iter(loaded))]
+
+
+class DatasetBrowser:
+    def __init__(self, store):
+        self.store = store
+
+    def folders(self) -> dict[str, Path]:
+        """Hub repo id -> local folder, for every dataset folder the store serves."""
+        return {p.name.replace("__", "/", 1): p for p in sorted(self.store.datasets.iterdir())
+                if (p / "README.md").exists()}
+
+    def configs(self, repo: str) -> list[str]:
+        folder = self.folders().get(repo)
+        if folder is None:
+            return []
+        card = DatasetCard.load(folder / "README.md")
+        return [c["config_name"] for c in (card.data.to_dict().get("configs") or [])]
+
+    def load(self, repo: str, config: str) -> tuple[datasets.Dataset, str]:
+        folder = self.folders()[repo]
+        fingerprint = _fingerprint(folder)
+        cache = str(self.store.datasets / ".hf-cache" / fingerprint)
+        return _load(str(folder), config, fingerprint, cache), f"{fingerprint}:{config}"
+
+    def view(self, repo, config, column, value, contains, query):
+        """Pickers, the filtered preview, a note and the snippet for the current choices."""
+        repos = list(self.folders())
+        repo = repo if repo in repos else (repos[0] if repos else None)
+        configs = self.configs(repo) if repo else []
+        config = config if config in configs else (configs[0] if configs else None)
+        if config is None:
+            return (gr.update(choices=repos, value=repo), gr.update(choices=configs, value=None), gr.update(),
+                    gr.update(), pd.DataFrame(), "No dataset on this server yet.", "")
+        rows, fingerprint = self.load(repo, config)
+        images = [c for c, f in rows.features.items() if _is_image(f)]
+        frame = rows.remove_columns(images).to_pandas() if images else rows.to_pandas()
+        for c in images:
+            frame[f"{c} (count)"] = [len(v) if isinstance(v, list) else int(v is not None) for v in rows[c]] \
+                if c == REFERENCE_COLUMN else 1
+        columns = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, str)).all() and
+                   frame[c].nunique() <= 300]
+        column = column if column in columns else ANY
+        values = sorted(frame[column].dropna().unique()) if column != ANY else []
+        value = value if value in values else ANY
+        shown = frame
+        if column != ANY and value != ANY:
+            shown = shown[shown[column] == value]
+        if contains:
+            text = shown.astype(str).agg(" ".join, axis=1).str.casefold()
+            shown = shown[text.str.contains(contains.casefold(), regex=False)]
+        note = f"{len(shown)} of {len(frame)} rows of **{render.escape(repo)}** / `{render.escape(config)}`"
+        if query and "prompt" in shown.columns and len(shown):
+            found = search.search(fingerprint, shown.reset_index(drop=True), query, k=20)
+            shown = found
+            note += f"; the {len(found)} closest in meaning to “{render.escape(query)}” (all-MiniLM-L6-v2)"
+        if len(shown) > PREVIEW_ROWS:
+            note += f"; the first {PREVIEW_ROWS} shown (download the dataset for all)"
+        snippet = (f'from datasets import load_dataset\n\nrows = load_dataset("{repo}", "{config}", split="test")'
+                   f'\n# this server\'s copy: load_dataset("{self.folders()[repo]}", "{config}")')
+        return (gr.update(choices=repos, value=repo), gr.update(choices=configs, value=config),
+                gr.update(choices=[ANY, *columns], value=column), gr.update(choices=[ANY, *values], value=value),
+                shown.head(PREVIEW_ROWS), note, snippet)
+
+    def images(self, repo, config, event: gr.SelectData):
+        """The images of the selected row (reference images, or a dataset's image column)."""
+        if not repo or not config or event is None or not event.row_value:
+            return []
+        rows, _ = self.load(repo, config)
+        key = "prompt_id" if "prompt_id" in rows.column_names else None
+        if key is None:
+            return []
+        match = rows.filter(lambda r: r[key] == event.row_value[0] if isinstance(event.row_value[0], str) else False)
+        pictures = []
+        for c, feature in rows.features.items():
+            if _is_image(feature) and len(match):
+                value = match[0][c]
+                pictures += value if isinstance(value, list) else [value]
+        return [p for p in pictures if p is not None]
+
+    def prompt_text(self, submission_id: str, prompt_id: str, store) -> str | None:
+        try:
+            table = store.prompts_for(store.manifest(submission_id)).table
+        except Exception:  # the dataset may have been removed since; the images still show
+            return None
+        return str(table.loc[prompt_id, "prompt"]) if prompt_id in table.index else None
+
+    def build(self) -> list:
+        """The tab's components and events (called inside a ``gr.Tab``); returns what ``view`` fills."""
+        with gr.Row():
+            repo = gr.Dropdown(label="Dataset", choices=[], interactive=True, allow_custom_value=True)
+            config = gr.Dropdown(label="Config", choices=[], interactive=True, allow_custom_value=True)
+            column = gr.Dropdown(label="Filter column", choices=[ANY], value=ANY, interactive=True, allow_custom_value=True)
+            value = gr.Dropdown(label="Value", choices=[ANY], value=ANY, interactive=True, allow_custom_value=True)
+        with gr.Row():
+            contains = gr.Textbox(label="Contains (any column)")
+            query = gr.Textbox(label="Semantic search over prompts", placeholder="street food at night")
+        note = gr.Markdown()
+        table = gr.Dataframe(interactive=False, wrap=True, max_height=500)
+        gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto")
+        snippet = gr.Code(language="python", label="Load it")
+        inputs = [repo, config, column, value, contains, query]
+        outputs = [repo, config, column, value, table, note, snippet]
+        for control in inputs:
+            getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
+                self.view, inputs, outputs, api_name="datasets" if control is query else False)
+        table.select(self.images, [repo, config], gallery, api_name=False)
+        return outputs
+
+
+def _is_image(feature) -> bool:
+    return isinstance(feature, datasets.Image) or (
+        isinstance(feature, (datasets.Sequence, datasets.List)) and isinstance(feature.feature, datasets.Image))

@@ -1,0 +1,98 @@
+"""Text and pictures the app renders: every piece of user-supplied text goes through ``escape``."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import pandas as pd
+
+from benchmark import citations
+from leaderboard import tracks
+
+# Enough to stop emphasis, code, tables and any link or image ("[" and "]" are escaped); user text never starts
+# a line here, so list and heading markers need no escaping.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+
+
+def escape(text: object) -> str:
+    """User-supplied (or user-influenced) text for a Markdown component: Markdown syntax is backslash-escaped,
+    then HTML is escaped, so a model name can neither add links or images nor inject markup."""
+    return html.escape(_MARKDOWN.sub(r"\\\1", str(text)), quote=True)
+
+
+HEADER = (
+    "# CultureLens\n"
+    "How well do text-to-image models know the world's cultures? Six tracks from five papers: awareness and "
+    "diversity (CUBE), iconicity (CRT), variability (W1KP), relevance (CAIRE) and expectations (CulturalFrames). "
+    "**📄 reported** rows are copied from a paper's table (cited on the row); **⚙️ scored** rows were computed by "
+    "this leaderboard's harness from submitted images. Nothing is hidden unless a filter says so."
+)
+
+_BIBTEX = {
+    citations.CUBE: ("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
+                     "Kannen, Nithish and Ahmad, Arif and Andreetto, Marco and Prabhakaran, Vinodkumar and Prabhu, "
+                     "Utsav and Dieng, Adji Bousso and Bhattacharyya, Pushpak and Dave, Shachi", "2407.06863", 2024),
+    citations.CRT: ("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal "
+                    "Iconicity in Diffusion Models", "De Rosa Palmini, Maria-Teresa and Cetinic, Eva", "2511.11435",
+                    2025),
+    citations.W1KP: ("tang2024words", "Words Worth a Thousand Pictures: Measuring and Understanding Perceptual "
+                     "Variability in Text-to-Image Generation", "Tang, Raphael and Zhang, Xinyu and Xu, Lixinyue and "
+                     "Lu, Yao and Li, Wenyan and Stenetorp, Pontus and Lin, Jimmy and Ture, Ferhan", "2406.08482",
+                     2024),
+    citations.CAIRE: ("yayavaram2025caire", "CAIRE: Cultural Attribution of Images with Retrieval", "Yayavaram, "
+                      "Arnav and Yayavaram, Siddharth and Khanuja, Simran and Saxon, Michael and Neubig, Graham",
+                      "2506.09109", 2025),
+    citations.CULTURALFRAMES: ("nayak2025culturalframes", "CulturalFrames: Assessing Cultural Expectation Alignment "
+                               "in Text-to-Image Models and Evaluation Metrics", "Nayak, Shravan and others",
+                               "2506.08835", 2025),
+}
+
+
+def bibtex() -> str:
+    """BibTeX for the five papers (arXiv entries)."""
+    entries = []
+    for key, title, authors, arxiv, year in _BIBTEX.values():
+        entries.append(f"@article{{{key},\n  title = {{{title}}},\n  author = {{{authors}}},\n"
+                       f"  journal = {{arXiv preprint arXiv:{arxiv}}},\n  year = {{{year}}}\n}}")
+    return "\n\n".join(entries)
+
+
+def method_page(name: str) -> str:
+    track = tracks.get(name)
+    if not track.method:
+        return f"### {escape(track.title)}\n\nNo method page is registered for this track."
+    return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
+            f"Paper: {track.citation}. Headline metric: `{track.headline}`.")
+
+
+def _colour(t: float) -> str:
+    """White (0) to a saturated teal (1)."""
+    r, g, b = (round(255 + (c - 255) * t) for c in (0, 128, 128))
+    return f"rgb({r},{g},{b})"
+
+
+def heatmap_html(matrix: pd.DataFrame, higher_is_better: bool = True, caption: str = "") -> str:
+    """A model x slice table whose cells are shaded by value (darker = better), values printed in each cell."""
+    if matrix.empty:
+        return "<p>No rows for this choice yet.</p>"
+    values = matrix.to_numpy(dtype=float)
+    finite = values[~pd.isna(values)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    span = high - low or 1.0
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in matrix.columns)
+    rows = []
+    for name, row in matrix.iterrows():
+        cells = []
+        for value in row:
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                cells.append('<td style="background:#f3f3f3;color:#999">–</td>')
+                continue
+            t = (value - low) / span if higher_is_better else (high - value) / span
+            ink = "#fff" if t > 0.6 else "#111"
+            cells.append(f'<td style="background:{_colour(t)};color:{ink};text-align:right">{value:.3f}</td>')
+        rows.append(f"<tr><th style='text-align:left'>{html.escape(str(name))}</th>{''.join(cells)}</tr>")
+    caption = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return (f'<div style="overflow-x:auto"><table class="cl-heatmap" style="border-collapse:collapse;font-size:13px">'
+            f"{caption}<tr><th></th>{head}</tr>{''.join(rows)}</table></div>")

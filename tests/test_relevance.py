@@ -1,0 +1,295 @@
+"""Relevance (CAIRE, arXiv:2506.09109): the knowledge-base index built with the tiny open_clip, visual entity
+linking on hand-made embeddings (Eq. 1-2), the evaluation (P/R/F1, Pearson) against hand-computed values, and
+the metric adapter."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+
+import faiss
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from PIL import Image
+
+from benchmark.metrics.base import Inputs, Need
+from benchmark.relevance.evaluation import (mean_by_group, pearson_summary, per_image_pearson,
+                                            precision_recall_f1)
+from benchmark.relevance.kb import KnowledgeBase, build_index, read_records
+from benchmark.relevance.linking import link_entities
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_image(path, seed: int, size: int = 64) -> None:
+    rng = np.random.default_rng(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(rng.integers(0, 256, size=(size, size, 3), dtype=np.uint8)).save(path)
+
+
+ENTITIES = [
+    {"entity_id": "bn:1", "name": "Pysanka", "description": "decorated egg", "wikipedia": "A pysanka is an egg.",
+     "images": ["pysanka/1.png", "pysanka/2.png"]},
+    {"entity_id": "bn:2", "name": "Easter egg", "wikipedia": "Easter eggs are eggs.",
+     "images": ["easter/1.png", "pysanka/1.png"]},  # shares an image with Pysanka
+    {"entity_id": "bn:3", "name": "Djembe", "description": "a West African drum", "images": ["djembe/1.png"]},
+]
+
+
+def write_kb_inputs(folder, entities=ENTITIES, fmt: str = "jsonl"):
+    images = folder / "images"
+    seeds = {}
+    for entity in entities:
+        for relative in entity["images"]:
+            if relative not in seeds:
+                seeds[relative] = len(seeds)
+                make_image(images / relative, seeds[relative])
+    if fmt == "jsonl":
+        records = folder / "records.jsonl"
+        records.write_text("".join(json.dumps(e) + "\n" for e in entities), encoding="utf-8")
+    else:
+        records = folder / "records.parquet"
+        pq.write_table(pa.Table.from_pylist(entities), records)
+    return records, images
+
+
+@pytest.fixture(scope="module")
+def backbone(tiny_clip):
+    from benchmark.encoders import load_backbone
+
+    return load_backbone("msiglip-so400m", {"msiglip-so400m": tiny_clip}, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory, tiny_clip):
+    folder = tmp_path_factory.mktemp("kb-inputs")
+    records, images = write_kb_inputs(folder)
+    out = folder / "kb"
+    build_index(records, images, out, "msiglip-so400m", registry={"msiglip-so400m": tiny_clip}, device="cpu",
+                show_progress=False)
+    return KnowledgeBase.load(out), images
+
+
+# --- records --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("broken, message", [
+    ({"name": ""}, r"records.jsonl line 2 \(entity 'bn:2'\): 'name' must be a non-empty string"),
+    ({"entity_id": "bn:1"}, r"line 2 \(entity 'bn:1'\): entity_id repeats records.jsonl line 1"),
+    ({"images": []}, r"line 2 .*'images' must be a non-empty list"),
+    ({"wiki": "x"}, r"line 2 .*unknown key\(s\) \['wiki'\]"),
+])
+def test_bad_records_are_named_by_line(tmp_path, broken, message):
+    records, _ = write_kb_inputs(tmp_path)
+    rows = [dict(ENTITIES[0]), {**ENTITIES[1], **broken}]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        read_records(records)
+
+
+def test_missing_and_broken_images_are_named_by_row(tmp_path, tiny_clip):
+    records, images = write_kb_inputs(tmp_path, fmt="parquet")
+    (images / "djembe" / "1.png").write_text("not an image")
+    with pytest.raises(ValueError, match=r"records.parquet row 3 \(entity 'bn:3'\): image 'djembe/1.png' cannot be "
+                                         r"decoded"):
+        build_index(records, images, tmp_path / "kb", "msiglip-so400m", registry={"msiglip-so400m": tiny_clip},
+                    show_progress=False)
+    (images / "djembe" / "1.png").unlink()
+    with pytest.raises(ValueError, match=r"row 3 \(entity 'bn:3'\): image 'djembe/1.png' not found"):
+        build_index(records, images, tmp_path / "kb", "msiglip-so400m", registry={"msiglip-so400m": tiny_clip},
+                    show_progress=False)
+    assert not (tmp_path / "kb").exists()
+
+
+# --- the index ------------------------------------------------------------------------------------------------
+def test_index_holds_each_distinct_image_once_with_all_its_entities(kb, backbone):
+    base, images = kb
+    assert base.images["path"].tolist() == ["pysanka/1.png", "pysanka/2.png", "easter/1.png", "djembe/1.png"]
+    assert base.images["entity_ids"].tolist() == [["bn:1", "bn:2"], ["bn:1"], ["bn:2"], ["bn:3"]]
+    assert base.image_entities() == [[0, 1], [0], [1], [2]]
+    assert base.entity_text(0) == "A pysanka is an egg." and base.entity_text(2) == "a West African drum"
+    # rows hold the backbone's embeddings of those very images and lemmas
+    with Image.open(images / "easter/1.png") as image:
+        expected = backbone.embed(backbone.prepare(image.convert("RGB"), "image")[None])[0]
+    assert base.image_index.reconstruct(2) == pytest.approx(expected, abs=1e-5)
+    assert base.lemma_embeddings[2] == pytest.approx(backbone.embed_texts(["Djembe"])[0], abs=1e-5)
+    assert base.info["backbone"] == "msiglip-so400m" and base.info["backbone_key"] == backbone.key
+    base.require_backbone(backbone)
+
+
+def test_saved_index_reloads_equal_and_detects_tampering(kb, tmp_path):
+    base, _ = kb
+    again = KnowledgeBase.load(base.folder)
+    pd.testing.assert_frame_equal(again.entities, base.entities)
+    pd.testing.assert_frame_equal(again.images, base.images)
+    assert again.info == base.info and again.fingerprint == base.fingerprint
+    assert np.array_equal(again.image_index.reconstruct_n(0, 4), base.image_index.reconstruct_n(0, 4))
+    assert np.array_equal(again.lemma_embeddings, base.lemma_embeddings)
+    copy = tmp_path / "copy"
+    again.save(copy)
+    faiss.write_index(faiss.IndexFlatIP(again.image_index.d), str(copy / "image.faiss"))
+    with pytest.raises(ValueError, match="image.faiss: does not match its checksum"):
+        KnowledgeBase.load(copy)
+
+
+def test_a_kb_refuses_query_embeddings_from_other_weights(kb, tiny_dino):
+    from benchmark.encoders import load_backbone
+
+    other = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    with pytest.raises(ValueError, match="built with backbone 'msiglip-so400m'"):
+        kb[0].require_backbone(other)
+
+
+def test_a_query_image_from_the_kb_links_to_an_entity_of_that_image(kb, backbone):
+    base, images = kb
+    with Image.open(images / "djembe/1.png") as image:
+        query = backbone.embed(backbone.prepare(image.convert("RGB"), "image")[None])
+    link = base.link(query, k=1)[0]
+    assert link.candidates == ("bn:3",) and link.entity_id == "bn:3"
+    assert link.score == pytest.approx(float(base.lemma_embeddings[2] @ query[0]), abs=1e-5)
+
+
+# --- linking on hand-made embeddings --------------------------------------------------------------------------
+def _unit(rows):
+    x = np.asarray(rows, dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _index(vectors):
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    return index
+
+
+def test_lemma_text_decides_among_the_retrieved_candidates():
+    # images 0 and 1 belong to "Easter" (e0) and "Pysanka" (e1); image 2 to "Djembe" (e2)
+    images = _unit([[1.0, 0.1, 0.0], [0.8, 0.6, 0.0], [0.0, 0.0, 1.0]])
+    lemmas = _unit([[0.0, 1.0, 0.3], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
+    ids = ["e0", "e1", "e2"]
+    query = _unit([[1.0, 0.3, 0.0]])  # nearest image: 0 (Easter), then 1 (Pysanka)
+    top1, top2 = (link_entities(query, _index(images), [[0], [1], [2]], lemmas, ids, k=k)[0] for k in (1, 2))
+    assert top1.entity_id == "e0" and top1.candidates == ("e0",)  # with K = 1 only the nearest image's entity
+    assert top2.candidates == ("e0", "e1")
+    assert top2.entity_id == "e1"  # Eq. 2: Pysanka's lemma is closer to the image than Easter's
+    q = query[0]
+    assert top2.candidate_scores == pytest.approx([lemmas[0] @ q, lemmas[1] @ q], abs=1e-6)
+    assert top2.score == pytest.approx(lemmas[1] @ q, abs=1e-6)
+
+
+def test_candidates_pool_every_entity_of_the_retrieved_images_once():
+    images = _unit([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    lemmas = _unit([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
+    link = link_entities(_unit([[1.0, 0.05]]), _index(images), [[0, 2], [2, 1], [1]], lemmas, ["a", "b", "c"],
+                         k=20)[0]
+    assert link.candidates == ("a", "c", "b") and link.entity_id == "a"
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        link_entities(np.ones((1, 3)), _index(images), [[0], [1], [2]], lemmas, ["a", "b", "c"])
+
+
+# --- evaluation -----------------------------------------------------------------------------------------------
+def test_precision_recall_f1_micro_and_macro_by_hand():
+    scores = np.array([[5, 2, 4], [4, 4, 1], [1, 3, 5]])  # >= 4 is positive
+    gold = np.array([[1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=bool)
+    result = precision_recall_f1(scores, gold, labels=["A", "B", "C"])
+    # per label: A tp 2 fp 0 fn 0; B tp 1 fp 0 fn 1; C tp 0 fp 2 fn 0
+    table = result["per_label"].set_index("label")
+    assert table.loc["B", ["precision", "recall", "f1"]].tolist() == pytest.approx([1.0, 0.5, 2 / 3])
+    assert table.loc["C", "precision"] == 0.0 and np.isnan(table.loc["C", "recall"])  # no gold positive for C
+    assert result["micro"] == pytest.approx({"precision": 3 / 5, "recall": 3 / 4, "f1": 6 / 9})
+    assert result["macro"]["precision"] == pytest.approx((1 + 1 + 0) / 3)
+    assert result["macro"]["recall"] == pytest.approx((1 + 0.5) / 2) and result["macro"]["recall_labels"] == 2
+    assert result["macro"]["f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert precision_recall_f1(scores, gold, threshold=5)["micro"]["precision"] == pytest.approx(1 / 2)
+
+
+def test_pearson_per_image_by_hand_and_undefined_rows():
+    scores = np.array([[1, 2, 3], [2, 2, 2], [1, 5, 3], [4, 1, 2]], dtype=float)
+    human = np.array([[1, 2, 4], [1, 3, 5], [2, np.nan, 1], [3.0, 1.0, 2.0]])
+    r = per_image_pearson(scores, human)
+    assert r[0] == pytest.approx(3 / np.sqrt(2 * 14 / 3))  # sum dxdy = 3, sum dx^2 = 2, sum dy^2 = 14/3
+    assert np.isnan(r[1])  # constant scores: r undefined
+    assert np.isnan(r[2])  # two pairs left after the missing human mean
+    assert r[3] == pytest.approx(np.corrcoef([4, 1, 2], [3, 1, 2])[0, 1])
+    summary = pearson_summary(scores, human)
+    assert summary["macro"] == pytest.approx((r[0] + r[3]) / 2) and summary["images_defined"] == 2
+    keep = ~np.isnan(human.ravel())
+    assert summary["micro"] == pytest.approx(np.corrcoef(scores.ravel()[keep], human.ravel()[keep])[0, 1])
+    by_country = mean_by_group(r, ["Brazil", "Brazil", "India", "India"])
+    assert by_country["Brazil"] == pytest.approx(r[0]) and by_country["India"] == pytest.approx(r[3])
+
+
+# --- the metric adapter ---------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PixelInputs(Inputs):
+    """Inputs plus the image opener the harness is to provide (``Inputs.open_image``, see the report)."""
+
+    open_image: Callable[[int], Image.Image] | None = None
+
+
+def _inputs(kb, backbone, folder) -> PixelInputs:
+    paths = []
+    for i in range(3):
+        make_image(folder / f"p{i}.png", 100 + i)
+        paths.append(folder / f"p{i}.png")
+    pixels = torch.stack([backbone.prepare(Image.open(p).convert("RGB"), "image") for p in paths])
+    rows = pd.DataFrame({"prompt_id": ["a", "a", "b"], "seed": [0, 1, 0], "image_sha256": ["x", "y", "z"],
+                         "prompt": ["p", "p", "q"]})
+    return PixelInputs(rows, {Need(kb.backbone_id, "image"): backbone.embed(pixels)}, {},
+                       open_image=lambda row: Image.open(paths[row]).convert("RGB"))
+
+
+def test_relevance_metrics_score_each_label_through_linking_and_the_judge(kb, backbone, tmp_path):
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.metrics.relevance import metrics
+
+    base, _ = kb
+    judge = ProbeJudge(backbone)
+    inputs = _inputs(base, backbone, tmp_path)
+    built = metrics(["Japanese", "Yoruba"], base, judge)
+    assert [m.info.name for m in built] == ["relevance[Japanese]", "relevance[Yoruba]"]
+    assert all(m.info.track == "relevance" and m.info.level == "image" and m.applies(inputs) is None for m in built)
+    assert built[0].info.needs == (Need("msiglip-so400m", "image"),)
+    links = base.link(inputs.features[Need("msiglip-so400m", "image")])
+    for metric, label in zip(built, ["Japanese", "Yoruba"]):
+        values, notes = metric.per_image(inputs)
+        expected = [judge.score(inputs.open_image(row), None, metric.rubric, label) for row in range(3)]
+        assert values.tolist() == expected
+        for row, (note, detail) in enumerate(zip(notes, metric.details(inputs))):
+            name = base.entities.iloc[links[row].entity]["name"]
+            assert note.startswith(f"linked {name} ({links[row].entity_id}, cos ") and "probe cos" in note
+            assert detail["entity_id"] == links[row].entity_id and detail["label"] == label
+
+
+def test_relevance_with_the_vlm_judge_reads_the_linked_wikipedia_text(kb, backbone, tmp_path_factory):
+    from benchmark.judges.vlm import VLMJudge
+    from benchmark.metrics.relevance import metrics
+    from tests.test_judges import save_tiny_vlm
+
+    base, _ = kb
+    judge = VLMJudge(str(save_tiny_vlm(tmp_path_factory.mktemp("vlm"))), device="cpu")
+    inputs = _inputs(base, backbone, tmp_path_factory.mktemp("images"))
+    (metric,) = metrics(["Ukrainian"], base, judge)
+    values, notes = metric.per_image(inputs)
+    links = base.link(inputs.features[Need("msiglip-so400m", "image")])
+    for row, link in enumerate(links):
+        j = judge.judge(inputs.open_image(row), base.entity_text(link.entity), metric.rubric, "Ukrainian",
+                        entity_name=base.entities.iloc[link.entity]["name"])
+        assert values[row] == j.score and "P(1..5) " + " ".join(f"{p:.2f}" for p in j.probabilities) in notes[row]
+
+
+def test_relevance_without_labels_says_why(kb, backbone):
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.metrics.relevance import metrics
+
+    (metric,) = metrics([], kb[0], ProbeJudge(backbone))
+    assert metric.info.name == "relevance"
+    assert "culture_labels" in metric.applies(Inputs(pd.DataFrame(), {}, {}))
