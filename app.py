@@ -15,4 +15,4 @@ store.seed_reported()
 demo = build_app(store, owner=os.environ.get("CULTURELENS_USER", "local"))
 
 if __name__ == "__main__":
-    demo.queue().launch()
+    demo.queue(default_concurrency_limit=8).launch(max_file_size=store.limits.max_total_bytes)

@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,14 +67,30 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--w1kp-backbone", default="dreamsim", help="backbone id whose features W1KP compares")
     group.add_argument("--w1kp-variant", choices=["paper", "authors_code"], default="paper",
                        help="normalise each pair (paper) or the mean distance (authors' code)")
+    group.add_argument("--artifact-index", default=None,
+                       help="diversity: folder from `culturelens artifact-index` (env CULTURELENS_ARTIFACT_INDEX)")
+    group.add_argument("--vendi-q", type=float, default=1.0, help="diversity: order q of the Vendi score")
+    group.add_argument("--diversity-n", type=int, default=8, help="diversity: images per score (N)")
+    group.add_argument("--diversity-sampling", choices=["seed_batches", "random"], default="seed_batches",
+                       help="diversity: the paper's consecutive seed batches, or random sets")
+    group.add_argument("--diversity-draws", type=int, default=50, help="diversity: random sets per prompt")
+    group.add_argument("--relevance-kb", default=None,
+                       help="relevance: folder from `culturelens kb-index` (env CULTURELENS_RELEVANCE_KB)")
+    group.add_argument("--relevance-judge", default="Qwen/Qwen2.5-VL-7B-Instruct",
+                       help="relevance: VLM judge (Hub id or folder), or 'probe' for the CLIP-probe baseline")
+    group.add_argument("--relevance-k", type=int, default=20, help="relevance: KB images pooled for linking")
 
 
 def _metrics(args: argparse.Namespace):
     from benchmark.metrics import MetricSettings, build, select
 
     metrics, unavailable = build(MetricSettings(
-        clip_backbone=args.clip_backbone, quality_backbone=args.quality_backbone, vr_backbone=args.vr_backbone, tau=args.tau, tau_patch=args.tau_patch,
-        w1kp_calibration=args.w1kp_calibration, w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant))
+        clip_backbone=args.clip_backbone, quality_backbone=args.quality_backbone, vr_backbone=args.vr_backbone,
+        tau=args.tau, tau_patch=args.tau_patch, w1kp_calibration=args.w1kp_calibration,
+        w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant, artifact_index=args.artifact_index,
+        vendi_q=args.vendi_q, diversity_n=args.diversity_n, diversity_draws=args.diversity_draws,
+        diversity_sampling=args.diversity_sampling, relevance_kb=args.relevance_kb,
+        relevance_judge=args.relevance_judge, relevance_k=args.relevance_k), _registry(args))
     return select(metrics, unavailable, args.tracks)
 
 
@@ -279,7 +296,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), *argv])
     try:
         app = build_app(store, owner=args.user)
-        app.queue().launch(server_name=args.host, server_port=args.port, show_error=True)
+        # SIGTERM (a service manager, a test) must still stop the worker: run the `finally` below.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        app.queue(default_concurrency_limit=8).launch(
+            server_name=args.host, server_port=args.port, show_error=True,
+            max_file_size=store.limits.max_total_bytes)
     finally:
         if worker is not None:
             worker.terminate()
@@ -412,6 +433,9 @@ def parser() -> argparse.ArgumentParser:
                        help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
     serve.add_argument("--backbones", default=None, help="backbones JSON file passed to the worker")
     serve.set_defaults(run=cmd_serve)
+    from benchmark import track_commands
+
+    track_commands.register(verbs, datasets_, verb, _add_backbone_options)
     return root
 
 

@@ -210,6 +210,8 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
         missing = sorted({n.backbone for n in metric.info.needs} & set(failures))
         if missing:
             disabled[metric.info.name] = failures[missing[0]]
+        elif reason := metric.check(backbones):
+            disabled[metric.info.name] = reason
         else:
             enabled.append(metric)
     return backbones, enabled, disabled
@@ -254,6 +256,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
     ``run["skipped"]`` says why, together with the ``disabled`` ones the caller could not run at all.
     """
+    metrics = [m for metric in metrics for m in metric.for_submission(manifest)]
     rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
     probe = Inputs(rows, {}, {}, reference_counts=counts, catalogue=prompts.table)
@@ -280,8 +283,12 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         vectors = embed_texts(backbones[backbone_id], texts, cache, batch_size)
         return np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
 
+    def open_image(row: int) -> Image.Image:
+        with Image.open(Path(folder) / rows["path"].iloc[row]) as image:
+            return image.convert("RGB")
+
     inputs = Inputs(rows, features.arrays, features.truncated, references, counts, catalogue=prompts.table,
-                    encode_text=encode_text)
+                    encode_text=encode_text, open_image=open_image)
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)

@@ -230,8 +230,9 @@ def main() -> None:
             for name, times in big.items():
                 p50, p95 = percentiles(times)
                 b50, _ = percentiles(base[name])
+                ratio = f"{p50 / b50:.1f}x" if b50 > 1e-4 else "– (no rows)"  # compare: nothing to compare there
                 print(f"| {name:<28} | {len(times):>5} | {ms(p50):>8} | {ms(p95):>8} | {ms(b50):>12} | "
-                      f"{p50 / b50:>13.1f}x | {'ok' if p95 < 0.1 else 'MISSED':<6} |")
+                      f"{ratio:>14} | {'ok' if p95 < 0.1 else 'MISSED':<6} |")
             print()
         if not args.no_browser:
             found = bench_browser({"baseline": baseline.root, "store": store.root}, args.loads, work)

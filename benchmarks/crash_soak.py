@@ -7,7 +7,8 @@ It builds a store (a 6-prompt CUBE-format dataset, submissions of distinct rando
 ``--workers`` real ``culturelens worker`` processes with a short lease, and, K times, picks a job that is
 being scored, waits a random time, and SIGKILLs its worker, starting a fresh one in its place. Submissions
 keep arriving while workers score (one whenever fewer than ``workers + 1`` jobs are waiting), so there is
-always something to kill. Then it checks, and prints as figures:
+always something to kill; a job on its last attempt is never killed (that path, FAILED after repeated
+crashes, is tests/test_queue.py's). Then it checks, and prints as figures:
 
 - every submission is FINISHED, or FAILED with a reason;
 - each finished submission has one complete results folder: per-image rows unique per (prompt, seed, metric)
@@ -46,6 +47,7 @@ sys.path.insert(0, str(REPO))  # tests.helpers (tiny dataset, images) and benchm
 
 from benchmark.datasets import cube_1k  # noqa: E402
 from benchmark.datasets.prompts import local_folder  # noqa: E402
+from leaderboard.catalog import Catalog  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
 from tests.helpers import TINY_UPSTREAM, manifest, write_image  # noqa: E402
 
@@ -74,6 +76,7 @@ class Soak:
     seeds: int = 24
     size: int = 128
     workers: dict[int, subprocess.Popen] = field(default_factory=dict)
+    worker_logs: dict[int, Path] = field(default_factory=dict)
     kills: list[Kill] = field(default_factory=list)
     submitted: int = 0
     started: int = 0
@@ -101,7 +104,8 @@ class Soak:
 
     # --- workers ----------------------------------------------------------------------------------------------
     def start_worker(self) -> int:
-        log = open(self.logs / f"worker-{self.started}.log", "w")
+        path = self.logs / f"worker-{self.started}.log"
+        log = open(path, "w")
         self.started += 1
         process = subprocess.Popen(
             [sys.executable, "-m", "benchmark.cli", "worker", "--store", str(self.store.root), "--backbones",
@@ -111,7 +115,15 @@ class Soak:
             env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
         log.close()
         self.workers[process.pid] = process
+        self.worker_logs[process.pid] = path
         return process.pid
+
+    def check_alive(self) -> None:
+        """A worker that exits on its own (it cannot load, it crashed) ends the soak with its log's last lines."""
+        for pid, process in self.workers.items():
+            if process.poll() is not None:
+                tail = self.worker_logs[pid].read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"worker {pid} exited by itself with code {process.returncode}:\n{tail}")
 
     def stop_workers(self) -> None:
         for pid, process in list(self.workers.items()):
@@ -139,24 +151,34 @@ class Soak:
                               "(SELECT sha FROM wanted)").fetchone()[0]
 
     # --- the soak ---------------------------------------------------------------------------------------------
-    def run(self, kills: int, workers: int, rng: random.Random, max_delay: float, timeout: float) -> None:
-        """Kill a scoring worker ``kills`` times at random moments, then let the queue drain."""
+    def run(self, kills: int, workers: int, rng: random.Random, max_delay: float, timeout: float,
+            replace: bool = True) -> None:
+        """Kill a scoring worker ``kills`` times at random moments, then let the queue drain. With ``replace``
+        each killed worker is replaced at once; without, the ``workers`` started first must outnumber the kills
+        (quicker where starting a worker costs more than scoring, as in CI)."""
+        if not replace and workers <= kills:
+            raise ValueError(f"without replacement, {workers} workers cannot survive {kills} kills")
         deadline = time.monotonic() + timeout
         for _ in range(workers):
             self.start_worker()
         while len(self.kills) < kills:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(self.kills)} of {kills} kills after {timeout:.0f} s")
+            self.check_alive()
             jobs = self.store.queue.jobs()
             if sum(j.state in ("PENDING", "RUNNING") for j in jobs) < workers + 1:
                 self.submit()  # uploads keep arriving while workers score
                 continue
+            # A job on its last attempt is spared: a kill there ends it FAILED ("the worker stopped N times"),
+            # which tests/test_queue.py covers; here each kill must be followed by a recovery to measure.
             scoring = [j for j in jobs if j.state == "RUNNING" and self._owner_pid(j.lease_owner)
-                       and not (j.message or "").startswith("claimed")]
+                       and not (j.message or "").startswith("claimed")
+                       and j.attempts < self.store.queue.max_attempts]
             if not scoring:
                 time.sleep(0.05)
                 continue
-            job = rng.choice(scoring)
+            fewest = min(sum(k.job == j.id for k in self.kills) for j in scoring)  # spread the kills over jobs
+            job = rng.choice([j for j in scoring if sum(k.job == j.id for k in self.kills) == fewest])
             time.sleep(rng.uniform(0, max_delay))
             now = self.store.queue.get(job.id)
             pid = self._owner_pid(now.lease_owner) if now.state == "RUNNING" else None
@@ -165,10 +187,12 @@ class Soak:
             os.kill(pid, signal.SIGKILL)
             self.workers.pop(pid).wait()
             self.kills.append(Kill(job.id, pid, now.message or "", self.cached_images(job.id)))
-            self.start_worker()
+            if replace:
+                self.start_worker()
         while any(j.state in ("PENDING", "RUNNING") for j in self.store.queue.jobs()):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the queue did not drain within {timeout:.0f} s")
+            self.check_alive()
             time.sleep(0.2)
         self.stop_workers()
 
@@ -184,10 +208,8 @@ class Soak:
                 problems.append(f"{job.id}: FAILED without a reason")
         finished = [j for j in jobs.values() if j.state == "FINISHED"]
         bad_rows = 0
-        con = self.store.connect()
-        shown = dict(con.execute("SELECT submission_id, count(*) FROM aggregates WHERE provenance = 'scored' "
-                                 "GROUP BY submission_id").fetchall())
-        con.close()
+        shown = Catalog(self.store).query("SELECT submission_id, count(*) AS n FROM aggregates WHERE provenance = "
+                                          "'scored' GROUP BY submission_id").set_index("submission_id")["n"].to_dict()
         for job in finished:
             folder = self.store.results / job.id
             files = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
@@ -206,9 +228,10 @@ class Soak:
             if rows.empty or doubled or partial:
                 problems.append(f"{job.id}: {doubled} duplicate rows, {partial} metrics missing images")
                 bad_rows += doubled + partial
-            if shown.get(job.id) != len(aggregates):
+            ranked = int((aggregates["slice"] != "prompt").sum())  # the app's catalog keeps per-prompt rows on disk
+            if shown.get(job.id) != ranked:
                 problems.append(f"{job.id}: the leaderboard shows {shown.get(job.id)} aggregate rows, "
-                                f"the results folder has {len(aggregates)}")
+                                f"the results folder has {ranked}")
         leftovers = sorted(p.name for p in self.store.results.glob(".*"))
         for name in leftovers:
             if name.split(".")[1] in {j.id for j in finished}:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import sqlite3
 import time
 from datetime import datetime, timedelta, timezone
@@ -224,8 +223,6 @@ class Writer:
         self.prompts, self.n_seeds = prompts, n_seeds
         n = len(prompts["prompt_id"])
         self.n = n
-        info = {m[0]: m for m in METRICS}
-        self.info = info
         # Slices: name -> (labels, per prompt its label's index)
         self.groups = {"overall": (np.array(["all"]), np.zeros(n, dtype=np.int64))}
         for column in ("country", "continent", "concept"):
@@ -246,10 +243,8 @@ class Writer:
         cols = aggregate_rows(values, self.groups, self.prompts["prompt_id"])
         rows = len(cols["metric"])
         metric = pa.array(cols["metric"])
-        label = pc.take(pa.array([m[1] for m in METRICS]), pc.index_in(metric, pa.array([m[0] for m in METRICS])))
-        track = pc.take(pa.array([m[2] for m in METRICS]), pc.index_in(metric, pa.array([m[0] for m in METRICS])))
-        higher = pc.take(pa.array([m[3] for m in METRICS]), pc.index_in(metric, pa.array([m[0] for m in METRICS])))
-        backbone = pc.take(pa.array([m[5] for m in METRICS]), pc.index_in(metric, pa.array([m[0] for m in METRICS])))
+        which = pc.index_in(metric, pa.array([m[0] for m in METRICS]))
+        label, track, higher, backbone = (pc.take(pa.array([m[i] for m in METRICS]), which) for i in (1, 2, 3, 5))
         data = {
             "provenance": _constant("scored", rows, pa.string()), "submission_id": _constant(sid, rows, pa.string()),
             "model": _constant(model["model"], rows, pa.string()),
@@ -257,7 +252,8 @@ class Writer:
             "model_type": _constant(model["model_type"], rows, pa.string()),
             "model_revision": _constant(model["model_revision"], rows, pa.string()),
             "parameters_billions": _constant(model["parameters_billions"], rows, pa.float64()),
-            "track": track, "metric": metric, "metric_label": label, "metric_version": _constant("1", rows, pa.string()),
+            "track": track, "metric": metric, "metric_label": label,
+            "metric_version": _constant("1", rows, pa.string()),
             "higher_is_better": higher, "slice": pa.array(cols["slice"]), "slice_value": pa.array(cols["slice_value"]),
             "value": pa.array(cols["value"]), "ci_low": pa.array(cols["ci_low"], from_pandas=True),
             "ci_high": pa.array(cols["ci_high"], from_pandas=True), "n": pa.array(cols["n"], pa.int64()),
@@ -298,7 +294,8 @@ class Writer:
                 note = pa.array(np.where(v >= 0.85, "high", np.where(v >= 0.4, "medium", "low")))
                 note = pc.binary_join_element_wise(note, f"similarity across {self.n_seeds} seeds", " ")
             data = {
-                "submission_id": _constant(sid, rows, pa.string()), "model": _constant(model["model"], rows, pa.string()),
+                "submission_id": _constant(sid, rows, pa.string()),
+                "model": _constant(model["model"], rows, pa.string()),
                 "prompt_id": pc.take(self.prompt_columns["prompt_id"], take), "seed": seed, "image_path": path,
                 "image_sha256": digest,
                 **{c: pc.take(self.prompt_columns[c], take) for c in ("country", "country_code", "continent",

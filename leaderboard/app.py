@@ -24,6 +24,7 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.pictures import reuse_picture
 from leaderboard import render, search, tables
+from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.store import PermissionDenied, Store
@@ -33,6 +34,9 @@ STATE_BADGES = {"PENDING": "⏳ PENDING", "RUNNING": "⚙️ RUNNING", "FINISHED
 QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
 TYPES = ["open", "closed", "unknown"]
 MAX_COMPARE = 4
+CHART_MODELS = 20
+MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; downloads have all)
+QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 
 
 
@@ -63,14 +67,16 @@ class Views:
         self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
 
     # --- overview ------------------------------------------------------------------------------------------
-    def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns):
+    def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns,
+                 limit: int | None = MAX_ROWS):
+        """The Overview tab: the track picker, the metric picker, the ranked (or win-rate) table and its note."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
         track_choices = [OVERALL_VIEW, *tables.tracks(self.catalog)]
         track = _pick(track, track_choices, OVERALL_VIEW)
         if track == OVERALL_VIEW:
-            wide = tables.win_rates(tables.headline_rows(self.catalog, filters))
-            shown = tables.display_win_rates(wide)
-            _, hidden = filters.apply(tables.headline_rows(self.catalog))
+            headline = tables.headline_rows(self.catalog)
+            kept, hidden = filters.apply(headline)
+            shown = tables.display_win_rates(tables.win_rates(kept))
             note = ("**Mean win rate** (as HEIM): on each track's headline metric (overall slice), the share of "
                     "the other models a model beats, ties counting half; averaged over the tracks it has a score on "
                     "(column *Tracks*). Reported and scored rows of one model are kept apart.")
@@ -97,10 +103,23 @@ class Views:
             note += f"\n\n⚠️ {hidden}"
         if track != OVERALL_VIEW and columns:  # the column choice is over the ranked tables' columns
             shown = shown[[c for c in shown.columns if c in columns or c in ("Rank", "Model")]]
-        return (gr.update(choices=track_choices, value=track), metric_update, shown, note, self._files(shown, "view"))
+        if limit is not None and len(shown) > limit:
+            note += (f"\n\nShowing the top {limit} of {len(shown)} rows: search or filter to find the others, or "
+                     "download the view (every row).")
+            shown = shown.head(limit)
+        return gr.update(choices=track_choices, value=track), metric_update, shown, note
+
+    def download(self, *overview_inputs) -> list[str]:
+        """The current overview table as CSV and Parquet files."""
+        shown = self.overview(*overview_inputs, limit=None)[2]
+        return self._files(shown, "view")
 
     def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
-        """The frame as CSV and Parquet files to download."""
+        """The frame as CSV and Parquet files to download, in a folder of their own (Gradio copies them to its
+        cache, which ``delete_cache`` empties; folders older than an hour are removed here)."""
+        for old in self.downloads.iterdir():
+            if old.stat().st_mtime < time.time() - 3600:
+                shutil.rmtree(old, ignore_errors=True)
         folder = Path(tempfile.mkdtemp(dir=self.downloads))
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
         frame.to_csv(csv, index=False)
@@ -138,18 +157,22 @@ class Views:
                 f"{len(frame)} row(s)." if len(frame) else "No results for this choice yet.")
         if hidden:
             note += f" ⚠️ {hidden}"
+        if len(frame) > MAX_ROWS:
+            note += f" Showing the top {MAX_ROWS}: search models to find others."
         return (gr.update(choices=track_choices, value=track), gr.update(choices=labels, value=metric_label),
                 gr.update(choices=names, value=slice_name), gr.update(choices=values, value=slice_value),
-                tables.display(frame), note, heat, *self.charts(filters))
+                tables.display(frame.head(MAX_ROWS)), note, heat, *self.charts(filters))
 
     def charts(self, filters: tables.Filters):
-        """Per-model profile across tracks, the W1KP reusability curves and the CRT scatter."""
-        wide = tables.win_rates(tables.headline_rows(self.catalog, filters))
+        """Per-model profile across tracks, the W1KP reusability curves and the CRT scatter (each of the
+        ``CHART_MODELS`` best models by mean win rate, unless a filter names the models)."""
+        wide = tables.win_rates(filters.apply(tables.headline_rows(self.catalog))[0]).head(CHART_MODELS)
         long = wide.melt(id_vars=["model", "provenance"], value_vars=[c for c in wide.columns if c not in
                          ("model", "provenance", "win_rate", "tracks")], var_name="track", value_name="win rate")
         profile = long.dropna().assign(model=lambda f: f["model"] + f["provenance"].map(
             {"reported": " 📄", "scored": ""}))[["model", "track", "win rate"]]
         curves = self.catalog.curves("w1kp")
+        curves = curves[curves["model"].isin(wide["model"])]
         curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]] if len(curves) \
             else pd.DataFrame(columns=["model", "k", "W1KP_k"])
         scatter = self.crt_scatter(filters)
@@ -200,7 +223,7 @@ class Views:
             gallery.append((str(path), f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
                             + (f" · {notes}" if notes else "")))
         references = self.references(chosen[0], prompt_id)
-        for _, row in rows[rows["metric"] == "vr"].dropna(subset=["detail"]).iterrows():
+        for _, row in rows[rows["metric"] == "vr_image"].dropna(subset=["detail"]).iterrows():
             detail = json.loads(row["detail"])
             best = detail.get("best_reference")
             if best is None or best >= len(references):
@@ -275,9 +298,14 @@ class Views:
         """Validate and queue an uploaded submission zip."""
         return self.submit(file, "", profile, progress)
 
+    def queue_api(self) -> tuple[str, dict]:
+        """The workers' status and the queue table (newest first)."""
+        markdown, frame = self.queue()
+        return markdown, {"headers": list(frame.columns), "data": frame.values.tolist()}
+
     def queue(self):
         rows = []
-        for job in self.store.queue.jobs():
+        for job in self.store.queue.jobs()[:QUEUE_ROWS]:
             progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
             details = job.error if job.state == "FAILED" else (job.message or "")
             rows.append([job.created_at, job.id, job.model, job.owner, STATE_BADGES[job.state], progress,
@@ -340,8 +368,12 @@ class Views:
         return f"✅ `{render.escape(submission_id)}` " + ("queued again." if action == "rerun" else "deleted.")
 
     # --- metrics -------------------------------------------------------------------------------------------
-    def meta_evaluation(self) -> pd.DataFrame:
-        return self.store.meta_evaluation()
+    def metrics_page(self):
+        """The method-page picker (first track shown) and the metric-human agreement table."""
+        choices = tables.tracks(self.catalog)
+        first = choices[0] if choices else None
+        return (gr.update(choices=choices, value=first), render.method_page(first) if first else "",
+                self.store.meta_evaluation())
 
 
 def _selected_id(event: gr.SelectData) -> str:
@@ -358,13 +390,15 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account)."""
     views = Views(store, owner)
     on_space = bool(os.environ.get("SPACE_ID"))
-    with gr.Blocks(title="CultureLens leaderboard") as app:
+    # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
+    with gr.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
         blank = gr.State("")
         with gr.Tabs() as tabs:
-            with gr.Tab("Overview", id="overview"):
+            with gr.Tab("Overview", id="overview") as overview_tab:
                 with gr.Row():
-                    o_track = gr.Radio(label="Track", choices=[OVERALL_VIEW], value=OVERALL_VIEW, scale=3)
+                    known = list(dict.fromkeys([*track_registry.REGISTRY, *tables.tracks(views.catalog)]))
+                    o_track = gr.Radio(label="Track", choices=[OVERALL_VIEW, *known], value=OVERALL_VIEW, scale=3)
                     o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True, scale=2)
                 with gr.Accordion("Filters and columns (none active: every row is shown)", open=False):
                     with gr.Row():
@@ -379,15 +413,17 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     o_columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.RANK_COLUMNS, label="Columns")
                 o_note = gr.Markdown()
                 o_table = gr.Dataframe(interactive=False, wrap=True)
-                o_files = gr.File(label="Download this view (CSV, Parquet)", file_count="multiple")
+                o_download = gr.Button("Download this view (CSV, Parquet)", size="sm")
+                o_files = gr.File(label="Downloads", file_count="multiple")
                 o_inputs = [o_track, o_metric, o_models, o_types, o_min, o_max, o_since, o_prov, o_columns]
-                o_outputs = [o_track, o_metric, o_table, o_note, o_files]
+                o_outputs = [o_track, o_metric, o_table, o_note]
+                o_download.click(views.download, o_inputs, o_files, api_name="download")
                 for control in o_inputs:
                     getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                         views.overview, o_inputs, o_outputs, api_name="overview" if control is o_track else False)
                 gr.api(views.leaderboard_api, api_name="leaderboard")
 
-            with gr.Tab("Slices", id="slices"):
+            with gr.Tab("Slices", id="slices") as slices_tab:
                 with gr.Row():
                     s_track = gr.Dropdown(label="Track", choices=[], interactive=True, allow_custom_value=True)
                     s_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True)
@@ -412,7 +448,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                         views.slices, s_inputs, s_outputs, api_name="slices" if control is s_value else False)
 
-            with gr.Tab("Compare", id="compare"):
+            with gr.Tab("Compare", id="compare") as compare_tab:
                 with gr.Row():
                     c_subs = gr.Dropdown(label=f"Submissions (up to {MAX_COMPARE})", multiselect=True,
                                          max_choices=MAX_COMPARE, choices=[], interactive=True, allow_custom_value=True, scale=3)
@@ -429,10 +465,10 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 c_prompt.input(views.compare, [c_subs, c_prompt], [c_gallery, c_refs, c_table, c_reuse, c_note],
                                api_name="compare")
 
-            with gr.Tab("Datasets", id="datasets"):
-                d_outputs = views.browser.build()
+            with gr.Tab("Datasets", id="datasets") as datasets_tab:
+                d_inputs, d_outputs = views.browser.build()
 
-            with gr.Tab("Metrics", id="metrics"):
+            with gr.Tab("Metrics", id="metrics") as metrics_tab:
                 gr.Markdown("### Which automatic metric agrees with human raters?\nSpearman ρ between each metric "
                             "and the human mean per criterion on CulturalFrames images, with bootstrap 95% CIs, "
                             "beside the leave-one-rater-out human ceiling. 📄 rows are the paper's; ⚙️ rows were "
@@ -444,7 +480,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 with gr.Accordion("Cite (BibTeX)", open=False):
                     gr.Code(render.bibtex(), language=None)
 
-            with gr.Tab("Submit", id="submit"):
+            with gr.Tab("Submit", id="submit") as submit_tab:
                 if on_space:
                     gr.LoginButton()
                     who = "the Hugging Face account you sign in with"
@@ -463,7 +499,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 upload_only = gr.Button(visible=False)
                 upload_only.click(views.submit_file, [upload], verdict, api_name="submit")
 
-            with gr.Tab("Queue", id="queue"):
+            with gr.Tab("Queue", id="queue") as queue_tab:
                 workers = gr.Markdown()
                 queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True)
                 with gr.Row():
@@ -477,30 +513,36 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 q_show.click(views.details, q_id, [q_details, q_file], api_name="details")
                 q_rerun.click(views.rerun, q_id, q_result, api_name="rerun")
                 q_delete.click(views.delete, q_id, q_result, api_name="delete")
-                gr.Timer(3).tick(views.queue, None, [workers, queue_table], api_name=False)
+                timer = gr.Timer(3, active=False)
+                timer.tick(views.queue, None, [workers, queue_table], api_name=False)
                 queue_table.select(_selected_id, None, q_id, api_name=False)
 
-            with gr.Tab("About", id="about"):
+            with gr.Tab("About", id="about") as about_tab:
                 gr.Markdown(about_markdown(store))
 
         def restore(request: gr.Request):
-            """First paint: the view named in the URL, or the defaults."""
+            """First paint: the view named in the URL (the Overview by default); other tabs fill when opened."""
             state = _url_state(request)
             tab = state.get("tab", "overview")
             over = views.overview(state.get("track") if tab == "overview" else None, state.get("metric"),
                                   state.get("models", ""), [], None, None, "", [], tables.RANK_COLUMNS)
             sliced = views.slices(state.get("track"), state.get("metric"), state.get("slice"), state.get("value"),
-                                  state.get("models", ""))
-            track_choices = tables.tracks(views.catalog)
-            return (gr.Tabs(selected=tab), *over, state.get("models", ""), *sliced, state.get("models", ""),
-                    gr.update(choices=views.submission_choices()), gr.update(choices=track_choices,
-                    value=track_choices[0] if track_choices else None),
-                    render.method_page(track_choices[0]) if track_choices else "", views.meta_evaluation(),
-                    *views.queue(), *views.browser.view(None, None, None, None, "", ""))
+                                  state.get("models", "")) if tab == "slices" else [gr.update()] * len(s_outputs)
+            queued = (*views.queue(), gr.Timer(active=True)) if tab == "queue" else [gr.update()] * 3
+            return (gr.Tabs(selected=tab), *over, state.get("models", ""), *sliced, state.get("models", ""), *queued)
 
-        app.load(restore, None, [tabs, *o_outputs, o_models, *s_outputs, s_models, c_subs, m_track, m_page, m_table,
-                                 workers, queue_table, *d_outputs], api_name=False)
-        app.load(views.queue, None, [workers, queue_table], api_name="queue")
+        app.load(restore, None, [tabs, *o_outputs, o_models, *s_outputs, s_models, workers, queue_table, timer],
+                 api_name=False)
+        # Each other tab computes its data when it is opened; the queue polls only while it is open.
+        slices_tab.select(views.slices, s_inputs, s_outputs, api_name=False)
+        compare_tab.select(lambda: gr.update(choices=views.submission_choices()), None, c_subs, api_name=False)
+        datasets_tab.select(views.browser.view, d_inputs, d_outputs, api_name=False)
+        metrics_tab.select(views.metrics_page, None, [m_track, m_page, m_table], api_name=False)
+        queue_tab.select(views.queue, None, [workers, queue_table], api_name=False).then(
+            lambda: gr.Timer(active=True), None, timer, api_name=False)
+        for other in (overview_tab, slices_tab, compare_tab, datasets_tab, metrics_tab, submit_tab, about_tab):
+            other.select(lambda: gr.Timer(active=False), None, timer, api_name=False)
+        gr.api(views.queue_api, api_name="queue")
         # Keep the address bar in step with the view.
         for control in (o_track, o_metric, o_models):
             control.change(None, [o_track, o_metric, blank, blank, o_models], None, js=_url_js("overview"))

@@ -22,6 +22,8 @@ from benchmark import results
 from leaderboard.store import Store
 
 REFRESH_SECONDS = 2.0  # at most one directory listing per this many seconds
+RESORT_ROWS = 50_000  # rows appended out of order before the table is sorted again
+ORDER = "track, metric, slice, slice_value"  # what every view filters on: sorted, DuckDB skips row groups
 
 
 class Catalog:
@@ -32,9 +34,11 @@ class Catalog:
         self.loaded: set[str] = set()
         self.reported_stamp = None
         self.checked = 0.0
-        self.con.register("_empty", results.AGGREGATE.empty_table())
-        self.con.execute("CREATE TABLE aggregates AS SELECT * FROM _empty")
-        self.con.unregister("_empty")
+        self.unsorted = 0
+        for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
+            self.con.register("_empty", schema.empty_table())
+            self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
+            self.con.unregister("_empty")
         self.refresh(force=True)
 
     def refresh(self, force: bool = False) -> None:
@@ -49,8 +53,10 @@ class Catalog:
             if gone:
                 self.con.execute("DELETE FROM aggregates WHERE provenance = 'scored' AND submission_id IN "
                                  "(SELECT unnest(?))", [sorted(gone)])
+                self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(gone)])
             if new:
                 self._insert([str(self.store.results / name / "aggregates.parquet") for name in new])
+                self._insert_curves([str(self.store.results / name / "curves.parquet") for name in new])
             self.loaded = present
             stamp = self.store.reported.stat().st_mtime_ns if self.store.reported.exists() else None
             if stamp != self.reported_stamp:
@@ -58,6 +64,9 @@ class Catalog:
                 if stamp is not None:
                     self._insert([str(self.store.reported)])
                 self.reported_stamp = stamp
+            if self.unsorted > RESORT_ROWS:
+                self.con.execute(f"CREATE OR REPLACE TABLE aggregates AS SELECT * FROM aggregates ORDER BY {ORDER}")
+                self.unsorted = 0
 
     def _insert(self, files: list[str]) -> None:
         columns = ", ".join(f'"{name}"' for name in results.AGGREGATE.names)
@@ -66,8 +75,16 @@ class Catalog:
             source = self.con.read_parquet(chunk, union_by_name=True)
             have = set(source.columns)
             select = ", ".join(f'"{n}"' if n in have else f'NULL AS "{n}"' for n in results.AGGREGATE.names)
-            self.con.execute(f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?, "
-                             "union_by_name = true) WHERE slice <> 'prompt'", [chunk])
+            inserted = self.con.execute(f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?, "
+                                        "union_by_name = true) WHERE slice <> 'prompt'", [chunk]).fetchone()[0]
+            self.unsorted += inserted
+
+    def _insert_curves(self, files: list[str]) -> None:
+        """The model-level curves (prompt_id null; a few rows per submission) of these results folders."""
+        files = [f for f in files if os.path.exists(f)]
+        for start in range(0, len(files), 200):
+            self.con.execute("INSERT INTO curves BY NAME SELECT * FROM read_parquet(?, union_by_name = true) "
+                             "WHERE prompt_id IS NULL", [files[start:start + 200]])
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         self.refresh()
@@ -105,11 +122,8 @@ class Catalog:
             return self.con.execute("SELECT DISTINCT prompt_id, country, coalesce(concept, domain, kind) AS what "
                                     "FROM read_parquet(?) ORDER BY prompt_id", [str(path)]).df()
 
-    def curves(self, metric: str) -> pd.DataFrame:
-        """Model-level curves (prompt_id null) of one metric, for every submission that has them."""
-        files = [str(p) for p in sorted(Path(self.store.results).glob("*/curves.parquet"))]
-        if not files:
-            return pd.DataFrame(columns=list(results.CURVES.names))
-        with self.lock:
-            return self.con.execute("SELECT * FROM read_parquet(?, union_by_name = true) "
-                                    "WHERE metric = ? AND prompt_id IS NULL ORDER BY model, x", [files, metric]).df()
+    def curves(self, metric: str, submission_ids: list[str] | None = None) -> pd.DataFrame:
+        """Model-level curves of one metric (of some submissions, or all)."""
+        where = "metric = ?" + (" AND list_contains(?, submission_id)" if submission_ids is not None else "")
+        params = [metric] + ([submission_ids] if submission_ids is not None else [])
+        return self.query(f"SELECT * FROM curves WHERE {where} ORDER BY model, x", params)

@@ -109,7 +109,7 @@ class DatasetBrowser:
         return str(table.loc[prompt_id, "prompt"]) if prompt_id in table.index else None
 
     def build(self) -> list:
-        """The tab's components and events (called inside a ``gr.Tab``); returns what ``view`` fills."""
+        """The tab's components and events (called inside a ``gr.Tab``); returns ``view``'s inputs and outputs."""
         with gr.Row():
             repo = gr.Dropdown(label="Dataset", choices=[], interactive=True, allow_custom_value=True)
             config = gr.Dropdown(label="Config", choices=[], interactive=True, allow_custom_value=True)
@@ -128,7 +128,7 @@ class DatasetBrowser:
             getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                 self.view, inputs, outputs, api_name="datasets" if control is query else False)
         table.select(self.images, [repo, config], gallery, api_name=False)
-        return outputs
+        return inputs, outputs
 
 
 def _is_image(feature) -> bool:

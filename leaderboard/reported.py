@@ -9,6 +9,7 @@ anyone submits and scored models can be read against the published ones.
 from __future__ import annotations
 
 from benchmark import citations
+from benchmark.expectations import published
 from benchmark.metrics import iconicity
 
 # --- CRT, Table 1: CRA / VR / VR@k / CRT, per model, still and moving references ---------------
@@ -47,12 +48,13 @@ _MODEL_IDS = {
 # --- CUBE, Table 6: cultural diversity CD (quality-weighted Vendi, normalised; Eq. 3) -----------
 _CUBE_MODELS = ("Imagen 2", "SDXL", "Playground", "Realistic Vision")
 _CUBE_TABLE_6 = {
-    # kernel (w_continent, w_country, w_artifact): {concept: values in _CUBE_MODELS order}
-    "1,0,0": {"cuisine": (.08, .04, .07, .07), "landmarks": (.04, .06, .04, .05), "art": (.07, .042, .06, .05)},
-    "0,1,0": {"cuisine": (.15, .11, .14, .13), "landmarks": (.12, .14, .07, .12), "art": (.13, .08, .12, .07)},
-    "0,0,1": {"cuisine": (.24, .14, .23, .20), "landmarks": (.18, .18, .12, .18), "art": (.22, .18, .17, .14)},
-    "1/2,1/2,0": {"cuisine": (.13, .09, .12, .10), "landmarks": (.10, .11, .06, .10), "art": (.11, .07, .10, .072)},
-    "1/3,1/3,1/3": {"cuisine": (.19, .12, .19, .16), "landmarks": (.14, .15, .09, .12), "art": (.16, .12, .14, .10)},
+    # kernel (benchmark.metrics.vendi.KERNELS: continent (1,0,0), country (0,1,0), artifact (0,0,1), hierarchical
+    # (1/2,1/2,0), uniform (1/3,1/3,1/3)): {concept: values in _CUBE_MODELS order}
+    "continent": {"cuisine": (.08, .04, .07, .07), "landmarks": (.04, .06, .04, .05), "art": (.07, .042, .06, .05)},
+    "country": {"cuisine": (.15, .11, .14, .13), "landmarks": (.12, .14, .07, .12), "art": (.13, .08, .12, .07)},
+    "artifact": {"cuisine": (.24, .14, .23, .20), "landmarks": (.18, .18, .12, .18), "art": (.22, .18, .17, .14)},
+    "hierarchical": {"cuisine": (.13, .09, .12, .10), "landmarks": (.10, .11, .06, .10), "art": (.11, .07, .10, .072)},
+    "uniform": {"cuisine": (.19, .12, .19, .16), "landmarks": (.14, .15, .09, .12), "art": (.16, .12, .14, .10)},
 }
 # CUBE, Table 5: mean HPS-v2 quality q of the diversity images.
 _CUBE_TABLE_5_Q = {"cuisine": (.27, .21, .29, .27), "landmarks": (.25, .22, .21, .23), "art": (.31, .30, .34, .33)}
@@ -84,8 +86,7 @@ _CUBE_TABLE_4 = {
     },
 }
 
-# --- CulturalFrames, Sec. 5 / Figure 3: mean human alignment score (prompts all models answered) --
-_CF_ALIGNMENT = {"GPT-Image": 0.85, "Imagen 3": 0.79, "SD-3.5-Large": 0.66, "FLUX.1-dev": 0.63}
+# --- CulturalFrames: the paper's human results (benchmark.expectations.published, each with its section).
 
 
 def _row(model: str, track: str, metric: str, label: str, higher: bool, slice_: str, slice_value: str,
@@ -108,12 +109,12 @@ def rows() -> list[dict]:
     for kernel, concepts in _CUBE_TABLE_6.items():
         for concept, values in concepts.items():
             for model, value in zip(_CUBE_MODELS, values):
-                out.append(_row(model, "diversity", f"cd[{kernel}]",
-                                f"CD, quality-weighted Vendi / N, kernel ({kernel}) (Eq. 3)", True,
+                out.append(_row(model, "diversity", f"cd_{kernel}",
+                                f"Cultural diversity, HPS quality x Vendi / N, {kernel} kernel (Eq. 3)", True,
                                 "concept", concept, value, citations.CUBE, "Table 6"))
     for concept, values in _CUBE_TABLE_5_Q.items():
         for model, value in zip(_CUBE_MODELS, values):
-            out.append(_row(model, "diversity", "hpsv2_quality", "mean HPS-v2 quality q", True,
+            out.append(_row(model, "diversity", "mean_hps_quality", "mean HPS-v2 quality q", True,
                             "concept", concept, value, citations.CUBE, "Table 5"))
     for model, values in _CUBE_TABLE_3.items():
         for country, value in zip(_CUBE_COUNTRIES, values):
@@ -125,7 +126,7 @@ def rows() -> list[dict]:
             for country, value in zip(_CUBE_COUNTRIES, values):
                 out.append(_row(model, "awareness", f"human_{criterion}", f"mean {criterion}, 1-5 (human)", True,
                                 "country_concept", f"{country} / {concept}", value, citations.CUBE, "Table 4"))
-    for model, value in _CF_ALIGNMENT.items():
-        out.append(_row(model, "expectations", "human_alignment", "mean human alignment score, 0-1 (human)", True,
-                        "overall", "all", value, citations.CULTURALFRAMES, "Section 5, Figure 3"))
+    for row in published.leaderboard_rows():
+        model_id, model_type = _MODEL_IDS[row["model"]]
+        out.append({**row, "model_id": model_id, "model_type": model_type})
     return out

@@ -221,12 +221,22 @@ class Store:
     def fetch_hub_submission(self, repo: str) -> Path:
         """Download a Hub dataset repo holding a submission (manifest.json + images/) into staging.
         ValueError with the reason when the id is malformed or the Hub cannot be reached."""
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import HfApi, snapshot_download
 
         from benchmark.submission.manifest import REPO_ID
 
         if not REPO_ID.fullmatch(repo) or ".." in repo:
             raise ValueError(f"{repo!r} is not a Hub dataset repo id (ORG/NAME)")
+        try:
+            info = HfApi().dataset_info(repo, files_metadata=True)
+        except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
+            raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "
+                             f"{str(error).splitlines()[0][:200]}") from None
+        files = [f for f in info.siblings or [] if f.rfilename == "manifest.json" or f.rfilename.startswith("images/")]
+        size = sum(f.size or 0 for f in files)
+        if len(files) > self.limits.max_files or size > self.limits.max_total_bytes:
+            raise ValueError(f"Hub dataset {repo} holds {len(files)} files, {size} bytes: over this leaderboard's "
+                             f"limits ({self.limits.max_files} files, {self.limits.max_total_bytes} bytes)")
         target = Path(tempfile.mkdtemp(prefix="hub-", dir=self.staging))
         try:
             snapshot_download(repo, repo_type="dataset", local_dir=target,

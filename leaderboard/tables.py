@@ -19,6 +19,11 @@ from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 
 OVERALL = "overall"
+# The columns the views read (never SELECT *: the catalog holds every provenance field).
+COLUMNS = ("track, metric, slice, slice_value, model, value, ci_low, ci_high, n, model_type, parameters_billions, "
+           "scored_at, provenance, citation, source_table, higher_is_better, harness_version, backbone, seeds, "
+           "submission_id")
+HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
 RANK_COLUMNS = ["Rank", "Model", "Score", "95% CI", "≈", "n", "Type", "Size (B)", "Date", "Provenance", "Source",
                 "Submission"]
 WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "Tracks"]
@@ -111,7 +116,9 @@ def _rank(frame: pd.DataFrame) -> pd.DataFrame:
         return frame.assign(rank=pd.Series(dtype=int), overlaps_next=pd.Series(dtype=bool))
     higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
     key = -frame["value"] if higher else frame["value"]
-    frame = frame.assign(rank=key.rank(method="min").astype(int)).sort_values(["rank", "model"], kind="stable")
+    # A null value (e.g. "not reached within k") has no rank and sorts last.
+    frame = frame.assign(rank=key.rank(method="min").astype("Int64")).sort_values(
+        ["rank", "model"], kind="stable", na_position="last")
     low, high = frame["ci_low"].to_numpy(), frame["ci_high"].to_numpy()
     overlaps = np.zeros(len(frame), dtype=bool)
     overlaps[:-1] = (~np.isnan(low[:-1]) & ~np.isnan(low[1:]) & (low[:-1] <= high[1:]) & (low[1:] <= high[:-1]))
@@ -121,43 +128,40 @@ def _rank(frame: pd.DataFrame) -> pd.DataFrame:
 def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, slice_value: str = "all",
            filters: Filters = Filters()) -> tuple[pd.DataFrame, str]:
     """The ranked rows of one metric and slice (after filters), and the note on what the filters hid."""
-    frame = cat.query("SELECT * FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND slice_value = ?",
-                      [track, metric, slice_name, slice_value])
+    frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
+                      "slice_value = ?", [track, metric, slice_name, slice_value])
     frame, note = filters.apply(frame)
     return _rank(frame), note
 
 
-def _source(row) -> str:
-    if row.provenance == "reported":
-        return f"{citations.SHORT.get(row.citation, row.citation)}, {row.source_table}"
-    return f"CultureLens {row.harness_version}, {row.backbone}, seeds {_seeds(row.seeds)}"
-
-
-def _seeds(seeds) -> str:
-    values = str(seeds or "").split(",")
-    return values[0] if len(values) == 1 else f"{values[0]}-{values[-1]} ({len(values)})"
+def _sources(frame: pd.DataFrame) -> pd.Series:
+    """Where each row comes from: the paper and table, or the harness version, backbones and seeds."""
+    reported = frame["citation"].map(lambda c: citations.SHORT.get(c, c)).fillna("") + ", " + \
+        frame["source_table"].fillna("")
+    seeds = frame["seeds"].fillna("").str.split(",")
+    seeds = seeds.map(lambda s: s[0] if len(s) == 1 else f"{s[0]}-{s[-1]} ({len(s)})")
+    scored = "CultureLens " + frame["harness_version"].fillna("") + ", " + frame["backbone"].fillna("") + \
+        ", seeds " + seeds
+    return reported.where(frame["provenance"] == "reported", scored)
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
     """``ranked`` rows for people: rounded scores, the CI as text, the marker, a source per row."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
-
-    def ci(row) -> str:
-        return "" if pd.isna(row.ci_low) else f"[{row.ci_low:.3f}, {row.ci_high:.3f}]"
-
+    ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
     return pd.DataFrame({
-        "Rank": frame["rank"].astype(int),
+        "Rank": frame["rank"].astype("Int64"),
         "Model": frame["model"],
         "Score": frame["value"].round(3),
-        "95% CI": frame.apply(ci, axis=1),
+        "95% CI": ci.where(frame["ci_low"].notna(), ""),
         "≈": np.where(frame["overlaps_next"], "≈", ""),
         "n": frame["n"].astype("Int64"),
         "Type": frame["model_type"].fillna(""),
         "Size (B)": frame["parameters_billions"],
         "Date": frame["scored_at"].fillna("").str[:10],
         "Provenance": frame["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
-        "Source": frame.apply(_source, axis=1),
+        "Source": _sources(frame),
         "Submission": frame["submission_id"].fillna(""),
     })
 
@@ -168,13 +172,12 @@ def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = 
     pairs = [(t, track_registry.get(t).headline) for t in tracks(cat) if track_registry.get(t).headline]
     if not pairs:
         return pd.DataFrame()
-    frame = cat.query("SELECT * FROM aggregates WHERE slice = ? AND slice_value = ? AND list_contains(?, metric)",
-                      [slice_name, slice_value, [m for _, m in pairs]])
-    frame = frame[[(t, m) in set(pairs) for t, m in zip(frame["track"], frame["metric"])]]
+    frame = cat.query(
+        f"SELECT {COLUMNS} FROM aggregates WHERE slice = ? AND slice_value = ? AND list_contains(?, track || '/' || "
+        "metric)", [slice_name, slice_value, [f"{t}/{m}" for t, m in pairs]])
     frame, _ = filters.apply(frame)
-    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(
+    return frame.sort_values("scored_at", na_position="first").drop_duplicates(
         ["track", "model", "provenance"], keep="last")
-    return frame
 
 
 def win_rates(frame: pd.DataFrame) -> pd.DataFrame:
@@ -218,15 +221,19 @@ def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
 
 
 def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters()) -> pd.DataFrame:
-    """Model x slice value matrix of one metric (the latest submission per model and provenance)."""
-    frame = cat.query("SELECT * FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
+    """Model x slice value matrix of one metric (the latest submission per model and provenance), the
+    ``HEATMAP_MODELS`` best models by their mean over the slice's values, best first."""
+    frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
     frame, _ = filters.apply(frame)
     if frame.empty:
         return pd.DataFrame()
     frame = frame.assign(who=frame["model"] + np.where(frame["provenance"] == "reported", " 📄", ""))
     frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["who", "slice_value"], keep="last")
-    return frame.pivot(index="who", columns="slice_value", values="value")
+    matrix = frame.pivot(index="who", columns="slice_value", values="value")
+    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    order = matrix.mean(axis=1).sort_values(ascending=not higher).index
+    return matrix.loc[order[:HEATMAP_MODELS]]
 
 
 def submissions(cat: Catalog) -> pd.DataFrame:

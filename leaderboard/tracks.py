@@ -51,7 +51,7 @@ Prompt = unit: a prompt's score is the mean over its seeds; a slice's is the mea
 """, citations.CUBE))
 
 register(Track(
-    "diversity", "Diversity (CUBE)", "cd_all",
+    "diversity", "Diversity (CUBE)", "cd_uniform",
     "Asked for an under-specified cultural concept, how many cultures does the model show?",
     r"""
 Vendi score of order q: VS_q = exp(log Σ λ̄ᵢ^q / (1 − q)), λ̄ the eigenvalues of K/N (q = 1: exp of the
@@ -84,7 +84,7 @@ W1KP_k ≥ 0.85.
 """, citations.W1KP))
 
 register(Track(
-    "relevance", "Relevance (CAIRE)", "relevance",
+    "relevance", "Relevance (CAIRE)", "",
     "How relevant is the image to the cultures its submitter names (1-5)?",
     r"""
 Visual entity linking: the top-20 knowledge-base images by cosine (mSigLIP), their entities pooled, the entity

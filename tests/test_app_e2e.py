@@ -155,10 +155,10 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     assert all(r["Provenance"] == "📄 reported" and "arXiv:2511.11435" in r["Source"] for r in rows)
 
 
-def _overview(client, track, models="", types=(), provenance=()):
+def _overview(client, track, models="", types=(), provenance=(), api_name="/overview"):
     return client.predict(track, None, models, list(types), None, None, "", list(provenance),
                           ["Rank", "Model", "Score", "95% CI", "≈", "Type", "Provenance", "Submission"],
-                          api_name="/overview")
+                          api_name=api_name)
 
 
 def test_overview_ranks_filters_and_says_what_it_hides(live_app):
@@ -167,23 +167,24 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
     # The overall view: mean win rate over tracks; CulturalFrames' reported alignment ranks GPT-Image first there.
-    _, _, table, note, files = _overview(client, "Overall (mean win rate)")
+    _, _, table, note = _overview(client, "Overall (mean win rate)")
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert "Mean win rate" in frame.columns and "win rate" in note
     assert frame["Mean win rate"].between(0, 1).all()
     # A track: the headline metric first, every score with its CI; search several models at once.
-    _, metric, table, note, files = _overview(client, "awareness", models="E2E, sdxl")
+    _, metric, table, note = _overview(client, "awareness", models="E2E, sdxl")
     assert metric["value"] == "CLIPScore (2.5 max(cos, 0))"  # the track's headline metric comes first
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(frame["Model"]) == ["E2E Model"] and frame["95% CI"].iloc[0].startswith("[")
-    _, _, table, note, _ = _overview(client, "expectations", models="gpt, IMAGEN")
+    _, _, table, note = _overview(client, "expectations", models="gpt, IMAGEN")
     assert sorted(r[1] for r in table["data"]) == ["GPT-Image", "Imagen 3"]
     assert "2 row(s) hidden: 2 by model search" in note  # nothing hidden silently
+    files = _overview(client, "awareness", models="E2E, sdxl", api_name="/download")
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
     downloaded = pd.read_csv(files[0])  # the download is the view
     assert list(downloaded["Model"]) == list(frame["Model"])
     # Type filter: the scored model is 'open'; only closed models left -> it is hidden, and the note says so.
-    _, _, table, note, _ = _overview(client, "awareness", types=["closed"])
+    _, _, table, note = _overview(client, "awareness", types=["closed"])
     assert "E2E Model" not in [r[1] for r in table["data"]] and "model type" in note
 
 

@@ -13,9 +13,15 @@ import hashlib
 import io
 import json
 import os
+import re
+import shutil
 import stat
 import struct
+import subprocess
+import sys
 import tempfile
+import time
+import urllib.request
 import zipfile
 import zlib
 from pathlib import Path
@@ -34,10 +40,11 @@ from benchmark.submission.archive import Entry, unpack
 from benchmark.submission.validate import check_image, read_manifest
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import make_submission, manifest, zip_folder
+from tests.helpers import free_port, make_submission, manifest, zip_folder
 from tests.test_submission import _hostile_cases, _png, _png_header_claiming, _symlink_member
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+pytestmark = pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # zips that repeat a name, on purpose
 
 
 # --- a store with one accepted, scored submission ---------------------------------------------------------
@@ -105,8 +112,8 @@ def _write_zip(path: Path, members) -> Path:
     return path
 
 
-def _members(prompt_ids: list[str], manifest_bytes: bytes | None = None, **manifest_overrides):
-    members = [("manifest.json", manifest_bytes or json.dumps(manifest(**manifest_overrides)).encode())]
+def _members(prompt_ids: list[str], **manifest_overrides):
+    members = [("manifest.json", json.dumps(manifest(**manifest_overrides)).encode())]
     members += [(f"images/{pid}/{seed}.png", _png(seed=i)) for i, pid in enumerate(prompt_ids) for seed in (0, 1)]
     return members
 
@@ -175,9 +182,9 @@ def _png_chunk(kind: bytes, payload: bytes) -> bytes:
 
 
 def _png_with_text_bomb() -> bytes:
-    """A valid PNG carrying a zTXt chunk that inflates to 200 MiB."""
+    """A valid PNG carrying a zTXt chunk that inflates to 64 MiB (Pillow stops at 1 MiB per text chunk)."""
     png = _png()
-    bomb = _png_chunk(b"zTXt", b"Comment\0\0" + zlib.compress(b"\0" * (200 * 2**20), 9))
+    bomb = _png_chunk(b"zTXt", b"Comment\0\0" + zlib.compress(b"\0" * (64 * 2**20), 9))
     return png[:33] + bomb + png[33:]
 
 
@@ -292,8 +299,8 @@ def _more_cases(prompt_ids: list[str], tmp: Path):
         ("HTML with a newline in the model name", zipped("htmlctrl", swap("manifest.json", json.dumps(manifest(
             model={"name": "<b>x</b>\n<script>alert(1)</script>", "id": "a/b", "type": "open"})).encode())), None,
          "control characters"),
-        ("a slice of the split", zipped("slice", [m for m in _members(prompt_ids[:1], dataset={
-            "repo": cube_1k.HUB_REPO, "config": cube_1k.CONFIG, "split": "test[:1]"})]), None,
+        ("a slice of the split", zipped("slice", _members(prompt_ids[:1], dataset={
+            "repo": cube_1k.HUB_REPO, "config": cube_1k.CONFIG, "split": "test[:1]"})), None,
          "not a split name"),
         ("a percentage slice of the split", zipped("slice2", _members(prompt_ids, dataset={
             "repo": cube_1k.HUB_REPO, "config": cube_1k.CONFIG, "split": "test[50%:]"})), None, "not a split name"),
@@ -308,7 +315,6 @@ def _cases(prompt_ids: list[str], corpus: Path):
     return _hostile_cases(prompt_ids, corpus) + _more_cases(prompt_ids, corpus / "more")
 
 
-@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
 def test_the_hostile_corpus_is_rejected_and_changes_nothing(populated, tmp_path, monkeypatch, capsys):
     store, prompt_ids, kept, _ = populated
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -543,3 +549,59 @@ def test_damaged_uploads_through_the_store_change_nothing(populated, data):
         assert list(store.staging.iterdir()) == []
         assert _snapshot(store.root) == before
         assert sorted(p.name for p in box.iterdir()) == ["up.zip"]
+
+
+# --- and escaped wherever it is shown --------------------------------------------------------------------
+@pytest.mark.browser
+def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstream):
+    """Through the live app: the verdict, the details and the Queue tab (in Chromium) show the submitted HTML
+    as text; no element it describes is created and its script never runs."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
+    from gradio_client import Client, handle_file
+    from playwright.sync_api import sync_playwright
+
+    store = Store(tmp_path / "store")
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    name = HTML_NAME[:100]
+    archive = zip_folder(make_submission(tmp_path / "html", prompt_ids, model_name=name, model={
+        "name": "-", "id": "local/html", "revision": "7", "type": "open"}), tmp_path / "html.zip")
+    port = free_port()
+    log = open(tmp_path / "serve.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
+         "--no-worker", "--user", "mallory"], stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                assert process.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
+                time.sleep(0.5)
+        client = Client(url, verbose=False)
+        verdict = client.predict(handle_file(str(archive)), api_name="/submit")
+        assert "Accepted" in verdict and "<img" not in verdict and "&lt;img src=x" in verdict, verdict
+        job_id = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
+        details = client.predict(job_id, api_name="/details")[0]
+        assert "<img" not in details and "&lt;img src=x" in details, details
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_page()
+            page.goto(url + "?tab=queue")  # the view lives in the URL; a click could race the page's restore
+            page.wait_for_function("text => document.body.innerText.includes(text)", arg='<img src=x onerror="',
+                                   timeout=60_000)
+            assert page.evaluate("window.__xss") is None
+            assert page.locator('img[src="x"]').count() == 0
+            assert page.locator("a[href='https://example.org']").count() == 0
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        log.close()

@@ -4,6 +4,7 @@ iconicity track through the harness, checked against an independent computation.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import datasets
@@ -19,6 +20,8 @@ from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
 from benchmark.metrics import iconicity
 from benchmark.submission import stage
+from leaderboard.app import Views
+from leaderboard.store import Store
 from tests.helpers import make_submission
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -205,6 +208,17 @@ def test_iconicity_through_the_harness_matches_an_independent_computation(built,
     vr = next(r for r in scores.aggregates if r["metric"] == "vr" and r["slice"] == "overall")
     assert derived[0]["value"] == pytest.approx(cra["value"] * (1 - vr["value"]))
     assert {"still", "moving"} <= {r["slice_value"] for r in scores.aggregates if r["slice"] == "kind"}
+
+    # The leaderboard's Compare view shows the references and draws each recognised image's reused patches.
+    store = Store(tmp_path / "store")
+    shutil.copytree(out, local_folder(store.datasets, iconic.HUB_REPO))
+    shutil.copytree(staged, store.submissions / "t")
+    store.write_results("t", scores)
+    gallery, shown_references, table, reuse, note = Views(store, "me").compare(["t"], "ref-q1")
+    assert len(gallery) == 2 and len(shown_references) == len(references[0]["images"])
+    assert [caption for _, caption in reuse] == [
+        f"Tiny Test Model · seed {s}: VR 1.000, 16 reused patches outlined" for s in (0, 1)]
+    assert reuse[0][0].width > reuse[0][0].height  # generated | reference, side by side
 
 
 def test_iconicity_is_skipped_with_a_reason_on_a_dataset_without_references(tiny_upstream, tiny_clip, tiny_dino,

@@ -15,8 +15,8 @@ def test_every_reported_row_carries_its_citation_and_table():
     assert rows and all(r["provenance"] == "reported" and r["citation"] and r["source_table"] for r in rows)
     table = results.table(rows, results.AGGREGATE)
     # CRT Table 1: 5 models x 2 kinds x 4 columns; CUBE Tables 6, 5, 3, 4 (2 criteria x 3 concepts x 2 models
-    # x 8 countries); CulturalFrames: 4 models
-    assert table.num_rows == len(rows) == 40 + 60 + 12 + 16 + 96 + 4
+    # x 8 countries); CulturalFrames: 4 models alignment + 2 stereotype rates
+    assert table.num_rows == len(rows) == 40 + 60 + 12 + 16 + 96 + 4 + 2
 
 
 def test_crt_table_1_satisfies_crt_equals_cra_times_one_minus_vr():
@@ -32,9 +32,9 @@ def test_crt_table_1_satisfies_crt_equals_cra_times_one_minus_vr():
 
 def test_cube_table_6_is_quality_times_unweighted_vendi_within_rounding():
     """Table 6 = q (Table 5) x VS-bar; VS-bar <= 1 for the (0,0,1) kernel at N = 8, so CD <= q."""
-    q = {(r["model"], r["slice_value"]): r["value"] for r in reported.rows() if r["metric"] == "hpsv2_quality"}
+    q = {(r["model"], r["slice_value"]): r["value"] for r in reported.rows() if r["metric"] == "mean_hps_quality"}
     for r in reported.rows():
-        if r["metric"] == "cd[0,0,1]":
+        if r["metric"] == "cd_artifact":
             assert r["value"] <= q[(r["model"], r["slice_value"])] + 1e-9
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from benchmark.metrics import awareness, iconicity
+from benchmark.metrics import awareness, diversity, iconicity
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Metric
 from benchmark.metrics.variability import W1KP, Calibration
 
 ENV_W1KP_CALIBRATION = "CULTURELENS_W1KP_CALIBRATION"
+ENV_ARTIFACT_INDEX = "CULTURELENS_ARTIFACT_INDEX"
+ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,14 @@ class MetricSettings:
     w1kp_calibration: str | None = None  # .npz path or URL of cdf_x, cdf_y for the W1KP backbone's distances
     w1kp_backbone: str = "dreamsim"
     w1kp_variant: str = "paper"
+    artifact_index: str | None = None  # folder from `culturelens artifact-index` (diversity tagging)
+    vendi_q: float = 1.0
+    diversity_n: int = 8
+    diversity_draws: int = 50
+    diversity_sampling: str = "seed_batches"  # the paper's consecutive seed batches; or "random" sets
+    relevance_kb: str | None = None  # folder from `culturelens kb-index`
+    relevance_judge: str = "Qwen/Qwen2.5-VL-7B-Instruct"  # Hub id or folder of a VLM, or "probe"
+    relevance_k: int = 20
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,10 @@ class Unavailable:
     reason: str
 
 
-def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], list[Unavailable]]:
-    """Every metric these settings allow, in display order, and the ones they do not allow, with the reason."""
+def build(settings: MetricSettings = MetricSettings(), registry: dict | None = None
+          ) -> tuple[list[Metric], list[Unavailable]]:
+    """Every metric these settings allow, in display order, and the ones they do not allow, with the reason.
+    ``registry`` (backbone id -> spec) is needed only by the relevance probe judge, which loads a backbone."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
     metrics += awareness.metrics(clip=settings.clip_backbone, quality=settings.quality_backbone)
     metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
@@ -55,7 +67,54 @@ def build(settings: MetricSettings = MetricSettings()) -> tuple[list[Metric], li
         unavailable.append(Unavailable("w1kp", "variability", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
             "(an .npz of cdf_x, cdf_y; see README, 'Variability')")))
+    metrics += _diversity(settings, unavailable)
+    metrics += _relevance(settings, unavailable, registry)
     return metrics, unavailable
+
+
+def _diversity(settings: MetricSettings, unavailable: list[Unavailable]) -> list[Metric]:
+    from benchmark.tagging import ArtifactIndex
+
+    path = settings.artifact_index or os.environ.get(ENV_ARTIFACT_INDEX)
+    if not path:
+        unavailable.append(Unavailable("diversity", "diversity", (
+            f"no artifact index: pass --artifact-index DIR or set {ENV_ARTIFACT_INDEX} (build one with "
+            "`culturelens artifact-index`; see README, 'Diversity')")))
+        return []
+    try:
+        index = ArtifactIndex.load(path)
+        return diversity.metrics(index, clip=index.backbone_id, quality=settings.quality_backbone,
+                                 q=settings.vendi_q, size=settings.diversity_n, draws=settings.diversity_draws,
+                                 sampling=settings.diversity_sampling)
+    except (ValueError, OSError) as error:
+        unavailable.append(Unavailable("diversity", "diversity", str(error)))
+        return []
+
+
+def _relevance(settings: MetricSettings, unavailable: list[Unavailable], registry: dict | None) -> list[Metric]:
+    path = settings.relevance_kb or os.environ.get(ENV_RELEVANCE_KB)
+    if not path:
+        unavailable.append(Unavailable("relevance", "relevance", (
+            f"no knowledge base: pass --relevance-kb DIR or set {ENV_RELEVANCE_KB} (build one with "
+            "`culturelens kb-index`; see README, 'Relevance')")))
+        return []
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneUnavailable
+    from benchmark.judges import JudgeUnavailable
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.judges.vlm import VLMJudge
+    from benchmark.metrics import relevance
+    from benchmark.relevance.kb import KnowledgeBase
+    try:
+        kb = KnowledgeBase.load(path)
+        if settings.relevance_judge == "probe":
+            judge = ProbeJudge(load_backbone(kb.backbone_id, registry or DEFAULT_REGISTRY))
+        else:
+            judge = VLMJudge(settings.relevance_judge)
+        return relevance.metrics((), kb, judge, k=settings.relevance_k)
+    except (BackboneUnavailable, JudgeUnavailable, ValueError, OSError) as error:
+        unavailable.append(Unavailable("relevance", "relevance", str(error)))
+        return []
 
 
 def select(metrics: list[Metric], unavailable: list[Unavailable], tracks: list[str] | None

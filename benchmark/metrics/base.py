@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,22 @@ class Inputs:
     # (backbone id, texts) -> (len(texts), D) unit-norm text embeddings, through the embedding cache; for
     # texts a metric makes itself (class names, probes). Only backbones the metric declares a Need of.
     encode_text: Callable[[str, list[str]], np.ndarray] | None = None
+    # Row -> the decoded RGB image, for metrics that read pixels (e.g. a vision-language judge).
+    open_image: Callable[[int], Image.Image] | None = None
 
 
 class Metric(ABC):
     info: MetricInfo
+
+    def for_submission(self, manifest) -> list[Metric]:
+        """The metrics this one stands for on one submission (default: itself); e.g. one relevance metric per
+        culture label the submitter named."""
+        return [self]
+
+    def check(self, backbones: dict) -> str | None:
+        """Once the backbones are loaded: None if they are the ones this metric's prebuilt data (an index) was
+        made with, else the reason it cannot run (the metric is then disabled, with that reason)."""
+        return None
 
     def applies(self, inputs: Inputs) -> str | None:
         """None if the metric can score these inputs, else the reason it cannot (recorded, not an error)."""

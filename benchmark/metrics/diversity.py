@@ -127,6 +127,9 @@ class _Diversity(Metric):
         self.label_suffix = ("" if q == 1 else f", order q = {q:g}") + \
             (", consecutive seed batches" if sampling == "seed_batches" else "")
 
+    def check(self, backbones: dict) -> str | None:
+        return self.index.mismatch(backbones[self.clip]) if self.clip in backbones else None
+
     def applies(self, inputs: Inputs) -> str | None:
         images = inputs.images
         if CONCEPT_COLUMN not in images.columns or images[CONCEPT_COLUMN].isna().any():

@@ -92,6 +92,19 @@ class CulturalRelevance(Metric):
             "relevance", f"1 (kb {knowledge_base.fingerprint}, judge {judge.id})", True, "score", 1.0,
             float(len(rubric.levels)), f"{SHORT[CAIRE]}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
 
+    def check(self, backbones: dict) -> str | None:
+        try:
+            self.kb.require_backbone(backbones[self.kb.backbone_id])
+        except (KeyError, ValueError) as error:
+            return str(error)
+        return None
+
+    def for_submission(self, manifest) -> list[Metric]:
+        """One metric per culture label of the submission's manifest (this one if it names none)."""
+        if self.label is not None or not manifest.culture_labels:
+            return [self]
+        return metrics(manifest.culture_labels, self.kb, self.judge, k=self.k, rubric=self.rubric, chunk=self.chunk)
+
     def applies(self, inputs: Inputs) -> str | None:
         return NO_LABELS if self.label is None else None
 

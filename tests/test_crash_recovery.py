@@ -1,0 +1,106 @@
+"""Crash recovery: scoring workers SIGKILLed at random points (the fast part of ``benchmarks/crash_soak.py``),
+and damaged embedding caches, which must cost recomputation and nothing else."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from benchmark import harness
+from benchmark.cache import EmbeddingCache
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import load_prompts, load_prompts_for
+from benchmark.encoders import load_backbone
+from benchmark.metrics import ClipCosine
+from benchmark.submission import stage
+from benchmarks.crash_soak import Soak, build_store, figure_lines
+from tests.helpers import make_submission
+
+
+def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    soak = Soak(build_store(tmp_path), backbones_file, logs, lease_seconds=2.0, seeds=24, size=96)
+    try:
+        soak.run(kills=3, workers=4, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
+    finally:
+        soak.stop_workers()
+    figures, problems = soak.check()
+    with capsys.disabled():
+        print("\n" + "\n".join(figure_lines(figures)))
+    assert problems == []
+    assert figures["kills"] == 3 and len({k.job for k in soak.kills}) == 3  # three jobs, each killed once
+    assert figures["failed"] == 0 and figures["takeovers"] >= 3
+    assert figures["resumed_with_cache"] >= 1 and figures["embeddings_present_at_kill"] > 0
+    assert figures["embeddings_reused"] == figures["embeddings_present_at_kill"]
+
+
+# --- damaged caches -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scoring(tmp_path_factory, tiny_dataset_root, tiny_clip):
+    """score(cache) -> Scores for a staged 6-prompt x 2-seed submission, with the tiny CLIP."""
+    root = tmp_path_factory.mktemp("damaged-cache")
+    ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=tiny_dataset_root).table.index)
+    report = stage(make_submission(root / "source", ids), root / "staging",
+                   lambda manifest: load_prompts_for(manifest, tiny_dataset_root))
+    assert report.ok, report.errors
+    staged = report.keep(root / "staged")
+    images = pq.read_table(staged / "images.parquet").to_pandas()
+    backbones = {"clip-vit-b-32": load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")}
+
+    def score(cache):
+        return harness.score(staged, report.manifest, report.prompts, images, [ClipCosine()], backbones, cache,
+                             submission_id="damaged", batch_size=4)
+    return score
+
+
+TOTAL = 12 + 6  # one CLIP image embedding per image, one text embedding per prompt
+
+DAMAGES = {  # SQL applied to one entry each: torn, overwritten, re-typed, re-shaped, wrong type, bad checksum
+    "torn write": "UPDATE embeddings SET data = substr(data, 1, 8) WHERE key = ?",
+    "garbage bytes": "UPDATE embeddings SET data = randomblob(length(data)) WHERE key = ?",
+    "another dtype": "UPDATE embeddings SET dtype = '<f8' WHERE key = ?",
+    "another shape": "UPDATE embeddings SET shape = '2,' || (CAST(shape AS INTEGER) / 2) WHERE key = ?",
+    "text instead of bytes": "UPDATE embeddings SET data = 'not an embedding' WHERE key = ?",
+    "garbage checksum": "UPDATE embeddings SET checksum = 'x' WHERE key = ?",
+}
+
+
+def test_damaged_cache_entries_are_detected_and_recomputed(scoring, tmp_path):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    cold = scoring(cache)
+    assert cold.run["embeddings_computed"] == TOTAL
+    with sqlite3.connect(cache.path) as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM embeddings ORDER BY key LIMIT ?", (len(DAMAGES),))]
+        for sql, key in zip(DAMAGES.values(), keys):
+            db.execute(sql, (key,))
+    again = scoring(cache)
+    assert again.run["embeddings_cached"] == TOTAL - len(DAMAGES)
+    assert again.run["embeddings_computed"] == len(DAMAGES)
+    # recomputed in other batches than the first time: equal up to float32 rounding
+    np.testing.assert_allclose(again.per_image["value"].to_numpy(), cold.per_image["value"].to_numpy(), atol=1e-6)
+    assert scoring(cache).run["embeddings_cached"] == TOTAL and len(cache) == TOTAL
+
+
+@pytest.mark.parametrize("damage", ["truncated to half", "header overwritten"])
+def test_a_damaged_cache_file_is_moved_aside_and_rebuilt(scoring, tmp_path, damage):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    cold = scoring(cache)
+    with sqlite3.connect(cache.path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = cache.path.stat().st_size
+    with open(cache.path, "r+b") as file:
+        if damage == "truncated to half":
+            file.truncate(size // 2)
+        else:
+            file.write(b"\xde\xad" * 50)
+    again = scoring(cache)
+    assert (again.run["embeddings_cached"], again.run["embeddings_computed"]) == (0, TOTAL)
+    assert np.array_equal(again.per_image["value"].to_numpy(), cold.per_image["value"].to_numpy())
+    assert [p.name.split("-")[0] for p in tmp_path.glob("cache.sqlite.corrupt-*") if "-wal" not in p.name
+            and "-shm" not in p.name] == ["cache.sqlite.corrupt"]
+    assert scoring(EmbeddingCache(cache.path)).run["embeddings_cached"] == TOTAL
