@@ -39,7 +39,6 @@ MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; 
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 
 
-
 def _url_js(tab: str) -> str:
     """JavaScript that writes the view's controls into the address bar, so a copied link restores the view."""
     return f"""
@@ -235,7 +234,7 @@ class Views:
             pictures.append((picture, f"{row['model']} · seed {int(row['seed'])}: VR {row['value']:.3f}, "
                                       f"{len(detail.get('reused', []))} reused patches outlined"))
         table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3).reset_index()
-        prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id, self.store)
+        prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id)
         note = f"**{render.escape(prompt_id)}**: {render.escape(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 

@@ -74,7 +74,9 @@ class DatasetBrowser:
             shown = shown[text.str.contains(contains.casefold(), regex=False)]
         note = f"{len(shown)} of {len(frame)} rows of **{render.escape(repo)}** / `{render.escape(config)}`"
         if query and "prompt" in shown.columns and len(shown):
-            found = search.search(fingerprint, shown.reset_index(drop=True), query, k=20)
+            # One index per config (over every row), then the rows the filters kept, closest first.
+            ranked = search.search(fingerprint, frame, query, k=len(frame))
+            found = ranked[ranked.index.isin(shown.index)].head(20)
             shown = found
             note += f"; the {len(found)} closest in meaning to “{render.escape(query)}” (all-MiniLM-L6-v2)"
         if len(shown) > PREVIEW_ROWS:
@@ -90,20 +92,20 @@ class DatasetBrowser:
         if not repo or not config or event is None or not event.row_value:
             return []
         rows, _ = self.load(repo, config)
-        key = "prompt_id" if "prompt_id" in rows.column_names else None
-        if key is None:
+        if "prompt_id" not in rows.column_names or event.row_value[0] not in rows["prompt_id"]:
             return []
-        match = rows.filter(lambda r: r[key] == event.row_value[0] if isinstance(event.row_value[0], str) else False)
+        record = rows[rows["prompt_id"].index(event.row_value[0])]  # decodes this row's images only
         pictures = []
         for c, feature in rows.features.items():
-            if _is_image(feature) and len(match):
-                value = match[0][c]
+            if _is_image(feature):
+                value = record[c]
                 pictures += value if isinstance(value, list) else [value]
         return [p for p in pictures if p is not None]
 
-    def prompt_text(self, submission_id: str, prompt_id: str, store) -> str | None:
+    def prompt_text(self, submission_id: str, prompt_id: str) -> str | None:
+        """The text of a prompt a submission answered (None if its dataset is no longer served)."""
         try:
-            table = store.prompts_for(store.manifest(submission_id)).table
+            table = self.store.prompts_for(self.store.manifest(submission_id)).table
         except Exception:  # the dataset may have been removed since; the images still show
             return None
         return str(table.loc[prompt_id, "prompt"]) if prompt_id in table.index else None
