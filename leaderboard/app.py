@@ -163,19 +163,20 @@ class Views:
                 tables.display(frame.head(MAX_ROWS)), note, heat, *self.charts(filters))
 
     def charts(self, filters: tables.Filters):
-        """Per-model profile across tracks, the W1KP reusability curves and the CRT scatter (each of the
-        ``CHART_MODELS`` best models by mean win rate, unless a filter names the models)."""
+        """Models across tracks (mean win rate bars, win rate per track as a heatmap), the W1KP reusability
+        curves and the CRT scatter: the ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
         wide = tables.win_rates(filters.apply(tables.headline_rows(self.catalog))[0]).head(CHART_MODELS)
-        long = wide.melt(id_vars=["model", "provenance"], value_vars=[c for c in wide.columns if c not in
-                         ("model", "provenance", "win_rate", "tracks")], var_name="track", value_name="win rate")
-        profile = long.dropna().assign(model=lambda f: f["model"] + f["provenance"].map(
-            {"reported": " 📄", "scored": ""}))[["model", "track", "win rate"]]
+        who = wide["model"] + wide["provenance"].map({"reported": " 📄", "scored": ""})
+        bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
+        per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks"]).set_index(who)
+        per_track.columns = [track_registry.get(c).title for c in per_track.columns]
+        profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = self.catalog.curves("w1kp")
         curves = curves[curves["model"].isin(wide["model"])]
-        curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]] if len(curves) \
-            else pd.DataFrame(columns=["model", "k", "W1KP_k"])
-        scatter = self.crt_scatter(filters)
-        return profile, curves, scatter
+        if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
+            curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
+        curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]]
+        return bars, profile, curves, self.crt_scatter(filters)
 
     def crt_scatter(self, filters: tables.Filters) -> pd.DataFrame:
         """Per model and kind: recognition (CRA per reference) against realisation (1 - VR)."""
@@ -433,16 +434,18 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 s_table = gr.Dataframe(interactive=False, wrap=True)
                 gr.Markdown("#### Model × slice heatmap")
                 s_heat = gr.HTML()
+                gr.Markdown("#### Models across tracks")
+                s_bars = gr.BarPlot(x="model", y="mean win rate", label="Mean win rate over tracks", y_lim=[0, 1],
+                                    sort="-y", x_label_angle=-30)
+                s_profile = gr.HTML()
                 with gr.Row():
-                    s_profile = gr.BarPlot(x="track", y="win rate", color="model", label="Win rate per track",
-                                           y_lim=[0, 1])
                     s_scatter = gr.ScatterPlot(x="recognition (CRA)", y="realisation (1 - VR)", color="model",
                                                label="CRT: recognition vs realisation (per model, still/moving)")
-                s_curves = gr.LinePlot(x="k", y="W1KP_k", color="model",
-                                       label="W1KP reusability curves: W1KP_k over k seeds (0.85 = prompt used up)")
+                    s_curves = gr.LinePlot(x="k", y="W1KP_k", color="model", label="W1KP reusability curves: "
+                                           "W1KP_k over k seeds (0.85 = prompt used up)")
                 s_inputs = [s_track, s_metric, s_slice, s_value, s_models]
-                s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_profile, s_curves,
-                             s_scatter]
+                s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_bars, s_profile,
+                             s_curves, s_scatter]
                 for control in s_inputs:
                     getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                         views.slices, s_inputs, s_outputs, api_name="slices" if control is s_value else False)

@@ -194,7 +194,7 @@ def test_slices_heatmap_and_charts(live_app):
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
     out = client.predict("awareness", "CLIP cosine (prompt, image)", "country", "Nigeria", "", api_name="/slices")
-    track, metric, slice_name, value, table, note, heat, profile, curves, scatter = out
+    track, metric, slice_name, value, table, note, heat, bars, profile, curves, scatter = out
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert slice_name["value"] == "country" and "country_concept" in [c[0] for c in slice_name["choices"]]
     assert value["value"] == "Nigeria" and list(frame["Model"]) == ["E2E Model"]
