@@ -148,6 +148,23 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_human(args: argparse.Namespace) -> int:
+    from benchmark.datasets import culturalframes
+    from benchmark.expectations import human
+
+    try:
+        ratings = culturalframes.load_config(args.ratings, "ratings")
+    except (culturalframes.SourceError, ValueError, OSError) as error:
+        return _fail(str(error))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    human.human_aggregates(ratings, n_resamples=args.resamples).to_csv(out / "human_aggregates.csv", index=False)
+    human.agreement(ratings).to_csv(out / "agreement.csv", index=False)
+    human.agreement(ratings, by=("country",)).to_csv(out / "agreement_by_country.csv", index=False)
+    print(f"wrote human_aggregates.csv, agreement.csv and agreement_by_country.csv to {out}")
+    return 0
+
+
 def register(verbs, datasets_, verb, add_backbone_options) -> None:
     """Add this module's verbs to the parser (``verb`` makes a documented sub-parser)."""
     from benchmark.datasets import cspace, cube_diversity, culturalframes
@@ -225,3 +242,10 @@ def register(verbs, datasets_, verb, add_backbone_options) -> None:
     meta.add_argument("--out", default=None, help="write the table to this .csv or .parquet")
     meta.add_argument("--store", default=None, help="also show it in this leaderboard store's Metrics tab")
     meta.set_defaults(run=cmd_meta_eval)
+
+    humans = verb("human-aggregates", "CulturalFrames human results per model x country x domain with bootstrap CIs, "
+                  "and Krippendorff's alpha", "culturelens human-aggregates --ratings data/culturalframes --out cf/")
+    humans.add_argument("--ratings", required=True, help="CulturalFrames folder (or Hub repo) with the ratings config")
+    humans.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the CIs")
+    humans.add_argument("--out", required=True, help="folder for the CSV tables")
+    humans.set_defaults(run=cmd_human)

@@ -11,7 +11,9 @@ import pytest
 
 VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "build", "iconic-references"],
          ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
-         ["calibrate"], ["serve"]]
+         ["calibrate"], ["serve"], ["data", "build", "cube-cspace"], ["data", "build", "cube-diversity"],
+         ["data", "build", "culturalframes"], ["export-culturalframes"], ["artifact-index"], ["kb-index"],
+         ["meta-eval"], ["human-aggregates"]]
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

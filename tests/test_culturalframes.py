@@ -366,3 +366,38 @@ def test_perfect_agreement_gives_alpha_one_and_values_off_the_scale_are_refused(
     assert human.krippendorff_alpha(same, "alignment") == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"alignment has value\(s\) \[0.7\] outside its scale"):
         human.krippendorff_alpha(hand.assign(alignment=0.7), "alignment")
+
+
+def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
+    """The console verbs over the built folder: a score file ranked against the raters into a store's Metrics
+    table; human aggregates and alpha as CSV; a malformed --scores is a clear error."""
+    import subprocess
+    import sys
+
+    from leaderboard.store import Store
+
+    out, _ = built
+    ratings = cf.load_config(out, "ratings")
+    means = ratings.groupby("image_id")["overall"].mean()
+    scores = tmp_path / "scores.csv"
+    pd.DataFrame({"image_id": means.index, "score": means.to_numpy()}).to_csv(scores, index=False)
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "benchmark.cli", *argv], capture_output=True, text=True,
+                              timeout=300)
+
+    store = tmp_path / "store"
+    result = run("meta-eval", "--ratings", str(out), "--scores", f"oracle={scores}", "--min-images", "3",
+                 "--resamples", "50", "--no-countries", "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    table = Store(store).meta_evaluation()
+    oracle = table[(table["metric"] == "oracle") & (table["criterion"] == "overall")]
+    assert oracle["spearman"].iloc[0] == pytest.approx(1.0)  # the human mean itself correlates perfectly
+    assert "📄 reported" in set(table["provenance"])  # beside the paper's numbers
+    bad = run("meta-eval", "--ratings", str(out), "--scores", str(scores))
+    assert bad.returncode == 1 and "expected NAME=FILE" in bad.stderr and "Traceback" not in bad.stderr
+    result = run("human-aggregates", "--ratings", str(out), "--resamples", "50", "--out", str(tmp_path / "h"))
+    assert result.returncode == 0, result.stderr
+    aggregates = pd.read_csv(tmp_path / "h" / "human_aggregates.csv")
+    assert {"model", "country", "domain", "statistic", "value", "ci_low", "ci_high"} <= set(aggregates.columns)
+    assert set(pd.read_csv(tmp_path / "h" / "agreement.csv")["criterion"]) == {"alignment", "quality", "overall"}
