@@ -27,6 +27,8 @@ ORDER = "track, metric, slice, slice_value"  # what every view filters on: sorte
 
 
 class Catalog:
+    """The store's aggregate rows (all but per-prompt) and model-level curves, in memory, kept up to date."""
+
     def __init__(self, store: Store):
         self.store = store
         self.con = duckdb.connect()

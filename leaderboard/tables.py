@@ -9,7 +9,7 @@ half); the overall score is the mean over the tracks a model has a score on, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ class Filters:
     size_min: float | None = None  # billions of parameters; rows of unknown size are hidden when a bound is set
     size_max: float | None = None
     since: str | None = None  # ISO date: scored on or after (reported rows have no date and are kept)
-    provenance: tuple[str, ...] = field(default=())  # "scored", "reported"
+    provenance: tuple[str, ...] = ()  # "scored", "reported"
 
     @classmethod
     def parse(cls, models: str = "", types=(), size_min=None, size_max=None, since: str = "", provenance=()):
