@@ -174,6 +174,8 @@ def _hostile_cases(prompt_ids: list[str], tmp: Path):
          "seeds lists 2 seeds but images_per_prompt is 3"),
         ("control characters in text", _zip(tmp / "ctrl.zip", _replace(
             ok, "manifest.json", json.dumps(manifest(contact="a\nb")).encode())), None, "control characters"),
+        ("right-to-left override in a model name", _zip(tmp / "bidi.zip", _replace(
+            ok, "manifest.json", json.dumps(manifest(contact="evil\u202egnp.exe")).encode())), None, "U+202E"),
         ("unknown manifest field", _zip(tmp / "field.zip", _replace(
             ok, "manifest.json", json.dumps({**manifest(), "score": 1.0}).encode())), None, "score: Extra inputs"),
         ("unknown prompt id", _zip(tmp / "prompt.zip", ok + [("images/not-a-prompt/0.png", _png())]), None,

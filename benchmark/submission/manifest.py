@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -16,12 +17,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 FORMAT_VERSION = 1
 PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _no_control_characters(value: str) -> str:
-    if _CONTROL.search(value):
-        raise ValueError("must not contain control characters (newlines, tabs, NUL, ...)")
+    """One-line text shown on the leaderboard: no control (Cc) or format (Cf) characters, which include
+    newlines and NUL, and the invisible ones that can disguise a name (right-to-left overrides, zero-width)."""
+    bad = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cc", "Cf")})
+    if bad:
+        raise ValueError(f"must not contain control characters (newlines, tabs, NUL, ...) or invisible format "
+                         f"characters (right-to-left overrides, zero-width, ...): {', '.join(bad[:5])}")
     return value
 
 
