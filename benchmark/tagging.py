@@ -30,6 +30,8 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from benchmark.encoders.base import file_digest
+
 CSPACE_COLUMNS = ("artifact_id", "artifact", "concept", "country", "country_code", "continent")
 TAG_COLUMNS = ("image", "rank", "continent", "country", "country_code", "artifact", "artifact_id", "confidence")
 DEFAULT_TEMPLATE = "a photo of {artifact}"
@@ -59,14 +61,6 @@ def _unit_rows(x: np.ndarray, what: str) -> np.ndarray:
     if np.any(norms == 0):
         raise ValueError(f"{what}: a row has zero norm, so its cosine is undefined")
     return np.ascontiguousarray(x / norms)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _check_cspace(cspace: pd.DataFrame) -> pd.DataFrame:
@@ -186,7 +180,7 @@ class ArtifactIndex:
         self.rows.to_parquet(folder / ROWS_FILE, index=False)
         for concept, entry in metadata["concepts"].items():
             faiss.write_index(self.indexes[concept], str(folder / entry["file"]))
-        files = {name: _sha256(folder / name) for name in
+        files = {name: file_digest(folder / name) for name in
                  [ROWS_FILE, *(entry["file"] for entry in metadata["concepts"].values())]}
         manifest = {**metadata, "files": files, "checksum": self._checksum(metadata, files)}
         (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -217,7 +211,7 @@ class ArtifactIndex:
             path = folder / name
             if not path.is_file():
                 raise ValueError(f"{where}: {name} is missing")
-            found = _sha256(path)
+            found = file_digest(path)
             if found != recorded:
                 raise ValueError(f"{where}: {name} changed after the index was saved (sha256 {found[:12]}..., "
                                  f"recorded {recorded[:12]}...); rebuild the index")

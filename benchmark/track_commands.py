@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmark.cli import _fail, _quiet_datasets as _quiet
+from benchmark.cli import _fail, _quiet_datasets as _quiet, _registry
 
 
 # --- dataset builders -------------------------------------------------------------------------------------
@@ -72,12 +72,6 @@ def cmd_export_culturalframes(args: argparse.Namespace) -> int:
 
 
 # --- indexes ----------------------------------------------------------------------------------------------
-def _registry(args):
-    from benchmark.encoders.spec import load_registry
-
-    return load_registry(args.backbones)
-
-
 def cmd_artifact_index(args: argparse.Namespace) -> int:
     import datasets
 

@@ -93,18 +93,6 @@ class Catalog:
         with self.lock:
             return self.con.execute(sql, params or []).df()
 
-    def prompt_rows(self, submission_ids: list[str], metric: str) -> pd.DataFrame:
-        """Per-prompt aggregate rows (value, CI over seeds) of some submissions, read from their files."""
-        files = [str(self.store.results / s / "aggregates.parquet") for s in submission_ids
-                 if (self.store.results / s / "aggregates.parquet").exists()]
-        if not files:
-            return pd.DataFrame(columns=["submission_id", "model", "prompt_id", "value", "ci_low", "ci_high", "n"])
-        with self.lock:
-            return self.con.execute(
-                "SELECT submission_id, model, slice_value AS prompt_id, value, ci_low, ci_high, n "
-                "FROM read_parquet(?, union_by_name = true) WHERE slice = 'prompt' AND metric = ?",
-                [files, metric]).df()
-
     def per_image(self, submission_ids: list[str], where: str = "TRUE", params: list | None = None) -> pd.DataFrame:
         """Per-image rows of some submissions (``where``: a SQL condition with ``?`` placeholders)."""
         files = [str(self.store.results / s / "per_image.parquet") for s in submission_ids

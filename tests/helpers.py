@@ -93,7 +93,7 @@ def zip_folder(folder: Path, archive: Path, wrapper: str = "") -> Path:
 
 
 
-def _bytes_to_unicode() -> dict[int, str]:
+def bytes_to_unicode() -> dict[int, str]:
     """GPT-2/CLIP byte-level alphabet: printable bytes map to themselves, others above U+0100."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
         list(range(ord("®"), ord("ÿ") + 1))
@@ -110,7 +110,7 @@ def byte_level_clip_tokenizer():
     """A CLIPTokenizer over a byte-level vocabulary (no merges) written here: tokenises any text offline."""
     from transformers import CLIPTokenizer
 
-    chars = list(_bytes_to_unicode().values())
+    chars = list(bytes_to_unicode().values())
     vocab = {c: i for i, c in enumerate(chars)}
     vocab.update({c + "</w>": len(chars) + i for i, c in enumerate(chars)})
     vocab["<|startoftext|>"] = len(vocab)

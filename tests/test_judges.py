@@ -11,19 +11,14 @@ from PIL import Image
 from benchmark.judges.base import CAIRE_RUBRIC, JudgeRequest, JudgeUnavailable
 from benchmark.judges.constrained import answer_probabilities, branching_nodes, restricted_softmax
 from benchmark.judges.prompts import caire_prompt, viescore_prompt, vqascore_question
+from tests.helpers import bytes_to_unicode
 
 
 # --- a tiny random Qwen2.5-VL (same classes as CAIRE's best judge), with a tokenizer written here -------------
 def _byte_alphabet() -> list[str]:
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    codes, extra = printable[:], 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            codes.append(256 + extra)
-            extra += 1
-    return [chr(c) for _, c in sorted(zip(printable, codes))]
+    """The byte-level alphabet in byte order (byte b -> its character)."""
+    mapping = bytes_to_unicode()
+    return [mapping[b] for b in range(256)]
 
 
 CHAT_TEMPLATE = (
