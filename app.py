@@ -1,17 +1,24 @@
 """Gradio entry point in the Hugging Face Spaces convention: `python app.py` or a Space's `app_file`.
 
 Serves the leaderboard over the store in CULTURELENS_STORE (default `.culturelens`). Scoring runs in
-separate worker processes (`culturelens worker`); `culturelens serve` starts the app with one.
+separate worker processes (`culturelens worker`); `culturelens serve` starts the app with one. On a Space
+without persistent storage, set CULTURELENS_HUB_REQUESTS and CULTURELENS_HUB_RESULTS (dataset repo ids) and a
+write token in HF_TOKEN: the store is restored from those repos at start and pushed to them every minute.
 """
 
 import os
 from pathlib import Path
 
+from leaderboard import hub_sync
 from leaderboard.app import build_app
 from leaderboard.store import Store
 
 store = Store(Path(os.environ.get("CULTURELENS_STORE", ".culturelens")))
 store.seed_reported()
+mirror, restored = hub_sync.start(store, {"requests": os.environ.get("CULTURELENS_HUB_REQUESTS"),
+                                          "results": os.environ.get("CULTURELENS_HUB_RESULTS")})
+for line in restored:
+    print(line)
 demo = build_app(store, owner=os.environ.get("CULTURELENS_USER", "local"))
 
 if __name__ == "__main__":

@@ -69,6 +69,9 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
                        help="normalise each pair (paper) or the mean distance (authors' code)")
     group.add_argument("--artifact-index", default=None,
                        help="diversity: folder from `culturelens artifact-index` (env CULTURELENS_ARTIFACT_INDEX)")
+    group.add_argument("--diversity-tagger", default="index",
+                       help="diversity: 'index' = nearest artifact name by CLIP cosine; or a Hub id/folder of a VLM "
+                            "that picks among the index's top 5, as CUBE App. H.2")
     group.add_argument("--vendi-q", type=float, default=1.0, help="diversity: order q of the Vendi score")
     group.add_argument("--diversity-n", type=int, default=8, help="diversity: images per score (N)")
     group.add_argument("--diversity-sampling", choices=["seed_batches", "random"], default="seed_batches",
@@ -88,6 +91,7 @@ def _metrics(args: argparse.Namespace):
         clip_backbone=args.clip_backbone, quality_backbone=args.quality_backbone, vr_backbone=args.vr_backbone,
         tau=args.tau, tau_patch=args.tau_patch, w1kp_calibration=args.w1kp_calibration,
         w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant, artifact_index=args.artifact_index,
+        diversity_tagger=args.diversity_tagger,
         vendi_q=args.vendi_q, diversity_n=args.diversity_n, diversity_draws=args.diversity_draws,
         diversity_sampling=args.diversity_sampling, relevance_kb=args.relevance_kb,
         relevance_judge=args.relevance_judge, relevance_k=args.relevance_k), _registry(args))
@@ -289,7 +293,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _quiet_datasets()
     store = Store(Path(args.store))
     store.seed_reported()
+    for name in store.sweep_staging():
+        print(f"removed staging/{name}, left by an upload the app was validating when it stopped")
     _ensure_default_dataset(store, args.cube_source)
+    try:
+        mirror = _hub_mirror(store, args)
+    except ValueError as error:  # a malformed repo id
+        return _fail(str(error))
     worker = None
     if not args.no_worker:
         argv = ["--backbones", args.backbones] if args.backbones else []
@@ -299,7 +309,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # SIGTERM (a service manager, a test) must still stop the worker: run the `finally` below.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         app.queue(default_concurrency_limit=8).launch(
-            server_name=args.host, server_port=args.port, show_error=True,
+            server_name=args.host, server_port=args.port, show_error=False,
             max_file_size=store.limits.max_total_bytes)
     finally:
         if worker is not None:
@@ -308,7 +318,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 worker.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.kill()
+        if mirror is not None:
+            mirror.stop()
     return 0
+
+
+def _hub_mirror(store, args: argparse.Namespace):
+    """With --hub-results / --hub-requests: restore from the repos, then keep pushing to them."""
+    from leaderboard import hub_sync
+
+    mirror, lines = hub_sync.start(store, {"results": args.hub_results, "requests": args.hub_requests},
+                                   interval=args.hub_interval)
+    for line in lines:
+        print(line, file=sys.stderr)
+    return mirror
 
 
 # --- parser -----------------------------------------------------------------------------------
@@ -432,10 +455,17 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--cube-source", default=None,
                        help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
     serve.add_argument("--backbones", default=None, help="backbones JSON file passed to the worker")
+    serve.add_argument("--hub-requests", default=None,
+                       help="Hub dataset repo mirroring the queue and submitted files (pulled at start, then pushed)")
+    serve.add_argument("--hub-results", default=None,
+                       help="Hub dataset repo mirroring the results (pulled at start, then pushed)")
+    serve.add_argument("--hub-interval", type=float, default=60, help="seconds between pushes to the Hub repos")
     serve.set_defaults(run=cmd_serve)
     from benchmark import track_commands
+    from leaderboard import hub_commands
 
     track_commands.register(verbs, datasets_, verb, _add_backbone_options)
+    hub_commands.register(verbs, verb, DEFAULT_STORE)
     return root
 
 

@@ -47,7 +47,10 @@ class Tagger(Protocol):
     ``TAG_COLUMNS`` (``confidence``: the tagger's own score for its choice, documented by each tagger).
 
     ``image_embeddings`` are the images' embeddings under the index's backbone; ``images`` the images
-    themselves (PIL images or paths), for taggers that look at pixels."""
+    themselves (PIL images or paths), for taggers that look at pixels. ``index`` is the ``ArtifactIndex`` the
+    tagger retrieves from (an ``ArtifactIndex`` is its own): its backbone must embed the images."""
+
+    index: ArtifactIndex
 
     def tag(self, image_embeddings: np.ndarray, concepts: Sequence[str],
             images: Sequence[Image.Image | Path] | None = None) -> pd.DataFrame: ...
@@ -105,6 +108,11 @@ class ArtifactIndex:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    @property
+    def index(self) -> ArtifactIndex:
+        """Itself: the ``Tagger`` protocol's retrieval index (a ``VLMTagger`` wraps one)."""
+        return self
 
     # --- building -----------------------------------------------------------------------------------
     @classmethod
@@ -265,7 +273,8 @@ class VLMTagger:
     tokens are compared). ``confidence`` is that probability, renormalised over the k options.
 
     The model is any ``transformers`` image-text-to-text model with a chat template (e.g. Qwen2.5-VL,
-    LLaVA); load it with ``from_pretrained``.
+    LLaVA); load it with ``from_pretrained``. ``id`` names it (Hub id or folder, commit, k), so that results
+    tagged by it record which tagger made them.
     """
 
     QUESTION = ("Which {concept} artifact does this image show? Options:\n{options}\n"
@@ -277,6 +286,7 @@ class VLMTagger:
             raise ValueError(f"k must be between 1 and 9 (one digit per option), got {k}")
         self.index, self.model, self.processor = index, model, processor
         self.k, self.batch_size, self.question = k, batch_size, question
+        self.id = f"{model.name_or_path}@{getattr(model.config, '_commit_hash', None) or 'local'}, top {k}"
         tokenizer = processor.tokenizer
         tokenizer.padding_side = "left"  # the next-token position is the last one of every row
         self.option_tokens = []
@@ -295,10 +305,13 @@ class VLMTagger:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.float32  # half precision on GPU, as the relevance judge (a 7B VLM fits in 16 GB)
+        if device.startswith("cuda"):
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         try:
             processor = AutoProcessor.from_pretrained(model, revision=revision)
-            vlm = AutoModelForImageTextToText.from_pretrained(model, revision=revision).to(device).eval()
-        except (OSError, ValueError) as error:
+            vlm = AutoModelForImageTextToText.from_pretrained(model, revision=revision, dtype=dtype).to(device).eval()
+        except (OSError, ValueError, KeyError) as error:
             raise ValueError(
                 f"cannot load the tagging VLM {model!r}: {textwrap.shorten(str(error), 200, placeholder=' ...')} "
                 "Provide it by running once with network access (Hugging Face cache), by passing a local "

@@ -61,9 +61,14 @@ class Views:
 
     def __init__(self, store: Store, owner: str):
         self.store, self.owner = store, owner
+        self.places = render.server_places(store.root)
         self.catalog = Catalog(store)
         self.browser = DatasetBrowser(store)
         self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
+
+    def public(self, text: object) -> str:
+        """Server-side text (a reason, an error) for visitors: server folders hidden, then escaped."""
+        return render.escape(render.hide_paths(text, self.places))
 
     # --- overview ------------------------------------------------------------------------------------------
     def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns,
@@ -271,7 +276,7 @@ class Views:
         try:
             source = Path(file) if file else self.store.fetch_hub_submission(hub_repo)
         except (ValueError, OSError) as error:
-            return f"### ❌ Rejected: nothing was stored\n\n- {render.escape(error)}"
+            return f"### ❌ Rejected: nothing was stored\n\n- {self.public(error)}"
 
         def report_progress(done: int, total: int) -> None:
             progress(done / total, desc=f"checking images {done}/{total}")
@@ -283,10 +288,10 @@ class Views:
                 shutil.rmtree(source, ignore_errors=True)
         report = outcome.report
         if outcome.job is None:
-            problems = "\n".join(f"- {render.escape(e)}" for e in report.errors)
+            problems = "\n".join(f"- {self.public(e)}" for e in report.errors)
             return f"### ❌ Rejected: nothing was stored\n\n{problems}"
         m = report.manifest
-        warnings = "".join(f"\n- ⚠️ {render.escape(w)}" for w in report.warnings)
+        warnings = "".join(f"\n- ⚠️ {self.public(w)}" for w in report.warnings)
         return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"
                 f"- model: **{render.escape(m.model.name)}** ({render.escape(m.model.id)})\n"
                 f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
@@ -307,7 +312,7 @@ class Views:
         rows = []
         for job in self.store.queue.jobs()[:QUEUE_ROWS]:
             progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
-            details = job.error if job.state == "FAILED" else (job.message or "")
+            details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
             rows.append([job.created_at, job.id, job.model, job.owner, STATE_BADGES[job.state], progress,
                          job.started_at or "", job.finished_at or "", details])
         return self.workers_markdown(), pd.DataFrame(rows, columns=QUEUE_COLUMNS)
@@ -319,10 +324,10 @@ class Views:
         lines = []
         for w in workers:
             if w["state"] == "unavailable":
-                lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {render.escape(w['message'])}")
+                lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {self.public(w['message'])}")
             elif w in live:
                 lines.append(f"- 🟢 worker `{w['id']}`: {render.escape(w['state'])} "
-                             f"({render.escape(w['message'] or '')})")
+                             f"({self.public(w['message'] or '')})")
             elif now - w["heartbeat"] < 600 and w["state"] != "stopped":
                 lines.append(f"- 🔴 worker `{w['id']}` silent for {now - w['heartbeat']:.0f} s "
                              f"(last: {render.escape(w['state'])})")
@@ -342,9 +347,10 @@ class Views:
                  f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
                  f" attempts {job.attempts}"]
         if job.state == "FAILED":
-            lines.append(f"- **reason**: {render.escape(job.error)}")
+            lines.append(f"- **reason**: {self.public(job.error)}")
         if job.log_excerpt:
-            lines.append("\n**Log excerpt**\n\n```text\n" + job.log_excerpt.replace("```", "'''") + "\n```")
+            excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
+            lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
         per_image = self.store.results / job.id / "per_image.parquet"
         return "\n".join(lines), (str(per_image) if per_image.exists() else None)
 
@@ -490,7 +496,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     who = f"**{render.escape(owner)}** (this server's local user)"
                 gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`) or name a Hub dataset "
                             f"repo holding one. It is checked at once; if it passes it joins the queue. You submit "
-                            f"as {who}; quota: {store.quota} submissions per {store.quota_hours:g} h.")
+                            f"as {who}; quota: {store.quota} accepted submissions and {store.attempt_quota} uploads "
+                            f"(rejected ones included) per {store.quota_hours:g} h.")
                 with gr.Row():
                     upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
                     hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")

@@ -3,7 +3,9 @@
 States: PENDING -> RUNNING -> FINISHED | FAILED. A worker claims a job with a
 lease and renews it while it works; a job whose lease expired (its worker
 died) is claimed again by the next worker, up to ``max_attempts`` times, then
-FAILED with that reason. SQLite rather than DuckDB: the app (enqueuing) and
+FAILED with that reason, unless ``has_results`` says the last attempt wrote its
+results before it died: then the job is FINISHED (results are written before
+the state changes, so a kill between the two must not throw them away). SQLite rather than DuckDB: the app (enqueuing) and
 every worker (claiming) write to the queue from separate processes, which
 SQLite's file locking supports and DuckDB's single-writer files do not. The
 leaderboard's results never go through this file (see ``store``).
@@ -13,9 +15,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,6 +43,11 @@ CREATE TABLE IF NOT EXISTS submissions (
     error TEXT,
     log_excerpt TEXT
 );
+CREATE TABLE IF NOT EXISTS attempts (
+    owner TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_by_owner ON attempts (owner, at);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY,
     state TEXT NOT NULL,
@@ -88,9 +95,10 @@ class Job:
 class Queue:
     """Submission records in ``path`` (SQLite, WAL mode); safe to use from many processes."""
 
-    def __init__(self, path: Path, *, max_attempts: int = 3):
+    def __init__(self, path: Path, *, max_attempts: int = 3, has_results: Callable[[str], bool] = lambda id: False):
         self.path = Path(path)
         self.max_attempts = max_attempts
+        self.has_results = has_results
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -161,11 +169,18 @@ class Queue:
         """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired."""
         clock, stamp = time.time(), now_iso()
         with self._transaction() as db:
-            db.execute(
-                "UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?, lease_owner = NULL,"
-                " error = 'the worker stopped ' || attempts || ' times while scoring this submission (crash or"
-                " out of memory?); a maintainer can re-run it' WHERE state = 'RUNNING' AND lease_expires < ?"
-                " AND attempts >= ?", (stamp, stamp, clock, self.max_attempts))
+            exhausted = db.execute("SELECT id, attempts FROM submissions WHERE state = 'RUNNING' AND lease_expires < ?"
+                                   " AND attempts >= ?", (clock, self.max_attempts)).fetchall()
+            for row in exhausted:
+                if self.has_results(row["id"]):
+                    db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, updated_at = ?,"
+                               " lease_owner = NULL, progress = 1, message = 'scored (the last attempt wrote its"
+                               " results, then stopped)' WHERE id = ?", (stamp, stamp, row["id"]))
+                else:
+                    db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
+                               " lease_owner = NULL, error = ? WHERE id = ?",
+                               (stamp, stamp, f"the worker stopped {row['attempts']} time{'s' * (row['attempts'] != 1)} while scoring this "
+                                "submission (crash or out of memory?); a maintainer can re-run it", row["id"]))
             row = db.execute(
                 "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < ?)"
                 " ORDER BY created_at, id LIMIT 1", (clock,)).fetchone()
@@ -222,6 +237,17 @@ class Queue:
             return db.execute("SELECT count(*) FROM submissions WHERE owner = ? AND created_at >= ?",
                               (owner, since_iso)).fetchone()[0]
 
+    def record_attempt(self, owner: str) -> None:
+        """Note that ``owner`` sent an upload to validate, accepted or not (the quota on validation work)."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO attempts (owner, at) VALUES (?, ?)", (owner, now_iso()))
+
+    def count_attempts_since(self, owner: str, since_iso: str) -> int:
+        """Uploads ``owner`` sent for validation at or after ``since_iso``, rejected ones included."""
+        with self._connect() as db:
+            return db.execute("SELECT count(*) FROM attempts WHERE owner = ? AND at >= ?",
+                              (owner, since_iso)).fetchone()[0]
+
     def find_model(self, model_id: str, model_revision: str, dataset: str) -> Job | None:
         """A live (not FAILED) submission of the same model revision for the same dataset, if any."""
         with self._connect() as db:
@@ -245,4 +271,17 @@ class Queue:
         """Forget a submission that no worker is scoring; False if it is RUNNING or unknown."""
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (id,))
+        return cursor.rowcount == 1
+
+    def restore(self, job: Job) -> bool:
+        """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue);
+        False if its id or content is already here. A RUNNING record comes back PENDING: its worker is gone."""
+        record = asdict(job)
+        if job.state == "RUNNING":
+            record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
+        record.update(lease_owner=None, lease_expires=None, updated_at=now_iso())
+        names = ", ".join(record)
+        with self._transaction() as db:
+            cursor = db.execute(f"INSERT OR IGNORE INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})",
+                                tuple(record.values()))
         return cursor.rowcount == 1

@@ -5,6 +5,9 @@ from __future__ import annotations
 import html
 import math
 import re
+import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -20,6 +23,24 @@ def escape(text: object) -> str:
     """User-supplied (or user-influenced) text for a Markdown component: Markdown syntax is backslash-escaped,
     then HTML is escaped, so a model name can neither add links or images nor inject markup."""
     return html.escape(_MARKDOWN.sub(r"\\\1", str(text)), quote=True)
+
+
+def server_places(store_root: Path) -> dict[str, str]:
+    """Server folders that error texts may name, and what a visitor sees instead: the store, this checkout,
+    the Python installation, the temporary folder (Gradio's uploads) and the home folder."""
+    places = {str(store_root): "STORE", str(Path(__file__).resolve().parents[1]): "<culturelens>",
+              sys.prefix: "<python>", sys.base_prefix: "<python>", tempfile.gettempdir(): "<tmp>",
+              str(Path.home()): "~"}
+    return {path: name for path, name in places.items() if len(path) > 1}
+
+
+def hide_paths(text: object, places: dict[str, str]) -> str:
+    """``text`` with each server folder of ``places`` replaced by its public name (longest first): a reason or
+    log excerpt shown to visitors says which file, not where the server keeps it."""
+    text = str(text)
+    for path in sorted(places, key=len, reverse=True):
+        text = text.replace(path, places[path])
+    return text
 
 
 HEADER = (

@@ -24,6 +24,7 @@ import os
 import uuid
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -68,13 +69,16 @@ class PermissionDenied(PermissionError):
 class Store:
     """One leaderboard's files. Safe to share between the app process and worker processes.
 
-    ``quota``: how many submissions one user may make per ``quota_hours``, checked before any work.
+    ``quota``: how many submissions one user may have accepted per ``quota_hours``, and ``attempt_quota`` how
+    many uploads (rejected ones included: validating them decodes every image) one user may send in that time;
+    both are checked before any work.
     """
 
-    def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int = 5, quota_hours: float = 24):
+    def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int = 5, quota_hours: float = 24,
+                 attempt_quota: int = 20):
         self.root = Path(root).resolve()
         self.limits = limits
-        self.quota, self.quota_hours = quota, quota_hours
+        self.quota, self.quota_hours, self.attempt_quota = quota, quota_hours, attempt_quota
         self.datasets = self.root / "datasets"
         self.staging = self.root / "staging"
         self.submissions = self.root / "submissions"
@@ -82,7 +86,7 @@ class Store:
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        self.queue = Queue(self.root / "queue.sqlite")
+        self.queue = Queue(self.root / "queue.sqlite", has_results=self.has_results)
 
     def seed_reported(self) -> int:
         """(Re)write the paper-reported rows; returns how many."""
@@ -111,11 +115,17 @@ class Store:
         if used >= self.quota:
             raise PermissionDenied(f"{owner} has made {used} submissions in the last {self.quota_hours:g} hours; "
                                    f"the quota is {self.quota}. Try again later or ask a maintainer.")
+        tried = self.queue.count_attempts_since(owner, since.isoformat(timespec="seconds"))
+        if tried >= self.attempt_quota:
+            raise PermissionDenied(f"{owner} has sent {tried} uploads (accepted or rejected) in the last "
+                                   f"{self.quota_hours:g} hours; the limit is {self.attempt_quota}. Check uploads "
+                                   "with `culturelens validate FILE.zip` on your machine first.")
 
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
         """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
-        PermissionDenied (before any work) if ``owner`` is over the quota."""
+        PermissionDenied (before any work) if ``owner`` is over the quota; each call counts as an attempt."""
         self.check_quota(owner)
+        self.queue.record_attempt(owner)
         report = stage(Path(source), self.staging, self.prompts_for, self.limits, progress)
         if not report.ok:
             return SubmitOutcome(report)
@@ -145,6 +155,21 @@ class Store:
             report.error(str(error))
             return SubmitOutcome(report)
         return SubmitOutcome(report, job)
+
+    def sweep_staging(self, older_than_hours: float = 6) -> list[str]:
+        """Remove what uploads left in ``staging/`` when the app died while validating them (a finished
+        validation always removes or moves its folder). Only entries untouched for ``older_than_hours`` go, so
+        an upload being validated now is never touched. Returns the names removed."""
+        cutoff = time.time() - older_than_hours * 3600
+        removed = []
+        for entry in sorted(self.staging.iterdir()):
+            if entry.lstat().st_mtime < cutoff:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+                removed.append(entry.name)
+        return removed
 
     def _own(self, submission_id: str, owner: str):
         job = self.queue.get(submission_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from itertools import combinations
 
 import numpy as np
@@ -382,6 +383,34 @@ def test_the_tagging_and_the_draws_are_shared_through_the_memo(index):
     assert kinds == ["diversity-draws", "diversity-quality", "diversity-tags"]
 
 
+def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, tiny_vlm):
+    # CUBE App. H.2's tagging in the metrics: the images come from Inputs.open_image, one row at a time.
+    embeddings = [mix({d: 1.0, "pizza": 0.5}) if d != "pizza" else basis(d) for d in DISHES]
+    pictures = _pictures(8, seed=1)
+    opened = []
+
+    def open_image(row: int) -> Image.Image:
+        opened.append(row)
+        return pictures[row]
+
+    inputs = make_inputs({"p": ("cuisine", embeddings)})
+    inputs = Inputs(inputs.images, inputs.features, inputs.truncated, open_image=open_image)
+    tagger = VLMTagger.from_pretrained(index, str(tiny_vlm), k=3, batch_size=3, device="cpu")
+    assert tagger.index is index and index.index is index
+    assert tagger.id == f"{tiny_vlm}@local, top 3"
+    expected = tagger.tag(np.stack(embeddings), ["cuisine"] * 8, pictures)["artifact"]  # independent call
+    built = metrics(tagger)
+    results = {m.info.name: m.per_prompt(inputs).iloc[0] for m in built}
+    assert sorted(opened) == list(range(8))  # ten metrics, one tagging: each image opened once
+    assert {m.info.version for m in built} == {f"1 (tagger {tagger.id})"}
+    counts = ", ".join(f"{a} {n}" for a, n in Counter(expected).most_common()[:5])
+    assert f"artifact tags by {tagger.id}: {counts}" in results["vendi_artifact"]["note"]
+    # The index's own tags on the same inputs are memoised apart, and keep version "1".
+    assert {m.info.version for m in metrics(index)} == {"1"}
+    NormalisedVendi(index, "artifact").per_prompt(inputs)
+    assert sum(key[0] == "diversity-tags" for key in inputs.memo) == 2
+
+
 def test_negative_quality_counts_as_zero_and_the_note_says_so(index):
     inputs = make_inputs({"p": ("cuisine", [basis(d) for d in DISHES])}, quality=[-0.2] + [0.4] * 7)
     row = CulturalDiversity(index, "artifact").per_prompt(inputs).iloc[0]
@@ -404,12 +433,11 @@ def test_applies_says_why_a_metric_cannot_run(index):
         CulturalDiversity(index, "religion")
 
 
-def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_path):
-    """The real path: a CUBE-layout dataset with a concept column, a submission of 8 seeds per prompt, the
-    tiny CLIP as both the tagging and the quality backbone; every prompt's value checked by hand."""
+def staged_submission(tiny_upstream, tmp_path):
+    """A CUBE-layout dataset with a concept column and a staged submission of 8 seeds per prompt: (staging
+    report, staged folder, its images table)."""
     import pyarrow.parquet as pq
 
-    from benchmark import harness
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts, local_folder
     from benchmark.submission import stage
@@ -420,7 +448,16 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
     folder = make_submission(tmp_path / "submission", list(prompts.table.index), seeds=range(8))
     report = stage(folder, tmp_path / "staging", lambda m: prompts)
     staged = report.keep(tmp_path / "staged")
-    images = pq.read_table(staged / "images.parquet").to_pandas()
+    return report, staged, pq.read_table(staged / "images.parquet").to_pandas()
+
+
+def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_path):
+    """The real path: a CUBE-layout dataset with a concept column, a submission of 8 seeds per prompt, the
+    tiny CLIP as both the tagging and the quality backbone; every prompt's value checked by hand."""
+    from benchmark import harness
+
+    report, staged, images = staged_submission(tiny_upstream, tmp_path)
+    prompts = report.prompts
     clip = load_backbone(CLIP, {CLIP: tiny_clip}, device="cpu")
     quality = load_backbone(HPS, {HPS: tiny_clip}, device="cpu")
     index = ArtifactIndex.from_backbone(CSPACE, clip, progress=False)
@@ -445,3 +482,55 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
             assert rows.loc[(f"cd_{kernel}", prompt_id), "value"] == pytest.approx(
                 np.clip(cos, 0, 1).mean() * vendi, abs=1e-5)
     assert {a["metric"] for a in scores.aggregates} == {m.info.name for m in metrics(index)}
+
+
+def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, tmp_path):
+    """``MetricSettings.diversity_tagger`` set to a VLM folder (CUBE App. H.2): the harness tags each image with the
+    VLM's choice among the index's top 5, the same as an independent ``VLMTagger.tag`` call on the images, and
+    the results name the tagger."""
+    from benchmark import harness
+    from benchmark.metrics import MetricSettings, build, select
+
+    report, staged, images = staged_submission(tiny_upstream, tmp_path)
+    clip = load_backbone(CLIP, {CLIP: tiny_clip}, device="cpu")
+    quality = load_backbone(HPS, {HPS: tiny_clip}, device="cpu")
+    folder = ArtifactIndex.from_backbone(CSPACE, clip, progress=False).save(tmp_path / "index")
+    built, unavailable = build(MetricSettings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
+    chosen, _ = select(built, unavailable, ["diversity"])
+    scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
+                           submission_id="t", batch_size=16)
+    rows = scores.per_image.set_index(["metric", "prompt_id"])
+
+    tagger = VLMTagger.from_pretrained(ArtifactIndex.load(folder), str(tiny_vlm), device="cpu")
+    assert set(scores.run["metrics"].values()) == {f"1 (tagger {tiny_vlm}@local, top 5)"} == \
+        {f"1 (tagger {tagger.id})"}
+    assert {a["metric_version"] for a in scores.aggregates} == {f"1 (tagger {tagger.id})"}
+    table, chose_other = report.prompts.table, False
+    for prompt_id in table.index:
+        paths = sorted((staged / "images" / prompt_id).iterdir())  # seeds 0-7, in order
+        pictures = [Image.open(p).convert("RGB") for p in paths]
+        embedded = clip.embed(torch.stack([clip.prepare(p, "image") for p in pictures]))
+        concepts = [table.loc[prompt_id, "concept"]] * len(pictures)
+        tags = tagger.tag(embedded, concepts, pictures)
+        chose_other |= bool((tags["artifact"] != tagger.index.tag(embedded, concepts)["artifact"]).any())
+        counts = ", ".join(f"{a} {n}" for a, n in Counter(tags["artifact"]).most_common()[:5])
+        assert f"artifact tags by {tagger.id}: {counts}" in rows.loc[("vendi_artifact", prompt_id), "note"]
+        tags = tags.assign(artifact=tags["artifact_id"].fillna(tags["artifact"]))  # one artifact: one id
+        for kernel, weights in KERNELS.items():
+            vendi = vendi_score(tag_kernel(tags, weights)) / 8
+            assert rows.loc[(f"vendi_{kernel}", prompt_id), "value"] == pytest.approx(vendi, abs=1e-6)
+    assert chose_other  # the VLM did not always take the nearest artifact: the check tells the taggers apart
+
+
+def test_a_vlm_tagger_that_cannot_load_makes_the_diversity_track_unavailable(index, tmp_path):
+    from benchmark.metrics import MetricSettings, build
+
+    folder = str(index.save(tmp_path / "index"))
+    missing = str(tmp_path / "no-such-vlm")
+    built, unavailable = build(MetricSettings(artifact_index=folder, diversity_tagger=missing))
+    assert not [m for m in built if m.info.track == "diversity"]
+    reason = {u.name: u.reason for u in unavailable}["diversity"]
+    assert reason.startswith(f"cannot load the tagging VLM {missing!r}")
+    built, _ = build(MetricSettings(artifact_index=folder))  # the default: the index tags, version "1"
+    tracked = [m for m in built if m.info.track == "diversity"]
+    assert len(tracked) == 10 and all(isinstance(m.tagger, ArtifactIndex) and m.info.version == "1" for m in tracked)

@@ -52,7 +52,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # 
 def populated(tmp_path_factory, tiny_upstream, backbones_file):
     """(store, prompt ids, id of the kept submission, its source folder): scored by a real worker (tiny CLIP)."""
     root = tmp_path_factory.mktemp("hostile")
-    store = Store(root / "store")
+    store = Store(root / "store", attempt_quota=10**6)  # the corpus tests validation; the upload limit has its own
     cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     source = make_submission(root / "kept", prompt_ids, model_name="Kept Model",

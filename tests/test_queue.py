@@ -60,6 +60,19 @@ def test_a_job_that_keeps_crashing_its_workers_fails_with_that_reason(tmp_path):
     assert job.state == "FAILED" and "stopped 2 times" in job.error
 
 
+def test_a_last_attempt_that_wrote_its_results_before_dying_ends_finished(tmp_path):
+    written = {"a"}  # results on disk for "a" only: its last attempt died between writing them and finish()
+    queue = Queue(tmp_path / "q.sqlite", max_attempts=1, has_results=written.__contains__)
+    _add(queue, "a")
+    _add(queue, "b")
+    assert {queue.claim("w", lease_seconds=0.01).id, queue.claim("w", lease_seconds=0.01).id} == {"a", "b"}
+    time.sleep(0.05)
+    assert queue.claim("w", 60) is None
+    a, b = queue.get("a"), queue.get("b")
+    assert a.state == "FINISHED" and a.error is None and "wrote its results" in a.message
+    assert b.state == "FAILED" and "stopped 1 time " in b.error
+
+
 def test_heartbeat_extends_the_lease_and_reports_progress(tmp_path):
     queue = Queue(tmp_path / "q.sqlite")
     _add(queue, "a")

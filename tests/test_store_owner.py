@@ -4,7 +4,9 @@ model revision, and owner-only re-run and delete."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 
 import pytest
 
@@ -42,6 +44,20 @@ def test_quota_is_checked_before_any_work(store, tmp_path):
         store.submit(tmp_path / "does-not-even-exist", "ada")  # refused before the path is read
     assert list(store.staging.iterdir()) == staged_before
     assert _submit(store, tmp_path, "c", owner="grace", revision="r3").job is not None  # quota is per user
+
+
+def test_rejected_uploads_count_towards_a_limit_on_validation_work(tmp_path, tiny_upstream):
+    store = Store(tmp_path / "store", quota=5, attempt_quota=3)
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    for _ in range(2):
+        assert store.submit(broken, "mallory").job is None  # rejected, but validated: that is work
+    assert _submit(store, tmp_path, "ok", owner="mallory", revision="r1").job is not None  # the third attempt
+    with pytest.raises(PermissionDenied, match="mallory has sent 3 uploads .* the limit is 3"):
+        store.submit(broken, "mallory")
+    assert _submit(store, tmp_path, "other", owner="grace", revision="r2").job is not None  # per user
 
 
 def test_the_same_model_revision_for_the_same_dataset_is_a_duplicate(store, tmp_path):
@@ -85,3 +101,17 @@ def test_a_hub_submission_is_checked_before_anything_is_downloaded(store):
     with pytest.raises(ValueError, match="cannot fetch Hub dataset someone/generations"):  # offline in tests
         store.fetch_hub_submission("someone/generations")
     assert list(store.staging.iterdir()) == []
+
+
+def test_staging_leftovers_of_a_crashed_app_are_swept_but_a_live_upload_is_not(store):
+    old_upload, old_file = store.staging / "upload-old", store.staging / "hub-x.part"
+    live_upload = store.staging / "upload-new"
+    old_upload.mkdir()
+    (old_upload / "manifest.json").write_text("{}")
+    old_file.write_bytes(b"x")
+    live_upload.mkdir()
+    day_ago = time.time() - 24 * 3600
+    for entry in (old_upload, old_file):
+        os.utime(entry, (day_ago, day_ago))
+    assert store.sweep_staging(older_than_hours=6) == ["hub-x.part", "upload-old"]
+    assert sorted(p.name for p in store.staging.iterdir()) == ["upload-new"]

@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def store(tmp_path, tiny_upstream) -> Store:
-    store = Store(tmp_path / "store")
+    store = Store(tmp_path / "store", attempt_quota=10**6)  # these tests are about validation, not the upload limit
     cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
     return store
 

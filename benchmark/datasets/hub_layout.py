@@ -8,13 +8,14 @@ then run the same code, and ``huggingface_hub.upload_folder`` publishes the fold
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import datasets
-from huggingface_hub import DatasetCard, DatasetCardData, HfApi
+from huggingface_hub import DatasetCard, DatasetCardData, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 CARD_TEMPLATES = Path(__file__).resolve().parents[2] / "data_cards"
@@ -102,22 +103,31 @@ def push_folder(folder: Path, repo: str, *, token: str | None = None, private: b
     if not (folder / "README.md").exists():
         raise PushError(f"{folder} has no README.md: build it first with `culturelens data build`")
     api = HfApi(token=token)
-    try:
+    with hub_errors(repo, "publish to"):
         url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset",
                           commit_message="Update dataset (culturelens data push)")
+    return str(url)
+
+
+@contextlib.contextmanager
+def hub_errors(repo: str, action: str):
+    """Turn the Hub client's failures (offline, refused, unreachable) into a PushError that says what to do."""
+    try:
+        yield
     except OfflineModeIsEnabled:
-        raise PushError("HF_HUB_OFFLINE is set: unset it to publish to the Hub") from None
+        raise PushError(f"HF_HUB_OFFLINE is set: unset it to {action} {repo} on the Hub") from None
     except HfHubHTTPError as error:
         status = getattr(error.response, "status_code", "?")
         hint = " Log in with `hf auth login` or set HF_TOKEN." if status in (401, 403) else ""
-        raise PushError(f"the Hub refused the upload to {repo} (HTTP {status}).{hint}") from None
+        raise PushError(f"the Hub refused to let us {action} {repo} (HTTP {status}).{hint}") from None
     except Exception as error:
         if not _is_network_error(error):
             raise
-        raise PushError(f"cannot reach the Hugging Face Hub to publish {repo} ({type(error).__name__}). "
+        if constants.HF_HUB_OFFLINE:  # a download with nothing cached says so in its own words
+            raise PushError(f"HF_HUB_OFFLINE is set: unset it to {action} {repo} on the Hub") from None
+        raise PushError(f"cannot reach the Hugging Face Hub to {action} {repo} ({type(error).__name__}). "
                         "Check the network (or HF_ENDPOINT) and try again.") from None
-    return str(url)
 
 
 def _is_network_error(error: Exception) -> bool:

@@ -30,6 +30,9 @@ class MetricSettings:
     w1kp_backbone: str = "dreamsim"
     w1kp_variant: str = "paper"
     artifact_index: str | None = None  # folder from `culturelens artifact-index` (diversity tagging)
+    # "index": each image's nearest artifact by CLIP cosine; else a Hub id or folder of a VLM that picks among the
+    # index's top 5 (CUBE, Kannen et al., arXiv:2407.06863, App. H.2).
+    diversity_tagger: str = "index"
     vendi_q: float = 1.0
     diversity_n: int = 8
     diversity_draws: int = 50
@@ -73,7 +76,7 @@ def build(settings: MetricSettings = MetricSettings(), registry: dict | None = N
 
 
 def _diversity(settings: MetricSettings, unavailable: list[Unavailable]) -> list[Metric]:
-    from benchmark.tagging import ArtifactIndex
+    from benchmark.tagging import ArtifactIndex, VLMTagger
 
     path = settings.artifact_index or os.environ.get(ENV_ARTIFACT_INDEX)
     if not path:
@@ -83,7 +86,9 @@ def _diversity(settings: MetricSettings, unavailable: list[Unavailable]) -> list
         return []
     try:
         index = ArtifactIndex.load(path)
-        return diversity.metrics(index, clip=index.backbone_id, quality=settings.quality_backbone,
+        tagger = index if settings.diversity_tagger == "index" else \
+            VLMTagger.from_pretrained(index, settings.diversity_tagger)
+        return diversity.metrics(tagger, clip=index.backbone_id, quality=settings.quality_backbone,
                                  q=settings.vendi_q, size=settings.diversity_n, draws=settings.diversity_draws,
                                  sampling=settings.diversity_sampling)
     except (ValueError, OSError) as error:

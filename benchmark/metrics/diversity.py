@@ -1,9 +1,11 @@
 """Cultural diversity (CUBE, Kannen et al., arXiv:2407.06863, Sec. 5): for an under-specified prompt
 ("Image of a dish"), how many cultures do a model's images cover, and how well drawn are they?
 
-Per prompt, every image is tagged with a CSpace artifact (``benchmark.tagging.ArtifactIndex``: the artifact
-of the prompt's concept whose text embedding is closest to the image embedding), sets of N = 8 of the
-prompt's images are drawn, and each set is scored under the five tag kernels of Sec. 5.2.2:
+Per prompt, every image is tagged with a CSpace artifact by a ``benchmark.tagging.Tagger``: by default the
+``ArtifactIndex`` alone (the artifact of the prompt's concept whose text embedding is closest to the image
+embedding), or a ``VLMTagger`` after the paper's mapping (App. H.2): an open VLM reads each image and picks one
+of the index's top 5. Sets of N = 8 of the prompt's images are drawn, and each set is scored under the five tag
+kernels of Sec. 5.2.2:
 
 - ``vendi_<kernel>``: VS_q / N, the normalised Vendi score (Eq. 1; "VS-bar" of Table 5), in [1/N, 1];
 - ``cd_<kernel>``: CD = mean HPS-v2 quality x VS_q / N (Eq. 3; Table 6), in [0, 1].
@@ -22,19 +24,21 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from benchmark.citations import CUBE, SHORT
 from benchmark.metrics.alignment import cosine_similarity
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.vendi import (DRAWS, KERNELS, SUBSET_SIZE, draw_mean, random_subsets, seed_batches, tag_kernel,
                                      vendi_score)
-from benchmark.tagging import ArtifactIndex
+from benchmark.tagging import Tagger
 
 KERNEL_NAMES = {"continent": "continent", "country": "country", "artifact": "artifact",
                 "hierarchical": "continent + country", "uniform": "continent + country + artifact"}
@@ -50,15 +54,34 @@ def _finest_level(weights: tuple[float, float, float]) -> str:
     return "artifact" if weights[2] else "country" if weights[1] else "continent"
 
 
-def image_tags(inputs: Inputs, index: ArtifactIndex, clip: str) -> pd.DataFrame:
-    """Each image row's tag (continent, country, country_code, artifact, artifact_id, confidence = cosine),
-    searched among its prompt's concept; computed once per scoring run and shared by the diversity metrics.
+class LazyImages(Sequence):
+    """The image rows as a sequence whose item i is opened (``Inputs.open_image``) only when asked for: a tagger
+    that reads pixels (``VLMTagger``) takes them a batch at a time, never all at once."""
+
+    def __init__(self, open_image: Callable[[int], Image.Image], count: int):
+        self.open_image, self.count = open_image, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, row: int) -> Image.Image:
+        if not 0 <= row < self.count:
+            raise IndexError(f"image row {row} of {self.count}")
+        return self.open_image(row)
+
+
+def image_tags(inputs: Inputs, tagger: Tagger, clip: str) -> pd.DataFrame:
+    """Each image row's tag (continent, country, country_code, artifact, artifact_id, confidence: the tagger's,
+    e.g. the cosine), among its prompt's concept; computed once per scoring run and tagger, and shared by the
+    diversity metrics. The tagger gets the images lazily, when the harness gives ``Inputs.open_image``.
 
     The artifact kernel compares ``kernel_artifact``: the Wikidata id where the CSpace row has one, else the
     name, so an artifact listed under two countries is one artifact."""
-    key = ("diversity-tags", index, clip)
+    key = ("diversity-tags", tagger, clip)
     if key not in inputs.memo:
-        tags = index.tag(inputs.features[Need(clip, "image")], inputs.images[CONCEPT_COLUMN].tolist())
+        images = LazyImages(inputs.open_image, len(inputs.images)) if inputs.open_image else None
+        tags = tagger.tag(inputs.features[Need(clip, "image")], inputs.images[CONCEPT_COLUMN].tolist(),
+                          images=images)
         tags = tags.drop(columns=["image", "rank"])
         tags["kernel_artifact"] = tags["artifact_id"].where(tags["artifact_id"].notna(), "name:" + tags["artifact"])
         inputs.memo[key] = tags
@@ -75,15 +98,15 @@ class PromptDraws:
     vendi: np.ndarray | None
 
 
-def prompt_draws(inputs: Inputs, index: ArtifactIndex, clip: str, q: float, size: int, draws: int, seed: int,
+def prompt_draws(inputs: Inputs, tagger: Tagger, clip: str, q: float, size: int, draws: int, seed: int,
                  sampling: str = "random") -> dict[str, PromptDraws]:
     """Every prompt's N-sets and their normalised Vendi scores, computed once per run. Random sets: each
     prompt's generator is seeded by (seed, prompt id), so a prompt draws the same image positions (in seed
     order) for every model, whatever other prompts are scored."""
-    key = ("diversity-draws", index, clip, q, size, draws, seed, sampling)
+    key = ("diversity-draws", tagger, clip, q, size, draws, seed, sampling)
     if key in inputs.memo:
         return inputs.memo[key]
-    tags = image_tags(inputs, index, clip)[["continent", "country", "kernel_artifact"]].to_numpy(dtype=object)
+    tags = image_tags(inputs, tagger, clip)[["continent", "country", "kernel_artifact"]].to_numpy(dtype=object)
     result = {}
     for prompt_id, rows in inputs.images.groupby("prompt_id", sort=True).indices.items():
         if len(rows) < size:
@@ -103,13 +126,16 @@ def prompt_draws(inputs: Inputs, index: ArtifactIndex, clip: str, q: float, size
 
 
 class _Diversity(Metric):
-    """Shared settings of the diversity metrics: the artifact index, the tagging backbone (``clip``: the
-    index's backbone), the Vendi order q, the set size N, and how sets are drawn (``sampling``; for random
-    sets, how many and their seed)."""
+    """Shared settings of the diversity metrics: the tagger (an ``ArtifactIndex``, or a ``VLMTagger`` wrapping
+    one), the tagging backbone (``clip``: the index's backbone), the Vendi order q, the set size N, and how sets
+    are drawn (``sampling``; for random sets, how many and their seed).
+
+    A tagger other than the index itself (CUBE App. H.2's VLM choice) is named by its ``id`` in the metric's
+    version and in every note, so that results of two taggers are never taken for one another."""
 
     prefix = ""
 
-    def __init__(self, index: ArtifactIndex, kernel: str, *, clip: str = "clip-vit-b-32", q: float = 1.0,
+    def __init__(self, tagger: Tagger, kernel: str, *, clip: str = "clip-vit-b-32", q: float = 1.0,
                  size: int = SUBSET_SIZE, draws: int = DRAWS, seed: int = 0,
                  sampling: Literal["random", "seed_batches"] = "random"):
         if kernel not in KERNELS:
@@ -118,7 +144,9 @@ class _Diversity(Metric):
             raise ValueError(f"N and the number of draws must be positive, got N={size}, draws={draws}")
         if sampling not in ("random", "seed_batches"):
             raise ValueError(f"sampling must be 'random' or 'seed_batches', not {sampling!r}")
-        self.index, self.kernel, self.clip = index, kernel, clip
+        self.tagger, self.index, self.kernel, self.clip = tagger, tagger.index, kernel, clip
+        self.tagged_by = None if tagger is tagger.index else tagger.id
+        self.version = "1" if self.tagged_by is None else f"1 (tagger {self.tagged_by})"
         self.q, self.size, self.draws, self.seed, self.sampling = q, size, draws, seed, sampling
         self.column = list(KERNELS).index(kernel)
         self.weights = KERNELS[kernel]
@@ -155,10 +183,11 @@ class _Diversity(Metric):
         return ""
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
-        all_draws = prompt_draws(inputs, self.index, self.clip, self.q, self.size, self.draws, self.seed,
+        all_draws = prompt_draws(inputs, self.tagger, self.clip, self.q, self.size, self.draws, self.seed,
                                  self.sampling)
         level = _finest_level(self.weights)
-        tags = image_tags(inputs, self.index, self.clip)[level].to_numpy()
+        tags = image_tags(inputs, self.tagger, self.clip)[level].to_numpy()
+        tagged = f"{level} tags" + (f" by {self.tagged_by}" if self.tagged_by else "")
         rows = []
         for prompt_id, draws in all_draws.items():
             if draws.subsets is None:
@@ -173,7 +202,7 @@ class _Diversity(Metric):
             rows.append({"prompt_id": prompt_id, "value": estimate.mean, "note": (
                 f"N={self.size}, {estimate.draws} {sets} over {len(draws.rows)} images; 95% CI over {sets} "
                 f"{estimate.ci_low:.3f}-{estimate.ci_high:.3f}{self.extra_note(inputs, draws)}; "
-                f"{level} tags: {shown}{more}")})
+                f"{tagged}: {shown}{more}")})
         return pd.DataFrame(rows, columns=["prompt_id", "value", "note"])
 
 
@@ -182,12 +211,12 @@ class NormalisedVendi(_Diversity):
 
     prefix = "vendi"
 
-    def __init__(self, index: ArtifactIndex, kernel: str, **settings):
-        super().__init__(index, kernel, **settings)
+    def __init__(self, tagger: Tagger, kernel: str, **settings):
+        super().__init__(tagger, kernel, **settings)
         self.info = MetricInfo(
             self.name, f"Vendi score / N, {KERNEL_NAMES[kernel]} kernel {_weights_text(self.weights)}"
-                       f"{self.label_suffix} (Table 5)", "diversity", "1", True, "VS / N", 1 / self.size, 1.0,
-            f"{SHORT[CUBE]}, Eq. 1 and 4", (Need(self.clip, "image"),), level="prompt")
+                       f"{self.label_suffix} (Table 5)", "diversity", self.version, True, "VS / N", 1 / self.size,
+            1.0, f"{SHORT[CUBE]}, Eq. 1 and 4", (Need(self.clip, "image"),), level="prompt")
 
 
 class CulturalDiversity(_Diversity):
@@ -196,13 +225,13 @@ class CulturalDiversity(_Diversity):
 
     prefix = "cd"
 
-    def __init__(self, index: ArtifactIndex, kernel: str, *, quality: str = "hpsv2", **settings):
-        super().__init__(index, kernel, **settings)
+    def __init__(self, tagger: Tagger, kernel: str, *, quality: str = "hpsv2", **settings):
+        super().__init__(tagger, kernel, **settings)
         self.quality = quality
         self.info = MetricInfo(
             self.name, f"Cultural diversity, HPS quality x Vendi / N, {KERNEL_NAMES[kernel]} kernel "
-                       f"{_weights_text(self.weights)}{self.label_suffix} (Eq. 3)", "diversity", "1", True, "CD",
-            0.0, 1.0, f"{SHORT[CUBE]}, Eq. 3 and 4",
+                       f"{_weights_text(self.weights)}{self.label_suffix} (Eq. 3)", "diversity", self.version, True,
+            "CD", 0.0, 1.0, f"{SHORT[CUBE]}, Eq. 3 and 4",
             (Need(self.clip, "image"), Need(quality, "image"), Need(quality, "text")), level="prompt")
 
     def cosines(self, inputs: Inputs) -> np.ndarray:
@@ -228,11 +257,12 @@ class CulturalDiversity(_Diversity):
         return note
 
 
-def metrics(index: ArtifactIndex, *, clip: str = "clip-vit-b-32", quality: str = "hpsv2", q: float = 1.0,
+def metrics(tagger: Tagger, *, clip: str = "clip-vit-b-32", quality: str = "hpsv2", q: float = 1.0,
             size: int = SUBSET_SIZE, draws: int = DRAWS, seed: int = 0,
             sampling: Literal["random", "seed_batches"] = "random") -> list[Metric]:
     """The diversity track: CD and the normalised Vendi score under each of CUBE's five kernels, sharing one
-    tagging and one set of draws per scoring run."""
+    tagging and one set of draws per scoring run. ``tagger``: an ``ArtifactIndex``, or a ``VLMTagger`` (CUBE
+    App. H.2)."""
     settings = {"clip": clip, "q": q, "size": size, "draws": draws, "seed": seed, "sampling": sampling}
-    return [CulturalDiversity(index, kernel, quality=quality, **settings) for kernel in KERNELS] + \
-        [NormalisedVendi(index, kernel, **settings) for kernel in KERNELS]
+    return [CulturalDiversity(tagger, kernel, quality=quality, **settings) for kernel in KERNELS] + \
+        [NormalisedVendi(tagger, kernel, **settings) for kernel in KERNELS]

@@ -1,0 +1,212 @@
+"""The Hub-backed store: requests and results mirrored to dataset repos and restored from them.
+
+The Hub cannot be reached here, so the repo side is a folder laid out exactly like the repo (``hub_sync.export``
+writes the files a push commits; ``pull`` reads such a folder as it reads a downloaded snapshot). The commits
+themselves are checked as the ``huggingface_hub`` operations a push would send, and pushing offline as the
+clear error it must be."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import datasets
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from benchmark.datasets import cube_1k
+from benchmark.datasets.hub_layout import PushError
+from benchmark.datasets.prompts import local_folder
+from benchmark.encoders.spec import load_registry
+from benchmark.metrics.alignment import ClipCosine
+from leaderboard import hub_sync
+from leaderboard.catalog import Catalog
+from leaderboard.store import Store
+from leaderboard.worker import Worker
+from tests.helpers import make_submission
+from tests.test_cli import culturelens
+
+QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
+
+
+def _store(root, tiny_upstream) -> Store:
+    store = Store(root)
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    return store
+
+
+def _worker(store: Store, backbones_file) -> Worker:
+    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    assert worker.load()
+    return worker
+
+
+@pytest.fixture()
+def scored(tmp_path, tiny_upstream, backbones_file):
+    """A store with one submission scored by a real worker (tiny CLIP) and one still PENDING."""
+    store = _store(tmp_path / "store", tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    done = store.submit(make_submission(tmp_path / "a", prompt_ids, model_name="Model A"), "ada").job
+    assert _worker(store, backbones_file).run(once=True) == 1
+    waiting = store.submit(make_submission(tmp_path / "b", prompt_ids, model_name="Model B"), "bo").job
+    assert store.queue.get(done.id).state == "FINISHED" and waiting.state == "PENDING"
+    return store, done.id, waiting.id
+
+
+def _files(root) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _leaderboard(store: Store) -> pd.DataFrame:
+    catalog = Catalog(store)
+    rows = catalog.con.execute("SELECT * FROM aggregates WHERE provenance = 'scored'").df()
+    return rows.sort_values(["submission_id", "metric", "slice", "slice_value"]).reset_index(drop=True)
+
+
+def test_a_fresh_store_restored_from_the_repos_has_the_same_queue_files_and_leaderboard(
+        scored, tmp_path, tiny_upstream, backbones_file):
+    store, done, waiting = scored
+    repos = {kind: tmp_path / f"repo-{kind}" for kind in hub_sync.KINDS}
+    for kind, folder in repos.items():
+        hub_sync.export(store, kind, folder)
+    fresh = _store(tmp_path / "fresh", tiny_upstream)  # a restarted Space: empty disk, datasets rebuilt
+
+    assert hub_sync.pull(fresh, "results", str(repos["results"])) == {"added": 1, "present": 0}
+    assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {"added": 2, "present": 0, "without_files": 0}
+
+    before = {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in store.queue.jobs()}
+    assert {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in fresh.queue.jobs()} == before
+    for sub in (done, waiting):
+        assert _files(fresh.submissions / sub) == _files(store.submissions / sub)
+    assert _files(fresh.results / done) == _files(store.results / done)
+    pd.testing.assert_frame_equal(_leaderboard(fresh), _leaderboard(store))
+
+    # The restored PENDING submission is complete: a worker on the new machine scores it.
+    assert _worker(fresh, backbones_file).run(once=True) == 1
+    assert fresh.queue.get(waiting).state == "FINISHED" and fresh.has_results(waiting)
+    # Pulling again adds nothing twice.
+    assert hub_sync.pull(fresh, "results", str(repos["results"])) == {"added": 0, "present": 1}
+    assert hub_sync.pull(fresh, "requests", str(repos["requests"]))["added"] == 0
+
+
+def test_the_results_repo_loads_with_load_dataset(scored, tmp_path):
+    store, done, _ = scored
+    folder = tmp_path / "repo-results"
+    hub_sync.export(store, "results", folder, repo="org/culturelens-results")
+    card = (folder / "README.md").read_text()
+    assert "license: cc-by-nc-sa-4.0" in card and 'load_dataset("org/culturelens-results", "aggregates"' in card
+    for config in ("aggregates", "per_image"):
+        loaded = datasets.load_dataset(str(folder), config, split="train").to_pandas()
+        on_disk = pq.read_table(store.results / done / f"{config}.parquet").to_pandas()
+        assert len(loaded) == len(on_disk) > 0
+        assert sorted(loaded["metric"].unique()) == sorted(on_disk["metric"].unique())
+
+
+def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
+    store, done, waiting = scored
+    files = hub_sync.mirror_files(store, "results")
+    operations, pushed = hub_sync.plan(files, {})
+    assert all(isinstance(op, CommitOperationAdd) for op in operations)
+    assert sorted(op.path_in_repo for op in operations) == ["README.md"] + sorted(
+        f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
+    assert hub_sync.plan(files, pushed)[0] == []  # nothing changed: nothing to commit
+
+    # A file someone else put in the repo is not ours to delete; the owner's re-run drops our results folder.
+    store.rerun(done, "ada")
+    operations, _ = hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed)
+    assert all(isinstance(op, CommitOperationDelete) for op in operations)
+    assert sorted(op.path_in_repo for op in operations) == sorted(
+        f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
+
+    # A state change re-sends that one record.
+    requests, pushed = hub_sync.plan(hub_sync.mirror_files(store, "requests"), {})
+    assert {op.path_in_repo for op in requests} >= {f"requests/{done}.json", f"requests/{waiting}.json",
+                                                   f"submissions/{waiting}/manifest.json"}
+    store.queue.claim("w", 60)
+    changed, _ = hub_sync.plan(hub_sync.mirror_files(store, "requests"), pushed)
+    claimed = next(j for j in store.queue.jobs() if j.state == "RUNNING")
+    assert [op.path_in_repo for op in changed] == [f"requests/{claimed.id}.json"]
+
+
+def test_pushing_offline_is_a_clear_error_and_marks_nothing_pushed(scored):
+    store, _, _ = scored
+    with pytest.raises(PushError, match="HF_HUB_OFFLINE is set"):
+        hub_sync.push(store, "results", "org/culturelens-results")
+    assert not (store.root / "hub_sync.json").exists()  # the next push sends everything again
+    result = culturelens("hub", "push", "--store", str(store.root), "--results", "org/culturelens-results")
+    assert result.returncode == 1 and "HF_HUB_OFFLINE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_damaged_or_hostile_snapshot_is_refused_whole(scored, tmp_path, tiny_upstream):
+    store, done, waiting = scored
+    good = tmp_path / "good"
+    for kind in hub_sync.KINDS:
+        hub_sync.export(store, kind, good)
+
+    def damaged(change) -> Store:
+        folder = tmp_path / f"bad-{len(list(tmp_path.glob('bad-*')))}"
+        shutil.copytree(good, folder)
+        change(folder)
+        return folder
+
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    cases = [
+        ("results", lambda f: (f / "results" / done / "notes.py").write_text("print('hi')"),
+         "holds exactly per_image.parquet"),
+        ("results", lambda f: (f / "results" / done / "aggregates.parquet").write_bytes(b"PAR1 not really"),
+         "not a readable Parquet file"),
+        ("results", lambda f: (f / "results" / done).rename(f / "results" / "a b"), "is not a submission id"),
+        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text('{"id": "x", "state": "FINISHED"}'),
+         "is not its file name"),
+        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text(json.dumps(
+            {**json.loads((f / "requests" / f"{done}.json").read_text()), "run_as": "root"})),
+         "not a submission record"),
+        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text("{not json"), "not readable JSON"),
+        ("requests", lambda f: (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
+         "files do not match its image table"),
+        ("requests", lambda f: next((f / "submissions" / waiting / "images").rglob("*.png")).write_bytes(b"\x89PNG"),
+         "its sha256 is not the one its image table records"),
+    ]
+    for kind, change, message in cases:
+        with pytest.raises(hub_sync.SyncError, match=message):
+            hub_sync.pull(fresh, kind, str(damaged(change)))
+    assert fresh.queue.jobs() == [] and list(fresh.results.iterdir()) == []  # nothing half-restored
+
+    # A queued record whose images the repo lost cannot be scored: skipped and counted, never queued.
+    lost = damaged(lambda f: shutil.rmtree(f / "submissions" / waiting))
+    assert hub_sync.pull(fresh, "requests", str(lost)) == {"added": 1, "present": 0, "without_files": 1}
+    assert [j.id for j in fresh.queue.jobs()] == [done]
+
+
+def test_a_record_restored_while_running_waits_for_a_new_worker(scored, tmp_path, tiny_upstream):
+    store, _, waiting = scored
+    store.queue.claim("gone-with-the-old-machine", 60)
+    folder = tmp_path / "repo"
+    hub_sync.export(store, "requests", folder)
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    hub_sync.pull(fresh, "requests", str(folder))
+    job = fresh.queue.get(waiting)
+    assert job.state == "PENDING" and job.lease_owner is None and "restored from the Hub" in job.message
+    assert fresh.queue.claim("new", 60).id == waiting
+
+
+def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, tiny_upstream):
+    store, done, _ = scored
+    folder = tmp_path / "repo-results"
+    hub_sync.export(store, "results", folder)
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    with pytest.raises(hub_sync.SyncError, match="not a Hub dataset repo id"):
+        hub_sync.start(fresh, {"results": str(folder)})  # a folder can be pulled from, not mirrored to
+    result = culturelens("serve", "--store", str(fresh.root), "--no-worker", "--hub-results", "not a repo")
+    assert result.returncode == 1 and "not a Hub dataset repo id" in result.stderr
+    assert "Traceback" not in result.stderr
+    # Offline at start: the app starts on what the store has and says why nothing was restored.
+    mirror, lines = hub_sync.start(fresh, {"results": "org/culturelens-results"}, interval=3600)
+    try:
+        assert mirror.is_alive() and len(lines) == 1 and "could not restore results" in lines[0]
+        assert "HF_HUB_OFFLINE" in lines[0]
+    finally:
+        mirror.stop()  # its last push fails offline: logged, nothing raised
+    assert not mirror.is_alive()
