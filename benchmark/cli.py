@@ -94,7 +94,7 @@ def _metrics(args: argparse.Namespace):
         diversity_tagger=args.diversity_tagger,
         vendi_q=args.vendi_q, diversity_n=args.diversity_n, diversity_draws=args.diversity_draws,
         diversity_sampling=args.diversity_sampling, relevance_kb=args.relevance_kb,
-        relevance_judge=args.relevance_judge, relevance_k=args.relevance_k), _registry(args))
+        relevance_judge=args.relevance_judge, relevance_k=args.relevance_k), _registry(args), args.tracks)
     return select(metrics, unavailable, args.tracks)
 
 

@@ -10,6 +10,7 @@ their submission waits, and exits without touching any submission.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -26,7 +27,7 @@ from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
 from benchmark.encoders.spec import BackboneSpec
 from benchmark.metrics.base import Metric
-from leaderboard.queue import Job
+from leaderboard.queue import Job, Queue
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.worker")
@@ -56,8 +57,8 @@ class Worker:
         """Load the backbones the metrics need; a metric whose backbone is missing is disabled (with its reason).
         Returns whether any metric can run."""
         needed = sorted({n.backbone for m in self.metrics for n in m.info.needs})
-        self.store.queue.set_worker(self.id, "loading", f"loading {', '.join(needed)}")
-        self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
+        with keep_alive(self.store.queue, self.id, "loading", f"loading {', '.join(needed)}"):
+            self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
         self.disabled.update(disabled)
         if not self.metrics:
             reasons = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.disabled.items()))
@@ -137,6 +138,26 @@ class Worker:
         for folder in self.store.results.glob(f".{submission_id}.*"):
             log.warning("removing %s, left by an attempt that stopped while writing results", folder.name)
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def keep_alive(queue: Queue, worker_id: str, state: str, message: str, every: float = 10.0):
+    """Record ``state`` for this worker now and every ``every`` seconds until the block ends, so the app shows
+    a worker busy without a job (loading weights: offline, the Hub client retries for minutes) as alive."""
+    queue.set_worker(worker_id, state, message)
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            queue.set_worker(worker_id, state, message)
+
+    thread = threading.Thread(target=beat, daemon=True, name="worker-keep-alive")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 class _Heartbeat(threading.Thread):

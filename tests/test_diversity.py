@@ -534,3 +534,7 @@ def test_a_vlm_tagger_that_cannot_load_makes_the_diversity_track_unavailable(ind
     built, _ = build(MetricSettings(artifact_index=folder))  # the default: the index tags, version "1"
     tracked = [m for m in built if m.info.track == "diversity"]
     assert len(tracked) == 10 and all(isinstance(m.tagger, ArtifactIndex) and m.info.version == "1" for m in tracked)
+    # Scoring other tracks never loads the tagger (nor its index): no diversity metric, no reason to give.
+    built, unavailable = build(MetricSettings(artifact_index=folder, diversity_tagger=missing), tracks=["awareness"])
+    assert {m.info.track for m in built}.isdisjoint({"diversity", "relevance"})
+    assert not [u for u in unavailable if u.track in ("diversity", "relevance")]

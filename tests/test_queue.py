@@ -97,3 +97,17 @@ def test_workers_report_their_state(tmp_path):
     queue.set_worker("w1", "unavailable", "cannot load CLIP ViT-B-32")
     assert queue.workers() == [{"id": "w1", "state": "unavailable", "message": "cannot load CLIP ViT-B-32",
                                 "heartbeat": pytest.approx(time.time(), abs=5)}]
+
+
+def test_a_worker_loading_weights_for_long_stays_alive_in_the_table(tmp_path):
+    from leaderboard.worker import keep_alive
+
+    queue = Queue(tmp_path / "q.sqlite")
+    with keep_alive(queue, "w1", "loading", "loading clip-vit-b-32", every=0.05):
+        first = queue.workers()[0]["heartbeat"]
+        time.sleep(0.3)  # a slow download: the row is refreshed meanwhile, not left to look dead
+        assert queue.workers()[0]["heartbeat"] > first
+        assert queue.workers()[0]["state"] == "loading"
+    last = queue.workers()[0]["heartbeat"]
+    time.sleep(0.15)
+    assert queue.workers()[0]["heartbeat"] == last  # and no beat after the block

@@ -51,10 +51,12 @@ class Unavailable:
     reason: str
 
 
-def build(settings: MetricSettings = MetricSettings(), registry: dict | None = None
-          ) -> tuple[list[Metric], list[Unavailable]]:
+def build(settings: MetricSettings = MetricSettings(), registry: dict | None = None,
+          tracks: list[str] | None = None) -> tuple[list[Metric], list[Unavailable]]:
     """Every metric these settings allow, in display order, and the ones they do not allow, with the reason.
-    ``registry`` (backbone id -> spec) is needed only by the relevance probe judge, which loads a backbone."""
+    ``registry`` (backbone id -> spec) is needed only by the relevance probe judge, which loads a backbone.
+    With ``tracks``, the diversity and relevance metrics are built only if their track is named: building
+    them loads their index, and their VLM (tens of GB for a 7B judge or tagger)."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
     metrics += awareness.metrics(clip=settings.clip_backbone, quality=settings.quality_backbone)
     metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
@@ -70,8 +72,10 @@ def build(settings: MetricSettings = MetricSettings(), registry: dict | None = N
         unavailable.append(Unavailable("w1kp", "variability", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
             "(an .npz of cdf_x, cdf_y; see README, 'Variability')")))
-    metrics += _diversity(settings, unavailable)
-    metrics += _relevance(settings, unavailable, registry)
+    if tracks is None or "diversity" in tracks:
+        metrics += _diversity(settings, unavailable)
+    if tracks is None or "relevance" in tracks:
+        metrics += _relevance(settings, unavailable, registry)
     return metrics, unavailable
 
 
