@@ -303,7 +303,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     worker = None
     if not args.no_worker:
         argv = ["--backbones", args.backbones] if args.backbones else []
-        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), *argv])
+        env = dict(os.environ)
+        if not hub_reachable():
+            # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to
+            # say it cannot load them. Offline mode reads the local cache only, and fails at once if it must.
+            print("the Hugging Face Hub cannot be reached: the worker loads weights from the local cache only "
+                  "(HF_HUB_OFFLINE=1)", file=sys.stderr)
+            env["HF_HUB_OFFLINE"] = "1"
+        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root),
+                                   *argv], env=env)
     try:
         app = build_app(store, owner=args.user)
         # SIGTERM (a service manager, a test) must still stop the worker: run the `finally` below.
@@ -321,6 +329,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if mirror is not None:
             mirror.stop()
     return 0
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hub (``HF_ENDPOINT``, default huggingface.co) opens within ``timeout``;
+    False at once when ``HF_HUB_OFFLINE`` is set, and True (not probed) behind a proxy, which a direct
+    connection would not go through."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    if urllib.request.getproxies():
+        return True
+    endpoint = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        with socket.create_connection((endpoint.hostname or "", port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _hub_mirror(store, args: argparse.Namespace):

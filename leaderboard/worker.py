@@ -50,8 +50,15 @@ class Worker:
     @property
     def description(self) -> str:
         ready = ", ".join(m.info.name for m in self.metrics) or "no metric"
-        off = "; ".join(f"{name} off: {reason}" for name, reason in sorted(self.disabled.items()))
+        off = self._disabled_text(" off")
         return f"ready with {ready}" + (f" ({off})" if off else "")
+
+    def _disabled_text(self, suffix: str = "") -> str:
+        """The disabled metrics grouped by reason (one missing backbone disables several metrics)."""
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in sorted(self.disabled.items()):
+            by_reason.setdefault(reason, []).append(name)
+        return "; ".join(f"{', '.join(names)}{suffix}: {reason}" for reason, names in by_reason.items())
 
     def load(self) -> bool:
         """Load the backbones the metrics need; a metric whose backbone is missing is disabled (with its reason).
@@ -61,7 +68,7 @@ class Worker:
             self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
         self.disabled.update(disabled)
         if not self.metrics:
-            reasons = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.disabled.items()))
+            reasons = self._disabled_text()
             self.store.queue.set_worker(self.id, "unavailable", f"no metric can run: {reasons}")
             log.error("no metric can run: %s", reasons)
             return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,28 @@ def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
     assert result.returncode == 2 and "none.bin" in result.stderr and "Traceback" not in result.stderr
     (worker,) = Store(store).queue.workers()
     assert worker["state"] == "unavailable" and "--backbones" in worker["message"]
+    # One missing backbone disables several metrics: its reason is given once, after their names.
+    assert worker["message"].count("does not exist") == 1
+    assert re.search(r"artifact_top1, artifact_top5, clip_cosine, clip_score[^:]*: checkpoint \S*none.bin of "
+                     r"backbone 'clip-vit-b-32' \(ViT-B-32\) does not exist", worker["message"])
+
+
+def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
+    import socket
+
+    from benchmark.cli import hub_reachable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert not hub_reachable()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with socket.socket() as listening:  # a local "Hub" that accepts connections
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
+        assert hub_reachable()
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert not hub_reachable(timeout=1)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # behind a proxy a direct probe proves nothing
+    assert hub_reachable(timeout=1)
