@@ -8,7 +8,8 @@ It builds a store (a 6-prompt CUBE-format dataset, submissions of distinct rando
 being scored, waits a random time, and SIGKILLs its worker, starting a fresh one in its place. Submissions
 keep arriving while workers score (one whenever fewer than ``workers + 1`` jobs are waiting), so there is
 always something to kill; a job on its last attempt is never killed (that path, FAILED after repeated
-crashes or FINISHED when the last attempt had written its results, is tests/test_queue.py's). Then it checks, and prints as figures:
+crashes or FINISHED when the last attempt had written its results, is tests/test_queue.py's). Then it checks,
+and prints as figures:
 
 - every submission is FINISHED, or FAILED with a reason;
 - each finished submission has one complete results folder: per-image rows unique per (prompt, seed, metric)

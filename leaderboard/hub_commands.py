@@ -40,7 +40,7 @@ def register(verbs, verb, default_store: str) -> None:
                "culturelens hub push --requests my-org/culturelens-requests --results my-org/culturelens-results")
     hub_verbs = hub.add_subparsers(dest="hub_verb", required=True, metavar="ACTION")
     for name, help_text, example, meaning in (
-            ("push", "commit what changed since the last push (one commit per repo)",
+            ("push", "commit what changed since the last push",
              "culturelens hub push --results my-org/culturelens-results", "Hub dataset repo"),
             ("pull", "add to the store what the repos (or local copies of them) hold and it lacks",
              "culturelens hub pull --requests my-org/culturelens-requests --results backup/results",

@@ -9,8 +9,8 @@ dataset repos, as the Hugging Face leaderboard template does::
       submissions/<id>/...  manifest, images           results/<id>/*.parquet   per_image, curves
                                                        results/<id>/run.json    (``load_dataset(repo, ...)``)
 
-``push`` commits what changed since the last push, in one commit per repo (``CommitOperationAdd`` and
-``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
+``push`` commits what changed since the last push, in commits of at most 1,000 files (``CommitOperationAdd``
+and ``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
 file it did not push itself. ``pull`` downloads a repo snapshot (or reads a local copy of one, e.g. from
 ``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload:
 ids are checked, JSON and Parquet are parsed (never unpickled), and results appear by one rename.

@@ -5,10 +5,12 @@ lease and renews it while it works; a job whose lease expired (its worker
 died) is claimed again by the next worker, up to ``max_attempts`` times, then
 FAILED with that reason, unless ``has_results`` says the last attempt wrote its
 results before it died: then the job is FINISHED (results are written before
-the state changes, so a kill between the two must not throw them away). SQLite rather than DuckDB: the app (enqueuing) and
-every worker (claiming) write to the queue from separate processes, which
-SQLite's file locking supports and DuckDB's single-writer files do not. The
-leaderboard's results never go through this file (see ``store``).
+the state changes, so a kill between the two must not throw them away).
+
+SQLite rather than DuckDB: the app (enqueuing) and every worker (claiming)
+write to the queue from separate processes, which SQLite's file locking
+supports and DuckDB's single-writer files do not. The leaderboard's results
+never go through this file (see ``store``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ CREATE TABLE IF NOT EXISTS workers (
     heartbeat REAL NOT NULL
 );
 """
+
+
+def _times(n: int) -> str:
+    return f"{n} time" + ("s" if n != 1 else "")
 
 
 def now_iso() -> str:
@@ -179,7 +185,7 @@ class Queue:
                 else:
                     db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
                                " lease_owner = NULL, error = ? WHERE id = ?",
-                               (stamp, stamp, f"the worker stopped {row['attempts']} time{'s' * (row['attempts'] != 1)} while scoring this "
+                               (stamp, stamp, f"the worker stopped {_times(row['attempts'])} while scoring this "
                                 "submission (crash or out of memory?); a maintainer can re-run it", row["id"]))
             row = db.execute(
                 "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < ?)"
