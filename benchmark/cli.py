@@ -339,7 +339,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     import urllib.parse
     import urllib.request
 
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
         return False
     if urllib.request.getproxies():
         return True

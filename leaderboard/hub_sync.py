@@ -223,9 +223,9 @@ def pull(store: Store, kind: str, source: str, *, token: str | None = None) -> d
 
 
 def _check_repo_id(repo: str, alternatives: str = "") -> None:
-    from benchmark.submission.manifest import REPO_ID
+    from benchmark.submission.manifest import is_repo_id
 
-    if not REPO_ID.fullmatch(repo) or ".." in repo:
+    if not is_repo_id(repo):
         raise SyncError(f"{repo!r} is {alternatives or 'not '}a Hub dataset repo id (ORG/NAME)")
 
 
@@ -260,10 +260,7 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
                 raise SyncError(f"{source / name}: not a readable Parquet file ({error})") from None
         _read_json(source / "run.json")
     for source in sources:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{source.name}.restore-", dir=store.results))
-        for name in RESULT_FILES:
-            shutil.copyfile(source / name, tmp / name)
-        tmp.rename(store.results / source.name)  # appears at once, as a worker's results do
+        _copy_into_place(source, store.results / source.name)
     present = len(list(root.iterdir())) - len(sources) if root.is_dir() else 0
     return {"added": len(sources), "present": present}
 
@@ -283,7 +280,9 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
         _checked_id(path.stem, path)
         job = Job(**{name: record.get(name) for name in names})
         files = folder / "submissions" / job.id
-        jobs.append((job, files if files.is_dir() and _check_submission(files) else None))
+        if files.is_dir():
+            _check_submission(files)
+        jobs.append((job, files if files.is_dir() else None))
     counts = {"added": 0, "present": 0, "without_files": 0}
     for job, files in jobs:
         if job.state in ("PENDING", "RUNNING") and files is None and not store.has_results(job.id):
@@ -294,9 +293,7 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             continue
         target = store.submissions / job.id
         if files is not None and not target.exists():  # files first: a worker may claim the record at once
-            tmp = Path(tempfile.mkdtemp(prefix=f".{job.id}.restore-", dir=store.submissions))
-            shutil.copytree(files, tmp, dirs_exist_ok=True)
-            tmp.rename(target)
+            _copy_into_place(files, target)
         if store.queue.restore(job):
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
@@ -304,7 +301,15 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
     return counts
 
 
-def _check_submission(files: Path) -> bool:
+def _copy_into_place(source: Path, target: Path) -> None:
+    """Copy a checked folder next to ``target`` and rename it into place: it appears whole, as a worker's
+    results and a validated upload do, or not at all."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
+    shutil.copytree(source, tmp, dirs_exist_ok=True)
+    tmp.rename(target)
+
+
+def _check_submission(files: Path) -> None:
     """A mirrored submission folder holds exactly its manifest, its image table and the images that table
     lists, each with the sha256 the table records (as validation wrote it); SyncError otherwise."""
     from benchmark.encoders.base import file_digest
@@ -323,9 +328,8 @@ def _check_submission(files: Path) -> bool:
         raise SyncError(f"{files}: files do not match its image table (unexpected: {extra[:3]}, missing: "
                         f"{missing[:3]}; symlinks are refused)")
     for path, digest in expected.items():
-        if digest is not None and file_digest(found[path]) != digest.removeprefix("sha256:"):
+        if digest is not None and file_digest(found[path]) != digest:
             raise SyncError(f"{files / path}: its sha256 is not the one its image table records")
-    return True
 
 
 def _read_json(path: Path):

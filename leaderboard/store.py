@@ -248,9 +248,9 @@ class Store:
         ValueError with the reason when the id is malformed or the Hub cannot be reached."""
         from huggingface_hub import HfApi, snapshot_download
 
-        from benchmark.submission.manifest import REPO_ID
+        from benchmark.submission.manifest import is_repo_id
 
-        if not REPO_ID.fullmatch(repo) or ".." in repo:
+        if not is_repo_id(repo):
             raise ValueError(f"{repo!r} is not a Hub dataset repo id (ORG/NAME)")
         try:
             info = HfApi().dataset_info(repo, files_metadata=True)

@@ -15,6 +15,18 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 from tests.helpers import CUBE_FILE, TINY_CLIP, TINY_CLIP_CONFIG, TINY_UPSTREAM
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread; on a shared machine more threads mostly wait for each other.
+    A module opts in with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def cube_file() -> Path:
     if not CUBE_FILE.exists():

@@ -309,21 +309,11 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
         page.wait_for_function(visible, arg="seed 0", timeout=30_000)
         page.screenshot(path=str(SCREENSHOTS / "compare.png"), full_page=True)
 
-        page.get_by_role("tab", name="Datasets").click()
-        page.wait_for_function(visible, arg="load_dataset", timeout=30_000)
-        page.screenshot(path=str(SCREENSHOTS / "datasets.png"), full_page=True)
-
-        page.get_by_role("tab", name="Metrics").click()
-        page.wait_for_function(visible, arg="VIEScore", timeout=10_000)
-        page.screenshot(path=str(SCREENSHOTS / "metrics.png"), full_page=True)
-
-        page.get_by_role("tab", name="Submit").click()
-        page.wait_for_function(visible, arg="quota", timeout=10_000)
-        page.screenshot(path=str(SCREENSHOTS / "submit.png"), full_page=True)
-
-        page.get_by_role("tab", name="Queue").click()
-        page.wait_for_function(visible, arg="FINISHED", timeout=30_000)
-        page.screenshot(path=str(SCREENSHOTS / "queue.png"), full_page=True)
+        for tab, shows, timeout in (("Datasets", "load_dataset", 30_000), ("Metrics", "VIEScore", 10_000),
+                                    ("Submit", "quota", 10_000), ("Queue", "FINISHED", 30_000)):
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_function(visible, arg=shows, timeout=timeout)
+            page.screenshot(path=str(SCREENSHOTS / f"{tab.lower()}.png"), full_page=True)
 
         page.get_by_role("tab", name="About").click()
         page.wait_for_function(visible, arg="CC BY-NC-SA 4.0", timeout=10_000)

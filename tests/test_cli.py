@@ -115,11 +115,13 @@ def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
 def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     import socket
 
+    from huggingface_hub import constants
+
     from benchmark.cli import hub_reachable
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # HF_HUB_OFFLINE=1, as huggingface_hub reads it
     assert not hub_reachable()
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with socket.socket() as listening:  # a local "Hub" that accepts connections
         listening.bind(("127.0.0.1", 0))
         listening.listen()

@@ -13,6 +13,8 @@ from benchmark.judges.constrained import answer_probabilities, branching_nodes, 
 from benchmark.judges.prompts import caire_prompt, viescore_prompt, vqascore_question
 from tests.helpers import bytes_to_unicode
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 # --- a tiny random Qwen2.5-VL (same classes as CAIRE's best judge), with a tokenizer written here -------------
 def _byte_alphabet() -> list[str]:
@@ -71,15 +73,6 @@ def save_tiny_vlm(folder, seed: int = 0):
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; on a shared machine more threads mostly wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

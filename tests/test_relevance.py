@@ -23,13 +23,7 @@ from benchmark.relevance.evaluation import (mean_by_group, pearson_summary, per_
 from benchmark.relevance.kb import KnowledgeBase, build_index, read_records
 from benchmark.relevance.linking import link_entities
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_image(path, seed: int, size: int = 64) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import datasets
 from huggingface_hub import DatasetCard, DatasetCardData, HfApi, constants
-from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+from huggingface_hub.errors import HfHubHTTPError
 
 CARD_TEMPLATES = Path(__file__).resolve().parents[2] / "data_cards"
 MARKER = "<!-- built by culturelens -->"
@@ -115,8 +115,6 @@ def hub_errors(repo: str, action: str):
     """Turn the Hub client's failures (offline, refused, unreachable) into a PushError that says what to do."""
     try:
         yield
-    except OfflineModeIsEnabled:
-        raise PushError(f"HF_HUB_OFFLINE is set: unset it to {action} {repo} on the Hub") from None
     except HfHubHTTPError as error:
         status = getattr(error.response, "status_code", "?")
         hint = " Log in with `hf auth login` or set HF_TOKEN." if status in (401, 403) else ""
@@ -124,7 +122,7 @@ def hub_errors(repo: str, action: str):
     except Exception as error:
         if not _is_network_error(error):
             raise
-        if constants.HF_HUB_OFFLINE:  # a download with nothing cached says so in its own words
+        if constants.HF_HUB_OFFLINE:  # OfflineModeIsEnabled, or a download with nothing cached, in its own words
             raise PushError(f"HF_HUB_OFFLINE is set: unset it to {action} {repo} on the Hub") from None
         raise PushError(f"cannot reach the Hugging Face Hub to {action} {repo} ({type(error).__name__}). "
                         "Check the network (or HF_ENDPOINT) and try again.") from None

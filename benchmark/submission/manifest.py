@@ -17,6 +17,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 FORMAT_VERSION = 1
 PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+
+
+def is_repo_id(text: str) -> bool:
+    """Whether ``text`` is a Hugging Face repo id, ORG/NAME, that cannot climb out of a folder (no "..")."""
+    return bool(REPO_ID.fullmatch(text)) and ".." not in text
+
+
 def _no_control_characters(value: str) -> str:
     """One-line text shown on the leaderboard: no control (Cc) or format (Cf) characters, which include
     newlines and NUL, and the invisible ones that can disguise a name (right-to-left overrides, zero-width)."""
@@ -28,7 +35,7 @@ def _no_control_characters(value: str) -> str:
 
 
 def _repo_id(value: str) -> str:
-    if not REPO_ID.fullmatch(value) or ".." in value:
+    if not is_repo_id(value):
         raise ValueError("must be a Hugging Face dataset repo id, ORG/NAME (letters, digits, '-', '_', '.')")
     return value
 
