@@ -342,6 +342,7 @@ def _read_json(path: Path):
 def export(store: Store, kind: str, out: Path, repo: str = "ORG/NAME") -> int:
     """Write the ``kind`` repo's files into ``out`` (a backup, or a folder to inspect or upload by hand)."""
     files = mirror_files(store, kind, repo)
+    Path(out).mkdir(parents=True, exist_ok=True)  # an empty repo is still a repo to pull from
     for path, content in files.items():
         target = Path(out) / path
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -210,3 +210,10 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
     finally:
         mirror.stop()  # its last push fails offline: logged, nothing raised
     assert not mirror.is_alive()
+
+
+def test_an_empty_store_exports_a_repo_that_pulls_back(tmp_path, tiny_upstream):
+    empty, fresh = _store(tmp_path / "empty", tiny_upstream), _store(tmp_path / "fresh", tiny_upstream)
+    assert hub_sync.export(empty, "requests", tmp_path / "requests") == 0
+    assert hub_sync.pull(fresh, "requests", str(tmp_path / "requests")) == {"added": 0, "present": 0,
+                                                                          "without_files": 0}
