@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 
 from leaderboard import hub_sync
-from leaderboard.app import build_app
+from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 
 store = Store(Path(os.environ.get("CULTURELENS_STORE", ".culturelens")))
+if store.rebuilt:  # the queue file was damaged: say so in the Space's log
+    print(store.rebuilt)
 store.seed_reported()
 mirror, restored = hub_sync.start(store, {"requests": os.environ.get("CULTURELENS_HUB_REQUESTS"),
                                           "results": os.environ.get("CULTURELENS_HUB_RESULTS")})
@@ -22,4 +24,4 @@ for line in restored:
 demo = build_app(store, owner=os.environ.get("CULTURELENS_USER", "local"))
 
 if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=8).launch(max_file_size=store.limits.max_total_bytes)
+    demo.queue(default_concurrency_limit=8).launch(**launch_options(store))

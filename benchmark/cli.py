@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -218,6 +217,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     _quiet_datasets()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    if args.supervised:
+        worker.stop_when_parent_dies()
     try:
         registry = _registry(args)
         metrics, unavailable = _metrics(args)
@@ -225,7 +226,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return _fail(str(error))
     return worker.main(Store(Path(args.store)), registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
-                       lease_seconds=args.lease_seconds)
+                       lease_seconds=args.lease_seconds, id=args.supervised)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -287,11 +288,15 @@ def _ensure_default_dataset(store, source: str | None) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from leaderboard.app import build_app
+    from leaderboard import quarantine
+    from leaderboard.app import build_app, launch_options
     from leaderboard.store import Store
+    from leaderboard.supervisor import Supervisor
 
     _quiet_datasets()
     store = Store(Path(args.store))
+    if store.rebuilt:
+        print(store.rebuilt, file=sys.stderr)
     store.seed_reported()
     for name in store.sweep_staging():
         print(f"removed staging/{name}, left by an upload the app was validating when it stopped")
@@ -300,7 +305,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         mirror = _hub_mirror(store, args)
     except ValueError as error:  # a malformed repo id
         return _fail(str(error))
-    worker = None
+    supervisor = None
     if not args.no_worker:
         argv = ["--backbones", args.backbones] if args.backbones else []
         env = dict(os.environ)
@@ -310,22 +315,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("the Hugging Face Hub cannot be reached: the worker loads weights from the local cache only "
                   "(HF_HUB_OFFLINE=1)", file=sys.stderr)
             env["HF_HUB_OFFLINE"] = "1"
-        worker = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root),
-                                   *argv], env=env)
+        # Restarted when it dies, reaped, and stopped when serve dies (see leaderboard.supervisor).
+        supervisor = Supervisor([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), *argv],
+                                store.queue, env=env)
+        supervisor.start()
     try:
         app = build_app(store, owner=args.user)
+        if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
+            print(note, file=sys.stderr)
         # SIGTERM (a service manager, a test) must still stop the worker: run the `finally` below.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        app.queue(default_concurrency_limit=8).launch(
-            server_name=args.host, server_port=args.port, show_error=False,
-            max_file_size=store.limits.max_total_bytes)
+        app.queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port,
+                                                      **launch_options(store))
     finally:
-        if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        if supervisor is not None:
+            supervisor.stop()
         if mirror is not None:
             mirror.stop()
     return 0
@@ -443,6 +447,8 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store")
     work.add_argument("--once", action="store_true", help="exit when the queue is empty")
     work.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
+    work.add_argument("--supervised", metavar="ID", default=None,
+                      help=argparse.SUPPRESS)  # set by `culturelens serve`: worker id; stop when stdin closes
     _add_backbone_options(work)
     _add_metric_options(work)
     work.set_defaults(run=cmd_worker)

@@ -36,6 +36,7 @@ from benchmark.aggregate import aggregate, aggregate_curves
 from benchmark.cache import EmbeddingCache, entry_key
 from benchmark.datasets.prompts import SLICE_COLUMNS, PromptSet
 from benchmark.encoders.base import Backbone, prepare
+from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Inputs, Metric, Need
 from benchmark.submission.manifest import Manifest
 
@@ -64,8 +65,7 @@ class _Decode(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         row, needs = self.plan[index]
-        with Image.open(self.source(row)) as image:
-            rgb = image.convert("RGB")
+        rgb = open_as_viewed(self.source(row), formats=None)  # references may be in any format Pillow reads
         return row, {need: prepare(self.transforms[need.backbone], rgb, need.kind, need.grid) for need in needs}
 
 
@@ -284,8 +284,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         return np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
 
     def open_image(row: int) -> Image.Image:
-        with Image.open(Path(folder) / rows["path"].iloc[row]) as image:
-            return image.convert("RGB")
+        return open_as_viewed(Path(folder) / rows["path"].iloc[row])
 
     inputs = Inputs(rows, features.arrays, features.truncated, references, counts, catalogue=prompts.table,
                     encode_text=encode_text, open_image=open_image)

@@ -1,7 +1,7 @@
 """The Gradio leaderboard: overview, slices, compare, datasets, metrics, submit, queue.
 
 Reads go through one ``Catalog`` (an in-memory DuckDB that picks up new results by itself: no restart is
-ever needed). Every piece of user-supplied text is escaped before it is rendered (``render.escape``). The
+ever needed). Every piece of user-supplied text is shown as plain text (``render.plain``), never as Markdown. The
 view lives in the URL (``?tab=slices&track=iconicity&metric=crt&slice=kind&value=moving&models=SDXL``) so a
 link restores it. Tracks come from the results and ``leaderboard.tracks``: a new track needs no UI change.
 """
@@ -22,8 +22,10 @@ from PIL import Image
 from benchmark import citations
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
+from benchmark.images import open_as_viewed
 from benchmark.pictures import reuse_picture
-from leaderboard import render, search, tables
+from benchmark.submission import ServerFault
+from leaderboard import quarantine, render, search, tables
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
@@ -52,6 +54,21 @@ def _url_js(tab: str) -> str:
 """
 
 
+def text_markdown(**options) -> gr.Markdown:
+    """A Markdown component for text that carries user text (a model name, a prompt, a reason): math
+    rendering off, so ``$$...$$`` in a name stays text (``render.plain`` takes care of Markdown itself)."""
+    return gr.Markdown(latex_delimiters=[], **options)
+
+
+def launch_options(store: Store) -> dict:
+    """``launch`` settings every entry point uses. Gradio serves a file a function returns when it lies in the
+    working directory or the temporary folder: the whole store is blocked, so the app hands out only the
+    copies its views make of files they picked (``Views._serve``), and nothing else in the store (the queue
+    database, staging, caches) can ever be served. Uploads are capped at the validator's own limit."""
+    return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
+            "max_file_size": store.limits.max_upload_bytes}
+
+
 def _pick(value, choices, default=None):
     return value if value in choices else (default if default in choices else (choices[0] if choices else None))
 
@@ -68,7 +85,7 @@ class Views:
 
     def public(self, text: object) -> str:
         """Server-side text (a reason, an error) for visitors: server folders hidden, then escaped."""
-        return render.escape(render.hide_paths(text, self.places))
+        return render.plain(render.hide_paths(text, self.places))
 
     # --- overview ------------------------------------------------------------------------------------------
     def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns,
@@ -98,7 +115,7 @@ class Views:
                 (pd.DataFrame(), "")
             shown = tables.display(frame)
             direction = ("higher" if bool(frame["higher_is_better"].iloc[0]) else "lower") if len(frame) else ""
-            note = (f"**{render.escape(metric_label)}**, {render.escape(' = '.join(where))}: {len(shown)} row(s), "
+            note = (f"**{render.plain(metric_label)}**, {render.plain(' = '.join(where))}: {len(shown)} row(s), "
                     f"{direction} is better. "
                     "95% CI: percentile bootstrap over prompts. **≈**: this row's CI overlaps the next row's "
                     "(not distinguishable at this sample size)." if len(frame) else "No results for this choice yet.")
@@ -118,17 +135,36 @@ class Views:
         shown = self.overview(*overview_inputs, limit=None)[2]
         return self._files(shown, "view")
 
-    def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
-        """The frame as CSV and Parquet files to download, in a folder of their own (Gradio copies them to its
-        cache, which ``delete_cache`` empties; folders older than an hour are removed here)."""
+    def _folder(self) -> Path:
+        """A fresh folder under this app's temporary folder for files handed to Gradio (which copies them to
+        its cache, emptied by ``delete_cache``); folders older than an hour are removed here."""
         for old in self.downloads.iterdir():
             if old.stat().st_mtime < time.time() - 3600:
                 shutil.rmtree(old, ignore_errors=True)
-        folder = Path(tempfile.mkdtemp(dir=self.downloads))
+        return Path(tempfile.mkdtemp(dir=self.downloads))
+
+    def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
+        """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised) and Parquet
+        (typed, as is) files to download."""
+        folder = self._folder()
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
-        frame.to_csv(csv, index=False)
+        render.spreadsheet_safe(frame).to_csv(csv, index=False)
         frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(parquet, index=False)
         return [str(csv), str(parquet)]
+
+    def _serve(self, paths: list[Path], names: list[str] | None = None) -> list[str]:
+        """Store files to show or download (under ``names``, default ``<n>-<file name>``), as links (or copies)
+        in a folder of this app's: Gradio is blocked from the whole store (``launch_options``), so a visitor
+        gets exactly the files a view picked."""
+        folder, served = self._folder(), []
+        for i, path in enumerate(paths):
+            target = folder / (names[i] if names else f"{i}-{path.name}")
+            try:
+                os.link(path, target)
+            except OSError:  # another filesystem
+                shutil.copyfile(path, target)
+            served.append(str(target))
+        return served
 
     def leaderboard_api(self, track: str, metric_label: str, slice_choice: str = tables.OVERALL) -> list[dict]:
         """Ranked rows of one track, metric (by label) and slice ('overall' or '<slice> = <value>'), as records."""
@@ -157,7 +193,7 @@ class Views:
         matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters) if slice_name else pd.DataFrame()
         higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
         heat = render.heatmap_html(matrix, higher, f"{metric_label} by {slice_name} (darker = better)")
-        note = (f"**{render.escape(metric_label)}**, {render.escape(slice_name)} = {render.escape(slice_value)}: "
+        note = (f"**{render.plain(metric_label)}**, {render.plain(slice_name)} = {render.plain(slice_value)}: "
                 f"{len(frame)} row(s)." if len(frame) else "No results for this choice yet.")
         if hidden:
             note += f" ⚠️ {hidden}"
@@ -204,8 +240,16 @@ class Views:
         return [(f"{m} · {s} ({d.split('@')[0]})", s) for m, s, d in
                 zip(frame["model"], frame["submission_id"], frame["dataset"].fillna(""))]
 
+    def scored(self, chosen) -> list[str]:
+        """The submissions a visitor picked, kept only if the catalog knows them as scored (at most
+        ``MAX_COMPARE``). Ids come from outside (a custom dropdown value, an API call): a path, a folder Gradio
+        stored an upload in, or a deleted submission is never looked up on disk."""
+        known = set(tables.submissions(self.catalog)["submission_id"])
+        picked = [chosen] if isinstance(chosen, str) else list(chosen or [])
+        return [s for s in dict.fromkeys(picked) if isinstance(s, str) and s in known][:MAX_COMPARE]
+
     def compare_prompts(self, chosen: list[str]):
-        chosen = (chosen or [])[:MAX_COMPARE]
+        chosen = self.scored(chosen)
         if not chosen:
             return gr.update(choices=[], value=None)
         prompts = self.catalog.prompts_of(chosen[0])
@@ -214,19 +258,25 @@ class Views:
         return gr.update(choices=labels, value=labels[0][1] if labels else None)
 
     def compare(self, chosen: list[str], prompt_id: str | None):
-        chosen = (chosen or [])[:MAX_COMPARE]
-        if not chosen or not prompt_id:
-            return [], [], pd.DataFrame(), [], "Pick 1-4 submissions and a prompt."
+        picked = [chosen] if isinstance(chosen, str) else list(chosen or [])
+        chosen = self.scored(picked)
+        if not chosen or not isinstance(prompt_id, str) or not prompt_id:
+            unknown = " None of the picked submissions is a scored submission." if picked and not chosen else ""
+            return [], [], pd.DataFrame(), [], f"Pick 1-{MAX_COMPARE} scored submissions and a prompt.{unknown}"
         rows = self.catalog.per_image(chosen, "prompt_id = ?", [prompt_id])
         if rows.empty:
-            return [], [], pd.DataFrame(), [], f"No image of prompt `{render.escape(prompt_id)}` in these submissions."
+            return [], [], pd.DataFrame(), [], f"No image of prompt {render.code(prompt_id)} in these submissions."
+        owned = {s: self.store.image_files(s) for s in chosen}  # the only files this view serves
         gallery, pictures = [], []
         for (submission, seed), group in rows.groupby(["submission_id", "seed"], sort=True):
-            path = self.store.submissions / submission / group["image_path"].iloc[0]
+            path = owned[submission].get(group["image_path"].iloc[0])
+            if path is None:
+                continue
             scores = ", ".join(f"{m} {v:.3f}" for m, v in zip(group["metric"], group["value"]) if pd.notna(v))
             notes = "; ".join(sorted({n for n in group["note"].dropna()}))
-            gallery.append((str(path), f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
+            gallery.append((path, f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
                             + (f" · {notes}" if notes else "")))
+        gallery = list(zip(self._serve([path for path, _ in gallery]), [caption for _, caption in gallery]))
         references = self.references(chosen[0], prompt_id)
         for _, row in rows[rows["metric"] == "vr_image"].dropna(subset=["detail"]).iterrows():
             detail = json.loads(row["detail"])
@@ -234,14 +284,16 @@ class Views:
             if best is None or best >= len(references):
                 continue
             matched = [p for r, p in detail.get("matches", []) if r == best]
-            with Image.open(self.store.submissions / row["submission_id"] / row["image_path"]) as generated:
-                picture = reuse_picture(generated, references[best], detail.get("reused", []), matched,
-                                        detail.get("grid", 4))
+            path = owned[row["submission_id"]].get(row["image_path"])
+            if path is None:
+                continue
+            picture = reuse_picture(open_as_viewed(path), references[best], detail.get("reused", []), matched,
+                                    detail.get("grid", 4))
             pictures.append((picture, f"{row['model']} · seed {int(row['seed'])}: VR {row['value']:.3f}, "
                                       f"{len(detail.get('reused', []))} reused patches outlined"))
         table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3).reset_index()
         prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id)
-        note = f"**{render.escape(prompt_id)}**: {render.escape(prompt)}" if prompt else ""
+        note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
@@ -252,7 +304,7 @@ class Views:
         if not prompts.has_references:
             return []
         source, table = prompts.references({prompt_id})
-        return [Image.open(source(i)).convert("RGB") for i in range(len(table))]
+        return [open_as_viewed(source(i), formats=None) for i in range(len(table))]
 
     # --- submit and queue ----------------------------------------------------------------------------------
     def who(self, profile: gr.OAuthProfile | None) -> str | None:
@@ -269,33 +321,35 @@ class Views:
         try:
             self.store.check_quota(owner)
         except PermissionDenied as error:
-            return f"### ❌ Rejected before any work\n\n{render.escape(error)}"
+            return f"### ❌ Rejected before any work\n\n{render.plain(error)}"
         hub_repo = (hub_repo or "").strip()
         if not file and not hub_repo:
             return "Choose a `.zip` file or name a Hub dataset of generations first."
-        try:
-            source = Path(file) if file else self.store.fetch_hub_submission(hub_repo)
-        except (ValueError, OSError) as error:
-            return f"### ❌ Rejected: nothing was stored\n\n- {self.public(error)}"
 
         def report_progress(done: int, total: int) -> None:
             progress(done / total, desc=f"checking images {done}/{total}")
 
         try:
-            outcome = self.store.submit(source, owner, report_progress)
-        finally:
-            if not file:
-                shutil.rmtree(source, ignore_errors=True)
+            if file:
+                outcome = self.store.submit(Path(file), owner, report_progress)
+            else:
+                outcome = self.store.submit_from_hub(hub_repo, owner, report_progress)
+        except (PermissionDenied, ValueError) as error:  # over the quota after all; a Hub dataset not fetched
+            return f"### ❌ Rejected: nothing was stored\n\n- {render.plain(error)}"
+        except ServerFault as error:  # a full disk: the server's fault, not the uploader's
+            return f"### ❌ Not stored\n\n{render.plain(error)}. It was not counted against you."
         report = outcome.report
         if outcome.job is None:
-            problems = "\n".join(f"- {self.public(e)}" for e in report.errors)
+            # Validation names only the submission's own entries, exactly as the upload holds them: nothing to
+            # hide, and rewriting a name an attacker chose would tell which server folders exist.
+            problems = "\n".join(f"- {render.plain(e)}" for e in report.errors)
             return f"### ❌ Rejected: nothing was stored\n\n{problems}"
         m = report.manifest
-        warnings = "".join(f"\n- ⚠️ {self.public(w)}" for w in report.warnings)
-        return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"
-                f"- model: **{render.escape(m.model.name)}** ({render.escape(m.model.id)})\n"
+        warnings = "".join(f"\n- ⚠️ {render.plain(w)}" for w in report.warnings)
+        return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
+                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n"
                 f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
-                f"prompts of {render.escape(report.prompts.label)}\n"
+                f"prompts of {render.plain(report.prompts.label)}\n"
                 f"- content hash: `{report.content_hash}`{warnings}\n\n"
                 "It is queued: follow it in the **Queue** tab.")
 
@@ -318,32 +372,51 @@ class Views:
         return self.workers_markdown(), pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
     def workers_markdown(self) -> str:
-        workers = self.store.queue.workers(within_seconds=3600)
-        now = time.time()
-        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and now - w["heartbeat"] < 30]
-        lines = []
+        """Notices (a rebuilt queue), the worker supervisor's view and each worker's state, as Markdown. Ages
+        come from the queue's own clock, so a worker machine's clock cannot make a worker look dead or alive."""
+        queue = self.store.queue
+        notices = [f"> ⚠️ {render.plain(notice)}" for notice in queue.notices()]
+        if note := quarantine.note(self.store.quarantined()):
+            notices.append(f"> ⚠️ {render.plain(note)}")
+        workers = queue.workers(within_seconds=3600)
+        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
+        lines = [line for s in queue.supervisors() if (line := self._supervisor_line(s))]
         for w in workers:
             if w["state"] == "unavailable":
-                lines.append(f"- ⚠️ worker `{w['id']}` cannot score: {self.public(w['message'])}")
+                lines.append(f"- ⚠️ worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
             elif w in live:
-                lines.append(f"- 🟢 worker `{w['id']}`: {render.escape(w['state'])} "
+                lines.append(f"- 🟢 worker {render.code(w['id'])}: {render.plain(w['state'])} "
                              f"({self.public(w['message'] or '')})")
-            elif now - w["heartbeat"] < 600 and w["state"] != "stopped":
-                lines.append(f"- 🔴 worker `{w['id']}` silent for {now - w['heartbeat']:.0f} s "
-                             f"(last: {render.escape(w['state'])})")
+            elif w["age"] < 600 and w["state"] != "stopped":
+                lines.append(f"- 🔴 worker {render.code(w['id'])} silent for {w['age']:.0f} s "
+                             f"(last: {render.plain(w['state'])})")
         if not live:
             lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
                             "(`culturelens worker --store DIR`).")
-        return "\n".join(lines) or "No worker has been seen."
+        return "\n".join(notices + lines) or "No worker has been seen."
+
+    @staticmethod
+    def _supervisor_line(s: dict) -> str | None:
+        """One line for a worker supervisor (``leaderboard.supervisor``); None once it stopped."""
+        restarts = f"restarted {s['restarts']} time{'s' if s['restarts'] != 1 else ''}"
+        last = f", last exit: {s['last_exit']}" if s["last_exit"] else ""
+        if s["state"] == "running":
+            return f"- 🔁 supervisor: worker pid {s['pid']} running ({restarts}{last})"
+        if s["state"] == "restarting":
+            return (f"- 🟠 supervisor: the worker stopped ({s['last_exit']}); restarting it in "
+                    f"{max(s['retry_in'] or 0, 0):.0f} s ({restarts} so far)")
+        if s["state"] == "gave up":
+            return f"- ⛔ supervisor gave up ({restarts}{last}): {render.plain(s['message'] or '')}"
+        return None
 
     def details(self, submission_id: str):
         """One submission: state, reason and log excerpt, and its per-image scores to download."""
         job = self.store.queue.get((submission_id or "").strip())
         if job is None:
             return "Type or paste a submission ID from the table.", None
-        lines = [f"### `{job.id}`: {STATE_BADGES[job.state]}",
-                 f"- model **{render.escape(job.model)}**, owner {render.escape(job.owner)}, dataset "
-                 f"{render.escape(job.dataset)}",
+        lines = [f"### `{job.id}`: {STATE_BADGES[job.state]}",  # ids the store made are safe in a code span
+                 f"- model **{render.plain(job.model)}**, owner {render.plain(job.owner)}, dataset "
+                 f"{render.plain(job.dataset)}",
                  f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
                  f" attempts {job.attempts}"]
         if job.state == "FAILED":
@@ -352,7 +425,8 @@ class Views:
             excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
             lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
         per_image = self.store.results / job.id / "per_image.parquet"
-        return "\n".join(lines), (str(per_image) if per_image.exists() else None)
+        return "\n".join(lines), (self._serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0]
+                                   if per_image.exists() else None)
 
     def rerun(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
         """Queue one of your finished or failed submissions again (its old results are replaced)."""
@@ -370,8 +444,8 @@ class Views:
         try:
             (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
         except PermissionDenied as error:
-            return f"❌ {render.escape(error)}"
-        return f"✅ `{render.escape(submission_id)}` " + ("queued again." if action == "rerun" else "deleted.")
+            return f"❌ {render.plain(error)}"
+        return f"✅ {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics_page(self):
@@ -417,7 +491,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                         o_max = gr.Number(label="Max size (B params)", value=None)
                         o_since = gr.Textbox(label="Scored since (YYYY-MM-DD)")
                     o_columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.RANK_COLUMNS, label="Columns")
-                o_note = gr.Markdown()
+                o_note = text_markdown()
                 o_table = gr.Dataframe(interactive=False, wrap=True)
                 o_download = gr.Button("Download this view (CSV, Parquet)", size="sm")
                 o_files = gr.File(label="Downloads", file_count="multiple")
@@ -436,7 +510,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     s_slice = gr.Dropdown(label="Slice by", choices=[], interactive=True, allow_custom_value=True)
                     s_value = gr.Dropdown(label="Value", choices=[], interactive=True, allow_custom_value=True)
                     s_models = gr.Textbox(label="Models (comma-separated)", placeholder="all")
-                s_note = gr.Markdown()
+                s_note = text_markdown()
                 s_table = gr.Dataframe(interactive=False, wrap=True)
                 gr.Markdown("#### Model × slice heatmap")
                 s_heat = gr.HTML()
@@ -461,7 +535,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     c_subs = gr.Dropdown(label=f"Submissions (up to {MAX_COMPARE})", multiselect=True,
                                          max_choices=MAX_COMPARE, choices=[], interactive=True, allow_custom_value=True, scale=3)
                     c_prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True, allow_custom_value=True, scale=2)
-                c_note = gr.Markdown()
+                c_note = text_markdown()
                 c_refs = gr.Gallery(label="Reference image(s)", columns=4, height="auto")
                 c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", columns=4,
                                        height="auto")
@@ -493,7 +567,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     gr.LoginButton()
                     who = "the Hugging Face account you sign in with"
                 else:
-                    who = f"**{render.escape(owner)}** (this server's local user)"
+                    who = f"**{render.plain(owner)}** (this server's local user)"
                 gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`) or name a Hub dataset "
                             f"repo holding one. It is checked at once; if it passes it joins the queue. You submit "
                             f"as {who}; quota: {store.quota} accepted submissions and {store.attempt_quota} uploads "
@@ -502,22 +576,22 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
                     hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")
                 submit = gr.Button("Validate and submit", variant="primary")
-                verdict = gr.Markdown()
+                verdict = text_markdown()
                 submit.click(views.submit, [upload, hub_repo], verdict, api_name="submit_form")
                 # The API's plain upload (one file), for scripts: `client.predict(handle_file(zip), api_name="/submit")`.
                 upload_only = gr.Button(visible=False)
                 upload_only.click(views.submit_file, [upload], verdict, api_name="submit")
 
             with gr.Tab("Queue", id="queue") as queue_tab:
-                workers = gr.Markdown()
+                workers = text_markdown()
                 queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True)
                 with gr.Row():
                     q_id = gr.Textbox(label="Submission ID", scale=3)
                     q_show = gr.Button("Details", scale=1)
                     q_rerun = gr.Button("Re-run (owner)", scale=1)
                     q_delete = gr.Button("Delete (owner)", variant="stop", scale=1)
-                q_result = gr.Markdown()
-                q_details = gr.Markdown()
+                q_result = text_markdown()
+                q_details = text_markdown()
                 q_file = gr.File(label="Per-image scores (Parquet)")
                 q_show.click(views.details, q_id, [q_details, q_file], api_name="details")
                 q_rerun.click(views.rerun, q_id, q_result, api_name="rerun")
@@ -564,7 +638,7 @@ def about_markdown(store: Store) -> str:
     cube_dir = local_folder(store.datasets, cube_1k.HUB_REPO)
     status = (f"built locally in `{cube_dir}`" if (cube_dir / "README.md").exists()
               else f"**not built on this server yet**: run `culturelens data build cube-1k --out {cube_dir}`")
-    papers = "\n".join(f"- {track}: {render.escape(cite)}" for track, cite in citations.ALL.items())
+    papers = "\n".join(f"- {track}: {render.plain(cite)}" for track, cite in citations.ALL.items())
     return f"""
 ## Datasets
 

@@ -10,6 +10,7 @@ to be shared across threads without it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -19,11 +20,16 @@ import duckdb
 import pandas as pd
 
 from benchmark import results
+from leaderboard import quarantine
 from leaderboard.store import Store
 
 REFRESH_SECONDS = 2.0  # at most one directory listing per this many seconds
 RESORT_ROWS = 50_000  # rows appended out of order before the table is sorted again
 ORDER = "track, metric, slice, slice_value"  # what every view filters on: sorted, DuckDB skips row groups
+RESULT_PARQUET = ("aggregates.parquet", "curves.parquet", "per_image.parquet")
+VANISHED_RETRIES = 3  # a per-image file missing when read (a re-run or a deletion meanwhile): list them again
+
+log = logging.getLogger("culturelens.catalog")
 
 
 class Catalog:
@@ -44,49 +50,103 @@ class Catalog:
         self.refresh(force=True)
 
     def refresh(self, force: bool = False) -> None:
-        """Load results that appeared and drop results that disappeared since the last refresh."""
+        """Load results that appeared and drop results that disappeared since the last refresh. A folder or the
+        reported file that cannot be read is quarantined (``Store.quarantine``): the rest is still served."""
         with self.lock:
             if not force and time.monotonic() - self.checked < REFRESH_SECONDS:
                 return
             self.checked = time.monotonic()
             present = {entry.name for entry in os.scandir(self.store.results)
                        if not entry.name.startswith(".") and os.path.exists(os.path.join(entry.path, "run.json"))}
-            gone, new = self.loaded - present, sorted(present - self.loaded)
-            if gone:
-                self.con.execute("DELETE FROM aggregates WHERE provenance = 'scored' AND submission_id IN "
-                                 "(SELECT unnest(?))", [sorted(gone)])
-                self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(gone)])
-            if new:
-                self._insert([str(self.store.results / name / "aggregates.parquet") for name in new])
-                self._insert_curves([str(self.store.results / name / "curves.parquet") for name in new])
-            self.loaded = present
+            self._forget(self.loaded - present)
+            self.loaded |= self._load(sorted(present - self.loaded))
             stamp = self.store.reported.stat().st_mtime_ns if self.store.reported.exists() else None
             if stamp != self.reported_stamp:
                 self.con.execute("DELETE FROM aggregates WHERE provenance = 'reported'")
                 if stamp is not None:
-                    self._insert([str(self.store.reported)])
+                    self._load_reported()
                 self.reported_stamp = stamp
             if self.unsorted > RESORT_ROWS:
                 self.con.execute(f"CREATE OR REPLACE TABLE aggregates AS SELECT * FROM aggregates ORDER BY {ORDER}")
                 self.unsorted = 0
 
-    def _insert(self, files: list[str]) -> None:
+    def _forget(self, names: set[str]) -> None:
+        """Drop the rows of these results folders (deleted, or quarantined)."""
+        if names:
+            self.con.execute("DELETE FROM aggregates WHERE provenance = 'scored' AND submission_id IN "
+                             "(SELECT unnest(?))", [sorted(names)])
+            self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(names)])
+            self.loaded -= names
+
+    def _load(self, names: list[str]) -> set[str]:
+        """Insert the rows of these new results folders, 200 in one read; returns the names loaded. When a
+        read fails, the folders are loaded one by one: one whose file is missing (removed meanwhile by a re-run
+        or a deletion) is left for the next refresh, one that cannot be read is quarantined with the reason
+        (pyarrow's, else DuckDB's)."""
+        loaded = set()
+        for start in range(0, len(names), 200):
+            chunk = names[start:start + 200]
+            try:
+                self._insert_folders(chunk)
+                loaded.update(chunk)
+            except duckdb.Error:
+                for name in chunk:
+                    try:
+                        self._insert_folders([name])
+                        loaded.add(name)
+                    except duckdb.IOException:
+                        continue  # gone, not damaged
+                    except duckdb.Error as error:
+                        self._set_aside(name, _damage(self.store.results / name, RESULT_PARQUET)
+                                        or self._said(error))
+        return loaded
+
+    def _insert_folders(self, names: list[str]) -> None:
+        """Aggregates and curves of these folders, in one transaction: all their rows or none."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            inserted = self._insert([str(self.store.results / name / "aggregates.parquet") for name in names])
+            self._insert_curves([str(self.store.results / name / "curves.parquet") for name in names])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.unsorted += inserted
+
+    def _load_reported(self) -> None:
+        """The paper-reported rows; a damaged file (it is rewritten from code at each start) is quarantined."""
+        try:
+            self.unsorted += self._insert([str(self.store.reported)])
+        except duckdb.Error as error:
+            try:
+                reason = quarantine.unreadable(self.store.reported, "reported/reported.parquet")
+            except FileNotFoundError:
+                return  # being rewritten: the next refresh reads the new file
+            self._set_aside(self.store.reported.name, reason or self._said(error), self.store.reported)
+
+    def _said(self, error: duckdb.Error) -> str:
+        """DuckDB's reason, first line, with the store's folder named STORE."""
+        return (str(error).splitlines() or [""])[0].replace(str(self.store.root), "STORE")[:300]
+
+    def _set_aside(self, name: str, reason: str, path: Path | None = None) -> None:
+        """Quarantine results folder ``name`` (or ``path``) with ``reason``, unless it is gone already."""
+        if self.store.quarantine(path or self.store.results / name, reason) is not None:
+            log.warning("quarantined %s: %s (see STORE/quarantine/)", name, reason)
+
+    def _insert(self, files: list[str]) -> int:
+        """Aggregate rows (all but per-prompt) of these Parquet files; returns how many."""
         columns = ", ".join(f'"{name}"' for name in results.AGGREGATE.names)
-        for start in range(0, len(files), 200):
-            chunk = files[start:start + 200]
-            source = self.con.read_parquet(chunk, union_by_name=True)
-            have = set(source.columns)
-            select = ", ".join(f'"{n}"' if n in have else f'NULL AS "{n}"' for n in results.AGGREGATE.names)
-            inserted = self.con.execute(f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?, "
-                                        "union_by_name = true) WHERE slice <> 'prompt'", [chunk]).fetchone()[0]
-            self.unsorted += inserted
+        have = set(self.con.read_parquet(files, union_by_name=True).columns)
+        select = ", ".join(f'"{n}"' if n in have else f'NULL AS "{n}"' for n in results.AGGREGATE.names)
+        return self.con.execute(f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?, "
+                                "union_by_name = true) WHERE slice <> 'prompt'", [files]).fetchone()[0]
 
     def _insert_curves(self, files: list[str]) -> None:
         """The model-level curves (prompt_id null; a few rows per submission) of these results folders."""
         files = [f for f in files if os.path.exists(f)]
-        for start in range(0, len(files), 200):
+        if files:
             self.con.execute("INSERT INTO curves BY NAME SELECT * FROM read_parquet(?, union_by_name = true) "
-                             "WHERE prompt_id IS NULL", [files[start:start + 200]])
+                             "WHERE prompt_id IS NULL", [files])
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         self.refresh()
@@ -95,25 +155,58 @@ class Catalog:
 
     def per_image(self, submission_ids: list[str], where: str = "TRUE", params: list | None = None) -> pd.DataFrame:
         """Per-image rows of some submissions (``where``: a SQL condition with ``?`` placeholders)."""
-        files = [str(self.store.results / s / "per_image.parquet") for s in submission_ids
-                 if (self.store.results / s / "per_image.parquet").exists()]
-        if not files:
-            return pd.DataFrame(columns=list(results.PER_IMAGE.names))
-        with self.lock:
-            return self.con.execute(f"SELECT * FROM read_parquet(?, union_by_name = true) WHERE {where}",
-                                    [files, *(params or [])]).df()
+        frame = self._read_per_image(submission_ids, "SELECT * FROM read_parquet(?, union_by_name = true) "
+                                     f"WHERE {where}", params or [])
+        return frame if frame is not None else pd.DataFrame(columns=list(results.PER_IMAGE.names))
 
     def prompts_of(self, submission_id: str) -> pd.DataFrame:
         """The prompts a submission's images answer: prompt_id and the slice columns that say what it is."""
-        path = self.store.results / submission_id / "per_image.parquet"
-        if not path.exists():
-            return pd.DataFrame(columns=["prompt_id", "country", "concept", "kind"])
+        frame = self._read_per_image([submission_id], "SELECT DISTINCT prompt_id, country, coalesce(concept, "
+                                     "domain, kind) AS what FROM read_parquet(?) ORDER BY prompt_id", [])
+        return frame if frame is not None else pd.DataFrame(columns=["prompt_id", "country", "concept", "kind"])
+
+    def _read_per_image(self, submission_ids: list[str], sql: str, params: list) -> pd.DataFrame | None:
+        """``sql`` (its first ``?`` is the file list) over these submissions' per-image files; None if none has
+        one. Only submissions the catalog has loaded are read. A file that cannot be read has its folder quarantined and the query runs again over the others; a
+        file removed meanwhile (a re-run, a deletion) is looked for again, up to ``VANISHED_RETRIES`` times."""
         with self.lock:
-            return self.con.execute("SELECT DISTINCT prompt_id, country, coalesce(concept, domain, kind) AS what "
-                                    "FROM read_parquet(?) ORDER BY prompt_id", [str(path)]).df()
+            known = [s for s in submission_ids if s in self.loaded]  # ids from outside never name a path
+            vanished = 0
+            while True:
+                files = [path for path in (self.store.results / s / "per_image.parquet" for s in known)
+                         if path.exists()]
+                if not files:
+                    return None
+                try:
+                    return self.con.execute(sql, [[str(path) for path in files], *params]).df()
+                except duckdb.IOException:
+                    vanished += 1
+                    if vanished > VANISHED_RETRIES:
+                        raise
+                except duckdb.Error:
+                    damaged = {p.parent.name: reason for p in files if (reason := _damage(p.parent, (p.name,)))}
+                    if not damaged:
+                        raise  # the files read: the query itself is wrong
+                    for name, reason in damaged.items():
+                        self._set_aside(name, reason)
+                    self._forget(set(damaged))
 
     def curves(self, metric: str, submission_ids: list[str] | None = None) -> pd.DataFrame:
         """Model-level curves of one metric (of some submissions, or all)."""
         where = "metric = ?" + (" AND list_contains(?, submission_id)" if submission_ids is not None else "")
         params = [metric] + ([submission_ids] if submission_ids is not None else [])
         return self.query(f"SELECT * FROM curves WHERE {where} ORDER BY model, x", params)
+
+
+def _damage(folder: Path, names: tuple[str, ...]) -> str | None:
+    """Why pyarrow cannot read one of these Parquet files of a results folder, or None if all that are there
+    read (a file removed meanwhile is not damage)."""
+    for name in names:
+        try:
+            reason = quarantine.unreadable(folder / name, f"results/{folder.name}/{name}")
+        except FileNotFoundError:
+            continue
+        if reason:
+            return reason
+    return None
+

@@ -72,13 +72,13 @@ class DatasetBrowser:
         if contains:
             text = shown.astype(str).agg(" ".join, axis=1).str.casefold()
             shown = shown[text.str.contains(contains.casefold(), regex=False)]
-        note = f"{len(shown)} of {len(frame)} rows of **{render.escape(repo)}** / `{render.escape(config)}`"
+        note = f"{len(shown)} of {len(frame)} rows of **{render.plain(repo)}** / {render.code(config)}"
         if query and "prompt" in shown.columns and len(shown):
             # One index per config (over every row), then the rows the filters kept, closest first.
             ranked = search.search(fingerprint, frame, query, k=len(frame))
             found = ranked[ranked.index.isin(shown.index)].head(20)
             shown = found
-            note += f"; the {len(found)} closest in meaning to “{render.escape(query)}” (all-MiniLM-L6-v2)"
+            note += f"; the {len(found)} closest in meaning to “{render.plain(query)}” (all-MiniLM-L6-v2)"
         if len(shown) > PREVIEW_ROWS:
             note += f"; the first {PREVIEW_ROWS} shown (download the dataset for all)"
         snippet = (f'from datasets import load_dataset\n\nrows = load_dataset("{repo}", "{config}", split="test")'
@@ -89,7 +89,8 @@ class DatasetBrowser:
 
     def images(self, repo, config, event: gr.SelectData):
         """The images of the selected row (reference images, or a dataset's image column)."""
-        if not repo or not config or event is None or not event.row_value:
+        if not repo or not config or event is None or not event.row_value or repo not in self.folders() \
+                or config not in self.configs(repo):
             return []
         rows, _ = self.load(repo, config)
         if "prompt_id" not in rows.column_names or event.row_value[0] not in rows["prompt_id"]:
@@ -120,7 +121,7 @@ class DatasetBrowser:
         with gr.Row():
             contains = gr.Textbox(label="Contains (any column)")
             query = gr.Textbox(label="Semantic search over prompts", placeholder="street food at night")
-        note = gr.Markdown()
+        note = gr.Markdown(latex_delimiters=[])  # notes quote the visitor's text: no math
         table = gr.Dataframe(interactive=False, wrap=True, max_height=500)
         gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto")
         snippet = gr.Code(language="python", label="Load it")

@@ -13,7 +13,8 @@ dataset repos, as the Hugging Face leaderboard template does::
 and ``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
 file it did not push itself. ``pull`` downloads a repo snapshot (or reads a local copy of one, e.g. from
 ``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload:
-ids are checked, JSON and Parquet are parsed (never unpickled), and results appear by one rename.
+ids are checked, JSON and Parquet are parsed (never unpickled), a submission goes through the upload validator
+(a refused one is left out, the others restored), and everything appears by one rename.
 ``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` pulls both at start and pushes every minute.
 """
 
@@ -23,8 +24,8 @@ import functools
 import hashlib
 import json
 import logging
-import re
 import shutil
+import stat
 import tempfile
 import threading
 from dataclasses import asdict, dataclass, fields
@@ -33,14 +34,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmark.datasets.hub_layout import PushError, hub_errors
+from benchmark.submission.archive import parse_name
+from benchmark.submission.validate import Report, check_folder
 from leaderboard.queue import Job
-from leaderboard.store import Store
+from leaderboard.store import Store, is_submission_id
 
 log = logging.getLogger("culturelens.hub_sync")
 
 KINDS = ("requests", "results")
 RESULT_FILES = ("per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json")
-SUBMISSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
 MAX_OPERATIONS = 1000  # per commit: the Hub advises against much larger commits
 RESULTS_CARD = """---
@@ -134,17 +136,27 @@ def signature(content: StoreFile | bytes) -> str:
     return content.signature
 
 
-def plan(files: dict[str, StoreFile | bytes], pushed: dict[str, str]) -> tuple[list, dict[str, str]]:
+def plan(files: dict[str, StoreFile | bytes], pushed: dict[str, str],
+         keep: tuple[str, ...] = ()) -> tuple[list, dict[str, str]]:
     """The commit operations that make a repo holding ``pushed`` (path -> signature) hold ``files``, and the
-    signatures afterwards. Only files this store pushed are ever deleted."""
+    signatures afterwards. Only files this store pushed are ever deleted, and none under a ``keep`` prefix."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     now = {path: signature(content) for path, content in files.items()}
+    now |= {path: sign for path, sign in pushed.items() if path.startswith(keep) and path not in now} if keep else {}
     operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=content if isinstance(content, bytes)
                                      else str(content.path))
                   for path, content in files.items() if pushed.get(path) != now[path]]
     operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in sorted(set(pushed) - set(now))]
     return operations, now
+
+
+def kept_on_the_hub(store: Store, kind: str) -> tuple[str, ...]:
+    """Repo folders a push must not delete although the store no longer has them: results this store
+    quarantined (the copy on the Hub may be the good one the operator restores from)."""
+    if kind != "results":
+        return ()
+    return tuple(f"results/{entry.name}/" for entry in store.quarantined() if entry.kind == "results")
 
 
 # --- push ------------------------------------------------------------------------------------------------------
@@ -175,7 +187,7 @@ def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int
     state = _load_state(store)
     key = f"{kind}:{repo}"
     pushed = state.get(key, {})
-    operations, now = plan(mirror_files(store, kind, repo), pushed)
+    operations, now = plan(mirror_files(store, kind, repo), pushed, kept_on_the_hub(store, kind))
     if not operations:
         return 0
     api = HfApi(token=token)
@@ -239,7 +251,7 @@ def restore(store: Store, kind: str, folder: Path) -> dict[str, int]:
 
 
 def _checked_id(name: str, where: Path) -> str:
-    if not SUBMISSION_ID.fullmatch(name):
+    if not is_submission_id(name):
         raise SyncError(f"{where}: {name!r} is not a submission id (letters, digits, '-' and '_')")
     return name
 
@@ -266,10 +278,14 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
 
 
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
+    """Records first, all checked before anything is added: a record that is not one of ours (bad id, fields,
+    JSON) means the snapshot is not a requests repo, and it restores nothing (SyncError). Then each submission
+    the store lacks is validated as an upload is (``_stage_submission``): one that fails is refused, its record
+    and files left out and the reasons logged, and the others are restored (counted as ``refused``)."""
     root = folder / "requests"
     names = {f.name for f in fields(Job)}
     jobs = []
-    for path in sorted(root.glob("*.json")) if root.is_dir() else []:  # check everything before adding anything
+    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
         record = _read_json(path)
         if (not isinstance(record, dict) or not set(record) <= names or record.get("state") not in STATES
                 or not all(v is None or isinstance(v, (str, int, float)) for v in record.values())):
@@ -280,10 +296,8 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
         _checked_id(path.stem, path)
         job = Job(**{name: record.get(name) for name in names})
         files = folder / "submissions" / job.id
-        if files.is_dir():
-            _check_submission(files)
         jobs.append((job, files if files.is_dir() else None))
-    counts = {"added": 0, "present": 0, "without_files": 0}
+    counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0}
     for job, files in jobs:
         if job.state in ("PENDING", "RUNNING") and files is None and not store.has_results(job.id):
             counts["without_files"] += 1  # nothing to score: the repo lost its images
@@ -293,7 +307,12 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             continue
         target = store.submissions / job.id
         if files is not None and not target.exists():  # files first: a worker may claim the record at once
-            _copy_into_place(files, target)
+            report, refusal = _stage_submission(store, files, job)
+            if refusal:
+                log.warning("hub restore: refused submission %s: %s", job.id, refusal)
+                counts["refused"] += 1
+                continue
+            report.keep(target)  # validated copy, with its recomputed image table, renamed into place
         if store.queue.restore(job):
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
@@ -309,27 +328,58 @@ def _copy_into_place(source: Path, target: Path) -> None:
     tmp.rename(target)
 
 
-def _check_submission(files: Path) -> None:
-    """A mirrored submission folder holds exactly its manifest, its image table and the images that table
-    lists, each with the sha256 the table records (as validation wrote it); SyncError otherwise."""
-    from benchmark.encoders.base import file_digest
-    from benchmark.submission import Manifest
-
+def _stage_submission(store: Store, files: Path, job: Job) -> tuple[Report | None, str | None]:
+    """Validate a snapshot's submission folder as an upload is validated, on a copy in ``staging/``: exactly its
+    manifest, its image table and the images that table lists (regular files, within the store's size limits,
+    named by the submission layout), then the upload validator (``check_folder``: manifest, dataset served
+    here, coverage of its prompts, every image decoded under ``store.limits``), whose recomputed sha256s must be
+    the table's and whose content hash must be the record's. Returns the accepted report (its staged copy ready
+    for ``Report.keep``) and None, or None and the reasons, naming the files (the staged copy removed)."""
     try:
-        Manifest.model_validate_json((files / "manifest.json").read_bytes())
         images = pq.read_table(files / "images.parquet", columns=["path", "sha256"]).to_pylist()
-    except Exception as error:  # noqa: BLE001 - pydantic, OSError and pyarrow errors alike
-        raise SyncError(f"{files}: not a validated submission ({type(error).__name__}: "
-                        f"{str(error).splitlines()[0][:200]})") from None
-    expected = {row["path"]: row["sha256"] for row in images} | {"manifest.json": None, "images.parquet": None}
-    found = {p.relative_to(files).as_posix(): p for p in files.rglob("*") if p.is_file() or p.is_symlink()}
-    if set(found) != set(expected) or any(p.is_symlink() for p in found.values()):
-        extra, missing = sorted(set(found) - set(expected)), sorted(set(expected) - set(found))
-        raise SyncError(f"{files}: files do not match its image table (unexpected: {extra[:3]}, missing: "
-                        f"{missing[:3]}; symlinks are refused)")
-    for path, digest in expected.items():
-        if digest is not None and file_digest(found[path]) != digest:
-            raise SyncError(f"{files / path}: its sha256 is not the one its image table records")
+    except Exception as error:  # noqa: BLE001 - OSError and pyarrow errors alike
+        return None, f"images.parquet: not a readable image table ({type(error).__name__})"
+    recorded = {row["path"]: row["sha256"] for row in images}
+    found = {p.relative_to(files).as_posix(): p for p in files.rglob("*") if not p.is_dir() or p.is_symlink()}
+    expected = set(recorded) | {"manifest.json", "images.parquet"}
+    if set(found) != expected or not all(stat.S_ISREG(p.lstat().st_mode) for p in found.values()):
+        extra, missing = sorted(set(found) - expected), sorted(expected - set(found))
+        return None, (f"files do not match its image table (unexpected: {extra[:3]}, missing: {missing[:3]}; "
+                      "only regular files are accepted)")
+    misnamed = [name for name in recorded if parse_name(name) is None or name == "manifest.json"]
+    if misnamed:
+        return None, f"{misnamed[0]!r}: not an image's name (images/<prompt_id>/<seed>.<png|jpg|jpeg|webp>)"
+    entries = [parse_name(name) for name in ["manifest.json", *recorded]]
+    limits = store.limits
+    sizes = {e.path: found[e.path].lstat().st_size for e in entries}
+    too_big = [path for path, size in sizes.items()
+               if size > (limits.max_manifest_bytes if path == "manifest.json" else limits.max_file_bytes)]
+    if len(entries) > limits.max_files or sum(sizes.values()) > limits.max_total_bytes or too_big:
+        return None, (f"{too_big[0] + ': ' if too_big else ''}over this leaderboard's limits ({limits.max_files} "
+                      f"files, {limits.max_file_bytes} bytes a file, {limits.max_total_bytes} bytes in all)")
+    staged = Path(tempfile.mkdtemp(prefix=f"restore-{job.id}-", dir=store.staging))
+    try:
+        for entry in entries:
+            (staged / entry.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(files / entry.path, staged / entry.path)
+        report = check_folder(staged, entries, store.prompts_for, limits)
+        problems = list(report.errors)
+        if report.ok:
+            changed = sorted(r.path for r in report.images if recorded[r.path] != r.sha256)
+            if changed:
+                problems.append(f"{changed[0]}: its sha256 is not the one its image table records"
+                                + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""))
+            elif report.content_hash != job.content_hash:
+                problems.append(f"its content hash {report.content_hash} is not the record's {job.content_hash}")
+        elif any(error.startswith("manifest.json: dataset: ") for error in report.errors):
+            problems.append("restore or build that dataset in this store's datasets/ first, then pull again")
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if problems:
+        shutil.rmtree(staged, ignore_errors=True)
+        return None, "; ".join(problems)
+    return report, None
 
 
 def _read_json(path: Path):

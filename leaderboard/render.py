@@ -1,10 +1,10 @@
-"""Text and pictures the app renders: every piece of user-supplied text goes through ``escape``."""
+"""Text and pictures the app renders: every piece of user-supplied text goes through ``plain`` (or ``code``)."""
 
 from __future__ import annotations
 
 import html
 import math
-import re
+import string
 import sys
 import tempfile
 from pathlib import Path
@@ -14,15 +14,40 @@ import pandas as pd
 from benchmark import citations
 from leaderboard import tracks
 
-# Enough to stop emphasis, code, tables and any link or image ("[" and "]" are escaped); user text never starts
-# a line here, so list and heading markers need no escaping.
-_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+# Every ASCII punctuation character: with each written as a numeric character reference, Markdown finds no
+# syntax in the text at all (CommonMark: "entity and numeric character references cannot be used in place of
+# symbols indicating structure"), and no autolink either (a URL loses its ":" and ".", an e-mail its "@").
+_PUNCTUATION = frozenset(string.punctuation)
 
 
-def escape(text: object) -> str:
-    """User-supplied (or user-influenced) text for a Markdown component: Markdown syntax is backslash-escaped,
-    then HTML is escaped, so a model name can neither add links or images nor inject markup."""
-    return html.escape(_MARKDOWN.sub(r"\\\1", str(text)), quote=True)
+def plain(text: object) -> str:
+    """User-supplied (or user-influenced) text for a Markdown component, shown exactly as typed and as nothing
+    else: no emphasis, link, bare-URL autolink, image, HTML or code span can form. Line breaks become spaces.
+    (Math is off in every component that shows such text: ``leaderboard.app.text_markdown``.)"""
+    text = " ".join(str(text).splitlines())
+    return "".join(f"&#{ord(ch)};" if ch in _PUNCTUATION else ch for ch in text)
+
+
+def code(text: object) -> str:
+    """User text in monospace (an id, a file name): ``plain`` inside an HTML ``<code>`` element, because inside
+    a Markdown code span character references would show as typed (``&#95;``) instead of the character."""
+    return f"<code>{plain(text)}</code>"
+
+
+# What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` for a CSV download: a text cell that begins like a formula (``= + - @``, tab, carriage return)
+    gets a leading ``'``, as OWASP advises against CSV injection, so a model named ``=HYPERLINK(...)`` stays
+    text in Excel or LibreOffice. Numbers (a negative score) are left alone."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
+    return safe
 
 
 def server_places(store_root: Path) -> dict[str, str]:
@@ -83,7 +108,7 @@ def bibtex() -> str:
 def method_page(name: str) -> str:
     track = tracks.get(name)
     if not track.method:
-        return f"### {escape(track.title)}\n\nNo method page is registered for this track."
+        return f"### {plain(track.title)}\n\nNo method page is registered for this track."
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
             f"Paper: {track.citation}. Headline metric: `{track.headline}`.")
 

@@ -20,7 +20,9 @@ appear by one ``rename``; the app reads them with an in-memory DuckDB
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import re
 import uuid
 import shutil
 import tempfile
@@ -37,12 +39,21 @@ import pyarrow.parquet as pq
 from benchmark import results
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
-from benchmark.submission import Limits, Manifest, Report, stage
+from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
 from leaderboard import reported
-from leaderboard.queue import DuplicateSubmission, Job, Queue
+from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, now_iso
 
 if TYPE_CHECKING:
     from benchmark.harness import Scores
+
+
+SUBMISSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def is_submission_id(text: object) -> bool:
+    """Whether ``text`` has the form of a submission id (the folder name under ``submissions/`` and
+    ``results/``): letters, digits, '-' and '_', so it can never name another path."""
+    return isinstance(text, str) and SUBMISSION_ID.fullmatch(text) is not None
 
 
 @dataclass
@@ -66,6 +77,16 @@ class PermissionDenied(PermissionError):
     """The signed-in user may not do this (not the owner, or over the quota); the message says why."""
 
 
+log = logging.getLogger("culturelens.store")
+REBUILT_OWNER = "unknown (rebuilt)"  # the owner of records rebuilt from disk after the queue file was damaged
+
+
+def _dataset_label(manifest: Manifest) -> str:
+    """The queue's ``dataset`` field: ``repo:config:split``."""
+    d = manifest.dataset
+    return f"{d.repo}:{d.config}:{d.split}"
+
+
 class Store:
     """One leaderboard's files. Safe to share between the app process and worker processes.
 
@@ -87,6 +108,46 @@ class Store:
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
         self.queue = Queue(self.root / "queue.sqlite", has_results=self.has_results)
+        # What the operator must hear when the queue file was found damaged and rebuilt here; else None.
+        self.rebuilt: str | None = self._rebuild_queue() if self.queue.damaged else None
+
+    def _rebuild_queue(self) -> str:
+        """Give every ``submissions/<id>/`` folder its record again (the queue file was found damaged and replaced
+        by an empty one): FINISHED if its results exist, else PENDING, owner unknown, content hash recomputed
+        as validation computes it. Returns the notice, also logged and shown in the app's Queue tab."""
+        from benchmark.submission import ImageRecord
+        from benchmark.submission.validate import content_hash
+
+        def mtime(path: Path) -> str:
+            return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+
+        states, skipped = [], []
+        for folder in sorted(self.submissions.iterdir()):
+            try:
+                manifest = self.manifest(folder.name)
+                images = [ImageRecord(**row) for row in pq.read_table(folder / "images.parquet").to_pylist()]
+            except (OSError, ValueError):  # not a complete submission folder (ValueError: pydantic, pyarrow)
+                skipped.append(folder.name)
+                continue
+            done = self.has_results(folder.name)
+            job = Job(id=folder.name, content_hash=content_hash(manifest, images), owner=REBUILT_OWNER,
+                      model=manifest.model.name, model_id=manifest.model.id, model_revision=manifest.model.revision,
+                      dataset=_dataset_label(manifest), state="FINISHED" if done else "PENDING",
+                      created_at=mtime(folder), started_at=None,
+                      finished_at=mtime(self.results / folder.name / "run.json") if done else None,
+                      updated_at=now_iso(), attempts=0, lease_owner=None, lease_expires=None,
+                      progress=1 if done else None, message="record rebuilt from the submission folder", error=None,
+                      log_excerpt=None)
+            if self.queue.restore(job):
+                states.append(job.state)
+        notice = (f"queue rebuilt from disk at {now_iso()} (damaged file kept as {self.queue.damaged.name}): "
+                  f"{len(states)} submissions restored ({states.count('FINISHED')} finished, "
+                  f"{states.count('PENDING')} pending), owners unknown")
+        if skipped:
+            notice += f"; not submissions, skipped: {', '.join(skipped)}"
+        log.warning(notice)
+        self.queue.add_notice(notice)
+        return notice
 
     def seed_reported(self) -> int:
         """(Re)write the paper-reported rows; returns how many."""
@@ -108,14 +169,24 @@ class Store:
         return self.prompts(d.repo, d.config, d.split, d.revision)
 
     # --- submissions ----------------------------------------------------------------------
-    def check_quota(self, owner: str) -> None:
-        """PermissionDenied if ``owner`` has used up the quota (checked before an upload is even read)."""
+    def _quota_window(self) -> tuple[int, str]:
+        """(quota, start of the quota window as ISO time) for ``Queue.add`` / ``Queue.requeue``."""
         since = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - self.quota_hours * 3600, timezone.utc)
-        used = self.queue.count_since(owner, since.isoformat(timespec="seconds"))
-        if used >= self.quota:
-            raise PermissionDenied(f"{owner} has made {used} submissions in the last {self.quota_hours:g} hours; "
-                                   f"the quota is {self.quota}. Try again later or ask a maintainer.")
-        tried = self.queue.count_attempts_since(owner, since.isoformat(timespec="seconds"))
+        return self.quota, since.isoformat(timespec="seconds")
+
+    def _over_quota(self, owner: str, used: int) -> PermissionDenied:
+        return PermissionDenied(f"{owner} has made {used} submissions in the last {self.quota_hours:g} hours; the "
+                                f"quota is {self.quota} (re-runs and deleted submissions count). Try again later or "
+                                "ask a maintainer.")
+
+    def check_quota(self, owner: str) -> None:
+        """PermissionDenied if ``owner`` has used up the quota: a cheap refusal before an upload is even read.
+        What guarantees the quota is ``Queue.add`` checking it again in the transaction that queues a job."""
+        quota, since = self._quota_window()
+        used = self.queue.count_since(owner, since)
+        if used >= quota:
+            raise self._over_quota(owner, used)
+        tried = self.queue.count_attempts_since(owner, since)
         if tried >= self.attempt_quota:
             raise PermissionDenied(f"{owner} has sent {tried} uploads (accepted or rejected) in the last "
                                    f"{self.quota_hours:g} hours; the limit is {self.attempt_quota}. Check uploads "
@@ -123,15 +194,43 @@ class Store:
 
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
         """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
-        PermissionDenied (before any work) if ``owner`` is over the quota; each call counts as an attempt."""
+
+        PermissionDenied if ``owner`` is over the quota (before any work, and again, atomically, when queuing).
+        Each call counts as an attempt, except when the server cannot store the upload (a full disk): then
+        ServerFault (an OSError) is raised, nothing is kept and the attempt is not counted."""
         self.check_quota(owner)
-        self.queue.record_attempt(owner)
-        report = stage(Path(source), self.staging, self.prompts_for, self.limits, progress)
+        return self._validate_and_queue(Path(source), owner, self.queue.record_attempt(owner), progress)
+
+    def submit_from_hub(self, repo: str, owner: str, progress=None) -> SubmitOutcome:
+        """``submit`` for a Hub dataset repo holding a submission (``fetch_hub_submission``); a fetch that fails
+        (ValueError with the reason) counts as an attempt too: it was work done for ``owner``."""
+        self.check_quota(owner)
+        attempt = self.queue.record_attempt(owner)
+        try:
+            folder = self.fetch_hub_submission(repo)
+        except OSError as error:  # the server could not write the download: not counted
+            raise self._server_fault(error, attempt) from None
+        try:
+            return self._validate_and_queue(folder, owner, attempt, progress)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _server_fault(self, error: OSError, attempt: int) -> ServerFault:
+        """The server could not store an upload: not the uploader's fault, so ``attempt`` does not count."""
+        self.queue.forget_attempt(attempt)
+        return error if isinstance(error, ServerFault) else ServerFault(error)
+
+    def _validate_and_queue(self, source: Path, owner: str, attempt: int, progress) -> SubmitOutcome:
+        """Stage and validate ``source``; queue it if it passes (see ``submit``)."""
+        try:
+            report = stage(source, self.staging, self.prompts_for, self.limits, progress)
+        except OSError as error:  # the server could not write the staged copy (stage removed it)
+            raise self._server_fault(error, attempt) from None
         if not report.ok:
             return SubmitOutcome(report)
         existing = self.queue.find_by_hash(report.content_hash)
         m = report.manifest
-        dataset = f"{m.dataset.repo}:{m.dataset.config}:{m.dataset.split}"
+        dataset = _dataset_label(m)
         same_model = self.queue.find_model(m.model.id, m.model.revision, dataset) if m.model.revision else None
         if existing or same_model:
             shutil.rmtree(report.folder, ignore_errors=True)
@@ -145,15 +244,25 @@ class Store:
             return SubmitOutcome(report)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}-{uuid.uuid4().hex[:4]}"
-        target = report.keep(self.submissions / submission_id)
+        try:
+            target = report.keep(self.submissions / submission_id)
+        except OSError as error:  # a full disk again: the staged copy goes
+            shutil.rmtree(report.folder, ignore_errors=True)
+            raise self._server_fault(error, attempt) from None
         try:
             job = self.queue.add(id=submission_id, content_hash=report.content_hash, owner=owner, model=m.model.name,
-                                 model_id=m.model.id, model_revision=m.model.revision, dataset=dataset)
-        except DuplicateSubmission as error:  # the same content arrived concurrently
+                                 model_id=m.model.id, model_revision=m.model.revision, dataset=dataset,
+                                 quota=self._quota_window())
+        except BaseException as error:
+            # Not queued: its folder goes too (a queue rebuilt from the folders would bring it back).
             shutil.rmtree(target, ignore_errors=True)
             report.folder = None
-            report.error(str(error))
-            return SubmitOutcome(report)
+            if isinstance(error, DuplicateSubmission):  # the same content arrived concurrently
+                report.error(str(error))
+                return SubmitOutcome(report)
+            if isinstance(error, QuotaExceeded):  # concurrent uploads passed the early check together
+                raise self._over_quota(owner, error.used) from None
+            raise
         return SubmitOutcome(report, job)
 
     def sweep_staging(self, older_than_hours: float = 6) -> list[str]:
@@ -188,17 +297,31 @@ class Store:
             shutil.rmtree(hidden, ignore_errors=True)
 
     def rerun(self, submission_id: str, owner: str) -> None:
-        """Score a FINISHED or FAILED submission again (owner only): its old results go, it queues as PENDING."""
+        """Score a FINISHED or FAILED submission again (owner only): its old results go, it queues as PENDING.
+        A re-run is scoring work: it counts against the quota like a submission (PermissionDenied when over)."""
         job = self._own(submission_id, owner)
         if job.state not in ("FINISHED", "FAILED"):
             raise PermissionDenied(f"submission {submission_id} is {job.state}: only a finished or failed one can "
                                    "be re-run")
-        self._drop_results(submission_id)
-        if not self.queue.requeue(submission_id):
+        # Out of sight first (a worker must not find them and call the re-run done), back if the quota refuses.
+        results = self.results / submission_id
+        hidden = self.results / f".{submission_id}.rerun-{uuid.uuid4().hex[:6]}"
+        had_results = results.exists()
+        if had_results:
+            os.rename(results, hidden)
+        try:
+            requeued = self.queue.requeue(submission_id, owner, quota=self._quota_window())
+        except QuotaExceeded as error:
+            if had_results:
+                os.rename(hidden, results)
+            raise self._over_quota(owner, error.used) from None
+        shutil.rmtree(hidden, ignore_errors=True)
+        if not requeued:
             raise PermissionDenied(f"submission {submission_id} changed state meanwhile; refresh and try again")
 
     def delete(self, submission_id: str, owner: str) -> None:
-        """Remove a submission, its images and its results (owner only; not while it is being scored)."""
+        """Remove a submission, its images and its results (owner only; not while it is being scored). The quota
+        is not given back: the submission log keeps the entry."""
         job = self._own(submission_id, owner)
         if job.state == "RUNNING" or not self.queue.delete(submission_id):
             raise PermissionDenied(f"submission {submission_id} is being scored; delete it once it has finished")
@@ -206,7 +329,29 @@ class Store:
         shutil.rmtree(self.submissions / submission_id, ignore_errors=True)
 
     def manifest(self, submission_id: str) -> Manifest:
-        return Manifest.model_validate_json((self.submissions / submission_id / "manifest.json").read_bytes())
+        return Manifest.model_validate_json((self._folder(submission_id) / "manifest.json").read_bytes())
+
+    def _folder(self, submission_id: str) -> Path:
+        """``submissions/<id>`` for a well-formed id; ValueError for anything else (a path, '..', a URL)."""
+        if not is_submission_id(submission_id):
+            raise ValueError(f"{submission_id!r} is not a submission id")
+        return self.submissions / submission_id
+
+    def image_files(self, submission_id: str) -> dict[str, Path]:
+        """The images of an accepted submission that the app may serve, by their path relative to its folder:
+        exactly those its validated image table (``images.parquet``) lists, resolved inside the folder and not
+        links. Empty for an unknown or malformed id: no other file of the store is ever served from here."""
+        try:
+            folder = self._folder(submission_id).resolve()
+            listed = pq.read_table(folder / "images.parquet", columns=["path"]).column("path").to_pylist()
+        except (ValueError, OSError, pa.ArrowException):
+            return {}
+        owned = {}
+        for relative in listed:
+            path = folder / relative
+            if not path.is_symlink() and path.resolve().is_relative_to(folder) and path.is_file():
+                owned[relative] = path
+        return owned
 
     # --- results --------------------------------------------------------------------------
     def has_results(self, submission_id: str) -> bool:
@@ -221,6 +366,37 @@ class Store:
     def cache(self) -> EmbeddingCache:
         """The embedding cache the store's workers share."""
         return EmbeddingCache(self.root / "cache" / "embeddings.sqlite")
+
+    def quarantine(self, path: Path, reason: str) -> Path | None:
+        """Move a results folder (``results/<id>``) or the reported file, which cannot be read, out of the
+        readers' sight in one rename, to ``quarantine/<kind>-<name>-<when>/`` with a ``reason.txt``. Returns
+        where it went, or None when ``path`` was already gone (a re-run or a deletion removed it meanwhile)."""
+        from leaderboard import quarantine
+
+        kinds = {self.results: "results", self.reported.parent: "reported"}
+        if Path(path).parent not in kinds:
+            raise ValueError(f"{path}: only a results folder or the reported file is ever quarantined")
+        root = self.root / "quarantine"
+        root.mkdir(exist_ok=True)
+        target = root / quarantine.folder_name(kinds[Path(path).parent], Path(path).name, datetime.now(timezone.utc))
+        try:
+            if Path(path).is_dir():
+                os.rename(path, target)
+            else:
+                target.mkdir()
+                os.rename(path, target / Path(path).name)
+        except FileNotFoundError:
+            shutil.rmtree(target, ignore_errors=True)
+            return None
+        (target / quarantine.REASON).write_text(reason + "\n", encoding="utf-8")
+        return target
+
+    def quarantined(self) -> list:
+        """What was moved to ``quarantine/`` (``leaderboard.quarantine.Quarantined``: kind, name, when, reason,
+        folder), oldest first; the operator repairs and moves back, re-runs, or deletes each."""
+        from leaderboard import quarantine
+
+        return quarantine.listing(self.root / "quarantine")
 
     # --- metric meta-evaluation -----------------------------------------------------------
     @property

@@ -27,6 +27,8 @@ HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (f
 RANK_COLUMNS = ["Rank", "Model", "Score", "95% CI", "≈", "n", "Type", "Size (B)", "Date", "Provenance", "Source",
                 "Submission"]
 WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "Tracks"]
+MAX_TERMS = 20  # model search terms a filter uses
+MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,17 @@ class Filters:
     size_max: float | None = None
     since: str | None = None  # ISO date: scored on or after (reported rows have no date and are kept)
     provenance: tuple[str, ...] = ()  # "scored", "reported"
+    ignored_terms: int = 0  # search terms past MAX_TERMS (the note says so)
 
     @classmethod
     def parse(cls, models: str = "", types=(), size_min=None, size_max=None, since: str = "", provenance=()):
-        terms = tuple(t.strip() for t in (models or "").replace(";", ",").split(",") if t.strip())
+        """Filters from the controls' values. The model search is bounded (``MAX_TERMS`` terms of at most
+        ``MAX_TERM_CHARS`` characters): each term is one pass over the rows, and a request is not a workload."""
+        text = models if isinstance(models, str) else ""
+        terms = list(dict.fromkeys(t.strip()[:MAX_TERM_CHARS] for t in text.replace(";", ",").split(",") if t.strip()))
         number = lambda v: float(v) if v not in (None, "") else None  # noqa: E731
-        return cls(terms, tuple(types or ()), number(size_min), number(size_max), (since or "").strip() or None,
-                   tuple(provenance or ()))
+        return cls(tuple(terms[:MAX_TERMS]), tuple(types or ()), number(size_min), number(size_max),
+                   (since or "").strip() or None, tuple(provenance or ()), max(len(terms) - MAX_TERMS, 0))
 
     def apply(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """The rows kept, and a sentence saying how many each filter hid ('' if none)."""
@@ -79,6 +85,9 @@ class Filters:
         if self.provenance:
             narrow(frame["provenance"].isin(self.provenance), "provenance")
         note = f"{int((~keep).sum())} row(s) hidden: " + ", ".join(hidden) + "." if hidden else ""
+        if self.ignored_terms:
+            note = (note + " " if note else "") + (f"Only the first {MAX_TERMS} model search terms were used "
+                                                   f"({self.ignored_terms} more ignored).")
         return frame[keep], note
 
 

@@ -5,7 +5,16 @@ serve`` starts one next to the app. The worker loads the backbones its metrics
 need once, at start. A metric whose backbone or setting is missing is disabled,
 and every result says so; if no metric can run (e.g. no CLIP weights offline)
 the worker says why in the queue's worker table, so the app can tell people why
-their submission waits, and exits without touching any submission.
+their submission waits, and exits with code 2 without touching any submission
+(``leaderboard.supervisor`` does not restart it then: it would fail the same way).
+
+Under ``culturelens serve`` (``--supervised ID``) the worker's stdin is a pipe
+from the serve process: when it reads end-of-file, serve has died (even by
+SIGKILL, when no code of its own could run), and the worker stops as SIGTERM
+would stop it, so no orphan keeps scoring. A pipe rather than Linux's
+``PR_SET_PDEATHSIG``: it is portable, and the death signal fires when the
+*thread* that started the child ends, which for a supervisor thread is not the
+process's death.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -40,10 +51,10 @@ class LeaseLost(RuntimeError):
 class Worker:
     def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
                  unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
-                 num_workers: int = 0, device: str | None = None):
+                 num_workers: int = 0, device: str | None = None, id: str | None = None):
         self.store, self.registry, self.metrics = store, registry, metrics
         self.disabled: dict[str, str] = dict(unavailable or {})
-        self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
         self.backbones: dict[str, Backbone] = {}
 
@@ -205,6 +216,19 @@ class _Heartbeat(threading.Thread):
     def stop(self) -> None:
         self._stop_event.set()
         self.join()
+
+
+def stop_when_parent_dies() -> None:
+    """Read stdin (a pipe the supervisor in the parent holds open) in a thread; at end-of-file the parent is
+    gone: stop this process with SIGTERM, as a clean shutdown of the parent would."""
+
+    def watch() -> None:
+        while sys.stdin.buffer.read(4096):
+            pass
+        log.warning("the process that started this worker stopped; stopping too")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def main(store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric], unavailable: dict[str, str], *,

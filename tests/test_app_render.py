@@ -1,17 +1,42 @@
-"""User text in the app's Markdown: no links, images or markup from a model name or a file name."""
+"""User text in the app's Markdown: shown exactly as typed, never as links, images, emphasis, HTML or math."""
 
+import html
 import re
 
-from leaderboard.render import escape as _escape
+from markdown_it import MarkdownIt
+
+from leaderboard.render import code, plain, spreadsheet_safe
+
+HOSTILE = ["[click](http://evil) ![x](http://evil/x.png) <script>alert(1)</script> **bold** _it_",
+           "https://evil.example/x", "www.evil.example", "mallory@evil.example", "<https://e.org>",
+           "`code` ~~gone~~ | a | b |", "$$x^2$$ \\(y\\)", "&amp; &#60; &lt;", "cube_1k", "# heading", "1. item",
+           "Ｆｕｌｌ-width ｓｕｓｈｉ 寿司 🍣"]
 
 
-def test_markdown_and_html_in_user_text_are_neutralised():
-    text = "[click](http://evil) ![x](http://evil/x.png) <script>alert(1)</script> **bold** _it_"
-    escaped = _escape(text)
-    # no unescaped link or image syntax, no raw HTML, no emphasis
-    assert not re.search(r"(?<!\\)\]\(", escaped) and "<script>" not in escaped and not re.search(r"(?<!\\)\*", escaped)
-    assert escaped.startswith(r"\[click\](http://evil)") and "&lt;script&gt;" in escaped
-    assert _escape("plain model name 2.1") == "plain model name 2.1"
+def _text(rendered: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
+
+
+def test_user_text_renders_as_itself_under_commonmark():
+    renderer = MarkdownIt("commonmark")  # an independent CommonMark implementation
+    for text in HOSTILE:
+        rendered = renderer.render(f"- model **{plain(text)}** and {code(text)}")
+        tags = re.findall(r"<(/?[a-z0-9]+)", rendered)
+        assert tags == ["ul", "li", "strong", "/strong", "code", "/code", "/li", "/ul"], (text, rendered)
+        assert _text(rendered) == f"model {text} and {text}", (text, rendered)
+    assert plain("plain model name 21") == "plain model name 21"
+    assert plain("two\nlines") == "two lines"
+
+
+def test_csv_cells_that_start_like_formulas_are_neutralised():
+    import pandas as pd
+
+    frame = pd.DataFrame({"Model": ["=1+1", "+A1", "-cmd", "@SUM(A1)", "\tx", "\rx", "SDXL", "a=b"],
+                          "Score": [-0.5, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})
+    safe = spreadsheet_safe(frame)
+    assert list(safe["Model"]) == ["'=1+1", "'+A1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "SDXL", "a=b"]
+    assert list(safe["Score"]) == list(frame["Score"])  # numbers, negative ones too, are left as numbers
+    assert list(frame["Model"])[0] == "=1+1"  # the caller's frame is not modified
 
 
 def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders(tmp_path):
@@ -29,7 +54,7 @@ def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders
                      f'Traceback:\n  File "{library}", line 1\nRuntimeError: out of memory')
     views = Views(store, "ada")
     details, _ = views.details("s1")
-    assert "no local copy in STORE/datasets/x\\_\\_y" in details  # the file named, the folder not
+    assert "no local copy in STORE/datasets/x__y" in html.unescape(details)  # the file named, the folder not
     assert 'File "<python>/lib/site-packages/torch/nn/modules/module.py"' in details
     assert str(store.root) not in details and sys.prefix not in details
     _, table = views.queue()

@@ -299,6 +299,15 @@ def _more_cases(prompt_ids: list[str], tmp: Path):
         ("HTML with a newline in the model name", zipped("htmlctrl", swap("manifest.json", json.dumps(manifest(
             model={"name": "<b>x</b>\n<script>alert(1)</script>", "id": "a/b", "type": "open"})).encode())), None,
          "control characters"),
+        ("escape sequence in the notes", zipped("notesesc", swap("manifest.json", json.dumps(manifest(
+            notes="ok\x1b[2J\x1b[31mfake verdict")).encode())), None, "U+001B"),
+        ("Hangul fillers as the model name", zipped("filler", swap("manifest.json", json.dumps(manifest(
+            model={"name": "\u3164\u3164", "id": "a/b", "type": "open"})).encode())), None, "U+3164"),
+        ("right-to-left override in a generation.extra key", zipped("extrartl", swap("manifest.json", json.dumps(
+            manifest(generation={"extra": {"lora\u202e": "x"}})).encode())), None, "U+202E"),
+        ("upload over the size limit", zipped("toobig", ok), Limits(max_upload_bytes=1000), "over the upload limit"),
+        ("validation over its time limit", zipped("slow", ok), Limits(max_validation_seconds=0),
+         "validation took longer than 0 s"),
         ("a slice of the split", zipped("slice", _members(prompt_ids[:1], dataset={
             "repo": cube_1k.HUB_REPO, "config": cube_1k.CONFIG, "split": "test[:1]"})), None,
          "not a split name"),

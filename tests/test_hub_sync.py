@@ -8,6 +8,7 @@ clear error it must be."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import datasets
@@ -74,7 +75,8 @@ def test_a_fresh_store_restored_from_the_repos_has_the_same_queue_files_and_lead
     fresh = _store(tmp_path / "fresh", tiny_upstream)  # a restarted Space: empty disk, datasets rebuilt
 
     assert hub_sync.pull(fresh, "results", str(repos["results"])) == {"added": 1, "present": 0}
-    assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {"added": 2, "present": 0, "without_files": 0}
+    assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {"added": 2, "present": 0, "without_files": 0,
+                                                                      "refused": 0}
 
     before = {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in store.queue.jobs()}
     assert {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in fresh.queue.jobs()} == before
@@ -113,6 +115,15 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
         f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
     assert hub_sync.plan(files, pushed)[0] == []  # nothing changed: nothing to commit
 
+    # Results the store quarantined (unreadable here) stay on the Hub, where the copy may be the good one.
+    store.quarantine(store.results / done, "damaged on this disk")
+    kept = hub_sync.kept_on_the_hub(store, "results")
+    assert kept == (f"results/{done}/",) and hub_sync.kept_on_the_hub(store, "requests") == ()
+    assert hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed, kept) == ([], pushed)
+    shutil.copytree(store.quarantined()[0].folder, store.results / done,
+                    ignore=shutil.ignore_patterns("reason.txt"))  # the operator repaired and restored it
+    shutil.rmtree(store.quarantined()[0].folder)
+
     # A file someone else put in the repo is not ours to delete; the owner's re-run drops our results folder.
     store.rerun(done, "ada")
     operations, _ = hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed)
@@ -139,7 +150,7 @@ def test_pushing_offline_is_a_clear_error_and_marks_nothing_pushed(scored):
     assert result.returncode == 1 and "HF_HUB_OFFLINE" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_damaged_or_hostile_snapshot_is_refused_whole(scored, tmp_path, tiny_upstream):
+def test_a_snapshot_whose_records_are_damaged_or_hostile_is_refused_whole(scored, tmp_path, tiny_upstream):
     store, done, waiting = scored
     good = tmp_path / "good"
     for kind in hub_sync.KINDS:
@@ -164,10 +175,6 @@ def test_a_damaged_or_hostile_snapshot_is_refused_whole(scored, tmp_path, tiny_u
             {**json.loads((f / "requests" / f"{done}.json").read_text()), "run_as": "root"})),
          "not a submission record"),
         ("requests", lambda f: (f / "requests" / f"{done}.json").write_text("{not json"), "not readable JSON"),
-        ("requests", lambda f: (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
-         "files do not match its image table"),
-        ("requests", lambda f: next((f / "submissions" / waiting / "images").rglob("*.png")).write_bytes(b"\x89PNG"),
-         "its sha256 is not the one its image table records"),
     ]
     for kind, change, message in cases:
         with pytest.raises(hub_sync.SyncError, match=message):
@@ -176,7 +183,8 @@ def test_a_damaged_or_hostile_snapshot_is_refused_whole(scored, tmp_path, tiny_u
 
     # A queued record whose images the repo lost cannot be scored: skipped and counted, never queued.
     lost = damaged(lambda f: shutil.rmtree(f / "submissions" / waiting))
-    assert hub_sync.pull(fresh, "requests", str(lost)) == {"added": 1, "present": 0, "without_files": 1}
+    assert hub_sync.pull(fresh, "requests", str(lost)) == {"added": 1, "present": 0, "without_files": 1,
+                                                           "refused": 0}
     assert [j.id for j in fresh.queue.jobs()] == [done]
 
 
@@ -216,4 +224,85 @@ def test_an_empty_store_exports_a_repo_that_pulls_back(tmp_path, tiny_upstream):
     empty, fresh = _store(tmp_path / "empty", tiny_upstream), _store(tmp_path / "fresh", tiny_upstream)
     assert hub_sync.export(empty, "requests", tmp_path / "requests") == 0
     assert hub_sync.pull(fresh, "requests", str(tmp_path / "requests")) == {"added": 0, "present": 0,
-                                                                          "without_files": 0}
+                                                                          "without_files": 0, "refused": 0}
+
+
+def _replace_image(folder, submission_id: str, image) -> str:
+    """Put ``image`` (a Pillow image, saved as TIFF or PNG by its mode) in place of one of a snapshot's images,
+    with its sha256 in the image table, as the repo could hold it; returns the image's path."""
+    import hashlib
+    import io
+
+    import pyarrow as pa
+
+    files = folder / "submissions" / submission_id
+    table = pq.read_table(files / "images.parquet")
+    path = table.column("path")[0].as_py()
+    data = io.BytesIO()
+    image.save(data, format=image.info["save_as"])
+    (files / path).write_bytes(data.getvalue())
+    digests = table.column("sha256").to_pylist()
+    digests[0] = hashlib.sha256(data.getvalue()).hexdigest()
+    pq.write_table(table.set_column(table.schema.get_field_index("sha256"), "sha256", pa.array(digests)),
+                   files / "images.parquet")
+    return path
+
+
+def _image(mode: str, size: tuple[int, int], save_as: str):
+    from PIL import Image
+
+    image = Image.new(mode, size, "white")
+    image.info["save_as"] = save_as
+    return image
+
+
+def test_a_restored_submission_goes_through_the_upload_validator_and_a_refused_one_is_left_out(
+        scored, tmp_path, tiny_upstream, caplog):
+    store, done, waiting = scored
+    good = tmp_path / "good"
+    hub_sync.export(store, "requests", good)
+
+    def record(f, **changes):
+        path = f / "requests" / f"{waiting}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+    cases = [  # the first three keep the image table right: only the upload validator sees what is wrong
+        (lambda f: _replace_image(f, waiting, _image("RGB", (64, 64), "TIFF")),
+         r"images/[^:]+/0\.png: not an image \(starts with b'(II|MM)"),
+        (lambda f: _replace_image(f, waiting, _image("L", (12000, 12000), "PNG")),
+         r"images/[^:]+/0\.png: (too many pixels|12000x12000 pixels, over the limit)"),
+        (lambda f: record(f, content_hash="sha256:" + "0" * 64),
+         "its content hash sha256:[0-9a-f]+ is not the record's"),
+        (lambda f: (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
+         r"files do not match its image table \(unexpected: \['images/run.sh'\]"),
+        (lambda f: _image("RGB", (64, 64), "PNG").save(next((f / "submissions" / waiting / "images").rglob("*.png"))),
+         r"images/[^:]+\.png: its sha256 is not the one its image table records"),
+    ]
+    for number, (change, message) in enumerate(cases):
+        snapshot = tmp_path / f"bad-{number}"
+        shutil.copytree(good, snapshot)
+        change(snapshot)
+        fresh = _store(tmp_path / f"fresh-{number}", tiny_upstream)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
+            counts = hub_sync.pull(fresh, "requests", str(snapshot))
+        # The good submission is restored, the refused one leaves nothing: no record, no files, no staging.
+        assert counts == {"added": 1, "present": 0, "without_files": 0, "refused": 1}, message
+        assert [j.id for j in fresh.queue.jobs()] == [done]
+        assert sorted(p.name for p in fresh.submissions.iterdir()) == [done]
+        assert list(fresh.staging.iterdir()) == []
+        assert f"refused submission {waiting}: " in caplog.text
+        assert re.search(message, caplog.text), caplog.text
+
+
+def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_that_reason(scored, tmp_path,
+                                                                                           caplog):
+    store, done, waiting = scored
+    hub_sync.export(store, "requests", tmp_path / "repo")
+    bare = Store(tmp_path / "bare")  # no dataset built yet
+    with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
+        counts = hub_sync.pull(bare, "requests", str(tmp_path / "repo"))
+    assert counts == {"added": 0, "present": 0, "without_files": 0, "refused": 2}
+    assert bare.queue.jobs() == [] and list(bare.submissions.iterdir()) == []
+    assert "dataset culturelens/cube-1k is not served here" in caplog.text
+    assert "restore or build that dataset in this store's datasets/ first, then pull again" in caplog.text

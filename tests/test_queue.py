@@ -96,7 +96,7 @@ def test_workers_report_their_state(tmp_path):
     queue = Queue(tmp_path / "q.sqlite")
     queue.set_worker("w1", "unavailable", "cannot load CLIP ViT-B-32")
     assert queue.workers() == [{"id": "w1", "state": "unavailable", "message": "cannot load CLIP ViT-B-32",
-                                "heartbeat": pytest.approx(time.time(), abs=5)}]
+                                "heartbeat": pytest.approx(time.time(), abs=5), "age": pytest.approx(0, abs=5)}]
 
 
 def test_a_worker_loading_weights_for_long_stays_alive_in_the_table(tmp_path):

@@ -113,6 +113,9 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
     try:
         table = datasets.load_dataset(str(folder) if local else repo, config, split=split, **options)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as error:
+        if local_only:  # a leaderboard's own copy: the config or split named is not in it (no server path said)
+            raise DatasetUnavailable(f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded here: "
+                                     f"{str(error).splitlines()[0][:200].replace(str(folder), repo)}") from None
         where = f"no local copy in {folder} and " if folder else ""
         raise DatasetUnavailable(
             f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded: {where}"

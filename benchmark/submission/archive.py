@@ -8,7 +8,11 @@ from its parsed parts. Zip members are checked before any byte is extracted
 duplicates, file count, declared sizes, compression ratio of each member and of
 the whole archive) and the limits are enforced again on the bytes actually
 read, while streaming. A damaged archive is a rejection with its reason, whatever
-the layer that notices it (zip structure, name encoding, decompressor).
+the layer that notices it (zip structure, name encoding, decompressor). Every check
+on the archive's metadata is linear in its number of entries.
+
+Reading the upload is the uploader's business; writing the staged copy is ours: a
+failure to write (a full disk, an I/O error) is a ``ServerFault``, never a rejection.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import stat
 import struct
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -40,6 +46,7 @@ _DAMAGED = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImpl
 class Limits:
     """Bounds on what a submission may hold; all enforced before or while reading."""
 
+    max_upload_bytes: int = 24 * 2**30  # the zip itself: 9,920 CUBE-1K images (10 seeds) of 1024 px PNG at 2.5 MB
     max_files: int = 200_000
     max_total_bytes: int = 32 * 2**30
     max_file_bytes: int = 64 * 2**20
@@ -47,10 +54,30 @@ class Limits:
     max_compression_ratio: float = 100.0  # uncompressed / compressed, of a member and of the archive, over 1 MiB
     max_pixels: int = 4096 * 4096
     min_side: int = 64
+    max_validation_seconds: float = 1800  # decoding the images: 9,920 of 1024 px PNG at 20-60 ms each take 3-10 min
 
 
 class Rejected(ValueError):
     """The submission breaks the format or a limit; the message names the entry and the reason."""
+
+
+class ServerFault(OSError):
+    """The server could not store an upload (full disk, I/O error): not the uploader's fault. The message
+    says why without naming any server path."""
+
+    def __init__(self, error: OSError):
+        why = os.strerror(error.errno) if error.errno else type(error).__name__  # never the error's text: it has paths
+        super().__init__(f"the server could not store the upload ({why}); this is not a problem with the submission: "
+                         "try again later")
+
+
+@contextmanager
+def storing() -> Iterator[None]:
+    """Turn an OSError raised while writing to our own disk into a ServerFault."""
+    try:
+        yield
+    except OSError as error:
+        raise ServerFault(error) from None
 
 
 @dataclass(frozen=True)
@@ -97,10 +124,14 @@ def _strip_wrapper(names: list[str]) -> str:
 
 
 def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget: list[int], origin: str) -> None:
+    """Copy ``chunks`` (read from the upload: its errors pass through) to ``dest/entry.path`` (our disk: its
+    errors are a ServerFault), within the file's ``limit`` and the submission's remaining ``budget``."""
     target = dest / entry.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    written = 0
-    with open(target, "xb") as out:  # "x": never overwrite, never follow a planted link
+    with storing():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = open(target, "xb")  # "x": never overwrite, never follow a planted link
+    try:
+        written = 0
         for chunk in chunks:
             written += len(chunk)
             budget[0] -= len(chunk)
@@ -108,7 +139,11 @@ def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget
                 raise Rejected(f"{origin}: larger than the {limit // 2**20} MiB limit for this file")
             if budget[0] < 0:
                 raise Rejected(f"{origin}: the submission exceeds its total size limit")
-            out.write(chunk)
+            with storing():
+                out.write(chunk)
+    finally:
+        with storing():
+            out.close()
 
 
 def _limit_for(entry: Entry, limits: Limits) -> int:
@@ -120,7 +155,8 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
     try:
         zf = zipfile.ZipFile(archive)
     except _DAMAGED as error:
-        raise Rejected(f"{archive.name}: not a readable zip archive ({type(error).__name__}: {error})") from None
+        raise Rejected(f"{archive.name}: not a readable zip archive ({type(error).__name__}: "
+                       f"{str(error).replace(str(archive), archive.name)})") from None
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_files:
@@ -137,8 +173,8 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
                 raise Rejected(f"{info.filename!r}: special files are not allowed")
             if info.flag_bits & 0x1:
                 raise Rejected(f"{info.filename!r}: encrypted entries are not allowed")
-        if len(set(names)) != len(names):
-            twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(name for name, count in Counter(names).items() if count > 1)
+        if twice:
             raise Rejected(f"{twice[0]!r}: appears more than once in the archive")
         declared = sum(i.file_size for i in infos)
         if declared > limits.max_total_bytes:
@@ -168,6 +204,8 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
                 with zf.open(info) as member:
                     _write(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
                            budget, repr(info.filename))
+            except ServerFault:
+                raise
             except _DAMAGED as error:
                 raise Rejected(f"{info.filename!r}: cannot be extracted ({type(error).__name__}: {error})") from None
     return [entry for _, entry in plan]
@@ -192,7 +230,7 @@ def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
                 raise Rejected(_unexpected(rel))
             plan.append((path, entry))
             if len(plan) > limits.max_files:
-                raise Rejected(f"{folder}: more than the limit of {limits.max_files} files")
+                raise Rejected(f"{folder.name}: more than the limit of {limits.max_files} files")
     budget = [limits.max_total_bytes]
     for path, entry in plan:
         with open(path, "rb") as source:
@@ -209,9 +247,13 @@ def unpack(source: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
     """Copy a submission folder or ``.zip`` into the empty folder ``dest``; raise Rejected if unsafe."""
     source = Path(source)
     if source.is_symlink():
-        raise Rejected(f"{source}: a submission path must not be a symbolic link")
+        raise Rejected(f"{source.name}: a submission path must not be a symbolic link")
     if source.is_dir():
         return copy_folder(source, dest, limits)
     if source.is_file():
+        size = source.stat().st_size
+        if size > limits.max_upload_bytes:
+            raise Rejected(f"{source.name}: {size:,} bytes, over the upload limit of {limits.max_upload_bytes:,} "
+                           f"bytes ({limits.max_upload_bytes / 2**30:g} GiB)")
         return unpack_zip(source, dest, limits)
-    raise Rejected(f"{source}: no such file or folder")
+    raise Rejected(f"{source.name}: no such file or folder")

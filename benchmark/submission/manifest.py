@@ -24,14 +24,47 @@ def is_repo_id(text: str) -> bool:
     return bool(REPO_ID.fullmatch(text)) and ".." not in text
 
 
-def _no_control_characters(value: str) -> str:
-    """One-line text shown on the leaderboard: no control (Cc) or format (Cf) characters, which include
-    newlines and NUL, and the invisible ones that can disguise a name (right-to-left overrides, zero-width)."""
-    bad = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cc", "Cf")})
+# Characters that show as nothing although they are letters or symbols, not format characters: the Hangul
+# fillers, the Khmer inherent vowels, the combining grapheme joiner and the blank Braille pattern.
+INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u17b4\u17b5\u034f\u2800")
+TEXT_WHITESPACE = frozenset("\t\n\r")
+
+
+def _refuse(value: str, bad: set[str], what: str) -> str:
+    """``value``, or a ValueError naming ``what`` and the code points (U+XXXX) of the ``bad`` characters."""
     if bad:
-        raise ValueError(f"must not contain control characters (newlines, tabs, NUL, ...) or invisible format "
-                         f"characters (right-to-left overrides, zero-width, ...): {', '.join(bad[:5])}")
+        codes = sorted(f"U+{ord(ch):04X}" for ch in bad)
+        raise ValueError(f"must not contain {what}: {', '.join(codes[:5])}")
     return value
+
+
+def _text(value: str) -> str:
+    """Free text (``notes``): lines and tabs, but no other control (Cc) or format (Cf) character: NUL, escape
+    sequences, right-to-left overrides, zero-width characters."""
+    bad = {ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf") and ch not in TEXT_WHITESPACE}
+    return _refuse(value, bad, "control characters (NUL, escape, ...) or invisible format characters "
+                               "(right-to-left overrides, zero-width, ...)")
+
+
+def _one_line(value: str) -> str:
+    """One line of text: no control (Cc) or format (Cf) character (newlines, tabs, NUL, right-to-left
+    overrides, zero-width, ...) and no line or paragraph separator (Zl, Zp)."""
+    bad = {ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")}
+    return _refuse(value, bad, "control characters (newlines, tabs, NUL, ...), line separators or invisible "
+                               "format characters (right-to-left overrides, zero-width, ...)")
+
+
+def _one_line_if_text(value: object) -> object:
+    """A setting's value: text follows the one-line rule, numbers, booleans and null pass."""
+    return _one_line(value) if isinstance(value, str) else value
+
+
+def _name(value: str) -> str:
+    """A name shown on the leaderboard (model, licence, contact, ...): one line, and no character that
+    shows as nothing (``INVISIBLE``), so that no two names look alike and no name looks empty."""
+    _one_line(value)
+    return _refuse(value, INVISIBLE & set(value), "invisible filler characters (Hangul filler, blank Braille "
+                                                   "pattern, ...)")
 
 
 def _repo_id(value: str) -> str:
@@ -46,7 +79,9 @@ def _prompt_id(value: str) -> str:
     return value
 
 
-Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_control_characters)]
+Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_name)]
+OneLine = Annotated[str, AfterValidator(_one_line)]
+Setting = Annotated[str | int | float | bool | None, AfterValidator(_one_line_if_text)]  # one error, not one per type
 PromptId = Annotated[str, AfterValidator(_prompt_id)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
@@ -83,9 +118,9 @@ class Generation(_Strict):
     guidance_scale: float | None = Field(None, ge=0, le=100)
     width: int | None = Field(None, ge=1, le=16_384)
     height: int | None = Field(None, ge=1, le=16_384)
-    negative_prompt: str | None = Field(None, max_length=2_000)
+    negative_prompt: OneLine | None = Field(None, max_length=2_000)
     dtype: Line | None = None
-    extra: dict[Annotated[str, Field(max_length=64)], str | int | float | bool | None] = Field(
+    extra: dict[Annotated[OneLine, Field(max_length=64)], Setting] = Field(
         default_factory=dict, max_length=64, description="Any other setting, flat key -> value")
 
 
@@ -95,7 +130,7 @@ class MissingImage(_Strict):
     prompt_id: PromptId
     seed: Seed
     reason: Literal["refused", "safety_filter", "error"]
-    detail: str | None = Field(None, max_length=500)
+    detail: OneLine | None = Field(None, max_length=500)
 
 
 class Manifest(_Strict):
@@ -110,7 +145,7 @@ class Manifest(_Strict):
     license: Annotated[Line, Field(description="Licence of the submitted images, e.g. 'CC-BY-4.0'")]
     contact: Annotated[Line, Field(description="E-mail or Hugging Face user name of the submitter")]
     missing: list[MissingImage] = Field(default_factory=list, description="Images not produced, with the reason")
-    notes: str | None = Field(None, max_length=2_000)
+    notes: Annotated[str, AfterValidator(_text)] | None = Field(None, max_length=2_000)
     culture_labels: list[Annotated[Line, Field(max_length=100)]] = Field(
         default_factory=list, max_length=20,
         description="Cultures to score relevance against (CAIRE), free text, e.g. ['Japanese', 'Yoruba']")

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,12 +26,12 @@ from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
-from benchmark.submission.archive import Entry, Limits, Rejected, unpack
+from benchmark.images import ALLOWED_FORMATS, as_viewed
+from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
 from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
 FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
-ALLOWED_FORMATS = sorted(set(FORMATS.values()))
 MAX_LISTED = 20
 # A split *name*, as the datasets library defines it; its slicing syntax ("test[:10]", "test[50%:]") would let
 # a submission answer a subset of the prompts and still be ranked as a whole submission.
@@ -74,12 +75,19 @@ class Report:
 
     def keep(self, target: Path) -> Path:
         """Move the staged copy of an accepted submission to ``target``, with its image list
-        (``images.parquet``: prompt_id, seed, path, sha256, width, height) next to the manifest."""
+        (``images.parquet``: prompt_id, seed, path, sha256, width, height) next to the manifest.
+        If our disk fails meanwhile, the staged copy is removed and ServerFault raised."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged submission can be kept")
         table = pa.Table.from_pylist([vars(i) for i in self.images], schema=IMAGES_SCHEMA)
-        pq.write_table(table, self.folder / "images.parquet")
-        os.rename(self.folder, target)
+        try:
+            with storing():
+                pq.write_table(table, self.folder / "images.parquet")
+                os.rename(self.folder, target)
+        except ServerFault:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+            raise
         self.folder = Path(target)
         return self.folder
 
@@ -131,6 +139,8 @@ def read_manifest(folder: Path, report: Report) -> Manifest | None:
 def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet, report: Report) -> None:
     """Every (prompt, seed) has exactly one image or a declared reason; nothing else is there."""
     seeds = set(manifest.seeds)
+    ordered = sorted(seeds)  # named in each unknown-seed message: once, and short, whatever the number of entries
+    seeds_text = str(ordered) if len(ordered) <= 10 else f"[{', '.join(map(str, ordered[:10]))}, ...]"
     declared = {(m.prompt_id, m.seed) for m in manifest.missing}
     present: dict[tuple[str, int], str] = {}
     unknown_prompts, unknown_seeds, doubles, both = [], [], [], []
@@ -141,7 +151,7 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
         if entry.prompt_id not in prompts:
             unknown_prompts.append(f"{entry.path}: prompt id {entry.prompt_id!r} is not in {prompts.label}")
         elif entry.seed not in seeds:
-            unknown_seeds.append(f"{entry.path}: seed {entry.seed} is not in the manifest's seeds {sorted(seeds)}")
+            unknown_seeds.append(f"{entry.path}: seed {entry.seed} is not in the manifest's seeds {seeds_text}")
         elif key in present:
             doubles.append(f"{entry.path}: a second image for prompt {entry.prompt_id} seed {entry.seed} "
                            f"(also {present[key]})")
@@ -160,7 +170,8 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
 
 
 def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord | None, str | None]:
-    """Decode one image fully; return its record or the reason it is refused."""
+    """Decode one image fully, as scoring will (``benchmark.images``); return its record or the reason it is
+    refused. The recorded size is the size a viewer shows (after EXIF rotation)."""
     path = folder / entry.path
     data = path.read_bytes()
     extension = entry.path.rsplit(".", 1)[1]
@@ -168,21 +179,23 @@ def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path, formats=ALLOWED_FORMATS) as image:  # no other format's parser sees the bytes
-                if image.format != FORMATS[extension]:
+                found = "JPEG" if image.format == "MPO" else image.format  # MPO: a JPEG with extra frames
+                if found != FORMATS[extension]:
                     return None, f"{entry.path}: the file is {image.format or 'not an image'}, not {FORMATS[extension]} as its extension says"
                 width, height = image.size
                 if width * height > limits.max_pixels:
                     return None, f"{entry.path}: {width}x{height} pixels, over the limit of {limits.max_pixels} pixels"
                 if min(width, height) < limits.min_side:
                     return None, f"{entry.path}: {width}x{height}, smaller than {limits.min_side} pixels on a side"
-                image.load()
+                width, height = as_viewed(image).size
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return None, f"{entry.path}: too many pixels (decompression bomb?)"
     except UnidentifiedImageError:
         head = data[:12]
         return None, f"{entry.path}: not an image (starts with {head!r}); images must be PNG, JPEG or WebP"
     except Exception as error:  # noqa: BLE001 - whatever a decoder raises on hostile bytes is a refusal
-        return None, f"{entry.path}: cannot be decoded ({type(error).__name__}: {error})"
+        reason = str(error).replace(f"{folder}/", "")  # a decoder may name the staged copy: say the entry only
+        return None, f"{entry.path}: cannot be decoded ({type(error).__name__}: {reason})"
     digest = hashlib.sha256(data).hexdigest()
     return ImageRecord(entry.prompt_id, entry.seed, entry.path, digest, width, height), None
 
@@ -224,6 +237,7 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
         report.error("images/: no image at all; a submission needs at least one (refusals alone score nothing)")
         return report
     refused = []
+    started = time.monotonic()
     for done, entry in enumerate(images, start=1):
         record, problem = check_image(folder, entry, limits)
         if problem:
@@ -232,6 +246,11 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
             report.images.append(record)
         if progress:
             progress(done, len(images))
+        if time.monotonic() - started > limits.max_validation_seconds and done < len(images):
+            report.error(f"images/: validation took longer than {limits.max_validation_seconds:g} s ({done} of "
+                         f"{len(images)} images checked) and was stopped: use fewer images per prompt or smaller "
+                         "image files, and time `culturelens validate` on the submission first")
+            break
     for message in _listed(refused):
         report.error(message)
     if report.ok:
@@ -249,10 +268,12 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
     """Copy ``source`` into a new folder under ``staging_root`` and validate it there.
 
     On success ``report.folder`` is the staged copy (the caller moves or removes it);
-    on rejection the staged copy is already gone.
+    on rejection the staged copy is already gone, and so it is when our own disk fails
+    (``ServerFault``: not the uploader's fault, so not a rejection).
     """
-    staging_root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
+    with storing():
+        staging_root.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
     try:
         try:
             entries = unpack(Path(source), folder, limits)

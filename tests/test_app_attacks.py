@@ -1,0 +1,229 @@
+"""An anonymous visitor attacks a live app: reading store files through Compare, formulas in a CSV download,
+links and math from model names, probing server folders through rejection messages, oversized requests.
+
+The app is a real `culturelens serve --no-worker` on a store whose two submissions were scored by a real
+`culturelens worker --once` with the tiny CLIP; requests go through gradio_client, plain HTTP and Chromium.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmark import results
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import local_folder
+from leaderboard.store import Store
+from tests.helpers import free_port, make_submission
+
+FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
+LINKS_AND_MATH = "https://evil.example/x [l](https://e.org) www.evil.example $$x^2$$ *b*"
+
+
+@pytest.fixture(scope="module")
+def attacked_app(tmp_path_factory, tiny_upstream, backbones_file):
+    root = tmp_path_factory.mktemp("attacked")
+    store = Store(root / "store")
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    ids = {}
+    for name in (FORMULA, LINKS_AND_MATH):
+        outcome = store.submit(make_submission(root / f"sub-{len(ids)}", prompt_ids, model_name=name), "mallory")
+        assert outcome.job is not None, outcome.report.text()
+        ids[name] = outcome.job.id
+    subprocess.run([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), "--once",
+                    "--backbones", str(backbones_file)], check=True, capture_output=True, timeout=300)
+    assert all(store.has_results(i) for i in ids.values())
+    port = free_port()
+    log = open(root / "serve.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
+         "--user", "mallory", "--no-worker"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if process.poll() is not None:
+                pytest.fail(f"the app exited: {(root / 'serve.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+    else:
+        pytest.fail("the app did not start within 180 s")
+    yield url, store, ids
+    process.terminate()
+    process.wait(timeout=60)
+    log.close()
+
+
+def _upload(url: str, name: str, data: bytes) -> str:
+    """Gradio's own upload endpoint, as anyone can call it (no sign-in): returns the server path it stored at."""
+    import httpx
+
+    reply = httpx.post(url + "gradio_api/upload", files={"files": (name, data)}, timeout=30)
+    reply.raise_for_status()
+    return reply.json()[0]
+
+
+def _get(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url, timeout=10).status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _crafted_per_image(store: Store, prompt_id: str) -> bytes:
+    """A results table whose image paths name the store's private files."""
+    rows = [{"submission_id": "x", "model": "x", "prompt_id": prompt_id, "seed": seed, "image_path": path,
+             "metric": "clip_score", "value": 1.0}
+            for seed, path in enumerate([str(store.root / "queue.sqlite"), "../../queue.sqlite"])]
+    sink = io.BytesIO()
+    pq.write_table(results.table(rows, results.PER_IMAGE), sink)
+    return sink.getvalue()
+
+
+def test_compare_serves_no_file_the_store_does_not_own(attacked_app, tmp_path):
+    from gradio_client import Client
+
+    url, store, ids = attacked_app
+    client = Client(url, verbose=False)
+    prompt_id = sorted(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)[0]
+    uploaded = Path(_upload(url, "per_image.parquet", _crafted_per_image(store, prompt_id)))
+    # The uploaded folder named as a submission: absolute, relative to results/, and with '..'.
+    for forged in (str(uploaded.parent), f"../../{uploaded.parent.name}", uploaded.parent.name):
+        gallery, references, table, reuse, note = client.predict([forged], prompt_id, api_name="/compare")
+        assert gallery == [] and reuse == [] and "None of the picked submissions is a scored submission" in note
+    # A real submission still shows its two images, served from copies outside the store.
+    gallery, *_ = client.predict([ids[FORMULA]], prompt_id, api_name="/compare")
+    assert len(gallery) == 2
+    # The store's files cannot be fetched directly either.
+    for private in (store.root / "queue.sqlite", store.submissions / ids[FORMULA] / "manifest.json"):
+        assert _get(url + f"gradio_api/file={private}") == 403
+
+
+def test_a_tampered_results_table_cannot_point_compare_at_other_files(attacked_app):
+    from leaderboard.app import Views
+
+    _, store, ids = attacked_app
+    scored = ids[LINKS_AND_MATH]
+    prompt_id = sorted(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)[0]
+    per_image = pq.read_table(store.results / scored / "per_image.parquet").to_pandas()
+    first = per_image["prompt_id"] == prompt_id
+    genuine = set(per_image.loc[first, "image_path"])
+    per_image.loc[first & (per_image["seed"] == 0), "image_path"] = "../../queue.sqlite"
+    views = Views(store, "mallory")
+    original = store.results / scored / "per_image.parquet"
+    backup = original.with_name("per_image.backup")
+    shutil.copyfile(original, backup)
+    try:
+        pq.write_table(pa.Table.from_pandas(per_image, preserve_index=False), original)
+        gallery, *_ = views.compare([scored], prompt_id)
+    finally:
+        os.replace(backup, original)
+    served = [Path(path).read_bytes() for path, _ in gallery]
+    assert len(served) == 1  # seed 1 only: seed 0's path is not in the validated image table
+    assert served[0] == (store.submissions / scored / sorted(genuine)[-1]).read_bytes()
+
+
+def test_csv_download_neutralises_spreadsheet_formulas(attacked_app):
+    from gradio_client import Client
+
+    url, _, _ = attacked_app
+    files = Client(url, verbose=False).predict("awareness", None, "", [], None, None, "", [], ["Rank", "Model"],
+                                               api_name="/download")
+    csv = pd.read_csv(files[0])
+    assert "'" + FORMULA in set(csv["Model"])  # text to a spreadsheet, not a formula
+    assert FORMULA in set(pd.read_parquet(files[1])["Model"])  # the typed file keeps the name as it is
+
+
+def test_rejections_quote_member_names_exactly_and_hide_nothing_else(attacked_app, tmp_path):
+    from gradio_client import Client, handle_file
+
+    url, store, _ = attacked_app
+    client = Client(url, verbose=False)
+    for member in (f"{store.root}/y", "~/x", f"{sys.prefix}/lib/x"):
+        archive = tmp_path / "probe.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr(member, "x")
+        verdict = html.unescape(client.predict(handle_file(str(archive)), api_name="/submit"))
+        assert "Rejected" in verdict
+        assert repr(member) in verdict, verdict  # as the archive holds it: no prefix rewritten to STORE, ~, ...
+        assert "STORE" not in verdict and "<python>" not in verdict
+
+
+def test_model_search_is_bounded(attacked_app):
+    from gradio_client import Client
+
+    url, _, _ = attacked_app
+    terms = ", ".join(f"model-{i}" for i in range(40_000)) + ", Top model"
+    _, _, table, note = Client(url, verbose=False).predict(
+        "awareness", None, terms, [], None, None, "", [], ["Rank", "Model"], api_name="/overview")
+    assert "Only the first 20 model search terms were used (39981 more ignored)" in note
+    assert table["data"] == []  # "Top model" was past the bound: not searched
+
+
+def test_uploads_over_the_validators_limit_are_refused_by_the_server(tmp_path):
+    from benchmark.submission import Limits
+    from leaderboard.app import build_app, launch_options
+
+    store = Store(tmp_path / "store", Limits(max_upload_bytes=10_000))
+    app = build_app(store, owner="tester")
+    port = free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+               **launch_options(store))
+    try:
+        import httpx
+
+        url = f"http://127.0.0.1:{port}/gradio_api/upload"
+        assert httpx.post(url, files={"files": ("a.zip", b"x" * 9_000)}, timeout=30).status_code == 200
+        assert httpx.post(url, files={"files": ("a.zip", b"x" * 11_000)}, timeout=30).status_code == 413
+    finally:
+        app.close()
+
+
+@pytest.mark.browser
+def test_model_names_render_as_plain_text_in_a_browser(attacked_app):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    url, store, ids = attacked_app
+    visible = "text => document.body.innerText.includes(text)"
+    shots = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url + "?tab=queue")
+        page.wait_for_function(visible, arg="FINISHED", timeout=30_000)
+        page.get_by_label("Submission ID").fill(ids[LINKS_AND_MATH])
+        page.get_by_role("button", name="Details").click()
+        page.wait_for_function(visible, arg="attempts", timeout=30_000)
+        details = page.locator(".prose", has_text="attempts").last
+        assert LINKS_AND_MATH in details.inner_text()  # every character shown as typed
+        assert details.locator("a").count() == 0 and details.locator(".katex").count() == 0
+        assert details.locator("em").count() == 0  # *b* is not emphasis
+        page.screenshot(path=str(shots / "attack-details.png"), full_page=True)
+        # The same names in the ranked table: text, no links.
+        page.goto(url + "?tab=overview&track=awareness")
+        page.wait_for_function(visible, arg="Top model", timeout=30_000)
+        assert page.locator("table a").count() == 0 and page.locator(".katex").count() == 0
+        browser.close()

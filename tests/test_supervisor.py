@@ -1,0 +1,155 @@
+"""The worker supervisor of ``culturelens serve`` with real processes and signals: a killed worker is reaped and
+restarted and its job finishes without restarting serve; a worker that cannot score is not restarted; a worker
+whose serve process dies stops too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.crash_soak import Soak, build_store
+from leaderboard.app import Views
+from leaderboard.queue import Queue
+from leaderboard.store import Store
+from leaderboard.supervisor import Supervisor
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie is not: it has exited, only its parent has not reaped it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def _until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
+def _row(queue: Queue) -> dict | None:
+    rows = queue.supervisors()
+    return rows[0] if rows else None
+
+
+def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
+    store = Store(tmp_path / "store")
+    queue = store.queue
+    supervisor = Supervisor([sys.executable, "-c", "import time; time.sleep(600)"], queue, first_delay=0.2, beat=0.2)
+    supervisor.start()
+    try:
+        first = _until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"], 30, "a worker runs")
+        os.kill(first, signal.SIGKILL)
+        row = _until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"] != first and r, 30,
+                     "a new worker runs")
+        assert row["restarts"] == 1 and row["last_exit"] == "killed by SIGKILL"
+        assert not _alive(first) and not Path(f"/proc/{first}").exists()  # reaped: not even a zombie
+        assert "restarted 1 time, last exit: killed by SIGKILL" in Views(store, "ada").workers_markdown()
+    finally:
+        supervisor.stop()
+    assert not _alive(row["pid"]) and queue.supervisors()[0]["state"] == "stopped"
+
+
+def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
+    queue = Queue(tmp_path / "q.sqlite")
+    supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(1)"], queue, first_delay=0.4, max_delay=1.6,
+                            beat=0.2)
+    delays = []
+    supervisor.start()
+    try:
+        def third_restart():
+            row = _row(queue)
+            if row and row["state"] == "restarting" and row["restarts"] not in [r for r, _ in delays]:
+                delays.append((row["restarts"], row["retry_in"]))
+            return row and row["restarts"] >= 3
+        _until(third_restart, 60, "three restarts")
+    finally:
+        supervisor.stop()
+    # retry_in counts down from the delay: seen a moment after it was recorded
+    assert [restarts for restarts, _ in delays[:3]] == [0, 1, 2]
+    for (_, seen), delay in zip(delays, [0.4, 0.8, 1.6]):
+        assert delay - 0.3 < seen <= delay + 0.01
+
+
+def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
+    store = Store(tmp_path / "store")
+    queue = store.queue
+    supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(2)"], queue, first_delay=0.1, beat=0.2)
+    supervisor.start()
+    try:
+        row = _until(lambda: (r := _row(queue)) and r["state"] == "gave up" and r, 30, "the supervisor gives up")
+        time.sleep(0.5)
+        assert queue.supervisors()[0]["restarts"] == 0 and row["last_exit"] == "exit code 2"
+        assert "supervisor gave up" in Views(store, "ada").workers_markdown()
+    finally:
+        supervisor.stop()
+
+
+def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[str]:
+    return [sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), "--backbones",
+            str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
+
+
+@pytest.fixture()
+def soak(tmp_path, backbones_file):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    return Soak(build_store(tmp_path), backbones_file, logs, seeds=24, size=96)
+
+
+def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(soak, backbones_file):
+    queue = soak.store.queue
+    job_id = soak.submit()
+    # A lease far longer than the test: the job is taken over at once because the supervisor expires it.
+    supervisor = Supervisor(_worker_command(soak.store, backbones_file, lease_seconds=3600), queue, env=ENV,
+                            first_delay=0.5)
+    supervisor.start()
+    try:
+        _until(lambda: queue.get(job_id).state == "RUNNING", 240, "the worker claims the job")
+        os.kill(_row(queue)["pid"], signal.SIGKILL)
+        job = queue.wait(job_id, timeout=300, poll=0.2)
+        assert job.state == "FINISHED" and job.attempts == 2, (job.state, job.error)
+        assert _row(queue)["restarts"] == 1
+    finally:
+        supervisor.stop()
+
+
+PARENT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from leaderboard.queue import Queue
+    from leaderboard.supervisor import Supervisor
+
+    Supervisor(sys.argv[2:], Queue(Path(sys.argv[1])), beat=0.2).start()
+    time.sleep(600)
+""")
+
+
+def test_a_worker_stops_when_its_serve_process_is_killed(tmp_path, backbones_file):
+    store = build_store(tmp_path)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(store.root / "queue.sqlite"),
+                               *_worker_command(store, backbones_file, lease_seconds=60)], cwd=REPO, env=ENV)
+    try:
+        worker = _until(lambda: (r := _row(store.queue)) and r["pid"], 60, "the supervisor starts a worker")
+        _until(lambda: store.queue.workers(), 240, "the worker reports in")  # it runs, past its imports
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        _until(lambda: not _alive(worker), 10, "the orphaned worker stops")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
