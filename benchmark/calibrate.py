@@ -4,7 +4,9 @@ The paper's calibration is the empirical CDF of DreamSim_l2 distances between
 images of the same prompt (10,000 pairs, 1,000 DiffusionDB prompts). To use W1KP
 with another backbone, generate a reference sample the same way (several seeds
 per prompt, as a submission folder) and fit its CDF here; pass the ``.npz`` to
-``--w1kp-calibration``.
+``--w1kp-calibration``. ``cdf="empirical"`` fits F(x) = share of the sample <= x;
+``cdf="authors_code"`` the authors' fit (castorini/w1kp, w1kp/utils.py,
+``compute_cdf``: the sample padded with 0 and 1, the i-th value at i / (N + 2)).
 """
 
 from __future__ import annotations
@@ -42,8 +44,14 @@ def reference_distances(features: np.ndarray, prompt_ids: list[str]) -> np.ndarr
     return np.concatenate(parts)
 
 
+CDFS = ("empirical", "authors_code")
+
+
 def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, BackboneSpec], datasets_root: Path,
-         device: str | None, batch_size: int, num_workers: int) -> int:
+         device: str | None, batch_size: int, num_workers: int, cdf: str = "empirical") -> int:
+    if cdf not in CDFS:
+        print(f"error: the calibration CDF must be one of {', '.join(CDFS)}, not {cdf!r}", file=sys.stderr)
+        return 1
     need = Need(backbone_id, "image")
     bars = Bars(unit="img")
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,10 +77,12 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    calibration = Calibration.fit(distances, source=str(out))
+    fit = Calibration.fit if cdf == "empirical" else Calibration.fit_authors_code
+    calibration = fit(distances, source=str(out))
     calibration.save(out)
     quartiles = np.percentile(distances, [25, 50, 75])
-    print(f"fitted on {len(distances)} same-prompt pairs of {rows['prompt_id'].nunique()} prompts with {backbone_id} "
-          f"(distance quartiles {quartiles[0]:.4g} / {quartiles[1]:.4g} / {quartiles[2]:.4g}) -> {out}")
+    print(f"fitted ({cdf} CDF) on {len(distances)} same-prompt pairs of {rows['prompt_id'].nunique()} prompts "
+          f"with {backbone_id} (distance quartiles {quartiles[0]:.4g} / {quartiles[1]:.4g} / {quartiles[2]:.4g}) "
+          f"-> {out}")
     return 0
 

@@ -57,15 +57,29 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
                        help="backbone id for prompt-image alignment and recognition (CRA, artifacts, countries)")
     group.add_argument("--quality-backbone", default="hpsv2",
                        help="backbone id of the quality scorer (HPS v2: awareness realism, diversity's s)")
-    group.add_argument("--vr-backbone", default="dinov2-base",
-                       help="backbone id for visual reuse patches (the CRT paper used DINOv3: dinov3-vitb16)")
-    group.add_argument("--tau", type=float, default=0.7, help="recognition threshold (CRT Eq. 1)")
+    group.add_argument("--crt-variant", choices=["paper", "authors_code"], default="paper",
+                       help="CRT protocol: the paper's, or the authors' code's (>= 0.70 still / 0.75 moving, CLIP "
+                            "ViT-B/16, DINOv2 token mean, W//4 grid cuts); the options below override it")
+    group.add_argument("--cra-backbone", default=None,
+                       help="backbone id for CRT recognition (default: --clip-backbone; authors_code: clip-vit-b-16)")
+    group.add_argument("--vr-backbone", default=None,
+                       help="backbone id for visual reuse patches (default: dinov2-base; authors_code: "
+                            "dinov2-base-mean-floor; the CRT paper used DINOv3: dinov3-vitb16)")
+    group.add_argument("--tau", type=float, default=None,
+                       help="recognition threshold (CRT Eq. 1; default 0.7), of moving references too unless "
+                            "--tau-moving")
+    group.add_argument("--tau-moving", type=float, default=None,
+                       help="recognition threshold of moving references (default 0.7; authors_code 0.75)")
+    group.add_argument("--crt-comparison", choices=[">", ">="], default=None,
+                       help="recognised iff s > tau (paper) or s >= tau (authors_code)")
     group.add_argument("--tau-patch", type=float, default=0.6, help="patch reuse threshold (CRT Eq. 2)")
     group.add_argument("--w1kp-calibration", default=None,
-                       help=f"W1KP distance calibration: .npz (cdf_x, cdf_y) path or URL (env {ENV_W1KP_CALIBRATION})")
+                       help=f"W1KP distance calibration: .npz (cdf_x, cdf_y) or the authors' cdf-xy.pt, path or URL "
+                            f"(env {ENV_W1KP_CALIBRATION})")
     group.add_argument("--w1kp-backbone", default="dreamsim", help="backbone id whose features W1KP compares")
     group.add_argument("--w1kp-variant", choices=["paper", "authors_code"], default="paper",
-                       help="normalise each pair (paper) or the mean distance (authors' code)")
+                       help="the paper's definitions, or the authors' code (F of the mean distance > 1e-4, "
+                            "W1KP_k = 1 - F(E[min d]))")
     group.add_argument("--artifact-index", default=None,
                        help="diversity: folder from `culturelens artifact-index` (env CULTURELENS_ARTIFACT_INDEX)")
     group.add_argument("--diversity-tagger", default="index",
@@ -81,6 +95,13 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--relevance-judge", default="Qwen/Qwen2.5-VL-7B-Instruct",
                        help="relevance: VLM judge (Hub id or folder), or 'probe' for the CLIP-probe baseline")
     group.add_argument("--relevance-k", type=int, default=20, help="relevance: KB images pooled for linking")
+    group.add_argument("--relevance-linking", choices=["first_with_page", "top"], default="first_with_page",
+                       help="relevance: best-ranked candidate with a Wikipedia page (authors' code), or the top "
+                            "candidate whatever its page (the judge then reads its description)")
+    group.add_argument("--relevance-label-case", choices=["as_given", "capitalize"], default="as_given",
+                       help="relevance: label as given, or str.capitalize()d as in the authors' code")
+    group.add_argument("--relevance-text-chars", type=int, default=None,
+                       help="relevance: cut the Wikipedia text to N characters (authors' code: 15000; default whole)")
 
 
 def _metrics(args: argparse.Namespace):
@@ -89,11 +110,15 @@ def _metrics(args: argparse.Namespace):
     metrics, unavailable = build(MetricSettings(
         clip_backbone=args.clip_backbone, quality_backbone=args.quality_backbone, vr_backbone=args.vr_backbone,
         tau=args.tau, tau_patch=args.tau_patch, w1kp_calibration=args.w1kp_calibration,
+        crt_variant=args.crt_variant, cra_backbone=args.cra_backbone, tau_moving=args.tau_moving,
+        crt_comparison=args.crt_comparison,
         w1kp_backbone=args.w1kp_backbone, w1kp_variant=args.w1kp_variant, artifact_index=args.artifact_index,
         diversity_tagger=args.diversity_tagger,
         vendi_q=args.vendi_q, diversity_n=args.diversity_n, diversity_draws=args.diversity_draws,
         diversity_sampling=args.diversity_sampling, relevance_kb=args.relevance_kb,
-        relevance_judge=args.relevance_judge, relevance_k=args.relevance_k), _registry(args), args.tracks)
+        relevance_judge=args.relevance_judge, relevance_k=args.relevance_k,
+        relevance_linking=args.relevance_linking, relevance_label_case=args.relevance_label_case,
+        relevance_text_chars=args.relevance_text_chars), _registry(args), args.tracks)
     return select(metrics, unavailable, args.tracks)
 
 
@@ -167,6 +192,58 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_cube_source() -> str:
+    """``--cube-source``'s default, as the Makefile chooses: the authors' file next to this checkout
+    (``../shared/data/cube/cube_1k.json``) when present, else its public URL."""
+    from benchmark.datasets.cube_1k import DEFAULT_SOURCE
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube" / "cube_1k.json"
+    return str(shared) if shared.is_file() else DEFAULT_SOURCE
+
+
+def _hub_has_dataset(repo: str) -> bool:
+    """Whether the Hub can be reached and says dataset ``repo`` exists (False offline or on any Hub error)."""
+    if not hub_reachable():
+        return False
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().repo_exists(repo, repo_type="dataset")
+    except Exception:  # noqa: BLE001 - offline mode, a proxy, a timeout: all mean the repo cannot be reached
+        return False
+
+
+def _build_default_dataset(datasets_root: Path, source: str) -> Path | None:
+    """Make sure the default dataset (CUBE-1K) can be loaded, as `make run` does: when neither a local copy under
+    ``datasets_root`` nor the Hub repo is reachable, build it there from ``source``, saying so in one line.
+
+    Returns the local folder when one exists afterwards, None when the Hub repo serves it; raises ValueError
+    when the build fails.
+    """
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import local_folder
+
+    folder = local_folder(datasets_root, cube_1k.HUB_REPO)
+    if (folder / "README.md").exists():
+        return folder
+    if _hub_has_dataset(cube_1k.HUB_REPO):
+        return None
+    print(f"{cube_1k.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from {source} "
+          f"into {folder}", file=sys.stderr)
+    try:
+        cube_1k.build(source, folder)
+    except (cube_1k.SourceError, FileExistsError) as error:
+        raise ValueError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
+    return folder
+
+
+def _add_cube_source_option(parser: argparse.ArgumentParser, where: str) -> None:
+    """``--cube-source``: where the default dataset is built from when neither a local copy nor the Hub has it."""
+    parser.add_argument("--cube-source", default=_default_cube_source(),
+                        help=f"the authors' cube_1k.json (path or URL) to build the default dataset from, {where}, "
+                             "when neither a local copy nor the Hub repo is reachable")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     import functools
 
@@ -174,6 +251,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from benchmark.submission import stage
 
     _quiet_datasets()
+    try:
+        _build_default_dataset(Path(args.store) / "datasets", args.cube_source)
+    except ValueError as error:
+        return _fail(str(error))
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
     bars = Bars(unit="img")
     loader = functools.partial(load_prompts_for, datasets_root=Path(args.store) / "datasets")
@@ -191,6 +272,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     _quiet_datasets()
     store = Store(Path(args.store))
+    try:
+        _build_default_dataset(store.datasets, args.cube_source)
+    except ValueError as error:
+        return _fail(str(error))
     bars = Bars(unit="img")
     try:
         outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
@@ -233,6 +318,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     from benchmark import scoring
 
     _quiet_datasets()
+    try:  # before any relaunch: one process builds, the shards find the local copy
+        _build_default_dataset(Path(args.store) / "datasets", args.cube_source)
+    except ValueError as error:
+        return _fail(str(error))
     if args.num_processes > 1 and not scoring.launched_by_accelerate():
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
     try:
@@ -256,7 +345,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return _fail(str(error))
     return calibrate.main(Path(args.sample), Path(args.out), backbone_id=args.backbone, registry=registry,
                           datasets_root=Path(args.store) / "datasets", device=args.device,
-                          batch_size=args.batch_size, num_workers=args.num_workers)
+                          batch_size=args.batch_size, num_workers=args.num_workers, cdf=args.cdf)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -267,9 +356,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from benchmark.datasets.cube_1k import HUB_REPO
     from benchmark.generation import command
 
     _quiet_datasets()
+    if args.dataset == HUB_REPO:
+        try:
+            folder = _build_default_dataset(Path(DEFAULT_STORE) / "datasets", args.cube_source)
+        except ValueError as error:
+            return _fail(str(error))
+        if folder is not None:
+            args.dataset, args.dataset_repo = str(folder), HUB_REPO
     return command.main(args)
 
 
@@ -410,8 +507,11 @@ def parser() -> argparse.ArgumentParser:
     iconic.add_argument("--repo", default="culturelens/iconic-references", help="Hub repo id for the card")
     _add_backbone_options(iconic)
     iconic.set_defaults(run=cmd_build_iconic)
-    push = verb("push", "publish a built dataset folder to the Hugging Face Hub",
-                "culturelens data push data/cube-1k --repo my-org/cube-1k", data_verbs)
+    push = verb("push", "publish a built dataset folder to the Hugging Face Hub (a maintainer publishes the default "
+                        f"dataset with `data build cube-1k --out DIR`, then `data push DIR --repo {HUB_REPO}`; until "
+                        "then every verb that needs it builds it locally from --cube-source)",
+                "culturelens data build cube-1k --out data/cube-1k && culturelens data push data/cube-1k "
+                f"--repo {HUB_REPO}", data_verbs)
     push.add_argument("dir", help="folder made by `culturelens data build`")
     push.add_argument("--repo", required=True, help="Hub dataset repo, ORG/NAME")
     push.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
@@ -429,6 +529,7 @@ def parser() -> argparse.ArgumentParser:
     from benchmark.generation.command import add_arguments
 
     add_arguments(generate)
+    _add_cube_source_option(generate, f"(into {DEFAULT_STORE}/datasets) when --dataset is {HUB_REPO}")
     generate.set_defaults(run=cmd_generate)
 
     for name, help_text, run in (("validate", "check a submission (folder or .zip) without storing it", cmd_validate),
@@ -436,6 +537,7 @@ def parser() -> argparse.ArgumentParser:
         p = verb(name, help_text, f"culturelens {name} my_submission.zip --store {DEFAULT_STORE}")
         p.add_argument("path", help="submission folder or .zip")
         p.add_argument("--store", default=DEFAULT_STORE, help="leaderboard store (its datasets/ holds local datasets)")
+        _add_cube_source_option(p, "into the store")
         if name == "submit":
             p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
             p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
@@ -461,6 +563,7 @@ def parser() -> argparse.ArgumentParser:
     score.add_argument("--cache", default=None, help="embedding cache file (default: OUT/cache.sqlite)")
     score.add_argument("--num-processes", type=int, default=1,
                        help="shard images over this many processes with `accelerate launch`")
+    _add_cube_source_option(score, "into the store")
     _add_backbone_options(score)
     _add_metric_options(score)
     score.set_defaults(run=cmd_score)
@@ -478,6 +581,9 @@ def parser() -> argparse.ArgumentParser:
     calibrate.add_argument("sample", help="a submission (folder or .zip) with several seeds per prompt")
     calibrate.add_argument("--backbone", required=True, help="backbone id whose distances to calibrate")
     calibrate.add_argument("--out", required=True, help="the .npz to write (cdf_x, cdf_y)")
+    calibrate.add_argument("--cdf", choices=["empirical", "authors_code"], default="empirical",
+                           help="F(x) = share of the sample <= x, or the authors' compute_cdf (sample padded with "
+                                "0 and 1, i / (N + 2))")
     calibrate.add_argument("--store", default=DEFAULT_STORE, help="store whose datasets/ holds local datasets")
     _add_backbone_options(calibrate)
     calibrate.set_defaults(run=cmd_calibrate)

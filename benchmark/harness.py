@@ -36,6 +36,7 @@ from benchmark.aggregate import aggregate, aggregate_curves
 from benchmark.cache import EmbeddingCache, entry_key
 from benchmark.datasets.prompts import SLICE_COLUMNS, PromptSet
 from benchmark.encoders.base import Backbone, prepare
+from benchmark.encoders.spec import GRID_CUTS
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Inputs, Metric, Need
 from benchmark.submission.manifest import Manifest
@@ -57,8 +58,9 @@ class _Decode(torch.utils.data.Dataset):
     """Item i: decode image once, prepare it for each need it still lacks. Holds only the source and the
     backbones' transforms (no weights), so worker processes stay light."""
 
-    def __init__(self, source: Callable, plan: list[tuple[int, tuple[Need, ...]]], transforms: dict[str, Callable]):
-        self.source, self.plan, self.transforms = source, plan, transforms
+    def __init__(self, source: Callable, plan: list[tuple[int, tuple[Need, ...]]], transforms: dict[str, Callable],
+                 cuts: dict[str, str] | None = None):  # backbone -> grid cut (``grid_edges``), default rounded
+        self.source, self.plan, self.transforms, self.cuts = source, plan, transforms, cuts or {}
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -66,7 +68,9 @@ class _Decode(torch.utils.data.Dataset):
     def __getitem__(self, index: int):
         row, needs = self.plan[index]
         rgb = open_as_viewed(self.source(row), formats=None)  # references may be in any format Pillow reads
-        return row, {need: prepare(self.transforms[need.backbone], rgb, need.kind, need.grid) for need in needs}
+        return row, {need: prepare(self.transforms[need.backbone], rgb, need.kind, need.grid,
+                                 self.cuts.get(need.backbone, GRID_CUTS[0]))
+                     for need in needs}
 
 
 def _collate(items):
@@ -152,7 +156,8 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
     mine = [item for b, batch in enumerate(batches) if b % world == rank for item in batch]
     if mine:
         loader = torch.utils.data.DataLoader(
-            _Decode(source, mine, {b: x.transform for b, x in backbones.items()}),
+            _Decode(source, mine, {b: x.transform for b, x in backbones.items()},
+                    {b: x.grid_cut for b, x in backbones.items()}),
             batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate,
             # forked workers cannot use a process that has initialised CUDA; spawned ones get transforms only
             multiprocessing_context="spawn" if num_workers and any(

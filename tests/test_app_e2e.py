@@ -7,6 +7,7 @@ Chromium (Playwright, Debian's chromium; skipped with a reason when it is not in
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -132,7 +133,7 @@ def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
 
     # The same upload again is a duplicate: rejected, nothing new queued.
     again = client.predict(handle_file(str(archive)), api_name="/submit")
-    assert "Rejected" in again and f"identical to submission {submission_id}" in again
+    assert "Rejected" in again and f"identical to submission {submission_id}" in html.unescape(again)
     assert list(_queue_rows(client)["ID"]).count(submission_id) == 1
 
 
@@ -217,7 +218,7 @@ def test_compare_shows_images_side_by_side_with_scores(live_app):
     assert all(item["caption"].startswith("E2E Model · seed") and "clip_score" in item["caption"] for item in gallery)
     scores = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(scores["seed"]) == [0, 1] and "clip_cosine" in scores.columns
-    assert prompt_id in note and references == [] and reuse == []  # CUBE-1K has no reference images
+    assert prompt_id in html.unescape(note) and references == [] and reuse == []  # CUBE-1K has no reference images
 
 
 def test_datasets_tab_filters_and_searches_prompts_by_meaning(live_app):
@@ -248,7 +249,7 @@ def test_queue_details_rerun_and_failure_reason(live_app):
     # Someone else's submission cannot be deleted from this server's user.
     store.queue.add(id="foreign-1", content_hash="sha256:foreign", owner="someone-else", model="X", model_id="x",
                     model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
-    assert "belongs to someone-else" in client.predict("foreign-1", api_name="/delete")
+    assert "belongs to someone-else" in html.unescape(client.predict("foreign-1", api_name="/delete"))
     # Its files are missing, so the worker fails it: the queue shows why.
     row = _wait_for_state(client, "foreign-1")
     assert "FAILED" in row["State"] and row["Details"]
@@ -267,7 +268,9 @@ def test_a_hostile_upload_is_rejected_in_the_ui_and_stores_nothing(live_app, tmp
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("../../outside.txt", "x")
     verdict = Client(url, verbose=False).predict(handle_file(str(archive)), api_name="/submit")
-    assert "Rejected" in verdict and "&#x27;..&#x27; in path" in verdict  # the file name is HTML-escaped
+    # the member name as the archive holds it, every punctuation character as a character reference
+    assert "Rejected" in verdict and "'../../outside.txt': '..' in path" in html.unescape(verdict)
+    assert "<" not in verdict.replace("<code>", "").replace("</code>", "") and "&#46;&#46;" in verdict
     assert sorted(p.name for p in store.submissions.iterdir()) == before
     assert list(store.staging.iterdir()) == []
 

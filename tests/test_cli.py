@@ -133,3 +133,27 @@ def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     assert not hub_reachable(timeout=1)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # behind a proxy a direct probe proves nothing
     assert hub_reachable(timeout=1)
+
+
+def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_hub_has_it(tmp_path, tiny_upstream):
+    from benchmark.datasets import cube_1k
+    from tests.helpers import TINY_UPSTREAM, make_submission
+
+    ids = [r.prompt_id for r in cube_1k.check_records(TINY_UPSTREAM) if r.duplicate_of is None]
+    good = make_submission(tmp_path / "good", ids)
+    store = tmp_path / "store"
+    offline = {"HF_HUB_OFFLINE": "1"}
+    first = culturelens("validate", str(good), "--store", str(store), "--cube-source", str(tiny_upstream), env=offline)
+    assert first.returncode == 0 and first.stdout.startswith("OK: Tiny Test Model: 12 images for 6 prompts")
+    said = [line for line in first.stderr.splitlines() if "cube-1k" in line]  # the rest: the images' progress bar
+    assert said == [f"culturelens/cube-1k is neither in {store / 'datasets'} nor reachable on the Hub: building it "
+                    f"from {tiny_upstream} into {store / 'datasets' / 'culturelens__cube-1k'}"]
+    assert (store / "datasets" / "culturelens__cube-1k" / "README.md").exists()
+    again = culturelens("validate", str(good), "--store", str(store), "--cube-source", str(tmp_path / "gone.json"),
+                        env=offline)
+    assert again.returncode == 0 and "building" not in again.stderr  # the local copy is used from now on
+
+    missing = culturelens("validate", str(good), "--store", str(tmp_path / "empty"), "--cube-source",
+                          str(tmp_path / "gone.json"), env=offline)
+    assert missing.returncode == 1 and "cannot build the default dataset culturelens/cube-1k" in missing.stderr
+    assert "Traceback" not in missing.stderr

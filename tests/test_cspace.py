@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import tarfile
+import zipfile
 
 import datasets
 import pytest
@@ -259,12 +260,12 @@ def test_csv_and_extraction_output_formats(tmp_path):
         writer = csv.DictWriter(f, fieldnames=["artifact", "country", "concept", "artifact_id"])
         writer.writeheader()
         writer.writerow({"artifact": "Feijoada", "country": "BR", "concept": "cuisine", "artifact_id": "Q4"})
-    rows, _ = cspace.cspace_file_rows(path)
+    rows, _, _ = cspace.cspace_file_rows(path)
     assert rows[0]["country"] == "Brazil" and rows[0]["continent"] == "South America"
 
     merged = tmp_path / "cuisine_artifacts.json"  # the authors' extraction output: {country: [nodes]}
     merged.write_text(json.dumps({"Italy": [{"id": "Q5", "name": "Filone", "root": "dish"}]}))
-    rows, _ = cspace.cspace_file_rows(merged, concept="cuisine")
+    rows, _, _ = cspace.cspace_file_rows(merged, concept="cuisine")
     assert (rows[0]["artifact_id"], rows[0]["country_code"], rows[0]["root"]) == ("Q5", "IT", DISH)
     with pytest.raises(cspace.CSpaceFileError, match=r"record 1 of 'Italy': no concept"):
         cspace.cspace_file_rows(merged)
@@ -277,14 +278,64 @@ def test_missing_column_is_named_with_its_row(tmp_path):
     with pytest.raises(cspace.CSpaceFileError, match=r"cspace.jsonl, line 2: no country \(expected a non-empty "
                                                      r"column 'country' or 'country_code'"):
         cspace.build_cspace_from_file(path, tmp_path / "out")
-    csv_path = tmp_path / "no_name.csv"
-    csv_path.write_text("country,domain\nJapan,cuisine\n")
-    with pytest.raises(cspace.CSpaceFileError, match=r"no_name.csv, line 2: no artifact name"):
-        cspace.cspace_file_rows(csv_path)
     bad_concept = tmp_path / "bad.json"
     bad_concept.write_text(json.dumps([{"name": "Samba", "country": "Brazil", "domain": "music"}]))
     with pytest.raises(cspace.CSpaceFileError, match=r"record 1: concept 'music' is not one of"):
         cspace.cspace_file_rows(bad_concept)
+
+
+def test_records_without_a_name_are_skipped_with_count_and_examples(tmp_path):
+    path = tmp_path / "cube_CSpace.json"
+    path.write_text(json.dumps([
+        {"id": "Q1", "name": "Sushi", "country": "Japan", "domain": "cuisine"},
+        {"id": "Q7", "name": "None", "country": "Japan", "domain": "cuisine"},
+        {"id": "Q8", "country": "Italy", "domain": "art"},
+        {"id": "Q9", "name": "", "country": "India", "domain": "landmark"},
+    ]))
+    rows, counts, nameless = cspace.cspace_file_rows(path)
+    assert [r["artifact_id"] for r in rows] == ["Q1"]
+    assert counts[cspace.NAMELESS] == 3 and counts["records"] == 4
+    assert [e.split(":")[0] for e in nameless] == ["record 2", "record 3", "record 4"] and '"Q7"' in nameless[0]
+    card = (cspace.build_cspace_from_file(path, tmp_path / "out") / "README.md").read_text()
+    assert f"| {cspace.NAMELESS} | 3 |" in card and "Records skipped for having no artifact name (first 3)" in card
+    assert '- record 2: {"country": "Japan", "domain": "cuisine", "id": "Q7", "name": "None"}' in card
+
+
+def test_root_named_as_in_the_authors_code_maps_to_its_qid(tmp_path):
+    path = tmp_path / "art_artifacts.json"  # root names as in the authors' constants.py
+    path.write_text(json.dumps({"Brazil": [{"id": "Q10", "name": "samba", "root": "performing art genre"},
+                                           {"id": "Q11", "name": "frevo", "root": "type of dance"}]}))
+    rows, _, _ = cspace.cspace_file_rows(path, concept="art")
+    assert [r["root"] for r in rows] == ["Q45971958", "Q107357104"]
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_archive_resource_forks_are_skipped_and_counted(tmp_path, kind):
+    members = [("cube_CSpace.json", json.dumps(FILE_RECORDS).encode()),
+               ("._cube_CSpace.json", b"\x00\x05\x16\x07AppleDouble"),  # not JSON: reading it would fail
+               ("__MACOSX/._cube_CSpace.json", b"\x00\x05\x16\x07")]
+    archive = tmp_path / f"cube_CSpace.json.{kind}"
+    if kind == "zip":
+        with zipfile.ZipFile(archive, "w") as z:
+            for name, data in members:
+                z.writestr(name, data)
+    else:
+        with tarfile.open(archive, "w:gz") as tar:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    rows, counts, _ = cspace.cspace_file_rows(archive)
+    assert len(rows) == 4 and counts[cspace.RESOURCE_FORKS] == 2 and counts["records"] == 5
+    card = (cspace.build_cspace_from_file(archive, tmp_path / "out") / "README.md").read_text()
+    assert f"| {cspace.RESOURCE_FORKS} | 2 |" in card
+    two = tmp_path / f"two.{kind}"
+    if kind == "zip":
+        with zipfile.ZipFile(two, "w") as z:
+            z.writestr("a.json", "[]")
+            z.writestr("b.json", "[]")
+        with pytest.raises(cspace.CSpaceFileError, match=r"expected exactly one .json file inside"):
+            cspace.cspace_file_rows(two)
 
 
 # --- the diversity prompts -------------------------------------------------------------------------

@@ -28,6 +28,14 @@ EXPECTED_DEFECTS = {
     "duplicate_prompt_distinct_items": 9,
     "artifact_in_several_countries": 2,
     "nonstandard_prompt_template": 9,
+    # Found by reading all 992 served prompts of the build (2026-11): 3 'painting painting', 1 'performance
+    # performance', 3 'performances performance'; every United States prompt ('in United States'; 57 served
+    # + 1 duplicate row); 4 'turkish ...' and 1 'italian gothic painting'; 5 pairs kisir/kısır, fes/fez,
+    # Zuccotto/Zuccoto, Boli/bole (one dish, two spellings) and cuca/cuxá (two dishes: the flag is for review).
+    "prompt_doubled_word": 7,
+    "country_missing_article": 58,
+    "lowercase_demonym": 5,
+    "near_duplicate_artifact": 10,
 }
 
 
@@ -112,6 +120,25 @@ def test_known_fixes_on_real_records(built):
     assert json.loads(every[246]["source_record"])["prompt"] == stupa["prompt_original"]
 
 
+def test_prompt_wording_fixes_on_real_records(built):
+    out, _ = built
+    prompts = {r["artifact"]: r for r in load(out, cube_1k.CONFIG, split="test")}
+    assert prompts["futurism painting"]["prompt"] == "An image of futurism painting from Italy, realistic"
+    assert prompts["fuji performances"]["prompt"] == "An image of fuji performances from Nigeria, realistic"
+    assert prompts["drag performance"]["prompt"] == "An image of drag performance from the United States, realistic"
+    assert prompts["Grand Canyon"]["prompt"] == "A panoramic view of Grand Canyon in the United States, realistic"
+    delight = "A high resolution image of Turkish delight from Turkish cuisine, realistic"
+    assert prompts["Turkish delight"]["prompt"] == delight
+    assert prompts["Italian gothic painting"]["prompt"] == "An image of Italian gothic painting from Italy, realistic"
+    assert prompts["Turkish delight"]["prompt_original"].startswith("A high resolution image of turkish delight")
+    served = [r["prompt"] for r in prompts.values()]
+    assert not [p for p in served if re.search(r"\b(\w+?)s? \1s?\b from", p, re.IGNORECASE)
+                and not re.search(r"Puff Puff|Chin chin|can can", p)]
+    assert not [p for p in served if re.search(r"(in|from) United States", p)]
+    near = sorted(r["artifact"] for r in prompts.values() if "near_duplicate_artifact" in r["defects"])
+    assert near == sorted(["kisir", "kısır", "fes", "fez", "Zuccotto", "Zuccoto", "Boli", "bole", "cuca", "cuxá"])
+
+
 def test_ids_are_stable_across_rebuilds(built, cube_file, tmp_path):
     out, _ = built
     again = tmp_path / "again"
@@ -190,6 +217,51 @@ def test_duplicates_are_linked_not_dropped():
     assert records[2].duplicate_of == records[0].prompt_id
     assert "duplicate_prompt_distinct_items" in records[2].defects
     assert len({r.prompt_id for r in records}) == 3
+
+
+def test_doubled_template_noun_is_dropped():
+    r = _check(name="baroque painting", country="Italy", domain="art",
+               prompt="An image of baroque painting painting from Italy, realistic")
+    assert r.prompt == "An image of baroque painting from Italy, realistic" and r.defects == ["prompt_doubled_word"]
+    plural = _check(name="fuji performances", country="Nigeria", domain="art",
+                    prompt="An image of fuji performances performance from Nigeria, realistic")
+    assert plural.prompt == "An image of fuji performances from Nigeria, realistic"
+    kept = _check(name="Puff Puff", country="Nigeria",
+                  prompt="A high resolution image of Puff Puff from Nigerian cuisine, realistic")
+    assert kept.prompt == kept.prompt_original and kept.defects == []
+
+
+def test_country_that_takes_the_article_gets_it():
+    r = _check(name="Space Needle", country="United States", domain="landmarks",
+               prompt="A panoramic view of Space Needle in United States, realistic")
+    assert r.prompt == "A panoramic view of Space Needle in the United States, realistic"
+    assert r.defects == ["country_missing_article"]
+    cuisine = _check(name="meatloaf", country="United States",
+                     prompt="A high resolution image of meatloaf from American cuisine, realistic")
+    assert cuisine.prompt == cuisine.prompt_original and cuisine.defects == []
+
+
+def test_lowercase_demonym_in_the_artifact_is_capitalised():
+    records = cube_1k.check_records([
+        {**TINY_UPSTREAM[0], "name": "turkish delight", "country": "Turkey",
+         "prompt": "A high resolution image of turkish delight from Turkish cuisine, realistic"},
+        {**TINY_UPSTREAM[0], "name": "brazilian bread", "country": "Brazil",
+         "prompt": "A high resolution image of brazilian bread from Brazilian cuisine, realistic"},
+        {**TINY_UPSTREAM[0], "name": "pide", "country": "Turkey",
+         "prompt": "A high resolution image of pide from Turkish cuisine, realistic"}])
+    assert [r.artifact for r in records] == ["Turkish delight", "Brazilian bread", "pide"]
+    assert records[0].prompt == "A high resolution image of Turkish delight from Turkish cuisine, realistic"
+    assert [r.defects for r in records] == [["lowercase_demonym"], ["lowercase_demonym"], []]
+
+
+def test_near_duplicate_spellings_are_flagged_and_kept():
+    def dish(name, country="Turkey", demonym="Turkish"):
+        return {**TINY_UPSTREAM[0], "name": name, "country": country,
+                "prompt": f"A high resolution image of {name} from {demonym} cuisine, realistic"}
+    records = cube_1k.check_records([dish("kisir"), dish("kısır"), dish("pide"), dish("pilav"),
+                                     dish("kısır", "Brazil", "Brazilian")])
+    assert ["near_duplicate_artifact" in r.defects for r in records] == [True, True, False, False, False]
+    assert records[1].similar_to == "kisir" and all(r.duplicate_of is None for r in records)
 
 
 def test_unreadable_source_is_a_clear_error(tmp_path):

@@ -151,17 +151,26 @@ def test_card_states_counts_licence_layout_and_what_is_missing(built):
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "license: other" in card and "declares no licence" in card
     assert "| `ratings` | 24 |" in card and "| `images` | 8 |" in card
-    assert "| `alignment` | `prompt_alignment.score` | confirmed |" in card
+    assert "| `alignment` | `prompt_alignment.score` or `image_prompt_alignment.score` | confirmed |" in card
+    assert "| `stereotype` | `stereotype.is_stereotypical` or `stereotypes.present` | confirmed |" in card
     assert "| `rater_id` | `annotator_id` | unverified |" in card
     assert summary["fields_never_found"] == ["rater_id", "source_excerpt"]
     assert "Never found in this build (null in every row): `rater_id`, `source_excerpt`" in card
+    assert "`rater_id` missing in 24 of 24 ratings" in card and "`source_excerpt` missing in 8 of 8 records" in card
+    assert "`flagged_words` missing in 0 of 24 ratings" in card
     assert "arXiv:2506.08835" in card
 
 
 @pytest.mark.parametrize("change, message", [
     (lambda r: r[4]["human_annotations"][2]["prompt_alignment"].update(score=0.7),
      "record 4 (id '9c2b_Iran_1_SD35'), rating 2: column 'alignment' = 0.7 is not one of 0, 0.5, 1"),
-    (lambda r: r[0]["human_annotations"][0].update(overall_score=3.5), "rating 0: column 'overall' = 3.5"),
+    (lambda r: r[0]["human_annotations"][0].update(overall_score=0.5),
+     "rating 0: column 'overall' = 0.5 is outside [1, 5]"),
+    (lambda r: r[0]["human_annotations"][2].update(overall_score=6), "rating 2: column 'overall' = 6 is outside [1, 5]"),
+    (lambda r: r[0]["human_annotations"][0].update(overall_score="4"), "column 'overall' = '4' is outside [1, 5]"),
+    (lambda r: r[0]["human_annotations"][0].update(stereotypes={"present": True}),
+     "column 'stereotype' is given twice with different values (stereotype.is_stereotypical = False, "
+     "stereotypes.present = True)"),
     (lambda r: r[1]["human_annotations"][1]["image_quality"].update(score=True), "column 'quality' = True"),
     (lambda r: r[0]["human_annotations"][1]["prompt_alignment"].update(missing_explicit="yes"),
      "column 'explicit_error' = 'yes' is not true/false"),
@@ -190,6 +199,48 @@ def test_a_record_without_its_image_keeps_its_ratings_and_is_counted(tmp_path):
     assert (summary["images"], summary["ratings"]) == (7, 24)
     assert "1 annotation record(s) name an image id that is not in the image files" in (
         tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+
+
+def site_rating(score, explicit, implicit, overall, stereotype=False):
+    """A rating spelled as the authors' project page spells its example annotations."""
+    return {"image_prompt_alignment": {"score": score, "missing_elements": {"explicit": explicit, "implicit": implicit},
+                                       "incorrect_words": ["temple"], "feedback": "no temple"},
+            "image_quality": {"score": 1, "issues": {"artifacts": False, "unnatural_impression": True}},
+            "stereotypes": {"present": stereotype, "comment": "only saris"}, "overall_score": overall}
+
+
+def test_fractional_overall_both_spellings_extra_and_missing_optional_fields_load(tmp_path):
+    rows, records = release_rows()
+    first = records[0]["human_annotations"]
+    first[0]["overall_score"] = 3.5  # any value in [1, 5] is kept as it is
+    first[1] = site_rating(0.5, explicit=True, implicit=False, overall=2.25, stereotype=True)
+    first[2]["rater_age"] = 31  # keys the mapping table does not name are ignored
+    records[0]["annotation_round"] = 2
+    for annotation in records[1]["human_annotations"]:  # no unverified field at all
+        del annotation["prompt_alignment"]["incorrect_words"], annotation["prompt_alignment"]["feedback"]
+        del annotation["stereotype"]["comment"], annotation["image_quality"]["issues"]
+    summary = cf.build(write_release(tmp_path / "release", rows, records), tmp_path / "out")
+    assert (summary["images"], summary["ratings"]) == (8, 24)
+    ratings = load(tmp_path / "out", "ratings").to_pandas().set_index("rating_id")
+    one = records[0]["id"]
+    assert ratings.loc[f"{one}#0", "overall"] == 3.5 and ratings.loc[f"{one}#1", "overall"] == 2.25
+    site = ratings.loc[f"{one}#1"]
+    assert (site["alignment"], site["explicit_error"], site["implicit_error"], site["stereotype"]) == (
+        0.5, True, False, True)
+    assert (list(site["flagged_words"]), site["justification"], site["stereotype_comment"]) == (
+        ["temple"], "no temple", "only saris")
+    assert (site["quality"], site["quality_artifacts"], site["quality_unnatural"]) == (1.0, False, True)
+    bare = ratings.loc[f"{records[1]['id']}#0"]
+    assert bare["flagged_words"] is None and pd.isna(bare["justification"]) and pd.isna(bare["quality_artifacts"])
+    # 3 ratings lack each of these; the stereotype comment is also empty (so null) in every non-stereotype rating,
+    # but only a missing key counts as missing
+    assert summary["optional_missing"] == {
+        "rater_id": 24, "flagged_words": 3, "justification": 3, "stereotype_comment": 3, "quality_artifacts": 3,
+        "quality_unnatural": 3, "source_excerpt": 8}
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert ("`flagged_words` missing in 3 of 24 ratings, `justification` missing in 3 of 24 ratings, "
+            "`stereotype_comment` missing in 3 of 24 ratings, `quality_artifacts` missing in 3 of 24 ratings, "
+            "`quality_unnatural` missing in 3 of 24 ratings, `source_excerpt` missing in 8 of 8 records") in card
 
 
 def test_hub_source_offline_is_a_clear_error():
@@ -366,6 +417,16 @@ def test_perfect_agreement_gives_alpha_one_and_values_off_the_scale_are_refused(
     assert human.krippendorff_alpha(same, "alignment") == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"alignment has value\(s\) \[0.7\] outside its scale"):
         human.krippendorff_alpha(hand.assign(alignment=0.7), "alignment")
+
+
+def test_fractional_overall_scores_are_interval_values_in_1_to_5(hand):
+    overall = np.array([3.5, 4.0, 2.25, 1.0, 1.5, 2.0, 5.0, 4.5, 4.5, 2.0, 3.0, 2.5])  # release-like fractions
+    fractional = hand.assign(overall=overall)
+    slots = overall.reshape(4, 3).T  # 3 rater slots x 4 images, as the package takes them
+    expected = krippendorff.alpha(reliability_data=slots, level_of_measurement="interval")
+    assert human.krippendorff_alpha(fractional, "overall") == pytest.approx(expected)
+    with pytest.raises(ValueError, match=r"overall has value\(s\) \[6.0\] outside its scale"):
+        human.krippendorff_alpha(hand.assign(overall=6.0), "overall")
 
 
 def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):

@@ -109,3 +109,66 @@ def test_backbones_file_overrides_and_validates(tmp_path, tiny_clip):
     path.write_text(json.dumps({"x": {"family": "open_clip", "model": "m", "wieghts": "typo"}}))
     with pytest.raises(ValueError, match="unknown keys \\['wieghts'\\]"):
         load_registry(path)
+
+
+def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
+    from benchmark.encoders.base import grid_edges
+
+    assert grid_edges(10, 4, "rounded") == [0, 2, 5, 8, 10]  # round(2.5) = 2, round(5) = 5, round(7.5) = 8
+    assert grid_edges(10, 4, "floor") == [0, 2, 4, 6, 10]  # 10 // 4 = 2; the last cell takes 10 - 6 = 4
+    image = Image.fromarray(np.arange(10 * 10 * 3, dtype=np.uint8).reshape(10, 10, 3))
+    assert [t.size[0] for t in grid_tiles(image, 4, "floor")[:4]] == [2, 2, 2, 4]
+    assert [t.size[1] for t in grid_tiles(image, 4, "floor")[::4]] == [2, 2, 2, 4]
+    assert [t.size[0] for t in grid_tiles(image, 4)[:4]] == [2, 3, 3, 2]
+    assert np.array_equal(np.asarray(grid_tiles(image, 4, "floor")[15]), np.asarray(image)[6:10, 6:10])
+    with pytest.raises(ValueError, match="grid cut must be one of rounded, floor"):
+        grid_edges(10, 4, "ceil")
+
+
+def test_a_backbone_with_the_floor_cut_prepares_its_grid_and_the_harness_decoder_too(tiny_dino, tmp_path):
+    from dataclasses import replace
+
+    from benchmark.harness import FileSource, _Decode
+    from benchmark.metrics.base import Need
+
+    backbone = load_backbone("d", {"d": replace(tiny_dino, grid_cut="floor")}, device="cpu")
+    image = _image(10)
+    expected = torch.stack([backbone.transform(t) for t in grid_tiles(image, 4, "floor")])
+    assert torch.equal(backbone.prepare(image, "grid"), expected)
+    image.save(tmp_path / "0.png")
+    need = Need("d", "grid", 4)
+    _, prepared = _Decode(FileSource(tmp_path, ["0.png"]), [(0, (need,))], {"d": backbone.transform},
+                          {"d": backbone.grid_cut})[0]
+    assert torch.equal(prepared[need], expected)
+    rounded = load_backbone("d", {"d": tiny_dino}, device="cpu")
+    assert not torch.equal(rounded.prepare(image, "grid"), expected) and rounded.key != backbone.key
+
+
+def test_mean_pooling_is_the_mean_of_all_output_tokens(tiny_dino):
+    from dataclasses import replace
+
+    backbone = load_backbone("d", {"d": replace(tiny_dino, pooling="mean")}, device="cpu")
+    pixels = backbone.prepare(_image(), "image").unsqueeze(0)
+    reference = AutoModel.from_pretrained(tiny_dino.model).eval()
+    with torch.no_grad():
+        tokens = reference(pixel_values=pixels).last_hidden_state.numpy()  # (1, 1 + 16 patches, 32), CLS first
+    assert tokens.shape == (1, 17, 32)
+    mean = tokens.mean(axis=1)
+    expected = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    assert backbone.embed(pixels) == pytest.approx(expected, abs=1e-5)
+    cls = load_backbone("d", {"d": tiny_dino}, device="cpu")
+    assert np.abs(cls.embed(pixels) - expected).max() > 1e-3 and cls.key != backbone.key
+    assert backbone.spec.uid == cls.spec.uid + "#pooling=mean"
+
+
+def test_the_authors_backbones_are_registered_and_options_are_checked(tmp_path):
+    assert DEFAULT_REGISTRY["clip-vit-b-16"] == BackboneSpec("open_clip", "ViT-B-16", "openai")
+    authors = DEFAULT_REGISTRY["dinov2-base-mean-floor"]
+    assert authors.uid == "hf_vision:facebook/dinov2-base#pooling=mean#grid_cut=floor"
+    assert BackboneSpec("hf_vision", "m", pooling="cls", grid_cut="rounded").uid == BackboneSpec("hf_vision", "m").uid
+    with pytest.raises(ValueError, match="pooling is an option of hf_vision backbones, not of open_clip"):
+        BackboneSpec("open_clip", "ViT-B-16", "openai", pooling="mean")
+    path = tmp_path / "backbones.json"
+    path.write_text(json.dumps({"dino": {"family": "hf_vision", "model": "m", "pooling": "max"}}))
+    with pytest.raises(ValueError, match=r"backbones\.json: dino: pooling must be one of cls, mean, not 'max'"):
+        load_registry(path)

@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from benchmark.metrics.iconicity import (Transformation, coverage, crt, patch_similarity, perturbation_deltas,
-                                         prune_references, recognised, recognition_scores, visual_reuse, vr_at_k)
+from benchmark.metrics import iconicity
+from benchmark.metrics.base import Inputs, Need
+from benchmark.metrics.iconicity import (VARIANTS, Transformation, coverage, crt, patch_similarity,
+                                         perturbation_deltas, protocol, prune_references, recognised,
+                                         recognition_scores, visual_reuse, vr_at_k)
 from benchmark.pictures import REUSED, reuse_picture
 
 
@@ -109,3 +112,83 @@ def test_reuse_picture_outlines_the_reused_patches():
     assert picture.getpixel((33, 33)) == REUSED and picture.getpixel((1, 1)) != REUSED
     assert picture.getpixel((128 + 8 + 1, 1)) == REUSED  # matched patch 0 of the reference
     assert picture.getpixel((100, 100)) == (0, 0, 255)
+
+
+# --- the paper's protocol and the authors' code's (iconicity.VARIANTS) ---------------------------------------
+def test_a_score_equal_to_tau_is_recognised_under_the_authors_comparison_only():
+    assert recognised(np.array([0.75]), 0.75, ">").tolist() == [False]  # Eq. 1: s > tau
+    assert recognised(np.array([0.75]), 0.75, ">=").tolist() == [True]  # compute_CRA.py: cra_sim >= ic_tau
+    assert recognised(np.array([0.7, 0.69]), 0.7, ">=").tolist() == [True, False]
+    with pytest.raises(ValueError, match="comparison must be one of"):
+        recognised(np.array([0.7]), 0.7, "=>")
+
+
+def test_a_moving_reference_at_0_72_is_recognised_under_the_paper_not_under_the_authors_code():
+    paper, authors = protocol("paper"), protocol("authors_code")
+    assert (paper.threshold("moving"), paper.threshold("still"), paper.comparison) == (0.7, 0.7, ">")
+    assert (authors.threshold("moving"), authors.threshold("still"), authors.comparison) == (0.75, 0.70, ">=")
+    s = np.array([0.72])
+    assert recognised(s, paper.threshold("moving"), paper.comparison).tolist() == [True]
+    assert recognised(s, authors.threshold("moving"), authors.comparison).tolist() == [False]
+    assert recognised(s, authors.threshold("still"), authors.comparison).tolist() == [True]
+
+
+def test_explicit_settings_override_the_variant():
+    assert protocol("authors_code", tau=0.8).threshold("moving") == 0.8  # tau alone sets both kinds
+    chosen = protocol("authors_code", tau=0.8, tau_moving=0.9, comparison=">", dino="dinov3-vitb16")
+    assert (chosen.tau, chosen.tau_moving, chosen.comparison, chosen.dino, chosen.clip) == (
+        0.8, 0.9, ">", "dinov3-vitb16", "clip-vit-b-16")
+    with pytest.raises(ValueError, match="variant must be one of paper, authors_code"):
+        protocol("code")
+
+
+def _inputs(kind: str, cosine: float) -> Inputs:
+    """One generated image at cosine ``cosine`` to a reference of this kind; grid patches identical (VR = 1)."""
+    images = pd.DataFrame({"prompt_id": ["r1"], "seed": [0], "kind": [kind]})
+    patches = np.eye(16, 16)[None]
+    features, references = {}, {}
+    for settings in VARIANTS.values():
+        features[Need(settings.clip, "image")] = np.array([[cosine, np.sqrt(1 - cosine ** 2)]])
+        references[Need(settings.clip, "image", of="reference")] = {"r1": np.array([[1.0, 0.0]])}
+        features[Need(settings.dino, "grid", 4)] = patches
+        references[Need(settings.dino, "grid", 4, of="reference")] = {"r1": patches}
+    return Inputs(images, features, {}, references, pd.Series({"r1": 1}))
+
+
+@pytest.mark.parametrize("variant, kind, expected", [("paper", "moving", 1.0), ("authors_code", "moving", 0.0),
+                                                     ("authors_code", "still", 1.0)])
+def test_the_threshold_of_the_reference_kind_decides_recognition(variant, kind, expected):
+    inputs = _inputs(kind, 0.72)
+    metrics = {m.info.name: m for m in iconicity.metrics(protocol(variant))}
+    values, _ = metrics["cra_image"].per_image(inputs)
+    assert values.tolist() == [expected]
+    vr = metrics["vr"].per_prompt(inputs)["value"].tolist()
+    assert vr == [1.0] if expected else np.isnan(vr[0])  # VR only over recognised images: identical patches
+
+
+def test_results_record_the_variant_and_its_thresholds():
+    paper = {m.info.name: m.info for m in iconicity.metrics()}
+    authors = {m.info.name: m.info for m in iconicity.metrics(protocol("authors_code"))}
+    assert paper["crt"].version == "1 (paper: recognised s > 0.7 still, 0.7 moving; reused > 0.6)"
+    assert authors["crt"].version == "1 (authors_code: recognised s >= 0.7 still, 0.75 moving; reused > 0.6)"
+    assert authors["crt"].label == paper["crt"].label + " (authors' code)"
+    assert {n.backbone for n in authors["vr"].needs} == {"clip-vit-b-16", "dinov2-base-mean-floor"}
+    assert {n.backbone for n in paper["vr"].needs} == {"clip-vit-b-32", "dinov2-base"}
+    aggregates = [{"metric": "cra_reference", "slice": "overall", "slice_value": "all", "value": 0.5, "n": 2},
+                  {"metric": "vr", "slice": "overall", "slice_value": "all", "value": 0.5, "n": 1}]
+    (row,) = Transformation(protocol("authors_code")).derived(aggregates, None)
+    assert row["metric_version"] == authors["crt"].version and row["metric_label"].endswith("(authors' code)")
+
+
+def test_metric_settings_choose_the_variant_and_keep_explicit_choices():
+    from benchmark.metrics import MetricSettings, build
+
+    def crt(settings):
+        built, _ = build(settings, tracks=["iconicity"])
+        return next(m for m in built if m.info.name == "crt").settings
+
+    assert crt(MetricSettings()) == VARIANTS["paper"]
+    assert crt(MetricSettings(clip_backbone="clip-vit-l-14")).clip == "clip-vit-l-14"  # paper: CRA follows --clip
+    assert crt(MetricSettings(crt_variant="authors_code", clip_backbone="clip-vit-l-14")) == VARIANTS["authors_code"]
+    chosen = crt(MetricSettings(crt_variant="authors_code", vr_backbone="dinov2-base", crt_comparison=">"))
+    assert (chosen.dino, chosen.comparison, chosen.tau_moving) == ("dinov2-base", ">", 0.75)

@@ -21,7 +21,7 @@ from benchmark.metrics.base import Inputs, Need
 from benchmark.relevance.evaluation import (mean_by_group, pearson_summary, per_image_pearson,
                                             precision_recall_f1)
 from benchmark.relevance.kb import KnowledgeBase, build_index, read_records
-from benchmark.relevance.linking import link_entities
+from benchmark.relevance.linking import choose, link_entities
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -189,6 +189,56 @@ def test_candidates_pool_every_entity_of_the_retrieved_images_once():
         link_entities(np.ones((1, 3)), _index(images), [[0], [1], [2]], lemmas, ["a", "b", "c"])
 
 
+def test_linking_rule_takes_the_best_ranked_candidate_with_a_page():
+    # lemma cosines 0.5, 0.9, 0.5: ranking positions 1, 0, 2 (the tie goes to the candidate retrieved first)
+    assert choose([0.5, 0.9, 0.5], [True, False, True], "first_with_page") == (0, 2)
+    assert choose([0.5, 0.9, 0.5], [True, False, True], "top") == (1, 1)
+    assert choose([0.5, 0.9, 0.5], [True, True, False], "first_with_page") == (1, 1)
+    assert choose([0.2, 0.9, 0.5], [False, False, False], "first_with_page") == (1, 1)  # no page anywhere: top
+    with pytest.raises(ValueError, match=r"unknown linking rule 'best' \(known: first_with_page, top\)"):
+        choose([0.5], [True], "best")
+
+
+def _hand_kb() -> KnowledgeBase:
+    """Three entities with one image each; "Easter egg" has no Wikipedia page, only a description."""
+    entities = pd.DataFrame({"entity_id": ["bn:1", "bn:2", "bn:3"], "name": ["Pysanka", "Easter egg", "Djembe"],
+                             "description": ["decorated egg", "an egg dyed for Easter", "a West African drum"],
+                             "wikipedia": ["A pysanka is a Ukrainian Easter egg.", "", "A djembe is a drum."]})
+    images = pd.DataFrame({"path": ["p.png", "e.png", "d.png"], "image_sha256": ["a", "b", "c"],
+                           "entity_ids": [["bn:1"], ["bn:2"], ["bn:3"]]})
+    lemmas = _unit([[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
+    return KnowledgeBase(entities, images, _index(_unit(np.eye(3))), _index(lemmas),
+                         {"backbone": "hand", "backbone_key": "hand", "dimension": 3})
+
+
+def test_a_kb_links_past_a_top_candidate_without_a_page_unless_told_to_keep_it():
+    kb = _hand_kb()
+    assert kb.has_page() == [True, False, True]
+    query = _unit([[0.5, 1.0, 0.1]])  # lemma cosines x |q|: Pysanka 0.5, Easter egg 1.1, Djembe 0.1
+    authors, = kb.link(query, k=3)
+    assert (authors.entity_id, authors.rank) == ("bn:1", 2)  # Easter egg ranks first but has no page
+    assert kb.entity_text(authors.entity) == "A pysanka is a Ukrainian Easter egg."
+    assert authors.score == pytest.approx(0.5 / np.sqrt(1.26), abs=1e-6)
+    top, = kb.link(query, k=3, rule="top")
+    assert (top.entity_id, top.rank) == ("bn:2", 1)
+    assert kb.entity_text(top.entity) == "an egg dyed for Easter"  # today's fallback: the description
+    assert top.candidates == authors.candidates == ("bn:2", "bn:1", "bn:3")  # retrieval order, unchanged
+
+
+def test_authors_label_casing_and_text_cut_off_on_hand_made_strings():
+    from benchmark.judges.prompts import AUTHORS_TEXT_CHARS, case_label, cut_text
+
+    assert case_label("south KOREAN", "capitalize") == "South korean"  # Python's str.capitalize, as the authors
+    assert case_label("south KOREAN") == "south KOREAN"
+    assert AUTHORS_TEXT_CHARS == 15_000
+    assert cut_text("abcdef", 4) == ("abcd", True) and cut_text("abcd", 4) == ("abcd", False)
+    assert cut_text("abcdef", None) == ("abcdef", False)
+    with pytest.raises(ValueError, match="unknown label case 'upper'"):
+        case_label("x", "upper")
+    with pytest.raises(ValueError, match="at least 1 character, got 0"):
+        cut_text("x", 0)
+
+
 # --- evaluation -----------------------------------------------------------------------------------------------
 def test_precision_recall_f1_micro_and_macro_by_hand():
     scores = np.array([[5, 2, 4], [4, 4, 1], [1, 3, 5]])  # >= 4 is positive
@@ -287,3 +337,42 @@ def test_relevance_without_labels_says_why(kb, backbone):
     (metric,) = metrics([], kb[0], ProbeJudge(backbone))
     assert metric.info.name == "relevance"
     assert "culture_labels" in metric.applies(Inputs(pd.DataFrame(), {}, {}))
+
+
+def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_path):
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.metrics.relevance import metrics
+
+    base, _ = kb
+    judge = ProbeJudge(backbone)
+    inputs = _inputs(base, backbone, tmp_path)
+    (metric,) = metrics(["japanese"], base, judge, linking="top", label_case="capitalize", text_chars=5)
+    assert metric.info.name == "relevance[japanese]"
+    assert metric.info.version.endswith("linking top, label capitalize, text 5)")
+    values, _ = metric.per_image(inputs)
+    assert values.tolist() == [judge.score(inputs.open_image(row), None, metric.rubric, "Japanese") for row in range(3)]
+    links = base.link(inputs.features[Need("msiglip-so400m", "image")], rule="top")
+    assert [d["truncated"] for d in metric.details(inputs)] == [len(base.entity_text(x.entity)) > 5 for x in links]
+    assert metric.info.version != metrics(["japanese"], base, judge)[0].info.version
+    assert metrics(["japanese"], base, judge)[0].info.version.endswith("linking first_with_page, label as_given, "
+                                                                     "text whole)")
+    with pytest.raises(ValueError, match="unknown linking rule 'best'"):
+        metrics(["japanese"], base, judge, linking="best")
+
+
+def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, tmp_path):
+    from benchmark import cli
+
+    backbones = tmp_path / "backbones.json"
+    backbones.write_text(json.dumps({"msiglip-so400m": tiny_clip.to_dict()}))
+    args = cli.parser().parse_args([
+        "score", "sub.zip", "--out", str(tmp_path / "out"), "--backbones", str(backbones), "--tracks", "relevance",
+        "--relevance-kb", str(kb[0].folder), "--relevance-judge", "probe", "--relevance-linking", "top",
+        "--relevance-label-case", "capitalize", "--relevance-text-chars", "15000"])
+    (metric,), reasons = cli._metrics(args)
+    assert reasons == {}
+    assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
+    assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000)")
+    default = cli.parser().parse_args(["score", "sub.zip", "--out", "x"])
+    assert (default.relevance_linking, default.relevance_label_case, default.relevance_text_chars) == (
+        "first_with_page", "as_given", None)

@@ -4,7 +4,11 @@ metric through the harness, and the calibrate verb."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import os
+import pickletools
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +21,13 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
 from benchmark.metrics.base import Inputs, Need
-from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k_exact, eta_mean, eta_mean_of_raw,
-                                           level, pairwise_squared_l2, reusability)
+from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k_curve_authors_code, eta_k_exact,
+                                           eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability)
 from benchmark.submission import stage
 from tests.helpers import SHARED_DATA, make_submission, write_image
 
 W1KP_FILE = SHARED_DATA / "w1kp" / "cdf_xy.npz"
+W1KP_PT = SHARED_DATA / "w1kp" / "cdf-xy.pt"  # the authors' torch.save((cdf_x, cdf_y)), as published
 
 
 def _matrix(pairs: dict[tuple[int, int], float], n: int) -> np.ndarray:
@@ -78,11 +83,102 @@ def test_eta_mean_and_the_w1kp_score_by_hand():
     assert level(1 - eta_mean(d)) == "medium"
 
 
-def test_authors_code_variant_normalises_the_mean_instead():
+def test_the_authors_published_pt_loads_and_equals_the_npz():
+    if not (W1KP_PT.exists() and W1KP_FILE.exists()):
+        pytest.skip(f"the authors' calibration not found at {W1KP_PT} and {W1KP_FILE} (see ../shared/data/README.md)")
+    published, converted = Calibration.load(W1KP_PT), Calibration.load(W1KP_FILE)
+    assert published.cdf_x.dtype == converted.cdf_x.dtype == np.float64
+    assert np.array_equal(published.cdf_x, converted.cdf_x) and np.array_equal(published.cdf_y, converted.cdf_y)
+    assert published.sha256 == hashlib.sha256(W1KP_PT.read_bytes()).hexdigest()
+    version = W1KP(published).info.version
+    assert version == f"1 (paper; calibration sha256 {published.sha256})"
+
+
+def test_a_pt_written_by_torch_save_under_numpy_2_loads(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save((np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.5, 1.0])), tmp_path / "cdf.pt")
+    calibration = Calibration.load(tmp_path / "cdf.pt")
+    assert calibration.cdf_x.tolist() == [0.0, 1.0, 2.0] and calibration.normalize(1.5) == pytest.approx(0.75)
+
+
+def _data_pkl(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+
+
+def test_a_pt_whose_pickle_would_run_code_is_refused_without_running_it(tmp_path):
+    torch = pytest.importorskip("torch")
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    torch.save((Payload(), np.array([0.0, 1.0])), tmp_path / "reduce.pt")
+    globals_named = [arg for op, arg, _ in pickletools.genops(_data_pkl(tmp_path / "reduce.pt")) if op.name == "GLOBAL"]
+    assert f"{os.system.__module__} system" in globals_named  # the payload is in the pickle
+    with pytest.raises(ValueError, match=f"refused to unpickle the global {os.system.__module__}.system"):
+        Calibration.load(tmp_path / "reduce.pt")
+    assert not marker.exists()
+    # A hand-made archive whose data.pkl is the classic GLOBAL os.system, REDUCE.
+    with zipfile.ZipFile(tmp_path / "global.pt", "w") as archive:
+        archive.writestr("global/data.pkl", b"cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR.")
+    with pytest.raises(ValueError, match="refused to unpickle the global os.system"):
+        Calibration.load(tmp_path / "global.pt")
+    assert not marker.exists()
+
+
+def test_a_pt_of_anything_but_two_numpy_arrays_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save((torch.zeros(2), torch.ones(2)), tmp_path / "tensors.pt")
+    with pytest.raises(ValueError, match="refused to unpickle the global torch._utils._rebuild_tensor_v2"):
+        Calibration.load(tmp_path / "tensors.pt")
+    torch.save((np.zeros(2), np.ones(2), np.ones(2)), tmp_path / "three.pt")
+    with pytest.raises(ValueError, match="holds a tuple of 3 items, not the tuple \\(cdf_x, cdf_y\\) of two numpy"):
+        Calibration.load(tmp_path / "three.pt")
+
+
+def test_authors_code_mean_drops_pairs_within_1e_4_and_normalises_the_mean():
     calibration = Calibration(np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.9, 1.0]))
-    raw = _matrix({(0, 1): 0.5, (0, 2): 1.5, (1, 2): 1.0}, 3)
-    assert eta_mean_of_raw(raw, calibration) == pytest.approx(0.9)  # F(mean 1.0)
-    assert eta_mean(calibration.normalize(raw)) == pytest.approx((0.45 + 0.95 + 0.9) / 3)  # mean of F
+    raw = _matrix({(0, 1): 1e-4, (0, 2): 0.4, (0, 3): 0.8, (1, 2): 0.6, (1, 3): 1.0, (2, 3): 1.2}, 4)
+    # castorini/w1kp: mean of d > 1e-4 = (.4 + .8 + .6 + 1.0 + 1.2) / 5 = .8, then F(.8) = .9 * .8
+    assert eta_mean_authors_code(raw, calibration) == pytest.approx(0.72)
+    # the paper: mean of F(d) over all six pairs
+    assert eta_mean(calibration.normalize(raw)) == pytest.approx((0.9e-4 + .36 + .72 + .54 + .9 + .92) / 6)
+    # identical images: no pair exceeds 1e-4, the mean of all pairs (0) is taken
+    assert eta_mean_authors_code(np.zeros((3, 3)), calibration) == 0.0
+
+
+def test_authors_code_curve_normalises_the_expected_minimum():
+    calibration = Calibration(np.array([0.0, 0.15, 1.0]), np.array([0.0, 0.6, 1.0]))
+    raw = _matrix({(0, 1): .1, (0, 2): .5, (0, 3): .9, (1, 2): .3, (1, 3): .7, (2, 3): .2}, 4)
+    # E[min d]: k=2 the mean 2.7 / 6 = .45; k=3 (.1 + .1 + .2 + .2) / 4 = .15; k=4 .1 (as in test_eta_k_exact_by_hand)
+    curve = eta_k_curve_authors_code(raw, calibration)
+    assert curve.eta == pytest.approx([0.6 + (0.45 - 0.15) / 0.85 * 0.4, 0.6, 0.4])
+    assert curve.exact.all() and not curve.standard_error.any()
+    # the paper's E[min F(d)] at k = 3 differs: F(.1) = .4, F(.2) = .6 + .05 / .85 * .4
+    f_of_02 = 0.6 + 0.05 / 0.85 * 0.4
+    assert eta_k_curve(calibration.normalize(raw)).eta[1] == pytest.approx((0.4 + 0.4 + 2 * f_of_02) / 4)
+
+
+def test_authors_code_curve_error_through_a_linear_calibration():
+    rng = np.random.default_rng(5)
+    raw = pairwise_squared_l2(rng.normal(size=(12, 3)))
+    assert raw.max() < 100
+    linear = Calibration(np.array([0.0, 100.0]), np.array([0.0, 1.0]))  # F(d) = d / 100 on the whole range
+    curve = eta_k_curve_authors_code(raw, linear, exact_limit=0, n_permutations=200)
+    plain = eta_k_curve(raw, exact_limit=0, n_permutations=200)
+    assert curve.eta == pytest.approx(plain.eta / 100)
+    assert curve.standard_error == pytest.approx(plain.standard_error / 100)
+    assert not curve.exact[1:-1].any()
+
+
+def test_authors_code_calibration_fit_pads_with_0_and_1():
+    fitted = Calibration.fit_authors_code(np.array([0.5, 0.2, 2.0]))
+    # castorini/w1kp compute_cdf: sort [0, .5, .2, 2.0, 1] -> [0, .2, .5, 1, 2], y = i / (3 + 2)
+    assert fitted.cdf_x.tolist() == [0.0, 0.2, 0.5, 1.0, 2.0]
+    assert fitted.cdf_y.tolist() == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
+    assert fitted.normalize(0.35) == pytest.approx(0.3) and fitted.normalize(3.0) == pytest.approx(0.8)
 
 
 def test_eta_k_exact_by_hand():
@@ -145,6 +241,32 @@ def test_w1kp_metric_on_hand_made_features():
     assert "at least two images" in metric.applies(single)
 
 
+def test_the_authors_code_variant_through_the_metric():
+    """Prompt a: identical images; prompt b: squared distances 1, 1, .8. F has a knot at .9, between them."""
+    import pandas as pd
+
+    features = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.6, 0.8], [1.0, 0.0]])
+    images = pd.DataFrame({"prompt_id": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2, 0, 1, 2]})
+    calibration = Calibration(np.array([0.0, 0.8, 0.9, 4.0]), np.array([0.0, 0.2, 0.8, 1.0]))
+
+    def f(d):  # the calibration by hand, on [0.9, 4]
+        return 0.8 + (d - 0.9) / 3.1 * 0.2
+
+    metric = W1KP(calibration, backbone="x", variant="authors_code")
+    assert metric.info.name == "w1kp_authors_code" and metric.info.version == "2 (authors_code)"
+    inputs = Inputs(images, {Need("x", "image"): features}, {})
+    rows = metric.per_prompt(inputs).set_index("prompt_id")
+    assert rows.loc["a", "value"] == 1.0
+    assert rows.loc["b", "value"] == pytest.approx(1 - f(2.8 / 3))  # F(mean d); the paper: 1 - (2 f(1) + .2) / 3
+    curves = metric.curves(inputs)
+    b = curves[curves.prompt_id == "b"].set_index("x")["value"]
+    assert b.loc[2] == pytest.approx(1 - f(2.8 / 3)) and b.loc[3] == pytest.approx(1 - 0.2)  # 1 - F(E[min d])
+    derived = metric.derived([], aggregate_curves(curves.assign(metric="w1kp_authors_code")))
+    # model curve: k=2 (1 + 1 - f(.9333)) / 2 = .599 < .85; k=3 (1 + .8) / 2 = .9
+    assert derived[0]["metric"] == "w1kp_reusability_authors_code" and derived[0]["value"] == 3.0
+    assert derived[0]["metric_version"] == "2 (authors_code)"
+
+
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, tiny_upstream):
     root = tmp_path_factory.mktemp("w1kp")
@@ -165,8 +287,15 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     with contextlib.redirect_stdout(stdout):
         code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(out), "--store",
                          str(root), "--backbones", str(backbones_json), "--device", "cpu"])
-    assert code == 0 and "fitted on 36 same-prompt pairs of 6 prompts" in stdout.getvalue()
+    assert code == 0 and "fitted (empirical CDF) on 36 same-prompt pairs of 6 prompts" in stdout.getvalue()
     calibration = Calibration.load(out)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(tmp_path / "a.npz"),
+                         "--cdf", "authors_code", "--store", str(root), "--backbones", str(backbones_json),
+                         "--device", "cpu"])
+    padded = Calibration.load(tmp_path / "a.npz")  # 36 distances padded with 0 and 1, at i / 38
+    assert code == 0 and padded.cdf_y.tolist() == pytest.approx(np.arange(38) / 38) and padded.cdf_x[0] == 0.0
+    assert 1.0 in padded.cdf_x and set(calibration.cdf_x) <= set(padded.cdf_x)
 
     def loader(m):
         return load_prompts(m.dataset.repo, m.dataset.config, local_root=root / "datasets")
@@ -194,6 +323,9 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     overall = [r for r in scores.aggregates if r["metric"] == "w1kp" and r["slice"] == "overall"]
     assert overall[0]["value"] == pytest.approx(rows["value"].mean())
     assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
+    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()})"
+    assert scores.run["metrics"]["w1kp"] == version  # run.json
+    assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
 
 
 def test_w1kp_is_skipped_with_a_reason_when_each_prompt_has_one_image(sample, tiny_dino, tmp_path):

@@ -37,6 +37,7 @@ import json
 import re
 import tarfile
 import tempfile
+import zipfile
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -502,6 +503,10 @@ ID_COLUMNS = ("artifact_id", "id", "qid", "wikidata_qid")
 # landmark prompts (see data_cards/cube_1k.md).
 CONCEPT_ALIASES = {"landmark": "landmarks", "landscapes": "landmarks"}
 MISSING = {"", "nan", "none", "null"}
+# Root names of the authors' code (cube_extraction/constants.py) that differ from Table 9's labels beyond case.
+AUTHORS_ROOT_NAMES = {"art": {"performing art genre": "Q45971958"}}
+NAMELESS = "records without an artifact name (missing, empty or 'None') skipped"
+RESOURCE_FORKS = "macOS resource-fork members (`._*`) of the archive skipped"
 
 
 def _records_from_json(data, path: Path) -> Iterator[tuple[str, dict]]:
@@ -519,19 +524,33 @@ def _records_from_json(data, path: Path) -> Iterator[tuple[str, dict]]:
         raise CSpaceFileError(f"{path}: expected a JSON list of records or an object {{country: [records]}}")
 
 
-def read_cspace_records(path: Path) -> Iterator[tuple[str, dict]]:
-    """(where, record) for each record of a JSON, JSON Lines, CSV or .tar.gz (one JSON inside) CSpace file."""
+def _archive_json(path: Path, names: list[str], read, skipped: Counter):
+    """The one JSON file among an archive's member ``names`` (``._*`` resource forks counted and skipped)."""
+    forks = [n for n in names if Path(n).name.startswith("._")]
+    skipped[RESOURCE_FORKS] += len(forks)
+    members = [n for n in names if n.lower().endswith(".json") and n not in forks]
+    if len(members) != 1:
+        raise CSpaceFileError(f"{path}: expected exactly one .json file inside (besides `._*` resource forks), "
+                              f"found {members}")
+    return json.load(read(members[0]))
+
+
+def read_cspace_records(path: Path, skipped: Counter | None = None) -> Iterator[tuple[str, dict]]:
+    """(where, record) for each record of a JSON, JSON Lines, CSV, .tar.gz or .zip (one JSON inside) CSpace file;
+    ``skipped`` counts the archive members passed over."""
     path = Path(path)
     name = path.name.lower()
+    skipped = Counter() if skipped is None else skipped
     try:
         if name.endswith((".tar.gz", ".tgz")):
             with tarfile.open(path, "r:gz") as archive:
-                members = [m for m in archive.getmembers() if m.isfile() and m.name.lower().endswith(".json")
-                           and not Path(m.name).name.startswith("._")]
-                if len(members) != 1:
-                    raise CSpaceFileError(f"{path}: expected exactly one .json file inside, found "
-                                          f"{[m.name for m in members]}")
-                data = json.load(archive.extractfile(members[0]))
+                files = {m.name: m for m in archive.getmembers() if m.isfile()}
+                data = _archive_json(path, list(files), lambda n: archive.extractfile(files[n]), skipped)
+            yield from _records_from_json(data, path)
+        elif name.endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                files = [n for n in archive.namelist() if not n.endswith("/")]
+                data = _archive_json(path, files, archive.open, skipped)
             yield from _records_from_json(data, path)
         elif name.endswith(".jsonl"):
             with open(path, encoding="utf-8") as f:
@@ -548,8 +567,8 @@ def read_cspace_records(path: Path) -> Iterator[tuple[str, dict]]:
                 for record in reader:
                     yield f"line {reader.line_num}", record
         else:
-            raise CSpaceFileError(f"{path}: unsupported file type (use .json, .jsonl, .csv or .tar.gz)")
-    except (json.JSONDecodeError, UnicodeDecodeError, tarfile.TarError) as error:
+            raise CSpaceFileError(f"{path}: unsupported file type (use .json, .jsonl, .csv, .tar.gz or .zip)")
+    except (json.JSONDecodeError, UnicodeDecodeError, tarfile.TarError, zipfile.BadZipFile) as error:
         raise CSpaceFileError(f"{path}: cannot parse ({error})") from None
 
 
@@ -571,22 +590,29 @@ def _required(record: dict, columns: Sequence[str], what: str, where: str, path:
 
 
 def cspace_file_rows(path: Path, *, concept: str | None = None,
-                     countries: Iterable[str] | None = None) -> tuple[list[dict], Counter]:
+                     countries: Iterable[str] | None = None) -> tuple[list[dict], Counter, list[str]]:
     """Map a CSpace file into the ``cspace`` schema; ``concept`` fills records that have none.
 
-    Returns the rows (one per distinct artifact, concept and country) and counts of what was mapped or dropped.
+    Returns the rows (one per distinct artifact, concept and country), counts of what was mapped or dropped, and up
+    to five examples of the records skipped for having no artifact name (missing, empty or 'None').
     """
     path = Path(path)
     if concept is not None and concept not in CONCEPTS:
         raise CSpaceFileError(f"concept {concept!r} is not one of {list(CONCEPTS)}")
     wanted = _country_codes(countries)
-    root_names = {c: {label.casefold(): qid for qid, label in r.items()} for c, r in ROOTS.items()}
-    rows, seen, counts = [], set(), Counter()
-    for where, record in read_cspace_records(path):
+    root_names = {c: {label.casefold(): qid for qid, label in r.items()} | AUTHORS_ROOT_NAMES.get(c, {})
+                  for c, r in ROOTS.items()}
+    rows, seen, counts, nameless = [], set(), Counter(), []
+    for where, record in read_cspace_records(path, counts):
         if not isinstance(record, dict):
             raise CSpaceFileError(f"{path}, {where}: not an object")
         counts["records"] += 1
-        artifact = _required(record, ARTIFACT_COLUMNS, "artifact name", where, path)
+        artifact = _value(record, ARTIFACT_COLUMNS)
+        if artifact is None:
+            counts[NAMELESS] += 1
+            if len(nameless) < 5:
+                nameless.append(f"{where}: {json.dumps(record, ensure_ascii=False, sort_keys=True)[:200]}")
+            continue
         country = _required(record, COUNTRY_COLUMNS, "country", where, path)
         raw_concept = _value(record, CONCEPT_COLUMNS) or concept
         if raw_concept is None:
@@ -621,7 +647,7 @@ def cspace_file_rows(path: Path, *, concept: str | None = None,
                      "country_code": code, "continent": continent, "country_qid": None,
                      "country_property": None, "hops": int(hops) if hops and hops.isdigit() else None,
                      "root": root})
-    return rows, counts
+    return rows, counts, nameless
 
 
 def build_cspace_from_file(path: Path, out: Path, *, concept: str | None = None,
@@ -629,8 +655,8 @@ def build_cspace_from_file(path: Path, out: Path, *, concept: str | None = None,
                            repo: str = HUB_REPO) -> Path:
     """Write the dataset folder from a CSpace file (default licence: the authors' CC BY-NC-SA 4.0)."""
     path = Path(path)
-    rows, counts = cspace_file_rows(path, concept=concept, countries=countries)
+    rows, counts, nameless = cspace_file_rows(path, concept=concept, countries=countries)
     wanted = _country_codes(countries)
     return _write(out, rows, repo, license, source="file", file=path.name,
-                  file_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), counts=counts,
+                  file_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), counts=counts, nameless=nameless,
                   countries=sorted(wanted) if wanted else None)

@@ -21,6 +21,7 @@ import ast
 import hashlib
 import json
 import re
+import unicodedata
 import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
@@ -132,7 +133,28 @@ DEFECTS = {
         "from Nigeria clothing')",
         "left: the wording is the authors' and is not unambiguous to rewrite",
     ),
+    "prompt_doubled_word": (
+        "the artifact name ends with the template's own noun, so the prompt says it twice ('futurism "
+        "painting painting', 'fuji performances performance')",
+        "fixed: the template's repeated noun dropped",
+    ),
+    "country_missing_article": (
+        "the template puts a country name that takes 'the' in English without it ('in United States')",
+        "fixed: 'the' inserted before the country name",
+    ),
+    "lowercase_demonym": (
+        "the artifact name writes a country name or demonym of the file in lower case ('turkish delight')",
+        "fixed: that word capitalised, in the artifact name and the prompt",
+    ),
+    "near_duplicate_artifact": (
+        "two artifacts of one country and concept whose names differ only by diacritics and case, or by one "
+        "letter ('kisir' / 'kısır', 'fes' / 'fez'): possibly one artifact spelled two ways",
+        "left: both prompts stay (one letter can also tell two dishes apart); listed for review",
+    ),
 }
+
+# Country names that take the definite article in English ("the United States", "the Philippines").
+ARTICLE_COUNTRY = re.compile(r"\b(?:United|Republic|Kingdom|States|Islands|Emirates|Netherlands|Philippines)\b")
 
 
 class SourceError(RuntimeError):
@@ -159,6 +181,7 @@ class CubeRecord:
     defects: list[str] = field(default_factory=list)
     prompt_id: str = ""
     duplicate_of: str | None = None
+    similar_to: str = ""  # for near_duplicate_artifact: the other spelling (the card's examples; not published)
 
     def row(self) -> dict:
         """The record as a dataset row (column order = the card's schema order)."""
@@ -288,6 +311,42 @@ def _clean_prompt(record: dict, artifact: str, concept: str, demonym: str | None
     return prompt, "nonstandard"
 
 
+def _capitalise_proper_words(artifact: str, prompt: str, proper: set[str], defects: list[str]) -> tuple[str, str]:
+    """Capitalise words of the artifact name that are a country name or demonym of the file written in lower case
+    ('turkish delight' -> 'Turkish delight'), in the name and in the prompt; return (artifact, prompt)."""
+    lookup = {name.casefold(): name for name in proper if " " not in name}
+    fixed = " ".join(lookup.get(word, word) if word.islower() else word for word in artifact.split(" "))
+    if fixed == artifact:
+        return artifact, prompt
+    defects.append("lowercase_demonym")
+    return fixed, prompt.replace(artifact, fixed, 1)
+
+
+def _drop_doubled_word(prompt: str, artifact: str, defects: list[str]) -> str:
+    """Drop the template noun that repeats the artifact's last word ('futurism painting painting' -> 'futurism
+    painting'; a plural 's' is ignored: 'fuji performances performance' -> 'fuji performances')."""
+    at = prompt.find(artifact)
+    following = re.match(r" (\w+)", prompt[at + len(artifact):]) if at >= 0 else None
+    last = artifact.split(" ")[-1].casefold().removesuffix("s")
+    if following is None or following.group(1).casefold().removesuffix("s") != last:
+        return prompt
+    defects.append("prompt_doubled_word")
+    end = at + len(artifact)
+    return prompt[:end] + prompt[end + len(following.group(0)):]
+
+
+def _add_country_article(prompt: str, country: str, template: str, defects: list[str]) -> str:
+    """Insert 'the' before a country name that takes it where a template names the country ('in United
+    States,' -> 'in the United States,')."""
+    if template not in TEMPLATES or "{c}" not in TEMPLATES[template][1] or not ARTICLE_COUNTRY.search(country):
+        return prompt
+    head, found, tail = prompt.rpartition(f" {country},")
+    if not found or head.endswith(" the"):
+        return prompt
+    defects.append("country_missing_article")
+    return f"{head} the {country},{tail}"
+
+
 def _identify(record: dict, properties: dict, defects: list[str]) -> tuple[str | None, str]:
     """Return (wikidata_qid, source) and fix the id-shifted-into-P361 defect in `properties`."""
     raw_id, raw_p361 = record["id"], record["P361"]
@@ -336,6 +395,9 @@ def check_record(index: int, record: dict, demonyms: dict[str, str]) -> CubeReco
         defects.append("country_property_conflict")
 
     prompt, template = _clean_prompt(record, artifact, concept, demonyms.get(record["country"]), defects)
+    artifact, prompt = _capitalise_proper_words(artifact, prompt, {*demonyms, *demonyms.values()}, defects)
+    prompt = _drop_doubled_word(prompt, artifact, defects)
+    prompt = _add_country_article(prompt, record["country"], template, defects)
     return CubeRecord(
         source_index=index,
         source_record=record,
@@ -389,11 +451,43 @@ def _assign_ids_and_duplicates(records: list[CubeRecord]) -> None:
             record.defects.append("artifact_in_several_countries")
 
 
+def _fold(name: str) -> str:
+    """Case- and diacritic-free form of a name ('Kısır' -> 'kisir'; Turkish dotless i read as i)."""
+    decomposed = unicodedata.normalize("NFKD", name.replace("ı", "i").replace("İ", "I"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether one letter substituted, inserted or deleted turns ``a`` into ``b`` (and they differ)."""
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long = sorted((a, b), key=len)
+    return len(long) - len(short) == 1 and any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def _flag_near_duplicates(records: list[CubeRecord]) -> None:
+    """Flag prompt-set artifacts of one country and concept whose folded names are equal or one edit apart."""
+    groups: dict[tuple[str, str], list[CubeRecord]] = defaultdict(list)
+    for record in records:
+        if record.duplicate_of is None:
+            groups[(record.country_code, record.concept)].append(record)
+    for group in groups.values():
+        for i, first in enumerate(group):
+            for second in group[i + 1:]:
+                a, b = _fold(first.artifact), _fold(second.artifact)
+                if a == b or _one_edit_apart(a, b):
+                    for record in (first, second):
+                        if "near_duplicate_artifact" not in record.defects:
+                            record.defects.append("near_duplicate_artifact")
+                    second.similar_to = first.artifact
+
+
 def check_records(raw: list[dict]) -> list[CubeRecord]:
     """Check every upstream record (in file order) and assign ids and duplicate links."""
     demonyms = _demonyms(raw)
     records = [check_record(i, r, demonyms) for i, r in enumerate(raw)]
     _assign_ids_and_duplicates(records)
+    _flag_near_duplicates(records)
     return records
 
 
@@ -422,7 +516,8 @@ def features() -> datasets.Features:
 
 def _example(record: CubeRecord, code: str) -> str:
     where = f"`{record.prompt_id}` ({record.artifact!r}, {record.country}, row {record.source_index})"
-    if code in ("stray_whitespace", "prompt_missing_space", "prompt_names_other_artifact"):
+    if code in ("stray_whitespace", "prompt_missing_space", "prompt_names_other_artifact", "prompt_doubled_word",
+                "country_missing_article", "lowercase_demonym"):
         return f"{where}: {record.prompt_original!r} -> {record.prompt!r}"
     if code == "nonstandard_concept_label":
         return f"{where}: domain {record.source_record['domain']!r} -> concept {record.concept!r}"
@@ -430,6 +525,8 @@ def _example(record: CubeRecord, code: str) -> str:
         return f"{where}: id {record.source_record['id']!r}, P361 {record.source_record['P361']!r} -> wikidata_qid {record.wikidata_qid!r}"
     if code in ("duplicate_record", "duplicate_prompt_distinct_items"):
         return f"{where}: QID {record.wikidata_qid}, duplicate of `{record.duplicate_of}`"
+    if code == "near_duplicate_artifact":
+        return f"{where}: {record.artifact!r} ~ {record.similar_to!r}"
     if code == "malformed_property_token":
         bad = {k: record.source_record[k] for k in PROPERTIES if "{" in record.source_record[k]}
         return f"{where}: {bad}"
@@ -444,7 +541,8 @@ def defect_summary(records: list[CubeRecord]) -> list[dict]:
     summary = []
     for code, (found, done) in DEFECTS.items():
         hits = [r for r in records if code in r.defects]
-        shown = [r for r in hits if r.duplicate_of] if code.startswith("duplicate") else hits
+        shown = [r for r in hits if r.duplicate_of] if code.startswith("duplicate") else \
+            [r for r in hits if r.similar_to] if code == "near_duplicate_artifact" else hits
         examples = [_example(r, code) for r in shown[:3]]
         summary.append({"code": code, "count": len(hits), "found": found, "done": done, "examples": examples})
     return summary

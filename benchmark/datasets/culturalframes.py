@@ -14,9 +14,16 @@ dataset ``mair-lab/CulturalFrames``. Its layout, as far as it could be read
 
 Where each value sits is the one table a maintainer edits if the release changes:
 ``RECORD_FIELDS`` and ``RATING_FIELDS`` below. Entries marked confirmed were seen
-in code that reads the real file; the others follow the names of the authors'
-project page and are unverified: a build that never finds one says so (summary
-and card) and leaves the column null rather than guessing further.
+in third-party code that reads the real file (it reads ``prompt_alignment.score``,
+``.missing_explicit``, ``.missing_implicit``, ``stereotype.is_stereotypical``,
+``image_quality.score`` and ``overall_score``, accepting any overall score in
+[1, 5]); a build stops if no record has one. The others are unverified and
+optional: a rating without one gets null, the card counts how many lacked it,
+and a build that never finds one says so. The authors' project page shows its
+example annotations under other parent names (``image_prompt_alignment`` with
+``missing_elements.explicit`` / ``.implicit``, ``stereotypes.present``) and
+fractional overall scores (2.3); where the evidence shows two spellings both are
+read, and a rating that holds both with different values is an error.
 
 The build writes three configs (split ``test``): ``prompts`` (loads through
 ``benchmark.datasets.prompts.load_prompts``), ``images`` and ``ratings`` (one row
@@ -50,30 +57,32 @@ CONFIGS = ("prompts", "images", "ratings")
 ANNOTATIONS_FILE = "culturalframes_human_annotations.json"
 IMAGE_FILES = "data/train-*.parquet"
 
-# Where the release keeps each value: our column -> (path of keys in the JSON object, confirmed?).
-# A confirmed field that no record has means the layout changed, and the build stops.
+# Where the release keeps each value: our column -> (paths of keys in the JSON object, confirmed?). The first path
+# is the one read in the real file (confirmed) or guessed from it; a second is the project page's spelling.
+# A confirmed field that no record has means the layout changed, and the build stops; the others are optional.
+ALIGNMENT, SITE_ALIGNMENT = "prompt_alignment", "image_prompt_alignment"
 RECORD_FIELDS = {
-    "image_id": (("id",), True),
-    "prompt": (("prompt",), True),
-    "country": (("country",), True),
-    "model_name": (("model_name",), True),
-    "domain": (("category",), True),
-    "ratings": (("human_annotations",), True),
-    "source_excerpt": (("excerpt",), False),   # the Cultural Atlas paragraph; not seen in the release
+    "image_id": ((("id",),), True),
+    "prompt": ((("prompt",),), True),
+    "country": ((("country",),), True),
+    "model_name": ((("model_name",),), True),
+    "domain": ((("category",),), True),
+    "ratings": ((("human_annotations",),), True),
+    "source_excerpt": ((("excerpt",),), False),   # the Cultural Atlas paragraph; not seen in the release
 }
 RATING_FIELDS = {
-    "rater_id": (("annotator_id",), False),
-    "alignment": (("prompt_alignment", "score"), True),
-    "explicit_error": (("prompt_alignment", "missing_explicit"), True),
-    "implicit_error": (("prompt_alignment", "missing_implicit"), True),
-    "flagged_words": (("prompt_alignment", "incorrect_words"), False),
-    "justification": (("prompt_alignment", "feedback"), False),
-    "stereotype": (("stereotype", "is_stereotypical"), True),
-    "stereotype_comment": (("stereotype", "comment"), False),
-    "quality": (("image_quality", "score"), True),
-    "quality_artifacts": (("image_quality", "issues", "artifacts"), False),
-    "quality_unnatural": (("image_quality", "issues", "unnatural_impression"), False),
-    "overall": (("overall_score",), True),
+    "rater_id": ((("annotator_id",),), False),
+    "alignment": (((ALIGNMENT, "score"), (SITE_ALIGNMENT, "score")), True),
+    "explicit_error": (((ALIGNMENT, "missing_explicit"), (SITE_ALIGNMENT, "missing_elements", "explicit")), True),
+    "implicit_error": (((ALIGNMENT, "missing_implicit"), (SITE_ALIGNMENT, "missing_elements", "implicit")), True),
+    "flagged_words": (((ALIGNMENT, "incorrect_words"), (SITE_ALIGNMENT, "incorrect_words")), False),
+    "justification": (((ALIGNMENT, "feedback"), (SITE_ALIGNMENT, "feedback")), False),
+    "stereotype": ((("stereotype", "is_stereotypical"), ("stereotypes", "present")), True),
+    "stereotype_comment": ((("stereotype", "comment"), ("stereotypes", "comment")), False),
+    "quality": ((("image_quality", "score"),), True),
+    "quality_artifacts": ((("image_quality", "issues", "artifacts"),), False),
+    "quality_unnatural": ((("image_quality", "issues", "unnatural_impression"),), False),
+    "overall": ((("overall_score",),), True),
 }
 # Columns of the release's image Parquet files.
 IMAGE_COLUMNS = {"image_id": "id", "prompt": "prompt", "image": "image", "country": "country", "model": "model"}
@@ -87,7 +96,10 @@ MODEL_NAMES = {
     "flux": "FLUX.1-dev", "flux1dev": "FLUX.1-dev",
     "sd35": "SD-3.5-Large", "sd35large": "SD-3.5-Large", "stablediffusion35large": "SD-3.5-Large",
 }
-SCORES = {"alignment": (0.0, 0.5, 1.0), "quality": (0.0, 0.5, 1.0), "overall": (1, 2, 3, 4, 5)}
+# Scales: alignment and quality take one of three values (paper, Sec. 3.3; the third-party reader refuses others);
+# the overall score any value in [1, 5] (the third-party reader's check; the project page shows 2.3).
+SCORES = {"alignment": (0.0, 0.5, 1.0), "quality": (0.0, 0.5, 1.0)}
+OVERALL_RANGE = (1.0, 5.0)
 FLAGS = ("explicit_error", "implicit_error", "stereotype", "quality_artifacts", "quality_unnatural")
 TEXTS = ("rater_id", "justification", "stereotype_comment")
 
@@ -135,12 +147,38 @@ def _get(obj, path: tuple[str, ...]):
     return obj
 
 
+def spelled(paths: tuple[tuple[str, ...], ...]) -> str:
+    """The paths of a mapping-table entry as the card and errors write them ('a.b or c.d')."""
+    return " or ".join(".".join(path) for path in paths)
+
+
+def _get_any(obj, paths: tuple[tuple[str, ...], ...], where: str, column: str):
+    """The value at whichever of ``paths`` ``obj`` has (None if none); SourceError if two disagree."""
+    found = {".".join(path): value for path in paths if (value := _get(obj, path)) is not None}
+    values = list(found.values())
+    if any(value != values[0] for value in values[1:]):
+        shown = ", ".join(f"{path} = {value!r}" for path, value in found.items())
+        raise SourceError(f"{where}: column {column!r} is given twice with different values ({shown})")
+    return values[0] if values else None
+
+
 def _score(value, allowed: tuple, where: str, column: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) not in allowed:
         shown = ", ".join(f"{a:g}" for a in allowed)
         raise SourceError(f"{where}: column {column!r} = {value!r} is not one of {shown}")
+    return float(value)
+
+
+def _overall(value, where: str) -> float | None:
+    """The overall score: any number in ``OVERALL_RANGE`` (fractional values kept as they are)."""
+    if value is None:
+        return None
+    low, high = OVERALL_RANGE
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= float(value) <= high:
+        raise SourceError(f"{where}: column 'overall' = {value!r} is outside [{low:g}, {high:g}] (the overall "
+                          "score is a number from 1 to 5)")
     return float(value)
 
 
@@ -172,8 +210,9 @@ def check_rating(raw, where: str) -> dict:
     """One rater's annotation -> our columns, every value checked (``where`` names it in errors)."""
     if not isinstance(raw, dict):
         raise SourceError(f"{where}: not a JSON object")
-    row = {column: _get(raw, path) for column, (path, _) in RATING_FIELDS.items()}
+    row = {column: _get_any(raw, paths, where, column) for column, (paths, _) in RATING_FIELDS.items()}
     out = {column: _score(row[column], allowed, where, column) for column, allowed in SCORES.items()}
+    out["overall"] = _overall(row["overall"], where)
     out |= {column: _flag(row[column], where, column) for column in FLAGS}
     out |= {column: _text(row[column], where, column) for column in TEXTS}
     out["flagged_words"] = _words(row["flagged_words"], where)
@@ -183,13 +222,17 @@ def check_rating(raw, where: str) -> dict:
 
 @dataclass
 class Release:
-    """The release read and checked: one dict per image record and per rating, plus what was found missing."""
+    """The release read and checked: one dict per image record and per rating, plus what was found missing:
+    ``fields_never_found`` (columns no record has) and ``optional_missing`` (each unconfirmed column -> how many
+    ratings, or records for a record column, lack it)."""
 
     prompts: list[dict]
     images: list[dict]
     ratings: list[dict]
     image_files: list[Path]
     fields_never_found: list[str]
+    optional_missing: dict
+    n_records: int
     notes: dict
 
 
@@ -248,18 +291,19 @@ def read_release(folder: Path) -> Release:
         where = f"{ANNOTATIONS_FILE}, record {number}"
         if not isinstance(record, dict):
             raise SourceError(f"{where}: not a JSON object")
-        values = {column: _get(record, path) for column, (path, _) in RECORD_FIELDS.items()}
-        for column, (path, confirmed) in RECORD_FIELDS.items():
+        values = {column: _get_any(record, paths, where, column) for column, (paths, _) in RECORD_FIELDS.items()}
+        for column, (paths, confirmed) in RECORD_FIELDS.items():
             if confirmed and values[column] is None:
-                raise SourceError(f"{where}: no {'.'.join(path)!r}; the release layout changed: edit RECORD_FIELDS "
+                raise SourceError(f"{where}: no {spelled(paths)!r}; the release layout changed: edit RECORD_FIELDS "
                                   "in benchmark/datasets/culturalframes.py")
+        present.update(f"record:{column}" for column, value in values.items() if value is not None)
         image_id = str(values["image_id"])
         where = f"{where} (id {image_id!r})"
         if image_id in seen:
             raise SourceError(f"{where}: the image id appears twice")
         seen.add(image_id)
         if not isinstance(values["ratings"], list):
-            raise SourceError(f"{where}: {'.'.join(RECORD_FIELDS['ratings'][0])!r} is not a list")
+            raise SourceError(f"{where}: {spelled(RECORD_FIELDS['ratings'][0])!r} is not a list")
         country, text = str(values["country"]).strip(), " ".join(str(values["prompt"]).split())
         try:
             code = geo.country_code(country)
@@ -302,14 +346,16 @@ def read_release(folder: Path) -> Release:
     never = [c for c, (_, confirmed) in RATING_FIELDS.items() if not present[c]]
     broken = [c for c in never if RATING_FIELDS[c][1]]
     if broken:
-        paths = ", ".join(".".join(RATING_FIELDS[c][0]) for c in broken)
+        paths = ", ".join(spelled(RATING_FIELDS[c][0]) for c in broken)
         raise SourceError(f"{annotations}: no rating has {paths}; the release layout changed: edit RATING_FIELDS in "
                           "benchmark/datasets/culturalframes.py")
-    if not any(p["source_excerpt"] for p in prompts.values()):
-        never.append("source_excerpt")
+    optional = {c: len(ratings) - present[c] for c, (_, confirmed) in RATING_FIELDS.items() if not confirmed}
+    optional |= {c: len(records) - present[f"record:{c}"] for c, (_, confirmed) in RECORD_FIELDS.items()
+                 if not confirmed}
+    never += [c for c, (_, confirmed) in RECORD_FIELDS.items() if not confirmed and not present[f"record:{c}"]]
     for prompt in prompts.values():
         prompt["models"].sort()
-    return Release(list(prompts.values()), images, ratings, files, never, dict(notes))
+    return Release(list(prompts.values()), images, ratings, files, never, optional, len(records), dict(notes))
 
 
 def _image_rows(files: list[str], images: dict[str, dict]):
@@ -381,8 +427,10 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
         source_repo=SOURCE_REPO, n_prompts=len(release.prompts), n_images=len(images), n_ratings=len(ratings),
         models=dict(sorted(models.items())), countries=dict(sorted(countries.items())),
         domains=dict(sorted(domains.items())), ratings_per_image=dict(sorted(per_image.items())),
-        present=present, record_fields=RECORD_FIELDS, rating_fields=RATING_FIELDS,
-        never=release.fields_never_found, notes=release.notes, annotations_file=ANNOTATIONS_FILE)
+        present=present, record_fields={c: (spelled(p), k) for c, (p, k) in RECORD_FIELDS.items()},
+        rating_fields={c: (spelled(p), k) for c, (p, k) in RATING_FIELDS.items()}, never=release.fields_never_found,
+        optional_missing=release.optional_missing, n_records=release.n_records, notes=release.notes,
+        annotations_file=ANNOTATIONS_FILE)
     cache = Path(tempfile.mkdtemp(prefix="culturalframes-build-"))
     try:
         image_table = datasets.Dataset.from_generator(
@@ -397,7 +445,8 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {"prompts": len(release.prompts), "images": len(images), "ratings": len(ratings),
-            "models": dict(models), "fields_never_found": release.fields_never_found, "notes": release.notes,
+            "models": dict(models), "fields_never_found": release.fields_never_found,
+            "optional_missing": release.optional_missing, "notes": release.notes,
             "out": str(out)}
 
 

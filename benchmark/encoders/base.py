@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.encoders.spec import GRID_CUTS, BackboneSpec, BackboneUnavailable
 
 
 def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:
@@ -30,21 +30,36 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def grid_tiles(image: Image.Image, grid: int) -> list[Image.Image]:
-    """Split an image into ``grid x grid`` tiles, row by row (CRT, Sec. 3.2: a 4x4 grid, K = 16)."""
+def grid_edges(size: int, grid: int, cut: str = GRID_CUTS[0]) -> list[int]:
+    """The ``grid + 1`` cut positions along one side of ``size`` pixels.
+
+    ``rounded``: round(i x size / grid), cells as even as whole pixels allow (CRT: De Rosa Palmini & Cetinic,
+    arXiv:2511.11435, Sec. 4.2's 4x4 grid). ``floor``: i x (size // grid), the last cell taking the remainder
+    (the authors' code, compute_VR.py, ``split_into_grid``; a step of at least one pixel).
+    """
+    if cut == "rounded":
+        return [round(i * size / grid) for i in range(grid + 1)]
+    if cut == "floor":
+        step = max(1, size // grid)
+        return [i * step for i in range(grid)] + [size]
+    raise ValueError(f"grid cut must be one of {', '.join(GRID_CUTS)}, not {cut!r}")
+
+
+def grid_tiles(image: Image.Image, grid: int, cut: str = GRID_CUTS[0]) -> list[Image.Image]:
+    """Split an image into ``grid x grid`` tiles, row by row (CRT, Sec. 3.2: a 4x4 grid, K = 16), cut as
+    ``grid_edges`` says."""
     width, height = image.size
-    xs = [round(i * width / grid) for i in range(grid + 1)]
-    ys = [round(j * height / grid) for j in range(grid + 1)]
+    xs, ys = grid_edges(width, grid, cut), grid_edges(height, grid, cut)
     return [image.crop((xs[i], ys[j], xs[i + 1], ys[j + 1])) for j in range(grid) for i in range(grid)]
 
 
 def prepare(transform: Callable[[Image.Image], torch.Tensor], image: Image.Image, kind: str,
-            grid: int = 4) -> torch.Tensor:
-    """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid`` tiles."""
+            grid: int = 4, cut: str = GRID_CUTS[0]) -> torch.Tensor:
+    """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid`` tiles cut by ``cut``."""
     if kind == "image":
         return transform(image)
     if kind == "grid":
-        return torch.stack([transform(tile) for tile in grid_tiles(image, grid)])
+        return torch.stack([transform(tile) for tile in grid_tiles(image, grid, cut)])
     raise ValueError(f"cannot prepare {kind!r} inputs")
 
 
@@ -79,9 +94,14 @@ class Backbone(ABC):
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         """(N, C, H, W) on the device -> (N, D) features."""
 
+    @property
+    def grid_cut(self) -> str:
+        """How this backbone's ``grid`` needs cut an image (``grid_edges``); part of ``key`` through the spec."""
+        return self.spec.grid_cut or GRID_CUTS[0]
+
     def prepare(self, image: Image.Image, kind: str, grid: int = 4) -> torch.Tensor:
         """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
-        return prepare(self.transform, image, kind, grid)
+        return prepare(self.transform, image, kind, grid, self.grid_cut)
 
     def _autocast(self):
         if self.device.startswith("cuda"):

@@ -1,9 +1,11 @@
 """DINO-family image encoders through ``transformers`` (DINOv2: Oquab et al., arXiv:2304.07193; DINOv3:
 Siméoni et al., arXiv:2508.10104).
 
-The global feature is the model's pooled output (the layer-normed CLS token); the
-``grid`` need embeds each tile of a 4x4 grid as its own image, as the CRT paper's
-visual-reuse score does (Eq. 2 of arXiv:2511.11435).
+The global feature is the model's pooled output (the layer-normed CLS token), or with
+``pooling="mean"`` in the spec the mean of all output tokens, CLS included, as the CRT
+authors' code does (compute_VR.py, ``DINOEmbedder``: the mean of timm's normed
+``forward_features``); the ``grid`` need embeds each tile of a 4x4 grid as its own image,
+as the CRT paper's visual-reuse score does (Eq. 2 of arXiv:2511.11435).
 """
 
 from __future__ import annotations
@@ -59,5 +61,7 @@ class HFVisionBackbone(Backbone):
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         output = self.model(pixel_values=pixels)
+        if self.spec.pooling == "mean":
+            return output.last_hidden_state.mean(dim=1)
         pooled = getattr(output, "pooler_output", None)
         return pooled if pooled is not None else output.last_hidden_state[:, 0]

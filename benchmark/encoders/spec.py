@@ -20,6 +20,8 @@ from typing import Literal
 ENV_BACKBONES = "CULTURELENS_BACKBONES"
 LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 FAMILIES = ("open_clip", "hf_vision", "dreamsim")
+POOLINGS = ("cls", "mean")  # the first is the default
+GRID_CUTS = ("rounded", "floor")  # the first is the default
 
 
 class BackboneUnavailable(RuntimeError):
@@ -36,6 +38,11 @@ class BackboneSpec:
     architectures open_clip does not ship. ``hf_vision``: ``model`` is a Hub repo id or a
     local folder of a ``transformers`` vision model (DINOv2, DINOv3) and its image processor.
     ``dreamsim``: ``model`` is a DreamSim type (``ensemble``); ``weights`` its download folder.
+
+    ``pooling`` (``hf_vision`` only): ``cls``, the model's pooled CLS token (the default), or ``mean``, the
+    mean of all output tokens, CLS included (the CRT authors' code, compute_VR.py, ``DINOEmbedder``).
+    ``grid_cut``: how a ``grid`` need cuts an image, ``rounded`` (the default) or ``floor``
+    (``encoders.base.grid_edges``). Both are part of ``uid`` when not the default.
     """
 
     family: Literal["open_clip", "hf_vision", "dreamsim"]
@@ -43,14 +50,30 @@ class BackboneSpec:
     weights: str | None = None
     config: str | None = None
     revision: str | None = None
+    pooling: Literal["cls", "mean"] | None = None
+    grid_cut: Literal["rounded", "floor"] | None = None
+
+    def __post_init__(self):
+        if self.pooling not in (None, *POOLINGS):
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
+        if self.pooling is not None and self.family != "hf_vision":
+            raise ValueError(f"pooling is an option of hf_vision backbones, not of {self.family}")
+        if self.grid_cut not in (None, *GRID_CUTS):
+            raise ValueError(f"grid_cut must be one of {', '.join(GRID_CUTS)}, not {self.grid_cut!r}")
 
     @property
     def uid(self) -> str:
         """What the weights are, independent of the registry id (part of every cache key)."""
         if self.family == "open_clip":
             weights = Path(self.weights).name if self.weights and self.weights.endswith(LOCAL_WEIGHTS) else self.weights
-            return f"open_clip:{self.model}:{weights}"
-        return f"{self.family}:{self.model}" + (f"@{self.revision}" if self.revision else "")
+            return f"open_clip:{self.model}:{weights}" + self._options
+        return f"{self.family}:{self.model}" + (f"@{self.revision}" if self.revision else "") + self._options
+
+    @property
+    def _options(self) -> str:
+        """The non-default embedding options, so that their embeddings are never cached as the default's."""
+        options = [("pooling", self.pooling, POOLINGS[0]), ("grid_cut", self.grid_cut, GRID_CUTS[0])]
+        return "".join(f"#{name}={value}" for name, value, default in options if value not in (None, default))
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "backbone spec") -> BackboneSpec:
@@ -60,7 +83,10 @@ class BackboneSpec:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
         if data.get("family") not in FAMILIES or not data.get("model"):
             raise ValueError(f"{where}: needs 'family' (one of {', '.join(FAMILIES)}) and 'model'")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -72,11 +98,15 @@ DEFAULT_REGISTRY: dict[str, BackboneSpec] = {
     # CLIP ViT-B/32 and ViT-L/14 (Radford et al., arXiv:2103.00020): alignment, CRA (CRT Eq. 1).
     "clip-vit-b-32": BackboneSpec("open_clip", "ViT-B-32", "openai"),
     "clip-vit-l-14": BackboneSpec("open_clip", "ViT-L-14", "openai"),
+    # CLIP ViT-B/16: the CRT authors' code's recognition encoder (compute_CRA.py, openai/clip-vit-base-patch16).
+    "clip-vit-b-16": BackboneSpec("open_clip", "ViT-B-16", "openai"),
     # Multilingual SigLIP so400m (CAIRE's and CUBE's retrieval encoder).
     "msiglip-so400m": BackboneSpec("open_clip", "ViT-SO400M-16-SigLIP-i18n-256", "webli"),
     # DINO patch features for visual reuse (CRT Eq. 2; the paper uses DINOv3, size not stated).
     "dinov2-base": BackboneSpec("hf_vision", "facebook/dinov2-base"),
     "dinov3-vitb16": BackboneSpec("hf_vision", "facebook/dinov3-vitb16-pretrain-lvd1689m"),
+    # DINOv2 as the CRT authors' code embeds grid cells (compute_VR.py): mean of all tokens, cuts at W // 4.
+    "dinov2-base-mean-floor": BackboneSpec("hf_vision", "facebook/dinov2-base", pooling="mean", grid_cut="floor"),
     # HPS v2 quality scorer (Wu et al., arXiv:2306.09341): open_clip ViT-H-14, fine-tuned weights.
     "hpsv2": BackboneSpec("open_clip", "ViT-H-14", "hf-file:xswu/HPSv2/HPS_v2_compressed.pt"),
     # DreamSim ensemble (Fu et al., arXiv:2306.09344): W1KP's DreamSim_l2 distance. Optional extra.

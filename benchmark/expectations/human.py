@@ -165,17 +165,24 @@ def human_aggregates(ratings: pd.DataFrame, *, groupings=GROUPINGS, confidence: 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def value_counts(ratings: pd.DataFrame, criterion: str) -> np.ndarray:
-    """Units x values matrix for Krippendorff's alpha: how many raters gave each scale value to each image
-    (images with fewer than two ratings of ``criterion`` are left out: they hold no pair)."""
-    _, scale = CRITERIA[criterion]
+def value_counts(ratings: pd.DataFrame, criterion: str) -> pd.DataFrame:
+    """Units x values matrix for Krippendorff's alpha: how many raters gave each value to each image (images
+    with fewer than two ratings of ``criterion`` are left out: they hold no pair); the columns are the value
+    domain. Ordinal criteria take only their scale's values; ``overall`` (interval) takes any value in [1, 5],
+    as the release holds fractional scores (e.g. 3.5), and its domain is the scale plus the values seen."""
+    level, scale = CRITERIA[criterion]
     scores = ratings[["image_id", criterion]].dropna()
-    outside = sorted(set(scores[criterion].astype(float)) - set(scale))
+    observed = set(scores[criterion].astype(float))
+    if level == "interval":
+        outside = sorted(v for v in observed if not scale[0] <= v <= scale[-1])
+        domain = sorted(set(scale) | observed)
+    else:
+        outside, domain = sorted(observed - set(scale)), list(scale)
     if outside:
         raise ValueError(f"{criterion} has value(s) {outside} outside its scale {scale}")
     counts = scores.groupby(["image_id", criterion]).size().unstack(fill_value=0)
-    counts = counts.reindex(columns=list(scale), fill_value=0)
-    return counts[counts.sum(axis=1) >= 2].to_numpy()
+    counts = counts.reindex(columns=domain, fill_value=0)
+    return counts[counts.sum(axis=1) >= 2]
 
 
 def krippendorff_alpha(ratings: pd.DataFrame, criterion: str) -> float:
@@ -190,11 +197,12 @@ def krippendorff_alpha(ratings: pd.DataFrame, criterion: str) -> float:
     return _alpha(value_counts(ratings, criterion), criterion)
 
 
-def _alpha(counts: np.ndarray, criterion: str) -> float:
-    level, scale = CRITERIA[criterion]
+def _alpha(counts: pd.DataFrame, criterion: str) -> float:
+    level, _ = CRITERIA[criterion]
     if counts.shape[0] < 2 or np.count_nonzero(counts.sum(axis=0)) < 2:
         return float("nan")
-    return float(krippendorff.alpha(value_counts=counts, value_domain=list(scale), level_of_measurement=level))
+    return float(krippendorff.alpha(value_counts=counts.to_numpy(), value_domain=list(counts.columns),
+                                    level_of_measurement=level))
 
 
 def agreement(ratings: pd.DataFrame, *, by: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -209,5 +217,5 @@ def agreement(ratings: pd.DataFrame, *, by: tuple[str, ...] = ()) -> pd.DataFram
             counts = value_counts(subset, criterion)
             rows.append({**dict(zip(by, values)), "criterion": criterion, "level_of_measurement": level,
                          "alpha": _alpha(counts, criterion), "n_images": int(counts.shape[0]),
-                         "n_ratings": int(counts.sum())})
+                         "n_ratings": int(counts.to_numpy().sum())})
     return pd.DataFrame(rows, columns=[*by, "criterion", "level_of_measurement", "alpha", "n_images", "n_ratings"])

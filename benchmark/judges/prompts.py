@@ -2,7 +2,8 @@
 
 - CAIRE (Yayavaram et al., arXiv:2506.09109), Fig. 9: the 1-5 relevance prompt with the linked entity, its
   Wikipedia text and the rubric of Table 12; the answer follows "Final Score: ". Without an entity it is the
-  paper's VLM baseline (Sec. 5.2): the same prompt minus the context lines.
+  paper's VLM baseline (Sec. 5.2): the same prompt minus the context lines. ``case_label`` and ``cut_text`` offer
+  the authors' code's label casing and Wikipedia cut-off as options.
 - VIEScore (Ku et al., arXiv:2312.14867) with the explicit instructions of CulturalFrames (Nayak et al.,
   arXiv:2506.08835), Fig. 24: a 0-10 rating of how well the image follows the prompt's explicit and implicit
   (cultural) elements. Fig. 24 leaves a country-specific example of each kind as a placeholder; callers may
@@ -17,6 +18,29 @@ from benchmark.judges.base import Rubric
 
 CAIRE_SYSTEM = "You are an expert in evaluating the cultural relevance of images."
 CAIRE_ANSWER_PREFIX = "Final Score: "
+# How the label is written into the prompt: as the submitter gave it, or as the authors' code writes it
+# (siddharthyayavaram/CAIRE, src/scripts/culture_scores.py: ``target.capitalize()``).
+LABEL_CASES = ("as_given", "capitalize")
+# The authors' cut of the Wikipedia text, in characters (same file: ``text[:15000]``, "for GPU memory").
+AUTHORS_TEXT_CHARS = 15_000
+
+
+def case_label(label: str, case: str = "as_given") -> str:
+    """``label`` as the judge reads it. ``capitalize`` is Python's ``str.capitalize``, as in the authors' code:
+    the first character upper-cased and every other one lower-cased ("south KOREAN" -> "South korean")."""
+    if case not in LABEL_CASES:
+        raise ValueError(f"unknown label case {case!r} (known: {', '.join(LABEL_CASES)})")
+    return label.capitalize() if case == "capitalize" else label
+
+
+def cut_text(text: str, chars: int | None) -> tuple[str, bool]:
+    """The first ``chars`` characters of ``text`` (None: all of it), and whether anything was cut; the authors cut
+    the Wikipedia text to ``AUTHORS_TEXT_CHARS`` characters before prompting."""
+    if chars is None:
+        return text, False
+    if chars < 1:
+        raise ValueError(f"the text cut-off must be at least 1 character, got {chars}")
+    return text[:chars], len(text) > chars
 
 
 def caire_prompt(label: str, rubric: Rubric, entity_name: str | None = None, entity_text: str | None = None) -> str:

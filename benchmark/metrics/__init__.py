@@ -23,10 +23,15 @@ class MetricSettings:
     clip_backbone: str = "clip-vit-b-32"
     quality_backbone: str = "hpsv2"  # HPS v2: realism/quality (awareness) and the s of CUBE's Eq. 3 (diversity)
     # The CRT paper used DINOv3 (gated on the Hub); DINOv2 is the open default. Thresholds: Eq. 1 and 2.
-    vr_backbone: str = "dinov2-base"
-    tau: float = iconicity.TAU
+    # CRT protocol (iconicity.VARIANTS): "paper" or "authors_code"; None below = the variant's own setting.
+    crt_variant: str = "paper"
+    cra_backbone: str | None = None  # recognition; the paper variant's default is clip_backbone
+    vr_backbone: str | None = None
+    tau: float | None = None  # every reference's, unless tau_moving is given
+    tau_moving: float | None = None
+    crt_comparison: str | None = None  # ">" or ">="
     tau_patch: float = iconicity.TAU_PATCH
-    w1kp_calibration: str | None = None  # .npz path or URL of cdf_x, cdf_y for the W1KP backbone's distances
+    w1kp_calibration: str | None = None  # path or URL: .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt
     w1kp_backbone: str = "dreamsim"
     w1kp_variant: str = "paper"
     artifact_index: str | None = None  # folder from `culturelens artifact-index` (diversity tagging)
@@ -40,6 +45,11 @@ class MetricSettings:
     relevance_kb: str | None = None  # folder from `culturelens kb-index`
     relevance_judge: str = "Qwen/Qwen2.5-VL-7B-Instruct"  # Hub id or folder of a VLM, or "probe"
     relevance_k: int = 20
+    # CAIRE authors' code (siddharthyayavaram/CAIRE): link to the best-ranked candidate with a Wikipedia page
+    # ("top": the Eq. 2 argmax); optionally their label casing ("capitalize") and text cut-off (15000 characters).
+    relevance_linking: str = "first_with_page"
+    relevance_label_case: str = "as_given"
+    relevance_text_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,8 +69,11 @@ def build(settings: MetricSettings = MetricSettings(), registry: dict | None = N
     them loads their index, and their VLM (tens of GB for a 7B judge or tagger)."""
     metrics: list[Metric] = [ClipCosine(settings.clip_backbone), ClipScore(settings.clip_backbone)]
     metrics += awareness.metrics(clip=settings.clip_backbone, quality=settings.quality_backbone)
-    metrics += iconicity.metrics(clip=settings.clip_backbone, dino=settings.vr_backbone, tau=settings.tau,
-                                 tau_patch=settings.tau_patch)
+    metrics += iconicity.metrics(iconicity.protocol(
+        settings.crt_variant, clip=settings.cra_backbone or (settings.clip_backbone if settings.crt_variant == "paper"
+                                                             else None),
+        dino=settings.vr_backbone, tau=settings.tau, tau_moving=settings.tau_moving,
+        comparison=settings.crt_comparison, tau_patch=settings.tau_patch))
     unavailable: list[Unavailable] = []
     calibration = settings.w1kp_calibration or os.environ.get(ENV_W1KP_CALIBRATION)
     if calibration:
@@ -71,7 +84,7 @@ def build(settings: MetricSettings = MetricSettings(), registry: dict | None = N
     else:
         unavailable.append(Unavailable("w1kp", "variability", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
-            "(an .npz of cdf_x, cdf_y; see README, 'Variability')")))
+            "(an .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt; see README, 'Variability')")))
     if tracks is None or "diversity" in tracks:
         metrics += _diversity(settings, unavailable)
     if tracks is None or "relevance" in tracks:
@@ -120,7 +133,8 @@ def _relevance(settings: MetricSettings, unavailable: list[Unavailable], registr
             judge = ProbeJudge(load_backbone(kb.backbone_id, registry or DEFAULT_REGISTRY))
         else:
             judge = VLMJudge(settings.relevance_judge)
-        return relevance.metrics((), kb, judge, k=settings.relevance_k)
+        return relevance.metrics((), kb, judge, k=settings.relevance_k, linking=settings.relevance_linking,
+                                 label_case=settings.relevance_label_case, text_chars=settings.relevance_text_chars)
     except (BackboneUnavailable, JudgeUnavailable, ValueError, OSError) as error:
         unavailable.append(Unavailable("relevance", "relevance", str(error)))
         return []

@@ -18,9 +18,18 @@ Multimodal Iconicity in Diffusion Models", arXiv:2511.11435.
 - CRC (moving references, App. 0.M): the share of reference depictions
   matched by at least one generated image (s > tau).
 - VR@k: VR on the references every compared model recognised (Sec. 5.2).
+
+Two protocols (``VARIANTS``), recorded in every result's metric version:
+``paper`` (the default, as above) and ``authors_code``, the authors' public code
+(github.com/mariateresadrp99/Multimodal-Iconicity): s_i >= tau with tau = 0.70 for
+still and 0.75 for moving references and CLIP ViT-B/16 (compute_CRA.py), DINOv2
+grid cells embedded as the mean of all tokens and cut at W // 4 with the remainder
+in the last cell (compute_VR.py; the backbone ``dinov2-base-mean-floor``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -32,6 +41,63 @@ TAU_PATCH = 0.6
 CRT_FROM_MEANS = ("crt_from_means", "CRT from column means, CRA_reference x (1 - VR) (Table 1)")
 GRID = 4
 CITATION = "De Rosa Palmini & Cetinic, arXiv:2511.11435"
+COMPARISONS = (">", ">=")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The settings of one CRT scoring: which backbones, and when an image counts as recognised.
+
+    ``tau`` applies to still references, ``tau_moving`` to moving ones (the dataset's ``kind``; without that
+    column, a reference with several images is moving); ``comparison`` is ``>`` (Eq. 1) or ``>=``. The grid
+    cut and the DINO pooling belong to the ``dino`` backbone's spec (``pooling``, ``grid_cut``).
+    """
+
+    variant: str = "paper"
+    clip: str = "clip-vit-b-32"
+    dino: str = "dinov2-base"
+    tau: float = TAU
+    tau_moving: float = TAU
+    comparison: str = ">"
+    tau_patch: float = TAU_PATCH
+    grid: int = GRID
+
+    def threshold(self, kind: str) -> float:
+        """tau for a reference of this kind (``moving`` or ``still``)."""
+        return self.tau_moving if kind == "moving" else self.tau
+
+    @property
+    def version(self) -> str:
+        """The metric version results carry: the variant and every threshold, so that runs under different
+        rules are never taken for one another (the backbones are recorded beside it)."""
+        return (f"1 ({self.variant}: recognised s {self.comparison} {self.tau:g} still, {self.tau_moving:g} moving;"
+                f" reused > {self.tau_patch:g})")
+
+
+VARIANTS = {
+    # CRT, Sec. 4.1-4.2: s > 0.7 with CLIP ViT-B/32; DINO's CLS token on an evenly rounded 4x4 grid.
+    "paper": Protocol(),
+    # The authors' code: compute_CRA.py (IC_TAU_STATIC_DEFAULT, IC_TAU_DYNAMIC_DEFAULT, ``cra_sim >= ic_tau``,
+    # CLIP ViT-B/16) and compute_VR.py (``split_into_grid``, ``DINOEmbedder``'s token mean). It has no patch
+    # threshold of its own, so Eq. 2's stays.
+    "authors_code": Protocol("authors_code", clip="clip-vit-b-16", dino="dinov2-base-mean-floor", tau=0.70,
+                             tau_moving=0.75, comparison=">="),
+}
+
+
+def protocol(variant: str = "paper", **overrides) -> Protocol:
+    """The named variant's settings with the given ones (those not None) in place of its own; a given ``tau``
+    without a ``tau_moving`` sets both.
+
+    ValueError for an unknown variant or comparison."""
+    if variant not in VARIANTS:
+        raise ValueError(f"CRT variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+    if overrides.get("tau") is not None and overrides.get("tau_moving") is None:
+        overrides["tau_moving"] = overrides["tau"]
+    chosen = replace(VARIANTS[variant], **{k: v for k, v in overrides.items() if v is not None})
+    if chosen.comparison not in COMPARISONS:
+        raise ValueError(f"CRT comparison must be one of {', '.join(COMPARISONS)}, not {chosen.comparison!r}")
+    return chosen
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -45,9 +111,16 @@ def recognition_scores(generated: np.ndarray, references: np.ndarray) -> tuple[n
     return similarity.max(axis=1).astype(np.float64), similarity.argmax(axis=1)
 
 
-def recognised(scores: np.ndarray, tau: float = TAU) -> np.ndarray:
-    """1[s_i > tau] (Eq. 1's indicator); a score equal to tau is not recognised."""
-    return np.asarray(scores) > tau
+def recognised(scores: np.ndarray, tau: float = TAU, comparison: str = ">") -> np.ndarray:
+    """1[s_i > tau] (CRT: De Rosa Palmini & Cetinic, arXiv:2511.11435, Eq. 1's indicator): a score equal to
+    tau is not recognised; with ``comparison=">="``, 1[s_i >= tau] (the authors' code, compute_CRA.py,
+    ``run_static_for_model`` and ``run_dynamic_for_model``): it is."""
+    scores = np.asarray(scores)
+    if comparison == ">":
+        return scores > tau
+    if comparison == ">=":
+        return scores >= tau
+    raise ValueError(f"comparison must be one of {', '.join(COMPARISONS)}, not {comparison!r}")
 
 
 def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,10 +154,10 @@ def crt(cra: float, vr: float | None) -> float:
     return 0.0 if vr is None else cra * (1.0 - vr)
 
 
-def coverage(generated: np.ndarray, references: np.ndarray, tau: float = TAU) -> float:
-    """CRC: the share of reference depictions R_j with max_i cos(f(I_i), f(R_j)) > tau."""
+def coverage(generated: np.ndarray, references: np.ndarray, tau: float = TAU, comparison: str = ">") -> float:
+    """CRC: the share of reference depictions R_j with max_i cos(f(I_i), f(R_j)) > tau (or >=, ``recognised``)."""
     similarity = _unit(generated) @ _unit(references).T
-    return float((similarity.max(axis=0) > tau).mean())
+    return float(recognised(similarity.max(axis=0), tau, comparison).mean())
 
 
 def prune_references(embeddings: np.ndarray, threshold: float = TAU) -> np.ndarray:
@@ -132,12 +205,26 @@ def perturbation_deltas(before: pd.DataFrame, after: pd.DataFrame, *, seed: int 
 
 
 # --- adapters -------------------------------------------------------------------------------------
-def analyse(inputs: Inputs, clip: str, dino: str, tau: float, tau_patch: float, grid: int) -> pd.DataFrame:
+def _labelled(label: str, settings: Protocol) -> str:
+    """A metric's label, marked when it is not scored under the paper's protocol."""
+    return label if settings.variant == "paper" else f"{label} (authors' code)"
+
+
+def reference_kind(images: pd.DataFrame, references: int) -> str:
+    """``moving`` or ``still``: the dataset's ``kind`` of the prompt these image rows belong to, or without
+    that column, moving iff the reference has several images (the authors' code's dynamic mode)."""
+    if "kind" in images.columns and isinstance(images["kind"].iloc[0], str):
+        return images["kind"].iloc[0]
+    return "moving" if references > 1 else "still"
+
+
+def analyse(inputs: Inputs, settings: Protocol) -> pd.DataFrame:
     """Per generated image: recognition score and best reference (CLIP), and for recognised images the
     patch reuse (DINO grid). Computed once per scoring run and shared by the iconicity metrics."""
-    key = ("iconicity", clip, dino, tau, tau_patch, grid)
+    key = ("iconicity", settings)
     if key in inputs.memo:
         return inputs.memo[key]
+    clip, dino, tau_patch, grid = settings.clip, settings.dino, settings.tau_patch, settings.grid
     clip_generated = inputs.features[Need(clip, "image")]
     clip_references = inputs.references[Need(clip, "image", of="reference")]
     grid_generated = inputs.features[Need(dino, "grid", grid)]
@@ -148,7 +235,8 @@ def analyse(inputs: Inputs, clip: str, dino: str, tau: float, tau_patch: float, 
         if references is None or len(references) == 0:
             continue
         scores, best = recognition_scores(clip_generated[index], references)
-        hit = recognised(scores, tau)
+        kind = reference_kind(inputs.images.iloc[index], len(references))
+        hit = recognised(scores, settings.threshold(kind), settings.comparison)
         similarity = np.full((len(index), grid * grid), np.nan)
         match = np.full((len(index), grid * grid), -1)
         if hit.any():
@@ -165,17 +253,17 @@ def analyse(inputs: Inputs, clip: str, dino: str, tau: float, tau_patch: float, 
 
 
 class _Iconicity(Metric):
-    """Shared settings and needs of the iconicity metrics (thresholds and backbones are parameters)."""
+    """Shared settings and needs of the iconicity metrics (a ``Protocol``: thresholds and backbones)."""
 
     name, label, higher, level, unit, equation = "", "", True, "prompt", "share", ""
 
-    def __init__(self, clip: str = "clip-vit-b-32", dino: str = "dinov2-base", tau: float = TAU,
-                 tau_patch: float = TAU_PATCH, grid: int = GRID):
-        self.settings = (clip, dino, tau, tau_patch, grid)
+    def __init__(self, settings: Protocol = VARIANTS["paper"]):
+        self.settings = settings
+        clip, dino, grid = settings.clip, settings.dino, settings.grid
         needs = (Need(clip, "image"), Need(clip, "image", of="reference"), Need(dino, "grid", grid),
                  Need(dino, "grid", grid, of="reference"))
-        self.info = MetricInfo(self.name, self.label, "iconicity", "1", self.higher, self.unit, 0.0, 1.0,
-                               f"{CITATION}, {self.equation}", needs, self.level)
+        self.info = MetricInfo(self.name, _labelled(self.label, settings), "iconicity", settings.version, self.higher,
+                               self.unit, 0.0, 1.0, f"{CITATION}, {self.equation}", needs, self.level)
 
     def applies(self, inputs: Inputs) -> str | None:
         if inputs.reference_counts is None or not (inputs.reference_counts > 0).any():
@@ -183,7 +271,7 @@ class _Iconicity(Metric):
         return None
 
     def per_reference(self, inputs: Inputs) -> pd.DataFrame:
-        analysis = analyse(inputs, *self.settings)
+        analysis = analyse(inputs, self.settings)
         return analysis.groupby("prompt_id", sort=True).agg(
             cra=("recognised", "mean"), any_recognised=("recognised", "any"), recognised=("recognised", "sum"),
             vr=("vr_image", "mean"), references=("references", "first"))
@@ -193,7 +281,7 @@ class RecognitionPerImage(_Iconicity):
     name, label, level, equation = "cra_image", "CRA, share of images recognised (Eq. 1)", "image", "Eq. 1"
 
     def per_image(self, inputs: Inputs):
-        analysis = analyse(inputs, *self.settings)
+        analysis = analyse(inputs, self.settings)
         values = analysis["recognised"].astype(float).reindex(range(len(inputs.images))).to_numpy()
         notes = [None if pd.isna(r.score) else
                  f"best reference similarity {r.score:.3f}" + (f" (reference {r.best_reference + 1} of {r.references})"
@@ -229,16 +317,16 @@ class VisualReusePerImage(_Iconicity):
                                             "image", "Eq. 2")
 
     def per_image(self, inputs: Inputs):
-        analysis = analyse(inputs, *self.settings).reindex(range(len(inputs.images)))
-        patches = self.settings[4] ** 2
+        analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
+        patches = self.settings.grid ** 2
         notes = [f"{len(r.reused)} of {patches} patches reused" if r.recognised is True else None
                  for r in analysis.itertuples()]
         return analysis["vr_image"].to_numpy(dtype=float), notes
 
     def details(self, inputs: Inputs) -> list[dict | None]:
-        analysis = analyse(inputs, *self.settings).reindex(range(len(inputs.images)))
+        analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
         return [{"best_reference": r.best_reference, "reused": r.reused, "matches": r.matches,
-                 "grid": self.settings[4]} if r.recognised is True else None for r in analysis.itertuples()]
+                 "grid": self.settings.grid} if r.recognised is True else None for r in analysis.itertuples()]
 
 
 class Transformation(_Iconicity):
@@ -259,8 +347,8 @@ class Transformation(_Iconicity):
                 continue
             rows.append({"track": "iconicity", "metric": CRT_FROM_MEANS[0], "slice": slice_name,
                          "slice_value": slice_value, "value": cra["value"] * (1 - vr["value"]), "ci_low": None,
-                         "ci_high": None, "n": cra["n"], "higher_is_better": True, "metric_version": "1",
-                         "metric_label": CRT_FROM_MEANS[1]})
+                         "ci_high": None, "n": cra["n"], "higher_is_better": True,
+                         "metric_version": self.info.version, "metric_label": _labelled(CRT_FROM_MEANS[1], self.settings)})
         return rows
 
 
@@ -274,19 +362,21 @@ class Coverage(_Iconicity):
         return reason
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
-        clip = self.settings[0]
+        clip = self.settings.clip
         generated = inputs.features[Need(clip, "image")]
         references = inputs.references[Need(clip, "image", of="reference")]
         rows = []
         for prompt_id, index in inputs.images.groupby("prompt_id", sort=True).indices.items():
             refs = references.get(prompt_id)
             if refs is not None and len(refs) > 1:
-                rows.append({"prompt_id": prompt_id, "value": coverage(generated[index], refs, self.settings[2]),
+                tau = self.settings.threshold(reference_kind(inputs.images.iloc[index], len(refs)))
+                rows.append({"prompt_id": prompt_id, "value": coverage(generated[index], refs, tau,
+                                                                       self.settings.comparison),
                              "note": f"{len(refs)} reference depictions"})
         return pd.DataFrame(rows, columns=["prompt_id", "value", "note"])
 
 
-def metrics(**settings) -> list[Metric]:
-    """The iconicity track's metrics, sharing one analysis per scoring run."""
-    return [cls(**settings) for cls in (RecognitionPerImage, RecognitionPerReference, VisualReuse,
-                                        VisualReusePerImage, Transformation, Coverage)]
+def metrics(settings: Protocol = VARIANTS["paper"]) -> list[Metric]:
+    """The iconicity track's metrics under one protocol (``protocol``), sharing one analysis per scoring run."""
+    return [cls(settings) for cls in (RecognitionPerImage, RecognitionPerReference, VisualReuse,
+                                      VisualReusePerImage, Transformation, Coverage)]

@@ -10,6 +10,11 @@ image: the harness stores one value per (image, metric), and a per-label metric 
 label is scored independently. It also makes the usual aggregates meaningful: the mean relevance to "Japanese"
 over all images, or over the images of prompts about Brazil (a country slice), with a confidence interval.
 Linking and judging run once per scoring run for all labels together, shared through ``Inputs.memo``.
+
+Settings beyond the paper's text, all recorded in each metric's version: ``linking`` (``first_with_page``, the
+authors' rule, or ``top``: ``benchmark.relevance.linking``), ``label_case`` (``capitalize`` writes the label as
+the authors' code does) and ``text_chars`` (the authors cut the Wikipedia text to 15,000 characters; None keeps
+it whole, the VLM judge still cutting it to its token budget): ``benchmark.judges.prompts``.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from tqdm import tqdm
 
 from benchmark.citations import CAIRE, SHORT
 from benchmark.judges.base import CAIRE_RUBRIC, Judge, JudgeRequest, Rubric
+from benchmark.judges.prompts import LABEL_CASES, case_label, cut_text
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.relevance.kb import KnowledgeBase
-from benchmark.relevance.linking import TOP_K
+from benchmark.relevance.linking import DEFAULT_LINKING, LINKING_RULES, TOP_K
 
 NO_LABELS = ("the submission names no culture labels (manifest 'culture_labels', e.g. [\"Japanese\", \"Yoruba\"]); "
              "relevance scores images against them")
@@ -36,10 +42,12 @@ def metric_name(label: str) -> str:
 
 
 def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[str], k: int = TOP_K,
-            rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16) -> pd.DataFrame:
+            rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16, linking: str = DEFAULT_LINKING,
+            label_case: str = "as_given", text_chars: int | None = None) -> pd.DataFrame:
     """One row per (image row, label): the linked entity and the judgement. Images are opened ``chunk`` at a
-    time (through ``Inputs.open_image``), each once for all labels."""
-    key = ("relevance", kb.fingerprint, judge.id, tuple(labels), k, rubric)
+    time (through ``Inputs.open_image``), each once for all labels. The judge reads each label cased by
+    ``label_case`` and the entity text cut to ``text_chars`` characters; rows keep the label as given."""
+    key = ("relevance", kb.fingerprint, judge.id, tuple(labels), k, rubric, linking, label_case, text_chars)
     if key in inputs.memo:
         return inputs.memo[key]
     open_image = getattr(inputs, "open_image", None)
@@ -49,12 +57,13 @@ def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[st
     if embeddings.shape[1] != kb.info["dimension"]:
         raise ValueError(f"image embeddings of {kb.backbone_id} have dimension {embeddings.shape[1]}, the knowledge "
                          f"base {kb.info['dimension']}: it was built with other weights; rebuild it")
-    links = kb.link(embeddings, k)
+    links = kb.link(embeddings, k, linking)
+    texts = {link.entity: cut_text(kb.entity_text(link.entity), text_chars) for link in links}
     rows = []
     for start in tqdm(range(0, len(links), chunk), desc="judging relevance", unit="chunk", leave=False):
         images = {row: open_image(row) for row in range(start, min(start + chunk, len(links)))}
-        requests = [JudgeRequest(image, label, kb.entities.iloc[links[row].entity]["name"],
-                                 kb.entity_text(links[row].entity))
+        requests = [JudgeRequest(image, case_label(label, label_case), kb.entities.iloc[links[row].entity]["name"],
+                                 texts[links[row].entity][0])
                     for row, image in images.items() for label in labels]
         judgements = iter(judge.judge_batch(requests, rubric))
         for row in images:
@@ -62,20 +71,22 @@ def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[st
             for label in labels:
                 j = next(judgements)
                 rows.append({"row": row, "label": label, "score": float(j.score), "probabilities": j.probabilities,
-                             "similarities": j.similarities, "truncated": j.truncated,
+                             "similarities": j.similarities, "truncated": texts[link.entity][1] or j.truncated,
                              "entity_id": link.entity_id, "entity": kb.entities.iloc[link.entity]["name"],
-                             "link_score": link.score, "candidates": list(link.candidates[:CANDIDATES_KEPT])})
+                             "link_score": link.score, "link_rank": link.rank,
+                             "candidates": list(link.candidates[:CANDIDATES_KEPT])})
     inputs.memo[key] = frame = pd.DataFrame(rows)
     return frame
 
 
 def _note(r) -> str:
-    note = f"linked {r.entity} ({r.entity_id}, cos {r.link_score:.3f}); "
+    note = f"linked {r.entity} ({r.entity_id}, cos {r.link_score:.3f}"
+    note += f", rank {r.link_rank}: the better-ranked had no Wikipedia page); " if r.link_rank > 1 else "); "
     if r.probabilities is not None:
         note += "P(1..5) " + " ".join(f"{p:.2f}" for p in r.probabilities)
     else:
         note += "probe cos " + " ".join(f"{c:.3f}" for c in r.similarities)
-    return note + ("; Wikipedia text cut to fit the judge" if r.truncated else "")
+    return note + ("; Wikipedia text cut" if r.truncated else "")
 
 
 class CulturalRelevance(Metric):
@@ -83,13 +94,22 @@ class CulturalRelevance(Metric):
     metric records why it does not apply)."""
 
     def __init__(self, label: str | None, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, *,
-                 k: int = TOP_K, rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16):
+                 k: int = TOP_K, rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16, linking: str = DEFAULT_LINKING,
+                 label_case: str = "as_given", text_chars: int | None = None):
+        if linking not in LINKING_RULES:
+            raise ValueError(f"unknown linking rule {linking!r} (known: {', '.join(LINKING_RULES)})")
+        if label_case not in LABEL_CASES:
+            raise ValueError(f"unknown label case {label_case!r} (known: {', '.join(LABEL_CASES)})")
+        if text_chars is not None and text_chars < 1:
+            raise ValueError(f"the text cut-off must be at least 1 character, got {text_chars}")
         self.label, self.labels, self.kb, self.judge = label, tuple(labels), knowledge_base, judge
         self.k, self.rubric, self.chunk = k, rubric, chunk
+        self.linking, self.label_case, self.text_chars = linking, label_case, text_chars
         self.info = MetricInfo(
             metric_name(label) if label else "relevance",
             f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the submitter's culture labels",
-            "relevance", f"1 (kb {knowledge_base.fingerprint}, judge {judge.id})", True, "score", 1.0,
+            "relevance", f"2 (kb {knowledge_base.fingerprint}, judge {judge.id}, k {k}, linking {linking}, "
+                         f"label {label_case}, text {text_chars or 'whole'})", True, "score", 1.0,
             float(len(rubric.levels)), f"{SHORT[CAIRE]}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
 
     def check(self, backbones: dict) -> str | None:
@@ -103,13 +123,15 @@ class CulturalRelevance(Metric):
         """One metric per culture label of the submission's manifest (this one if it names none)."""
         if self.label is not None or not manifest.culture_labels:
             return [self]
-        return metrics(manifest.culture_labels, self.kb, self.judge, k=self.k, rubric=self.rubric, chunk=self.chunk)
+        return metrics(manifest.culture_labels, self.kb, self.judge, k=self.k, rubric=self.rubric, chunk=self.chunk,
+                       linking=self.linking, label_case=self.label_case, text_chars=self.text_chars)
 
     def applies(self, inputs: Inputs) -> str | None:
         return NO_LABELS if self.label is None else None
 
     def _rows(self, inputs: Inputs) -> pd.DataFrame:
-        analysis = analyse(inputs, self.kb, self.judge, self.labels, self.k, self.rubric, self.chunk)
+        analysis = analyse(inputs, self.kb, self.judge, self.labels, self.k, self.rubric, self.chunk, self.linking,
+                           self.label_case, self.text_chars)
         return analysis[analysis["label"] == self.label].set_index("row").reindex(range(len(inputs.images)))
 
     def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
@@ -118,7 +140,7 @@ class CulturalRelevance(Metric):
 
     def details(self, inputs: Inputs) -> list[dict | None]:
         return [{"label": r.label, "entity_id": r.entity_id, "entity": r.entity, "link_score": r.link_score,
-                 "candidates": r.candidates, "probabilities": r.probabilities, "similarities": r.similarities,
+                 "link_rank": r.link_rank, "candidates": r.candidates, "probabilities": r.probabilities, "similarities": r.similarities,
                  "truncated": r.truncated} for r in self._rows(inputs).itertuples()]
 
 

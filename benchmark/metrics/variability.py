@@ -10,8 +10,12 @@ Generation", arXiv:2406.08482.
   reference sample; the authors publish theirs for DreamSim_l2 (``cdf_x``,
   ``cdf_y``), queried by linear interpolation.
 - eta_mean: the U-statistic with the pairwise-mean kernel, the mean of d* over
-  all C(n, 2) pairs (Sec. 2.2). The authors' code instead normalises the mean
-  raw distance, F(mean d); offered as ``variant="authors_code"``.
+  all C(n, 2) pairs (Sec. 2.2).
+- ``variant="authors_code"`` follows the authors' code (castorini/w1kp,
+  w1kp/model/distance.py, ``ListwiseDreamSimDistanceMeasure.measure``, and
+  w1kp/run/measure_variability.py): eta_mean = F(mean of the raw d > 1e-4),
+  eta_k = F(E[min raw d]), and reusability from that curve; their calibration
+  fit (w1kp/utils.py, ``compute_cdf``) is ``Calibration.fit_authors_code``.
 - eta_k: the U-statistic with the min kernel of arity k, the expected minimum
   pairwise d* over random k-subsets (Sec. 2.2, "k-expected maximum" of
   similarity).
@@ -22,8 +26,10 @@ Generation", arXiv:2406.08482.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
+import pickle
 import re
 import urllib.request
 import zipfile
@@ -36,7 +42,13 @@ import pandas as pd
 
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 
+try:
+    from numpy._core.multiarray import _reconstruct
+except ImportError:  # numpy < 2
+    from numpy.core.multiarray import _reconstruct
+
 HIGH = 0.85
+AUTHORS_SELF_DISTANCE = 1e-4  # the authors' code drops pairs with d <= 1e-4 from the mean, meant for self-pairs
 LEVELS = (("high", HIGH), ("medium", 0.4), ("low", 0.2), ("none", 0.0))
 CITATION = "Tang et al., arXiv:2406.08482"
 
@@ -61,6 +73,7 @@ class Calibration:
     cdf_x: np.ndarray
     cdf_y: np.ndarray
     source: str = ""
+    sha256: str = ""  # of the file it was loaded from
 
     def __post_init__(self):
         x, y = np.asarray(self.cdf_x), np.asarray(self.cdf_y)
@@ -74,25 +87,23 @@ class Calibration:
 
     @classmethod
     def load(cls, source: str | Path) -> Calibration:
-        """An ``.npz`` with arrays ``cdf_x`` and ``cdf_y``, from a path or an http(s) URL (never unpickled)."""
+        """From a path or an http(s) URL: an ``.npz`` with arrays ``cdf_x`` and ``cdf_y``, or the authors'
+        ``torch.save`` of the tuple ``(cdf_x, cdf_y)`` (``cdf-xy.pt``), unpickled with only numpy's array
+        globals allowed. Records the file's sha256."""
         source = str(source)
         try:
             if re.match(r"https?://", source):
                 with urllib.request.urlopen(source, timeout=60) as response:  # noqa: S310 (http(s) only)
-                    raw = io.BytesIO(response.read())
+                    raw = response.read()
             else:
-                raw = source
-            with np.load(raw, allow_pickle=False) as data:
-                missing = {"cdf_x", "cdf_y"} - set(data.files)
-                if missing:
-                    raise ValueError(f"calibration {source}: lacks the arrays {sorted(missing)}")
-                return cls(data["cdf_x"], data["cdf_y"], source)
+                raw = Path(source).read_bytes()
+            cdf_x, cdf_y = _torch_saved_pair(raw) if _is_torch_archive(raw) else _npz_pair(raw)
         except (OSError, zipfile.BadZipFile) as error:
-            raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y ({error})") from None
+            raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y or the authors' "
+                             f".pt ({error})") from None
         except ValueError as error:
-            if str(error).startswith(f"calibration {source}"):
-                raise
-            raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y ({error})") from None
+            raise ValueError(f"calibration {source}: {error}") from None
+        return cls(cdf_x, cdf_y, source, hashlib.sha256(raw).hexdigest())
 
     @classmethod
     def fit(cls, distances: np.ndarray, source: str = "fitted") -> Calibration:
@@ -103,8 +114,78 @@ class Calibration:
         values, counts = np.unique(x, return_counts=True)
         return cls(values, np.cumsum(counts) / len(x), source)
 
+    @classmethod
+    def fit_authors_code(cls, distances: np.ndarray, source: str = "fitted") -> Calibration:
+        """The authors' fit (castorini/w1kp, w1kp/utils.py, ``compute_cdf``): the sample padded with 0 and 1,
+        sorted, the i-th of the N + 2 values (from 0) at i / (N + 2)."""
+        sample = np.asarray(distances, dtype=np.float64).ravel()
+        if len(sample) < 1:
+            raise ValueError("a calibration needs at least one reference distance")
+        x = np.sort(np.concatenate([[0.0], sample, [1.0]]))
+        return cls(x, np.arange(len(x)) / len(x), source)
+
     def save(self, path: Path) -> None:
         np.savez(path, cdf_x=np.asarray(self.cdf_x), cdf_y=np.asarray(self.cdf_y))
+
+
+_NUMPY_ARRAY_GLOBALS = {  # what a pickled float ndarray needs (protocol 2, as torch.save writes it)
+    ("numpy.core.multiarray", "_reconstruct"),  # written by numpy < 2 (the authors' file)
+    ("numpy._core.multiarray", "_reconstruct"),  # written by numpy >= 2
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("_codecs", "encode"),  # the array's bytes, pickled as a latin-1 string
+}
+
+
+class _NumpyArraysUnpickler(pickle.Unpickler):
+    """Unpickles numpy arrays and nothing else: any other global, and any torch storage, is refused before
+    it is looked up, so no pickled code runs."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _NUMPY_ARRAY_GLOBALS:
+            raise ValueError(f"refused to unpickle the global {module}.{name} (only numpy arrays are allowed)")
+        if name == "_reconstruct":  # numpy >= 2 renamed numpy.core to numpy._core: one function, two names
+            return _reconstruct
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        raise ValueError("refused a torch tensor: the calibration must be a tuple of two numpy arrays")
+
+
+def _is_torch_archive(raw: bytes) -> bool:
+    """Whether ``raw`` is a zip written by ``torch.save`` (one ``data.pkl`` in a top folder) rather than an ``.npz``."""
+    if not zipfile.is_zipfile(io.BytesIO(raw)):
+        return False
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        return any(n == "data.pkl" or n.endswith("/data.pkl") for n in archive.namelist())
+
+
+def _torch_saved_pair(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``(cdf_x, cdf_y)`` from the authors' ``torch.save((cdf_x, cdf_y))`` zip, by a restricted unpickler."""
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        pickles = [n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+        if len(pickles) != 1:
+            raise ValueError(f"a torch.save archive has one data.pkl, this one has {len(pickles)}")
+        payload = archive.read(pickles[0])
+    try:
+        loaded = _NumpyArraysUnpickler(io.BytesIO(payload)).load()
+    except (pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, KeyError) as error:
+        raise ValueError(f"its data.pkl is not a pickled tuple of numpy arrays ({error})") from None
+    if not (isinstance(loaded, tuple) and len(loaded) == 2 and all(isinstance(a, np.ndarray) for a in loaded)):
+        items = f" of {len(loaded)} items" if isinstance(loaded, (tuple, list)) else ""
+        raise ValueError(f"holds a {type(loaded).__name__}{items}, not the tuple (cdf_x, cdf_y) of two numpy arrays")
+    if any(a.dtype.kind not in "fiu" for a in loaded):
+        raise ValueError("cdf_x and cdf_y must be numeric arrays")
+    return loaded
+
+
+def _npz_pair(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``(cdf_x, cdf_y)`` from an ``.npz`` (never unpickled)."""
+    with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+        missing = {"cdf_x", "cdf_y"} - set(data.files)
+        if missing:
+            raise ValueError(f"lacks the arrays {sorted(missing)}")
+        return data["cdf_x"], data["cdf_y"]
 
 
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,12 +200,17 @@ def eta_mean(normalized: np.ndarray) -> float:
     return float(normalized[i, j].mean())
 
 
-def eta_mean_of_raw(distances: np.ndarray, calibration: Calibration) -> float:
-    """The authors' code variant: the normalised mean raw distance, F(mean d)."""
+def eta_mean_authors_code(distances: np.ndarray, calibration: Calibration) -> float:
+    """The authors' eta_mean (castorini/w1kp, w1kp/model/distance.py, ``ListwiseDreamSimDistanceMeasure.measure``,
+    ``reduce="mean"``, normalised in w1kp/run/measure_variability.py): F(mean raw d over the pairs with
+    d > 1e-4). Where no pair exceeds 1e-4 (identical images) their mean is empty (NaN, and the prompt
+    drops out of their average); here it is the mean over all pairs."""
     i, j = _pairs(len(distances))
     if len(i) == 0:
         raise ValueError("eta_mean needs at least two images")
-    return float(calibration.normalize(distances[i, j].mean()))
+    pairs = distances[i, j]
+    kept = pairs[pairs > AUTHORS_SELF_DISTANCE]
+    return float(calibration.normalize((kept if len(kept) else pairs).mean()))
 
 
 def eta_k_exact(normalized: np.ndarray, k: int) -> float:
@@ -179,6 +265,18 @@ def eta_k_curve(normalized: np.ndarray, *, n_permutations: int = 1000, seed: int
     return EtaCurve(ks, eta, error, exact)
 
 
+def eta_k_curve_authors_code(distances: np.ndarray, calibration: Calibration, *, n_permutations: int = 1000,
+                             seed: int = 0, exact_limit: int = 2000) -> EtaCurve:
+    """The authors' eta_k (castorini/w1kp, w1kp/model/distance.py, ``ListwiseDreamSimDistanceMeasure.measure``,
+    ``reduce="reusability"``, normalised in w1kp/run/measure_variability.py): F(E[min raw d]) over k-subsets,
+    normalising after averaging the raw minima (no 1e-4 drop there). E[min raw d] is ``eta_k_curve`` of the raw
+    distances; its standard error se becomes (F(m + se) - F(m - se)) / 2, F's secant slope times se."""
+    raw = eta_k_curve(distances, n_permutations=n_permutations, seed=seed, exact_limit=exact_limit)
+    error = (calibration.normalize(raw.eta + raw.standard_error)
+             - calibration.normalize(raw.eta - raw.standard_error)) / 2
+    return EtaCurve(raw.k, calibration.normalize(raw.eta), error, raw.exact)
+
+
 def level(score: float) -> str:
     """The paper's calibrated similarity level of a W1KP score."""
     for name, low in LEVELS:
@@ -194,7 +292,11 @@ def reusability(ks: np.ndarray, scores: np.ndarray, threshold: float = HIGH) -> 
 
 
 class W1KP(Metric):
-    """W1KP score of each prompt over its images (seeds), its W1KP_k curve, and the model's reusability."""
+    """W1KP score of each prompt over its images (seeds), its W1KP_k curve, and the model's reusability.
+
+    ``variant`` "paper" follows the paper's definitions (Sec. 2.2, 4.1); "authors_code" the authors' code
+    (``eta_mean_authors_code``, ``eta_k_curve_authors_code``). The version records the variant and the sha256
+    of the calibration file."""
 
     def __init__(self, calibration: Calibration, backbone: str = "dreamsim", variant: str = "paper",
                  n_permutations: int = 1000, seed: int = 0):
@@ -203,11 +305,14 @@ class W1KP(Metric):
         self.calibration, self.variant = calibration, variant
         self.n_permutations, self.seed = n_permutations, seed
         self.need = Need(backbone, "image")
-        suffix = "" if variant == "paper" else "_authors_code"
+        self.suffix = "" if variant == "paper" else "_authors_code"
         label = ("W1KP score, 1 - mean normalised pair distance" if variant == "paper"
                  else "W1KP score, 1 - normalised mean distance (authors' code)")
+        base = "1" if variant == "paper" else "2"  # authors_code became whole (1e-4 drop, F(E[min d]) curve) in 2
+        sha = f"; calibration sha256 {calibration.sha256}" if calibration.sha256 else ""
+        version = f"{base} ({variant}{sha})"
         # Higher W1KP means more alike images across seeds: less variability, so lower is better here.
-        self.info = MetricInfo(f"w1kp{suffix}", label, "variability", "1", False, "W1KP score", 0.0, 1.0,
+        self.info = MetricInfo(f"w1kp{self.suffix}", label, "variability", version, False, "W1KP score", 0.0, 1.0,
                                f"{CITATION}, Sec. 2.2", (self.need,), level="prompt")
 
     def applies(self, inputs: Inputs) -> str | None:
@@ -227,7 +332,7 @@ class W1KP(Metric):
             if self.variant == "paper":
                 eta = eta_mean(self.calibration.normalize(distances))
             else:
-                eta = eta_mean_of_raw(distances, self.calibration)
+                eta = eta_mean_authors_code(distances, self.calibration)
             score = 1.0 - eta
             rows.append({"prompt_id": prompt_id, "value": score,
                          "note": f"{level(score)} similarity across {len(distances)} seeds"})
@@ -236,20 +341,24 @@ class W1KP(Metric):
     def curves(self, inputs: Inputs) -> pd.DataFrame:
         frames = []
         for prompt_id, distances in self._distances(inputs):
-            curve = eta_k_curve(self.calibration.normalize(distances), n_permutations=self.n_permutations,
-                                seed=self.seed)
+            if self.variant == "paper":
+                curve = eta_k_curve(self.calibration.normalize(distances), n_permutations=self.n_permutations,
+                                    seed=self.seed)
+            else:
+                curve = eta_k_curve_authors_code(distances, self.calibration, n_permutations=self.n_permutations,
+                                                 seed=self.seed)
             frames.append(pd.DataFrame({"prompt_id": prompt_id, "x": curve.k, "value": 1.0 - curve.eta,
                                         "standard_error": curve.standard_error}))
         return pd.concat(frames, ignore_index=True)
 
     def derived(self, aggregates: list[dict], curves: pd.DataFrame | None) -> list[dict]:
-        """Reusability (Sec. 4.1): the first k where the model's mean W1KP_k curve reaches 0.85."""
-        if curves is None or curves.empty or self.variant != "paper":
+        """Reusability (Sec. 4.1): the first k where the model's mean W1KP_k curve (this variant's) reaches 0.85."""
+        if curves is None or curves.empty:
             return []
         model_curve = curves.sort_values("x")
         k = reusability(model_curve["x"].to_numpy(), model_curve["value"].to_numpy())
         largest = int(model_curve["x"].max())
-        return [{"track": self.info.track, "metric": "w1kp_reusability", "slice": "overall", "slice_value": "all",
-                 "value": float(k) if k is not None else None, "ci_low": None, "ci_high": None,
-                 "n": int(model_curve["n"].max()), "higher_is_better": True, "metric_version": "1",
+        return [{"track": self.info.track, "metric": f"w1kp_reusability{self.suffix}", "slice": "overall",
+                 "slice_value": "all", "value": float(k) if k is not None else None, "ci_low": None, "ci_high": None,
+                 "n": int(model_curve["n"].max()), "higher_is_better": True, "metric_version": self.info.version,
                  "metric_label": f"W1KP reusability: seeds until W1KP_k >= {HIGH} (empty: not within {largest})"}]

@@ -35,7 +35,7 @@ from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from benchmark.encoders.base import Backbone, file_digest
-from benchmark.relevance.linking import TOP_K, Link, link_entities
+from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entities
 
 FORMAT_VERSION = 1
 DEFAULT_BACKBONE = "msiglip-so400m"
@@ -172,10 +172,15 @@ class KnowledgeBase:
         rows = {entity_id: i for i, entity_id in enumerate(self.entities["entity_id"])}
         return [[rows[e] for e in ids] for ids in self.images["entity_ids"]]
 
-    def link(self, queries: np.ndarray, k: int = TOP_K) -> list[Link]:
-        """CAIRE's visual entity linking of (N, D) query image embeddings (Eq. 1 and 2)."""
+    def has_page(self) -> list[bool]:
+        """Per entity row: whether it has Wikipedia text (non-blank ``wikipedia``)."""
+        return [bool(text.strip()) for text in self.entities["wikipedia"]]
+
+    def link(self, queries: np.ndarray, k: int = TOP_K, rule: str = DEFAULT_LINKING) -> list[Link]:
+        """CAIRE's visual entity linking of (N, D) query image embeddings (Eq. 1 and 2), then the linking ``rule``
+        (``benchmark.relevance.linking.choose``: by default the best-ranked candidate with a Wikipedia page)."""
         return link_entities(queries, self.image_index, self.image_entities(), self.lemma_embeddings,
-                             self.entities["entity_id"].tolist(), k)
+                             self.entities["entity_id"].tolist(), k, self.has_page(), rule)
 
     def entity_text(self, row: int) -> str:
         """What the judge reads about entity ``row``: its Wikipedia text, or its description if it has none."""
