@@ -1,19 +1,21 @@
-"""Per-image scores -> leaderboard aggregates, overall and per slice, with bootstrap CIs.
+"""Per-image scores -> leaderboard aggregates, overall and per slice, with 95% CIs.
 
 Images of one prompt (different seeds) are not independent draws, so the
 prompt is the unit: each prompt's score is the mean over its images, a slice's
-score is the mean over its prompts, and the 95% CI is a percentile bootstrap
-over those prompts. The ``prompt`` slice gives each prompt's own mean over its
-images (seeds), with a bootstrap CI over those images. Undefined values (null,
+score is the mean over its prompts, and the 95% CI is ``benchmark.stats.mean_ci``
+over those prompts (Student-t, Wilson for 0/1 values, none below 5 prompts). The
+``prompt`` slice gives each prompt's own mean over its images (seeds), with a CI
+over those images. Undefined values (null,
 e.g. visual reuse of a reference no image recognised) are left out, and ``n``
-counts what is left.
+counts what is left; error rows (``error`` not null, e.g. a non-finite
+embedding) are left out too, and ``excluded`` counts them.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from benchmark.stats import bootstrap_mean_ci
+from benchmark.stats import mean_ci
 
 SLICES = ("country", "continent", "concept", "domain", "kind", "modality")
 # Crossed slices (e.g. CUBE's country x concept cells): name -> the columns crossed; the value joins theirs.
@@ -23,25 +25,38 @@ CROSS_SEPARATOR = " / "
 
 def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES,
               crossed: dict[str, tuple[str, ...]] = CROSSED) -> list[dict]:
-    """Rows with metric, slice, slice_value, value, ci_low, ci_high, n for every metric and slice (and crossed
-    slice whose columns are all present: value ``"Japan / cuisine"``)."""
+    """Rows with metric, slice, slice_value, value, ci_low, ci_high, n and excluded for every metric and slice (and
+    crossed slice whose columns are all present: value ``"Japan / cuisine"``).
+
+    ``excluded`` counts the slice's error rows of the metric (``error`` not null: an image, or a prompt for a
+    prompt-level value, left out of ``n``); 0 when ``per_image`` has no ``error`` column."""
     rows = []
     present = [s for s in slices if s in per_image.columns and per_image[s].notna().any()]
     crosses = {name: list(columns) for name, columns in crossed.items() if set(columns) <= set(present)}
     for (track, metric), group in per_image.groupby(["track", "metric"], sort=True):
+        errors = group[group["error"].notna()] if "error" in group.columns else group.iloc[0:0]
         group = group[group["value"].notna()]  # undefined values (e.g. VR with no recognised image) do not count
         per_prompt = group.groupby("prompt_id", sort=True).agg(
             value=("value", "mean"), **{s: (s, "first") for s in present})
-        parts = [("overall", "all", per_prompt)] if len(per_prompt) else []
-        parts += [(s, str(v), g) for s in present for v, g in per_prompt.groupby(s, sort=True)]
-        parts += [(name, CROSS_SEPARATOR.join(map(str, v)), g) for name, columns in crosses.items()
-                  for v, g in per_prompt.groupby(columns, sort=True)]
-        parts += [("prompt", str(p), g) for p, g in group.groupby("prompt_id", sort=True)]
-        for slice_name, slice_value, part in parts:
-            low, high = bootstrap_mean_ci(part["value"].to_numpy())
+        parts = [("overall", "all", per_prompt, {})] if len(per_prompt) else []
+        parts += [(s, str(v), g, {s: v}) for s in present for v, g in per_prompt.groupby(s, sort=True)]
+        parts += [(name, CROSS_SEPARATOR.join(map(str, v)), g, dict(zip(columns, v)))
+                  for name, columns in crosses.items() for v, g in per_prompt.groupby(columns, sort=True)]
+        parts += [("prompt", str(p), g, {"prompt_id": p}) for p, g in group.groupby("prompt_id", sort=True)]
+        for slice_name, slice_value, part, where in parts:
+            low, high = mean_ci(part["value"].to_numpy())
             rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,
-                         "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part)})
+                         "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part),
+                         "excluded": _matching(errors, where)})
     return rows
+
+
+def _matching(frame: pd.DataFrame, where: dict) -> int:
+    """How many rows of ``frame`` have every column of ``where`` equal to its value."""
+    match = pd.Series(True, index=frame.index)
+    for column, value in where.items():
+        match &= frame[column] == value
+    return int(match.sum())
 
 
 def aggregate_curves(per_prompt: pd.DataFrame) -> pd.DataFrame:
@@ -50,7 +65,7 @@ def aggregate_curves(per_prompt: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (metric, x), group in per_prompt.groupby(["metric", "x"], sort=True):
         values = group["value"].to_numpy()
-        low, high = bootstrap_mean_ci(values)
+        low, high = mean_ci(values)
         rows.append({"metric": metric, "prompt_id": None, "x": x, "value": float(values.mean()),
                      "ci_low": low, "ci_high": high, "n": len(values)})
     return pd.DataFrame(rows)

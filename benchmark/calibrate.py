@@ -7,6 +7,8 @@ per prompt, as a submission folder) and fit its CDF here; pass the ``.npz`` to
 ``--w1kp-calibration``. ``cdf="empirical"`` fits F(x) = share of the sample <= x;
 ``cdf="authors_code"`` the authors' fit (castorini/w1kp, w1kp/utils.py,
 ``compute_cdf``: the sample padded with 0 and 1, the i-th value at i / (N + 2)).
+The ``.npz`` records the backbone id and its ``Backbone.key`` (weights, revision, preprocessing): W1KP refuses it
+for any other backbone (``Calibration.mismatch``, ``W1KP.check``).
 """
 
 from __future__ import annotations
@@ -78,11 +80,11 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
         print(f"error: {error}", file=sys.stderr)
         return 1
     fit = Calibration.fit if cdf == "empirical" else Calibration.fit_authors_code
-    calibration = fit(distances, source=str(out))
+    calibration = fit(distances, source=str(out), backbone=backbone_id, backbone_key=backbone.key)
     calibration.save(out)
     quartiles = np.percentile(distances, [25, 50, 75])
     print(f"fitted ({cdf} CDF) on {len(distances)} same-prompt pairs of {rows['prompt_id'].nunique()} prompts "
-          f"with {backbone_id} (distance quartiles {quartiles[0]:.4g} / {quartiles[1]:.4g} / {quartiles[2]:.4g}) "
-          f"-> {out}")
+          f"with {backbone_id} ({backbone.key}; distance quartiles {quartiles[0]:.4g} / {quartiles[1]:.4g} / "
+          f"{quartiles[2]:.4g}) -> {out}")
     return 0
 

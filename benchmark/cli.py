@@ -297,6 +297,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 # --- serving ----------------------------------------------------------------------------------
 def cmd_worker(args: argparse.Namespace) -> int:
+    from benchmark.reproduce import settings_record
     from leaderboard import worker
     from leaderboard.store import Store
 
@@ -311,11 +312,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return _fail(str(error))
     return worker.main(Store(Path(args.store)), registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
-                       lease_seconds=args.lease_seconds, id=args.supervised)
+                       lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args))
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from benchmark import scoring
+    from benchmark.reproduce import settings_record
 
     _quiet_datasets()
     try:  # before any relaunch: one process builds, the shards find the local copy
@@ -332,7 +334,22 @@ def cmd_score(args: argparse.Namespace) -> int:
     return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
                         unavailable=unavailable, store=Path(args.store),
                         cache=Path(args.cache) if args.cache else None, device=args.device,
-                        batch_size=args.batch_size, num_workers=args.num_workers)
+                        batch_size=args.batch_size, num_workers=args.num_workers, settings=settings_record(args))
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Redo the scoring RESULT's run.json records and print the largest difference per metric: 0 when every
+    difference is within --tolerance, 1 when one is not, 2 when the result cannot be reproduced as asked."""
+    from benchmark import reproduce
+
+    _quiet_datasets()
+    try:
+        return reproduce.main(args.result, store=Path(args.store), submission=args.submission,
+                              backbones=args.backbones, device=args.device, batch_size=args.batch_size,
+                              num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache)
+    except reproduce.ReproduceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -575,6 +592,23 @@ def parser() -> argparse.ArgumentParser:
                          help="the same models' results on a perturbed config, in the same order")
     compare.add_argument("--metrics", nargs="+", default=None, help="metrics to test (default: all shared)")
     compare.set_defaults(run=cmd_compare)
+
+    reproduce = verb("reproduce", "re-run the scoring a result's run.json records (settings, backbones, dataset, "
+                                  "seeds) on its stored submission and print the largest difference per metric",
+                     f"culturelens reproduce SUBMISSION_ID --store {DEFAULT_STORE}")
+    reproduce.add_argument("result", help="results folder (STORE/results/ID, or OUT/results/STAMP of `culturelens "
+                                          "score`), or a submission id of --store")
+    reproduce.add_argument("--store", default=DEFAULT_STORE,
+                           help="store of a submission id; its datasets/ holds the datasets of a `score` output")
+    reproduce.add_argument("--submission", default=None,
+                           help="the validated submission folder (default: STORE/submissions/ID, or OUT/submission "
+                                "next to a `score` output)")
+    reproduce.add_argument("--tolerance", type=float, default=0.0,
+                           help="largest absolute difference still counted as equal (exit 1 beyond it)")
+    reproduce.add_argument("--use-cache", action="store_true",
+                           help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one")
+    _add_backbone_options(reproduce)
+    reproduce.set_defaults(run=cmd_reproduce, batch_size=None)  # None: the batch size the result records
 
     calibrate = verb("calibrate", "fit a W1KP distance calibration for a backbone from a reference sample",
                      "culturelens calibrate reference_sample/ --backbone dinov2-base --out dinov2-w1kp.npz")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from benchmark import __version__
+from benchmark import __version__, results
 from benchmark.aggregate import aggregate, aggregate_curves
 from benchmark.cache import EmbeddingCache, entry_key
 from benchmark.datasets.prompts import SLICE_COLUMNS, PromptSet
@@ -39,6 +39,7 @@ from benchmark.encoders.base import Backbone, prepare
 from benchmark.encoders.spec import GRID_CUTS
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Inputs, Metric, Need
+from benchmark.results import ERROR_NOTE
 from benchmark.submission.manifest import Manifest
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -238,6 +239,51 @@ class Scores:
     run: dict
 
 
+def non_finite_rows(features: dict[Need, np.ndarray]) -> dict[Need, np.ndarray]:
+    """Need -> per row, whether that row's features hold a NaN or an infinity (only needs with such a row)."""
+    bad = {need: ~np.isfinite(array.reshape(len(array), -1)).all(axis=1) for need, array in features.items()}
+    return {need: rows for need, rows in bad.items() if rows.any()}
+
+
+def exclusions(metric: Metric, bad: dict[Need, np.ndarray], n: int) -> np.ndarray:
+    """Per row, why ``metric`` cannot use it (the first of its needs with non-finite features there), or None."""
+    reasons = np.full(n, None, dtype=object)
+    for need in metric.info.needs:
+        if need in bad:
+            reasons[bad[need] & pd.isna(reasons)] = f"non-finite {need} embedding"
+    return reasons
+
+
+def _subset(inputs: Inputs, keep: np.ndarray) -> Inputs:
+    """``inputs`` restricted to the rows where ``keep`` is true, renumbered from 0, with a memo of their own."""
+    rows = np.flatnonzero(keep)
+    open_image = inputs.open_image
+    return replace(inputs, images=inputs.images.iloc[rows].reset_index(drop=True),
+                   features={need: array[rows] for need, array in inputs.features.items()},
+                   truncated={b: cut[rows] for b, cut in inputs.truncated.items()}, memo={},
+                   open_image=open_image and (lambda row: open_image(int(rows[row]))))
+
+
+def mark_errors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Metric rows -> the same with ``error`` set where the value is infinite (``non-finite <metric> value``) or
+    the note starts with ``ERROR_NOTE`` (the rest of it); such rows lose their value, note and detail.
+    NaN stays an undefined value (e.g. VR of an image not recognised), not an error."""
+    values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float)
+    notes = frame["note"].tolist() if "note" in frame.columns else [None] * len(frame)
+    error = np.array([note[len(ERROR_NOTE):] if isinstance(note, str) and note.startswith(ERROR_NOTE) else None
+                      for note in notes], dtype=object)
+    infinite = np.isinf(values) & pd.isna(error)
+    error[infinite] = [f"non-finite {m} value" for m in frame["metric"].to_numpy()[infinite]]
+    failed = ~pd.isna(error)
+    frame = frame.assign(value=np.where(failed, np.nan, values),
+                         note=pd.Series([note if isinstance(note, str) and not bad else None
+                                         for note, bad in zip(notes, failed)], index=frame.index, dtype=object),
+                         error=pd.Series(error, index=frame.index, dtype=object))
+    if "detail" in frame.columns:
+        frame.loc[failed, "detail"] = None
+    return frame
+
+
 def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataFrame:
     info = metric.info
     if info.level == "image":
@@ -251,12 +297,43 @@ def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataF
     return rows.assign(track=info.track, metric=info.name, seed=None, image_path=None, image_sha256=None)
 
 
+def _score_metric(metric: Metric, inputs: Inputs, base: pd.DataFrame, bad: dict[Need, np.ndarray],
+                  views: dict[bytes, Inputs]) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """One metric's rows and curves over the rows whose features it needs are finite; the other rows become
+    error rows (value null, ``error`` the reason). ``views``: the Inputs made so far, by usable rows, so that
+    metrics with the same usable rows share one (and its memo)."""
+    reasons = exclusions(metric, bad, len(base))
+    keep = pd.isna(reasons)
+    excluded = base[~keep].assign(track=metric.info.track, metric=metric.info.name, value=np.nan, note=None,
+                                  detail=None, error=reasons[~keep])
+    if not keep.any():
+        return excluded, None
+    view = views.setdefault(keep.tobytes(), inputs if keep.all() else _subset(inputs, keep))
+    scored = mark_errors(_metric_rows(metric, view, base[keep]))
+    if len(excluded):  # image-level rows keep the images' order: an excluded image's row sits where its score would
+        scored = pd.concat([scored, excluded])
+        scored = scored.sort_index() if metric.info.level == "image" else scored
+    return scored, metric.curves(view)
+
+
+def error_counts(per_image: pd.DataFrame) -> tuple[int, dict[str, int]]:
+    """How many images (or prompts, for a prompt-level value) error rows left out of at least one metric, and
+    reason -> how many of them it left out."""
+    errors = per_image[per_image["error"].notna()]
+    keys = errors["prompt_id"].astype(str) + "/" + errors["seed"].astype(str)
+    by_reason = keys.groupby(errors["error"]).nunique().sort_index()
+    return keys.nunique(), {str(reason): int(n) for reason, n in by_reason.items()}
+
+
 def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, metrics: list[Metric],
           backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, submission_id: str,
           batch_size: int = 32, num_workers: int = 0, shard: tuple[int, int] = (0, 1),
           barrier: Callable[[], None] | None = None, progress: Progress | None = None,
-          disabled: dict[str, str] | None = None) -> Scores | None:
+          disabled: dict[str, str] | None = None, settings: dict | None = None) -> Scores | None:
     """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0.
+
+    ``settings``: how the caller built the metrics (``benchmark.reproduce.settings_record``), recorded in
+    ``run["settings"]`` with the backbone specs and batch size so that ``culturelens reproduce`` can redo it.
 
     Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
     ``run["skipped"]`` says why, together with the ``disabled`` ones the caller could not run at all.
@@ -296,16 +373,18 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
+    bad = non_finite_rows(features.arrays)
+    views: dict[bytes, Inputs] = {}  # one Inputs per set of usable rows, so metrics alike share their memo
     frames, curve_frames = [], []
     for done, metric in enumerate(metrics, start=1):
-        frames.append(_metric_rows(metric, inputs, base))
-        curve = metric.curves(inputs)
+        frame, curve = _score_metric(metric, inputs, base, bad, views)
+        frames.append(frame)
         if curve is not None:
             curve_frames.append(curve.assign(metric=metric.info.name))
         if progress:
             progress("metrics", done, len(metrics))
     per_image = pd.concat(frames, ignore_index=True) if frames else \
-        base.iloc[0:0].assign(track=None, metric=None, value=None, note=None)
+        base.iloc[0:0].assign(track=None, metric=None, value=None, note=None, error=None)
     per_prompt_curves = pd.concat(curve_frames, ignore_index=True) if curve_frames else None
     model_curves = aggregate_curves(per_prompt_curves) if per_prompt_curves is not None else None
 
@@ -320,12 +399,21 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "skipped": {**(disabled or {}), **skipped},
         "dataset": f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}",
         "seeds": list(manifest.seeds),
+        "settings": settings,  # None: the caller did not say (culturelens reproduce refuses such a result)
+        "backbone_specs": {b: x.spec.to_dict() for b, x in used.items()},
+        # the prompt rows' content (the datasets fingerprint above stays the same when a local copy is rebuilt
+        # with other rows); benchmark.reproduce.prompts_digest computes the same
+        "dataset_digest": hashlib.sha256(prompts.table.to_json(orient="split", default_handler=str).encode()
+                                         ).hexdigest()[:16],
+        "batch_size": batch_size,
         "images": len(images),
         "missing": len(manifest.missing),
         "embeddings_cached": features.cached + (reference_features.cached if reference_features else 0),
         "embeddings_computed": features.computed + (reference_features.computed if reference_features else 0),
         "scored_at": scored_at,
     }
+    # images (or prompt-level values) left out of some metric for an error, and reason -> how many
+    run["excluded"], run["errors"] = error_counts(per_image)
     info = {m.info.name: m.info for m in metrics}
     context = {
         "provenance": "scored", "submission_id": submission_id, "model": manifest.model.name,
@@ -339,15 +427,28 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         return {"backbone": "+".join(f"{b}={used[b].spec.uid}" for b in ids),
                 "backbone_revision": "+".join(used[b].revision for b in ids)}
 
+    def with_protocol(row: dict, version: str) -> dict:
+        """The row with the protocol its value was scored under (``results.protocol_columns``): dataset without
+        its local fingerprint, images per prompt, the metric's version (``version`` where the row names none:
+        its thresholds, variant, calibration, tagger) and each backbone's uid@revision."""
+        backbones = [f"{b}@{r}" for b, r in zip((row.get("backbone") or "").split("+"),
+                                                 (row.get("backbone_revision") or "").split("+")) if b]
+        return {**row, **results.protocol_columns({
+            "dataset": run["dataset"].split("@")[0], "images_per_prompt": len(manifest.seeds),
+            "metric_version": row.get("metric_version") or version, "backbones": backbones})}
+
     aggregates = []
     for row in aggregate(per_image):
         metric = info[row["metric"]]
-        aggregates.append({**row, **context, **provenance(metric), "metric_label": metric.label,
-                           "metric_version": metric.version, "higher_is_better": metric.higher_is_better})
+        aggregates.append(with_protocol({**row, **context, **provenance(metric), "metric_label": metric.label,
+                                         "metric_version": metric.version,
+                                         "higher_is_better": metric.higher_is_better}, metric.version))
     ordinary = list(aggregates)
     for metric in metrics:
         curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None
-        aggregates += [{**row, **context, **provenance(metric.info)} for row in metric.derived(ordinary, curve)]
+        aggregates += [with_protocol({**row, **context, **provenance(metric.info)}, metric.info.version)
+                       for row in metric.derived(ordinary, curve)]
+    run["protocols"] = {row["metric"]: row["protocol"] for row in aggregates}  # metric -> its protocol
     curves = pd.concat([c for c in (per_prompt_curves, model_curves) if c is not None], ignore_index=True) \
         if per_prompt_curves is not None else pd.DataFrame(columns=["metric", "prompt_id", "x", "value"])
     return Scores(per_image, aggregates, curves.assign(submission_id=submission_id, model=manifest.model.name), run)

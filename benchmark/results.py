@@ -9,6 +9,7 @@ so both kinds sit in one table and are never confused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -37,7 +38,11 @@ PER_IMAGE = pa.schema([
     ("value", pa.float64()),
     ("note", pa.string()),
     ("detail", pa.string()),            # JSON, metric-specific (e.g. reused patches, for pictures)
+    ("error", pa.string()),             # why the row has no value (e.g. a non-finite embedding); null if scored
 ])
+
+# A metric's note starting with this marks the row an error: the harness moves the rest of the note to ``error``.
+ERROR_NOTE = "error: "
 
 AGGREGATE = pa.schema([
     ("provenance", pa.string()),        # "scored" (this harness) or "reported" (a paper)
@@ -58,6 +63,7 @@ AGGREGATE = pa.schema([
     ("ci_low", pa.float64()),
     ("ci_high", pa.float64()),
     ("n", pa.int64()),                  # prompts (images, for slice "prompt") the value averages over
+    ("excluded", pa.int64()),           # images (or prompts) left out for errors (per-image ``error``); null if unknown
     ("citation", pa.string()),          # reported: paper title, authors, arXiv id
     ("source_table", pa.string()),      # reported: table / figure of the paper
     ("harness_version", pa.string()),
@@ -65,6 +71,9 @@ AGGREGATE = pa.schema([
     ("backbone_revision", pa.string()),
     ("dataset", pa.string()),
     ("seeds", pa.string()),             # comma-separated generation seeds of the submission
+    ("protocol", pa.string()),          # what the value assumes, canonical JSON: dataset (repo:config:split), images
+                                        # per prompt, the metric's version (its settings) and backbones (uid@revision)
+    ("protocol_id", pa.string()),       # the first 12 hex digits of the sha256 of ``protocol``
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
 
@@ -81,6 +90,24 @@ CURVES = pa.schema([
     ("ci_high", pa.float64()),
     ("n", pa.int64()),
 ])
+
+
+def protocol_columns(fields: dict) -> dict:
+    """``protocol`` (canonical JSON of ``fields``: dataset, images per prompt, metric version, backbones) and
+    ``protocol_id`` (the first 12 hex digits of its sha256), as every aggregate row carries them: scored rows
+    (the harness), the papers' rows (``leaderboard.reported``) and synthetic stores alike."""
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return {"protocol": text, "protocol_id": hashlib.sha256(text.encode()).hexdigest()[:12]}
+
+
+def protocol_fields(protocol: object) -> dict | None:
+    """The fields of a row's ``protocol`` (see ``protocol_columns``); None for a row that has none or whose text
+    is not such JSON (results written before protocols were recorded, or damaged)."""
+    try:
+        fields = json.loads(protocol) if isinstance(protocol, str) else None
+    except ValueError:
+        return None
+    return fields if isinstance(fields, dict) else None
 
 
 def records(frame) -> list[dict]:

@@ -82,7 +82,9 @@ def _staged_hash(staged: Path) -> str:
 
 def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
          unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
-         num_workers: int) -> int:
+         num_workers: int, settings: dict | None = None) -> int:
+    """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission or its dataset is refused or
+    no metric can run. ``settings``: how ``metrics`` were built, recorded in run.json (``culturelens reproduce``)."""
     import torch
     from accelerate import PartialState
 
@@ -116,7 +118,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
                                EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,
                                batch_size=batch_size, num_workers=num_workers,
                                shard=(state.process_index, state.num_processes), barrier=state.wait_for_everyone,
-                               progress=bars, disabled=unavailable)
+                               progress=bars, disabled=unavailable, settings=settings)
     finally:
         bars.close()
     if scores is None:

@@ -48,9 +48,11 @@ class Tagger(Protocol):
 
     ``image_embeddings`` are the images' embeddings under the index's backbone; ``images`` the images
     themselves (PIL images or paths), for taggers that look at pixels. ``index`` is the ``ArtifactIndex`` the
-    tagger retrieves from (an ``ArtifactIndex`` is its own): its backbone must embed the images."""
+    tagger retrieves from (an ``ArtifactIndex`` is its own): its backbone must embed the images. ``id`` names
+    the tagger in results."""
 
     index: ArtifactIndex
+    id: str
 
     def tag(self, image_embeddings: np.ndarray, concepts: Sequence[str],
             images: Sequence[Image.Image | Path] | None = None) -> pd.DataFrame: ...
@@ -113,6 +115,11 @@ class ArtifactIndex:
     def index(self) -> ArtifactIndex:
         """Itself: the ``Tagger`` protocol's retrieval index (a ``VLMTagger`` wraps one)."""
         return self
+
+    @property
+    def id(self) -> str:
+        """Names this index as a tagger in results: its size, backbone id and ``Backbone.key``, and text template."""
+        return f"index of {len(self)} artifacts by {self.backbone_id} ({self.backbone_key}), {self.template!r}"
 
     # --- building -----------------------------------------------------------------------------------
     @classmethod

@@ -212,6 +212,12 @@ def aggregate_rows(values: dict[str, np.ndarray], groups: dict[str, tuple[np.nda
     return cols
 
 
+def synthetic_protocol(backbone: str, n_seeds: int) -> dict:
+    """The protocol columns the harness would write for a metric of ``backbone`` (ids joined by '+'), version 1."""
+    return results.protocol_columns({"dataset": DATASET.split("@")[0], "images_per_prompt": n_seeds, "metric_version": "1",
+                             "backbones": [f"{b}@main" for b in backbone.split("+")]})
+
+
 def _constant(value, n: int, kind: pa.DataType) -> pa.Array:
     return pa.array([value] * n, type=kind) if n else pa.array([], type=kind)
 
@@ -245,6 +251,8 @@ class Writer:
         metric = pa.array(cols["metric"])
         which = pc.index_in(metric, pa.array([m[0] for m in METRICS]))
         label, track, higher, backbone = (pc.take(pa.array([m[i] for m in METRICS]), which) for i in (1, 2, 3, 5))
+        protocols = [synthetic_protocol(m[5], self.n_seeds) for m in METRICS]
+        protocol, protocol_id = (pc.take(pa.array([p[k] for p in protocols]), which) for k in ("protocol", "protocol_id"))
         data = {
             "provenance": _constant("scored", rows, pa.string()), "submission_id": _constant(sid, rows, pa.string()),
             "model": _constant(model["model"], rows, pa.string()),
@@ -257,10 +265,12 @@ class Writer:
             "higher_is_better": higher, "slice": pa.array(cols["slice"]), "slice_value": pa.array(cols["slice_value"]),
             "value": pa.array(cols["value"]), "ci_low": pa.array(cols["ci_low"], from_pandas=True),
             "ci_high": pa.array(cols["ci_high"], from_pandas=True), "n": pa.array(cols["n"], pa.int64()),
+            "excluded": _constant(0, rows, pa.int64()),
             "citation": _constant(None, rows, pa.string()), "source_table": _constant(None, rows, pa.string()),
             "harness_version": _constant(__version__, rows, pa.string()), "backbone": backbone,
             "backbone_revision": _constant("main", rows, pa.string()),
             "dataset": _constant(DATASET, rows, pa.string()), "seeds": _constant(context["seeds"], rows, pa.string()),
+            "protocol": protocol, "protocol_id": protocol_id,
             "scored_at": _constant(context["scored_at"], rows, pa.string()),
         }
         table = pa.table(data, schema=results.AGGREGATE)
@@ -268,7 +278,9 @@ class Writer:
                                                                             "higher_is_better", "slice",
                                                                             "slice_value", "value", "ci_low",
                                                                             "ci_high", "n", "backbone",
-                                                                            "backbone_revision")},
+                                                                            "backbone_revision", "protocol",
+                                                                            "protocol_id")},
+                   **synthetic_protocol(DREAMSIM, self.n_seeds),
                    "track": "variability", "metric": "w1kp_reusability", "slice": "overall", "slice_value": "all",
                    "value": reusability, "n": self.n, "higher_is_better": True, "backbone": DREAMSIM,
                    "backbone_revision": "main",
@@ -304,7 +316,7 @@ class Writer:
                 "modality": _constant(None, rows, pa.string()), "track": _constant(track, rows, pa.string()),
                 "metric": _constant(name, rows, pa.string()), "value": pa.array(value, pa.float64()),
                 "note": note if note is not None else _constant(None, rows, pa.string()),
-                "detail": _constant(None, rows, pa.string()),
+                "detail": _constant(None, rows, pa.string()), "error": _constant(None, rows, pa.string()),
             }
             parts.append(pa.table(data, schema=results.PER_IMAGE))
         return pa.concat_tables(parts)

@@ -25,7 +25,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.pictures import reuse_picture
 from benchmark.submission import ServerFault
-from leaderboard import quarantine, render, search, tables
+from leaderboard import quarantine, render, tables
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
@@ -73,6 +73,44 @@ def _pick(value, choices, default=None):
     return value if value in choices else (default if default in choices else (choices[0] if choices else None))
 
 
+def protocol_choices(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """The protocol picker's (label, id) pairs: id, rows, headline or off-protocol, and what it is."""
+    return [(f"{pid} · {rows} row(s) · {'headline' if on else 'off-protocol'} · {tables.describe_protocol(text)}"[:200],
+             pid) for pid, rows, on, text in zip(table["protocol_id"], table["rows"], table["on_protocol"],
+                                                 table["protocol"])]
+
+
+def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) -> str:
+    """The note's sentence on the protocol shown (Markdown; the dataset is the submitter's text, escaped) and on
+    rank intervals."""
+    if table is None or chosen is None:
+        return ""
+    row = table[table["protocol_id"] == chosen].iloc[0]
+    others = len(table) - 1
+    status = ("the track's headline protocol" if row["on_protocol"] else "**off-protocol** for the headline "
+              f"ranking, which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+    return (f"Protocol {render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
+            + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
+               if others else "") +
+            "**Rank** is shown with its 95% interval, e.g. 3 (2-5), from a paired bootstrap over the prompts the "
+            f"scored models share ({tables.REPLICATES} replicates); rows in one **tie group** have overlapping "
+            "intervals. 📄 paper rows of other protocols are listed below, not ranked.")
+
+
+def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
+    """The overall view's note: the rule, the track set shown and the others, rows other protocols leave out."""
+    if not sets:
+        return "No results for this choice yet."
+    others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
+    return ("**Mean win rate** (as HEIM): on each track's headline metric (overall slice, the track's chosen "
+            "protocol), the share of the other models a model beats, ties counting half; a model without a value "
+            "on a track leaves that track's comparison. Only models scored on the same set of tracks are ranked "
+            f"together: here **{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
+            ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
+            "📄 paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
+            "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
+
+
 class Views:
     """The functions behind the components, one per view; pure reads of the store and catalog."""
 
@@ -89,19 +127,20 @@ class Views:
 
     # --- overview ------------------------------------------------------------------------------------------
     def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns,
-                 limit: int | None = MAX_ROWS):
-        """The Overview tab: the track picker, the metric picker, the ranked (or win-rate) table and its note."""
+                 protocol=None, limit: int | None = MAX_ROWS):
+        """The Overview tab: the track picker, the metric picker, the ranked (or win-rate) table, its note, and
+        the protocol picker (the track set, for the overall view)."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
         track_choices = [OVERALL_VIEW, *tables.tracks(self.catalog)]
         track = _pick(track, track_choices, OVERALL_VIEW)
         if track == OVERALL_VIEW:
-            headline = tables.headline_rows(self.catalog)
-            kept, hidden = filters.apply(headline)
-            shown = tables.display_win_rates(tables.win_rates(kept))
-            note = ("**Mean win rate** (as HEIM): on each track's headline metric (overall slice), the share of "
-                    "the other models a model beats, ties counting half; averaged over the tracks it has a score on "
-                    "(column *Tracks*). Reported and scored rows of one model are kept apart.")
+            _, hidden = filters.apply(tables.headline_rows(self.catalog))
+            wide, sets, chosen, off = tables.overall(self.catalog, filters, protocol)
+            shown = tables.display_win_rates(wide)
+            note = overall_note(chosen, sets, off)
             metric_update = gr.update(choices=[], value=None, visible=False)
+            protocol_update = gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
+                                        value=chosen or None)
         else:
             pairs = tables.metrics(self.catalog, track)
             labels = [label for label, _ in pairs]
@@ -111,15 +150,18 @@ class Views:
             where = (tables.OVERALL, "all")
             if names and tables.OVERALL not in names:  # e.g. a paper that reports still and moving apart only
                 where = (names[0], tables.slice_values(self.catalog, track, metric, names[0])[0])
-            frame, hidden = tables.ranked(self.catalog, track, metric, *where, filters=filters) if metric else \
-                (pd.DataFrame(), "")
+            table = tables.protocols(self.catalog, track, metric, *where) if metric else pd.DataFrame()
+            chosen = tables.pick_protocol(table, protocol) if metric else None
+            frame, hidden = tables.ranked(self.catalog, track, metric, *where, filters=filters, protocol_id=chosen) \
+                if metric else (pd.DataFrame(), "")
             shown = tables.display(frame)
             direction = ("higher" if bool(frame["higher_is_better"].iloc[0]) else "lower") if len(frame) else ""
             note = (f"**{render.plain(metric_label)}**, {render.plain(' = '.join(where))}: {len(shown)} row(s), "
-                    f"{direction} is better. "
-                    "95% CI: percentile bootstrap over prompts. **≈**: this row's CI overlaps the next row's "
-                    "(not distinguishable at this sample size)." if len(frame) else "No results for this choice yet.")
+                    f"{direction} is better. " + protocol_note(table, chosen, track) +
+                    " 95% CI over prompts: Student-t (Wilson for 0/1 values); none below 5 prompts, too few to cover."
+                    if len(frame) else "No results for this choice yet.")
             metric_update = gr.update(choices=labels, value=metric_label, visible=True)
+            protocol_update = gr.update(label="Protocol", choices=protocol_choices(table), value=chosen)
         if hidden:
             note += f"\n\n⚠️ {hidden}"
         if track != OVERALL_VIEW and columns:  # the column choice is over the ranked tables' columns
@@ -128,7 +170,7 @@ class Views:
             note += (f"\n\nShowing the top {limit} of {len(shown)} rows: search or filter to find the others, or "
                      "download the view (every row).")
             shown = shown.head(limit)
-        return gr.update(choices=track_choices, value=track), metric_update, shown, note
+        return gr.update(choices=track_choices, value=track), metric_update, shown, note, protocol_update
 
     def download(self, *overview_inputs) -> list[str]:
         """The current overview table as CSV and Parquet files."""
@@ -166,13 +208,16 @@ class Views:
             served.append(str(target))
         return served
 
-    def leaderboard_api(self, track: str, metric_label: str, slice_choice: str = tables.OVERALL) -> list[dict]:
-        """Ranked rows of one track, metric (by label) and slice ('overall' or '<slice> = <value>'), as records."""
+    def leaderboard_api(self, track: str, metric_label: str, slice_choice: str = tables.OVERALL,
+                        protocol_id: str | None = None) -> list[dict]:
+        """Ranked rows of one track, metric (by label), slice ('overall' or '<slice> = <value>') and protocol id
+        (default: the track's headline protocol when it has rows, else the largest), as records; the column
+        *Protocol* names each row's, and paper rows of other protocols follow, not ranked."""
         pairs = dict(tables.metrics(self.catalog, track))
         if metric_label not in pairs:
             raise gr.Error(f"no metric {metric_label!r} in track {track!r}; metrics: {', '.join(pairs) or 'none'}")
         name, value = (tables.OVERALL, "all") if " = " not in slice_choice else slice_choice.split(" = ", 1)
-        frame, _ = tables.ranked(self.catalog, track, pairs[metric_label], name, value)
+        frame, _ = tables.ranked(self.catalog, track, pairs[metric_label], name, value, protocol_id=protocol_id)
         return tables.display(frame).to_dict("records")
 
     # --- slices --------------------------------------------------------------------------------------------
@@ -188,13 +233,17 @@ class Views:
         slice_name = _pick(slice_name, names, "country")
         values = tables.slice_values(self.catalog, track, metric, slice_name) if slice_name else []
         slice_value = _pick(slice_value, values)
-        frame, hidden = tables.ranked(self.catalog, track, metric, slice_name, slice_value, filters) \
+        table = tables.protocols(self.catalog, track, metric, slice_name, slice_value) if slice_value else None
+        chosen = tables.pick_protocol(table) if slice_value else None
+        frame, hidden = tables.ranked(self.catalog, track, metric, slice_name, slice_value, filters, chosen) \
             if slice_value else (pd.DataFrame(), "")
-        matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters) if slice_name else pd.DataFrame()
+        matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters, chosen) if slice_name else \
+            pd.DataFrame()
         higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
         heat = render.heatmap_html(matrix, higher, f"{metric_label} by {slice_name} (darker = better)")
         note = (f"**{render.plain(metric_label)}**, {render.plain(slice_name)} = {render.plain(slice_value)}: "
-                f"{len(frame)} row(s)." if len(frame) else "No results for this choice yet.")
+                f"{len(frame)} row(s). " + protocol_note(table, chosen, track) +
+                " (The Overview's protocol picker lists the others.)" if len(frame) else "No results for this choice yet.")
         if hidden:
             note += f" ⚠️ {hidden}"
         if len(frame) > MAX_ROWS:
@@ -206,10 +255,11 @@ class Views:
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), the W1KP reusability
         curves and the CRT scatter: the ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
-        wide = tables.win_rates(filters.apply(tables.headline_rows(self.catalog))[0]).head(CHART_MODELS)
+        wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map({"reported": " 📄", "scored": ""})
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
-        per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks"]).set_index(who)
+        per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks", "win_low", "win_high",
+                                       "rank_low", "rank_high"], errors="ignore").set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = self.catalog.curves("w1kp")
@@ -421,6 +471,13 @@ class Views:
                  f" attempts {job.attempts}"]
         if job.state == "FAILED":
             lines.append(f"- **reason**: {self.public(job.error)}")
+        try:  # the run record counts the images left out for errors (non-finite embeddings or values)
+            run = json.loads((self.store.results / job.id / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            run = {}
+        if errors := run.get("errors") if isinstance(run, dict) else None:
+            reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in errors.items())
+            lines.append(f"- **{run.get('excluded', sum(errors.values()))} images excluded**: {reasons}")
         if job.log_excerpt:
             excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
             lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
@@ -480,6 +537,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     known = list(dict.fromkeys([*track_registry.REGISTRY, *tables.tracks(views.catalog)]))
                     o_track = gr.Radio(label="Track", choices=[OVERALL_VIEW, *known], value=OVERALL_VIEW, scale=3)
                     o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True, scale=2)
+                    o_protocol = gr.Dropdown(label="Protocol", choices=[], interactive=True, allow_custom_value=True,
+                                             scale=2)
                 with gr.Accordion("Filters and columns (none active: every row is shown)", open=False):
                     with gr.Row():
                         o_models = gr.Textbox(label="Models (comma-separated, any matches)",
@@ -495,8 +554,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 o_table = gr.Dataframe(interactive=False, wrap=True)
                 o_download = gr.Button("Download this view (CSV, Parquet)", size="sm")
                 o_files = gr.File(label="Downloads", file_count="multiple")
-                o_inputs = [o_track, o_metric, o_models, o_types, o_min, o_max, o_since, o_prov, o_columns]
-                o_outputs = [o_track, o_metric, o_table, o_note]
+                o_inputs = [o_track, o_metric, o_models, o_types, o_min, o_max, o_since, o_prov, o_columns, o_protocol]
+                o_outputs = [o_track, o_metric, o_table, o_note, o_protocol]
                 o_download.click(views.download, o_inputs, o_files, api_name="download")
                 for control in o_inputs:
                     getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
@@ -647,6 +706,25 @@ dataset this server holds in the **Datasets** tab.
 
 Iconic references, the iconicity track's titles and reference images: `culturelens data build iconic-references
 --records refs.jsonl --images refs/ --out DIR`, or `--from-sparql` to fetch them from Wikidata and Commons.
+
+## Protocols and rank intervals
+
+A score only compares with scores made the same way. Every result records its **protocol**: the dataset (repo,
+config, split), the images per prompt (seeds), the metric's version (which names its settings: thresholds,
+variant, calibration file, tagger) and each backbone with its revision; its short id is the first 12 hex digits
+of the protocol's sha256. A ranking holds one protocol only: the Overview shows the track's headline protocol
+(the paper's: e.g. CRT with 10 images per title and the paper's thresholds) and the **Protocol** picker lists the
+others with their row counts. A submission made differently (4 seeds, another dataset, another backbone) is
+scored and ranked under its own protocol, marked *off-protocol*. Paper rows carry their paper's protocol: they
+are ranked among themselves and listed, not ranked, beside the others. Results scored before protocols were
+recorded form the protocol `unrecorded`.
+
+Each **rank** comes with a 95% interval, e.g. `3 (2-5)`: the prompts every scored model of the table answered
+are resampled 1,000 times (the same draw for every model), the models are ranked in each draw, and the interval
+holds the middle 95% of a model's ranks. Models whose intervals overlap share a **tie group**: the data cannot
+tell them apart. Paper rows have no per-prompt values, so their rank has no interval. The **overall** ranking
+averages win rates only over models scored on the same set of tracks (the picker offers the other sets), with
+the same kind of interval on the mean win rate.
 
 ## Submitting
 

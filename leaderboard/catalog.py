@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 
 from benchmark import results
+from benchmark.aggregate import CROSS_SEPARATOR, CROSSED, SLICES
 from leaderboard import quarantine
 from leaderboard.store import Store
 
@@ -190,6 +191,37 @@ class Catalog:
                     for name, reason in damaged.items():
                         self._set_aside(name, reason)
                     self._forget(set(damaged))
+
+    def per_prompt(self, submission_ids: list[str], metric: str) -> pd.DataFrame:
+        """The per-prompt values (slice ``prompt``) of one metric for these submissions: submission_id,
+        prompt_id, value (null values left out). Only submissions the catalog has loaded are read; a folder
+        removed meanwhile is skipped (its files are looked for again, up to ``VANISHED_RETRIES`` times)."""
+        with self.lock:
+            known = sorted(set(submission_ids) & self.loaded)  # ids from outside never name a path
+            for attempt in range(VANISHED_RETRIES + 1):
+                files = [str(p) for p in (self.store.results / s / "aggregates.parquet" for s in known) if p.exists()]
+                if not files:
+                    break
+                try:
+                    return self.con.execute(
+                        "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?, union_by_name = "
+                        "true) WHERE slice = 'prompt' AND metric = ? AND value IS NOT NULL", [files, metric]).df()
+                except duckdb.IOException:
+                    if attempt == VANISHED_RETRIES:
+                        raise
+        return pd.DataFrame(columns=["submission_id", "prompt_id", "value"])
+
+    def prompts_in_slice(self, submission_id: str, metric: str, slice_name: str, slice_value: str) -> set[str] | None:
+        """The prompts of one slice value (e.g. country = Japan, or country_concept = Japan / cuisine), read from
+        one submission's per-image rows of ``metric`` (a prompt's slice is its dataset's, the same for every
+        submission of a protocol); None for a slice the per-image rows do not hold."""
+        columns = CROSSED.get(slice_name, (slice_name,) if slice_name in SLICES else ())
+        if not columns:
+            return None
+        key = f" || '{CROSS_SEPARATOR}' || ".join(f'CAST("{c}" AS VARCHAR)' for c in columns)
+        frame = self._read_per_image([submission_id], f"SELECT DISTINCT prompt_id FROM read_parquet(?) WHERE "
+                                     f"metric = ? AND {key} = ?", [metric, slice_value])
+        return set(frame["prompt_id"]) if frame is not None else None
 
     def curves(self, metric: str, submission_ids: list[str] | None = None) -> pd.DataFrame:
         """Model-level curves of one metric (of some submissions, or all)."""

@@ -8,7 +8,7 @@ anyone submits and scored models can be read against the published ones.
 
 from __future__ import annotations
 
-from benchmark import citations
+from benchmark import citations, results
 from benchmark.expectations import published
 from benchmark.metrics import iconicity
 
@@ -88,6 +88,18 @@ _CUBE_TABLE_4 = {
 
 # --- CulturalFrames: the paper's human results (benchmark.expectations.published, each with its section).
 
+# Images per prompt of each paper's reported results, where the paper states it: CRT n = 10 per title (Sec. 4);
+# CUBE's diversity 80 per rephrasing (App. H.1, Tables 5 and 6). Others are recorded as not stated (null).
+_PAPER_IMAGES = {(citations.CRT, "Table 1"): 10, (citations.CUBE, "Table 5"): 80, (citations.CUBE, "Table 6"): 80}
+
+
+def paper_protocol(citation: str, table: str) -> dict:
+    """The protocol of a reported row: the paper's own data, its images per prompt and its settings ("paper"),
+    so that it is ranked only with rows of the same paper table, never with scored ones."""
+    return results.protocol_columns({"dataset": f"as published in {citations.SHORT.get(citation, citation)}",
+                             "images_per_prompt": _PAPER_IMAGES.get((citation, table)),
+                             "metric_version": f"paper ({table})", "backbones": []})
+
 
 def _row(model: str, track: str, metric: str, label: str, higher: bool, slice_: str, slice_value: str,
          value: float, citation: str, table: str) -> dict:
@@ -129,4 +141,4 @@ def rows() -> list[dict]:
     for row in published.leaderboard_rows():
         model_id, model_type = _MODEL_IDS[row["model"]]
         out.append({**row, "model_id": model_id, "model_type": model_type})
-    return out
+    return [{**row, **paper_protocol(row["citation"], row["source_table"])} for row in out]

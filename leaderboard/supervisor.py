@@ -76,7 +76,7 @@ class Supervisor(threading.Thread):
             if time.monotonic() - started >= self.healthy_after:
                 delay = self.first_delay
             log.warning("the worker stopped (%s); restarting it in %.1f s", self.last_exit, delay)
-            self._record("restarting", None, retry_in=delay)
+            self._record("restarting", None, retry_in=delay, message=f"waiting {delay:g} s before the next start")
             if self._stop_event.wait(delay):
                 return
             delay = min(delay * 2, self.max_delay)

@@ -1,10 +1,16 @@
 """The leaderboard's tables, as queries over the catalog (all reads; results on disk are never modified).
 
-Ranking: best first by the metric's direction, ties share a rank. The ``≈`` marker says a row's 95% CI overlaps
-the next row's: the two are not distinguishable at this sample size by the CIs (a conservative reading; the
-paired Wilcoxon test of ``culturelens compare`` is the sharper one). Win rate (as HEIM's "mean win rate"): for
-each track's headline metric on the overall slice, the share of the other models a model beats (ties count
-half); the overall score is the mean over the tracks a model has a score on, and the table says how many.
+Protocols: a ranking compares the rows of one protocol only (``protocol_id``: dataset, images per prompt, the
+metric's version with its settings, backbones; ``unrecorded`` for results scored before protocols were recorded).
+By default it is the track's headline protocol (``leaderboard.tracks``) when it has rows, else the largest; the
+others are one choice away, and paper-reported rows of other protocols are listed beside, not ranked.
+
+Ranking: best first by the metric's direction, ties share a rank. Each rank has a 95% interval from a paired
+bootstrap over the prompts the scored models share (the same resampled prompts for every model; each replicate
+ranked), and rows whose intervals overlap form a tie group. Win rate (as HEIM's "mean win rate"): for each
+track's headline metric on the overall slice, the share of the other models a model beats (ties count half; a
+null value leaves the comparison); the overall score is the mean over the tracks a model has a score on, and
+only models scored on the same set of tracks are ranked together.
 """
 
 from __future__ import annotations
@@ -13,20 +19,24 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from benchmark import citations
+from benchmark import citations, results
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 
 OVERALL = "overall"
+UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols were recorded
+REPLICATES = 1000  # bootstrap replicates of a rank interval
+SEED = 0  # the bootstrap's seed: the same rows always give the same intervals
 # The columns the views read (never SELECT *: the catalog holds every provenance field).
 COLUMNS = ("track, metric, slice, slice_value, model, value, ci_low, ci_high, n, model_type, parameters_billions, "
            "scored_at, provenance, citation, source_table, higher_is_better, harness_version, backbone, seeds, "
-           "submission_id")
+           f"submission_id, protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
 HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
-RANK_COLUMNS = ["Rank", "Model", "Score", "95% CI", "≈", "n", "Type", "Size (B)", "Date", "Provenance", "Source",
-                "Submission"]
-WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "Tracks"]
+RANK_COLUMNS = ["Rank", "Tie group", "Model", "Score", "95% CI", "n", "Type", "Size (B)", "Date", "Provenance",
+                "Protocol", "Source", "Submission"]
+WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "95% interval", "Tracks"]
 MAX_TERMS = 20  # model search terms a filter uses
 MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
@@ -120,27 +130,152 @@ def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list
                           " ORDER BY slice_value", [track, metric, slice_name])["slice_value"])
 
 
-def _rank(frame: pd.DataFrame) -> pd.DataFrame:
-    if frame.empty:
-        return frame.assign(rank=pd.Series(dtype=int), overlaps_next=pd.Series(dtype=bool))
-    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+def protocols(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL,
+              slice_value: str = "all") -> pd.DataFrame:
+    """The protocols the rows of one metric and slice were scored under: protocol_id, protocol, rows,
+    provenance and on_protocol (the track's headline protocol); on-protocol first, then the largest."""
+    frame = cat.query(f"SELECT coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, any_value(protocol) AS protocol, "
+                      "count(*) AS rows, min(provenance) AS provenance FROM aggregates WHERE track = ? AND metric = ? "
+                      "AND slice = ? AND slice_value = ? GROUP BY 1", [track, metric, slice_name, slice_value])
+    frame["on_protocol"] = [track_registry.on_protocol(track, p) for p in frame["protocol"]]
+    return frame.sort_values(["on_protocol", "rows", "protocol_id"], ascending=[False, False, True],
+                             ignore_index=True)
+
+
+def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
+    """``wanted`` if ``protocols`` lists it, else the track's headline protocol when it has rows, else the
+    protocol with the most rows (None without rows)."""
+    ids = list(table["protocol_id"])
+    return wanted if wanted in ids else (ids[0] if ids else None)
+
+
+def describe_protocol(protocol: str | None) -> str:
+    """A protocol's JSON in words (plain text: the dataset is the submitter's); 'unrecorded' for old results."""
+    fields = results.protocol_fields(protocol)
+    if fields is None:
+        return "unrecorded (scored before protocols were recorded, or not readable)"
+    images = fields.get("images_per_prompt")
+    backbones = ", ".join(fields.get("backbones") or []) or "none"
+    return (f"dataset {fields.get('dataset')}; {images if images is not None else 'unstated'} images per prompt; "
+            f"metric version {fields.get('metric_version')}; backbones {backbones}")
+
+
+def resampled(point: np.ndarray, per_prompt: np.ndarray, has: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Replicates x rows of a paired bootstrap: a row with per-prompt values (``has``; their rows of
+    ``per_prompt``, rows x shared prompts, in order) takes its mean over each replicate's drawn prompts (``draws``,
+    replicates x prompts: the same prompts for every row); any other row keeps its ``point`` value."""
+    out = np.tile(np.asarray(point, dtype=float), (len(draws), 1))
+    if has.any():
+        counts = np.stack([np.bincount(d, minlength=draws.shape[1]) for d in draws])
+        out[:, has] = counts @ per_prompt.T / draws.shape[1]
+    return out
+
+
+def replicate_ranks(values: np.ndarray, higher: bool) -> np.ndarray:
+    """Per replicate (row of ``values``), each model's rank: 1 + the models strictly better; null stays null."""
+    key = np.where(np.isnan(values), np.nan, -values if higher else values)
+    ranks = stats.rankdata(key, axis=1, method="min", nan_policy="omit")
+    return np.where(np.isnan(values), np.nan, ranks)
+
+
+def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% interval of each column: the 2.5% and 97.5% order statistics (numpy's 'lower' / 'higher')."""
+    low, high = np.full(samples.shape[1], np.nan), np.full(samples.shape[1], np.nan)
+    some = ~np.isnan(samples).all(axis=0)  # a column with no value in any replicate has no interval
+    low[some] = np.nanquantile(samples[:, some], 0.025, axis=0, method="lower")
+    high[some] = np.nanquantile(samples[:, some], 0.975, axis=0, method="higher")
+    return low, high
+
+
+def tie_groups(low: pd.Series, high: pd.Series) -> pd.Series:
+    """Rows in rank order -> their tie group (1, 2, ...): a row starts a new group when its interval starts after
+    every interval of the current group ends; rows without an interval have none."""
+    groups, group, reach = [], 0, -np.inf
+    for lo, hi in zip(low, high):
+        if pd.isna(lo):
+            groups.append(pd.NA)
+            continue
+        if lo > reach:
+            group += 1
+        reach = max(reach, hi)
+        groups.append(group)
+    return pd.Series(groups, index=low.index, dtype="Int64")
+
+
+def _draws(n_prompts: int, rng: np.random.Generator) -> np.ndarray:
+    """Replicates x prompts: the prompt indices each bootstrap replicate draws (with replacement)."""
+    return rng.integers(0, n_prompts, size=(REPLICATES, n_prompts))
+
+
+def _shared(cat: Catalog, frame: pd.DataFrame, metric: str, slice_name: str, slice_value: str
+            ) -> tuple[np.ndarray, pd.DataFrame, str]:
+    """Which rows of ``frame`` have per-prompt values, their values on the prompts all of them share (prompts x
+    submissions), and why rows have none ('' if every scored row has them)."""
+    has = np.zeros(len(frame), dtype=bool)
+    scored = frame["provenance"].eq("scored") & frame["value"].notna() & frame["submission_id"].notna()
+    values = cat.per_prompt(list(frame.loc[scored, "submission_id"]), metric)
+    if len(values) and slice_name != OVERALL:
+        inside = cat.prompts_in_slice(values["submission_id"].iloc[0], metric, slice_name, slice_value)
+        values = values[values["prompt_id"].isin(inside or set())]
+    wide = values.pivot_table(index="prompt_id", columns="submission_id", values="value")
+    has[:] = scored.to_numpy() & frame["submission_id"].isin(wide.columns).to_numpy()
+    shared = wide[list(frame.loc[has, "submission_id"])].dropna() if has.any() else wide.iloc[0:0]
+    why = []
+    if (scored.to_numpy() & ~has).any():
+        why.append(f"{int((scored.to_numpy() & ~has).sum())} scored row(s) have no per-prompt values for this metric")
+    if has.sum() > 1 and shared.empty:
+        why.append("the scored models share no prompts, so there is no paired bootstrap")
+        has[:] = False
+    return has, shared, "; ".join(why)
+
+
+def _rank(frame: pd.DataFrame, higher: bool) -> pd.DataFrame:
+    """Rows ranked best first by value (ties share a rank; a null value has none and sorts last)."""
     key = -frame["value"] if higher else frame["value"]
-    # A null value (e.g. "not reached within k") has no rank and sorts last.
-    frame = frame.assign(rank=key.rank(method="min").astype("Int64")).sort_values(
-        ["rank", "model"], kind="stable", na_position="last")
-    low, high = frame["ci_low"].to_numpy(), frame["ci_high"].to_numpy()
-    overlaps = np.zeros(len(frame), dtype=bool)
-    overlaps[:-1] = (~np.isnan(low[:-1]) & ~np.isnan(low[1:]) & (low[:-1] <= high[1:]) & (low[1:] <= high[:-1]))
-    return frame.assign(overlaps_next=overlaps).reset_index(drop=True)
+    return frame.assign(rank=key.rank(method="min").astype("Int64")).sort_values(
+        ["rank", "model"], kind="stable", na_position="last", ignore_index=True)
+
+
+def rank_with_intervals(cat: Catalog, frame: pd.DataFrame, metric: str, slice_name: str = OVERALL,
+                        slice_value: str = "all") -> tuple[pd.DataFrame, str]:
+    """Rows of one protocol ranked, each with a 95% rank interval (rank_low, rank_high) from a paired bootstrap
+    over the prompts the scored models share (``REPLICATES`` replicates, seed ``SEED``; rows without per-prompt
+    values keep their value in every replicate and get no interval) and its tie group; and a note on the
+    rows without an interval."""
+    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    frame = _rank(frame, higher)
+    has, shared, why = _shared(cat, frame, metric, slice_name, slice_value)
+    low = high = np.full(len(frame), np.nan)
+    if has.any():
+        draws = _draws(len(shared), np.random.default_rng(SEED))
+        ranks = replicate_ranks(resampled(frame["value"].to_numpy(), shared.to_numpy().T, has, draws), higher)
+        low, high = (np.where(has, bound, np.nan) for bound in interval(ranks))
+    frame = frame.assign(rank_low=pd.array(low, dtype="Float64").astype("Int64"),
+                         rank_high=pd.array(high, dtype="Float64").astype("Int64"))
+    reported = int(frame["provenance"].eq("reported").sum())
+    notes = [why] if why else []
+    if reported:
+        notes.append(f"{reported} paper-reported row(s) have no per-prompt values: ranked by their value, no interval")
+    return frame.assign(tie_group=tie_groups(frame["rank_low"], frame["rank_high"])), "; ".join(notes)
 
 
 def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, slice_value: str = "all",
-           filters: Filters = Filters()) -> tuple[pd.DataFrame, str]:
-    """The ranked rows of one metric and slice (after filters), and the note on what the filters hid."""
+           filters: Filters = Filters(), protocol_id: str | None = None) -> tuple[pd.DataFrame, str]:
+    """The rows of one metric, slice and protocol (``pick_protocol``), after filters, ranked with rank intervals
+    (``rank_with_intervals``), then the paper-reported rows of other protocols, unranked (``beside``); and the
+    note on what the filters hid and which rows have no interval."""
+    chosen = pick_protocol(protocols(cat, track, metric, slice_name, slice_value), protocol_id)
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                       "slice_value = ?", [track, metric, slice_name, slice_value])
     frame, note = filters.apply(frame)
-    return _rank(frame), note
+    frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
+    mine = frame["protocol_id"] == chosen
+    ranks, why = rank_with_intervals(cat, frame[mine], metric, slice_name, slice_value) if mine.any() else \
+        (frame[mine].assign(rank=pd.Series(dtype="Int64")), "")
+    beside = frame[~mine & (frame["provenance"] == "reported")].assign(beside=True)
+    out = pd.concat([ranks.assign(beside=False), beside], ignore_index=True) if len(beside) else \
+        ranks.assign(beside=False)
+    return out, " ".join(n for n in (note, why and f"No rank interval: {why}.") if n)
 
 
 def _sources(frame: pd.DataFrame) -> pd.Series:
@@ -154,22 +289,33 @@ def _sources(frame: pd.DataFrame) -> pd.Series:
     return reported.where(frame["provenance"] == "reported", scored)
 
 
+def rank_text(rank, low, high) -> str:
+    """'3 (2-5)': the rank and its 95% interval; the rank alone without an interval; '' without a rank."""
+    if pd.isna(rank):
+        return ""
+    return f"{rank}" if pd.isna(low) else f"{rank} ({low}-{high})"
+
+
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """``ranked`` rows for people: rounded scores, the CI as text, the marker, a source per row."""
+    """``ranked`` rows for people: the rank with its interval, tie group, rounded scores, the CI as text, the
+    protocol (headline or off-protocol; rows beside marked not ranked), a source per row."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
     ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
+    ranks = [rank_text(r, lo, hi) for r, lo, hi in zip(frame["rank"], frame["rank_low"], frame["rank_high"])]
+    protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
     return pd.DataFrame({
-        "Rank": frame["rank"].astype("Int64"),
+        "Rank": np.where(frame["beside"], "not ranked (other protocol)", ranks),
+        "Tie group": frame["tie_group"].astype("Int64").astype("string").fillna(""),
         "Model": frame["model"],
         "Score": frame["value"].round(3),
         "95% CI": ci.where(frame["ci_low"].notna(), ""),
-        "≈": np.where(frame["overlaps_next"], "≈", ""),
         "n": frame["n"].astype("Int64"),
         "Type": frame["model_type"].fillna(""),
         "Size (B)": frame["parameters_billions"],
         "Date": frame["scored_at"].fillna("").str[:10],
         "Provenance": frame["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
+        "Protocol": protocol,
         "Source": _sources(frame),
         "Submission": frame["submission_id"].fillna(""),
     })
@@ -177,7 +323,7 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
 
 def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = OVERALL,
                   slice_value: str = "all") -> pd.DataFrame:
-    """Each track's headline metric on one slice: one row per model (its latest scored submission)."""
+    """Each track's headline metric on one slice: one row per model, provenance and protocol (its latest)."""
     pairs = [(t, track_registry.get(t).headline) for t in tracks(cat) if track_registry.get(t).headline]
     if not pairs:
         return pd.DataFrame()
@@ -186,42 +332,112 @@ def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = 
         "metric)", [slice_name, slice_value, [f"{t}/{m}" for t, m in pairs]])
     frame, _ = filters.apply(frame)
     return frame.sort_values("scored_at", na_position="first").drop_duplicates(
-        ["track", "model", "provenance"], keep="last")
+        ["track", "model", "provenance", "protocol_id"], keep="last")
 
 
-def win_rates(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, provenance): win rate on each track and their mean (HEIM's mean win rate), best first.
+def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``headline_rows`` kept to each track's chosen protocol (``pick_protocol``), and how many were left out."""
+    keep = pd.Series(False, index=frame.index)
+    for track in frame["track"].unique():
+        chosen = pick_protocol(protocols(cat, track, track_registry.get(track).headline))
+        keep |= (frame["track"] == track) & (frame["protocol_id"] == chosen)
+    return frame[keep], int((~keep).sum())
 
-    On a track with m models, a model's win rate is (models it beats + ties / 2) / (m - 1); a track with one
-    model gives no win rate.
-    """
-    out = []
-    for track, group in frame.groupby("track"):
-        if len(group) < 2:
-            continue
-        higher = bool(group["higher_is_better"].iloc[0])
-        values = group["value"].to_numpy() * (1 if higher else -1)
-        beats = (values[:, None] > values[None, :]).sum(axis=1) + 0.5 * ((values[:, None] == values[None, :]).sum(axis=1) - 1)
-        out += [{"model": m, "provenance": p, "track": track, "win_rate": w / (len(group) - 1)}
-                for m, p, w in zip(group["model"], group["provenance"], beats)]
-    if not out:
+
+def track_win_rates(values: np.ndarray, higher: bool) -> np.ndarray:
+    """Replicates x models -> each model's win rate in each replicate (HEIM): the share of the other models with
+    a value it beats, ties counting half. A null value leaves the comparison: it has no win rate and is not
+    counted in the others' denominators; with fewer than two values, none has one."""
+    key = np.where(np.isnan(values), np.nan, values if higher else -values)
+    m = (~np.isnan(key)).sum(axis=1, keepdims=True)
+    below = stats.rankdata(key, axis=1, method="average", nan_policy="omit") - 1  # beaten + ties / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = below / (m - 1)
+    return np.where(np.isnan(key) | (m < 2), np.nan, rates)
+
+
+def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, provenance) of headline rows: the set of tracks it has a row on, as text ('a + b')."""
+    return frame.groupby(["model", "provenance"])["track"].agg(lambda t: " + ".join(sorted(set(t)))).rename(
+        "track_set").reset_index()
+
+
+def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
+    """Per (model, provenance): win rate on each track, their mean (HEIM's mean win rate) over the tracks it has
+    one on, and ``tracks``; best first. With ``cat``, also a 95% interval on the mean win rate (win_low,
+    win_high) and on the rank, from a paired bootstrap over each track's shared prompts (``REPLICATES``, seed
+    ``SEED``, tracks in name order): the models without per-prompt values keep their value and get none."""
+    entities = frame[["model", "provenance"]].drop_duplicates().reset_index(drop=True)
+    if entities.empty:
         return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
-    per_track = pd.DataFrame(out)
-    wide = per_track.pivot_table(index=["model", "provenance"], columns="track", values="win_rate")
-    wide["win_rate"] = wide.mean(axis=1)
-    wide["tracks"] = wide.drop(columns="win_rate").notna().sum(axis=1)
-    return wide.reset_index().sort_values(["win_rate", "model"], ascending=[False, True]).reset_index(drop=True)
+    index = {key: i for i, key in enumerate(zip(entities["model"], entities["provenance"]))}
+    rng = np.random.default_rng(SEED)
+    point, boot, intervals = {}, [], np.ones(len(entities), dtype=bool)
+    for track, group in sorted(frame.groupby("track"), key=lambda item: item[0]):
+        higher = bool(group["higher_is_better"].dropna().iloc[0]) if group["higher_is_better"].notna().any() else True
+        where = [index[key] for key in zip(group["model"], group["provenance"])]
+        values = np.full((1, len(entities)), np.nan)
+        values[0, where] = group["value"].to_numpy(dtype=float)
+        point[track] = track_win_rates(values, higher)[0]
+        if cat is None:
+            continue
+        has, shared, _ = _shared(cat, group.reset_index(drop=True), track_registry.get(track).headline, OVERALL, "all")
+        intervals[where] &= has
+        draws = _draws(len(shared), rng) if has.any() else np.zeros((REPLICATES, 0), dtype=int)
+        replicates = np.full((REPLICATES, len(entities)), np.nan)
+        replicates[:, where] = resampled(group["value"].to_numpy(dtype=float), shared.to_numpy().T, has, draws)
+        boot.append(track_win_rates(replicates, higher))
+    wide = entities.assign(**{t: v for t, v in point.items()})
+    rates = wide[list(point)]
+    wide["win_rate"] = rates.mean(axis=1)
+    wide["tracks"] = rates.notna().sum(axis=1)
+    if boot:
+        stacked = np.stack(boot)  # tracks x replicates x models
+        counted = (~np.isnan(stacked)).sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            means = np.where(counted > 0, np.nansum(stacked, axis=0) / counted, np.nan)
+        rank_low, rank_high = interval(replicate_ranks(means, True))
+        win_low, win_high = interval(means)
+        bounds = {"win_low": win_low, "win_high": win_high, "rank_low": rank_low, "rank_high": rank_high}
+        wide = wide.assign(**{name: np.where(intervals, bound, np.nan) for name, bound in bounds.items()})
+    wide = wide[wide["tracks"] > 0]
+    return wide.sort_values(["win_rate", "model"], ascending=[False, True]).reset_index(drop=True)
+
+
+def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = None
+            ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, int]:
+    """The overall ranking: each track's headline rows under its chosen protocol, the models scored on one
+    set of tracks (``track_set``; default: of the sets with at least two models, the one with the most tracks,
+    then the most models) ranked by mean win rate with intervals. Returns the ``win_rates`` table, every set with
+    its model count (in that order), the set shown, and how many headline rows other protocols left out."""
+    frame, off = headline_protocol_rows(cat, headline_rows(cat, filters))
+    if frame.empty:
+        return win_rates(frame), [], "", off
+    sets = track_sets(frame)
+    counts = sets["track_set"].value_counts()
+    choices = sorted(counts.items(), key=lambda item: (item[1] < 2, -item[0].count("+"), -item[1], item[0]))
+    chosen = track_set if track_set in counts else choices[0][0]
+    members = sets[sets["track_set"] == chosen]
+    frame = frame.merge(members[["model", "provenance"]], on=["model", "provenance"])
+    return win_rates(frame, cat), choices, chosen, off
 
 
 def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
+    """``win_rates`` for people: rank with its interval, the mean win rate with its interval, each track's."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
-    track_columns = [c for c in wide.columns if c not in ("model", "provenance", "win_rate", "tracks")]
+    track_columns = [c for c in wide.columns if c not in ("model", "provenance", "win_rate", "tracks", "win_low",
+                                                          "win_high", "rank_low", "rank_high")]
+    rank = wide["win_rate"].rank(ascending=False, method="min").astype(int)
+    low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
+    high = wide.get("rank_high", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
+    win_low, win_high = (wide.get(c, pd.Series(np.nan, index=wide.index)) for c in ("win_low", "win_high"))
     shown = pd.DataFrame({
-        "Rank": wide["win_rate"].rank(ascending=False, method="min").astype(int),
+        "Rank": [rank_text(r, lo, hi) for r, lo, hi in zip(rank, low, high)],
         "Model": wide["model"],
         "Provenance": wide["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
         "Mean win rate": wide["win_rate"].round(3),
+        "95% interval": [f"[{lo:.3f}, {hi:.3f}]" if pd.notna(lo) else "" for lo, hi in zip(win_low, win_high)],
         "Tracks": wide["tracks"].astype(int),
     })
     for column in track_columns:
@@ -229,12 +445,15 @@ def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters()) -> pd.DataFrame:
-    """Model x slice value matrix of one metric (the latest submission per model and provenance), the
-    ``HEATMAP_MODELS`` best models by their mean over the slice's values, best first."""
+def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters(),
+            protocol_id: str | None = None) -> pd.DataFrame:
+    """Model x slice value matrix of one metric under one protocol (all, if None; the latest submission per
+    model and provenance), the ``HEATMAP_MODELS`` best models by their mean over the slice's values, best first."""
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
     frame, _ = filters.apply(frame)
+    if protocol_id is not None:
+        frame = frame[frame["protocol_id"] == protocol_id]
     if frame.empty:
         return pd.DataFrame()
     frame = frame.assign(who=frame["model"] + np.where(frame["provenance"] == "reported", " 📄", ""))

@@ -51,8 +51,12 @@ class LeaseLost(RuntimeError):
 class Worker:
     def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
                  unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
-                 num_workers: int = 0, device: str | None = None, id: str | None = None):
+                 num_workers: int = 0, device: str | None = None, id: str | None = None,
+                 settings: dict | None = None):
+        """``settings``: how ``metrics`` were built (``benchmark.reproduce.settings_record``), recorded in every
+        result's run.json so that ``culturelens reproduce`` can redo the scoring."""
         self.store, self.registry, self.metrics = store, registry, metrics
+        self.settings = settings
         self.disabled: dict[str, str] = dict(unavailable or {})
         self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
@@ -119,7 +123,8 @@ class Worker:
             images = pq.read_table(folder / "images.parquet").to_pandas()
             scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
                                    self.store.cache, submission_id=job.id, batch_size=self.batch_size,
-                                   num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled)
+                                   num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled,
+                                   settings=self.settings)
             heartbeat.check()
             if self.store.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +49,36 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 180) -> Iterator[str]:
+    """A real `culturelens serve` on ``store_root`` (extra ``options``), on a free loopback port, logging to
+    ``log_path``: yields its URL once it answers, stops it (SIGTERM) afterwards."""
+    import pytest
+
+    port = free_port()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store_root), "--port", str(port),
+             *options], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            deadline = time.time() + timeout
+            while True:
+                try:
+                    urllib.request.urlopen(url, timeout=2)
+                    break
+                except OSError:
+                    if process.poll() is not None:
+                        pytest.fail(f"the app exited: {Path(log_path).read_text()[-3000:]}")
+                    if time.time() > deadline:
+                        pytest.fail(f"the app did not start within {timeout:.0f} s")
+                    time.sleep(0.5)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
 
 
 def write_image(path: Path, seed: int, size: int = 64, fmt: str = "PNG") -> None:

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -28,7 +27,7 @@ from benchmark import results
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.helpers import free_port, make_submission
+from tests.helpers import free_port, make_submission, serving
 
 FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
 LINKS_AND_MATH = "https://evil.example/x [l](https://e.org) www.evil.example $$x^2$$ *b*"
@@ -48,28 +47,8 @@ def attacked_app(tmp_path_factory, tiny_upstream, backbones_file):
     subprocess.run([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), "--once",
                     "--backbones", str(backbones_file)], check=True, capture_output=True, timeout=300)
     assert all(store.has_results(i) for i in ids.values())
-    port = free_port()
-    log = open(root / "serve.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
-         "--user", "mallory", "--no-worker"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None:
-                pytest.fail(f"the app exited: {(root / 'serve.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-    else:
-        pytest.fail("the app did not start within 180 s")
-    yield url, store, ids
-    process.terminate()
-    process.wait(timeout=60)
-    log.close()
+    with serving(store.root, root / "serve.log", "--user", "mallory", "--no-worker") as url:
+        yield url, store, ids
 
 
 def _upload(url: str, name: str, data: bytes) -> str:
@@ -146,7 +125,7 @@ def test_csv_download_neutralises_spreadsheet_formulas(attacked_app):
 
     url, _, _ = attacked_app
     files = Client(url, verbose=False).predict("awareness", None, "", [], None, None, "", [], ["Rank", "Model"],
-                                               api_name="/download")
+                                               None, api_name="/download")
     csv = pd.read_csv(files[0])
     assert "'" + FORMULA in set(csv["Model"])  # text to a spreadsheet, not a formula
     assert FORMULA in set(pd.read_parquet(files[1])["Model"])  # the typed file keeps the name as it is
@@ -172,8 +151,8 @@ def test_model_search_is_bounded(attacked_app):
 
     url, _, _ = attacked_app
     terms = ", ".join(f"model-{i}" for i in range(40_000)) + ", Top model"
-    _, _, table, note = Client(url, verbose=False).predict(
-        "awareness", None, terms, [], None, None, "", [], ["Rank", "Model"], api_name="/overview")
+    _, _, table, note, _ = Client(url, verbose=False).predict(
+        "awareness", None, terms, [], None, None, "", [], ["Rank", "Model"], None, api_name="/overview")
     assert "Only the first 20 model search terms were used (39981 more ignored)" in note
     assert table["data"] == []  # "Top model" was past the bound: not searched
 

@@ -8,16 +8,11 @@ Chromium (Playwright, Debian's chromium; skipped with a reason when it is not in
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
-import numpy as np
 import open_clip
 import pandas as pd
 import pyarrow.parquet as pq
@@ -29,7 +24,7 @@ from safetensors.torch import load_file
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.helpers import free_port, make_submission, zip_folder
+from tests.helpers import make_submission, serving, zip_folder
 
 
 @pytest.fixture(scope="module")
@@ -37,28 +32,8 @@ def live_app(tmp_path_factory, tiny_upstream, backbones_file):
     root = tmp_path_factory.mktemp("live")
     store = Store(root / "store")
     cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
-    port = free_port()
-    log = open(root / "serve.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
-         "--user", "e2e-tester", "--backbones", str(backbones_file)],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None:
-                pytest.fail(f"the app exited: {(root / 'serve.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-    else:
-        pytest.fail("the app did not start within 180 s")
-    yield url, store, root
-    process.terminate()
-    process.wait(timeout=60)
-    log.close()
+    with serving(store.root, root / "serve.log", "--user", "e2e-tester", "--backbones", str(backbones_file)) as url:
+        yield url, store, root
 
 
 def _queue_rows(client) -> pd.DataFrame:
@@ -157,9 +132,11 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
 
 
 def _overview(client, track, models="", types=(), provenance=(), api_name="/overview"):
-    return client.predict(track, None, models, list(types), None, None, "", list(provenance),
-                          ["Rank", "Model", "Score", "95% CI", "≈", "Type", "Provenance", "Submission"],
-                          api_name=api_name)
+    """The Overview's track, metric, table and note (the protocol picker left out), or the download's files."""
+    out = client.predict(track, None, models, list(types), None, None, "", list(provenance),
+                         ["Rank", "Tie group", "Model", "Score", "95% CI", "Type", "Provenance", "Protocol",
+                          "Submission"], None, api_name=api_name)
+    return out[:4] if api_name == "/overview" else out
 
 
 def test_overview_ranks_filters_and_says_what_it_hides(live_app):
@@ -178,7 +155,7 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(frame["Model"]) == ["E2E Model"] and frame["95% CI"].iloc[0].startswith("[")
     _, _, table, note = _overview(client, "expectations", models="gpt, IMAGEN")
-    assert sorted(r[1] for r in table["data"]) == ["GPT-Image", "Imagen 3"]
+    assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == ["GPT-Image", "Imagen 3"]
     assert "2 row(s) hidden: 2 by model search" in note  # nothing hidden silently
     files = _overview(client, "awareness", models="E2E, sdxl", api_name="/download")
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
@@ -186,7 +163,8 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     assert list(downloaded["Model"]) == list(frame["Model"])
     # Type filter: the scored model is 'open'; only closed models left -> it is hidden, and the note says so.
     _, _, table, note = _overview(client, "awareness", types=["closed"])
-    assert "E2E Model" not in [r[1] for r in table["data"]] and "model type" in note
+    assert "E2E Model" not in list(pd.DataFrame(table["data"], columns=table["headers"])["Model"])
+    assert "model type" in note
 
 
 def test_slices_heatmap_and_charts(live_app):

@@ -14,7 +14,8 @@ VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "bu
          ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
          ["calibrate"], ["serve"], ["data", "build", "cube-cspace"], ["data", "build", "cube-diversity"],
          ["data", "build", "culturalframes"], ["export-culturalframes"], ["artifact-index"], ["kb-index"],
-         ["meta-eval"], ["human-aggregates"], ["hub"], ["hub", "push"], ["hub", "pull"], ["hub", "export"]]
+         ["meta-eval"], ["human-aggregates"], ["hub"], ["hub", "push"], ["hub", "pull"], ["hub", "export"],
+         ["reproduce"]]
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

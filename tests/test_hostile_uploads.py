@@ -17,11 +17,7 @@ import re
 import shutil
 import stat
 import struct
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 import zipfile
 import zlib
 from pathlib import Path
@@ -40,7 +36,7 @@ from benchmark.submission.archive import Entry, unpack
 from benchmark.submission.validate import check_image, read_manifest
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import free_port, make_submission, manifest, zip_folder
+from tests.helpers import make_submission, manifest, serving, zip_folder
 from tests.test_submission import _hostile_cases, _png, _png_header_claiming, _symlink_member
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -577,22 +573,7 @@ def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstrea
     name = HTML_NAME[:100]
     archive = zip_folder(make_submission(tmp_path / "html", prompt_ids, model_name=name, model={
         "name": "-", "id": "local/html", "revision": "7", "type": "open"}), tmp_path / "html.zip")
-    port = free_port()
-    log = open(tmp_path / "serve.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store.root), "--port", str(port),
-         "--no-worker", "--user", "mallory"], stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                assert process.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
-                time.sleep(0.5)
+    with serving(store.root, tmp_path / "serve.log", "--no-worker", "--user", "mallory") as url:
         client = Client(url, verbose=False)
         verdict = client.predict(handle_file(str(archive)), api_name="/submit")
         assert "Accepted" in verdict and "<img" not in verdict and "&#60;img src&#61;x" in verdict, verdict
@@ -610,7 +591,3 @@ def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstrea
             assert page.locator('img[src="x"]').count() == 0
             assert page.locator("a[href='https://example.org']").count() == 0
             browser.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
-        log.close()

@@ -93,14 +93,15 @@ def test_vr_at_k_uses_only_references_every_model_recognised():
 
 
 def test_perturbation_deltas_by_hand():
-    before = pd.DataFrame({"prompt_id": ["a", "b", "c"], "cra": [1.0, 0.5, 0.8], "crt": [0.6, 0.4, 0.5]})
-    after = pd.DataFrame({"prompt_id": ["a", "b", "c"], "cra": [0.5, 0.0, 0.8], "crt": [0.4, 0.0, 0.2]})
+    ids = ["a", "b", "c", "d", "e"]
+    before = pd.DataFrame({"prompt_id": ids, "cra": [1.0, 0.5, 0.8, 0.6, 0.9], "crt": [0.6, 0.4, 0.5, 0.3, 0.7]})
+    after = pd.DataFrame({"prompt_id": ids, "cra": [0.5, 0.0, 0.8, 0.6, 0.4], "crt": [0.4, 0.0, 0.2, 0.3, 0.1]})
     result = perturbation_deltas(before, after)
-    assert result["delta_cra"] == pytest.approx((-0.5 - 0.5 + 0.0) / 3)
-    assert result["references_recognised_after"] == 2  # b is not recognised after: no delta-CRT for it
-    assert result["delta_crt"] == pytest.approx((-0.2 - 0.3) / 2)
+    assert result["delta_cra"] == pytest.approx((-0.5 - 0.5 + 0.0 + 0.0 - 0.5) / 5)
+    assert result["references_recognised_after"] == 4  # b is not recognised after: no delta-CRT for it
+    assert result["delta_crt"] == pytest.approx((-0.2 - 0.3 + 0.0 - 0.6) / 4)
     low, high = result["delta_cra_ci"]
-    assert low <= result["delta_cra"] <= high
+    assert low < result["delta_cra"] < high
 
 
 def test_reuse_picture_outlines_the_reused_patches():

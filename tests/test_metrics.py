@@ -10,7 +10,7 @@ import pytest
 
 from benchmark.aggregate import aggregate
 from benchmark.metrics.alignment import clip_score, cosine_similarity
-from benchmark.stats import bootstrap_mean_ci
+from benchmark.stats import mean_ci
 
 
 def test_cosine_of_hand_made_embeddings():
@@ -54,12 +54,13 @@ def test_aggregates_average_prompts_not_images():
     assert nigeria["value"] == 6.0 and nigeria["n"] == 1 and math.isnan(nigeria["ci_low"])
 
 
-def test_bootstrap_ci_brackets_the_mean_within_the_data_range():
-    low, high = bootstrap_mean_ci(np.array([2.0, 4.0, 6.0]))
-    assert 2.0 <= low < 4.0 < high <= 6.0
-    assert bootstrap_mean_ci(np.array([5.0, 5.0])) == (5.0, 5.0)
+def test_mean_ci_is_the_t_interval_and_absent_below_five_values():
+    low, high = mean_ci(np.array([2.0, 4.0, 6.0, 8.0, 10.0]))
+    # mean 6, s = sqrt(10), t(0.975, 4) = 2.776445: 6 -/+ 2.776445 * sqrt(10 / 5) = 6 -/+ 3.926486
+    assert (low, high) == pytest.approx((6 - 3.926486, 6 + 3.926486), abs=1e-5)
+    assert all(math.isnan(v) for v in mean_ci(np.array([2.0, 4.0, 6.0])))  # n = 3: no interval
     rng = np.random.default_rng(1)
     sample = rng.normal(10, 1, size=400)
-    low, high = bootstrap_mean_ci(sample)
+    low, high = mean_ci(sample)
     half_width = 1.96 / math.sqrt(400)  # normal theory: about 0.098
     assert high - low == pytest.approx(2 * half_width, rel=0.15)

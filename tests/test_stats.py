@@ -7,14 +7,50 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchmark.stats import bootstrap_mean_ci, holm, paired_comparisons
+from benchmark.stats import MIN_CI_N, holm, mean_ci, paired_comparisons, wilson_interval
+
+SAMPLE = np.array([0.21, 0.35, 0.18, 0.42, 0.30, 0.27, 0.33, 0.25])
 
 
-def test_bootstrap_ci_equals_scipy_with_the_same_seed():
-    values = np.array([0.21, 0.35, 0.18, 0.42, 0.30, 0.27, 0.33, 0.25])
-    expected = scipy_stats.bootstrap((values,), np.mean, confidence_level=0.95, n_resamples=2000,
-                                     method="percentile", random_state=np.random.default_rng(0)).confidence_interval
-    assert bootstrap_mean_ci(values) == pytest.approx((expected.low, expected.high))
+def test_mean_ci_is_the_student_t_interval():
+    # mean 0.28875, s 0.0780911, t_7 0.975-quantile 2.3646243: half-width 2.3646243 * 0.0780911 / sqrt(8) = 0.0652857
+    assert mean_ci(SAMPLE) == pytest.approx((0.2234642, 0.3540358), abs=1e-7)
+    expected = scipy_stats.t.interval(0.95, len(SAMPLE) - 1, loc=SAMPLE.mean(), scale=scipy_stats.sem(SAMPLE))
+    assert mean_ci(SAMPLE) == pytest.approx(expected)
+    expected_90 = scipy_stats.t.interval(0.90, len(SAMPLE) - 1, loc=SAMPLE.mean(), scale=scipy_stats.sem(SAMPLE))
+    assert mean_ci(SAMPLE, confidence=0.90) == pytest.approx(expected_90)
+
+
+def test_zero_one_values_get_the_wilson_interval():
+    # 2 of 10, z^2 = 3.8414588: centre (0.2 + 0.1920729) / 1.3841459 = 0.2832598,
+    # half 1.9599640 / 1.3841459 * sqrt(0.016 + 0.0096037) = 0.2265777
+    events = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0], dtype=float)
+    assert mean_ci(events) == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
+    assert wilson_interval(2, 10) == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
+    scipy_wilson = scipy_stats.binomtest(2, 10).proportion_ci(0.95, method="wilson")
+    assert mean_ci(events) == pytest.approx((scipy_wilson.low, scipy_wilson.high))
+    scipy_90 = scipy_stats.binomtest(2, 10).proportion_ci(0.90, method="wilson")
+    assert mean_ci(events, confidence=0.90) == pytest.approx((scipy_90.low, scipy_90.high))
+
+
+def test_no_interval_below_the_minimum_n():
+    assert MIN_CI_N == 5
+    for n in range(MIN_CI_N):
+        low, high = mean_ci(SAMPLE[:n])
+        assert np.isnan(low) and np.isnan(high)
+        low, high = mean_ci(np.zeros(n))
+        assert np.isnan(low) and np.isnan(high)
+    low, high = mean_ci(SAMPLE[:MIN_CI_N])
+    assert low < SAMPLE[:MIN_CI_N].mean() < high
+
+
+def test_all_equal_values():
+    # No spread: the t interval has zero width.
+    assert mean_ci(np.full(6, 0.3)) == (0.3, 0.3)
+    # All 0 or all 1 are events that never or always happened: Wilson's interval, not a point.
+    # 0 of 6: (0, z^2/6 / (1 + z^2/6)) = (0, 0.6402431 / 1.6402431 = 0.3903343); 5 of 5: (0.5655175, 1).
+    assert mean_ci(np.zeros(6)) == pytest.approx((0.0, 0.3903343), abs=1e-7)
+    assert mean_ci(np.ones(5)) == pytest.approx((0.5655175, 1.0), abs=1e-7)
 
 
 def test_holm_on_hand_computed_values():

@@ -66,7 +66,7 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
 
 def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
     queue = Queue(tmp_path / "q.sqlite")
-    supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(1)"], queue, first_delay=0.4, max_delay=1.6,
+    supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(1)"], queue, first_delay=1.0, max_delay=2.0,
                             beat=0.2)
     delays = []
     supervisor.start()
@@ -74,15 +74,13 @@ def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
         def third_restart():
             row = _row(queue)
             if row and row["state"] == "restarting" and row["restarts"] not in [r for r, _ in delays]:
-                delays.append((row["restarts"], row["retry_in"]))
+                delays.append((row["restarts"], row["message"]))
             return row and row["restarts"] >= 3
         _until(third_restart, 60, "three restarts")
     finally:
         supervisor.stop()
-    # retry_in counts down from the delay: seen a moment after it was recorded
-    assert [restarts for restarts, _ in delays[:3]] == [0, 1, 2]
-    for (_, seen), delay in zip(delays, [0.4, 0.8, 1.6]):
-        assert delay - 0.3 < seen <= delay + 0.01
+    assert delays[:3] == [(0, "waiting 1 s before the next start"), (1, "waiting 2 s before the next start"),
+                          (2, "waiting 2 s before the next start")]  # doubling, up to max_delay
 
 
 def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):

@@ -4,6 +4,7 @@ metric through the harness, and the calibrate verb."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -12,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,9 +22,11 @@ from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
+from benchmark.metrics import MetricSettings, build
 from benchmark.metrics.base import Inputs, Need
 from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k_curve_authors_code, eta_k_exact,
-                                           eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability)
+                                           eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability,
+                                           supported)
 from benchmark.submission import stage
 from tests.helpers import SHARED_DATA, make_submission, write_image
 
@@ -90,8 +94,10 @@ def test_the_authors_published_pt_loads_and_equals_the_npz():
     assert published.cdf_x.dtype == converted.cdf_x.dtype == np.float64
     assert np.array_equal(published.cdf_x, converted.cdf_x) and np.array_equal(published.cdf_y, converted.cdf_y)
     assert published.sha256 == hashlib.sha256(W1KP_PT.read_bytes()).hexdigest()
+    assert published.backbone is converted.backbone is None and published.fitted_for == "dreamsim"
     version = W1KP(published).info.version
-    assert version == f"1 (paper; calibration sha256 {published.sha256})"
+    assert version == f"1 (paper; calibration sha256 {published.sha256} for dreamsim, assumed: the file records " \
+        "no backbone)"
 
 
 def test_a_pt_written_by_torch_save_under_numpy_2_loads(tmp_path):
@@ -219,13 +225,45 @@ def test_levels_and_reusability_at_their_thresholds():
     assert reusability(np.array([2, 3]), np.array([0.5, 0.84])) is None
 
 
+def test_only_k_that_enough_prompts_reach_count_for_reusability():
+    # n = prompts with at least k images; a k counts where n >= max(2, half of n at k = 2)
+    assert supported(np.array([21] * 9 + [1] * 30)).tolist() == [True] * 9 + [False] * 30  # needs 10.5: 11
+    assert supported(np.array([6, 3, 2])).tolist() == [True, True, False]  # half of 6: 3
+    assert supported(np.array([2, 2, 1])).tolist() == [True, True, False]  # at least two prompts
+    assert supported(np.array([1, 1])).tolist() == [False, False]  # one prompt decides nothing
+
+
+def _prompt_curves(value_at) -> pd.DataFrame:
+    """The issue's submission: 20 prompts with 10 seeds (k = 2..10) and one with 40 (k = 2..40), each prompt's
+    W1KP_k given by ``value_at(prompt, k)``."""
+    prompts = [(f"p{i}", 10) for i in range(20)] + [("long", 40)]
+    return pd.DataFrame([{"metric": "w1kp", "prompt_id": p, "x": k, "value": value_at(p, k)}
+                         for p, seeds in prompts for k in range(2, seeds + 1)])
+
+
+def test_reusability_is_not_decided_by_the_one_prompt_with_extra_seeds():
+    """Every prompt's W1KP_k is 0.5 up to k = 10; the 40-seed prompt's is 0.9 from k = 11. The model curve is
+    0.5 over 21 prompts for k = 2..10, then 0.9 over that single prompt: k = 11 used to be the reusability."""
+    model_curve = aggregate_curves(_prompt_curves(lambda p, k: 0.9 if k >= 11 else 0.5))
+    by_k = model_curve.set_index("x")
+    assert by_k.loc[[2, 10, 11, 40], "n"].tolist() == [21, 21, 1, 1]
+    assert by_k.loc[[10, 11], "value"].tolist() == pytest.approx([0.5, 0.9])
+    assert reusability(model_curve["x"].to_numpy(), model_curve["value"].to_numpy()) == 11  # the whole curve
+    metric = W1KP(dataclasses.replace(IDENTITY, backbone="x"), backbone="x")
+    [row] = metric.derived([], model_curve)
+    assert row["metric"] == "w1kp_reusability" and row["value"] is None and row["n"] == 21
+    assert row["metric_label"] == ("W1KP reusability: seeds until W1KP_k >= 0.85, over the k that at least 11 of "
+                                   "the 21 prompts reach (empty: not within k = 10)")
+    # Where all 21 prompts reach 0.9 at k = 6 (mean 0.9 over 21), reusability is 6.
+    [row] = metric.derived([], aggregate_curves(_prompt_curves(lambda p, k: 0.9 if k >= 6 else 0.5)))
+    assert row["value"] == 6.0
+
+
 def test_w1kp_metric_on_hand_made_features():
     """Two prompts: one with identical images (score 1), one with spread images (known score)."""
-    import pandas as pd
-
     features = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.6, 0.8], [1.0, 0.0]])
     images = pd.DataFrame({"prompt_id": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2, 0, 1, 2]})
-    calibration = Calibration(np.array([0.0, 4.0]), np.array([0.0, 1.0]))  # F(d) = d / 4 on [0, 4]
+    calibration = Calibration(np.array([0.0, 4.0]), np.array([0.0, 1.0]), backbone="x")  # F(d) = d / 4 on [0, 4]
     metric = W1KP(calibration, backbone="x")
     inputs = Inputs(images, {Need("x", "image"): features}, {})
     rows = metric.per_prompt(inputs).set_index("prompt_id")
@@ -243,17 +281,15 @@ def test_w1kp_metric_on_hand_made_features():
 
 def test_the_authors_code_variant_through_the_metric():
     """Prompt a: identical images; prompt b: squared distances 1, 1, .8. F has a knot at .9, between them."""
-    import pandas as pd
-
     features = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.6, 0.8], [1.0, 0.0]])
     images = pd.DataFrame({"prompt_id": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2, 0, 1, 2]})
-    calibration = Calibration(np.array([0.0, 0.8, 0.9, 4.0]), np.array([0.0, 0.2, 0.8, 1.0]))
+    calibration = Calibration(np.array([0.0, 0.8, 0.9, 4.0]), np.array([0.0, 0.2, 0.8, 1.0]), backbone="x")
 
     def f(d):  # the calibration by hand, on [0.9, 4]
         return 0.8 + (d - 0.9) / 3.1 * 0.2
 
     metric = W1KP(calibration, backbone="x", variant="authors_code")
-    assert metric.info.name == "w1kp_authors_code" and metric.info.version == "2 (authors_code)"
+    assert metric.info.name == "w1kp_authors_code" and metric.info.version == "2 (authors_code; calibration for x)"
     inputs = Inputs(images, {Need("x", "image"): features}, {})
     rows = metric.per_prompt(inputs).set_index("prompt_id")
     assert rows.loc["a", "value"] == 1.0
@@ -264,7 +300,7 @@ def test_the_authors_code_variant_through_the_metric():
     derived = metric.derived([], aggregate_curves(curves.assign(metric="w1kp_authors_code")))
     # model curve: k=2 (1 + 1 - f(.9333)) / 2 = .599 < .85; k=3 (1 + .8) / 2 = .9
     assert derived[0]["metric"] == "w1kp_reusability_authors_code" and derived[0]["value"] == 3.0
-    assert derived[0]["metric_version"] == "2 (authors_code)"
+    assert derived[0]["metric_version"] == "2 (authors_code; calibration for x)"
 
 
 @pytest.fixture(scope="module")
@@ -289,6 +325,8 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
                          str(root), "--backbones", str(backbones_json), "--device", "cpu"])
     assert code == 0 and "fitted (empirical CDF) on 36 same-prompt pairs of 6 prompts" in stdout.getvalue()
     calibration = Calibration.load(out)
+    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    assert calibration.backbone == "dinov2-base" and calibration.backbone_key == backbone.key
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(tmp_path / "a.npz"),
                          "--cdf", "authors_code", "--store", str(root), "--backbones", str(backbones_json),
@@ -303,7 +341,6 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     report = stage(folder, tmp_path / "staging", loader)
     staged = report.keep(tmp_path / "staged")
     images = pq.read_table(staged / "images.parquet").to_pandas()
-    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
     scores = harness.score(staged, report.manifest, report.prompts, images, [W1KP(calibration, "dinov2-base")],
                            {"dinov2-base": backbone}, submission_id="t", batch_size=8)
     rows = scores.per_image[scores.per_image.metric == "w1kp"].set_index("prompt_id")
@@ -323,7 +360,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     overall = [r for r in scores.aggregates if r["metric"] == "w1kp" and r["slice"] == "overall"]
     assert overall[0]["value"] == pytest.approx(rows["value"].mean())
     assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
-    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()})"
+    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base)"
     assert scores.run["metrics"]["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
 
@@ -339,7 +376,8 @@ def test_w1kp_is_skipped_with_a_reason_when_each_prompt_has_one_image(sample, ti
     staged = report.keep(tmp_path / "staged")
     backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
     scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
-                           [W1KP(IDENTITY, "dinov2-base")], {"dinov2-base": backbone}, submission_id="t")
+                           [W1KP(dataclasses.replace(IDENTITY, backbone="dinov2-base"), "dinov2-base")],
+                           {"dinov2-base": backbone}, submission_id="t")
     assert "at least two images" in scores.run["skipped"]["w1kp"] and scores.per_image.empty
 
 
@@ -354,3 +392,64 @@ def test_the_dreamsim_backbone_needs_its_optional_package():
         pass
     with pytest.raises(BackboneUnavailable, match="culturelens\\[dreamsim\\]"):
         load_backbone("dreamsim", DEFAULT_REGISTRY)
+
+
+def test_the_authors_calibration_is_dreamsims_and_refused_for_another_backbone():
+    if not W1KP_FILE.exists():
+        pytest.skip(f"W1KP calibration not found at {W1KP_FILE} (see ../shared/data/README.md)")
+    built, unavailable = build(MetricSettings(w1kp_calibration=str(W1KP_FILE), w1kp_backbone="dinov2-base"),
+                               tracks=["variability"])
+    assert not [m for m in built if m.info.track == "variability"]
+    assert {u.name: u.reason for u in unavailable}["w1kp"] == (
+        f"the W1KP calibration {W1KP_FILE} was fitted for backbone 'dreamsim' (the file records no backbone, so it "
+        "is taken as the authors' DreamSim_l2 CDF), not for --w1kp-backbone 'dinov2-base': fit one for it with "
+        "`culturelens calibrate --backbone dinov2-base`, or score with --w1kp-backbone dreamsim")
+    built, unavailable = build(MetricSettings(w1kp_calibration=str(W1KP_FILE)), tracks=["variability"])
+    [metric] = [m for m in built if m.info.track == "variability"]
+    assert metric.need.backbone == "dreamsim" and "w1kp" not in {u.name for u in unavailable}
+
+
+def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, tiny_clip, tiny_dino, tmp_path):
+    """Calibrate for the tiny CLIP's id: the .npz names it; --w1kp-backbone dinov2-base is refused with both ids
+    named; clip-vit-b-32 scores, and the results record the calibration's sha256 and backbone."""
+    root, folder, _ = sample
+    backbones_json = tmp_path / "backbones.json"
+    backbones_json.write_text(__import__("json").dumps({"clip-vit-b-32": tiny_clip.to_dict()}))
+    out = tmp_path / "clip.npz"
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["calibrate", str(folder), "--backbone", "clip-vit-b-32", "--out", str(out), "--store",
+                         str(root), "--backbones", str(backbones_json), "--device", "cpu"])
+    clip = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")
+    with np.load(out, allow_pickle=False) as saved:
+        assert code == 0 and str(saved["backbone"]) == "clip-vit-b-32" and str(saved["backbone_key"]) == clip.key
+
+    built, unavailable = build(MetricSettings(w1kp_calibration=str(out), w1kp_backbone="dinov2-base"),
+                               tracks=["variability"])
+    assert not [m for m in built if m.info.track == "variability"]
+    assert {u.name: u.reason for u in unavailable}["w1kp"] == (
+        f"the W1KP calibration {out} was fitted for backbone 'clip-vit-b-32', not for --w1kp-backbone "
+        "'dinov2-base': fit one for it with `culturelens calibrate --backbone dinov2-base`, or score with "
+        "--w1kp-backbone clip-vit-b-32")
+
+    built, unavailable = build(MetricSettings(w1kp_calibration=str(out), w1kp_backbone="clip-vit-b-32"),
+                               tracks=["variability"])
+    [metric] = [m for m in built if m.info.track == "variability"]
+    assert "w1kp" not in {u.name for u in unavailable} and metric.check({"clip-vit-b-32": clip}) is None
+    # The same id pointed at other weights (a backbones file mapping it to DINOv2) is refused once loaded.
+    other = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_dino}, device="cpu")
+    assert metric.check({"clip-vit-b-32": other}) == (
+        f"the W1KP calibration {out} was fitted on backbone 'clip-vit-b-32' with weights {clip.key}, but "
+        f"'clip-vit-b-32' loads {other.key}: fit it again with `culturelens calibrate`")
+
+    def loader(m):
+        return load_prompts(m.dataset.repo, m.dataset.config, local_root=root / "datasets")
+
+    report = stage(folder, tmp_path / "staging", loader)
+    staged = report.keep(tmp_path / "staged")
+    images = pq.read_table(staged / "images.parquet").to_pandas()
+    scores = harness.score(staged, report.manifest, report.prompts, images, [metric], {"clip-vit-b-32": clip},
+                           submission_id="t", batch_size=8)
+    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32)"
+    assert scores.run["metrics"]["w1kp"] == version  # run.json
+    assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
+    assert len(scores.per_image[scores.per_image.metric == "w1kp"]) == 6

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark.stats import bootstrap_mean_ci
+from benchmark.stats import mean_ci
 
 ALL = "all"
 DIMENSIONS = ("model", "country", "domain")
@@ -116,7 +116,7 @@ def _group_rows(images: pd.DataFrame, key: dict, confidence: float, n_resamples:
     rows = []
     for statistic, column in IMAGE_MEANS.items():
         values = images[column].dropna().to_numpy(float)
-        low, high = bootstrap_mean_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        low, high = mean_ci(values, confidence=confidence)
         count = "n_alignment" if column == "failure_rate" else f"n_{column}"
         rows.append({**key, "statistic": statistic, "value": float(values.mean()) if values.size else float("nan"),
                      "ci_low": low, "ci_high": high, "n_images": int(values.size),
@@ -132,7 +132,7 @@ def _group_rows(images: pd.DataFrame, key: dict, confidence: float, n_resamples:
 
 def human_aggregates(ratings: pd.DataFrame, *, groupings=GROUPINGS, confidence: float = 0.95,
                      n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Tidy table of human statistics per group, with percentile bootstrap CIs over images.
+    """Tidy table of human statistics per group, with CIs over images (``mean_ci``; shares: percentile bootstrap).
 
     One row per (group, statistic); columns ``model``, ``country``, ``domain``
     (``"all"`` where the grouping pools over that dimension), ``statistic``,
@@ -142,7 +142,7 @@ def human_aggregates(ratings: pd.DataFrame, *, groupings=GROUPINGS, confidence: 
       (share of alignment ratings < 1), ``stereotype_rate``: the mean over images
       of the per-image mean of its ratings (``per_image``), so each image counts
       once; with the release's three ratings per image this equals the mean over
-      ratings. CI: ``benchmark.stats.bootstrap_mean_ci`` over the per-image values.
+      ratings. CI: ``benchmark.stats.mean_ci`` over the per-image values.
     - Among failures (alignment < 1): ``explicit_only_share``,
       ``implicit_only_share``, ``both_share``, ``unflagged_share`` (no flag set),
       ``explicit_share`` (= explicit only + both; the paper's 68%) and

@@ -5,8 +5,11 @@ Text-to-Image Models and Evaluation Metrics", arXiv:2506.08835, Sec. 6 and
 Fig. 7: Spearman rank correlation between a metric's per-image score and the
 raters' score, per criterion (alignment, quality, overall), next to the
 human-human agreement. The paper does not say how its human-human value is
-formed; here it is the leave-one-rater-out correlation defined in
-``leave_one_rater_out``.
+formed; here it is the leave-one-rater-out correlation (``leave_one_rater_out``:
+each rater against the mean of the others), and a metric is set against the
+same leave-one-out means (``leave_one_out_agreement``), so the two compare like
+for like. Intervals come from a cluster bootstrap over prompts
+(``prompt_resample_weights``): the four models' images of a prompt go together.
 
 A metric's scores are a table (image_id, score) with higher = better (negate a
 lower-is-better metric first): from an uploaded CSV/Parquet file
@@ -23,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
 
@@ -106,54 +108,54 @@ def read_scores(source: str | Path | pd.DataFrame, known_image_ids: Iterable[str
 
 
 def human_means(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per image (index image_id): its country and the mean of its raters' scores per criterion."""
-    missing = {"image_id", "country", *CRITERIA} - set(ratings.columns)
+    """Per image (index image_id): its prompt, its country and the mean of its raters' scores per criterion."""
+    missing = {"image_id", "prompt_id", "country", *CRITERIA} - set(ratings.columns)
     if missing:
         raise ValueError(f"ratings table has no column(s) {sorted(missing)}: pass the CulturalFrames ratings config")
     grouped = ratings.groupby("image_id", sort=True)
-    return pd.concat([grouped["country"].first(), grouped[list(CRITERIA)].mean()], axis=1)
+    return pd.concat([grouped[["prompt_id", "country"]].first(), grouped[list(CRITERIA)].mean()], axis=1)
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho (``scipy.stats.spearmanr``, average ranks for ties); nan if either side is constant."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan")
-    return float(stats.spearmanr(x, y).statistic)
+def _weighted_ranks(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Average ranks of ``x`` (n values) in each resample of ``weights`` (b x n), where image i appears
+    ``weights[j, i]`` times in resample j: the rank of value v is (count below v) + (count equal to v + 1) / 2,
+    as ``scipy.stats.rankdata`` gives on the expanded sample. Images of weight 0 get a rank that is never used."""
+    order = np.argsort(x, kind="stable")
+    new_value = np.r_[True, x[order][1:] != x[order][:-1]]
+    tie_weight = np.add.reduceat(weights[:, order], np.flatnonzero(new_value), axis=1)
+    group_rank = np.cumsum(tie_weight, axis=1) - tie_weight + (tie_weight + 1) / 2
+    ranks = np.empty(weights.shape)
+    ranks[:, order] = group_rank[:, np.cumsum(new_value) - 1]
+    return ranks
 
 
-def _spearman_along(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Spearman's rho of each resample along ``axis``: Pearson correlation of average ranks (= spearmanr)."""
-    rx, ry = stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis)
-    rx = rx - rx.mean(axis=axis, keepdims=True)
-    ry = ry - ry.mean(axis=axis, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(axis=axis) / np.sqrt((rx**2).sum(axis=axis) * (ry**2).sum(axis=axis))
+def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each resample (row of ``weights``, b x n: how often each of the n pairs is drawn), i.e.
+    ``scipy.stats.spearmanr`` of the pairs repeated that often: the weighted Pearson correlation of the weighted
+    average ranks (``_weighted_ranks``). nan where a side is constant in the resample."""
+    x, y, weights = np.asarray(x, float), np.asarray(y, float), np.atleast_2d(np.asarray(weights, float))
+    rx, ry = _weighted_ranks(x, weights), _weighted_ranks(y, weights)
+    total = weights.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an empty or constant resample: nan
+        rx = rx - (weights * rx).sum(axis=1, keepdims=True) / total
+        ry = ry - (weights * ry).sum(axis=1, keepdims=True) / total
+        return (weights * rx * ry).sum(axis=1) / np.sqrt((weights * rx**2).sum(axis=1) * (weights * ry**2).sum(axis=1))
 
 
-def spearman_ci(x: np.ndarray, y: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000,
-                seed: int = 0) -> tuple[float, float, float]:
-    """Spearman's rho of paired per-image values and its percentile bootstrap CI, resampling images (pairs).
+def prompt_resample_weights(prompts: Sequence, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Cluster bootstrap over prompts (n_resamples x n images): each resample draws as many prompts as there are,
+    with replacement, and takes every image of a drawn prompt as often as the prompt is drawn.
 
-    Resamples where one side is constant have no rho and are left out of the percentiles. nan for
-    fewer than three images or a constant side.
-    """
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    rho = spearman(x, y)
-    if x.size < 3 or np.isnan(rho):
-        return rho, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    draws = []
-    for start in range(0, n_resamples, 250):  # batches keep memory at 250 x n
-        index = rng.integers(0, x.size, size=(min(250, n_resamples - start), x.size))
-        draws.append(_spearman_along(x[index], y[index]))
-    draws = np.concatenate(draws)
-    draws = draws[np.isfinite(draws)]
-    if not draws.size:
-        return rho, float("nan"), float("nan")
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(draws, [tail, 100 - tail])
-    return rho, float(low), float(high)
+    CulturalFrames (Nayak et al., arXiv:2506.08835, Sec. 3) has each prompt rendered by the same four models, so
+    the images of a prompt are not independent (they share the prompt's difficulty); resampling images treats them
+    as independent and gives too narrow intervals. Resampling the clusters (prompts) is the cluster bootstrap
+    (Davison & Hinkley 1997, Sec. 3.8; Field & Welsh 2007)."""
+    codes, _ = pd.factorize(np.asarray(prompts))
+    n_prompts = codes.max() + 1
+    drawn = rng.integers(0, n_prompts, size=(n_resamples, n_prompts))
+    counts = np.zeros((n_resamples, n_prompts))
+    np.add.at(counts, (np.arange(n_resamples)[:, None], drawn), 1)
+    return counts[:, codes]
 
 
 def rater_slots(ratings: pd.DataFrame) -> pd.Series:
@@ -172,6 +174,47 @@ def rater_slots(ratings: pd.DataFrame) -> pd.Series:
     return order.groupby("image_id").cumcount().reindex(ratings.index)
 
 
+def rater_matrix(ratings: pd.DataFrame, criterion: str, image_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Images (index image_id, sorted) x rater slots (``rater_slots``): each rating's score for ``criterion``;
+    NaN where an image has no rating in a slot or the rating has no score."""
+    table = ratings.loc[ratings[criterion].notna(), ["image_id", criterion]]
+    if image_ids is not None:
+        table = table[table["image_id"].isin(set(image_ids))]
+    table = table.assign(slot=rater_slots(ratings).loc[table.index])
+    return table.pivot_table(index="image_id", columns="slot", values=criterion, aggfunc="first").sort_index()
+
+
+def _others_means(matrix: np.ndarray) -> np.ndarray:
+    """Images x slots: in column k, the mean of each image's ratings other than slot k (NaN if there is none)."""
+    count = np.isfinite(matrix).sum(axis=1, keepdims=True) - np.isfinite(matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.nansum(matrix, axis=1, keepdims=True) - np.nan_to_num(matrix)) / np.where(count > 0, count, np.nan)
+
+
+def leave_one_out_agreement(values: np.ndarray, matrix: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Mean over rater slots k of Spearman(values[:, k], mean of the other raters' scores), per resample.
+
+    ``matrix``: images x slots (``rater_matrix``). ``values``: images x slots, what is set against slot k's
+    target in column k: the matrix itself for the human ceiling (rater k against the others), a metric's score
+    repeated in every column for the metric (the metric against the same others). Both are then correlated with
+    the same targets, a mean of the same number of raters, so a metric that behaves like one more rater scores
+    the ceiling in expectation (Nayak et al., arXiv:2506.08835, Sec. 6, Fig. 7 set metrics beside a human-human
+    correlation; this is one like-for-like way of forming both). Slot k uses the images where column k and its
+    target exist; a slot counts if it has at least three such images and its rho is defined (neither side
+    constant); the mean is over counted slots, nan if none. ``weights`` (b x images, ``prompt_resample_weights``)
+    gives b resampled values; without it one value (the data as they are)."""
+    targets = _others_means(matrix)
+    weights = np.ones((1, len(matrix))) if weights is None else weights
+    rhos = np.full((len(weights), matrix.shape[1]), np.nan)
+    for k in range(matrix.shape[1]):
+        rows = np.isfinite(values[:, k]) & np.isfinite(targets[:, k])
+        if rows.sum() >= 3:
+            rhos[:, k] = weighted_spearman(values[rows, k], targets[rows, k], weights[:, rows])
+    counted = np.isfinite(rhos)
+    with np.errstate(invalid="ignore"):
+        return np.where(counted, rhos, 0).sum(axis=1) / np.where(counted.any(axis=1), counted.sum(axis=1), np.nan)
+
+
 def leave_one_rater_out(ratings: pd.DataFrame, criterion: str, image_ids: Iterable[str] | None = None) -> float:
     """Human-human ceiling of a criterion: how well one rater's scores rank images like the other raters.
 
@@ -179,59 +222,79 @@ def leave_one_rater_out(ratings: pd.DataFrame, criterion: str, image_ids: Iterab
     slot k of image i and y_k(i) the mean score of the other ratings of image i;
     rho_k = Spearman(x_k, y_k) over the images that have slot k and at least one
     other rating. ceiling = mean of rho_k over the slots where rho_k is defined
-    (at least three images, neither side constant). With the release's three
-    raters per image, slots 0, 1 and 2 each cover every image.
+    (at least three images, neither side constant): ``leave_one_out_agreement``
+    of the rater matrix with itself. With the release's three raters per image,
+    slots 0, 1 and 2 each cover every image. ``meta_evaluate`` sets each metric
+    against the same y_k.
 
     Raters who agree perfectly give 1 (given that images differ); raters who are
     independent noise give about 0. nan if no slot has a defined rho.
     """
-    table = ratings.loc[ratings[criterion].notna(), ["image_id", criterion]].copy()
-    if image_ids is not None:
-        table = table[table["image_id"].isin(set(image_ids))]
-    table["slot"] = rater_slots(ratings).loc[table.index]
-    grouped = table.groupby("image_id")[criterion]
-    total, count = grouped.transform("sum"), grouped.transform("count")
-    table["others"] = (total - table[criterion]) / (count - 1).where(count > 1)
-    rhos = []
-    for _, slot in table.dropna(subset=["others"]).groupby("slot"):
-        if len(slot) >= 3:
-            rhos.append(spearman(slot[criterion].to_numpy(), slot["others"].to_numpy()))
-    rhos = [r for r in rhos if np.isfinite(r)]
-    return float(np.mean(rhos)) if rhos else float("nan")
+    matrix = rater_matrix(ratings, criterion, image_ids).to_numpy(float)
+    return float(leave_one_out_agreement(matrix, matrix)[0])
+
+
+def metric_agreement_ci(score: np.ndarray, matrix: np.ndarray, prompts: Sequence, *, confidence: float = 0.95,
+                        n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """A metric's like-for-like agreement with the raters and its percentile cluster-bootstrap CI over prompts.
+
+    ``score``: the metric per image, in the rows of ``matrix`` (``rater_matrix``); ``prompts``: each image's
+    prompt. The value is ``leave_one_out_agreement`` of the score (repeated per slot) with the matrix; the CI
+    recomputes it on ``prompt_resample_weights`` resamples (the same images in, all slots resampled together).
+    Resamples with no defined value are left out of the percentiles; low/high are nan if none is left."""
+    values = np.repeat(np.asarray(score, float)[:, None], matrix.shape[1], axis=1)
+    rho = float(leave_one_out_agreement(values, matrix)[0])
+    if np.isnan(rho):
+        return rho, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    draws = np.concatenate([leave_one_out_agreement(values, matrix,
+                                                    prompt_resample_weights(prompts, min(250, n_resamples - start), rng))
+                            for start in range(0, n_resamples, 250)])  # batches keep memory at 250 x n
+    draws = draws[np.isfinite(draws)]
+    if not draws.size:
+        return rho, float("nan"), float("nan")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return rho, float(low), float(high)
 
 
 def meta_evaluate(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFrame, *, criteria: Iterable[str] = CRITERIA,
                   by_country: bool = True, min_images: int = MIN_IMAGES, confidence: float = 0.95,
                   n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Ranking table of metrics by their Spearman correlation with the human mean score.
+    """Ranking table of metrics by their like-for-like Spearman correlation with the raters.
 
     ``scores``: metric name -> its (image_id, score) table (checked with ``read_scores``). For each metric,
-    criterion and country (``"all"``, then each country when ``by_country``): spearman between the metric's
-    score and the mean of the image's raters (``human_means``), its bootstrap CI over images
-    (``spearman_ci``), n images, and the human-human ceiling (``leave_one_rater_out``) on the same images.
-    Groups with fewer than ``min_images`` rated images are left out. ``rank`` is 1 for the highest spearman
-    within a (criterion, country).
+    criterion and country (``"all"``, then each country when ``by_country``), on the images the metric scored:
+    ``ceiling`` is the human-human leave-one-rater-out correlation (``leave_one_rater_out``: each rater k against
+    the mean of the other raters, averaged over k) and ``spearman`` the metric against the same leave-one-out
+    means, averaged the same way (``leave_one_out_agreement``), so that a metric as good as one more rater scores
+    the ceiling (a correlation with the mean of all raters would give it more: a mean of more raters is less
+    noisy). ``ci_low``/``ci_high``: percentile CI of ``spearman`` from a cluster bootstrap over prompts
+    (``metric_agreement_ci``), because the four CulturalFrames models share prompts (Nayak et al.,
+    arXiv:2506.08835, Sec. 3). ``n``: images. Groups with fewer than ``min_images`` rated images are left out.
+    ``rank`` is 1 for the highest spearman within a (criterion, country).
     """
     means = human_means(ratings)
-    rows, ceilings = [], {}
+    rows, matrices = [], {}
     for metric, table in scores.items():
         checked = read_scores(table, means.index, min_images=min_images, name=metric)
         joined = checked.join(means, on="image_id")
         for criterion in criteria:
             if criterion not in CRITERIA:
                 raise ValueError(f"criterion {criterion!r} is not one of {CRITERIA}")
+            if criterion not in matrices:
+                matrices[criterion] = rater_matrix(ratings, criterion)
             rated = joined.dropna(subset=[criterion])
             groups = [(ALL, rated)] + (sorted(rated.groupby("country"), key=lambda g: g[0]) if by_country else [])
             for country, group in groups:
                 if len(group) < min_images:
                     continue
-                rho, low, high = spearman_ci(group["score"].to_numpy(), group[criterion].to_numpy(),
-                                             confidence=confidence, n_resamples=n_resamples, seed=seed)
-                key = (criterion, frozenset(group["image_id"]))
-                if key not in ceilings:
-                    ceilings[key] = leave_one_rater_out(ratings, criterion, group["image_id"])
+                matrix = matrices[criterion].loc[group["image_id"]].to_numpy(float)
+                rho, low, high = metric_agreement_ci(group["score"].to_numpy(), matrix, group["prompt_id"].to_numpy(),
+                                                     confidence=confidence, n_resamples=n_resamples, seed=seed)
                 rows.append({"metric": metric, "criterion": criterion, "country": country, "spearman": rho,
-                             "ci_low": low, "ci_high": high, "n": len(group), "ceiling": ceilings[key]})
+                             "ci_low": low, "ci_high": high, "n": len(group),
+                             "ceiling": float(leave_one_out_agreement(matrix, matrix)[0])})
     table = pd.DataFrame(rows, columns=RANKING_COLUMNS[:-1])
     table["rank"] = table.groupby(["criterion", "country"])["spearman"].rank(ascending=False, method="min")
     table["rank"] = table["rank"].astype("Int64")

@@ -130,8 +130,11 @@ class _Diversity(Metric):
     one), the tagging backbone (``clip``: the index's backbone), the Vendi order q, the set size N, and how sets
     are drawn (``sampling``; for random sets, how many and their seed).
 
-    A tagger other than the index itself (CUBE App. H.2's VLM choice) is named by its ``id`` in the metric's
-    version and in every note, so that results of two taggers are never taken for one another."""
+    The version names the tagger (its ``id``; a VLM's with the index it picks from) and its tagging accuracy,
+    "not measured": an artifact index ships no images with known artifacts, so ``benchmark.tagging.
+    tagger_accuracy`` has nothing to score it on (measure it on a labelled sample, see README, 'Diversity').
+    A tagger other than the index itself (CUBE App. H.2's VLM choice) is also named in every note, so that
+    results of two taggers are never taken for one another."""
 
     prefix = ""
 
@@ -146,7 +149,8 @@ class _Diversity(Metric):
             raise ValueError(f"sampling must be 'random' or 'seed_batches', not {sampling!r}")
         self.tagger, self.index, self.kernel, self.clip = tagger, tagger.index, kernel, clip
         self.tagged_by = None if tagger is tagger.index else tagger.id
-        self.version = "1" if self.tagged_by is None else f"1 (tagger {self.tagged_by})"
+        over = "" if self.tagged_by is None else f" over {tagger.index.id}"
+        self.version = f"1 (tagger {tagger.id}{over}; tagging accuracy not measured)"
         self.q, self.size, self.draws, self.seed, self.sampling = q, size, draws, seed, sampling
         self.column = list(KERNELS).index(kernel)
         self.weights = KERNELS[kernel]
@@ -194,7 +198,7 @@ class _Diversity(Metric):
                 rows.append({"prompt_id": prompt_id, "value": np.nan,
                              "note": f"not scored: {len(draws.rows)} images, fewer than N={self.size}"})
                 continue
-            estimate = draw_mean(self.per_draw(inputs, draws), seed=self.seed)
+            estimate = draw_mean(self.per_draw(inputs, draws))
             counts = Counter(tags[draws.rows]).most_common()
             shown = ", ".join(f"{label} {n}" for label, n in counts[:5])
             more = f", +{len(counts) - 5} more" if len(counts) > 5 else ""

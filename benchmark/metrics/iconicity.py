@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
+from benchmark.results import ERROR_NOTE
 
 TAU = 0.7
 TAU_PATCH = 0.6
@@ -128,7 +129,9 @@ def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarra
     patch's maximum cosine to the pool of all R x K reference patches irrespective of position (Eq. 2), and the
     pool position r * K + k of that best reference patch.
 
-    The search is an exact faiss inner-product index over the unit-normalised pool.
+    The search is an exact faiss inner-product index over the unit-normalised pool. A generated patch with a
+    non-finite embedding, or any patch when the pool has one, gets s_k = NaN and match -1 (faiss would give
+    -3.4e38, or silently skip the pool's NaN patches).
     """
     import faiss
 
@@ -138,6 +141,8 @@ def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarra
     index = faiss.IndexFlatIP(d)
     index.add(pool)
     best, match = index.search(queries, 1)
+    finite = np.isfinite(queries).all(axis=1, keepdims=True) & np.isfinite(pool).all()
+    best, match = np.where(finite, best, np.nan), np.where(finite, match, -1)
     return best.reshape(n, k).astype(np.float64), match.reshape(n, k)
 
 
@@ -185,22 +190,22 @@ def vr_at_k(per_reference: pd.DataFrame) -> pd.DataFrame:
                          "k": len(shared)}).reset_index(drop=True)
 
 
-def perturbation_deltas(before: pd.DataFrame, after: pd.DataFrame, *, seed: int = 0) -> dict:
-    """Delta-CRA and delta-CRT of one model under a prompt perturbation (Sec. 5.4, Fig. 5), with 95%
-    bootstrap CIs over references. Delta-CRT only over references still recognised after (CRA > 0).
+def perturbation_deltas(before: pd.DataFrame, after: pd.DataFrame) -> dict:
+    """Delta-CRA and delta-CRT of one model under a prompt perturbation (Sec. 5.4, Fig. 5), with 95% CIs over
+    references (``benchmark.stats.mean_ci``). Delta-CRT only over references still recognised after (CRA > 0).
 
     ``before`` and ``after``: columns prompt_id, cra, crt (per reference).
     """
-    from benchmark.stats import bootstrap_mean_ci
+    from benchmark.stats import mean_ci
 
     paired = before.merge(after, on="prompt_id", suffixes=("_before", "_after"))
     delta_cra = (paired["cra_after"] - paired["cra_before"]).to_numpy()
     kept = paired[paired["cra_after"] > 0]
     delta_crt = (kept["crt_after"] - kept["crt_before"]).to_numpy()
     result = {"references": len(paired), "delta_cra": float(delta_cra.mean()) if len(paired) else None,
-              "delta_cra_ci": bootstrap_mean_ci(delta_cra, seed=seed), "references_recognised_after": len(kept),
+              "delta_cra_ci": mean_ci(delta_cra), "references_recognised_after": len(kept),
               "delta_crt": float(delta_crt.mean()) if len(kept) else None,
-              "delta_crt_ci": bootstrap_mean_ci(delta_crt, seed=seed)}
+              "delta_crt_ci": mean_ci(delta_crt)}
     return result
 
 
@@ -220,7 +225,10 @@ def reference_kind(images: pd.DataFrame, references: int) -> str:
 
 def analyse(inputs: Inputs, settings: Protocol) -> pd.DataFrame:
     """Per generated image: recognition score and best reference (CLIP), and for recognised images the
-    patch reuse (DINO grid). Computed once per scoring run and shared by the iconicity metrics."""
+    patch reuse (DINO grid). Computed once per scoring run and shared by the iconicity metrics.
+
+    ``error`` says why an image has neither (a non-finite recognition score or patch similarity): such an image
+    is neither recognised nor unrecognised, and the per-reference values leave it out."""
     key = ("iconicity", settings)
     if key in inputs.memo:
         return inputs.memo[key]
@@ -243,8 +251,10 @@ def analyse(inputs: Inputs, settings: Protocol) -> pd.DataFrame:
             similarity[hit], match[hit] = patch_similarity(grid_generated[index][hit], grid_references[prompt_id])
         for i, row in enumerate(index):
             reused = similarity[i] > tau_patch
+            error = ("non-finite recognition similarity" if not np.isfinite(scores[i]) else
+                     "non-finite patch similarity" if hit[i] and not np.isfinite(similarity[i]).all() else None)
             rows.append({"row": row, "prompt_id": prompt_id, "score": scores[i], "best_reference": int(best[i]),
-                         "references": len(references), "recognised": bool(hit[i]),
+                         "references": len(references), "recognised": bool(hit[i]), "error": error,
                          "vr_image": visual_reuse(similarity[i:i + 1], tau_patch) if hit[i] else np.nan,
                          "reused": np.flatnonzero(reused).tolist() if hit[i] else [],
                          "matches": [divmod(int(m), grid * grid) for m in match[i][reused]] if hit[i] else []})
@@ -272,7 +282,7 @@ class _Iconicity(Metric):
 
     def per_reference(self, inputs: Inputs) -> pd.DataFrame:
         analysis = analyse(inputs, self.settings)
-        return analysis.groupby("prompt_id", sort=True).agg(
+        return analysis[analysis["error"].isna()].groupby("prompt_id", sort=True).agg(
             cra=("recognised", "mean"), any_recognised=("recognised", "any"), recognised=("recognised", "sum"),
             vr=("vr_image", "mean"), references=("references", "first"))
 
@@ -282,8 +292,9 @@ class RecognitionPerImage(_Iconicity):
 
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, self.settings)
-        values = analysis["recognised"].astype(float).reindex(range(len(inputs.images))).to_numpy()
-        notes = [None if pd.isna(r.score) else
+        values = analysis["recognised"].astype(float).where(analysis["error"].isna())
+        values = values.reindex(range(len(inputs.images))).to_numpy()
+        notes = [ERROR_NOTE + r.error if isinstance(r.error, str) else None if pd.isna(r.score) else
                  f"best reference similarity {r.score:.3f}" + (f" (reference {r.best_reference + 1} of {r.references})"
                                                                  if r.references > 1 else "")
                  for r in analysis.reindex(range(len(inputs.images))).itertuples()]
@@ -319,14 +330,16 @@ class VisualReusePerImage(_Iconicity):
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
         patches = self.settings.grid ** 2
-        notes = [f"{len(r.reused)} of {patches} patches reused" if r.recognised is True else None
+        notes = [ERROR_NOTE + r.error if isinstance(r.error, str) else
+                 f"{len(r.reused)} of {patches} patches reused" if r.recognised is True else None
                  for r in analysis.itertuples()]
-        return analysis["vr_image"].to_numpy(dtype=float), notes
+        return analysis["vr_image"].where(analysis["error"].isna()).to_numpy(dtype=float), notes
 
     def details(self, inputs: Inputs) -> list[dict | None]:
         analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
         return [{"best_reference": r.best_reference, "reused": r.reused, "matches": r.matches,
-                 "grid": self.settings.grid} if r.recognised is True else None for r in analysis.itertuples()]
+                 "grid": self.settings.grid} if r.recognised is True and not isinstance(r.error, str) else None
+                for r in analysis.itertuples()]
 
 
 class Transformation(_Iconicity):

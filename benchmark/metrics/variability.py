@@ -21,7 +21,11 @@ Generation", arXiv:2406.08482.
   similarity).
 - W1KP score = 1 - eta (higher = more similar = less variable); levels high
   [0.85, 1], medium [0.4, 0.85), low [0.2, 0.4), none [0, 0.2) (Sec. 3.2).
-- Reusability (Sec. 4.1): the smallest k at which 1 - eta_k >= 0.85.
+- Reusability (Sec. 4.1): the smallest k at which 1 - eta_k >= 0.85. Here the model's curve at k is the mean
+  over the prompts with at least k images, so only the k that enough prompts reach count (``supported``).
+- A calibration is fitted for one backbone's distances: a file records the backbone id (and its weights'
+  ``Backbone.key``) it was fitted for; the authors' published files record none and are DreamSim_l2's
+  (``AUTHORS_BACKBONE``). ``W1KP`` refuses a calibration fitted for another backbone.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ except ImportError:  # numpy < 2
     from numpy.core.multiarray import _reconstruct
 
 HIGH = 0.85
+AUTHORS_BACKBONE = "dreamsim"  # the authors' cdf-xy.pt is the CDF of DreamSim_l2 distances; it records no backbone
+MIN_PROMPTS, MIN_SHARE = 2, 0.5  # a k counts for reusability where >= max(2, half the prompts at k = 2) reach it
 AUTHORS_SELF_DISTANCE = 1e-4  # the authors' code drops pairs with d <= 1e-4 from the mean, meant for self-pairs
 LEVELS = (("high", HIGH), ("medium", 0.4), ("low", 0.2), ("none", 0.0))
 CITATION = "Tang et al., arXiv:2406.08482"
@@ -67,13 +73,17 @@ class Calibration:
     """An empirical CDF of distances (Eq. 1): ``normalize(d) = interp(d, cdf_x, cdf_y)``.
 
     Where ``cdf_x`` repeats a value (the authors' file has one such tie), ``np.interp``
-    returns the last ``cdf_y`` of the tie, which is the CDF's P(X <= x).
+    returns the last ``cdf_y`` of the tie, which is the CDF's P(X <= x). ``backbone`` is the backbone id whose
+    distances it was fitted on (None: the file records none, as the authors' DreamSim_l2 files), and
+    ``backbone_key`` that backbone's ``Backbone.key`` (weights, revision, preprocessing) where recorded.
     """
 
     cdf_x: np.ndarray
     cdf_y: np.ndarray
     source: str = ""
     sha256: str = ""  # of the file it was loaded from
+    backbone: str | None = None
+    backbone_key: str | None = None
 
     def __post_init__(self):
         x, y = np.asarray(self.cdf_x), np.asarray(self.cdf_y)
@@ -85,11 +95,27 @@ class Calibration:
     def normalize(self, distances: np.ndarray) -> np.ndarray:
         return np.interp(distances, self.cdf_x, self.cdf_y)
 
+    @property
+    def fitted_for(self) -> str:
+        """The backbone id this calibration's distances are of: the recorded one, else the authors' DreamSim."""
+        return self.backbone or AUTHORS_BACKBONE
+
+    def mismatch(self, backbone: str) -> str | None:
+        """None if this calibration was fitted for the backbone id ``backbone``, else why W1KP must not use it."""
+        if self.fitted_for == backbone:
+            return None
+        unrecorded = (" (the file records no backbone, so it is taken as the authors' DreamSim_l2 CDF)"
+                      if self.backbone is None else "")
+        return (f"the W1KP calibration {self.source or '(in memory)'} was fitted for backbone {self.fitted_for!r}"
+                f"{unrecorded}, not for --w1kp-backbone {backbone!r}: fit one for it with `culturelens calibrate "
+                f"--backbone {backbone}`, or score with --w1kp-backbone {self.fitted_for}")
+
     @classmethod
     def load(cls, source: str | Path) -> Calibration:
         """From a path or an http(s) URL: an ``.npz`` with arrays ``cdf_x`` and ``cdf_y``, or the authors'
         ``torch.save`` of the tuple ``(cdf_x, cdf_y)`` (``cdf-xy.pt``), unpickled with only numpy's array
-        globals allowed. Records the file's sha256."""
+        globals allowed. Records the file's sha256, and the backbone (id and key) an ``.npz`` written by ``save``
+        names; the authors' files name none."""
         source = str(source)
         try:
             if re.match(r"https?://", source):
@@ -97,35 +123,44 @@ class Calibration:
                     raw = response.read()
             else:
                 raw = Path(source).read_bytes()
-            cdf_x, cdf_y = _torch_saved_pair(raw) if _is_torch_archive(raw) else _npz_pair(raw)
+            if _is_torch_archive(raw):
+                (cdf_x, cdf_y), backbone, backbone_key = _torch_saved_pair(raw), None, None
+            else:
+                cdf_x, cdf_y, backbone, backbone_key = _npz_arrays(raw)
         except (OSError, zipfile.BadZipFile) as error:
             raise ValueError(f"calibration {source}: cannot be read as an .npz of cdf_x, cdf_y or the authors' "
                              f".pt ({error})") from None
         except ValueError as error:
             raise ValueError(f"calibration {source}: {error}") from None
-        return cls(cdf_x, cdf_y, source, hashlib.sha256(raw).hexdigest())
+        return cls(cdf_x, cdf_y, source, hashlib.sha256(raw).hexdigest(), backbone, backbone_key)
 
     @classmethod
-    def fit(cls, distances: np.ndarray, source: str = "fitted") -> Calibration:
-        """The empirical CDF of a reference sample of distances: F(x) = share of the sample <= x."""
+    def fit(cls, distances: np.ndarray, source: str = "fitted", backbone: str | None = None,
+            backbone_key: str | None = None) -> Calibration:
+        """The empirical CDF of a reference sample of distances (of the backbone ``backbone``, whose
+        ``Backbone.key`` is ``backbone_key``): F(x) = share of the sample <= x."""
         x = np.sort(np.asarray(distances, dtype=np.float64).ravel())
         if len(x) < 2:
             raise ValueError("a calibration needs at least two reference distances")
         values, counts = np.unique(x, return_counts=True)
-        return cls(values, np.cumsum(counts) / len(x), source)
+        return cls(values, np.cumsum(counts) / len(x), source, backbone=backbone, backbone_key=backbone_key)
 
     @classmethod
-    def fit_authors_code(cls, distances: np.ndarray, source: str = "fitted") -> Calibration:
+    def fit_authors_code(cls, distances: np.ndarray, source: str = "fitted", backbone: str | None = None,
+                         backbone_key: str | None = None) -> Calibration:
         """The authors' fit (castorini/w1kp, w1kp/utils.py, ``compute_cdf``): the sample padded with 0 and 1,
         sorted, the i-th of the N + 2 values (from 0) at i / (N + 2)."""
         sample = np.asarray(distances, dtype=np.float64).ravel()
         if len(sample) < 1:
             raise ValueError("a calibration needs at least one reference distance")
         x = np.sort(np.concatenate([[0.0], sample, [1.0]]))
-        return cls(x, np.arange(len(x)) / len(x), source)
+        return cls(x, np.arange(len(x)) / len(x), source, backbone=backbone, backbone_key=backbone_key)
 
     def save(self, path: Path) -> None:
-        np.savez(path, cdf_x=np.asarray(self.cdf_x), cdf_y=np.asarray(self.cdf_y))
+        """An ``.npz`` of ``cdf_x``, ``cdf_y`` and, where known, ``backbone`` and ``backbone_key`` (strings)."""
+        names = {name: np.str_(value) for name in ("backbone", "backbone_key")
+                 if (value := getattr(self, name)) is not None}
+        np.savez(path, cdf_x=np.asarray(self.cdf_x), cdf_y=np.asarray(self.cdf_y), **names)
 
 
 _NUMPY_ARRAY_GLOBALS = {  # what a pickled float ndarray needs (protocol 2, as torch.save writes it)
@@ -179,13 +214,19 @@ def _torch_saved_pair(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     return loaded
 
 
-def _npz_pair(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """``(cdf_x, cdf_y)`` from an ``.npz`` (never unpickled)."""
+def _npz_arrays(raw: bytes) -> tuple[np.ndarray, np.ndarray, str | None, str | None]:
+    """``(cdf_x, cdf_y, backbone, backbone_key)`` from an ``.npz`` (never unpickled); None for a name it lacks."""
     with np.load(io.BytesIO(raw), allow_pickle=False) as data:
         missing = {"cdf_x", "cdf_y"} - set(data.files)
         if missing:
             raise ValueError(f"lacks the arrays {sorted(missing)}")
-        return data["cdf_x"], data["cdf_y"]
+        names = []
+        for name in ("backbone", "backbone_key"):
+            value = data[name] if name in data.files else None
+            if value is not None and (value.ndim != 0 or value.dtype.kind != "U"):
+                raise ValueError(f"its {name!r} must be one string, not a {value.dtype} array of shape {value.shape}")
+            names.append(None if value is None else str(value))
+        return data["cdf_x"], data["cdf_y"], *names
 
 
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -291,17 +332,29 @@ def reusability(ks: np.ndarray, scores: np.ndarray, threshold: float = HIGH) -> 
     return int(ks[reached[0]]) if len(reached) else None
 
 
+def supported(prompts: np.ndarray) -> np.ndarray:
+    """Which k of a model's W1KP_k curve count for reusability (Sec. 4.1), given ``prompts``, the number of prompts
+    the mean at each k is over (those with at least k images): those reached by at least ``MIN_PROMPTS`` (2)
+    prompts and by at least ``MIN_SHARE`` (half) of the prompts at k = 2 (the most). So a k that only one
+    prompt with extra seeds reaches (others refused, or generated fewer) cannot decide the model's reusability."""
+    prompts = np.asarray(prompts)
+    return prompts >= max(MIN_PROMPTS, MIN_SHARE * prompts.max())
+
+
 class W1KP(Metric):
     """W1KP score of each prompt over its images (seeds), its W1KP_k curve, and the model's reusability.
 
     ``variant`` "paper" follows the paper's definitions (Sec. 2.2, 4.1); "authors_code" the authors' code
-    (``eta_mean_authors_code``, ``eta_k_curve_authors_code``). The version records the variant and the sha256
-    of the calibration file."""
+    (``eta_mean_authors_code``, ``eta_k_curve_authors_code``). A calibration fitted for another backbone than
+    ``backbone`` is a ValueError (``Calibration.mismatch``). The version records the variant, the sha256 of the
+    calibration file and the backbone it was fitted for (noting where the file records none: the authors')."""
 
-    def __init__(self, calibration: Calibration, backbone: str = "dreamsim", variant: str = "paper",
+    def __init__(self, calibration: Calibration, backbone: str = AUTHORS_BACKBONE, variant: str = "paper",
                  n_permutations: int = 1000, seed: int = 0):
         if variant not in ("paper", "authors_code"):
             raise ValueError(f"W1KP variant must be 'paper' or 'authors_code', not {variant!r}")
+        if reason := calibration.mismatch(backbone):
+            raise ValueError(reason)
         self.calibration, self.variant = calibration, variant
         self.n_permutations, self.seed = n_permutations, seed
         self.need = Need(backbone, "image")
@@ -309,11 +362,23 @@ class W1KP(Metric):
         label = ("W1KP score, 1 - mean normalised pair distance" if variant == "paper"
                  else "W1KP score, 1 - normalised mean distance (authors' code)")
         base = "1" if variant == "paper" else "2"  # authors_code became whole (1e-4 drop, F(E[min d]) curve) in 2
-        sha = f"; calibration sha256 {calibration.sha256}" if calibration.sha256 else ""
-        version = f"{base} ({variant}{sha})"
+        sha = f" sha256 {calibration.sha256}" if calibration.sha256 else ""
+        assumed = ", assumed: the file records no backbone" if calibration.backbone is None else ""
+        version = f"{base} ({variant}; calibration{sha} for {calibration.fitted_for}{assumed})"
         # Higher W1KP means more alike images across seeds: less variability, so lower is better here.
         self.info = MetricInfo(f"w1kp{self.suffix}", label, "variability", version, False, "W1KP score", 0.0, 1.0,
                                f"{CITATION}, Sec. 2.2", (self.need,), level="prompt")
+
+    def check(self, backbones: dict) -> str | None:
+        """Where the calibration records its backbone's weights (``Backbone.key``), the loaded backbone must have
+        them: a registry id pointed at other weights gets other distances."""
+        loaded = backbones.get(self.need.backbone)
+        recorded = self.calibration.backbone_key
+        if loaded is None or recorded is None or loaded.key == recorded:
+            return None
+        return (f"the W1KP calibration {self.calibration.source} was fitted on backbone {self.need.backbone!r} "
+                f"with weights {recorded}, but {self.need.backbone!r} loads {loaded.key}: fit it again with "
+                "`culturelens calibrate`")
 
     def applies(self, inputs: Inputs) -> str | None:
         if inputs.images.groupby("prompt_id").size().max() < 2:
@@ -352,13 +417,19 @@ class W1KP(Metric):
         return pd.concat(frames, ignore_index=True)
 
     def derived(self, aggregates: list[dict], curves: pd.DataFrame | None) -> list[dict]:
-        """Reusability (Sec. 4.1): the first k where the model's mean W1KP_k curve (this variant's) reaches 0.85."""
+        """Reusability (Sec. 4.1): the first k where the model's mean W1KP_k curve (this variant's) reaches 0.85,
+        among the k that enough prompts reach (``supported``: n at k >= max(2, half of n at k = 2)); None (empty)
+        where no such k reaches it, the label saying up to which k it was looked for."""
         if curves is None or curves.empty:
             return []
         model_curve = curves.sort_values("x")
-        k = reusability(model_curve["x"].to_numpy(), model_curve["value"].to_numpy())
-        largest = int(model_curve["x"].max())
+        prompts = model_curve["n"].to_numpy()
+        counted = model_curve[supported(prompts)]
+        k = reusability(counted["x"].to_numpy(), counted["value"].to_numpy())
+        needed = max(MIN_PROMPTS, math.ceil(MIN_SHARE * prompts.max()))
+        within = f"not within k = {int(counted['x'].max())}" if len(counted) else "no k has enough prompts"
         return [{"track": self.info.track, "metric": f"w1kp_reusability{self.suffix}", "slice": "overall",
                  "slice_value": "all", "value": float(k) if k is not None else None, "ci_low": None, "ci_high": None,
-                 "n": int(model_curve["n"].max()), "higher_is_better": True, "metric_version": self.info.version,
-                 "metric_label": f"W1KP reusability: seeds until W1KP_k >= {HIGH} (empty: not within {largest})"}]
+                 "n": int(prompts.max()), "higher_is_better": True, "metric_version": self.info.version,
+                 "metric_label": f"W1KP reusability: seeds until W1KP_k >= {HIGH}, over the k that at least "
+                                 f"{needed} of the {int(prompts.max())} prompts reach (empty: {within})"}]

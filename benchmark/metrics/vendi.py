@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from benchmark.stats import bootstrap_mean_ci
+from benchmark.stats import mean_ci
 
 TAG_LEVELS = ("continent", "country", "artifact")
 # CUBE Sec. 5.2.2: (w1, w2, w3) over [same continent], [same country], [same artifact].
@@ -157,7 +157,7 @@ def seed_batches(seeds: np.ndarray, size: int = SUBSET_SIZE) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DrawMean:
-    """The mean of a score over draws, with a percentile bootstrap CI of that mean (over draws)."""
+    """The mean of a score over draws, with a CI of that mean over draws (``benchmark.stats.mean_ci``)."""
 
     mean: float
     ci_low: float
@@ -165,14 +165,14 @@ class DrawMean:
     draws: int
 
 
-def draw_mean(per_draw: np.ndarray, confidence: float = 0.95, seed: int = 0) -> DrawMean:
-    """Mean of per-draw scores (CUBE reports the mean of 50, Sec. 5.2.1) and a percentile bootstrap CI over
-    draws. The draws share images, so the CI measures the Monte Carlo error of the mean for these images,
-    not the uncertainty over prompts (the leaderboard's CIs bootstrap over prompts)."""
+def draw_mean(per_draw: np.ndarray, confidence: float = 0.95) -> DrawMean:
+    """Mean of per-draw scores (CUBE reports the mean of 50, Sec. 5.2.1) and a CI over draws
+    (``benchmark.stats.mean_ci``). The draws share images, so the CI measures the Monte Carlo error of the mean
+    for these images, not the uncertainty over prompts (the leaderboard's CIs are over prompts)."""
     values = np.asarray(per_draw, dtype=np.float64)
     if values.ndim != 1 or len(values) == 0:
         raise ValueError(f"expected a non-empty 1-D array of per-draw scores, got shape {values.shape}")
-    low, high = bootstrap_mean_ci(values, confidence=confidence, seed=seed)
+    low, high = mean_ci(values, confidence=confidence)
     if len(values) == 1:
         low = high = float(values[0])
     return DrawMean(float(values.mean()), low, high, len(values))

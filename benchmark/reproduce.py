@@ -1,0 +1,273 @@
+"""``culturelens reproduce RESULT``: redo the scoring a result's run.json records, and compare.
+
+Every result's ``run.json`` records how it was scored: the metric settings
+(``MetricSettings`` as a dict, with the environment's fallbacks resolved) and
+the tracks chosen (``settings``), each backbone's spec and the revision of its
+weights (``backbone_specs``, ``backbones``), the batch size, the dataset
+(``repo:config:split@fingerprint``, and ``dataset_digest``, the content of its
+rows), the seeds and the harness version.
+``reproduce`` rebuilds the metrics from that record, checks that the backbones
+and the dataset are still the ones recorded (and refuses when they are not),
+scores the stored submission again into a temporary folder with a fresh
+embedding cache (so that no cached embedding hides a difference), and prints,
+per metric, the largest absolute difference over the per-image values and over
+the aggregate values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+
+from benchmark.metrics import (
+    ENV_ARTIFACT_INDEX,
+    ENV_RELEVANCE_KB,
+    ENV_W1KP_CALIBRATION,
+    MetricSettings,
+)
+
+# Settings whose None means "read this environment variable": recorded as the value actually used.
+_FROM_ENVIRONMENT = {"w1kp_calibration": ENV_W1KP_CALIBRATION, "artifact_index": ENV_ARTIFACT_INDEX,
+                     "relevance_kb": ENV_RELEVANCE_KB}
+# Settings that may name a local file or folder: recorded as an absolute path, so a reproduction run from another
+# working directory reads the same one.
+_PATHS = ("w1kp_calibration", "artifact_index", "relevance_kb", "diversity_tagger", "relevance_judge")
+# What run.json must hold for a result to be reproduced (older results lack the first four).
+RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backbones", "metrics", "dataset",
+            "seeds", "harness_version", "submission_id")
+
+
+class ReproduceError(Exception):
+    """The result cannot be reproduced as asked (a user error: the message says why, in one sentence)."""
+
+
+def settings_record(args: argparse.Namespace) -> dict:
+    """What run.json records of how the CLI built the metrics: ``MetricSettings`` as a dict (every field from the
+    option of the same name; environment fallbacks resolved; local paths made absolute) and the tracks chosen."""
+    settings = asdict(MetricSettings(**{f.name: getattr(args, f.name) for f in fields(MetricSettings)
+                                        if hasattr(args, f.name)}))
+    for name, variable in _FROM_ENVIRONMENT.items():
+        settings[name] = settings[name] or os.environ.get(variable)
+    defaults = asdict(MetricSettings())  # e.g. diversity_tagger "index" is a word, whatever the working directory holds
+    for name in _PATHS:
+        if settings[name] != defaults[name] and isinstance(settings[name], str) and Path(settings[name]).exists():
+            settings[name] = str(Path(settings[name]).resolve())
+    return {"metric_settings": settings, "tracks": args.tracks}
+
+
+def prompts_digest(prompts) -> str:
+    """The content of a prompt set's rows, as ``harness.score`` records it in ``run["dataset_digest"]``."""
+    return hashlib.sha256(prompts.table.to_json(orient="split", default_handler=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a result, its submission, its datasets and its embedding cache are."""
+
+    result: Path
+    run: dict
+    submission: Path
+    datasets_root: Path
+    cache: Path
+
+
+def locate(result: str, store: Path, submission: str | None) -> Target:
+    """Resolve RESULT (a results folder, or a submission id of ``store``) and the validated submission it scored:
+    ``--submission``, else ``STORE/submissions/<id>`` next to a store's results, else ``OUT/submission`` next to
+    the results of ``culturelens score --out OUT``."""
+    from leaderboard.store import Store, is_submission_id
+
+    folder = Path(result)
+    if not folder.is_dir():
+        if not is_submission_id(result):
+            raise ReproduceError(f"{result} is neither a results folder nor a submission id")
+        folder = store / "results" / result
+        if not folder.is_dir():
+            raise ReproduceError(f"the store {store} has no results for submission {result}")
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ReproduceError(f"{folder} holds no readable run.json ({error.__class__.__name__}): not a results "
+                             "folder") from None
+    missing = [key for key in RECORDED if run.get(key) is None]
+    if missing:
+        raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
+                             "recorded their scoring settings, so rescore the submission to make it reproducible")
+    home = folder.resolve().parent.parent  # STORE (of STORE/results/<id>) or OUT (of OUT/results/<stamp>)
+    in_store = home / "submissions" / run["submission_id"]
+    if submission:
+        staged = Path(submission)
+    elif (in_store / "images.parquet").exists():
+        staged = in_store
+    else:
+        staged = home / "submission"
+    if not (staged / "images.parquet").exists() or not (staged / "manifest.json").exists():
+        raise ReproduceError(f"no validated submission (manifest.json and images.parquet) in {staged}: pass "
+                             "--submission with the folder `culturelens score` or the store keeps")
+    if staged == in_store:
+        return Target(folder, run, staged, home / "datasets", Store(home).cache.path)
+    return Target(folder, run, staged, store / "datasets", home / "cache.sqlite")
+
+
+def registry_for(run: dict, backbones_file: str | None) -> dict:
+    """The registry to rescore with: each backbone the result used as recorded, unless the backbones file names
+    it, which must then give weights of the same uid; every other id as ``load_registry`` has it."""
+    from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneSpec, load_registry
+
+    try:
+        registry = load_registry(backbones_file)
+    except ValueError as error:
+        raise ReproduceError(str(error)) from None
+    for backbone_id, recorded in run["backbone_specs"].items():
+        try:
+            spec = BackboneSpec.from_dict(recorded, f"run.json: backbone {backbone_id}")
+        except ValueError as error:
+            raise ReproduceError(f"the recorded backbones cannot be used here: {error}") from None
+        given = registry.get(backbone_id)
+        if given is None or given == DEFAULT_REGISTRY.get(backbone_id):
+            registry[backbone_id] = spec
+        elif given.uid != spec.uid:
+            raise ReproduceError(f"the backbones file points {backbone_id} at {given.uid}, but the result was "
+                                 f"scored with {spec.uid}")
+    return registry
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One metric's largest absolute differences (None: no such rows; inf: a value on one side only)."""
+
+    metric: str
+    per_image: float | None
+    aggregate: float | None
+
+    def within(self, tolerance: float) -> bool:
+        return all(d is None or d <= tolerance for d in (self.per_image, self.aggregate))
+
+
+def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: list[str]) -> dict[str, float]:
+    """Metric -> the largest |value difference| between rows matched on ``keys`` (and their order among rows with
+    the same keys). Two missing values are equal; a value missing on one side, or a row on one side only, is an
+    infinite difference."""
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame[[*keys, "value"]].copy()
+        for key in keys:
+            frame[key] = frame[key].astype("string").fillna("")
+        return frame.assign(occurrence=frame.groupby(keys).cumcount())
+
+    both = keyed(recorded).merge(keyed(reproduced), on=[*keys, "occurrence"], how="outer",
+                                 suffixes=("_recorded", "_reproduced"))
+    a, b = both["value_recorded"].astype(float), both["value_reproduced"].astype(float)
+    gap = (a - b).abs().where(a.notna() & b.notna(), float("inf")).where(a.notna() | b.notna(), 0.0)
+    return {str(metric): float(value) for metric, value in gap.groupby(both["metric"]).max().items()}
+
+
+def compare(recorded: Path, reproduced: Path) -> list[Difference]:
+    """Per metric (of either results folder), the largest differences of the per-image and aggregate values."""
+    per_image = largest_differences(pd.read_parquet(recorded / "per_image.parquet"),
+                                    pd.read_parquet(reproduced / "per_image.parquet"),
+                                    ["metric", "prompt_id", "seed", "image_sha256"])
+    aggregates = largest_differences(pd.read_parquet(recorded / "aggregates.parquet"),
+                                     pd.read_parquet(reproduced / "aggregates.parquet"),
+                                     ["metric", "slice", "slice_value"])
+    return [Difference(metric, per_image.get(metric), aggregates.get(metric))
+            for metric in sorted(per_image.keys() | aggregates.keys())]
+
+
+def report(differences: list[Difference], tolerance: float) -> str:
+    """The comparison as a table, one line per metric, and a closing verdict."""
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.6g}"
+
+    width = max([len("metric"), *(len(d.metric) for d in differences)])
+    lines = [f"{'metric':<{width}}  {'per-image max |diff|':>20}  {'aggregate max |diff|':>20}  equal"]
+    lines += [f"{d.metric:<{width}}  {number(d.per_image):>20}  {number(d.aggregate):>20}  "
+              f"{'yes' if d.within(tolerance) else 'NO'}" for d in differences]
+    differing = sum(not d.within(tolerance) for d in differences)
+    lines.append(f"{differing} of {len(differences)} metrics differ by more than {tolerance:g}" if differing else
+                 f"every metric reproduced within {tolerance:g}")
+    return "\n".join(lines)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def main(result: str, *, store: Path, submission: str | None, backbones: str | None, device: str | None,
+         batch_size: int | None, num_workers: int, tolerance: float, use_cache: bool) -> int:
+    """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
+    when the result cannot be reproduced here (nothing recorded, other weights, another dataset)."""
+    from benchmark import __version__, harness, results
+    from benchmark.cache import EmbeddingCache
+    from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
+    from benchmark.metrics import build, select
+    from benchmark.progress import Bars
+    from benchmark.submission import Manifest
+
+    target = locate(result, store, submission)
+    run = target.run
+    registry = registry_for(run, backbones)
+    try:
+        settings = MetricSettings(**run["settings"]["metric_settings"])
+    except (TypeError, ValueError) as error:
+        raise ReproduceError(f"the recorded settings cannot be used here: {error}") from None
+    manifest = Manifest.model_validate_json((target.submission / "manifest.json").read_bytes())
+    if list(manifest.seeds) != list(run["seeds"]):
+        raise ReproduceError(f"the submission in {target.submission} has seeds {list(manifest.seeds)}, the result "
+                             f"was scored on seeds {run['seeds']}")
+    try:
+        prompts = load_prompts_for(manifest, target.datasets_root)
+    except DatasetUnavailable as error:
+        raise ReproduceError(str(error)) from None
+    dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
+    if dataset != run["dataset"] or prompts_digest(prompts) != run["dataset_digest"]:
+        raise ReproduceError(f"the dataset changed since the result was scored: it was {run['dataset']} with rows "
+                             f"{run['dataset_digest']}, it is now {dataset} with rows {prompts_digest(prompts)}")
+    if run["harness_version"] != __version__:
+        _warn(f"the result was scored by harness {run['harness_version']}, this is {__version__}")
+    try:
+        built, unavailable = select(*build(settings, registry, run["settings"]["tracks"]),
+                                    run["settings"]["tracks"])
+    except ValueError as error:
+        raise ReproduceError(f"the recorded metrics cannot be built here: {error}") from None
+    loaded, metrics, disabled = harness.load_backbones(built, registry, device)
+    for backbone_id, recorded in run["backbones"].items():
+        if backbone_id not in loaded:
+            reasons = {disabled[m.info.name] for m in built if m.info.name in disabled
+                       and backbone_id in {n.backbone for n in m.info.needs}}
+            raise ReproduceError(f"backbone {backbone_id}, which the result used, cannot be loaded here"
+                                 + (f": {reasons.pop()}" if reasons else ""))
+        if loaded[backbone_id].revision != recorded["revision"]:
+            raise ReproduceError(f"backbone {backbone_id} loads weights of revision {loaded[backbone_id].revision}, "
+                                 f"the result was scored with {recorded['revision']}")
+    images = pd.read_parquet(target.submission / "images.parquet")
+    workspace = Path(tempfile.mkdtemp(prefix="culturelens-reproduce-"))
+    bars = Bars()
+    try:
+        cache = EmbeddingCache(target.cache if use_cache else workspace / "cache.sqlite")
+        scores = harness.score(target.submission, manifest, prompts, images, metrics, loaded, cache,
+                               submission_id=run["submission_id"], batch_size=batch_size or run["batch_size"],
+                               num_workers=num_workers, progress=bars, disabled={**unavailable, **disabled},
+                               settings=run["settings"])
+        reproduced = results.write_folder(workspace / "results", results.records(scores.per_image),
+                                          scores.aggregates, results.records(scores.curves), scores.run)
+        differences = compare(target.result, reproduced)
+    finally:
+        bars.close()
+        shutil.rmtree(workspace, ignore_errors=True)
+    changed = sorted(name for name, version in scores.run["metrics"].items()
+                     if run["metrics"].get(name, version) != version)
+    if changed:
+        _warn(f"metric versions changed since the result was scored: {', '.join(changed)}")
+    print(f"reproduced {run['submission_id']} ({target.result}) on {target.submission}"
+          + (" with the stored embedding cache" if use_cache else " with a fresh embedding cache"))
+    print(report(differences, tolerance))
+    return 0 if all(d.within(tolerance) for d in differences) else 1

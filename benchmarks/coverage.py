@@ -1,0 +1,148 @@
+"""Coverage of 95% confidence intervals for a mean, per sample size and data kind.
+
+    python benchmarks/coverage.py [--replicates 1000] [--resamples 999] [--seed 0]
+
+For every data kind and every n in 3, 4, 5, 10, 20, 50, 100 the script draws
+``--replicates`` samples of size n and counts how often each interval contains the
+true mean. Kinds: normal; skewed (exponential, lognormal with sigma = 1); values in
+[0, 1] like CLIP scores (Beta(2, 5)); per-prompt shares of 4 seeds for a rare event
+(Binomial(4, 0.1) / 4, e.g. "artifact recognised" averaged over a prompt's seeds);
+0/1 events with p = 0.1 and p = 0.5. Methods:
+
+- ``percentile``: percentile bootstrap (scipy.stats.bootstrap; CultureLens's method until now);
+- ``BCa``: bias-corrected and accelerated bootstrap (Efron 1987; scipy.stats.bootstrap);
+- ``t``: Student-t interval, mean -/+ t_{n-1} s / sqrt(n);
+- ``boot-t``: studentized bootstrap (Efron & Tibshirani 1993, ch. 12.5);
+- ``Wilson``: Wilson (1927) score interval, 0/1 data only;
+- ``t|Wilson``: the rule ``benchmark.stats.mean_ci`` ships, at every n: Wilson's interval when
+  every value of the sample is 0 or 1, else t;
+- ``ours``: ``benchmark.stats.mean_ci`` itself; "-" below its minimum n, where it gives no interval.
+
+The other columns treat a sample whose values are all equal as the interval (v, v)
+(scipy's BCa gives nan there). To run in about two minutes on two cores the script
+uses 1,000 replicates per cell (Monte Carlo standard error of a coverage near 0.95:
+about 0.007) and 999 resamples for the bootstrap columns. It prints the coverage
+table, each coverage divided by the nominal 0.95, and each interval's median width
+divided by the t interval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy import stats
+
+from benchmark.stats import MIN_CI_N, mean_ci, wilson_interval
+
+NOMINAL = 0.95
+SIZES = (3, 4, 5, 10, 20, 50, 100)
+# name -> (sampler(rng, shape), true mean, 0/1 data)
+KINDS = {
+    "normal": (lambda rng, shape: rng.normal(0.0, 1.0, shape), 0.0, False),
+    "exponential": (lambda rng, shape: rng.exponential(1.0, shape), 1.0, False),
+    "lognormal": (lambda rng, shape: rng.lognormal(0.0, 1.0, shape), float(np.exp(0.5)), False),
+    "beta(2,5)": (lambda rng, shape: rng.beta(2.0, 5.0, shape), 2.0 / 7.0, False),
+    "shares of 4, p=0.1": (lambda rng, shape: rng.binomial(4, 0.1, shape) / 4.0, 0.1, False),
+    "events p=0.1": (lambda rng, shape: (rng.random(shape) < 0.1).astype(float), 0.1, True),
+    "events p=0.5": (lambda rng, shape: (rng.random(shape) < 0.5).astype(float), 0.5, True),
+}
+METHODS = ("percentile", "BCa", "t", "boot-t", "Wilson", "t|Wilson", "ours")
+
+
+def scipy_bootstrap(samples: np.ndarray, method: str, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise scipy.stats.bootstrap interval of the mean; all-equal rows give (v, v)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate rows: handled below
+        ci = stats.bootstrap((samples,), np.mean, axis=-1, vectorized=True, confidence_level=NOMINAL,
+                             n_resamples=resamples, batch=50, method=method,
+                             random_state=np.random.default_rng(seed)).confidence_interval
+    low, high = np.array(ci.low, dtype=float), np.array(ci.high, dtype=float)
+    constant = np.all(samples == samples[:, :1], axis=1)
+    low[constant], high[constant] = samples[constant, 0], samples[constant, 0]
+    return low, high
+
+
+def t_interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise Student-t interval of the mean."""
+    n = samples.shape[1]
+    mean, se = samples.mean(axis=1), samples.std(axis=1, ddof=1) / np.sqrt(n)
+    half = stats.t.ppf(0.5 + NOMINAL / 2, n - 1) * se
+    return mean - half, mean + half
+
+
+def bootstrap_t(samples: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise studentized (bootstrap-t) interval of the mean (Efron & Tibshirani 1993, ch. 12.5): quantiles
+    of (mean* - mean) / se* replace t_{n-1}'s; resamples with se* = 0 count as +/-inf."""
+    rng = np.random.default_rng(seed)
+    n = samples.shape[1]
+    mean, se = samples.mean(axis=1), samples.std(axis=1, ddof=1) / np.sqrt(n)
+    low, high = np.empty(len(samples)), np.empty(len(samples))
+    for start in range(0, len(samples), 50):
+        rows = samples[start:start + 50]
+        drawn = np.take_along_axis(rows[:, None, :], rng.integers(0, n, (len(rows), resamples, n)), axis=2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_star = (drawn.mean(axis=2) - mean[start:start + 50, None]) / (drawn.std(axis=2, ddof=1) / np.sqrt(n))
+        t_star = np.nan_to_num(t_star, nan=0.0, posinf=np.inf, neginf=-np.inf)
+        q_low, q_high = np.quantile(t_star, [(1 - NOMINAL) / 2, (1 + NOMINAL) / 2], axis=1, method="inverted_cdf")
+        low[start:start + 50] = mean[start:start + 50] - q_high * se[start:start + 50]
+        high[start:start + 50] = mean[start:start + 50] - q_low * se[start:start + 50]
+    constant = np.all(samples == samples[:, :1], axis=1)
+    low[constant], high[constant] = samples[constant, 0], samples[constant, 0]
+    return low, high
+
+
+def coverage_cell(kind: str, n: int, replicates: int, resamples: int, seed: int) -> dict[str, tuple[float, float]]:
+    """Method -> (coverage, median width) for one data kind and sample size."""
+    sampler, truth, binary = KINDS[kind]
+    samples = sampler(np.random.default_rng(seed), (replicates, n))
+    intervals = {"percentile": scipy_bootstrap(samples, "percentile", resamples, seed),
+                 "BCa": scipy_bootstrap(samples, "BCa", resamples, seed),
+                 "t": t_interval(samples), "boot-t": bootstrap_t(samples, resamples, seed)}
+    zero_one = np.all((samples == 0) | (samples == 1), axis=1)
+    wilson = np.full((2, replicates), np.nan)
+    for i in np.flatnonzero(zero_one):
+        wilson[:, i] = wilson_interval(int(samples[i].sum()), n, confidence=NOMINAL)
+    if binary:
+        intervals["Wilson"] = tuple(wilson)
+    # the shipped rule, at every n
+    intervals["t|Wilson"] = tuple(np.where(zero_one, w, t) for w, t in zip(wilson, intervals["t"]))
+    if n >= MIN_CI_N:
+        intervals["ours"] = tuple(np.array(bounds) for bounds in zip(*(mean_ci(row) for row in samples)))
+    cell = {}
+    for method, (low, high) in intervals.items():
+        covered = (low <= truth) & (truth <= high)  # nan bounds: not covered
+        cell[method] = (float(covered.mean()), float(np.nanmedian(high - low)) if np.isfinite(low).any() else np.nan)
+    return cell
+
+
+def print_table(title: str, results: dict, value) -> None:
+    print(f"\n{title}")
+    print(f"{'kind':<20}{'n':>5}" + "".join(f"{m:>12}" for m in METHODS))
+    for (kind, n), cell in results.items():
+        print(f"{kind:<20}{n:>5}" + "".join(f"{value(cell, m):>12.3f}" if m in cell else f"{'-':>12}"
+                                          for m in METHODS))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=999)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    results = {(kind, n): coverage_cell(kind, n, args.replicates, args.resamples, args.seed + 1000 * i + n)
+               for i, kind in enumerate(KINDS) for n in SIZES}
+    print(f"{args.replicates} replicates per cell, {args.resamples} bootstrap resamples (scipy columns); "
+          f"'ours' is mean_ci as shipped (no interval below n = {MIN_CI_N}).")
+    print_table("Coverage of the true mean (nominal 0.95)", results, lambda cell, m: cell[m][0])
+    print_table("Coverage / nominal", results, lambda cell, m: cell[m][0] / NOMINAL)
+    print_table("Median width / t interval's median width", results, 
+                lambda cell, m: cell[m][1] / cell["t"][1] if cell["t"][1] > 0 else np.nan)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
