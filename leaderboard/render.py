@@ -110,7 +110,9 @@ def method_page(name: str) -> str:
     if not track.method:
         return f"### {plain(track.title)}\n\nNo method page is registered for this track."
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
-            f"Paper: {track.citation}. Headline metric: `{track.headline}`.")
+            f"Paper: {track.citation}. Headline metric: `{track.headline}`. Headline ranking protocol (rows scored "
+            f"otherwise are ranked under their own, marked off-protocol; About explains): "
+            f"{plain(track.protocol.describe())}.")
 
 
 def _colour(t: float) -> str:
