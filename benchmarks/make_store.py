@@ -11,8 +11,8 @@ country_concept (24) and the per-prompt slice ``prompt``, plus the derived W1KP 
 ``per_image.parquet``; ``queue.sqlite`` with every submission FINISHED; the paper-reported rows.
 
 Values are consistent the way the harness makes them: a prompt's value is the mean over its seeds, a slice's
-the mean over its prompts; the 95% CI is a normal approximation (the harness bootstraps, which would cost
-minutes here and does not change sizes or query times). ``per_image.parquet`` is the bulk of the store
+the mean over its prompts; the 95% CI is a normal approximation (the harness's Student-t interval differs
+only by its t quantile, which changes no size or query time). ``per_image.parquet`` is the bulk of the store
 (83,000 rows, 1.4 MB per submission; written for all by default): ``--per-image-for N`` writes it only for
 the first N (the app reads per-image rows only for the 1-4 submissions being compared).
 Images themselves are not written (the paths in the rows point nowhere), nor submission folders.
