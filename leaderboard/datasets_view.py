@@ -70,7 +70,8 @@ class DatasetBrowser:
         if column != ANY and value != ANY:
             shown = shown[shown[column] == value]
         if contains:
-            text = shown.astype(str).agg(" ".join, axis=1).str.casefold()
+            # pandas 3 keeps missing values missing under astype(str): write them as empty text first
+            text = shown.astype(object).fillna("").astype(str).agg(" ".join, axis=1).str.casefold()
             shown = shown[text.str.contains(contains.casefold(), regex=False)]
         note = f"{len(shown)} of {len(frame)} rows of **{render.plain(repo)}** / {render.code(config)}"
         if query and "prompt" in shown.columns and len(shown):

@@ -15,6 +15,7 @@ only models scored on the same set of tracks are ranked together.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,15 @@ MAX_TERMS = 20  # model search terms a filter uses
 MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
 
+def _bound(value) -> float | None:
+    """A size bound from a number box: None when empty, 0 (no model has 0 parameters) or not a number."""
+    try:
+        bound = float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+    return bound if bound else None
+
+
 @dataclass(frozen=True)
 class Filters:
     """What a visitor narrows the rows to; empty means everything."""
@@ -52,16 +62,23 @@ class Filters:
     since: str | None = None  # ISO date: scored on or after (reported rows have no date and are kept)
     provenance: tuple[str, ...] = ()  # "scored", "reported"
     ignored_terms: int = 0  # search terms past MAX_TERMS (the note says so)
+    ignored_since: str | None = None  # a "Scored since" that is not a date (ignored; the note says so)
 
     @classmethod
     def parse(cls, models: str = "", types=(), size_min=None, size_max=None, since: str = "", provenance=()):
         """Filters from the controls' values. The model search is bounded (``MAX_TERMS`` terms of at most
-        ``MAX_TERM_CHARS`` characters): each term is one pass over the rows, and a request is not a workload."""
+        ``MAX_TERM_CHARS`` characters): each term is one pass over the rows, and a request is not a workload.
+        A size bound of 0 is no bound (sizes are positive; an opened panel's empty number boxes send 0), and a
+        "since" that is not a date YYYY-MM-DD is ignored, never taken to hide every row."""
         text = models if isinstance(models, str) else ""
         terms = list(dict.fromkeys(t.strip()[:MAX_TERM_CHARS] for t in text.replace(";", ",").split(",") if t.strip()))
-        number = lambda v: float(v) if v not in (None, "") else None  # noqa: E731
-        return cls(tuple(terms[:MAX_TERMS]), tuple(types or ()), number(size_min), number(size_max),
-                   (since or "").strip() or None, tuple(provenance or ()), max(len(terms) - MAX_TERMS, 0))
+        since = (since or "").strip() if isinstance(since, str) else ""
+        try:
+            date = datetime.date.fromisoformat(since).isoformat() if since else None
+        except ValueError:
+            date = None
+        return cls(tuple(terms[:MAX_TERMS]), tuple(types or ()), _bound(size_min), _bound(size_max), date,
+                   tuple(provenance or ()), max(len(terms) - MAX_TERMS, 0), since if since and not date else None)
 
     def apply(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """The rows kept, and a sentence saying how many each filter hid ('' if none)."""
@@ -95,6 +112,9 @@ class Filters:
         if self.provenance:
             narrow(frame["provenance"].isin(self.provenance), "provenance")
         note = f"{int((~keep).sum())} row(s) hidden: " + ", ".join(hidden) + "." if hidden else ""
+        if self.ignored_since:
+            note = (note + " " if note else "") + (f"“Scored since” must be a date such as 2026-01-31: "
+                                                   f"“{self.ignored_since[:40]}” was ignored.")
         if self.ignored_terms:
             note = (note + " " if note else "") + (f"Only the first {MAX_TERMS} model search terms were used "
                                                    f"({self.ignored_terms} more ignored).")

@@ -165,6 +165,13 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     _, _, table, note = _overview(client, "awareness", types=["closed"])
     assert "E2E Model" not in list(pd.DataFrame(table["data"], columns=table["headers"])["Model"])
     assert "model type" in note
+    # An opened filter panel sends its empty size boxes as 0, and a person may type a date badly: neither hides
+    # the paper rows, whose sizes are unknown; the note says the date was ignored.
+    everything = _overview(client, "expectations")[2]["data"]
+    _, _, table, note, _ = client.predict("expectations", None, "", [], 0, 0, "last week", [],
+                                          ["Rank", "Model", "Score"], None, api_name="/overview")
+    assert len(table["data"]) == len(everything) > 0 and "hidden" not in note
+    assert "“last week” was ignored" in note
 
 
 def test_slices_heatmap_and_charts(live_app):
@@ -210,6 +217,10 @@ def test_datasets_tab_filters_and_searches_prompts_by_meaning(live_app):
     assert set(frame["country"]) == {"Nigeria"} and "similarity" in frame.columns
     assert frame["similarity"].is_monotonic_decreasing
     assert f'load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}"' in snippet
+    # Typing in "Contains (any column)" over rows with missing values (pandas 3 keeps them as NaN)
+    out = client.predict(cube_1k.HUB_REPO, cube_1k.CONFIG, "(any)", "(any)", "JOLLOF", "", api_name="/datasets")
+    frame = pd.DataFrame(out[4]["data"], columns=out[4]["headers"])
+    assert list(frame["artifact"]) == ["jollof rice"] and "1 of 6 rows" in out[5]
 
 
 def test_queue_details_rerun_and_failure_reason(live_app):
