@@ -268,7 +268,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from leaderboard.store import Store
+    from benchmark.submission import ServerFault
+    from leaderboard.store import PermissionDenied, Store
 
     _quiet_datasets()
     store = Store(Path(args.store))
@@ -279,6 +280,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     bars = Bars(unit="img")
     try:
         outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
+    except (PermissionDenied, ServerFault) as error:  # over the quota; the server could not store it
+        return _fail(str(error))
     finally:
         bars.close()
     print(outcome.report.text())

@@ -102,7 +102,7 @@ def cmd_kb_index(args: argparse.Namespace) -> int:
         kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
     except (BackboneUnavailable, FileNotFoundError, ValueError, OSError) as error:
         return _fail(str(error))
-    print(f"wrote the knowledge-base index to {args.out}; score relevance with --kb-index {args.out}")
+    print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
     return 0
 
 

@@ -433,7 +433,8 @@ class Views:
         lines = [line for s in queue.supervisors() if (line := self._supervisor_line(s))]
         for w in workers:
             if w["state"] == "unavailable":
-                lines.append(f"- ⚠️ worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
+                if not live:  # a worker that could not score, while none scores now; once one does, it is history
+                    lines.append(f"- ⚠️ worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
             elif w in live:
                 lines.append(f"- 🟢 worker {render.code(w['id'])}: {render.plain(w['state'])} "
                              f"({self.public(w['message'] or '')})")

@@ -158,3 +158,20 @@ def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_h
                           str(tmp_path / "gone.json"), env=offline)
     assert missing.returncode == 1 and "cannot build the default dataset culturelens/cube-1k" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_submit_over_the_quota_is_one_sentence_not_a_traceback(tmp_path, tiny_upstream):
+    from leaderboard.store import Store
+    from tests.helpers import make_submission
+
+    store = Store(tmp_path / "store")
+    folder = store.datasets / "culturelens__cube-1k"
+    assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
+    for n in range(store.quota):  # the default quota, used up by earlier submissions of this owner
+        store.queue.add(id=f"s{n}", content_hash=f"sha256:{n}", owner="ada", model="m", model_id=None,
+                        model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
+    ids = list(store.prompts("culturelens/cube-1k", "cube_1k").table.index)
+    result = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store.root),
+                         "--owner", "ada")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"error: ada has made {store.quota} submissions in the last 24 hours" in result.stderr

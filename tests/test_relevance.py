@@ -376,3 +376,21 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
     default = cli.parser().parse_args(["score", "sub.zip", "--out", "x"])
     assert (default.relevance_linking, default.relevance_label_case, default.relevance_text_chars) == (
         "first_with_page", "as_given", None)
+
+
+def test_kb_index_verb_names_the_flag_score_takes(tmp_path, tiny_clip):
+    """`culturelens kb-index` ends by saying how to score with the index: the flag it names is one `score` has."""
+    import json
+    import subprocess
+    import sys
+
+    records, images = write_kb_inputs(tmp_path)
+    backbones = tmp_path / "backbones.json"
+    backbones.write_text(json.dumps({"msiglip-so400m": tiny_clip.to_dict()}))
+    run = [sys.executable, "-m", "benchmark.cli"]
+    built = subprocess.run([*run, "kb-index", "--records", str(records), "--images", str(images), "--out",
+                            str(tmp_path / "kb"), "--backbones", str(backbones)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    flag = built.stdout.split("score relevance with ")[1].split()[0]
+    assert flag == "--relevance-kb"
+    assert flag in subprocess.run([*run, "score", "--help"], capture_output=True, text=True).stdout

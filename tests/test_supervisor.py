@@ -151,3 +151,13 @@ def test_a_worker_stops_when_its_serve_process_is_killed(tmp_path, backbones_fil
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_cannot_score_banner_goes_once_a_worker_scores(tmp_path):
+    store = Store(tmp_path / "store")
+    store.queue.set_worker("old", "unavailable", "no metric can run: no CLIP weights")
+    views = Views(store, "ada")
+    assert "cannot score: no metric can run" in views.workers_markdown()  # nothing scores: the reason matters
+    store.queue.set_worker("new", "idle", "ready with clip_score")
+    shown = views.workers_markdown()
+    assert "cannot score" not in shown and "ready with clip&#95;score" in shown  # the live worker, as plain text
