@@ -68,13 +68,52 @@ def hide_paths(text: object, places: dict[str, str]) -> str:
     return text
 
 
+def link(text: object, url: str | None) -> str:
+    """Markdown for ``text`` (shown as typed, ``plain``) linking to ``url``, an address from ``leaderboard.links``
+    (http(s) only, percent-encoded: nothing in it can end the link); the text alone without one."""
+    return f"[{plain(text)}]({url})" if url else plain(text)
+
+
+# Markers are words, never emoji: they read the same on a machine without an emoji font and to a screen reader.
+PROVENANCE = {"reported": "paper", "scored": "scored"}  # how each ``provenance`` value is named to visitors
+# Badge colours (border and text) per marker: provenance and a submission's queue state.
+_TONES = {"paper": "#1d4ed8", "scored": "#047857", "PENDING": "#6b7280", "RUNNING": "#b45309",
+          "FINISHED": "#047857", "FAILED": "#b91c1c"}
+
+
+def badge(word: str) -> str:
+    """A marker for Markdown or HTML: ``word`` in a small outlined box (inline style, so it needs no stylesheet
+    and no emoji font). ``word`` is one of ours (a provenance name or a queue state), escaped all the same."""
+    tone = _TONES.get(word, "#374151")
+    return (f'<span class="cl-badge" style="border:1px solid {tone};color:{tone};border-radius:4px;'
+            f'padding:0 4px;font-size:0.85em;white-space:nowrap">{html.escape(word)}</span>')
+
+
 HEADER = (
     "# CultureLens\n"
     "How well do text-to-image models know the world's cultures? Six tracks from five papers: awareness and "
     "diversity (CUBE), iconicity (CRT), variability (W1KP), relevance (CAIRE) and expectations (CulturalFrames). "
-    "**📄 reported** rows are copied from a paper's table (cited on the row); **⚙️ scored** rows were computed by "
-    "this leaderboard's harness from submitted images. Nothing is hidden unless a filter says so."
+    f"{badge('paper')} rows are copied from a paper's table (cited on the row, with a link to the paper); "
+    f"{badge('scored')} rows were computed by this leaderboard's harness from submitted images. Nothing is "
+    "hidden unless a filter says so."
 )
+
+WIN_RATE_FOOTNOTE = (
+    "**Overall win rate**: on each track's headline metric, the share of the other models a model beats (a tie "
+    "counts half), averaged over the tracks it has a score on. This is the \"mean win rate\" of HEIM (Lee et al., "
+    "Holistic Evaluation of Text-to-Image Models, arXiv:2311.04287): a model without a score on a track leaves "
+    "that track's comparison, and only models scored on the same set of tracks are ranked together."
+)
+
+# Slices by their names in the results (``benchmark.aggregate``), for people; a slice not listed keeps its name.
+SLICE_LABELS = {"overall": "overall", "country": "country", "continent": "continent", "concept": "concept",
+                "domain": "domain", "kind": "still or moving", "modality": "modality",
+                "country_concept": "country × concept", "country_domain": "country × domain", "prompt": "prompt"}
+
+
+def slice_label(name: str) -> str:
+    """A slice's name for people ('country_concept' -> 'country × concept'); ids stay in downloads and the API."""
+    return SLICE_LABELS.get(name, str(name).replace("_", " "))
 
 _BIBTEX = {
     citations.CUBE: ("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
@@ -121,10 +160,12 @@ def _colour(t: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def heatmap_html(matrix: pd.DataFrame, higher_is_better: bool = True, caption: str = "") -> str:
-    """A model x slice table whose cells are shaded by value (darker = better), values printed in each cell."""
+def heatmap_html(matrix: pd.DataFrame, higher_is_better: bool = True, caption: str = "",
+                 empty: str = "No rows for this choice yet.") -> str:
+    """A model x slice table whose cells are shaded by value (darker = better), values printed in each cell;
+    ``empty`` (a reason, ``leaderboard.reasons``) in its place when there is nothing to shade."""
     if matrix.empty:
-        return "<p>No rows for this choice yet.</p>"
+        return f"<p>{html.escape(empty)}</p>"
     values = matrix.to_numpy(dtype=float)
     finite = values[~pd.isna(values)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)

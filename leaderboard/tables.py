@@ -7,7 +7,7 @@ others are one choice away, and paper-reported rows of other protocols are liste
 
 Ranking: best first by the metric's direction, ties share a rank. Each rank has a 95% interval from a paired
 bootstrap over the prompts the scored models share (the same resampled prompts for every model; each replicate
-ranked), and rows whose intervals overlap form a tie group. Win rate (as HEIM's "mean win rate"): for each
+ranked), and rows whose intervals overlap form a tie group. Win rate (HEIM's "mean win rate"): for each
 track's headline metric on the overall slice, the share of the other models a model beats (ties count half; a
 null value leaves the comparison); the overall score is the mean over the tracks a model has a score on, and
 only models scored on the same set of tracks are ranked together.
@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from benchmark import citations, results
+from leaderboard import links, render
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 
@@ -31,13 +32,18 @@ UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols wer
 REPLICATES = 1000  # bootstrap replicates of a rank interval
 SEED = 0  # the bootstrap's seed: the same rows always give the same intervals
 # The columns the views read (never SELECT *: the catalog holds every provenance field).
-COLUMNS = ("track, metric, slice, slice_value, model, value, ci_low, ci_high, n, model_type, parameters_billions, "
-           "scored_at, provenance, citation, source_table, higher_is_better, harness_version, backbone, seeds, "
-           f"submission_id, protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
+COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
+           "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
+           "harness_version, backbone, seeds, dataset, metric_version, submission_id, protocol, "
+           f"coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
 HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
-RANK_COLUMNS = ["Rank", "Tie group", "Model", "Score", "95% CI", "n", "Type", "Size (B)", "Date", "Provenance",
-                "Protocol", "Source", "Submission"]
-WIN_COLUMNS = ["Rank", "Model", "Provenance", "Mean win rate", "95% interval", "Tracks"]
+RANK_COLUMNS = ["Rank", "Rank range (95%)", "Tie group", "Model", "Score", "95% CI", "n", "Type", "Size (B)", "Date",
+                "Provenance", "Protocol", "Source", "Submission"]
+WIN_COLUMNS = ["Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"]
+# How a Dataframe shows each column of ``display`` and ``display_win_rates`` (others: text). The Markdown ones
+# carry links around ``render.plain`` text: show them with math off (``latex_delimiters=[]``).
+DATATYPES = {"Rank": "number", "Model": "markdown", "Score": "number", "n": "number", "Size (B)": "number",
+             "Source": "markdown", "Overall win rate": "number", "Tracks": "number"}
 MAX_TERMS = 20  # model search terms a filter uses
 MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
@@ -137,6 +143,35 @@ def metrics(cat: Catalog, track: str) -> list[tuple[str, str]]:
     frame["first"] = frame["metric"] == headline
     frame = frame.sort_values(["first", "scored", "metric"], ascending=[False, False, True])
     return list(zip(frame["label"], frame["metric"]))
+
+
+def metric_id(cat: Catalog, track: str, chosen: str | None) -> str | None:
+    """The metric a picker's value names, by id or by label; the track's first metric (its headline) when it
+    names none; None for a track without metrics."""
+    pairs = metrics(cat, track)
+    return next((metric for label, metric in pairs if chosen in (metric, label)), pairs[0][1] if pairs else None)
+
+
+def default_slice(cat: Catalog, track: str, metric: str) -> tuple[str, str]:
+    """The slice a track's table opens on: overall, else (a paper that reports still and moving apart only) the
+    metric's first slice and value."""
+    names = slice_names(cat, track, metric)
+    if not names or OVERALL in names:
+        return OVERALL, "all"
+    return names[0], slice_values(cat, track, metric, names[0])[0]
+
+
+def datatypes(columns) -> list[str]:
+    """The Dataframe datatypes of these display columns (``DATATYPES``; text otherwise)."""
+    return [DATATYPES.get(c, "str") for c in columns]
+
+
+def metric_labels(cat: Catalog, submission_ids: list[str]) -> dict[str, str]:
+    """metric id -> its label, for the metrics these submissions were scored on."""
+    frame = cat.query("SELECT metric, min(metric_label) AS label FROM aggregates WHERE provenance = 'scored' AND "
+                      "list_contains(?, submission_id) AND metric_label IS NOT NULL GROUP BY metric",
+                      [list(submission_ids)])
+    return dict(zip(frame["metric"], frame["label"]))
 
 
 def slice_names(cat: Catalog, track: str, metric: str) -> list[str]:
@@ -299,42 +334,59 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
 
 
 def _sources(frame: pd.DataFrame) -> pd.Series:
-    """Where each row comes from: the paper and table, or the harness version, backbones and seeds."""
-    reported = frame["citation"].map(lambda c: citations.SHORT.get(c, c)).fillna("") + ", " + \
-        frame["source_table"].fillna("")
+    """Where each row comes from, as Markdown: the paper (linked to it on arXiv) and table, or the harness
+    version, backbones and seeds."""
+    reported = pd.Series([render.link(citations.SHORT.get(c, c) if isinstance(c, str) else "", links.paper_url(c))
+                          + ", " + render.plain(t if isinstance(t, str) else "")
+                          for c, t in zip(frame["citation"], frame["source_table"])], index=frame.index)
     seeds = frame["seeds"].fillna("").str.split(",")
     seeds = seeds.map(lambda s: s[0] if len(s) == 1 else f"{s[0]}-{s[-1]} ({len(s)})")
-    scored = "CultureLens " + frame["harness_version"].fillna("") + ", " + frame["backbone"].fillna("") + \
-        ", seeds " + seeds
+    scored = ("CultureLens " + frame["harness_version"].fillna("") + ", " + frame["backbone"].fillna("") +
+              ", seeds " + seeds).map(render.plain)
     return reported.where(frame["provenance"] == "reported", scored)
 
 
-def rank_text(rank, low, high) -> str:
-    """'3 (2-5)': the rank and its 95% interval; the rank alone without an interval; '' without a rank."""
-    if pd.isna(rank):
+def model_links(frame: pd.DataFrame) -> list[str]:
+    """Each row's model name as Markdown, linked to its page where its ``model_id`` is a Hub id or an http(s)
+    URL (``leaderboard.links``)."""
+    ids = frame["model_id"] if "model_id" in frame.columns else pd.Series(None, index=frame.index)
+    return [render.link(name, links.model_url(i)) for name, i in zip(frame["model"], ids)]
+
+
+def rank_range(low, high) -> str:
+    """'2–4': the 95% interval of a rank ('3' when it is one rank); '' without one."""
+    if pd.isna(low):
         return ""
-    return f"{rank}" if pd.isna(low) else f"{rank} ({low}-{high})"
+    return f"{low}" if low == high else f"{low}–{high}"
+
+
+def who(frame: pd.DataFrame) -> pd.Series:
+    """A row's model as a chart or heatmap names it: paper rows marked '(paper)', as one model may be both."""
+    return frame["model"] + np.where(frame["provenance"] == "reported", " (paper)", "")
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """``ranked`` rows for people: the rank with its interval, tie group, rounded scores, the CI as text, the
-    protocol (headline or off-protocol; rows beside marked not ranked), a source per row."""
+    """``ranked`` rows for people: the rank and its 95% range, tie group, the model linked to its page, rounded
+    scores, the CI as text, the provenance as a word, the protocol (headline or off-protocol; rows beside marked
+    not ranked), a source per row (Markdown columns: ``DATATYPES``). Typed rows: ``leaderboard.exports``."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
     ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
-    ranks = [rank_text(r, lo, hi) for r, lo, hi in zip(frame["rank"], frame["rank_low"], frame["rank_high"])]
+    low, high = (frame[c].astype("Float64").astype("Int64") for c in ("rank_low", "rank_high"))
+    ranges = [rank_range(lo, hi) for lo, hi in zip(low, high)]
     protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
     return pd.DataFrame({
-        "Rank": np.where(frame["beside"], "not ranked (other protocol)", ranks),
+        "Rank": frame["rank"].astype("Float64").astype("Int64"),
+        "Rank range (95%)": np.where(frame["beside"], "not ranked: other protocol", ranges),
         "Tie group": frame["tie_group"].astype("Int64").astype("string").fillna(""),
-        "Model": frame["model"],
+        "Model": model_links(frame),
         "Score": frame["value"].round(3),
         "95% CI": ci.where(frame["ci_low"].notna(), ""),
         "n": frame["n"].astype("Int64"),
         "Type": frame["model_type"].fillna(""),
         "Size (B)": frame["parameters_billions"],
         "Date": frame["scored_at"].fillna("").str[:10],
-        "Provenance": frame["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
+        "Provenance": frame["provenance"].map(render.PROVENANCE),
         "Protocol": protocol,
         "Source": _sources(frame),
         "Submission": frame["submission_id"].fillna(""),
@@ -442,8 +494,17 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     return win_rates(frame, cat), choices, chosen, off
 
 
-def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
-    """``win_rates`` for people: rank with its interval, the mean win rate with its interval, each track's."""
+def model_ids(cat: Catalog) -> dict[tuple[str, str], str]:
+    """(model, provenance) -> the model's id (Hub id or URL, as its rows record it), for ``display_win_rates``."""
+    frame = cat.query("SELECT model, provenance, max(model_id) AS model_id FROM aggregates WHERE model_id IS NOT "
+                      "NULL GROUP BY model, provenance")
+    return dict(zip(zip(frame["model"], frame["provenance"]), frame["model_id"]))
+
+
+def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None = None) -> pd.DataFrame:
+    """``win_rates`` for people: the rank and its 95% range, the model (linked to its page with ``ids``, from
+    ``model_ids``), the overall win rate with its interval, each track's (``render.WIN_RATE_FOOTNOTE`` says
+    what a win rate is)."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
     track_columns = [c for c in wide.columns if c not in ("model", "provenance", "win_rate", "tracks", "win_low",
@@ -452,11 +513,13 @@ def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
     low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     high = wide.get("rank_high", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     win_low, win_high = (wide.get(c, pd.Series(np.nan, index=wide.index)) for c in ("win_low", "win_high"))
+    ids = ids or {}
     shown = pd.DataFrame({
-        "Rank": [rank_text(r, lo, hi) for r, lo, hi in zip(rank, low, high)],
-        "Model": wide["model"],
-        "Provenance": wide["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"}),
-        "Mean win rate": wide["win_rate"].round(3),
+        "Rank": rank,
+        "Rank range (95%)": [rank_range(lo, hi) for lo, hi in zip(low, high)],
+        "Model": model_links(wide.assign(model_id=[ids.get(k) for k in zip(wide["model"], wide["provenance"])])),
+        "Provenance": wide["provenance"].map(render.PROVENANCE),
+        "Overall win rate": wide["win_rate"].round(3),
         "95% interval": [f"[{lo:.3f}, {hi:.3f}]" if pd.notna(lo) else "" for lo, hi in zip(win_low, win_high)],
         "Tracks": wide["tracks"].astype(int),
     })
@@ -476,7 +539,7 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
         frame = frame[frame["protocol_id"] == protocol_id]
     if frame.empty:
         return pd.DataFrame()
-    frame = frame.assign(who=frame["model"] + np.where(frame["provenance"] == "reported", " 📄", ""))
+    frame = frame.assign(who=who(frame))
     frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["who", "slice_value"], keep="last")
     matrix = frame.pivot(index="who", columns="slice_value", values="value")
     higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True

@@ -59,3 +59,53 @@ def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders
     assert str(store.root) not in details and sys.prefix not in details
     _, table = views.queue()
     assert table.loc[0, "Details"].startswith("the dataset is not available: no local copy in STORE/datasets/")
+
+
+def _symbols(text: str) -> list[str]:
+    """Characters only an emoji or symbol font draws (Unicode category So: 📄 ⚙ ✅ ⏳), and emoji selectors."""
+    import unicodedata
+
+    return [ch for ch in text if unicodedata.category(ch) == "So" or ch == "\ufe0f"]
+
+
+def test_markers_are_words_that_render_without_an_emoji_font(tmp_path):
+    from leaderboard import render, tables
+    from leaderboard.catalog import Catalog
+    from leaderboard.store import Store
+
+    store = Store(tmp_path / "store")
+    store.seed_reported()
+    cat = Catalog(store)
+    ranked = tables.display(tables.ranked(cat, "iconicity", "cra_reference", "kind", "still")[0])
+    overall = tables.display_win_rates(tables.overall(cat)[0])
+    heatmap = tables.heatmap(cat, "iconicity", "crt_from_means", "kind")
+    assert set(ranked["Provenance"]) == set(overall["Provenance"]) == {"paper"}
+    assert list(heatmap.index)[0] == "Imagen 4 (paper)"  # the best CRT of Table 1, marked by a word
+    texts = [ranked.to_csv(), overall.to_csv(), heatmap.to_csv(), render.HEADER, render.badge("FAILED")]
+    assert [_symbols(t) for t in texts] == [[]] * len(texts)
+    assert ">paper</span>" in render.HEADER and ">scored</span>" in render.HEADER
+    # Words a newcomer reads: the overall ranking's score is the overall win rate, its definition a footnote.
+    assert "Overall win rate" in overall.columns and not any("HEIM" in c or "≈" in c for c in overall.columns)
+    assert "HEIM" in render.WIN_RATE_FOOTNOTE
+    assert render.slice_label("country_concept") == "country × concept" and render.slice_label("kind") == \
+        "still or moving"
+
+
+def test_an_empty_view_says_why():
+    import pandas as pd
+
+    from leaderboard import reasons
+    from leaderboard.render import heatmap_html
+
+    empty = pd.DataFrame()
+    assert reasons.ranked_table(empty, "3 row(s) hidden: 3 by model search.") == (
+        "Every row is hidden by the filters (3 row(s) hidden: 3 by model search): clear a filter to see them.")
+    assert reasons.ranked_table(empty) == "No model has a score for this metric and slice yet."
+    assert reasons.ranked_table(pd.DataFrame({"model": ["a"]}), "1 row(s) hidden") == ""
+    assert "needs at least two" in reasons.win_rates(empty, [("awareness", 1)], "awareness")
+    assert "country × concept" in reasons.heatmap(empty, "country_concept")
+    assert "iconicity submissions only" in reasons.reuse_pictures([], {"clip_score"})
+    assert "culturelens/cube-1k (cube_1k, test) has none" in reasons.references([], "culturelens/cube-1k (cube_1k, test)")
+    assert reasons.reusability_curves(empty).startswith("No W1KP reusability curve yet")
+    why = reasons.heatmap(empty, "kind")
+    assert heatmap_html(empty, caption="x", empty=why) == "<p>No model has a value of this metric by still or moving yet.</p>"

@@ -100,7 +100,8 @@ def test_rank_intervals_equal_a_brute_force_paired_bootstrap_over_shared_prompts
         groups.append(group)
     assert list(frame["tie_group"]) == groups
     shown = tables.display(frame)
-    assert shown.loc[0, "Rank"] == f"1 ({expected['Beta'][0]}-{expected['Beta'][1]})"
+    low, high = expected["Beta"]
+    assert shown.loc[0, "Rank"] == 1 and shown.loc[0, "Rank range (95%)"] == (f"{low}–{high}" if low < high else f"{low}")
     assert shown["Protocol"].str.endswith("(headline)").all()
     assert "No rank interval" not in note
 
@@ -112,7 +113,8 @@ def test_models_that_share_no_prompt_get_no_interval_and_the_note_says_why(store
     assert list(frame["model"]) == ["Right", "Left"] and list(frame["rank"]) == [1, 2]
     assert frame["rank_low"].isna().all() and frame["tie_group"].isna().all()
     assert "share no prompts" in note
-    assert list(tables.display(frame)["Rank"]) == ["1", "2"]
+    shown = tables.display(frame)
+    assert list(shown["Rank"]) == [1, 2] and list(shown["Rank range (95%)"]) == ["", ""]
 
 
 def test_rows_of_two_datasets_never_share_a_ranking_and_four_seeds_are_off_protocol_for_crt(store):
@@ -164,7 +166,8 @@ def test_paper_rows_of_another_protocol_are_listed_beside_not_ranked(store):
     assert list(frame.loc[~frame["beside"], "model"]) == ["Mine"]
     beside = frame[frame["beside"]]
     assert set(beside["provenance"]) == {"reported"} and len(beside) == 5  # CRT Table 1's five models
-    assert (tables.display(frame)["Rank"][frame["beside"]] == "not ranked (other protocol)").all()
+    shown = tables.display(frame)[frame["beside"]]
+    assert shown["Rank"].isna().all() and (shown["Rank range (95%)"] == "not ranked: other protocol").all()
     # Under the paper's own protocol they are ranked among themselves, with no interval, and the note says why.
     paper = tables.protocols(cat, "iconicity", metric, "kind", "still")
     paper_id = paper.loc[paper["provenance"] == "reported", "protocol_id"].iloc[0]

@@ -1,0 +1,63 @@
+"""Model and paper links: a model's name links to its Hub page or URL, a paper row to its arXiv page, and
+nothing a submitter types can become another kind of link or break out of one."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+from markdown_it import MarkdownIt
+
+from benchmark import citations
+from leaderboard import links, tables
+
+
+@pytest.mark.parametrize("model_id, url", [
+    ("stabilityai/stable-diffusion-xl-base-1.0", "https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0"),
+    ("  black-forest-labs/FLUX.1-dev ", "https://huggingface.co/black-forest-labs/FLUX.1-dev"),
+    ("https://example.org/models/x?v=2#card", "https://example.org/models/x?v=2#card"),
+    ("http://example.org/a b(c)<d>", None),  # whitespace: not an address
+    ("https://example.org/a(b)<c>\"d'", "https://example.org/a%28b%29%3Cc%3E%22d%27"),
+    ("https://example.org/café", "https://example.org/caf%C3%A9"),
+    ("javascript:alert(1)", None), ("JaVaScRiPt://example.org/%0aalert(1)", None),
+    ("data:text/html,<script>x</script>", None), ("ftp://example.org/m", None),
+    ("https://user:secret@example.org/m", None), ("https:///no-host", None), ("//example.org/m", None),
+    ("../../etc/passwd", None), ("org/../x", None), ("Google Imagen 4 (API)", None), ("", None), (None, None),
+])
+def test_a_model_links_only_to_a_hub_page_or_an_http_address(model_id, url):
+    assert links.model_url(model_id) == url
+
+
+def test_paper_rows_link_to_the_arxiv_page_their_citation_names():
+    assert links.paper_url(citations.CRT) == "https://arxiv.org/abs/2511.11435"
+    assert links.paper_url(citations.CUBE) == "https://arxiv.org/abs/2407.06863"
+    assert links.paper_url("a paper without an arXiv id") is None and links.paper_url(None) is None
+
+
+def _rendered_links(markdown: str) -> list[tuple[str, str]]:
+    """(href, text) of every link CommonMark finds in ``markdown`` (an independent renderer)."""
+    rendered = MarkdownIt("commonmark").render(markdown)
+    return [(href, re.sub(r"<[^>]+>", "", text)) for href, text in re.findall(r'<a href="([^"]*)">(.*?)</a>', rendered)]
+
+
+def test_ranked_table_links_model_names_and_paper_sources():
+    import html
+
+    name = "SD [x](https://evil.example) *2*"
+    frame = pd.DataFrame({
+        "model": [name, "Imagen 4", "=cmd"], "model_id": ["org/sd", "Google Imagen 4 (API)", "javascript:x()"],
+        "provenance": ["scored", "reported", "scored"], "value": [0.5, 0.4, 0.3], "ci_low": [0.4, None, 0.2],
+        "ci_high": [0.6, None, 0.4], "n": [10, None, 10], "rank": [1, 2, 3], "rank_low": [1, None, 2],
+        "rank_high": [2, None, 3], "tie_group": [1, None, 1], "beside": False, "model_type": "open",
+        "parameters_billions": None, "scored_at": None, "protocol_id": "p", "on_protocol": True,
+        "citation": [None, citations.CRT, None], "source_table": [None, "Table 1", None],
+        "harness_version": "0.1", "backbone": "clip", "seeds": "0,1", "submission_id": None})
+    shown = tables.display(frame)
+    assert _rendered_links(shown.loc[0, "Model"]) == [("https://huggingface.co/org/sd", html.escape(name))]
+    assert _rendered_links(shown.loc[1, "Model"]) == [] and _rendered_links(shown.loc[2, "Model"]) == []
+    assert _rendered_links(shown.loc[1, "Source"]) == [("https://arxiv.org/abs/2511.11435",
+                                                        "De Rosa Palmini &amp; Cetinic, arXiv:2511.11435")]
+    assert list(shown["Provenance"]) == ["scored", "paper", "scored"]
+    assert list(shown["Rank range (95%)"]) == ["1–2", "", "2–3"]
+    assert tables.datatypes(shown.columns)[:5] == ["number", "str", "str", "markdown", "number"]
