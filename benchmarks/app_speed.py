@@ -167,9 +167,9 @@ def page_loads(browser, url: str, expected: str, loads: int) -> tuple[list[float
 
 def first_model(store: Store) -> str:
     """The model the default view (mean win rate) ranks first among scored ones (else the first)."""
-    shown = tables.display_win_rates(tables.win_rates(tables.headline_rows(Catalog(store))))
-    scored = shown[shown["Provenance"].str.contains("scored")]
-    return str((scored if len(scored) else shown)["Model"].iloc[0])
+    wide = tables.win_rates(tables.headline_rows(Catalog(store)))  # in the order the view shows it
+    scored = wide[wide["provenance"] == "scored"]
+    return str((scored if len(scored) else wide)["model"].iloc[0])
 
 
 def bench_browser(stores: dict[str, Path], loads: int, logs: Path) -> dict[str, dict]:

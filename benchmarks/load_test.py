@@ -59,7 +59,7 @@ class Context:
     store: Store
     folder: Path  # where uploads are written
     rng: random.Random
-    metrics: list[tuple[str, str]]  # (track, metric label)
+    metrics: list[tuple[str, str]]  # (track, metric id)
     submission_ids: list[str]
     prompt_ids: list[str]
     uploads: int = 0
@@ -91,8 +91,9 @@ def _records(result: Any) -> str | None:
     return None if isinstance(result, list) and all(isinstance(r, dict) for r in result) else f"not records: {result!r:.200}"
 
 
-def _pair(result: Any) -> str | None:
-    return None if isinstance(result, (list, tuple)) and len(result) == 2 else f"not (markdown, table): {result!r:.200}"
+def _queue(result: Any) -> str | None:
+    return None if isinstance(result, dict) and isinstance(result.get("jobs"), list) else \
+        f"not the queue's jobs: {result!r:.200}"
 
 
 def _text(result: Any) -> str | None:
@@ -124,8 +125,8 @@ class Endpoint:
 
 
 def _leaderboard_args(c: Context) -> tuple:
-    track, label = c.rng.choice(c.metrics)
-    return track, label, tables.OVERALL
+    track, metric = c.rng.choice(c.metrics)
+    return track, metric, tables.OVERALL, "all"
 
 
 def _upload(hostile: bool) -> Callable[[Context], tuple]:
@@ -146,7 +147,7 @@ def _overview_args(c: Context) -> tuple:
 ENDPOINTS = [
     Endpoint("/leaderboard", 6, _leaderboard_args, _records),
     Endpoint("/overview", 4, _overview_args, _anything),
-    Endpoint("/queue", 3, lambda c: (), _pair),
+    Endpoint("/queue", 3, lambda c: (), _queue),
     Endpoint("/details", 2, lambda c: (c.rng.choice(c.submission_ids),), _anything),
     Endpoint("/download", 1, _overview_args, _anything),
     Endpoint("/submit", 1, _upload(hostile=False), _verdict, _verdict_kind),
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         store_path = Path(args.store) if args.store else build_store(root, args.submissions, args.prompts)
         store = Store(store_path)
         catalog = Catalog(store)
-        metrics = [(track, label) for track in tables.tracks(catalog) for label, _ in tables.metrics(catalog, track)]
+        metrics = [(track, metric) for track in tables.tracks(catalog) for _, metric in tables.metrics(catalog, track)]
         prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
         (root / "uploads").mkdir()
         context = Context(store, root / "uploads", random.Random(args.seed), metrics,

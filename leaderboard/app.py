@@ -25,7 +25,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.pictures import reuse_picture
 from benchmark.submission import ServerFault
-from leaderboard import quarantine, render, tables
+from leaderboard import exports, quarantine, render, search, tables
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
@@ -172,10 +172,17 @@ class Views:
             shown = shown.head(limit)
         return gr.update(choices=track_choices, value=track), metric_update, shown, note, protocol_update
 
-    def download(self, *overview_inputs) -> list[str]:
-        """The current overview table as CSV and Parquet files."""
-        shown = self.overview(*overview_inputs, limit=None)[2]
-        return self._files(shown, "view")
+    def download(self, track, metric, models, types, size_min, size_max, since, provenance, columns,
+                 protocol=None) -> list[str]:
+        """The Overview's view as typed rows (``leaderboard.exports``), CSV and Parquet: for a track, every row
+        of it the filters keep (every metric and slice), those of the table shown with their ranks; for the
+        overall view, the win rates of the track set shown and the headline rows behind them. Every column
+        (``columns`` chooses what the screen shows)."""
+        filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
+        if track in tables.tracks(self.catalog):
+            frame = exports.track_rows(self.catalog, track, metric, protocol, filters)
+            return self._files(frame, track if track in track_registry.REGISTRY else "track")
+        return self._files(exports.overall_rows(self.catalog, filters, protocol), "overall")
 
     def _folder(self) -> Path:
         """A fresh folder under this app's temporary folder for files handed to Gradio (which copies them to
@@ -187,7 +194,7 @@ class Views:
 
     def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
         """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised) and Parquet
-        (typed, as is) files to download."""
+        (typed, as is) files to download, named ``culturelens-<stem>``."""
         folder = self._folder()
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
         render.spreadsheet_safe(frame).to_csv(csv, index=False)
@@ -208,17 +215,18 @@ class Views:
             served.append(str(target))
         return served
 
-    def leaderboard_api(self, track: str, metric_label: str, slice_choice: str = tables.OVERALL,
+    def leaderboard_api(self, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
                         protocol_id: str | None = None) -> list[dict]:
-        """Ranked rows of one track, metric (by label), slice ('overall' or '<slice> = <value>') and protocol id
-        (default: the track's headline protocol when it has rows, else the largest), as records; the column
-        *Protocol* names each row's, and paper rows of other protocols follow, not ranked."""
-        pairs = dict(tables.metrics(self.catalog, track))
-        if metric_label not in pairs:
-            raise gr.Error(f"no metric {metric_label!r} in track {track!r}; metrics: {', '.join(pairs) or 'none'}")
-        name, value = (tables.OVERALL, "all") if " = " not in slice_choice else slice_choice.split(" = ", 1)
-        frame, _ = tables.ranked(self.catalog, track, pairs[metric_label], name, value, protocol_id=protocol_id)
-        return tables.display(frame).to_dict("records")
+        """One ranked table as typed records (``leaderboard.exports.COLUMNS``): track, metric, slice and
+        protocol by id (``slice_name`` 'overall' with value 'all', or e.g. 'country' and 'Nigeria'; protocol
+        default: the track's headline one when it has rows, else the largest). The protocol's rows come ranked
+        (rank, rank_low, rank_high, tie_group), then paper rows of other protocols with no rank. An unknown id
+        is an error naming the valid ones."""
+        try:
+            return exports.records(exports.ranking(self.catalog, track, metric, slice_name, slice_value,
+                                                   protocol_id))
+        except exports.UnknownChoice as error:
+            raise gr.Error(str(error)) from None
 
     # --- slices --------------------------------------------------------------------------------------------
     def slices(self, track, metric_label, slice_name, slice_value, models):
@@ -407,10 +415,21 @@ class Views:
         """Validate and queue an uploaded submission zip."""
         return self.submit(file, "", profile, progress)
 
-    def queue_api(self) -> tuple[str, dict]:
-        """The workers' status and the queue table (newest first)."""
-        markdown, frame = self.queue()
-        return markdown, {"headers": list(frame.columns), "data": frame.values.tolist()}
+    def queue_api(self) -> dict:
+        """The queue as data, nothing escaped, server folders hidden: ``jobs``, newest first (at most
+        ``QUEUE_ROWS``; any other by ``/details``): id, state, model, model_id, owner, dataset, submitted_at,
+        started_at, finished_at (ISO 8601), progress (0-1, while RUNNING), message, reason (why it FAILED),
+        attempts; and ``workers`` heard from in the last hour: id, state, seconds_since_heard, message."""
+        jobs = [{"id": job.id, "state": job.state, "model": job.model, "model_id": job.model_id, "owner": job.owner,
+                 "dataset": job.dataset, "submitted_at": job.created_at, "started_at": job.started_at,
+                 "finished_at": job.finished_at, "progress": job.progress if job.state == "RUNNING" else None,
+                 "message": render.hide_paths(job.message, self.places) if job.message else None,
+                 "reason": render.hide_paths(job.error, self.places) if job.state == "FAILED" and job.error else None,
+                 "attempts": job.attempts} for job in self.store.queue.jobs()[:QUEUE_ROWS]]
+        workers = [{"id": w["id"], "state": w["state"], "seconds_since_heard": round(float(w["age"]), 1),
+                    "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
+                   for w in self.store.queue.workers(within_seconds=3600)]
+        return {"jobs": jobs, "workers": workers}
 
     def queue(self):
         rows = []
@@ -512,6 +531,14 @@ class Views:
         first = choices[0] if choices else None
         return (gr.update(choices=choices, value=first), render.method_page(first) if first else "",
                 self.store.meta_evaluation())
+
+    # --- API: data, not display ------------------------------------------------------------------------------
+    def overall_api(self, track_set: str | None = None) -> list[dict]:
+        """The overall ranking as typed records (``leaderboard.exports.overall_rows``): per model a
+        ``mean_win_rate`` row (track 'overall', slice value the track set; value, 95% interval, rank and its
+        interval), a ``win_rate`` row per track, then the headline rows behind them. ``track_set`` ('awareness +
+        iconicity'): default the set with the most tracks among those with two models or more."""
+        return exports.records(exports.overall_rows(self.catalog, track_set=track_set or None))
 
 
 def _selected_id(event: gr.SelectData) -> str:
@@ -686,6 +713,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
         for other in (overview_tab, slices_tab, compare_tab, datasets_tab, metrics_tab, submit_tab, about_tab):
             other.select(lambda: gr.Timer(active=False), None, timer, api_name=False)
         gr.api(views.queue_api, api_name="queue")
+        gr.api(views.overall_api, api_name="overall")
         # Keep the address bar in step with the view.
         for control in (o_track, o_metric, o_models):
             control.change(None, [o_track, o_metric, blank, blank, o_models], None, js=_url_js("overview"))

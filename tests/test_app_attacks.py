@@ -127,8 +127,8 @@ def test_csv_download_neutralises_spreadsheet_formulas(attacked_app):
     files = Client(url, verbose=False).predict("awareness", None, "", [], None, None, "", [], ["Rank", "Model"],
                                                None, api_name="/download")
     csv = pd.read_csv(files[0])
-    assert "'" + FORMULA in set(csv["Model"])  # text to a spreadsheet, not a formula
-    assert FORMULA in set(pd.read_parquet(files[1])["Model"])  # the typed file keeps the name as it is
+    assert "'" + FORMULA in set(csv["model"])  # text to a spreadsheet, not a formula
+    assert FORMULA in set(pd.read_parquet(files[1])["model"])  # the typed file keeps the name as it is
 
 
 def test_rejections_quote_member_names_exactly_and_hide_nothing_else(attacked_app, tmp_path):

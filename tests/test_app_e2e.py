@@ -37,16 +37,15 @@ def live_app(tmp_path_factory, tiny_upstream, backbones_file):
 
 
 def _queue_rows(client) -> pd.DataFrame:
-    _, table = client.predict(api_name="/queue")
-    return pd.DataFrame(table["data"], columns=table["headers"])
+    return pd.DataFrame(client.predict(api_name="/queue")["jobs"])
 
 
 def _wait_for_state(client, submission_id: str, timeout: float = 180) -> pd.Series:
     deadline = time.time() + timeout
     while time.time() < deadline:
         rows = _queue_rows(client)
-        row = rows[rows["ID"] == submission_id]
-        if not row.empty and ("FINISHED" in row.iloc[0]["State"] or "FAILED" in row.iloc[0]["State"]):
+        row = rows[rows["id"] == submission_id] if len(rows) else rows
+        if not row.empty and row.iloc[0]["state"] in ("FINISHED", "FAILED"):
             return row.iloc[0]
         time.sleep(1)
     raise AssertionError(f"{submission_id} did not finish: {_queue_rows(client)}")
@@ -83,7 +82,7 @@ def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
     assert "Accepted" in verdict, verdict
     submission_id = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
     row = _wait_for_state(client, submission_id)
-    assert "FINISHED" in row["State"] and row["Owner"] == "e2e-tester" and row["Started"] and row["Finished"]
+    assert row["state"] == "FINISHED" and row["owner"] == "e2e-tester" and row["started_at"] and row["finished_at"]
 
     # Parquet results: every image scored, values equal an independent computation.
     per_image = pq.read_table(store.results / submission_id / "per_image.parquet").to_pandas()
@@ -98,26 +97,26 @@ def test_upload_is_scored_and_ranked(live_app, tiny_clip, tmp_path):
 
     # Through DuckDB into the ranked table: the overall value is the mean over prompts of per-prompt means.
     by_prompt = pd.Series(expected).groupby(level=0).mean()
-    ranked = client.predict("awareness", "CLIP cosine (prompt, image)", "overall", api_name="/leaderboard")
-    ours = [r for r in ranked if r["Model"] == "E2E Model"]
-    assert len(ours) == 1 and ours[0]["Provenance"] == "⚙️ scored" and ours[0]["n"] == 6
-    assert ours[0]["Score"] == pytest.approx(round(by_prompt.mean(), 3), abs=1e-3)
-    assert ours[0]["Submission"] == submission_id and "seeds 0-1" in ours[0]["Source"]
-    by_country = client.predict("awareness", "CLIP cosine (prompt, image)", "country = Nigeria", api_name="/leaderboard")
-    assert [r["n"] for r in by_country if r["Model"] == "E2E Model"] == [3]
+    ranked = client.predict("awareness", "clip_cosine", "overall", "all", api_name="/leaderboard")
+    ours = [r for r in ranked if r["model"] == "E2E Model"]
+    assert len(ours) == 1 and ours[0]["provenance"] == "scored" and ours[0]["n"] == 6
+    assert ours[0]["value"] == pytest.approx(by_prompt.mean(), abs=1e-4)
+    assert ours[0]["submission_id"] == submission_id and ours[0]["seeds"] == "0,1"
+    by_country = client.predict("awareness", "clip_cosine", "country", "Nigeria", api_name="/leaderboard")
+    assert [r["n"] for r in by_country if r["model"] == "E2E Model"] == [3]
 
     # The same upload again is a duplicate: rejected, nothing new queued.
     again = client.predict(handle_file(str(archive)), api_name="/submit")
     assert "Rejected" in again and f"identical to submission {submission_id}" in html.unescape(again)
-    assert list(_queue_rows(client)["ID"]).count(submission_id) == 1
+    assert list(_queue_rows(client)["id"]).count(submission_id) == 1
 
 
 def _scored_submission(client) -> str:
     rows = _queue_rows(client)
-    finished = rows[rows["State"].str.contains("FINISHED") & (rows["Model"] == "E2E Model")]
+    finished = rows[(rows["state"] == "FINISHED") & (rows["model"] == "E2E Model")] if len(rows) else rows
     if finished.empty:
         pytest.skip("needs the scored submission of test_upload_is_scored_and_ranked")
-    return finished["ID"].iloc[0]
+    return finished["id"].iloc[0]
 
 
 def test_reported_rows_are_shown_with_their_citation(live_app):
@@ -126,9 +125,12 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     client = Client(live_app[0], verbose=False)
     from benchmark.metrics.iconicity import CRT_FROM_MEANS
 
-    rows = client.predict("iconicity", CRT_FROM_MEANS[1], "kind = moving", api_name="/leaderboard")
-    assert [r["Model"] for r in rows][0] == "Imagen 4" and rows[0]["Score"] == 0.643
-    assert all(r["Provenance"] == "📄 reported" and "arXiv:2511.11435" in r["Source"] for r in rows)
+    rows = client.predict("iconicity", CRT_FROM_MEANS[0], "kind", "moving", api_name="/leaderboard")
+    assert rows[0]["model"] == "Imagen 4" and rows[0]["value"] == 0.643
+    assert all(r["provenance"] == "reported" and r["paper_url"] == "https://arxiv.org/abs/2511.11435" for r in rows)
+
+
+E2E_LINK = "[E2E Model](https://huggingface.co/local/tiny)"  # the manifest's model.id is a Hub id
 
 
 def _overview(client, track, models="", types=(), provenance=(), api_name="/overview"):
@@ -153,14 +155,15 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     _, metric, table, note = _overview(client, "awareness", models="E2E, sdxl")
     assert metric["value"] == "CLIPScore (2.5 max(cos, 0))"  # the track's headline metric comes first
     frame = pd.DataFrame(table["data"], columns=table["headers"])
-    assert list(frame["Model"]) == ["E2E Model"] and frame["95% CI"].iloc[0].startswith("[")
+    assert list(frame["Model"]) == [E2E_LINK] and frame["95% CI"].iloc[0].startswith("[")
     _, _, table, note = _overview(client, "expectations", models="gpt, IMAGEN")
-    assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == ["GPT-Image", "Imagen 3"]
+    assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == ["GPT&#45;Image", "Imagen 3"]
     assert "2 row(s) hidden: 2 by model search" in note  # nothing hidden silently
     files = _overview(client, "awareness", models="E2E, sdxl", api_name="/download")
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
-    downloaded = pd.read_csv(files[0])  # the download is the view
-    assert list(downloaded["Model"]) == list(frame["Model"])
+    downloaded = pd.read_csv(files[0])  # the view's track as typed rows, the table shown ranked
+    assert set(downloaded["model"]) == {"E2E Model", "SDXL"}
+    assert downloaded.loc[downloaded["rank"].notna(), "model"].tolist() == ["E2E Model"]
     # Type filter: the scored model is 'open'; only closed models left -> it is hidden, and the note says so.
     _, _, table, note = _overview(client, "awareness", types=["closed"])
     assert "E2E Model" not in list(pd.DataFrame(table["data"], columns=table["headers"])["Model"])
@@ -183,7 +186,7 @@ def test_slices_heatmap_and_charts(live_app):
     track, metric, slice_name, value, table, note, heat, bars, profile, curves, scatter = out
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert slice_name["value"] == "country" and "country_concept" in [c[0] for c in slice_name["choices"]]
-    assert value["value"] == "Nigeria" and list(frame["Model"]) == ["E2E Model"]
+    assert value["value"] == "Nigeria" and list(frame["Model"]) == [E2E_LINK]
     assert "E2E Model" in heat and "Nigeria" in heat and "<table" in heat  # model x country heatmap
     scatter_rows = pd.DataFrame(scatter["data"], columns=scatter["columns"])
     assert {"Imagen 4 📄", "SDXL 📄"} <= set(scatter_rows["model"])  # CRT Table 1 as recognition vs realisation
@@ -234,14 +237,14 @@ def test_queue_details_rerun_and_failure_reason(live_app):
     # The owner re-runs it: the old results go, it is scored again and ends FINISHED.
     assert "queued again" in client.predict(submission_id, api_name="/rerun")
     row = _wait_for_state(client, submission_id)
-    assert "FINISHED" in row["State"] and store.has_results(submission_id)
+    assert row["state"] == "FINISHED" and store.has_results(submission_id)
     # Someone else's submission cannot be deleted from this server's user.
     store.queue.add(id="foreign-1", content_hash="sha256:foreign", owner="someone-else", model="X", model_id="x",
                     model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
     assert "belongs to someone-else" in html.unescape(client.predict("foreign-1", api_name="/delete"))
     # Its files are missing, so the worker fails it: the queue shows why.
     row = _wait_for_state(client, "foreign-1")
-    assert "FAILED" in row["State"] and row["Details"]
+    assert row["state"] == "FAILED" and row["reason"]
     details, _ = client.predict("foreign-1", api_name="/details")
     assert "**reason**" in details
 

@@ -1,0 +1,133 @@
+"""Typed rows for downloads and the API: one row per model x metric x slice (and protocol), numbers as numbers.
+
+What a script or a spreadsheet reads back: ids, never labels (track, metric, slice), each value with its 95%
+CI and n, the rank with its 95% interval and tie group where the view ranks the row, the protocol in columns,
+the provenance as stored (``scored`` / ``reported``), the submission and the model with links. The strings
+people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``tables.display``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmark import results
+from leaderboard import links, tables
+from leaderboard import tracks as track_registry
+from leaderboard.catalog import Catalog
+
+# Every column of a typed row, in order, with its pandas dtype (nullable where a value may be missing).
+COLUMNS = {
+    "track": "string", "metric": "string", "metric_label": "string", "slice": "string", "slice_value": "string",
+    "model": "string", "model_id": "string", "model_url": "string", "model_type": "string",
+    "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
+    "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
+    "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
+    "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
+    "metric_version": "string", "backbones": "string", "protocol": "string",
+    "scored_at": "datetime64[us, UTC]", "harness_version": "string", "backbone": "string", "seeds": "string",
+    "citation": "string", "source_table": "string", "paper_url": "string",
+}
+OVERALL_TRACK = "overall"  # the track id of the overall ranking's rows
+MEAN_WIN_RATE = "mean_win_rate"  # metric ids of the overall ranking: the mean over tracks, and per track
+WIN_RATE = "win_rate"
+
+
+class UnknownChoice(ValueError):
+    """A track, metric, slice, value or protocol that is not there; the message names the valid ones."""
+
+
+def _check(kind: str, value, valid: list[str], where: str = "") -> None:
+    if value not in valid:
+        shown = ", ".join(valid[:50]) + (f" (and {len(valid) - 50} more)" if len(valid) > 50 else "")
+        raise UnknownChoice(f"no {kind} {str(value)[:100]!r}{where}; valid {kind} ids: {shown or 'none yet'}")
+
+
+def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Catalog rows (``tables.COLUMNS``, with ranks where ranked) as typed rows of ``COLUMNS``: the protocol's
+    fields in their own columns (dataset, images per prompt, metric version, backbones; an unrecorded protocol
+    keeps the row's own dataset and version), whether it is the track's headline protocol, links, and every
+    column cast to its dtype (a column the rows lack is null)."""
+    out = frame.reset_index(drop=True)
+    out = out.assign(**{c: None for c in COLUMNS if c not in out.columns})
+    fields = [results.protocol_fields(p) or {} for p in out["protocol"]]
+    out = out.assign(
+        dataset=[f.get("dataset", d) for f, d in zip(fields, out["dataset"])],
+        images_per_prompt=[f.get("images_per_prompt") for f in fields],
+        metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
+        backbones=["; ".join(f["backbones"]) if f.get("backbones") else None for f in fields],
+        on_protocol=[track_registry.on_protocol(t, p) for t, p in zip(out["track"], out["protocol"])],
+        model_url=[links.model_url(i) for i in out["model_id"]],
+        paper_url=[links.paper_url(c) for c in out["citation"]],
+        scored_at=pd.to_datetime(out["scored_at"], utc=True, errors="coerce", format="ISO8601"),
+    )
+    return out[list(COLUMNS)].astype(COLUMNS)
+
+
+def ranking(cat: Catalog, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
+            protocol_id: str | None = None, filters: tables.Filters = tables.Filters()) -> pd.DataFrame:
+    """The typed rows of one ranked table (``tables.ranked``: the protocol's rows ranked, then the paper rows of
+    other protocols, rank null), every id checked: ``UnknownChoice`` names the valid ones."""
+    _check("track", track, tables.tracks(cat))
+    _check("metric", metric, [m for _, m in tables.metrics(cat, track)], f" in track {track!r}")
+    _check("slice", slice_name, tables.slice_names(cat, track, metric), f" for metric {metric!r}")
+    _check("slice value", slice_value, tables.slice_values(cat, track, metric, slice_name),
+           f" for slice {slice_name!r}")
+    if protocol_id not in (None, ""):
+        _check("protocol", protocol_id,
+               list(tables.protocols(cat, track, metric, slice_name, slice_value)["protocol_id"]),
+               f" for {metric!r} on {slice_name} = {slice_value}")
+    frame, _ = tables.ranked(cat, track, metric, slice_name, slice_value, filters, protocol_id or None)
+    return typed(frame.drop(columns=["beside"]))
+
+
+def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id: str | None = None,
+               filters: tables.Filters = tables.Filters()) -> pd.DataFrame:
+    """A track's download: every row of the track (every metric, slice and protocol; not per prompt) the filters
+    keep, typed, ranked metric first. The rows of the table the Overview shows for ``metric`` (by id or label;
+    default the headline) on its opening slice and ``protocol_id`` carry their rank, interval and tie group."""
+    metric = tables.metric_id(cat, track, metric)
+    if metric is None:
+        return typed(pd.DataFrame())
+    where = tables.default_slice(cat, track, metric)
+    chosen = tables.pick_protocol(tables.protocols(cat, track, metric, *where), protocol_id)
+    shown, _ = tables.ranked(cat, track, metric, *where, filters, chosen)
+    rest = cat.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
+                     f"slice_value = ? AND (coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = "
+                     "'reported'))", [track, metric, *where, chosen or ""])
+    rest, _ = filters.apply(rest)
+    rest = rest.sort_values(["metric", "slice", "slice_value", "model"], kind="stable")
+    return typed(pd.concat([shown.drop(columns=["beside"]), rest], ignore_index=True))
+
+
+def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track_set: str | None = None
+                 ) -> pd.DataFrame:
+    """The overall ranking's download: per model of the track set shown (``tables.overall``) a row of metric
+    ``mean_win_rate`` (track ``overall``, slice value the track set; value, 95% interval, rank and its
+    interval), a ``win_rate`` row per track, then the headline rows the win rates were computed from."""
+    wide, _, chosen, _ = tables.overall(cat, filters, track_set)
+    if wide.empty:
+        return typed(pd.DataFrame())
+    rank = wide["win_rate"].rank(ascending=False, method="min")
+    common = {"slice": tables.OVERALL, "model": wide["model"], "provenance": wide["provenance"],
+              "higher_is_better": True}
+    ids = tables.model_ids(cat)
+    model_id = [ids.get(k) for k in zip(wide["model"], wide["provenance"])]
+    rows = [pd.DataFrame({**common, "track": OVERALL_TRACK, "metric": MEAN_WIN_RATE,
+                          "metric_label": "Overall win rate (HEIM's mean win rate over tracks)",
+                          "slice_value": chosen, "model_id": model_id, "value": wide["win_rate"],
+                          "ci_low": wide.get("win_low"), "ci_high": wide.get("win_high"), "rank": rank,
+                          "rank_low": wide.get("rank_low"), "rank_high": wide.get("rank_high")})]
+    for track in chosen.split(" + "):
+        rows.append(pd.DataFrame({**common, "track": track, "metric": WIN_RATE, "slice_value": "all",
+                                  "metric_label": f"Win rate on {track_registry.get(track).title}'s headline metric",
+                                  "model_id": model_id, "value": wide[track]}))
+    frame, _ = tables.headline_protocol_rows(cat, tables.headline_rows(cat, filters))
+    frame = frame.merge(wide[["model", "provenance"]], on=["model", "provenance"])
+    frame = frame.sort_values(["track", "model"], kind="stable")
+    return typed(pd.concat([*rows, frame], ignore_index=True))
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Typed rows as JSON-ready dicts: None for missing values, times as ISO 8601 text."""
+    out = frame.assign(scored_at=frame["scored_at"].map(lambda t: t.isoformat() if pd.notna(t) else None))
+    return out.astype(object).where(out.notna(), None).to_dict("records")

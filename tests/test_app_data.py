@@ -1,0 +1,182 @@
+"""The app's data as a script or a spreadsheet reads it: typed downloads and the /leaderboard, /overall and
+/queue APIs, through gradio_client against a real Gradio server.
+
+The store holds results written with the production ``benchmark.results.write_folder`` (values known here, so
+every downloaded number is checked against the row it came from), the papers' rows and a queue.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import pytest
+
+from benchmark import results
+from leaderboard import exports
+from leaderboard.app import build_app, launch_options
+from leaderboard.store import Store
+from tests.helpers import free_port
+
+FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
+CUBE = "culturelens/cube-1k:cube_1k:test"
+PROTOCOL = results.protocol_columns({"dataset": CUBE, "images_per_prompt": 2, "metric_version": "1",
+                                     "backbones": ["clip-vit-b-32=openai/clip@r1"]})
+# model: (submission id, model id, per-prompt CLIPScores of Brazil's prompts b1-b3 and Nigeria's n1-n3)
+MODELS = {
+    "Alpha": ("sub-alpha", "org/alpha", {"b1": 0.875, "b2": 0.75, "b3": 0.875, "n1": 0.75, "n2": 0.875, "n3": 0.75}),
+    "Beta": ("sub-beta", "https://example.org/beta", {"b1": 0.5, "b2": 0.625, "b3": 0.5, "n1": 0.625, "n2": 0.5,
+                                                        "n3": 0.625}),
+    FORMULA: ("sub-formula", "javascript:alert(1)", {"b1": 0.125, "b2": 0.25, "b3": 0.125, "n1": 0.25, "n2": 0.125,
+                                                      "n3": 0.25}),
+}
+SLICES = {("overall", "all"): ["b1", "b2", "b3", "n1", "n2", "n3"], ("country", "Brazil"): ["b1", "b2", "b3"],
+          ("country", "Nigeria"): ["n1", "n2", "n3"]}
+
+
+def _rows(model: str) -> list[dict]:
+    """One submission's clip_score rows: per slice a mean with a made-up but distinct CI, and per prompt."""
+    sid, model_id, values = MODELS[model]
+    common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": model_id,
+              "model_type": "open", "parameters_billions": 2.5, "track": "awareness", "metric": "clip_score",
+              "metric_label": "CLIPScore (2.5 max(cos, 0))", "metric_version": "1", "higher_is_better": True,
+              "harness_version": "0.1.0", "backbone": "clip-vit-b-32", "dataset": CUBE + "@abc", "seeds": "0,1",
+              "scored_at": "2026-02-03T04:05:06+00:00", **PROTOCOL}
+    rows = []
+    for (name, value), prompts in SLICES.items():
+        mean = sum(values[p] for p in prompts) / len(prompts)
+        rows.append({**common, "slice": name, "slice_value": value, "value": mean, "ci_low": mean - 0.0625,
+                     "ci_high": mean + 0.03125, "n": len(prompts), "excluded": 0})
+    rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": 2} for p, v in values.items()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data-api")
+    store = Store(root / "store")
+    for model, (sid, _, _) in MODELS.items():
+        results.write_folder(store.results / sid, [], _rows(model), [], {"submission_id": sid})
+    store.seed_reported()
+    store.queue.add(id="job-failed", content_hash="sha256:2", owner="ada", model="Failed_model", model_id=None,
+                    model_revision=None, dataset=CUBE)
+    store.queue.claim("worker-1", 60)
+    store.queue.fail("job-failed", "worker-1", f"no local copy in {store.root}/datasets/cube_1k <b>", "log")
+    store.queue.add(id="job-waiting", content_hash="sha256:1", owner="ada", model="Waiting <b>model</b>",
+                    model_id="org/w", model_revision=None, dataset=CUBE)
+    app = build_app(store, owner="ada")
+    port = free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+               **launch_options(store))
+    try:
+        from gradio_client import Client
+
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False), store
+    finally:
+        app.close()
+
+
+def _written() -> pd.DataFrame:
+    """Every aggregate row written above except per prompt: what a typed download must give back."""
+    rows = [r for model in MODELS for r in _rows(model) if r["slice"] != "prompt"]
+    return pd.DataFrame(rows)[["model", "slice", "slice_value", "value", "ci_low", "ci_high", "n"]]
+
+
+def test_the_track_download_is_typed_rows_with_ids_and_the_ranks_of_the_table_shown(served):
+    client, _ = served
+    csv, parquet = client.predict("awareness", None, "", [], None, None, "", [], ["Rank", "Model"], None,
+                                  api_name="/download")
+    typed = pd.read_parquet(parquet)
+    assert list(typed.columns) == list(exports.COLUMNS)
+    assert {c: str(typed[c].dtype) for c in ("value", "ci_low", "n", "rank", "rank_low", "higher_is_better",
+                                             "scored_at", "images_per_prompt")} == {
+        "value": "float64", "ci_low": "float64", "n": "Int64", "rank": "Int64", "rank_low": "Int64",
+        "higher_is_better": "boolean", "scored_at": "datetime64[us, UTC]", "images_per_prompt": "Int64"}
+    sheet = pd.read_csv(csv)
+    assert sheet["value"].dtype == "float64" and sheet["ci_high"].dtype == "float64"
+    for frame in (typed, sheet):
+        scored = frame[frame["provenance"] == "scored"]
+        got = scored.assign(model=scored["model"].str.removeprefix("'"))[list(_written().columns)]
+        expected = _written()
+        merged = expected.merge(got, on=["model", "slice", "slice_value"], suffixes=("", "_got"), validate="1:1")
+        assert len(merged) == len(expected) == len(scored) == 9
+        for column in ("value", "ci_low", "ci_high", "n"):
+            assert (merged[column] == merged[f"{column}_got"]).all(), column  # exact: no rounding
+        # The papers' awareness rows (CUBE Tables 3 and 4) are there too, marked as such; no display string.
+        assert set(frame["provenance"]) == {"scored", "reported"}
+        assert set(frame["metric"]) >= {"clip_score", "human_relevance_yes_pct", "human_faithfulness"}
+        assert set(frame.loc[frame["provenance"] == "reported", "paper_url"]) == {"https://arxiv.org/abs/2407.06863"}
+    # The table shown (clip_score, overall, its protocol) is ranked; every other row has no rank.
+    ranked = typed[typed["rank"].notna()].sort_values("rank")
+    assert list(ranked["model"]) == ["Alpha", "Beta", FORMULA] and list(ranked["rank"]) == [1, 2, 3]
+    assert ((ranked["metric"] == "clip_score") & (ranked["slice"] == "overall")).all()
+    assert (ranked["rank_low"] <= ranked["rank"]).all() and (ranked["rank"] <= ranked["rank_high"]).all()
+    first = ranked.iloc[0]
+    assert (first["track"], first["protocol_id"], first["on_protocol"], first["dataset"], first["images_per_prompt"],
+            first["backbones"], first["submission_id"], first["model_url"]) == (
+        "awareness", PROTOCOL["protocol_id"], True, CUBE, 2, "clip-vit-b-32=openai/clip@r1", "sub-alpha",
+        "https://huggingface.co/org/alpha")
+    assert first["scored_at"] == pd.Timestamp("2026-02-03T04:05:06Z")
+    # A name a spreadsheet would run as a formula is text in the CSV, and as it is in the Parquet file.
+    assert "'" + FORMULA in set(sheet["model"]) and FORMULA in set(typed["model"])
+    assert typed.loc[typed["model"] == FORMULA, "model_url"].isna().all()  # javascript: is never a link
+
+
+def test_the_overall_download_and_api_give_win_rates_as_numbers(served):
+    client, _ = served
+    rows = pd.DataFrame(client.predict("awareness", api_name="/overall"))
+    means = rows[rows["metric"] == exports.MEAN_WIN_RATE].set_index("model")
+    assert means["value"].to_dict() == {"Alpha": 1.0, "Beta": 0.5, FORMULA: 0.0}  # beats 2, 1 and 0 of 2 others
+    assert means["rank"].to_dict() == {"Alpha": 1, "Beta": 2, FORMULA: 3}
+    assert set(means["track"]) == {"overall"} and set(means["slice_value"]) == {"awareness"}
+    assert (means["ci_low"] <= means["value"]).all() and (means["value"] <= means["ci_high"]).all()
+    per_track = rows[rows["metric"] == exports.WIN_RATE]
+    assert dict(zip(per_track["model"], per_track["value"])) == {"Alpha": 1.0, "Beta": 0.5, FORMULA: 0.0}
+    headline = rows[rows["metric"] == "clip_score"]
+    assert dict(zip(headline["model"], headline["value"])) == {m: sum(v[2].values()) / 6 for m, v in MODELS.items()}
+    csv, parquet = client.predict("Overall (mean win rate)", None, "", [], None, None, "", [], ["Rank"], "awareness",
+                                  api_name="/download")
+    assert pd.read_parquet(parquet)["value"].tolist() == rows["value"].tolist()
+
+
+def test_leaderboard_api_takes_ids_and_returns_records(served):
+    client, _ = served
+    records = client.predict("awareness", "clip_score", "country", "Nigeria", api_name="/leaderboard")
+    assert [(r["model"], r["value"], r["n"], r["rank"]) for r in records] == [
+        ("Alpha", pytest.approx(2.375 / 3), 3, 1), ("Beta", pytest.approx(1.75 / 3), 3, 2),
+        (FORMULA, pytest.approx(0.625 / 3), 3, 3)]
+    assert records[0]["ci_low"] == pytest.approx(2.375 / 3 - 0.0625) and records[0]["provenance"] == "scored"
+    assert records[0]["slice"] == "country" and records[0]["slice_value"] == "Nigeria"
+    overall = client.predict("awareness", "clip_score", api_name="/leaderboard")
+    assert [r["model"] for r in overall] == ["Alpha", "Beta", FORMULA] and overall[0]["scored_at"] == \
+        "2026-02-03T04:05:06+00:00"
+
+
+@pytest.mark.parametrize("arguments, names", [
+    (("awareness", "CLIPScore (2.5 max(cos, 0))"), "no metric 'CLIPScore (2.5 max(cos, 0))' in track 'awareness'; "
+                                                   "valid metric ids: clip_score, "),
+    (("Awareness (CUBE)", "clip_score"), "no track 'Awareness (CUBE)'; valid track ids: awareness, "),
+    (("awareness", "clip_score", "country", "Japan"), "valid slice value ids: Brazil, Nigeria"),
+    (("awareness", "clip_score", "overall", "all", "abc"), "no protocol 'abc'"),
+])
+def test_an_unknown_id_is_an_error_that_names_the_valid_ones(served, arguments, names):
+    from gradio_client.exceptions import AppError
+
+    client, _ = served
+    with pytest.raises(AppError) as raised:
+        client.predict(*arguments, api_name="/leaderboard")
+    assert names in str(raised.value)
+
+
+def test_queue_api_returns_jobs_as_data_not_markdown(served):
+    client, store = served
+    queue = client.predict(api_name="/queue")
+    jobs = {job["id"]: job for job in queue["jobs"]}
+    assert set(jobs) == {"job-waiting", "job-failed"} and queue["workers"] == []
+    waiting, failed_job = jobs["job-waiting"], jobs["job-failed"]
+    assert (waiting["state"], waiting["model"], waiting["model_id"], waiting["reason"]) == (
+        "PENDING", "Waiting <b>model</b>", "org/w", None)  # as submitted: no escaping, no badge
+    assert failed_job["state"] == "FAILED" and failed_job["model"] == "Failed_model"
+    assert failed_job["reason"] == "no local copy in STORE/datasets/cube_1k <b>"  # the server folder hidden
+    assert failed_job["submitted_at"] <= failed_job["started_at"] <= failed_job["finished_at"]
+    assert str(store.root) not in repr(queue) and html.escape("<b>") not in repr(queue)
