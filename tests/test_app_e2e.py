@@ -203,9 +203,10 @@ def test_compare_shows_images_side_by_side_with_scores(live_app):
     prompt_id = sorted(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)[0]
     gallery, references, table, reuse, note = client.predict([submission_id], prompt_id, api_name="/compare")
     assert len(gallery) == 2  # two seeds
-    assert all(item["caption"].startswith("E2E Model · seed") and "clip_score" in item["caption"] for item in gallery)
+    assert all(item["caption"].startswith("E2E Model · seed") and "CLIPScore (2.5 max(cos, 0)) " in item["caption"]
+               for item in gallery)  # metrics by their labels
     scores = pd.DataFrame(table["data"], columns=table["headers"])
-    assert list(scores["seed"]) == [0, 1] and "clip_cosine" in scores.columns
+    assert list(scores["seed"]) == [0, 1] and "CLIP cosine (prompt, image)" in scores.columns
     assert prompt_id in html.unescape(note) and references == [] and reuse == []  # CUBE-1K has no reference images
 
 
