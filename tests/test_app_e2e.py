@@ -149,8 +149,8 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     # The overall view: mean win rate over tracks; CulturalFrames' reported alignment ranks GPT-Image first there.
     _, _, table, note = _overview(client, "Overall (mean win rate)")
     frame = pd.DataFrame(table["data"], columns=table["headers"])
-    assert "Mean win rate" in frame.columns and "win rate" in note
-    assert frame["Mean win rate"].between(0, 1).all()
+    assert "Overall win rate" in frame.columns and "win rate" in note
+    assert frame["Overall win rate"].between(0, 1).all()
     # A track: the headline metric first, every score with its CI; search several models at once.
     _, metric, table, note = _overview(client, "awareness", models="E2E, sdxl")
     assert metric["value"] == "CLIPScore (2.5 max(cos, 0))"  # the track's headline metric comes first
