@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from leaderboard import tables
+from leaderboard import exports, tables
 from leaderboard.app import Views
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
@@ -72,6 +72,8 @@ def workload(views: Views) -> dict[str, callable]:
         "tables.ranked (overall)": lambda: tables.ranked(cat, TRACK, METRIC),
         "tables.ranked (country)": lambda: tables.ranked(cat, TRACK, METRIC, SLICE, value),
         "tables.ranked + display": lambda: tables.display(tables.ranked(cat, TRACK, METRIC)[0]),
+        "Views.leaderboard_api (records)": lambda: views.leaderboard_api(TRACK, METRIC),
+        "exports.track_rows (download rows)": lambda: exports.track_rows(cat, TRACK),
         "tables.headline_rows": lambda: tables.headline_rows(cat, none),
         "headline_rows + win_rates": lambda: tables.win_rates(tables.headline_rows(cat, none)),
         "tables.heatmap (country)": lambda: tables.heatmap(cat, TRACK, METRIC, SLICE),

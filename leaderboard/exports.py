@@ -23,7 +23,7 @@ COLUMNS = {
     "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
-    "metric_version": "string", "backbones": "string", "protocol": "string",
+    "metric_version": "string", "backbones": "string",
     "scored_at": "datetime64[us, UTC]", "harness_version": "string", "backbone": "string", "seeds": "string",
     "citation": "string", "source_table": "string", "paper_url": "string",
 }
@@ -44,23 +44,33 @@ def _check(kind: str, value, valid: list[str], where: str = "") -> None:
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
     """Catalog rows (``tables.COLUMNS``, with ranks where ranked) as typed rows of ``COLUMNS``: the protocol's
-    fields in their own columns (dataset, images per prompt, metric version, backbones; an unrecorded protocol
-    keeps the row's own dataset and version), whether it is the track's headline protocol, links, and every
-    column cast to its dtype (a column the rows lack is null)."""
+    fields in their own columns (dataset, images per prompt, metric version, backbones joined by '; ': with
+    ``protocol_id``, all of ``results.protocol_columns``; an unrecorded protocol keeps the row's own dataset and
+    version), whether it is the track's headline protocol, links, and every column cast to its dtype (a column
+    the rows lack is null)."""
     out = frame.reset_index(drop=True)
-    out = out.assign(**{c: None for c in COLUMNS if c not in out.columns})
-    fields = [results.protocol_fields(p) or {} for p in out["protocol"]]
+    out = out.assign(**{c: None for c in [*COLUMNS, "protocol"] if c not in out.columns})
+    # Each function runs once per distinct value: a download holds many rows but few protocols, models, papers.
+    fields = _per_value(out["protocol"], lambda p: results.protocol_fields(p) or {})
+    pairs = pd.Series(list(zip(out["track"], out["protocol"])), index=out.index, dtype=object)
     out = out.assign(
         dataset=[f.get("dataset", d) for f, d in zip(fields, out["dataset"])],
         images_per_prompt=[f.get("images_per_prompt") for f in fields],
         metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
         backbones=["; ".join(f["backbones"]) if f.get("backbones") else None for f in fields],
-        on_protocol=[track_registry.on_protocol(t, p) for t, p in zip(out["track"], out["protocol"])],
-        model_url=[links.model_url(i) for i in out["model_id"]],
-        paper_url=[links.paper_url(c) for c in out["citation"]],
+        on_protocol=_per_value(pairs, lambda pair: track_registry.on_protocol(*pair)),
+        model_url=_per_value(out["model_id"], links.model_url),
+        paper_url=_per_value(out["citation"], links.paper_url),
         scored_at=pd.to_datetime(out["scored_at"], utc=True, errors="coerce", format="ISO8601"),
     )
     return out[list(COLUMNS)].astype(COLUMNS)
+
+
+def _per_value(values: pd.Series, function) -> list:
+    """``function`` of each value (missing ones as None), computed once per distinct value."""
+    values = values.astype(object).where(values.notna(), None)
+    computed = {v: function(v) for v in dict.fromkeys(values)}
+    return [computed[v] for v in values]
 
 
 def ranking(cat: Catalog, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
