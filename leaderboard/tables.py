@@ -180,6 +180,11 @@ def slice_names(cat: Catalog, track: str, metric: str) -> list[str]:
     return sorted(names, key=lambda s: (s != OVERALL, s))
 
 
+def slice_choices(cat: Catalog, track: str, metric: str) -> list[tuple[str, str]]:
+    """A slice picker's (label, id) pairs ('country × concept', 'country_concept'), overall first."""
+    return [(render.slice_label(name), name) for name in slice_names(cat, track, metric)]
+
+
 def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list[str]:
     return list(cat.query("SELECT DISTINCT slice_value FROM aggregates WHERE track = ? AND metric = ? AND slice = ?"
                           " ORDER BY slice_value", [track, metric, slice_name])["slice_value"])

@@ -87,8 +87,8 @@ def test_markers_are_words_that_render_without_an_emoji_font(tmp_path):
     # Words a newcomer reads: the overall ranking's score is the overall win rate, its definition a footnote.
     assert "Overall win rate" in overall.columns and not any("HEIM" in c or "≈" in c for c in overall.columns)
     assert "HEIM" in render.WIN_RATE_FOOTNOTE
-    assert render.slice_label("country_concept") == "country × concept" and render.slice_label("kind") == \
-        "still or moving"
+    assert render.slice_label("kind") == "still or moving"
+    assert tables.slice_choices(cat, "awareness", "human_faithfulness") == [("country × concept", "country_concept")]
 
 
 def test_an_empty_view_says_why():
@@ -109,3 +109,11 @@ def test_an_empty_view_says_why():
     assert reasons.reusability_curves(empty).startswith("No W1KP reusability curve yet")
     why = reasons.heatmap(empty, "kind")
     assert heatmap_html(empty, caption="x", empty=why) == "<p>No model has a value of this metric by still or moving yet.</p>"
+
+
+def test_method_pages_and_the_header_render_without_literal_backslashes():
+    from leaderboard import render, tracks
+
+    renderer = MarkdownIt("commonmark")
+    for page in [render.HEADER, render.WIN_RATE_FOOTNOTE, *(render.method_page(t) for t in tracks.REGISTRY)]:
+        assert "\\" not in _text(renderer.render(page)), page[:80]
