@@ -308,8 +308,8 @@ class Views:
 
     def compare_prompts(self, chosen: list[str], query: str = ""):
         """The prompt picker for the picked submissions: the prompts of the first, each labelled with its id,
-        country, concept and text (so typing in the picker filters on all of them), those whose id and text
-        hold every word of ``query`` (``search.matching``: "jollof" finds the prompt about jollof rice)."""
+        country, concept and text (so typing in the picker filters on all of them); with ``query``, only those
+        whose id and text hold every word of it (``search.matching``: "jollof" finds the jollof rice prompt)."""
         chosen = self.scored(chosen)
         if not chosen:
             return gr.update(choices=[], value=None)
@@ -546,8 +546,12 @@ class Views:
         """The overall ranking as typed records (``leaderboard.exports.overall_rows``): per model a
         ``mean_win_rate`` row (track 'overall', slice value the track set; value, 95% interval, rank and its
         interval), a ``win_rate`` row per track, then the headline rows behind them. ``track_set`` ('awareness +
-        iconicity'): default the set with the most tracks among those with two models or more."""
-        return exports.records(exports.overall_rows(self.catalog, track_set=track_set or None))
+        iconicity'): default the set with the most tracks among those with two models or more; an unknown one
+        is an error naming those there are."""
+        try:
+            return exports.records(exports.overall_ranking(self.catalog, track_set))
+        except exports.UnknownChoice as error:
+            raise gr.Error(str(error)) from None
 
 
 def _selected_id(event: gr.SelectData) -> str:

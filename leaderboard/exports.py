@@ -137,6 +137,15 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
     return typed(pd.concat([*rows, frame], ignore_index=True))
 
 
+def overall_ranking(cat: Catalog, track_set: str | None = None) -> pd.DataFrame:
+    """``overall_rows`` of one track set ('awareness + iconicity'; default: ``tables.overall``'s), checked:
+    ``UnknownChoice`` names the sets there are."""
+    if track_set not in (None, ""):
+        frame, _ = tables.headline_protocol_rows(cat, tables.headline_rows(cat))
+        _check("track set", track_set, sorted(set(tables.track_sets(frame)["track_set"])) if len(frame) else [])
+    return overall_rows(cat, track_set=track_set or None)
+
+
 def records(frame: pd.DataFrame) -> list[dict]:
     """Typed rows as JSON-ready dicts: None for missing values, times as ISO 8601 text."""
     out = frame.assign(scored_at=frame["scored_at"].map(lambda t: t.isoformat() if pd.notna(t) else None))

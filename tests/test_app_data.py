@@ -153,6 +153,7 @@ def test_leaderboard_api_takes_ids_and_returns_records(served):
 
 
 @pytest.mark.parametrize("arguments, names", [
+    (("iconicity + awareness",), "no track set 'iconicity + awareness'; valid track set ids: awareness, "),
     (("awareness", "CLIPScore (2.5 max(cos, 0))"), "no metric 'CLIPScore (2.5 max(cos, 0))' in track 'awareness'; "
                                                    "valid metric ids: clip_score, "),
     (("Awareness (CUBE)", "clip_score"), "no track 'Awareness (CUBE)'; valid track ids: awareness, "),
@@ -164,7 +165,7 @@ def test_an_unknown_id_is_an_error_that_names_the_valid_ones(served, arguments, 
 
     client, _ = served
     with pytest.raises(AppError) as raised:
-        client.predict(*arguments, api_name="/leaderboard")
+        client.predict(*arguments, api_name="/overall" if len(arguments) == 1 else "/leaderboard")
     assert names in str(raised.value)
 
 

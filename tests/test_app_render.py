@@ -105,10 +105,12 @@ def test_an_empty_view_says_why():
     assert "needs at least two" in reasons.win_rates(empty, [("awareness", 1)], "awareness")
     assert "country × concept" in reasons.heatmap(empty, "country_concept")
     assert "iconicity submissions only" in reasons.reuse_pictures([], {"clip_score"})
-    assert "culturelens/cube-1k (cube_1k, test) has none" in reasons.references([], "culturelens/cube-1k (cube_1k, test)")
+    dataset = "culturelens/cube-1k (cube_1k, test)"
+    assert f"{dataset} has none" in reasons.references([], dataset) and reasons.references(["image"], dataset) == ""
     assert reasons.reusability_curves(empty).startswith("No W1KP reusability curve yet")
     why = reasons.heatmap(empty, "kind")
-    assert heatmap_html(empty, caption="x", empty=why) == "<p>No model has a value of this metric by still or moving yet.</p>"
+    assert heatmap_html(empty, caption="x", empty=why) == \
+        "<p>No model has a value of this metric by still or moving yet.</p>"
 
 
 def test_method_pages_and_the_header_render_without_literal_backslashes():
