@@ -81,16 +81,15 @@ def test_published_json_schema_is_current():
     assert published == json_schema(), "run: culturelens schema --out submissions/manifest.schema.json"
 
 
-def test_example_submission_is_well_formed(cube_file, tmp_path):
-    """The committed example answers 3 real CUBE-1K prompts: against the full set, missing images are its only errors."""
-    example = REPO_ROOT / "submissions" / "example"
-    Manifest.model_validate_json((example / "manifest.json").read_bytes())
+def test_example_submission_answers_every_demo_prompt(cube_file, tmp_path):
+    """The committed example is a complete submission for CUBE-1K's demo config: accepted, nothing missing."""
     store = Store(tmp_path / "store")
     cube_1k.build(str(cube_file), local_folder(store.datasets, cube_1k.HUB_REPO))
-    outcome = store.submit(example, "example")
-    errors = outcome.report.errors
-    assert errors and all("no image for prompt" in e or e.startswith("... and") for e in errors)
-    assert not any(pid in e for e in errors for pid in os.listdir(example / "images"))
+    outcome = store.submit(REPO_ROOT / "submissions" / "example", "example")
+    assert outcome.report.ok and outcome.report.warnings == [], outcome.report.errors
+    demo = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG_DEMO)
+    assert len(demo) == 72 and sorted(i.prompt_id for i in outcome.report.images) == sorted(demo.table.index)
+    assert outcome.report.manifest.missing == [] and outcome.job.dataset == "culturelens/cube-1k:cube_1k_demo:test"
 
 
 # --- the hostile corpus ---------------------------------------------------------------------------
