@@ -244,3 +244,20 @@ def test_many_problems_are_listed_with_a_count(store, prompt_ids, tmp_path):
     missing = [e for e in outcome.report.errors if "no image for prompt" in e]
     assert len(missing) == 20 and outcome.report.errors[-1] == "... and 40 more like these"
 
+
+
+def test_a_rejection_starts_with_what_was_answered_and_how_many_images_are_missing(store, prompt_ids, tmp_path):
+    folder = make_submission(tmp_path / "partial", prompt_ids[:3], seeds=range(10))
+    (folder / "images" / prompt_ids[0] / "0.png").write_bytes(b"GIF89a")
+    (folder / "images" / prompt_ids[1] / "0.png").write_bytes(b"GIF89a")
+    report = store.submit(folder, "alice").report
+    assert report.summary == "REJECTED: answered 3 of 6 prompts; 30 images missing"
+    assert report.text().splitlines()[0] == report.summary and len(report.errors) == 21  # 20 listed, then the count
+    # With every image there, the undecodable ones are the problems (images are decoded once the layout holds).
+    complete = make_submission(tmp_path / "complete", prompt_ids)
+    for prompt_id in prompt_ids[:2]:
+        (complete / "images" / prompt_id / "0.png").write_bytes(b"GIF89a")
+    assert store.submit(complete, "alice").report.summary == ("REJECTED: answered 6 of 6 prompts; no image missing; "
+                                                              "2 other problems")
+    (complete / "manifest.json").write_text("{}")
+    assert store.submit(complete, "alice").report.summary == "REJECTED: 7 problems"  # seven required fields absent
