@@ -261,3 +261,24 @@ def test_a_rejection_starts_with_what_was_answered_and_how_many_images_are_missi
                                                               "2 other problems")
     (complete / "manifest.json").write_text("{}")
     assert store.submit(complete, "alice").report.summary == "REJECTED: 7 problems"  # seven required fields absent
+
+
+def test_every_overlong_text_of_the_manifest_is_refused_in_characters(store, prompt_ids, tmp_path):
+    """A 101-character name is 'at most 100 characters', never 'at most 100 items' (each bounded text field)."""
+    folder = make_submission(tmp_path / "long", prompt_ids)
+    data = json.loads((folder / "manifest.json").read_text())
+    data["model"].update(name="n" * 101, id="i" * 201)
+    data["generation"].update(negative_prompt="p" * 2001, extra={"k" * 65: 1})
+    data.update(notes="o" * 2001, culture_labels=["c" * 101], license="l" * 201,
+                missing=[{"prompt_id": prompt_ids[0], "seed": 0, "reason": "refused", "detail": "d" * 501}])
+    (folder / "manifest.json").write_text(json.dumps(data))
+    errors = store.submit(folder, "alice").report.errors
+    assert sorted(errors) == sorted([
+        "manifest.json: model.name: String should have at most 100 characters",
+        "manifest.json: model.id: String should have at most 200 characters",
+        "manifest.json: generation.negative_prompt: String should have at most 2000 characters",
+        f"manifest.json: generation.extra.{'k' * 65}.[key]: String should have at most 64 characters",
+        "manifest.json: license: String should have at most 200 characters",
+        "manifest.json: missing.0.detail: String should have at most 500 characters",
+        "manifest.json: notes: String should have at most 2000 characters",
+        "manifest.json: culture_labels.0: String should have at most 100 characters"])

@@ -30,11 +30,15 @@ import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from benchmark import geo
-from benchmark.datasets import hub_layout
+
+if TYPE_CHECKING:
+    import datasets
+
+# ``datasets`` and ``hub_layout`` (which loads huggingface_hub) are imported where a build needs them: the CLI
+# reads this module's names to describe its options, and `culturelens --help` must not wait for them.
 
 DEFAULT_SOURCE = "https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json"
 HUB_REPO = "culturelens/cube-1k"
@@ -498,6 +502,8 @@ def check_records(raw: list[dict]) -> list[CubeRecord]:
 
 def features() -> datasets.Features:
     """The published schema (see the card's Schema section)."""
+    import datasets
+
     qids = datasets.Sequence(datasets.Value("string"))
     return datasets.Features({
         "prompt_id": datasets.Value("string"),
@@ -571,13 +577,19 @@ def demo_prompts(prompts: list[dict], per_cell: int = DEMO_PER_CELL) -> list[dic
 def has_every_config(folder: Path) -> bool:
     """Whether ``folder`` holds a build with every config this builder writes (an older build may lack the
     demo config: rebuild it then)."""
+    from benchmark.datasets import hub_layout
+
+    configs = (CONFIG, CONFIG_ALL, CONFIG_DEMO)
     return (Path(folder) / "README.md").exists() and all(
-        (Path(folder) / hub_layout.parquet_path(config, SPLIT)).exists() for config in (CONFIG, CONFIG_ALL, CONFIG_DEMO))
+        (Path(folder) / hub_layout.parquet_path(config, SPLIT)).exists() for config in configs)
 
 
 def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
     """Build the CUBE-1K dataset folder from the authors' JSON; return a summary."""
+    import datasets
+
     from benchmark import __version__
+    from benchmark.datasets import hub_layout
 
     raw = read_source(source)
     records = check_records(raw)
