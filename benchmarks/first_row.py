@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import tiny_backbone  # noqa: E402 - after the repository is on the path
+from benchmarks import tiny_backbone  # after the repository is on the path: this checkout, not an installed copy
 
 CUBE_SOURCE = ROOT.parent / "shared" / "data" / "cube" / "cube_1k.json"
 
