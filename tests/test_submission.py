@@ -17,7 +17,7 @@ from PIL import Image
 
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
-from benchmark.submission import Limits, Manifest, json_schema
+from benchmark.submission import Limits, json_schema
 from leaderboard.store import Store
 from tests.helpers import make_submission, manifest, write_image, zip_folder
 
