@@ -9,11 +9,13 @@ write token in HF_TOKEN: the store is restored from those repos at start and pus
 import os
 from pathlib import Path
 
-from leaderboard import hub_sync
+from leaderboard import hub_sync, operator_settings
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 
-store = Store(Path(os.environ.get("CULTURELENS_STORE", ".culturelens")))
+# A public deployment: the public quota, unless CULTURELENS_QUOTA... and CULTURELENS_LIMITS say otherwise.
+store = Store(Path(os.environ.get("CULTURELENS_STORE", ".culturelens")), operator_settings.limits(),
+              **operator_settings.quota(public=True))
 if store.rebuilt:  # the queue file was damaged: say so in the Space's log
     print(store.rebuilt)
 store.seed_reported()

@@ -670,8 +670,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     who = f"**{render.plain(owner)}** (this server's local user)"
                 gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`) or name a Hub dataset "
                             f"repo holding one. It is checked at once; if it passes it joins the queue. You submit "
-                            f"as {who}; quota: {store.quota} accepted submissions and {store.attempt_quota} uploads "
-                            f"(rejected ones included) per {store.quota_hours:g} h.")
+                            f"as {who}; {store.quota_note}.")
                 with gr.Row():
                     upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
                     hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")

@@ -7,10 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.datasets.hub_layout import PushError
-
 
 def cmd_hub(args: argparse.Namespace) -> int:
+    from benchmark.datasets.hub_layout import PushError
     from leaderboard import hub_sync
     from leaderboard.store import Store
 
@@ -31,7 +30,7 @@ def cmd_hub(args: argparse.Namespace) -> int:
                 print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
     except (PushError, hub_sync.SyncError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

@@ -92,11 +92,11 @@ class Store:
 
     ``quota``: how many submissions one user may have accepted per ``quota_hours``, and ``attempt_quota`` how
     many uploads (rejected ones included: validating them decodes every image) one user may send in that time;
-    both are checked before any work.
+    both are checked before any work. None is no limit: the operator's own store (``leaderboard.operator``).
     """
 
-    def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int = 5, quota_hours: float = 24,
-                 attempt_quota: int = 20):
+    def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int | None = 5, quota_hours: float = 24,
+                 attempt_quota: int | None = 20):
         self.root = Path(root).resolve()
         self.limits = limits
         self.quota, self.quota_hours, self.attempt_quota = quota, quota_hours, attempt_quota
@@ -169,10 +169,24 @@ class Store:
         return self.prompts(d.repo, d.config, d.split, d.revision)
 
     # --- submissions ----------------------------------------------------------------------
-    def _quota_window(self) -> tuple[int, str]:
-        """(quota, start of the quota window as ISO time) for ``Queue.add`` / ``Queue.requeue``."""
+    @property
+    def quota_note(self) -> str:
+        """The quota in words, as the Submit tab states it."""
+        parts = [f"{self.quota} accepted submissions" if self.quota is not None else None,
+                 f"{self.attempt_quota} uploads (rejected ones included)" if self.attempt_quota is not None else None]
+        parts = [p for p in parts if p]
+        if not parts:
+            return "quota: none (this server's operator sets it: `culturelens serve --quota`)"
+        return f"quota: {' and '.join(parts)} per {self.quota_hours:g} h"
+
+    def _since(self) -> str:
+        """The start of the quota window, as ISO time."""
         since = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - self.quota_hours * 3600, timezone.utc)
-        return self.quota, since.isoformat(timespec="seconds")
+        return since.isoformat(timespec="seconds")
+
+    def _quota_window(self) -> tuple[int, str] | None:
+        """(quota, start of the quota window) for ``Queue.add`` / ``Queue.requeue``; None without a quota."""
+        return None if self.quota is None else (self.quota, self._since())
 
     def _over_quota(self, owner: str, used: int) -> PermissionDenied:
         return PermissionDenied(f"{owner} has made {used} submissions in the last {self.quota_hours:g} hours; the "
@@ -182,12 +196,11 @@ class Store:
     def check_quota(self, owner: str) -> None:
         """PermissionDenied if ``owner`` has used up the quota: a cheap refusal before an upload is even read.
         What guarantees the quota is ``Queue.add`` checking it again in the transaction that queues a job."""
-        quota, since = self._quota_window()
-        used = self.queue.count_since(owner, since)
-        if used >= quota:
+        since = self._since()
+        if self.quota is not None and (used := self.queue.count_since(owner, since)) >= self.quota:
             raise self._over_quota(owner, used)
-        tried = self.queue.count_attempts_since(owner, since)
-        if tried >= self.attempt_quota:
+        tried = self.queue.count_attempts_since(owner, since) if self.attempt_quota is not None else 0
+        if self.attempt_quota is not None and tried >= self.attempt_quota:
             raise PermissionDenied(f"{owner} has sent {tried} uploads (accepted or rejected) in the last "
                                    f"{self.quota_hours:g} hours; the limit is {self.attempt_quota}. Check uploads "
                                    "with `culturelens validate FILE.zip` on your machine first.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import TINY_UPSTREAM
 
 VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "build", "iconic-references"],
          ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
@@ -30,26 +33,41 @@ def test_help_lists_every_verb():
         assert verb in result.stdout
 
 
+def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
+    """`culturelens --help` answers at once: nothing heavy is imported to list the verbs (timed in
+    benchmarks/README.md, not here)."""
+    heavy = ("torch", "datasets", "huggingface_hub", "gradio", "pandas")
+    loaded = f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    code = f"import sys\nfrom benchmark import cli\n{loaded}\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n{loaded}"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and "usage: culturelens" in result.stdout
+    assert lines[0] == "" and lines[-1] == "", result.stdout  # after the import, and after --help
+
+
 @pytest.mark.parametrize("verb", VERBS, ids=" ".join)
 def test_every_verb_has_help_with_an_example(verb):
     result = culturelens(*verb, "--help")
     assert result.returncode == 0 and "example:" in result.stdout and "culturelens " + verb[0] in result.stdout
+    # A default is stated once, and never as None ("(default: the preset's, else 1024) (default: None)").
+    assert "(default: None)" not in result.stdout and "(default: False)" not in result.stdout
+    assert not re.search(r"default[^()]*\)\s+\(default:", result.stdout)
 
 
 def test_push_offline_is_a_clear_error_without_traceback(tmp_path, tiny_upstream):
     folder = tmp_path / "cube"
     assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
     offline = culturelens("data", "push", str(folder), "--repo", "org/cube-1k", env={"HF_HUB_OFFLINE": "1"})
-    assert offline.returncode == 1 and "HF_HUB_OFFLINE" in offline.stderr and "Traceback" not in offline.stderr
+    assert offline.returncode == 2 and "HF_HUB_OFFLINE" in offline.stderr and "Traceback" not in offline.stderr
     unreachable = culturelens("data", "push", str(folder), "--repo", "org/cube-1k", "--token", "hf_test",
                               env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"})
-    assert unreachable.returncode == 1 and "cannot reach the Hugging Face Hub" in unreachable.stderr
+    assert unreachable.returncode == 2 and "cannot reach the Hugging Face Hub" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
 
 
 def test_build_from_an_unreachable_source_is_a_clear_error(tmp_path):
     result = culturelens("data", "build", "cube-1k", "--source", str(tmp_path / "nope.json"), "--out", str(tmp_path / "o"))
-    assert result.returncode == 1 and "cannot read the CUBE-1K source" in result.stderr
+    assert result.returncode == 2 and "cannot read the CUBE-1K source" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "o").exists()
 
 
@@ -113,9 +131,39 @@ def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
                      r"backbone 'clip-vit-b-32' \(ViT-B-32\) does not exist", worker["message"])
 
 
-def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
+@contextlib.contextmanager
+def http_server(answer: bool = True):
+    """A local HTTP server on a free port answering 200 to anything (answer=True), or a socket that accepts
+    connections and never answers (a Hub behind a firewall that drops packets, as far as a client can tell)."""
+    import http.server
     import socket
+    import threading
 
+    if not answer:
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(16)
+            yield f"http://127.0.0.1:{silent.getsockname()[1]}"
+        return
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     from huggingface_hub import constants
 
     from benchmark.cli import hub_reachable
@@ -123,17 +171,45 @@ def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # HF_HUB_OFFLINE=1, as huggingface_hub reads it
     assert not hub_reachable()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    with socket.socket() as listening:  # a local "Hub" that accepts connections
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
-        assert hub_reachable()
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "no_proxy",
+                 "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
+    with http_server() as hub:  # a "Hub" that answers
+        monkeypatch.setenv("HF_ENDPOINT", hub)
+        assert hub_reachable()
+    with http_server(answer=False) as silent:  # connections open, nothing answers
+        monkeypatch.setenv("HF_ENDPOINT", silent)
+        assert not hub_reachable(timeout=1)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
     assert not hub_reachable(timeout=1)
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # behind a proxy a direct probe proves nothing
-    assert hub_reachable(timeout=1)
+    # Behind a proxy the probe goes through it, as the Hub client will: a proxy that answers lets it through ...
+    monkeypatch.setenv("HF_ENDPOINT", "http://hub.invalid")
+    with http_server() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        assert hub_reachable()
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # ... one that cannot be reached does not
+    assert not hub_reachable(timeout=1)
+
+
+def test_every_verb_works_offline_at_once_when_the_hub_does_not_answer(tmp_path, tiny_upstream):
+    """validate (and submit, score, worker, generate: one check in `main`) find the Hub silent within seconds,
+    say so, and go on offline: here the default dataset is built locally, and a worker started as the Queue tab
+    advises says which weights it lacks instead of retrying the Hub."""
+    from benchmark.datasets import cube_1k
+    from tests.helpers import make_submission
+
+    ids = [r.prompt_id for r in cube_1k.check_records(TINY_UPSTREAM) if r.duplicate_of is None]
+    good = make_submission(tmp_path / "good", ids)
+    with http_server(answer=False) as silent:
+        env = {"HF_HUB_OFFLINE": "", "HF_DATASETS_OFFLINE": "", "HF_ENDPOINT": silent, "HF_HOME": str(tmp_path / "hf")}
+        validated = culturelens("validate", str(good), "--store", str(tmp_path / "store"), "--cube-source",
+                                str(tiny_upstream), env=env)
+        worker = culturelens("worker", "--store", str(tmp_path / "store"), "--once", env=env)
+    offline = "the Hugging Face Hub cannot be reached: working offline"
+    assert validated.returncode == 0 and validated.stdout.startswith("OK: Tiny Test Model: 12 images for 6 prompts")
+    assert offline in validated.stderr and "building it from" in validated.stderr
+    assert worker.returncode == 2 and offline in worker.stderr and "Traceback" not in worker.stderr
+    assert "cannot load backbone 'clip-vit-b-32'" in worker.stderr
 
 
 def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_hub_has_it(tmp_path, tiny_upstream):
@@ -156,22 +232,64 @@ def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_h
 
     missing = culturelens("validate", str(good), "--store", str(tmp_path / "empty"), "--cube-source",
                           str(tmp_path / "gone.json"), env=offline)
-    assert missing.returncode == 1 and "cannot build the default dataset culturelens/cube-1k" in missing.stderr
+    assert missing.returncode == 2 and "cannot build the default dataset culturelens/cube-1k" in missing.stderr
     assert "Traceback" not in missing.stderr
 
 
-def test_submit_over_the_quota_is_one_sentence_not_a_traceback(tmp_path, tiny_upstream):
+def test_submit_holds_the_operator_to_a_quota_only_when_one_is_set(tmp_path, tiny_upstream):
     from leaderboard.store import Store
     from tests.helpers import make_submission
 
     store = Store(tmp_path / "store")
     folder = store.datasets / "culturelens__cube-1k"
     assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
-    for n in range(store.quota):  # the default quota, used up by earlier submissions of this owner
+    for n in range(5):  # five submissions of this owner today: the public quota's worth
         store.queue.add(id=f"s{n}", content_hash=f"sha256:{n}", owner="ada", model="m", model_id=None,
                         model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
     ids = list(store.prompts("culturelens/cube-1k", "cube_1k").table.index)
-    result = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store.root),
-                         "--owner", "ada")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"error: ada has made {store.quota} submissions in the last 24 hours" in result.stderr
+    offline = {"HF_HUB_OFFLINE": "1"}
+    over = culturelens("submit", str(make_submission(tmp_path / "a", ids)), "--store", str(store.root), "--owner",
+                       "ada", "--quota", "5", env=offline)
+    assert over.returncode == 2 and "Traceback" not in over.stderr
+    assert over.stderr.splitlines()[-1] == ("error: ada has made 5 submissions in the last 24 hours; the quota is 5 "
+                                            "(re-runs and deleted submissions count). Try again later or ask a "
+                                            "maintainer.")
+    from_environment = culturelens("submit", str(make_submission(tmp_path / "a", ids)), "--store", str(store.root),
+                                   "--owner", "ada", env={**offline, "CULTURELENS_QUOTA": "5"})
+    assert from_environment.returncode == 2 and "the quota is 5" in from_environment.stderr
+    # Whoever runs `submit` holds the store's disk: without a quota set, the sixth goes in.
+    operator = culturelens("submit", str(make_submission(tmp_path / "a", ids)), "--store", str(store.root),
+                           "--owner", "ada", env=offline)
+    assert operator.returncode == 0 and "queued as " in operator.stdout
+    bad = culturelens("submit", str(make_submission(tmp_path / "a", ids)), "--store", str(store.root), "--quota",
+                      "five", env=offline)
+    assert bad.returncode == 2 and bad.stderr.splitlines()[-1] == ("error: quota (its flag): 'five' is not a whole "
+                                                                   "number >= 0 or 'none'")
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"
+
+
+def test_the_example_submission_becomes_a_scored_demo_row(tmp_path, cube_file, backbones_file):
+    """Five minutes to a scored row: the shipped example validates, queues and scores with a local backbone,
+    offline, and its rows carry the demo config in their protocol (ranked apart from full CUBE-1K rows)."""
+    import pyarrow.parquet as pq
+
+    from benchmark.results import protocol_fields
+    from leaderboard.store import Store
+
+    store, offline = tmp_path / "store", {"HF_HUB_OFFLINE": "1"}
+    validated = culturelens("validate", str(EXAMPLE), "--store", str(store), "--cube-source", str(cube_file),
+                            env=offline)
+    assert validated.returncode == 0 and "72 images for 72 prompts" in validated.stdout, validated.stderr
+    submitted = culturelens("submit", str(EXAMPLE), "--store", str(store), "--owner", "demo", env=offline)
+    assert submitted.returncode == 0, submitted.stderr
+    submission_id = submitted.stdout.split("queued as ")[1].split()[0]
+    worker = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones_file), env=offline)
+    assert worker.returncode == 0, worker.stderr
+    assert Store(store).queue.get(submission_id).state == "FINISHED"
+    aggregates = pq.read_table(store / "results" / submission_id / "aggregates.parquet").to_pandas()
+    assert {protocol_fields(p)["dataset"] for p in aggregates["protocol"]} == {"culturelens/cube-1k:cube_1k_demo:test"}
+    clip = aggregates[aggregates["metric"] == "clip_score"]
+    assert clip.loc[clip["slice"] == "overall", "n"].tolist() == [72]
+    assert sorted(clip.loc[clip["slice"] == "concept", "n"]) == [24, 24, 24]

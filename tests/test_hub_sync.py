@@ -147,7 +147,7 @@ def test_pushing_offline_is_a_clear_error_and_marks_nothing_pushed(scored):
         hub_sync.push(store, "results", "org/culturelens-results")
     assert not (store.root / "hub_sync.json").exists()  # the next push sends everything again
     result = culturelens("hub", "push", "--store", str(store.root), "--results", "org/culturelens-results")
-    assert result.returncode == 1 and "HF_HUB_OFFLINE" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "HF_HUB_OFFLINE" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_snapshot_whose_records_are_damaged_or_hostile_is_refused_whole(scored, tmp_path, tiny_upstream):
@@ -208,7 +208,7 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
     with pytest.raises(hub_sync.SyncError, match="not a Hub dataset repo id"):
         hub_sync.start(fresh, {"results": str(folder)})  # a folder can be pulled from, not mirrored to
     result = culturelens("serve", "--store", str(fresh.root), "--no-worker", "--hub-results", "not a repo")
-    assert result.returncode == 1 and "not a Hub dataset repo id" in result.stderr
+    assert result.returncode == 2 and "not a Hub dataset repo id" in result.stderr
     assert "Traceback" not in result.stderr
     # Offline at start: the app starts on what the store has and says why nothing was restored.
     mirror, lines = hub_sync.start(fresh, {"results": "org/culturelens-results"}, interval=3600)

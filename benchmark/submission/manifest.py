@@ -79,8 +79,14 @@ def _prompt_id(value: str) -> str:
     return value
 
 
+# Length bounds sit before the validators: placed after one, pydantic checks them as a generic length and says
+# "at most 100 items" of a text.
 Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_name)]
-OneLine = Annotated[str, AfterValidator(_one_line)]
+ShortLine = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_name)]
+Key = Annotated[str, Field(max_length=64), AfterValidator(_one_line)]
+Detail = Annotated[str, Field(max_length=500), AfterValidator(_one_line)]
+LongLine = Annotated[str, Field(max_length=2_000), AfterValidator(_one_line)]
+Text = Annotated[str, Field(max_length=2_000), AfterValidator(_text)]
 Setting = Annotated[str | int | float | bool | None, AfterValidator(_one_line_if_text)]  # one error, not one per type
 PromptId = Annotated[str, AfterValidator(_prompt_id)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -93,7 +99,7 @@ class _Strict(BaseModel):
 class Model(_Strict):
     """The text-to-image model that made the images."""
 
-    name: Annotated[Line, Field(max_length=100, description="Display name on the leaderboard, e.g. 'SDXL base 1.0'")]
+    name: ShortLine = Field(description="Display name on the leaderboard, e.g. 'SDXL base 1.0'")
     id: Annotated[Line, Field(description="Hub id ('stabilityai/stable-diffusion-xl-base-1.0') or URL of the model")]
     revision: Line | None = Field(None, description="Commit sha, tag or version of the weights or API")
     type: Literal["open", "closed"] = Field(description="'open' if the weights are public, 'closed' for an API")
@@ -118,9 +124,9 @@ class Generation(_Strict):
     guidance_scale: float | None = Field(None, ge=0, le=100)
     width: int | None = Field(None, ge=1, le=16_384)
     height: int | None = Field(None, ge=1, le=16_384)
-    negative_prompt: OneLine | None = Field(None, max_length=2_000)
+    negative_prompt: LongLine | None = None
     dtype: Line | None = None
-    extra: dict[Annotated[OneLine, Field(max_length=64)], Setting] = Field(
+    extra: dict[Key, Setting] = Field(
         default_factory=dict, max_length=64, description="Any other setting, flat key -> value")
 
 
@@ -130,7 +136,7 @@ class MissingImage(_Strict):
     prompt_id: PromptId
     seed: Seed
     reason: Literal["refused", "safety_filter", "error"]
-    detail: OneLine | None = Field(None, max_length=500)
+    detail: Detail | None = None
 
 
 class Manifest(_Strict):
@@ -145,8 +151,8 @@ class Manifest(_Strict):
     license: Annotated[Line, Field(description="Licence of the submitted images, e.g. 'CC-BY-4.0'")]
     contact: Annotated[Line, Field(description="E-mail or Hugging Face user name of the submitter")]
     missing: list[MissingImage] = Field(default_factory=list, description="Images not produced, with the reason")
-    notes: Annotated[str, AfterValidator(_text)] | None = Field(None, max_length=2_000)
-    culture_labels: list[Annotated[Line, Field(max_length=100)]] = Field(
+    notes: Text | None = None
+    culture_labels: list[ShortLine] = Field(
         default_factory=list, max_length=20,
         description="Cultures to score relevance against (CAIRE), free text, e.g. ['Japanese', 'Yoruba']")
 
