@@ -224,12 +224,16 @@ def _build_default_dataset(datasets_root: Path, source: str) -> Path | None:
     from benchmark.datasets.prompts import local_folder
 
     folder = local_folder(datasets_root, cube_1k.HUB_REPO)
-    if (folder / "README.md").exists():
+    if cube_1k.has_every_config(folder):
         return folder
-    if _hub_has_dataset(cube_1k.HUB_REPO):
+    if (folder / "README.md").exists():
+        print(f"{folder} is an older build without the {cube_1k.CONFIG_DEMO} config: rebuilding it from {source}",
+              file=sys.stderr)
+    elif _hub_has_dataset(cube_1k.HUB_REPO):
         return None
-    print(f"{cube_1k.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from {source} "
-          f"into {folder}", file=sys.stderr)
+    else:
+        print(f"{cube_1k.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from {source} "
+              f"into {folder}", file=sys.stderr)
     try:
         cube_1k.build(source, folder)
     except (cube_1k.SourceError, FileExistsError) as error:
@@ -395,7 +399,7 @@ def _ensure_default_dataset(store, source: str | None) -> None:
     from benchmark.datasets.prompts import local_folder
 
     folder = local_folder(store.datasets, cube_1k.HUB_REPO)
-    if (folder / "README.md").exists() or not source:
+    if cube_1k.has_every_config(folder) or not source:
         return
     try:
         summary = cube_1k.build(source, folder)

@@ -175,3 +175,31 @@ def test_submit_over_the_quota_is_one_sentence_not_a_traceback(tmp_path, tiny_up
                          "--owner", "ada")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"error: ada has made {store.quota} submissions in the last 24 hours" in result.stderr
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"
+
+
+def test_the_example_submission_becomes_a_scored_demo_row(tmp_path, cube_file, backbones_file):
+    """Five minutes to a scored row: the shipped example validates, queues and scores with a local backbone,
+    offline, and its rows carry the demo config in their protocol (ranked apart from full CUBE-1K rows)."""
+    import pyarrow.parquet as pq
+
+    from benchmark.results import protocol_fields
+    from leaderboard.store import Store
+
+    store, offline = tmp_path / "store", {"HF_HUB_OFFLINE": "1"}
+    validated = culturelens("validate", str(EXAMPLE), "--store", str(store), "--cube-source", str(cube_file),
+                            env=offline)
+    assert validated.returncode == 0 and "72 images for 72 prompts" in validated.stdout, validated.stderr
+    submitted = culturelens("submit", str(EXAMPLE), "--store", str(store), "--owner", "demo", env=offline)
+    assert submitted.returncode == 0, submitted.stderr
+    submission_id = submitted.stdout.split("queued as ")[1].split()[0]
+    worker = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones_file), env=offline)
+    assert worker.returncode == 0, worker.stderr
+    assert Store(store).queue.get(submission_id).state == "FINISHED"
+    aggregates = pq.read_table(store / "results" / submission_id / "aggregates.parquet").to_pandas()
+    assert {protocol_fields(p)["dataset"] for p in aggregates["protocol"]} == {"culturelens/cube-1k:cube_1k_demo:test"}
+    clip = aggregates[aggregates["metric"] == "clip_score"]
+    assert clip.loc[clip["slice"] == "overall", "n"].tolist() == [72]
+    assert sorted(clip.loc[clip["slice"] == "concept", "n"]) == [24, 24, 24]

@@ -148,12 +148,35 @@ def test_ids_are_stable_across_rebuilds(built, cube_file, tmp_path):
     assert first["prompt_id"] == second["prompt_id"]
 
 
+def test_demo_config_is_three_real_prompts_per_country_and_concept(built):
+    out, summary = built
+    prompts = load(out, cube_1k.CONFIG, split="test").to_pandas().set_index("prompt_id")
+    demo = load(out, cube_1k.CONFIG_DEMO, split="test").to_pandas().set_index("prompt_id")
+    assert summary["demo_prompts"] == len(demo) == 8 * 3 * 3
+    assert demo.groupby(["country_code", "concept"]).size().eq(3).all()
+    # The same rows as the full prompt set, ids and all.
+    assert demo.drop(columns="defects").equals(prompts.loc[demo.index].drop(columns="defects"))
+    # The choice: per cell, the smallest ids among prompts that fit a template (every cell has 3 such prompts).
+    clean = prompts[prompts["template"] != "nonstandard"]
+    expected = clean.reset_index().sort_values("prompt_id").groupby(["country_code", "concept"]).head(3)
+    assert sorted(demo.index) == sorted(expected["prompt_id"])
+    assert "br-cuisine-00f4a0622f" in demo.index  # 'Pão de queijo', as submissions/example answers it
+
+
+def test_demo_config_of_a_small_source_keeps_every_prompt_of_its_cells(tmp_path, tiny_upstream):
+    out = tmp_path / "tiny"
+    summary = cube_1k.build(str(tiny_upstream), out)
+    assert summary["demo_prompts"] == summary["prompts"] == 6  # no cell has more than 3 prompts
+    assert cube_1k.has_every_config(out)
+
+
 def test_card_has_front_matter_licence_counts_and_citation(built):
     out, _ = built
     card = (out / "README.md").read_text(encoding="utf-8")
     front = card.split("---")[1]
     assert "license: cc-by-nc-sa-4.0" in front and "text-to-image" in front and "pretty_name:" in front
     assert "config_name: cube_1k" in front and "config_name: cube_1k_all" in front
+    assert "config_name: cube_1k_demo" in front and "| `cube_1k_demo` | 72 |" in card
     for code, count in EXPECTED_DEFECTS.items():
         if count:
             assert f"| `{code}` | {count} |" in card

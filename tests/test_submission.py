@@ -81,16 +81,15 @@ def test_published_json_schema_is_current():
     assert published == json_schema(), "run: culturelens schema --out submissions/manifest.schema.json"
 
 
-def test_example_submission_is_well_formed(cube_file, tmp_path):
-    """The committed example answers 3 real CUBE-1K prompts: against the full set, missing images are its only errors."""
-    example = REPO_ROOT / "submissions" / "example"
-    Manifest.model_validate_json((example / "manifest.json").read_bytes())
+def test_example_submission_answers_every_demo_prompt(cube_file, tmp_path):
+    """The committed example is a complete submission for CUBE-1K's demo config: accepted, nothing missing."""
     store = Store(tmp_path / "store")
     cube_1k.build(str(cube_file), local_folder(store.datasets, cube_1k.HUB_REPO))
-    outcome = store.submit(example, "example")
-    errors = outcome.report.errors
-    assert errors and all("no image for prompt" in e or e.startswith("... and") for e in errors)
-    assert not any(pid in e for e in errors for pid in os.listdir(example / "images"))
+    outcome = store.submit(REPO_ROOT / "submissions" / "example", "example")
+    assert outcome.report.ok and outcome.report.warnings == [], outcome.report.errors
+    demo = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG_DEMO)
+    assert len(demo) == 72 and sorted(i.prompt_id for i in outcome.report.images) == sorted(demo.table.index)
+    assert outcome.report.manifest.missing == [] and outcome.job.dataset == "culturelens/cube-1k:cube_1k_demo:test"
 
 
 # --- the hostile corpus ---------------------------------------------------------------------------
@@ -245,3 +244,20 @@ def test_many_problems_are_listed_with_a_count(store, prompt_ids, tmp_path):
     missing = [e for e in outcome.report.errors if "no image for prompt" in e]
     assert len(missing) == 20 and outcome.report.errors[-1] == "... and 40 more like these"
 
+
+
+def test_a_rejection_starts_with_what_was_answered_and_how_many_images_are_missing(store, prompt_ids, tmp_path):
+    folder = make_submission(tmp_path / "partial", prompt_ids[:3], seeds=range(10))
+    (folder / "images" / prompt_ids[0] / "0.png").write_bytes(b"GIF89a")
+    (folder / "images" / prompt_ids[1] / "0.png").write_bytes(b"GIF89a")
+    report = store.submit(folder, "alice").report
+    assert report.summary == "REJECTED: answered 3 of 6 prompts; 30 images missing"
+    assert report.text().splitlines()[0] == report.summary and len(report.errors) == 21  # 20 listed, then the count
+    # With every image there, the undecodable ones are the problems (images are decoded once the layout holds).
+    complete = make_submission(tmp_path / "complete", prompt_ids)
+    for prompt_id in prompt_ids[:2]:
+        (complete / "images" / prompt_id / "0.png").write_bytes(b"GIF89a")
+    assert store.submit(complete, "alice").report.summary == ("REJECTED: answered 6 of 6 prompts; no image missing; "
+                                                              "2 other problems")
+    (complete / "manifest.json").write_text("{}")
+    assert store.submit(complete, "alice").report.summary == "REJECTED: 7 problems"  # seven required fields absent

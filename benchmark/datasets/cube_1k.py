@@ -12,7 +12,10 @@ every defect code on the affected record, keeps the upstream record verbatim
 in ``source_record`` and never drops a record: the ``cube_1k_all`` config holds
 every upstream row; the ``cube_1k`` config (the prompt set a submission
 answers) holds one row per distinct prompt, and every row left out of it says
-which row it duplicates (``duplicate_of``).
+which row it duplicates (``duplicate_of``). The ``cube_1k_demo`` config is a
+stratified handful of those prompts (``demo_prompts``): a submission small
+enough to make and score in minutes, ranked only among demo submissions
+(its dataset id is part of every score's protocol).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ DEFAULT_SOURCE = "https://raw.githubusercontent.com/google-deepmind/cube/main/da
 HUB_REPO = "culturelens/cube-1k"
 CONFIG = "cube_1k"
 CONFIG_ALL = "cube_1k_all"
+CONFIG_DEMO = "cube_1k_demo"
+DEMO_PER_CELL = 3  # prompts per country x concept in the demo config
 SPLIT = "test"
 CONCEPTS = ("cuisine", "landmarks", "art")
 
@@ -548,6 +553,28 @@ def defect_summary(records: list[CubeRecord]) -> list[dict]:
     return summary
 
 
+def demo_prompts(prompts: list[dict], per_cell: int = DEMO_PER_CELL) -> list[dict]:
+    """The demo config's rows: for each country x concept, the ``per_cell`` prompts with the smallest
+    ``prompt_id`` among those that fit one of the file's templates (a nonstandard prompt only where a cell has
+    too few), in the order of ``prompts``. Prompt ids hash (country, concept, artifact), so the choice is
+    deterministic, spread over the cell's artifacts, and kept by rebuilds that keep those artifacts."""
+    cells: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in prompts:
+        cells[(row["country_code"], row["concept"])].append(row)
+    chosen = set()
+    for rows in cells.values():
+        ranked = sorted(rows, key=lambda r: (r["template"] == "nonstandard", r["prompt_id"]))
+        chosen.update(r["prompt_id"] for r in ranked[:per_cell])
+    return [row for row in prompts if row["prompt_id"] in chosen]
+
+
+def has_every_config(folder: Path) -> bool:
+    """Whether ``folder`` holds a build with every config this builder writes (an older build may lack the
+    demo config: rebuild it then)."""
+    return (Path(folder) / "README.md").exists() and all(
+        (Path(folder) / hub_layout.parquet_path(config, SPLIT)).exists() for config in (CONFIG, CONFIG_ALL, CONFIG_DEMO))
+
+
 def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
     """Build the CUBE-1K dataset folder from the authors' JSON; return a summary."""
     from benchmark import __version__
@@ -556,6 +583,7 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
     records = check_records(raw)
     rows = [r.row() for r in records]
     prompts = [row for row in rows if row["duplicate_of"] is None]
+    demo = demo_prompts(prompts)
 
     coverage: dict[str, Counter] = defaultdict(Counter)
     for row in prompts:
@@ -567,7 +595,7 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
     data = hub_layout.card_data(
         pretty_name="CUBE-1K (CultureLens build)",
         license="cc-by-nc-sa-4.0",
-        configs={CONFIG: [SPLIT], CONFIG_ALL: [SPLIT]},
+        configs={CONFIG: [SPLIT], CONFIG_ALL: [SPLIT], CONFIG_DEMO: [SPLIT]},
         default=CONFIG,
         task_categories=["text-to-image"],
         language=["en"],
@@ -579,8 +607,8 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
         "cube_1k", data,
         version=__version__, source=source,
         source_sha256=hashlib.sha256(source_bytes).hexdigest(), repo=repo,
-        config=CONFIG, config_all=CONFIG_ALL, split=SPLIT,
-        n_prompts=len(prompts), n_records=len(rows),
+        config=CONFIG, config_all=CONFIG_ALL, config_demo=CONFIG_DEMO, split=SPLIT,
+        n_prompts=len(prompts), n_records=len(rows), n_demo=len(demo), demo_per_cell=DEMO_PER_CELL,
         concepts=CONCEPTS, coverage=dict(sorted(coverage.items())),
         templates=", ".join(f"`{t}`" for t in TEMPLATES), properties=PROPERTIES,
         defects=[d for d in summary if d["count"]],
@@ -590,6 +618,7 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
     hub_layout.write_folder(out, {
         (CONFIG, SPLIT): datasets.Dataset.from_list(prompts, features=schema),
         (CONFIG_ALL, SPLIT): datasets.Dataset.from_list(rows, features=schema),
+        (CONFIG_DEMO, SPLIT): datasets.Dataset.from_list(demo, features=schema),
     }, card)
-    return {"records": len(rows), "prompts": len(prompts),
+    return {"records": len(rows), "prompts": len(prompts), "demo_prompts": len(demo),
             "defects": {d["code"]: d["count"] for d in summary}, "out": str(out)}

@@ -54,9 +54,18 @@ class ImageRecord:
     height: int
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 image', '1,962 images'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass
 class Report:
-    """What validation found. ``ok`` iff there are no errors; each error names the file and the reason."""
+    """What validation found. ``ok`` iff there are no errors; each error names the file and the reason.
+
+    ``errors`` lists at most ``MAX_LISTED`` problems of a kind (then "... and N more like these"); ``problems``
+    counts them all, and ``answered`` / ``images_missing`` say how much of the prompt set the submission covers
+    once its layout could be checked against it: ``summary`` puts that in one line."""
 
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -65,6 +74,9 @@ class Report:
     images: list[ImageRecord] = field(default_factory=list)
     content_hash: str | None = None
     folder: Path | None = None  # the staged copy, while it exists
+    problems: int = 0
+    answered: int | None = None  # prompts with at least one image or declared refusal
+    images_missing: int = 0  # (prompt, seed) pairs with neither an image nor a manifest.missing entry
 
     @property
     def ok(self) -> bool:
@@ -72,6 +84,27 @@ class Report:
 
     def error(self, message: str) -> None:
         self.errors.append(message)
+        self.problems += 1
+
+    def error_group(self, messages: list[str]) -> None:
+        """Problems of one kind: the first ``MAX_LISTED`` listed, the rest counted."""
+        self.errors += _listed(messages)
+        self.problems += len(messages)
+
+    @property
+    def summary(self) -> str:
+        """One line before the details, e.g. "REJECTED: answered 3 of 992 prompts; 1,962 images missing"."""
+        if self.ok:
+            m = self.manifest
+            return (f"OK: {m.model.name}: {len(self.images)} images for {len(self.prompts)} prompts of "
+                    f"{self.prompts.label}, {len(m.missing)} declared missing")
+        if self.answered is None:
+            return f"REJECTED: {_count(self.problems, 'problem')}"
+        parts = [f"answered {self.answered:,} of {len(self.prompts):,} prompts",
+                 f"{_count(self.images_missing, 'image')} missing" if self.images_missing else "no image missing"]
+        if other := self.problems - self.images_missing:
+            parts.append(_count(other, "other problem"))
+        return "REJECTED: " + "; ".join(parts)
 
     def keep(self, target: Path) -> Path:
         """Move the staged copy of an accepted submission to ``target``, with its image list
@@ -92,15 +125,11 @@ class Report:
         return self.folder
 
     def text(self) -> str:
-        """Plain-text summary for the CLI and logs."""
-        lines = []
+        """Plain text for the CLI and logs: the summary line, then the details."""
+        lines = [self.summary]
         if self.ok:
-            m = self.manifest
-            lines.append(f"OK: {m.model.name}: {len(self.images)} images for {len(self.prompts)} prompts of "
-                         f"{self.prompts.label}, {len(m.missing)} declared missing")
             lines.append(f"content hash: {self.content_hash}")
         else:
-            lines.append("REJECTED:")
             lines += [f"  - {e}" for e in self.errors]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -164,9 +193,10 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
     absent = [f"images/{pid}/{seed}.*: no image for prompt {pid} seed {seed}, and manifest.missing does not list it"
               for pid in prompts.table.index for seed in manifest.seeds
               if (pid, seed) not in present and (pid, seed) not in declared]
+    report.answered = len({pid for pid, _ in (*present, *declared) if pid in prompts})
+    report.images_missing = len(absent)
     for group in (unknown_prompts, unknown_seeds, doubles, both, absent):
-        for message in _listed(group):
-            report.error(message)
+        report.error_group(group)
 
 
 def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord | None, str | None]:
@@ -251,8 +281,7 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
                          f"{len(images)} images checked) and was stopped: use fewer images per prompt or smaller "
                          "image files, and time `culturelens validate` on the submission first")
             break
-    for message in _listed(refused):
-        report.error(message)
+    report.error_group(refused)
     if report.ok:
         sizes = {(i.width, i.height) for i in report.images}
         g = manifest.generation
