@@ -44,16 +44,18 @@ QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Det
 GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
 SLICE_COLUMN = "Slice"
-TABS = ("overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about")  # the column naming a row's slice value where the Overview lists a slice's values
+SLICE_CHARTS = (7, 9, 10)  # where the bars, curves and scatter are among the Slices outputs
+TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case  # the column naming a row's slice value where the Overview lists a slice's values
 
 # Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
 # captions wrap instead of being cut, and the heatmaps' boxes scroll rather than clip.
 CSS = """
-.cl-table th .header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
-.cl-table th { min-width: 4.5em; }
+th .header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+th.header-cell { min-width: 4.5em; }
 .cl-table td span { word-break: normal; overflow-wrap: anywhere; }
 .cl-gallery .caption-label { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; max-width: 100% !important; }
+.cl-gallery .thumbnail-item img { object-fit: contain !important; background: #fff; }
 .cl-scroll { overflow-x: auto; max-width: 100%; }
 """
 
@@ -61,6 +63,7 @@ CSS = """
 # the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks.
 HEAD = """
 <script>
+const TABS = %s;
 window.culturelens = {
   memory: {},
   write(tab, params) {
@@ -75,14 +78,15 @@ window.culturelens = {
   const opened = new URLSearchParams(location.search);
   window.culturelens.memory[opened.get('tab') || 'overview'] = opened.toString();
   document.addEventListener('click', (event) => {
-    const button = event.target.closest && event.target.closest('[data-tab-id]');
-    if (!button) return;
-    const tab = button.dataset.tabId;
+    // A tab's button, or its entry in the "more tabs" menu of a narrow screen (named by its label only).
+    const button = event.target.closest && event.target.closest('[data-tab-id], .overflow-dropdown button');
+    const tab = button && (button.dataset.tabId || button.textContent.trim().toLowerCase());
+    if (!TABS.includes(tab)) return;
     history.replaceState(null, '', '?' + (window.culturelens.memory[tab] || 'tab=' + tab));
   }, true);
 })();
 </script>
-"""
+""" % json.dumps(TABS)
 
 
 def _url_js(tab: str, names: list[str]) -> str:
@@ -191,6 +195,13 @@ def _padded_limits(points: pd.DataFrame, pad: float = 0.05) -> dict:
     return limits
 
 
+def shown_if_filled(value, **options) -> dict:
+    """``value`` for a chart, gallery or file box that is shown only when it holds something (rows, images, a
+    file): an empty box tells nothing, and the note beside it says why it is empty."""
+    filled = not value.empty if isinstance(value, pd.DataFrame) else bool(value)
+    return gr.update(value=value, visible=filled, **options)
+
+
 class Views:
     """The functions behind the components, one per view; pure reads of the store and catalog."""
 
@@ -225,7 +236,7 @@ class Views:
         else:
             shown, note, metric_update, protocol_update, hidden = self._track_view(track, metric, filters, protocol)
         if hidden:
-            note += f"\n\n**Note:** {hidden}"
+            note += f"\n\n**Note:** {render.plain(hidden)}"  # it quotes what a visitor typed
         if track != OVERALL_VIEW and columns:  # the column choice is over the ranked tables' columns
             keep = (SLICE_COLUMN, "Rank", "Model")
             shown = shown[[c for c in shown.columns if c in columns or c in keep]]
@@ -352,6 +363,14 @@ class Views:
         return tables.display(frame).to_dict("records")
 
     # --- slices --------------------------------------------------------------------------------------------
+    def slices_page(self, *inputs) -> list:
+        """``slices`` for the page: each chart hidden when empty (the note above them says why), the scatter with a
+        margin round its points."""
+        outputs = list(self.slices(*inputs))
+        for i, scatter in ((SLICE_CHARTS[0], False), (SLICE_CHARTS[1], False), (SLICE_CHARTS[2], True)):
+            outputs[i] = shown_if_filled(outputs[i], **(_padded_limits(outputs[i]) if scatter else {}))
+        return outputs
+
     def slices(self, track, metric, slice_name, slice_value, models):
         """The Slices tab: track, metric (ids), slice and value pickers, the ranked rows of one slice value, its
         note, the model x value heatmap, and the charts across tracks (``charts``)."""
@@ -380,7 +399,7 @@ class Views:
                 protocol_note(table, chosen, track) + " (The Overview's protocol picker lists the others.)"
                 if len(frame) else "No results for this choice yet.")
         if hidden:
-            note += f" **Note:** {hidden}"
+            note += f" **Note:** {render.plain(hidden)}"
         if len(frame) > MAX_ROWS:
             note += f" Showing the top {MAX_ROWS}: search models to find others."
         return (gr.update(choices=track_choices, value=track), gr.update(choices=pairs, value=metric),
@@ -410,9 +429,7 @@ class Views:
             (scatter, "no CRT scatter: no iconicity rows with both CRA and VR yet")) if frame.empty]
         if bars.empty:
             profile = ""
-        return (gr.update(value=bars, visible=not bars.empty), profile, gr.update(value=curves, visible=not curves.empty),
-                gr.update(value=scatter, visible=not scatter.empty, **_padded_limits(scatter)),
-                "".join(f"- {why}.\n" for why in empty))
+        return bars, profile, curves, scatter, "".join(f"- {why}.\n" for why in empty)
 
     def crt_scatter(self, filters: tables.Filters) -> pd.DataFrame:
         """Per model and kind: recognition (CRA per reference) against realisation (1 - VR)."""
@@ -491,15 +508,14 @@ class Views:
         note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 
-    def compare_view(self, chosen: list[str], prompt_id: str | None):
+    def compare_page(self, chosen: list[str], prompt_id: str | None):
         """``compare`` for the page: an empty gallery is hidden, and the note says why it is empty."""
         gallery, references, table, pictures, note = self.compare(chosen, prompt_id)
         if gallery and not references:
             note += "\n\nNo reference images: this prompt's dataset has none (only the iconicity track's do)."
         elif references and not pictures:
             note += "\n\nNo visual-reuse picture: no image of these submissions recognised a reference."
-        return (gr.update(value=gallery, visible=bool(gallery)), gr.update(value=references, visible=bool(references)),
-                table, gr.update(value=pictures, visible=bool(pictures)), note)
+        return *(shown_if_filled(v) for v in (gallery, references)), table, shown_if_filled(pictures), note
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
         try:
@@ -554,10 +570,12 @@ class Views:
             # Validation names only the submission's own entries, exactly as the upload holds them: nothing to
             # hide, and rewriting a name an attacker chose would tell which server folders exist.
             problems = "\n".join(f"- {render.plain(e)}" for e in report.errors)
-            return f"### Rejected: nothing was stored\n\n{problems}"
+            summary = report.summary.removeprefix("REJECTED: ")
+            return f"### Rejected: nothing was stored\n\n**{render.plain(summary)}**\n\nThe details:\n\n{problems}"
         m = report.manifest
         warnings = "".join(f"\n- warning: {render.plain(w)}" for w in report.warnings)
         return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
+                f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
                 f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n"
                 f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
                 f"prompts of {render.plain(report.prompts.label)}\n"
@@ -580,7 +598,8 @@ class Views:
             details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
             rows.append([job.created_at, job.id, job.model, job.owner, job.state, progress,
                          job.started_at or "", job.finished_at or "", details])
-        return self.workers_markdown(), pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+        empty = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one." if not rows else ""
+        return self.workers_markdown() + empty, pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
     def workers_markdown(self) -> str:
         """Notices (a rebuilt queue), the worker supervisor's view and each worker's state, as Markdown. Ages
@@ -625,7 +644,7 @@ class Views:
         """One submission: state, reason and log excerpt, and its per-image scores to download."""
         job = self.store.queue.get((submission_id or "").strip())
         if job is None:
-            return "Type or paste a submission ID from the table.", gr.update(value=None, visible=False)
+            return "Type or paste a submission ID from the table.", None
         lines = [f"### `{job.id}`: {job.state}",  # ids the store made are safe in a code span
                  f"- model **{render.plain(job.model)}**, owner {render.plain(job.owner)}, dataset "
                  f"{render.plain(job.dataset)}",
@@ -644,8 +663,13 @@ class Views:
             excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
             lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
         per_image = self.store.results / job.id / "per_image.parquet"
-        served = self._serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0] if per_image.exists() else None
-        return "\n".join(lines), gr.update(value=served, visible=served is not None)
+        return "\n".join(lines), (self._serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0]
+                                   if per_image.exists() else None)
+
+    def details_page(self, submission_id: str):
+        """``details`` for the page: the file box only when there is a file."""
+        text, path = self.details(submission_id)
+        return text, shown_if_filled(path)
 
     def rerun(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
         """Queue one of your finished or failed submissions again (its old results are replaced)."""
@@ -694,7 +718,7 @@ class Views:
         if version != seen:
             parts.update(version=version, overview=self.overview(*overview_inputs))
             if tab == "slices":
-                parts["slices"] = self.slices(*slices_inputs)
+                parts["slices"] = self.slices_page(*slices_inputs)
         if tab == "queue":
             workers, frame = self.queue()
             digest = hashlib.sha1((workers + frame.to_csv()).encode()).hexdigest()[:16]
@@ -726,7 +750,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
             with gr.Tab("Overview", id="overview") as overview_tab:
                 with gr.Row():
                     o_track = gr.Radio(label="Track", choices=[(OVERALL_LABEL, OVERALL_VIEW), *views.track_choices()],
-                                       value=OVERALL_VIEW, scale=3)
+                                       value=OVERALL_VIEW, scale=3, min_width=320)
                     o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True,
                                            scale=2)
                     o_protocol = gr.Dropdown(label="Protocol", choices=[], interactive=True, allow_custom_value=True,
@@ -738,8 +762,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                         o_types = gr.CheckboxGroup(TYPES, label="Model type (none = all)")
                         o_prov = gr.CheckboxGroup(["scored", "reported"], label="Provenance (none = all)")
                     with gr.Row():
-                        o_min = gr.Number(label="Min size (B params)", value=None)
-                        o_max = gr.Number(label="Max size (B params)", value=None)
+                        o_min = gr.Number(label="Min size, B params (0 = no bound)", value=None)
+                        o_max = gr.Number(label="Max size, B params (0 = no bound)", value=None)
                         o_since = gr.Textbox(label="Scored since (YYYY-MM-DD)")
                     o_columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.RANK_COLUMNS, label="Columns")
                 o_note = text_markdown()
@@ -783,8 +807,7 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_bars, s_profile,
                              s_curves, s_scatter, s_chart_note]
                 for control in s_inputs:
-                    _on_change(control)(views.slices, s_inputs, s_outputs,
-                                        api_name="slices" if control is s_value else False).then(
+                    _on_change(control)(views.slices_page, s_inputs, s_outputs, api_name=False).then(
                         None, s_inputs, None, js=_url_js("slices", ["track", "metric", "slice", "value", "models"]))
 
             with gr.Tab("Compare", id="compare") as compare_tab:
@@ -795,8 +818,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     c_prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True,
                                            allow_custom_value=True, scale=2)
                 c_note = text_markdown(value=f"Pick 1-{MAX_COMPARE} scored submissions, then a prompt: their images side by side.")
-                gallery = {"columns": 4, "height": "auto", "object_fit": "contain", "visible": False,
-                           "elem_classes": ["cl-gallery"]}
+                gallery = {"columns": 4, "height": "auto", "object_fit": "contain", "fit_columns": False, "visible": False,
+                           "elem_classes": ["cl-gallery"]}  # thumbnails whole, captions under them
                 c_refs = gr.Gallery(label="Reference image(s)", **gallery)
                 c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
                 c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"])
@@ -804,8 +827,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
                 c_subs.input(views.compare_prompts, c_subs, c_prompt, api_name=False).then(
-                    views.compare_view, [c_subs, c_prompt], c_outputs, api_name=False)
-                c_prompt.input(views.compare_view, [c_subs, c_prompt], c_outputs, api_name="compare")
+                    views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
+                c_prompt.input(views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
 
             with gr.Tab("Datasets", id="datasets") as datasets_tab:
                 d_inputs, d_outputs = views.browser.build()
@@ -828,8 +851,10 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     who = "the Hugging Face account you sign in with"
                 else:
                     who = f"**{render.plain(owner)}** (this server's local user)"
-                gr.Markdown(submit_guide(store))
+                steps, command = submit_guide(store)
+                gr.Markdown(steps)
                 gr.DownloadButton("Manifest schema (JSON Schema)", value=views.schema_file(), size="sm")
+                gr.Markdown(command)
                 gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding one. It is checked at once; "
                             f"if it passes it joins the queue. You submit as {who}; quota: {store.quota} accepted "
                             f"submissions and {store.attempt_quota} uploads (rejected ones included) per "
@@ -841,9 +866,6 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 verdict = text_markdown()
                 submit.click(views.submit, [upload, hub_repo], verdict, api_name="submit_form")
                 hub_repo.submit(views.submit, [upload, hub_repo], verdict, api_name=False)
-                # The API's plain upload (one file), for scripts: `client.predict(handle_file(zip), api_name="/submit")`.
-                upload_only = gr.Button(visible=False)
-                upload_only.click(views.submit_file, [upload], verdict, api_name="submit")
 
             with gr.Tab("Queue", id="queue") as queue_tab:
                 workers = text_markdown()
@@ -857,8 +879,8 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 q_result = text_markdown()
                 q_details = text_markdown()
                 q_file = gr.File(label="Per-image scores (Parquet)", visible=False)
-                q_show.click(views.details, q_id, [q_details, q_file], api_name="details")
-                q_id.submit(views.details, q_id, [q_details, q_file], api_name=False)
+                q_show.click(views.details_page, q_id, [q_details, q_file], api_name=False)
+                q_id.submit(views.details_page, q_id, [q_details, q_file], api_name=False)
                 q_rerun.click(views.rerun, q_id, q_result, api_name="rerun")
                 q_delete.click(views.delete, q_id, q_result, api_name="delete")
                 queue_table.select(_selected_id, None, q_id, api_name=False)
@@ -876,8 +898,9 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
             over = views.overview(state.get("track") if mine else None, state.get("metric") if mine else None,
                                   state.get("models", "") if mine else "", [], None, None, "", [],
                                   tables.RANK_COLUMNS, state.get("protocol") if mine else None)
-            sliced = views.slices(state.get("track"), state.get("metric"), state.get("slice"), state.get("value"),
-                                  state.get("models", "")) if tab == "slices" else [gr.update()] * len(s_outputs)
+            sliced = views.slices_page(state.get("track"), state.get("metric"), state.get("slice"),
+                                       state.get("value"), state.get("models", "")) if tab == "slices" else \
+                [gr.update()] * len(s_outputs)
             queued = views.queue() if tab == "queue" else [gr.update()] * 2
             return (gr.Tabs(selected=tab), tab, views.results_version(), *over,
                     state.get("models", "") if mine else gr.update(), *sliced,
@@ -890,12 +913,19 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                           (datasets_tab, "datasets"), (metrics_tab, "metrics"), (submit_tab, "submit"),
                           (queue_tab, "queue"), (about_tab, "about")):
             tab.select(None, None, open_tab, js=f"() => '{name}'")
-        slices_tab.select(views.slices, s_inputs, s_outputs, api_name=False)
+        slices_tab.select(views.slices_page, s_inputs, s_outputs, api_name=False)
         compare_tab.select(lambda: gr.update(choices=views.submission_choices()), None, c_subs, api_name=False)
         datasets_tab.select(views.browser.view, d_inputs, d_outputs, api_name=False)
         metrics_tab.select(views.metrics_page, None, [m_track, m_page, m_table], api_name=False)
         queue_tab.select(views.queue, None, [workers, queue_table], api_name=False)
         gr.api(views.queue_api, api_name="queue")
+        # The API's endpoints return data (the page's own events return what to show and hide): a button no one
+        # sees carries them. `client.predict(handle_file(zip), api_name="/submit")` uploads one file.
+        api_only = gr.Button(visible=False)
+        api_only.click(views.slices, s_inputs, s_outputs, api_name="slices")
+        api_only.click(views.compare, [c_subs, c_prompt], c_outputs, api_name="compare")
+        api_only.click(views.details, q_id, [q_details, q_file], api_name="details")
+        api_only.click(views.submit_file, [upload], verdict, api_name="submit")
 
         def tick(tab: str, results_seen: str, queue_digest: str, *values):
             """The timer: new results redraw the Overview (and the Slices when open); the open Queue redraws when
@@ -926,22 +956,26 @@ def prompt_count(store: Store, config: str) -> int | None:
         return None
 
 
-def submit_guide(store: Store, seeds: int = GUIDE_SEEDS) -> str:
+def submit_guide(store: Store, seeds: int = GUIDE_SEEDS) -> tuple[str, str]:
     """The Submit tab's steps, in the order a submitter needs them: which dataset to answer (with its
-    ``load_dataset`` line), how many images, the format, and a ready ``culturelens generate`` command."""
-    repo, config = cube_1k.HUB_REPO, cube_1k.CONFIG
-    count = prompt_count(store, config)
-    prompts = f"{count:,} prompts" if count else "every prompt"
+    ``load_dataset`` line), how many images, the format (the schema button goes between the two parts), and a
+    ready ``culturelens generate`` command."""
+    repo, config, demo = cube_1k.HUB_REPO, cube_1k.CONFIG, cube_1k.CONFIG_DEMO
+    count, demo_count = prompt_count(store, config), prompt_count(store, demo)
+    prompts = f"{count:,} prompts" if count else "its prompts"
     images = f"{count:,} prompts × {seeds} seeds = **{count * seeds:,} images**" if count else \
-        f"prompts × {seeds} seeds"
+        f"every prompt × {seeds} seeds"
+    demo_size = f"{demo_count} prompts" if demo_count else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
     return f"""### Take part in four steps
 
-**1. Answer the prompts of a dataset config.** The default is CUBE-1K (`{repo}`, config `{config}`): {prompts},
-each naming one cultural artifact (8 countries × cuisine, landmarks, art).
+**1. Answer the prompts of a dataset config.** The benchmark is CUBE-1K (`{repo}`, config `{config}`): {prompts},
+each naming one cultural artifact (8 countries × cuisine, landmarks, art). To try the whole path in minutes, answer
+its demo config `{demo}` ({demo_size}; demo rows are ranked only among themselves): `submissions/example` in the
+repository is a complete demo submission to zip and upload.
 
 ```python
 from datasets import load_dataset
-prompts = load_dataset("{repo}", "{config}", split="test")
+prompts = load_dataset("{repo}", "{config}", split="test")   # or "{demo}"
 ```
 
 **2. Make one image per prompt and seed**, the same seeds for every prompt: {images}. An image the model refused
@@ -949,8 +983,7 @@ or a safety filter blocked is listed in the manifest's `missing` list, not left 
 
 **3. Lay them out as the format says:** a `.zip` of `manifest.json` and `images/<prompt_id>/<seed>.png`. The
 manifest's schema is the button below (`culturelens schema` prints it; `submissions/README.md` explains each field).
-
-**4. Generate and check them** with any diffusers pipeline (`--preset` carries a paper's settings):
+""", f"""**4. Generate and check them** with any diffusers pipeline (`--preset` carries a paper's settings):
 
 ```bash
 culturelens generate --preset sdxl --dataset {repo} --config {config} --images-per-prompt {seeds} --seeds 0-{seeds - 1} --out subs/my-model
