@@ -53,7 +53,7 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
          device: str | None, batch_size: int, num_workers: int, cdf: str = "empirical") -> int:
     if cdf not in CDFS:
         print(f"error: the calibration CDF must be one of {', '.join(CDFS)}, not {cdf!r}", file=sys.stderr)
-        return 1
+        return 2
     need = Need(backbone_id, "image")
     bars = Bars(unit="img")
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +70,7 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
         except BackboneUnavailable as error:
             bars.close()
             print(f"error: {error}", file=sys.stderr)
-            return 1
+            return 2
         features = harness.compute_features(folder, rows, [need], {backbone_id: backbone}, batch_size=batch_size,
                                             num_workers=num_workers, progress=bars)
         bars.close()
@@ -78,7 +78,7 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
         distances = reference_distances(features.arrays[need], rows["prompt_id"].tolist())
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     fit = Calibration.fit if cdf == "empirical" else Calibration.fit_authors_code
     calibration = fit(distances, source=str(out), backbone=backbone_id, backbone_key=backbone.key)
     calibration.save(out)

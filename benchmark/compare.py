@@ -49,15 +49,15 @@ def main(results: list[Path], perturbed: list[Path] | None, metrics: list[str] |
         perturbed_frames = [read_per_image(folder) for folder in perturbed or []]
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     if perturbed_frames and len(perturbed_frames) != len(frames):
         print("error: give one --perturbed results folder per results folder, in the same order", file=sys.stderr)
-        return 1
+        return 2
     models = [f["model"].iloc[0] if len(f) else str(r) for f, r in zip(frames, results)]
     if len(set(models)) != len(models):
         print(f"error: two results folders are for the same model name {models}; compare different models",
               file=sys.stderr)
-        return 1
+        return 2
     present = sorted(set.intersection(*(set(f["metric"].dropna()) for f in frames)))
     wanted = [m for m in (metrics or present) if m in present]
     pd.set_option("display.width", 160)

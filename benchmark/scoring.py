@@ -102,7 +102,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
         prompts = load_prompts_for(manifest, datasets_root)
     except DatasetUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
     unavailable = {**unavailable, **disabled}
     if state.is_main_process:
@@ -110,7 +110,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
             print(f"not scoring {name}: {reason}", file=sys.stderr)
     if not metrics:
         print("error: no metric can run", file=sys.stderr)
-        return 1
+        return 2
     submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
     bars = Bars(enabled=state.is_main_process)
     try:

@@ -25,13 +25,14 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
 
     With z the two-sided normal quantile and p = successes / n:
     (p + z^2/2n -/+ z sqrt(p(1 - p)/n + z^2/4n^2)) / (1 + z^2/n). Unlike the Wald interval it stays
-    inside [0, 1] and is not degenerate at 0 or n successes.
+    inside [0, 1] and is not degenerate at 0 or n successes. At 0 (n) successes the lower (upper) bound is
+    exactly 0 (1); it is set so, as rounding leaves it a few ulps off and past the share itself.
     """
     z = stats.norm.ppf(0.5 + confidence / 2)
     share = successes / n
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
-    return float(centre - half), float(centre + half)
+    return float(min(centre - half, share)), float(max(centre + half, share))
 
 
 def mean_ci(values: np.ndarray, *, confidence: float = 0.95) -> tuple[float, float]:

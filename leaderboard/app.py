@@ -8,6 +8,7 @@ link restores it. Tracks come from the results and ``leaderboard.tracks``: a new
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,33 +26,74 @@ from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.pictures import reuse_picture
 from benchmark.submission import ServerFault
+from benchmark.submission.manifest import json_schema
 from leaderboard import exports, quarantine, render, search, tables
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.store import PermissionDenied, Store
 
-OVERALL_VIEW = "Overall (mean win rate)"
-STATE_BADGES = {"PENDING": "⏳ PENDING", "RUNNING": "⚙️ RUNNING", "FINISHED": "✅ FINISHED", "FAILED": "❌ FAILED"}
+OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
+OVERALL_LABEL = "All tracks (mean win rate)"
 QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
 TYPES = ["open", "closed", "unknown"]
 MAX_COMPARE = 4
 CHART_MODELS = 20
 MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; downloads have all)
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
+GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
+POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
+SLICE_COLUMN = "Slice"
+SLICE_CHARTS = (7, 9, 10)  # where the bars, curves and scatter are among the Slices outputs
+TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case  # the column naming a row's slice value where the Overview lists a slice's values
 
-
-def _url_js(tab: str) -> str:
-    """JavaScript that writes the view's controls into the address bar, so a copied link restores the view."""
-    return f"""
-(track, metric, slice, value, models) => {{
-  const p = new URLSearchParams();
-  const put = (k, v) => {{ if (v !== null && v !== undefined && v !== '') p.set(k, v); }};
-  put('tab', '{tab}'); put('track', track); put('metric', metric); put('slice', slice); put('value', value);
-  put('models', models);
-  history.replaceState(null, '', '?' + p.toString());
-}}
+# Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
+# captions wrap instead of being cut, and the heatmaps' boxes scroll rather than clip.
+CSS = """
+th .header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+th.header-cell { min-width: 4.5em; }
+.cl-table td span { word-break: normal; overflow-wrap: anywhere; }
+.cl-gallery .caption-label { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; max-width: 100% !important; }
+.cl-gallery .thumbnail-item img { object-fit: contain !important; background: #fff; }
+.cl-scroll { overflow-x: auto; max-width: 100%; }
 """
+
+# The address bar holds the view: a person's own actions (a click on a tab, a change of a control) write it, never
+# the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks.
+HEAD = """
+<script>
+const TABS = %s;
+window.culturelens = {
+  memory: {},
+  write(tab, params) {
+    const p = new URLSearchParams();
+    p.set('tab', tab);
+    for (const [k, v] of Object.entries(params)) { if (v !== null && v !== undefined && v !== '') p.set(k, v); }
+    this.memory[tab] = p.toString();
+    history.replaceState(null, '', '?' + this.memory[tab]);
+  },
+};
+(() => {
+  const opened = new URLSearchParams(location.search);
+  window.culturelens.memory[opened.get('tab') || 'overview'] = opened.toString();
+  document.addEventListener('click', (event) => {
+    // A tab's button, or its entry in the "more tabs" menu of a narrow screen (named by its label only).
+    const button = event.target.closest && event.target.closest('[data-tab-id], .overflow-dropdown button');
+    const tab = button && (button.dataset.tabId || button.textContent.trim().toLowerCase());
+    if (!TABS.includes(tab)) return;
+    history.replaceState(null, '', '?' + (window.culturelens.memory[tab] || 'tab=' + tab));
+  }, true);
+})();
+</script>
+""" % json.dumps(TABS)
+
+
+def _url_js(tab: str, names: list[str]) -> str:
+    """JavaScript, run after a person changed a control of ``tab``, that writes the controls ``names`` (in the
+    order of the event's inputs) into the address bar."""
+    args = ", ".join(names)
+    return f"({args}) => window.culturelens.write('{tab}', {{{args}}})"
 
 
 def text_markdown(**options) -> gr.Markdown:
@@ -66,7 +108,7 @@ def launch_options(store: Store) -> dict:
     copies its views make of files they picked (``Views._serve``), and nothing else in the store (the queue
     database, staging, caches) can ever be served. Uploads are capped at the validator's own limit."""
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
-            "max_file_size": store.limits.max_upload_bytes}
+            "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": HEAD}
 
 
 def _pick(value, choices, default=None):
@@ -94,7 +136,7 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) ->
                if others else "") +
             "**Rank** is shown with its 95% interval, e.g. 3 (2-5), from a paired bootstrap over the prompts the "
             f"scored models share ({tables.REPLICATES} replicates); rows in one **tie group** have overlapping "
-            "intervals. 📄 paper rows of other protocols are listed below, not ranked.")
+            "intervals. Paper rows of other protocols are listed below, not ranked.")
 
 
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
@@ -102,13 +144,68 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
     if not sets:
         return "No results for this choice yet."
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
-    return ("**Mean win rate** (as HEIM): on each track's headline metric (overall slice, the track's chosen "
+    return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall slice, the track's chosen "
             "protocol), the share of the other models a model beats, ties counting half; a model without a value "
             "on a track leaves that track's comparison. Only models scored on the same set of tracks are ranked "
             f"together: here **{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
-            "📄 paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
+            "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
             "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
+
+
+def metric_id(pairs: list[tuple[str, str]], wanted: str | None, default: str) -> str | None:
+    """The metric id a picker or link names (an id, or a label as older links carry), else ``default`` when the
+    track has it, else the track's first metric (None without metrics)."""
+    ids = [m for _, m in pairs]
+    return _pick(dict(pairs).get(wanted, wanted), ids, default)
+
+
+def slice_label(name: str) -> str:
+    """A slice's name for people: ``country_concept`` -> ``country × concept``."""
+    return "overall" if name == tables.OVERALL else name.replace("_", " × ")
+
+
+def empty_track_note(track: str) -> str:
+    """Why a registered track shows no rows: nothing scored on it yet, and no paper table copied for it."""
+    title = render.plain(track_registry.get(track).title)
+    return (f"No {title} results yet: no submission has been scored on this track, and this leaderboard copies no "
+            "paper table for it. The **Metrics** tab's method page says how it is measured; the **Submit** tab says "
+            "how to take part.")
+
+
+def filters_label(filters: tables.Filters, columns) -> str:
+    """The filter panel's title: which filters are active (each may hide rows; the note counts them)."""
+    active = [name for name, on in (("model search", filters.models), ("model type", filters.types),
+                                    ("size", filters.size_min is not None or filters.size_max is not None),
+                                    ("date", filters.since), ("provenance", filters.provenance)) if on]
+    if columns and len(columns) < len(tables.RANK_COLUMNS):
+        active.append(f"{len(columns)} of {len(tables.RANK_COLUMNS)} columns shown")
+    return "Filters and columns (" + (f"{len(active)} active: {', '.join(active)}" if active else
+                                      "none active: every row is shown") + ")"
+
+
+def _padded_limits(points: pd.DataFrame, pad: float = 0.05) -> dict:
+    """``x_lim`` and ``y_lim`` that leave a margin round the scatter's points, so none is cut at the edge."""
+    limits = {}
+    for axis, column in (("x_lim", "recognition (CRA)"), ("y_lim", "realisation (1 - VR)")):
+        if len(points):
+            low, high = float(points[column].min()), float(points[column].max())
+            margin = max((high - low) * pad, 0.02)
+            limits[axis] = [low - margin, high + margin]
+    return limits
+
+
+def linked_table(frame: pd.DataFrame) -> dict:
+    """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
+    others by ``tables.DATATYPES``. The API returns the frame itself."""
+    return gr.update(value=frame, datatype=tables.datatypes(frame.columns))
+
+
+def shown_if_filled(value, **options) -> dict:
+    """``value`` for a chart, gallery or file box that is shown only when it holds something (rows, images, a
+    file): an empty box tells nothing, and the note beside it says why it is empty."""
+    filled = not value.empty if isinstance(value, pd.DataFrame) else bool(value)
+    return gr.update(value=value, visible=filled, **options)
 
 
 class Views:
@@ -126,51 +223,108 @@ class Views:
         return render.plain(render.hide_paths(text, self.places))
 
     # --- overview ------------------------------------------------------------------------------------------
-    def overview(self, track, metric_label, models, types, size_min, size_max, since, provenance, columns,
+    def track_choices(self) -> list[tuple[str, str]]:
+        """Every registered track and any other the results hold, as (title, id): a track without rows yet keeps
+        its button, and its note says why it is empty."""
+        ids = dict.fromkeys([*track_registry.REGISTRY, *tables.tracks(self.catalog)])
+        return [(track_registry.get(t).title, t) for t in ids]
+
+    def overview(self, track, metric, models, types, size_min, size_max, since, provenance, columns,
                  protocol=None, limit: int | None = MAX_ROWS):
-        """The Overview tab: the track picker, the metric picker, the ranked (or win-rate) table, its note, and
-        the protocol picker (the track set, for the overall view)."""
+        """The Overview tab: the track picker, the metric picker (metric ids; a label is understood too), the
+        ranked (or win-rate) table, its note, the protocol picker (the track set, for the overall view) and the
+        filter panel's title, which names the active filters."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
-        track_choices = [OVERALL_VIEW, *tables.tracks(self.catalog)]
-        track = _pick(track, track_choices, OVERALL_VIEW)
+        choices = [(OVERALL_LABEL, OVERALL_VIEW), *self.track_choices()]
+        track = _pick(track, [t for _, t in choices], OVERALL_VIEW)
         if track == OVERALL_VIEW:
-            _, hidden = filters.apply(tables.headline_rows(self.catalog))
-            wide, sets, chosen, off = tables.overall(self.catalog, filters, protocol)
-            shown = tables.display_win_rates(wide)
-            note = overall_note(chosen, sets, off)
-            metric_update = gr.update(choices=[], value=None, visible=False)
-            protocol_update = gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
-                                        value=chosen or None)
+            shown, note, metric_update, protocol_update, hidden = self._overall_view(filters, protocol)
         else:
-            pairs = tables.metrics(self.catalog, track)
-            labels = [label for label, _ in pairs]
-            metric_label = _pick(metric_label, labels)
-            metric = dict(pairs).get(metric_label)
-            names = tables.slice_names(self.catalog, track, metric) if metric else []
-            where = (tables.OVERALL, "all")
-            if names and tables.OVERALL not in names:  # e.g. a paper that reports still and moving apart only
-                where = (names[0], tables.slice_values(self.catalog, track, metric, names[0])[0])
-            table = tables.protocols(self.catalog, track, metric, *where) if metric else pd.DataFrame()
-            chosen = tables.pick_protocol(table, protocol) if metric else None
-            frame, hidden = tables.ranked(self.catalog, track, metric, *where, filters=filters, protocol_id=chosen) \
-                if metric else (pd.DataFrame(), "")
-            shown = tables.display(frame)
-            direction = ("higher" if bool(frame["higher_is_better"].iloc[0]) else "lower") if len(frame) else ""
-            note = (f"**{render.plain(metric_label)}**, {render.plain(' = '.join(where))}: {len(shown)} row(s), "
-                    f"{direction} is better. " + protocol_note(table, chosen, track) +
-                    " 95% CI over prompts: Student-t (Wilson for 0/1 values); none below 5 prompts, too few to cover."
-                    if len(frame) else "No results for this choice yet.")
-            metric_update = gr.update(choices=labels, value=metric_label, visible=True)
-            protocol_update = gr.update(label="Protocol", choices=protocol_choices(table), value=chosen)
+            shown, note, metric_update, protocol_update, hidden = self._track_view(track, metric, filters, protocol)
         if hidden:
-            note += f"\n\n⚠️ {hidden}"
+            note += f"\n\n**Note:** {render.plain(hidden)}"  # it quotes what a visitor typed
         if track != OVERALL_VIEW and columns:  # the column choice is over the ranked tables' columns
-            shown = shown[[c for c in shown.columns if c in columns or c in ("Rank", "Model")]]
+            keep = (SLICE_COLUMN, "Rank", "Model")
+            shown = shown[[c for c in shown.columns if c in columns or c in keep]]
         if limit is not None and len(shown) > limit:
             note += (f"\n\nShowing the top {limit} of {len(shown)} rows: search or filter to find the others, or "
                      "download the view (every row).")
             shown = shown.head(limit)
-        return gr.update(choices=track_choices, value=track), metric_update, shown, note, protocol_update
+        return (gr.update(choices=choices, value=track), metric_update, shown, note, protocol_update,
+                gr.update(label=filters_label(filters, columns)))
+
+    def overview_page(self, *inputs) -> list:
+        """``overview`` for the page: the table's links rendered (``linked_table``)."""
+        outputs = list(self.overview(*inputs))
+        outputs[2] = linked_table(outputs[2])
+        return outputs
+
+    def _overall_view(self, filters: tables.Filters, track_set: str | None):
+        """The mean win rate over tracks: table, note, metric and track-set picker updates, what filters hid."""
+        _, hidden = filters.apply(tables.headline_rows(self.catalog))
+        wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
+        return (tables.display_win_rates(wide, tables.model_ids(self.catalog)), overall_note(chosen, sets, off),
+                gr.update(choices=[], value=None, visible=False),
+                gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
+                          value=chosen or None), hidden)
+
+    def _track_view(self, track: str, metric: str | None, filters: tables.Filters, protocol: str | None):
+        """One track's metric, ranked on the slice the Overview shows it on (``_overview_slice``): table, note,
+        metric and protocol picker updates, and what filters hid."""
+        pairs = tables.metrics(self.catalog, track)
+        metric = metric_id(pairs, metric, track_registry.get(track).opens_on)
+        metric_update = gr.update(choices=pairs, value=metric, visible=True)
+        if metric is None:
+            return (tables.display(pd.DataFrame()), empty_track_note(track), metric_update,
+                    gr.update(label="Protocol", choices=[], value=None), "")
+        name, values = self._overview_slice(track, metric)
+        table = tables.protocols(self.catalog, track, metric, name, values[0])
+        chosen = tables.pick_protocol(table, protocol)
+        shown, higher, hidden = self._ranked_values(track, metric, name, values, filters, chosen)
+        label = {m: text for text, m in pairs}[metric]
+        where = "overall" if name == tables.OVERALL else (
+            f"by {slice_label(name)}, each value ranked apart (the results have no overall value; the Slices tab "
+            "shows one value at a time)")
+        note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), "
+                f"{'higher' if higher else 'lower'} is better. " + protocol_note(table, chosen, track) +
+                " 95% CI over prompts: Student-t (Wilson for 0/1 values); none below 5 prompts, too few to cover."
+                if len(shown) else "No results for this choice yet.")
+        return shown, note, metric_update, gr.update(label="Protocol", choices=protocol_choices(table),
+                                                     value=chosen), hidden
+
+    def _overview_slice(self, track: str, metric: str) -> tuple[str, list[str]]:
+        """The slice the Overview shows ``metric`` on, with its values: the track's overview slice when the metric
+        has it, else overall, else the slice with the fewest values (a paper that reports only per country,
+        say): never one cell of a finer slice."""
+        names = tables.slice_names(self.catalog, track, metric)
+        values = {name: tables.slice_values(self.catalog, track, metric, name) for name in names}
+        name = track_registry.get(track).overview_slice
+        if name not in values:
+            name = tables.OVERALL if tables.OVERALL in values else min(names, key=lambda n: (len(values[n]), n))
+        return name, values[name]
+
+    def _ranked_values(self, track: str, metric: str, name: str, values: list[str], filters: tables.Filters,
+                       protocol: str | None) -> tuple[pd.DataFrame, bool, str]:
+        """The rows of each value of slice ``name``, each value ranked apart, for people (with a *Slice* column
+        unless the slice is overall); whether higher is better; and the notes, the filters' counted over every
+        value at once."""
+        shown, notes, higher = [], [], True
+        rows = self.catalog.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND "
+                                  "slice = ?", [track, metric, name])
+        for value in values:
+            frame, note = tables.ranked(self.catalog, track, metric, name, value, filters, protocol)
+            if len(frame):
+                higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() \
+                    else True
+            own = filters.apply(rows[rows["slice_value"] == value])[1]  # this value's filter note, counted below
+            notes.append(note.replace(own, "").strip() if own else note)
+            part = tables.display(frame)
+            if name != tables.OVERALL:
+                part.insert(0, SLICE_COLUMN, value)
+            shown.append(part)
+        hidden = filters.apply(rows)[1]
+        return (pd.concat(shown, ignore_index=True), higher,
+                " ".join(dict.fromkeys(n for n in (hidden, *notes) if n)))
 
     def download(self, track, metric, models, types, size_min, size_max, since, provenance, columns,
                  protocol=None) -> list[str]:
@@ -229,15 +383,26 @@ class Views:
             raise gr.Error(str(error)) from None
 
     # --- slices --------------------------------------------------------------------------------------------
-    def slices(self, track, metric_label, slice_name, slice_value, models):
+    def slices_page(self, *inputs) -> list:
+        """``slices`` for the page: each chart hidden when empty (the note above them says why), the scatter with a
+        margin round its points."""
+        outputs = list(self.slices(*inputs))
+        outputs[4] = linked_table(outputs[4])
+        for i, scatter in ((SLICE_CHARTS[0], False), (SLICE_CHARTS[1], False), (SLICE_CHARTS[2], True)):
+            outputs[i] = shown_if_filled(outputs[i], **(_padded_limits(outputs[i]) if scatter else {}))
+        return outputs
+
+    def slices(self, track, metric, slice_name, slice_value, models):
+        """The Slices tab: track, metric (ids), slice and value pickers, the ranked rows of one slice value, its
+        note, the model x value heatmap, and the charts across tracks (``charts``)."""
         filters = tables.Filters.parse(models)
-        track_choices = tables.tracks(self.catalog)
-        track = _pick(track, track_choices)
+        track_choices = [(track_registry.get(t).title, t) for t in tables.tracks(self.catalog)]
+        track = _pick(track, [t for _, t in track_choices])
         pairs = tables.metrics(self.catalog, track) if track else []
-        labels = [label for label, _ in pairs]
-        metric_label = _pick(metric_label, labels)
-        metric = dict(pairs).get(metric_label)
-        names = [s for s in tables.slice_names(self.catalog, track, metric) if s != tables.OVERALL] if metric else []
+        metric = metric_id(pairs, metric, track_registry.get(track).opens_on if track else "")
+        label = {m: text for text, m in pairs}.get(metric, "")
+        names = tables.slice_names(self.catalog, track, metric) if metric else []
+        names = [n for n in names if n != tables.OVERALL] or names  # overall only when there is nothing finer
         slice_name = _pick(slice_name, names, "country")
         values = tables.slice_values(self.catalog, track, metric, slice_name) if slice_name else []
         slice_value = _pick(slice_value, values)
@@ -248,23 +413,26 @@ class Views:
         matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters, chosen) if slice_name else \
             pd.DataFrame()
         higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
-        heat = render.heatmap_html(matrix, higher, f"{metric_label} by {slice_name} (darker = better)")
-        note = (f"**{render.plain(metric_label)}**, {render.plain(slice_name)} = {render.plain(slice_value)}: "
-                f"{len(frame)} row(s). " + protocol_note(table, chosen, track) +
-                " (The Overview's protocol picker lists the others.)" if len(frame) else "No results for this choice yet.")
+        caption = f"{label}, overall" if slice_name == tables.OVERALL else f"{label} by {slice_label(slice_name or '')}"
+        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)")
+        where = "overall" if slice_name == tables.OVERALL else f"{slice_label(slice_name)} = {slice_value}"
+        note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). " +
+                protocol_note(table, chosen, track) + " (The Overview's protocol picker lists the others.)"
+                if len(frame) else "No results for this choice yet.")
         if hidden:
-            note += f" ⚠️ {hidden}"
+            note += f" **Note:** {render.plain(hidden)}"
         if len(frame) > MAX_ROWS:
             note += f" Showing the top {MAX_ROWS}: search models to find others."
-        return (gr.update(choices=track_choices, value=track), gr.update(choices=labels, value=metric_label),
-                gr.update(choices=names, value=slice_name), gr.update(choices=values, value=slice_value),
-                tables.display(frame.head(MAX_ROWS)), note, heat, *self.charts(filters))
+        return (gr.update(choices=track_choices, value=track), gr.update(choices=pairs, value=metric),
+                gr.update(choices=[(slice_label(n), n) for n in names], value=slice_name),
+                gr.update(choices=values, value=slice_value), tables.display(frame.head(MAX_ROWS)), note, heat,
+                *self.charts(filters))
 
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), the W1KP reusability
         curves and the CRT scatter: the ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
-        who = wide["model"] + wide["provenance"].map({"reported": " 📄", "scored": ""})
+        who = wide["model"] + wide["provenance"].map({"reported": " (paper)", "scored": ""})
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
         per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks", "win_low", "win_high",
                                        "rank_low", "rank_high"], errors="ignore").set_index(who)
@@ -275,7 +443,14 @@ class Views:
         if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
             curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
         curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]]
-        return bars, profile, curves, self.crt_scatter(filters)
+        scatter = self.crt_scatter(filters)
+        empty = [why for frame, why in (
+            (bars, "no model has a headline score on a track yet (or the filters hide them all)"),
+            (curves, "no W1KP reusability curves: no submission has been scored on the variability track yet"),
+            (scatter, "no CRT scatter: no iconicity rows with both CRA and VR yet")) if frame.empty]
+        if bars.empty:
+            profile = ""
+        return bars, profile, curves, scatter, "".join(f"- {why}.\n" for why in empty)
 
     def crt_scatter(self, filters: tables.Filters) -> pd.DataFrame:
         """Per model and kind: recognition (CRA per reference) against realisation (1 - VR)."""
@@ -286,7 +461,7 @@ class Views:
         if frame.empty:
             return pd.DataFrame(columns=["model", "recognition (CRA)", "realisation (1 - VR)", "subset"])
         frame = frame.assign(subset=frame["slice_value"].where(frame["slice"] == "kind", "all"),
-                             who=frame["model"] + frame["provenance"].map({"reported": " 📄", "scored": ""}))
+                             who=frame["model"] + frame["provenance"].map({"reported": " (paper)", "scored": ""}))
         wide = frame.pivot_table(index=["who", "subset"], columns="metric", values="value", aggfunc="last").dropna()
         return pd.DataFrame({"model": wide.index.get_level_values(0), "subset": wide.index.get_level_values(1),
                              "recognition (CRA)": wide["cra_reference"].to_numpy(),
@@ -363,6 +538,15 @@ class Views:
         note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 
+    def compare_page(self, chosen: list[str], prompt_id: str | None):
+        """``compare`` for the page: an empty gallery is hidden, and the note says why it is empty."""
+        gallery, references, table, pictures, note = self.compare(chosen, prompt_id)
+        if gallery and not references:
+            note += "\n\nNo reference images: this prompt's dataset has none (only the iconicity track's do)."
+        elif references and not pictures:
+            note += "\n\nNo visual-reuse picture: no image of these submissions recognised a reference."
+        return *(shown_if_filled(v) for v in (gallery, references)), table, shown_if_filled(pictures), note
+
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
         try:
             prompts = self.store.prompts_for(self.store.manifest(submission_id))
@@ -372,6 +556,12 @@ class Views:
             return []
         source, table = prompts.references({prompt_id})
         return [open_as_viewed(source(i), formats=None) for i in range(len(table))]
+
+    def schema_file(self) -> str:
+        """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
+        path = self._folder() / "manifest.schema.json"
+        path.write_text(json_schema(), encoding="utf-8")
+        return str(path)
 
     # --- submit and queue ----------------------------------------------------------------------------------
     def who(self, profile: gr.OAuthProfile | None) -> str | None:
@@ -384,11 +574,11 @@ class Views:
                progress=gr.Progress()) -> str:
         owner = self.who(profile)
         if owner is None:
-            return "### ❌ Sign in with Hugging Face first (button above)."
+            return "### Not submitted: sign in with Hugging Face first (button above)."
         try:
             self.store.check_quota(owner)
         except PermissionDenied as error:
-            return f"### ❌ Rejected before any work\n\n{render.plain(error)}"
+            return f"### Rejected before any work\n\n{render.plain(error)}"
         hub_repo = (hub_repo or "").strip()
         if not file and not hub_repo:
             return "Choose a `.zip` file or name a Hub dataset of generations first."
@@ -402,18 +592,20 @@ class Views:
             else:
                 outcome = self.store.submit_from_hub(hub_repo, owner, report_progress)
         except (PermissionDenied, ValueError) as error:  # over the quota after all; a Hub dataset not fetched
-            return f"### ❌ Rejected: nothing was stored\n\n- {render.plain(error)}"
+            return f"### Rejected: nothing was stored\n\n- {render.plain(error)}"
         except ServerFault as error:  # a full disk: the server's fault, not the uploader's
-            return f"### ❌ Not stored\n\n{render.plain(error)}. It was not counted against you."
+            return f"### Not stored\n\n{render.plain(error)}. It was not counted against you."
         report = outcome.report
         if outcome.job is None:
             # Validation names only the submission's own entries, exactly as the upload holds them: nothing to
             # hide, and rewriting a name an attacker chose would tell which server folders exist.
             problems = "\n".join(f"- {render.plain(e)}" for e in report.errors)
-            return f"### ❌ Rejected: nothing was stored\n\n{problems}"
+            summary = report.summary.removeprefix("REJECTED: ")
+            return f"### Rejected: nothing was stored\n\n**{render.plain(summary)}**\n\nThe details:\n\n{problems}"
         m = report.manifest
-        warnings = "".join(f"\n- ⚠️ {render.plain(w)}" for w in report.warnings)
-        return (f"### ✅ Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
+        warnings = "".join(f"\n- warning: {render.plain(w)}" for w in report.warnings)
+        return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
+                f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
                 f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n"
                 f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
                 f"prompts of {render.plain(report.prompts.label)}\n"
@@ -445,29 +637,30 @@ class Views:
         for job in self.store.queue.jobs()[:QUEUE_ROWS]:
             progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
             details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
-            rows.append([job.created_at, job.id, job.model, job.owner, STATE_BADGES[job.state], progress,
+            rows.append([job.created_at, job.id, job.model, job.owner, job.state, progress,
                          job.started_at or "", job.finished_at or "", details])
-        return self.workers_markdown(), pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+        empty = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one." if not rows else ""
+        return self.workers_markdown() + empty, pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
     def workers_markdown(self) -> str:
         """Notices (a rebuilt queue), the worker supervisor's view and each worker's state, as Markdown. Ages
         come from the queue's own clock, so a worker machine's clock cannot make a worker look dead or alive."""
         queue = self.store.queue
-        notices = [f"> ⚠️ {render.plain(notice)}" for notice in queue.notices()]
+        notices = [f"> **Notice:** {render.plain(notice)}" for notice in queue.notices()]
         if note := quarantine.note(self.store.quarantined()):
-            notices.append(f"> ⚠️ {render.plain(note)}")
+            notices.append(f"> **Notice:** {render.plain(note)}")
         workers = queue.workers(within_seconds=3600)
         live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
         lines = [line for s in queue.supervisors() if (line := self._supervisor_line(s))]
         for w in workers:
             if w["state"] == "unavailable":
                 if not live:  # a worker that could not score, while none scores now; once one does, it is history
-                    lines.append(f"- ⚠️ worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
+                    lines.append(f"- worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
             elif w in live:
-                lines.append(f"- 🟢 worker {render.code(w['id'])}: {render.plain(w['state'])} "
+                lines.append(f"- worker {render.code(w['id'])} is up: {render.plain(w['state'])} "
                              f"({self.public(w['message'] or '')})")
             elif w["age"] < 600 and w["state"] != "stopped":
-                lines.append(f"- 🔴 worker {render.code(w['id'])} silent for {w['age']:.0f} s "
+                lines.append(f"- worker {render.code(w['id'])} silent for {w['age']:.0f} s "
                              f"(last: {render.plain(w['state'])})")
         if not live:
             lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
@@ -480,12 +673,12 @@ class Views:
         restarts = f"restarted {s['restarts']} time{'s' if s['restarts'] != 1 else ''}"
         last = f", last exit: {s['last_exit']}" if s["last_exit"] else ""
         if s["state"] == "running":
-            return f"- 🔁 supervisor: worker pid {s['pid']} running ({restarts}{last})"
+            return f"- supervisor: worker pid {s['pid']} running ({restarts}{last})"
         if s["state"] == "restarting":
-            return (f"- 🟠 supervisor: the worker stopped ({s['last_exit']}); restarting it in "
+            return (f"- **restarting**: the worker stopped ({s['last_exit']}); restarting it in "
                     f"{max(s['retry_in'] or 0, 0):.0f} s ({restarts} so far)")
         if s["state"] == "gave up":
-            return f"- ⛔ supervisor gave up ({restarts}{last}): {render.plain(s['message'] or '')}"
+            return f"- **supervisor gave up** ({restarts}{last}): {render.plain(s['message'] or '')}"
         return None
 
     def details(self, submission_id: str):
@@ -493,7 +686,7 @@ class Views:
         job = self.store.queue.get((submission_id or "").strip())
         if job is None:
             return "Type or paste a submission ID from the table.", None
-        lines = [f"### `{job.id}`: {STATE_BADGES[job.state]}",  # ids the store made are safe in a code span
+        lines = [f"### `{job.id}`: {job.state}",  # ids the store made are safe in a code span
                  f"- model **{render.plain(job.model)}**, owner {render.plain(job.owner)}, dataset "
                  f"{render.plain(job.dataset)}",
                  f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
@@ -514,6 +707,11 @@ class Views:
         return "\n".join(lines), (self._serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0]
                                    if per_image.exists() else None)
 
+    def details_page(self, submission_id: str):
+        """``details`` for the page: the file box only when there is a file."""
+        text, path = self.details(submission_id)
+        return text, shown_if_filled(path)
+
     def rerun(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
         """Queue one of your finished or failed submissions again (its old results are replaced)."""
         return self.owner_action("rerun", submission_id, profile)
@@ -525,21 +723,48 @@ class Views:
     def owner_action(self, action: str, submission_id: str, profile: gr.OAuthProfile | None) -> str:
         owner = self.who(profile)
         if owner is None:
-            return "❌ Sign in with Hugging Face first."
+            return "Not done: sign in with Hugging Face first."
         submission_id = (submission_id or "").strip()
         try:
             (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
         except PermissionDenied as error:
-            return f"❌ {render.plain(error)}"
-        return f"✅ {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
+            return f"Not done: {render.plain(error)}"
+        return f"Done: {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics_page(self):
-        """The method-page picker (first track shown) and the metric-human agreement table."""
-        choices = tables.tracks(self.catalog)
-        first = choices[0] if choices else None
+        """The method-page picker (every track: registered ones have a page even before any result) and the
+        metric-human agreement table, provenance in words."""
+        choices = self.track_choices()
+        first = choices[0][1] if choices else None
         return (gr.update(choices=choices, value=first), render.method_page(first) if first else "",
                 self.store.meta_evaluation())
+
+    # --- refreshing an open page ---------------------------------------------------------------------------
+    def results_version(self) -> str:
+        """A digest of the results the catalog holds (folder names, the reported file's time): it changes when
+        new results land, and costs one directory listing at most every ``catalog.REFRESH_SECONDS``."""
+        self.catalog.refresh()
+        with self.catalog.lock:
+            key = f"{self.catalog.reported_stamp}|" + "|".join(sorted(self.catalog.loaded))
+        return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+    def poll(self, tab: str, seen: str, queue_seen: str, overview_inputs: list, slices_inputs: list) -> dict:
+        """What an open page's timer gets: when results changed since ``seen``, the Overview again (and the
+        Slices when open); when the Queue is open and changed since ``queue_seen``, the Queue. Keys name the
+        parts to update; a part left out is not re-rendered."""
+        parts = {}
+        version = self.results_version()
+        if version != seen:
+            parts.update(version=version, overview=self.overview_page(*overview_inputs))
+            if tab == "slices":
+                parts["slices"] = self.slices_page(*slices_inputs)
+        if tab == "queue":
+            workers, frame = self.queue()
+            digest = hashlib.sha1((workers + frame.to_csv()).encode()).hexdigest()[:16]
+            if digest != queue_seen:
+                parts.update(queue_version=digest, queue=(workers, frame))
+        return parts
 
     # --- API: data, not display ------------------------------------------------------------------------------
     def overall_api(self, track_set: str | None = None) -> list[dict]:
@@ -571,36 +796,40 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
     with gr.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
-        blank = gr.State("")
+        open_tab = gr.Textbox("overview", visible=False)  # the tab a person has open, for the timer
+        seen, queue_seen = gr.State(""), gr.State("")  # what this page shows: results and queue digests
         with gr.Tabs() as tabs:
             with gr.Tab("Overview", id="overview") as overview_tab:
                 with gr.Row():
-                    known = list(dict.fromkeys([*track_registry.REGISTRY, *tables.tracks(views.catalog)]))
-                    o_track = gr.Radio(label="Track", choices=[OVERALL_VIEW, *known], value=OVERALL_VIEW, scale=3)
-                    o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True, scale=2)
+                    o_track = gr.Radio(label="Track", choices=[(OVERALL_LABEL, OVERALL_VIEW), *views.track_choices()],
+                                       value=OVERALL_VIEW, scale=3, min_width=320)
+                    o_metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True,
+                                           scale=2)
                     o_protocol = gr.Dropdown(label="Protocol", choices=[], interactive=True, allow_custom_value=True,
                                              scale=2)
-                with gr.Accordion("Filters and columns (none active: every row is shown)", open=False):
+                with gr.Accordion(filters_label(tables.Filters(), tables.RANK_COLUMNS), open=False) as o_panel:
                     with gr.Row():
                         o_models = gr.Textbox(label="Models (comma-separated, any matches)",
                                               placeholder="SDXL, FLUX")
                         o_types = gr.CheckboxGroup(TYPES, label="Model type (none = all)")
                         o_prov = gr.CheckboxGroup(["scored", "reported"], label="Provenance (none = all)")
                     with gr.Row():
-                        o_min = gr.Number(label="Min size (B params)", value=None)
-                        o_max = gr.Number(label="Max size (B params)", value=None)
+                        o_min = gr.Number(label="Min size, B params (0 = no bound)", value=None)
+                        o_max = gr.Number(label="Max size, B params (0 = no bound)", value=None)
                         o_since = gr.Textbox(label="Scored since (YYYY-MM-DD)")
                     o_columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.RANK_COLUMNS, label="Columns")
                 o_note = text_markdown()
-                o_table = gr.Dataframe(interactive=False, wrap=True)
+                o_table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
                 o_download = gr.Button("Download this view (CSV, Parquet)", size="sm")
-                o_files = gr.File(label="Downloads", file_count="multiple")
+                o_files = gr.File(label="Downloads", file_count="multiple", visible=False)
                 o_inputs = [o_track, o_metric, o_models, o_types, o_min, o_max, o_since, o_prov, o_columns, o_protocol]
-                o_outputs = [o_track, o_metric, o_table, o_note, o_protocol]
-                o_download.click(views.download, o_inputs, o_files, api_name="download")
+                o_outputs = [o_track, o_metric, o_table, o_note, o_protocol, o_panel]
+                o_download.click(views.download, o_inputs, o_files, api_name="download").then(
+                    lambda: gr.update(visible=True), None, o_files, api_name=False)
                 for control in o_inputs:
-                    getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
-                        views.overview, o_inputs, o_outputs, api_name="overview" if control is o_track else False)
+                    _on_change(control)(views.overview_page, o_inputs, o_outputs, api_name=False).then(
+                        None, [o_track, o_metric, o_models, o_protocol], None,
+                        js=_url_js("overview", ["track", "metric", "models", "protocol"]))
                 gr.api(views.leaderboard_api, api_name="leaderboard")
 
             with gr.Tab("Slices", id="slices") as slices_tab:
@@ -611,41 +840,46 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     s_value = gr.Dropdown(label="Value", choices=[], interactive=True, allow_custom_value=True)
                     s_models = gr.Textbox(label="Models (comma-separated)", placeholder="all")
                 s_note = text_markdown()
-                s_table = gr.Dataframe(interactive=False, wrap=True)
+                s_table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
                 gr.Markdown("#### Model × slice heatmap")
-                s_heat = gr.HTML()
+                s_heat = gr.HTML(elem_classes=["cl-scroll"])
                 gr.Markdown("#### Models across tracks")
+                s_chart_note = text_markdown()
                 s_bars = gr.BarPlot(x="model", y="mean win rate", label="Mean win rate over tracks", y_lim=[0, 1],
                                     sort="-y", x_label_angle=-30)
-                s_profile = gr.HTML()
+                s_profile = gr.HTML(elem_classes=["cl-scroll"])
                 with gr.Row():
                     s_scatter = gr.ScatterPlot(x="recognition (CRA)", y="realisation (1 - VR)", color="model",
-                                               label="CRT: recognition vs realisation (per model, still/moving)")
+                                               label="CRT: recognition vs realisation (per model, still/moving)",
+                                               min_width=300)
                     s_curves = gr.LinePlot(x="k", y="W1KP_k", color="model", label="W1KP reusability curves: "
-                                           "W1KP_k over k seeds (0.85 = prompt used up)")
+                                           "W1KP_k over k seeds (0.85 = prompt used up)", min_width=300)
                 s_inputs = [s_track, s_metric, s_slice, s_value, s_models]
                 s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_bars, s_profile,
-                             s_curves, s_scatter]
+                             s_curves, s_scatter, s_chart_note]
                 for control in s_inputs:
-                    getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
-                        views.slices, s_inputs, s_outputs, api_name="slices" if control is s_value else False)
+                    _on_change(control)(views.slices_page, s_inputs, s_outputs, api_name=False).then(
+                        None, s_inputs, None, js=_url_js("slices", ["track", "metric", "slice", "value", "models"]))
 
             with gr.Tab("Compare", id="compare") as compare_tab:
                 with gr.Row():
                     c_subs = gr.Dropdown(label=f"Submissions (up to {MAX_COMPARE})", multiselect=True,
-                                         max_choices=MAX_COMPARE, choices=[], interactive=True, allow_custom_value=True, scale=3)
-                    c_prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True, allow_custom_value=True, scale=2)
-                c_note = text_markdown()
-                c_refs = gr.Gallery(label="Reference image(s)", columns=4, height="auto")
-                c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", columns=4,
-                                       height="auto")
-                c_table = gr.Dataframe(label="Per-image scores", interactive=False)
+                                         max_choices=MAX_COMPARE, choices=[], interactive=True, allow_custom_value=True,
+                                         scale=3)
+                    c_prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True,
+                                           allow_custom_value=True, scale=2)
+                c_note = text_markdown(value=f"Pick 1-{MAX_COMPARE} scored submissions, then a prompt: their images side by side.")
+                gallery = {"columns": 4, "height": "auto", "object_fit": "contain", "fit_columns": False, "visible": False,
+                           "elem_classes": ["cl-gallery"]}  # thumbnails whole, captions under them
+                c_refs = gr.Gallery(label="Reference image(s)", **gallery)
+                c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
+                c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"])
                 c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
-                                     columns=2, height="auto")
+                                     **{**gallery, "columns": 2})
+                c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
                 c_subs.input(views.compare_prompts, c_subs, c_prompt, api_name=False).then(
-                    views.compare, [c_subs, c_prompt], [c_gallery, c_refs, c_table, c_reuse, c_note], api_name=False)
-                c_prompt.input(views.compare, [c_subs, c_prompt], [c_gallery, c_refs, c_table, c_reuse, c_note],
-                               api_name="compare")
+                    views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
+                c_prompt.input(views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
 
             with gr.Tab("Datasets", id="datasets") as datasets_tab:
                 d_inputs, d_outputs = views.browser.build()
@@ -653,9 +887,9 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
             with gr.Tab("Metrics", id="metrics") as metrics_tab:
                 gr.Markdown("### Which automatic metric agrees with human raters?\nSpearman ρ between each metric "
                             "and the human mean per criterion on CulturalFrames images, with bootstrap 95% CIs, "
-                            "beside the leave-one-rater-out human ceiling. 📄 rows are the paper's; ⚙️ rows were "
-                            "computed here (`culturelens meta-eval`).")
-                m_table = gr.Dataframe(interactive=False, wrap=True)
+                            "beside the leave-one-rater-out human ceiling. Rows marked *reported* are the paper's; "
+                            "*scored* rows were computed here (`culturelens meta-eval`).")
+                m_table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
                 m_track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
                 m_page = gr.Markdown()
                 m_track.input(render.method_page, m_track, m_page, api_name=False)
@@ -668,22 +902,24 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     who = "the Hugging Face account you sign in with"
                 else:
                     who = f"**{render.plain(owner)}** (this server's local user)"
-                gr.Markdown(f"Upload a submission `.zip` (format: `submissions/README.md`) or name a Hub dataset "
-                            f"repo holding one. It is checked at once; if it passes it joins the queue. You submit "
-                            f"as {who}; {store.quota_note}.")
+                steps, command = submit_guide(store)
+                gr.Markdown(steps)
+                gr.DownloadButton("Manifest schema (JSON Schema)", value=views.schema_file(), size="sm")
+                gr.Markdown(command)
+                gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding one. It is checked at once; "
+                            f"if it passes it joins the queue. You submit as {who}; {store.quota_note}.")
                 with gr.Row():
                     upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
                     hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")
                 submit = gr.Button("Validate and submit", variant="primary")
                 verdict = text_markdown()
                 submit.click(views.submit, [upload, hub_repo], verdict, api_name="submit_form")
-                # The API's plain upload (one file), for scripts: `client.predict(handle_file(zip), api_name="/submit")`.
-                upload_only = gr.Button(visible=False)
-                upload_only.click(views.submit_file, [upload], verdict, api_name="submit")
+                hub_repo.submit(views.submit, [upload, hub_repo], verdict, api_name=False)
 
             with gr.Tab("Queue", id="queue") as queue_tab:
                 workers = text_markdown()
-                queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True)
+                queue_table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True,
+                                           elem_classes=["cl-table"])
                 with gr.Row():
                     q_id = gr.Textbox(label="Submission ID", scale=3)
                     q_show = gr.Button("Details", scale=1)
@@ -691,47 +927,121 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                     q_delete = gr.Button("Delete (owner)", variant="stop", scale=1)
                 q_result = text_markdown()
                 q_details = text_markdown()
-                q_file = gr.File(label="Per-image scores (Parquet)")
-                q_show.click(views.details, q_id, [q_details, q_file], api_name="details")
+                q_file = gr.File(label="Per-image scores (Parquet)", visible=False)
+                q_show.click(views.details_page, q_id, [q_details, q_file], api_name=False)
+                q_id.submit(views.details_page, q_id, [q_details, q_file], api_name=False)
                 q_rerun.click(views.rerun, q_id, q_result, api_name="rerun")
                 q_delete.click(views.delete, q_id, q_result, api_name="delete")
-                timer = gr.Timer(3, active=False)
-                timer.tick(views.queue, None, [workers, queue_table], api_name=False)
                 queue_table.select(_selected_id, None, q_id, api_name=False)
 
             with gr.Tab("About", id="about") as about_tab:
                 gr.Markdown(about_markdown(store))
 
         def restore(request: gr.Request):
-            """First paint: the view named in the URL (the Overview by default); other tabs fill when opened."""
+            """First paint: the view the address names (the Overview by default), computed from its query; the
+            other tabs fill when opened. Nothing here writes the address bar: an opened link stays as it was."""
             state = _url_state(request)
             tab = state.get("tab", "overview")
-            over = views.overview(state.get("track") if tab == "overview" else None, state.get("metric"),
-                                  state.get("models", ""), [], None, None, "", [], tables.RANK_COLUMNS)
-            sliced = views.slices(state.get("track"), state.get("metric"), state.get("slice"), state.get("value"),
-                                  state.get("models", "")) if tab == "slices" else [gr.update()] * len(s_outputs)
-            queued = (*views.queue(), gr.Timer(active=True)) if tab == "queue" else [gr.update()] * 3
-            return (gr.Tabs(selected=tab), *over, state.get("models", ""), *sliced, state.get("models", ""), *queued)
+            tab = tab if tab in TABS else "overview"
+            mine = tab == "overview"
+            over = views.overview_page(state.get("track") if mine else None, state.get("metric") if mine else None,
+                                  state.get("models", "") if mine else "", [], None, None, "", [],
+                                  tables.RANK_COLUMNS, state.get("protocol") if mine else None)
+            sliced = views.slices_page(state.get("track"), state.get("metric"), state.get("slice"),
+                                       state.get("value"), state.get("models", "")) if tab == "slices" else \
+                [gr.update()] * len(s_outputs)
+            queued = views.queue() if tab == "queue" else [gr.update()] * 2
+            return (gr.Tabs(selected=tab), tab, views.results_version(), *over,
+                    state.get("models", "") if mine else gr.update(), *sliced,
+                    state.get("models", "") if tab == "slices" else gr.update(), *queued)
 
-        app.load(restore, None, [tabs, *o_outputs, o_models, *s_outputs, s_models, workers, queue_table, timer],
-                 api_name=False)
-        # Each other tab computes its data when it is opened; the queue polls only while it is open.
-        slices_tab.select(views.slices, s_inputs, s_outputs, api_name=False)
+        app.load(restore, None, [tabs, open_tab, seen, *o_outputs, o_models, *s_outputs, s_models, workers,
+                                 queue_table], api_name=False)
+        # Each tab computes its data when it is opened, and says it is the open one (for the timer).
+        for tab, name in ((overview_tab, "overview"), (slices_tab, "slices"), (compare_tab, "compare"),
+                          (datasets_tab, "datasets"), (metrics_tab, "metrics"), (submit_tab, "submit"),
+                          (queue_tab, "queue"), (about_tab, "about")):
+            tab.select(None, None, open_tab, js=f"() => '{name}'")
+        slices_tab.select(views.slices_page, s_inputs, s_outputs, api_name=False)
         compare_tab.select(lambda: gr.update(choices=views.submission_choices()), None, c_subs, api_name=False)
         datasets_tab.select(views.browser.view, d_inputs, d_outputs, api_name=False)
         metrics_tab.select(views.metrics_page, None, [m_track, m_page, m_table], api_name=False)
-        queue_tab.select(views.queue, None, [workers, queue_table], api_name=False).then(
-            lambda: gr.Timer(active=True), None, timer, api_name=False)
-        for other in (overview_tab, slices_tab, compare_tab, datasets_tab, metrics_tab, submit_tab, about_tab):
-            other.select(lambda: gr.Timer(active=False), None, timer, api_name=False)
+        queue_tab.select(views.queue, None, [workers, queue_table], api_name=False)
         gr.api(views.queue_api, api_name="queue")
         gr.api(views.overall_api, api_name="overall")
-        # Keep the address bar in step with the view.
-        for control in (o_track, o_metric, o_models):
-            control.change(None, [o_track, o_metric, blank, blank, o_models], None, js=_url_js("overview"))
-        for control in s_inputs:
-            control.change(None, s_inputs, None, js=_url_js("slices"))
+        # The API's endpoints return data (the page's own events return what to show and hide): a button no one
+        # sees carries them. `client.predict(handle_file(zip), api_name="/submit")` uploads one file.
+        api_only = gr.Button(visible=False)
+        api_only.click(views.overview, o_inputs, o_outputs, api_name="overview")
+        api_only.click(views.slices, s_inputs, s_outputs, api_name="slices")
+        api_only.click(views.compare, [c_subs, c_prompt], c_outputs, api_name="compare")
+        api_only.click(views.details, q_id, [q_details, q_file], api_name="details")
+        api_only.click(views.submit_file, [upload], verdict, api_name="submit")
+
+        def tick(tab: str, results_seen: str, queue_digest: str, *values):
+            """The timer: new results redraw the Overview (and the Slices when open); the open Queue redraws when
+            it changed; nothing else is sent."""
+            parts = views.poll(tab, results_seen, queue_digest, list(values[:len(o_inputs)]),
+                               list(values[len(o_inputs):]))
+            skip = gr.skip()
+            return (parts.get("version", skip), parts.get("queue_version", skip),
+                    *parts.get("overview", [skip] * len(o_outputs)), *parts.get("slices", [skip] * len(s_outputs)),
+                    *parts.get("queue", [skip] * 2))
+
+        gr.Timer(POLL_SECONDS).tick(tick, [open_tab, seen, queue_seen, *o_inputs, *s_inputs],
+                                    [seen, queue_seen, *o_outputs, *s_outputs, workers, queue_table],
+                                    show_progress="hidden", api_name=False)
     return app
+
+
+def _on_change(control):
+    """The event a person's change of ``control`` fires: Enter in a text box, any input elsewhere."""
+    return control.submit if isinstance(control, gr.Textbox) else control.input
+
+
+def prompt_count(store: Store, config: str) -> int | None:
+    """How many prompts a config of the default dataset has on this server (None when it is not built)."""
+    try:
+        return len(store.prompts(cube_1k.HUB_REPO, config))
+    except (DatasetUnavailable, OSError, ValueError):
+        return None
+
+
+def submit_guide(store: Store, seeds: int = GUIDE_SEEDS) -> tuple[str, str]:
+    """The Submit tab's steps, in the order a submitter needs them: which dataset to answer (with its
+    ``load_dataset`` line), how many images, the format (the schema button goes between the two parts), and a
+    ready ``culturelens generate`` command."""
+    repo, config, demo = cube_1k.HUB_REPO, cube_1k.CONFIG, cube_1k.CONFIG_DEMO
+    count, demo_count = prompt_count(store, config), prompt_count(store, demo)
+    prompts = f"{count:,} prompts" if count else "its prompts"
+    images = f"{count:,} prompts × {seeds} seeds = **{count * seeds:,} images**" if count else \
+        f"every prompt × {seeds} seeds"
+    demo_size = f"{demo_count} prompts" if demo_count else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
+    return f"""### Take part in four steps
+
+**1. Answer the prompts of a dataset config.** The benchmark is CUBE-1K (`{repo}`, config `{config}`): {prompts},
+each naming one cultural artifact (8 countries × cuisine, landmarks, art). To try the whole path in minutes, answer
+its demo config `{demo}` ({demo_size}; demo rows are ranked only among themselves): `submissions/example` in the
+repository is a complete demo submission to zip and upload.
+
+```python
+from datasets import load_dataset
+prompts = load_dataset("{repo}", "{config}", split="test")   # or "{demo}"
+```
+
+**2. Make one image per prompt and seed**, the same seeds for every prompt: {images}. An image the model refused
+or a safety filter blocked is listed in the manifest's `missing` list, not left out silently.
+
+**3. Lay them out as the format says:** a `.zip` of `manifest.json` and `images/<prompt_id>/<seed>.png`. The
+manifest's schema is the button below (`culturelens schema` prints it; `submissions/README.md` explains each field).
+""", f"""**4. Generate and check them** with any diffusers pipeline (`--preset` carries a paper's settings):
+
+```bash
+culturelens generate --preset sdxl --dataset {repo} --config {config} --images-per-prompt {seeds} --seeds 0-{seeds - 1} --out subs/my-model
+culturelens validate subs/my-model
+(cd subs/my-model && zip -r ../my-model.zip .)
+```
+"""
 
 
 def about_markdown(store: Store) -> str:

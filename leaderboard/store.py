@@ -427,7 +427,6 @@ class Store:
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
                    "source"]
         table = table.reindex(columns=columns)
-        table["provenance"] = table["provenance"].map({"reported": "📄 reported", "scored": "⚙️ scored"})
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)
 

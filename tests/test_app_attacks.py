@@ -153,7 +153,7 @@ def test_model_search_is_bounded(attacked_app):
     terms = ", ".join(f"model-{i}" for i in range(40_000)) + ", Top model"
     _, _, table, note, _ = Client(url, verbose=False).predict(
         "awareness", None, terms, [], None, None, "", [], ["Rank", "Model"], None, api_name="/overview")
-    assert "Only the first 20 model search terms were used (39981 more ignored)" in note
+    assert "Only the first 20 model search terms were used (39981 more ignored)" in html.unescape(note)
     assert table["data"] == []  # "Top model" was past the bound: not searched
 
 
@@ -201,8 +201,12 @@ def test_model_names_render_as_plain_text_in_a_browser(attacked_app):
         assert details.locator("a").count() == 0 and details.locator(".katex").count() == 0
         assert details.locator("em").count() == 0  # *b* is not emphasis
         page.screenshot(path=str(shots / "attack-details.png"), full_page=True)
-        # The same names in the ranked table: text, no links.
+        # The same names in the ranked table: each the text of one link, to the model page its manifest names
+        # (model.id, a Hub id here); nothing in a name makes a link, math or emphasis of its own.
         page.goto(url + "?tab=overview&track=awareness")
         page.wait_for_function(visible, arg="Top model", timeout=30_000)
-        assert page.locator("table a").count() == 0 and page.locator(".katex").count() == 0
+        links = page.evaluate("() => [...document.querySelectorAll('table a')].map(a => [a.textContent, a.href])")
+        assert links and all(href == "https://huggingface.co/local/tiny" for _, href in links), links
+        assert {text for text, _ in links} <= {FORMULA, LINKS_AND_MATH}
+        assert page.locator("table .katex").count() == 0 and page.locator("table em").count() == 0
         browser.close()

@@ -134,7 +134,7 @@ def test_the_overall_download_and_api_give_win_rates_as_numbers(served):
     assert dict(zip(per_track["model"], per_track["value"])) == {"Alpha": 1.0, "Beta": 0.5, FORMULA: 0.0}
     headline = rows[rows["metric"] == "clip_score"]
     assert dict(zip(headline["model"], headline["value"])) == {m: sum(v[2].values()) / 6 for m, v in MODELS.items()}
-    csv, parquet = client.predict("Overall (mean win rate)", None, "", [], None, None, "", [], ["Rank"], "awareness",
+    csv, parquet = client.predict("overall", None, "", [], None, None, "", [], ["Rank"], "awareness",
                                   api_name="/download")
     assert pd.read_parquet(parquet)["value"].tolist() == rows["value"].tolist()
 

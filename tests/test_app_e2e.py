@@ -147,18 +147,18 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
     # The overall view: mean win rate over tracks; CulturalFrames' reported alignment ranks GPT-Image first there.
-    _, _, table, note = _overview(client, "Overall (mean win rate)")
+    _, _, table, note = _overview(client, "overall")
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert "Overall win rate" in frame.columns and "win rate" in note
     assert frame["Overall win rate"].between(0, 1).all()
     # A track: the headline metric first, every score with its CI; search several models at once.
     _, metric, table, note = _overview(client, "awareness", models="E2E, sdxl")
-    assert metric["value"] == "CLIPScore (2.5 max(cos, 0))"  # the track's headline metric comes first
+    assert metric["value"] == "clip_score"  # the track's headline metric comes first (pickers hold metric ids)
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(frame["Model"]) == [E2E_LINK] and frame["95% CI"].iloc[0].startswith("[")
     _, _, table, note = _overview(client, "expectations", models="gpt, IMAGEN")
     assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == ["GPT&#45;Image", "Imagen 3"]
-    assert "2 row(s) hidden: 2 by model search" in note  # nothing hidden silently
+    assert "2 row(s) hidden: 2 by model search" in html.unescape(note)  # nothing hidden silently
     files = _overview(client, "awareness", models="E2E, sdxl", api_name="/download")
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
     downloaded = pd.read_csv(files[0])  # the view's track as typed rows, the table shown ranked
@@ -183,14 +183,14 @@ def test_slices_heatmap_and_charts(live_app):
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
     out = client.predict("awareness", "CLIP cosine (prompt, image)", "country", "Nigeria", "", api_name="/slices")
-    track, metric, slice_name, value, table, note, heat, bars, profile, curves, scatter = out
+    track, metric, slice_name, value, table, note, heat, bars, profile, curves, scatter, chart_note = out
     frame = pd.DataFrame(table["data"], columns=table["headers"])
-    assert slice_name["value"] == "country" and "country_concept" in [c[0] for c in slice_name["choices"]]
+    assert slice_name["value"] == "country" and ("country × concept", "country_concept") in [tuple(c) for c in slice_name["choices"]]
     assert value["value"] == "Nigeria" and list(frame["Model"]) == [E2E_LINK]
     assert "E2E Model" in heat and "Nigeria" in heat and "<table" in heat  # model x country heatmap
     scatter_rows = pd.DataFrame(scatter["data"], columns=scatter["columns"])
-    assert {"Imagen 4 📄", "SDXL 📄"} <= set(scatter_rows["model"])  # CRT Table 1 as recognition vs realisation
-    moving = scatter_rows[(scatter_rows["model"] == "Imagen 4 📄") & (scatter_rows["subset"] == "moving")]
+    assert {"Imagen 4 (paper)", "SDXL (paper)"} <= set(scatter_rows["model"])  # CRT Table 1 as recognition vs realisation
+    moving = scatter_rows[(scatter_rows["model"] == "Imagen 4 (paper)") & (scatter_rows["subset"] == "moving")]
     assert moving["realisation (1 - VR)"].iloc[0] == pytest.approx(1 - 0.212)
 
 

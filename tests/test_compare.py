@@ -55,4 +55,8 @@ def test_paired_tests_vr_at_k_and_perturbation_deltas(tmp_path):
 
 def test_compare_explains_bad_inputs(tmp_path):
     code, text = _run(str(tmp_path / "nothing"))
-    assert code == 1 and "no per_image.parquet" in text
+    assert code == 2 and "no per_image.parquet" in text and "Traceback" not in text  # an error: one line, exit 2
+    a = _results(tmp_path / "a", "same", {"vr": {"p1": 0.1}})
+    b = _results(tmp_path / "b", "same", {"vr": {"p1": 0.2}})
+    code, text = _run(str(a), str(b))
+    assert code == 2 and "for the same model name" in text

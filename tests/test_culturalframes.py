@@ -454,7 +454,7 @@ def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     table = Store(store).meta_evaluation()
     oracle = table[(table["metric"] == "oracle") & (table["criterion"] == "overall")]
     assert oracle["spearman"].iloc[0] == pytest.approx(1.0)  # the human mean itself correlates perfectly
-    assert "📄 reported" in set(table["provenance"])  # beside the paper's numbers
+    assert {"reported", "scored"} == set(table["provenance"])  # beside the paper's numbers
     bad = run("meta-eval", "--ratings", str(out), "--scores", str(scores))
     assert bad.returncode == 2 and "expected NAME=FILE" in bad.stderr and "Traceback" not in bad.stderr
     result = run("human-aggregates", "--ratings", str(out), "--resamples", "50", "--out", str(tmp_path / "h"))

@@ -133,7 +133,7 @@ def test_resuming_with_other_settings_is_refused(tiny_sd, datasets_root, tmp_pat
     out = tmp_path / "sub"
     assert generate(datasets_root, tiny_sd, out, "--images-per-prompt", "1", "--limit", "1").returncode == 0
     other = generate(datasets_root, tiny_sd, out, "--images-per-prompt", "1", "--limit", "1", "--steps", "3")
-    assert other.returncode == 1 and "holds images made with other settings" in other.stderr
+    assert other.returncode == 2 and "holds images made with other settings" in other.stderr
 
 
 def test_refused_images_are_recorded_not_crashed(refusing_sd, datasets_root, tmp_path):
@@ -151,7 +151,7 @@ def test_refused_images_are_recorded_not_crashed(refusing_sd, datasets_root, tmp
 
 def test_a_missing_model_is_a_clear_error(datasets_root, tmp_path):
     result = generate(datasets_root, tmp_path / "no-such-model", tmp_path / "o", "--images-per-prompt", "1")
-    assert result.returncode == 1 and "cannot load the diffusers pipeline" in result.stderr
+    assert result.returncode == 2 and "cannot load the diffusers pipeline" in result.stderr
     assert "Traceback" not in result.stderr
 
 

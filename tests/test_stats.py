@@ -31,6 +31,10 @@ def test_zero_one_values_get_the_wilson_interval():
     assert mean_ci(events) == pytest.approx((scipy_wilson.low, scipy_wilson.high))
     scipy_90 = scipy_stats.binomtest(2, 10).proportion_ci(0.90, method="wilson")
     assert mean_ci(events, confidence=0.90) == pytest.approx((scipy_90.low, scipy_90.high))
+    # At 0 of n the interval is [0, z^2 / (n + z^2)], at n of n [n / (n + z^2), 1]: exactly 0 and 1, never a
+    # rounding residue above the share itself (0 of 9: 3.8414588 / 12.8414588 = 0.2991450).
+    assert wilson_interval(0, 9) == (0.0, pytest.approx(0.2991450, abs=1e-7))
+    assert wilson_interval(9, 9) == (pytest.approx(0.7008550, abs=1e-7), 1.0)
 
 
 def test_no_interval_below_the_minimum_n():

@@ -130,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
             bars.close()
     except (GenerationError, DatasetUnavailable, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     print(f"{outcome.generated} images generated, {outcome.skipped} already done, {outcome.refused} refused by "
           f"the safety filter, {outcome.failed} failed (recorded in manifest.json) -> {args.out}")
     if len(prompts) < len(prompt_set):

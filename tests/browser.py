@@ -1,0 +1,94 @@
+"""Driving the app in Debian's Chromium (Playwright) as a person does: open a page at a screen size, wait for
+what it shows, read its tables and address bar, save a screenshot. Gradio keeps a connection open, so waits
+are for page content, never for network idle."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
+LAPTOP, PHONE = (1366, 768), (390, 844)
+_SHOWS = "text => document.body.innerText.includes(text)"
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """A headless Chromium (Debian's package; the test is skipped with a reason when it is not installed)."""
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=path, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(browser, url: str, size: tuple[int, int] = LAPTOP, shows: str = "CultureLens"):
+    """A new page at ``url`` and screen ``size``, once it shows ``shows``."""
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
+    page.goto(url)
+    wait_for_text(page, shows)
+    return page
+
+
+def wait_for_text(page, text: str, timeout: float = 30_000) -> None:
+    """Wait until the page shows ``text``; fail saying what it shows instead."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    try:
+        page.wait_for_function(_SHOWS, arg=text, timeout=timeout)
+    except Timeout:
+        raise AssertionError(f"{page.url} does not show {text!r}; it shows: "
+                             f"{page.evaluate('() => document.body.innerText')[:3000]}") from None
+
+
+def shows(page, text: str) -> bool:
+    return page.evaluate(_SHOWS, text)
+
+
+def control(page, label: str):
+    """The control labelled exactly ``label`` in the tab the page shows (several tabs have a "Value")."""
+    return page.locator("[role=tabpanel]:visible").get_by_label(label, exact=True)
+
+
+def open_tab(page) -> str:
+    """The id of the tab the page shows."""
+    return page.evaluate("() => document.querySelector('[role=tab][aria-selected=true]').dataset.tabId")
+
+
+def query(page) -> str:
+    """The address bar's query, without the '?'."""
+    return page.evaluate("() => location.search.slice(1)")
+
+
+def table(page, index: int = 0) -> list[dict[str, str]]:
+    """The rows the ``index``-th visible table of the page draws, as header -> cell text. Gradio draws only the
+    rows in view (a virtual list): a long table's row count is read from its note, not from here."""
+    return page.evaluate(
+        """i => {
+          const blocks = [...document.querySelectorAll('.cl-table')].filter(b => b.offsetParent !== null);
+          const block = blocks[i];
+          if (!block) return [];
+          const heads = [...block.querySelectorAll('[role=columnheader]')].map(th => th.title || th.innerText.trim());
+          const rows = [...block.querySelectorAll('.virtual-row')]
+            .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index));
+          return rows.map(row => Object.fromEntries(
+            [...row.querySelectorAll('[role=gridcell]')].map((cell, j) => [heads[j], cell.innerText.trim()])));
+        }""", index)
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,144 @@
+"""A submitter's first minutes, in Chromium: from the Submit tab's steps to a scored demo row, as a person does it.
+
+`culturelens serve` runs with its worker on a store with CUBE-1K built from the authors' file (the demo config's
+prompt ids are real ones), scoring with a tiny random CLIP (tests' ``backbones_file``). The submitter reads the
+steps, uploads an incomplete zip (the summary comes first), then the repository's demo example
+(``submissions/example``, zipped) and watches the Queue reach FINISHED; a visitor's Overview, opened before and
+never touched, shows the new row by itself; the view downloads as a file pandas reads; Compare shows the images.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import local_folder
+from leaderboard.store import Store
+from tests.browser import chromium, control, open_page, screenshot, shows, table, wait_for_text
+from tests.helpers import make_submission, serving, zip_folder
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("one_torch_thread")]
+EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"
+EXAMPLE_MODEL = "Example (placeholder drawings)"
+
+
+@pytest.fixture(scope="module")
+def scoring_app(tmp_path_factory, cube_file, backbones_file):
+    root = tmp_path_factory.mktemp("submitter")
+    store = Store(root / "store")
+    cube_1k.build(str(cube_file), local_folder(store.datasets, cube_1k.HUB_REPO))
+    with serving(store.root, root / "serve.log", "--user", "ada", "--backbones", str(backbones_file)) as url:
+        yield url, store, root
+
+
+def _score_first(url: str, store: Store, folder: Path) -> None:
+    """Another demo submission, scored before the visitor arrives (through the API, as a script would)."""
+    from gradio_client import Client, handle_file
+
+    prompts = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG_DEMO).table.index)
+    archive = zip_folder(make_submission(folder / "early", prompts, seeds=(0,), model_name="Early Model",
+                                         config=cube_1k.CONFIG_DEMO), folder / "early.zip")
+    verdict = Client(url, verbose=False).predict(handle_file(str(archive)), api_name="/submit")
+    job_id = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
+    assert store.queue.wait(job_id, timeout=300).state == "FINISHED"
+
+
+def _incomplete_example(folder: Path) -> Path:
+    """The example with the images of its first 3 prompts only: what a first try often looks like."""
+    shutil.copytree(EXAMPLE, folder / "partial")
+    for prompt in sorted((folder / "partial" / "images").iterdir())[3:]:
+        shutil.rmtree(prompt)
+    return zip_folder(folder / "partial", folder / "partial.zip")
+
+
+def _upload(page, archive: Path, verdict: str) -> str:
+    """Choose ``archive`` in the Submit tab, press the button, wait for a ``verdict`` (Accepted, Rejected) and
+    return the tab's text."""
+    clear = page.get_by_role("button", name="Clear")
+    if clear.count():
+        clear.first.click()
+    page.locator("[role=tabpanel]:visible input[type=file]").set_input_files(str(archive))
+    page.get_by_role("button", name="Validate and submit").click()
+    wait_for_text(page, verdict, 120_000)
+    return page.locator("[role=tabpanel]:visible").inner_text()
+
+
+def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_path):
+    url, store, _ = scoring_app
+    _score_first(url, store, tmp_path)
+    with chromium() as browser:
+        visitor = open_page(browser, url + "?tab=overview&track=awareness", shows="Early Model")
+        submitter = open_page(browser, url + "?tab=submit", shows="Take part in four steps")
+
+        # The steps, in the order a submitter needs them.
+        steps = submitter.locator("[role=tabpanel]:visible").inner_text()
+        order = [steps.index(s) for s in ('load_dataset("culturelens/cube-1k", "cube_1k"', "992 prompts × 2 seeds = "
+                                          "1,984 images", "Manifest schema", "culturelens generate --preset")]
+        assert order == sorted(order), steps
+        assert "cube_1k_demo (72 prompts" in steps
+
+        # A first try: three prompts answered. The summary comes before the list of what is missing.
+        verdict = _upload(submitter, _incomplete_example(tmp_path), "Rejected")
+        summary = "answered 3 of 72 prompts; 69 images missing"
+        assert "Rejected: nothing was stored" in verdict and summary in verdict, verdict
+        assert verdict.index(summary) < verdict.index("no image for prompt")
+        screenshot(submitter, "submitter-rejected")
+
+        verdict = _upload(submitter, zip_folder(EXAMPLE, tmp_path / "example.zip"), "Accepted")
+        assert "Accepted" in verdict and "72 images for 72 prompts" in verdict, verdict
+        job_id = re.search(r"Accepted: (\S+)", verdict).group(1)
+
+        # A worker that could not score earlier does not cloud the healthy one's line.
+        store.queue.set_worker("old-worker", "unavailable", "no metric can run: no CLIP weights")
+        submitter.get_by_role("tab", name="Queue").click()
+        wait_for_text(submitter, job_id)
+        submitter.wait_for_function(
+            "id => [...document.querySelectorAll('.virtual-row')].some(r => r.innerText.includes(id) "
+            "&& r.innerText.includes('FINISHED'))", arg=job_id, timeout=300_000)  # the Queue updates by itself
+        assert shows(submitter, "is up") and not shows(submitter, "cannot score")
+        screenshot(submitter, "submitter-queue")
+
+        # The visitor's Overview, untouched since it opened, now shows the new row.
+        wait_for_text(visitor, EXAMPLE_MODEL, 30_000)
+        shown = [row["Model"] for row in table(visitor)]
+        assert set(shown) == {"Early Model", EXAMPLE_MODEL}
+        screenshot(visitor, "submitter-overview-refreshed")
+
+        # The visitor downloads the view and opens it.
+        visitor.get_by_role("button", name="Download this view (CSV, Parquet)").click()
+        link = visitor.locator("a[download$='.csv']")
+        link.wait_for(timeout=30_000)
+        with visitor.expect_download() as download:
+            link.click()
+        frame = pd.read_csv(download.value.path())  # typed rows: one per model x metric x slice x protocol
+        assert set(shown) <= set(frame["model"]) and set(frame["track"]) == {"awareness"}
+        assert all(pd.api.types.is_float_dtype(frame[c]) for c in ("value", "ci_low", "ci_high"))
+        ours = frame[frame["model"] == EXAMPLE_MODEL].dropna(subset=["ci_low"])
+        assert len(ours) and ((ours["ci_low"] <= ours["value"]) & (ours["value"] <= ours["ci_high"])).all()
+        screenshot(visitor, "submitter-download")
+
+
+def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
+    url, store, _ = scoring_app
+    if not any(job.model == EXAMPLE_MODEL and job.state == "FINISHED" for job in store.queue.jobs()):
+        pytest.skip("needs the demo example scored by the test before")
+    with chromium() as browser:
+        page = open_page(browser, url + "?tab=compare", shows="Pick 1-4 scored submissions")
+        control(page, "Submissions (up to 4)").click()
+        page.get_by_role("option", name=re.compile(re.escape(EXAMPLE_MODEL))).click()
+        page.keyboard.press("Escape")
+        wait_for_text(page, "seed 0")
+        time.sleep(1)
+        captions = page.evaluate("""() => [...document.querySelectorAll('.cl-gallery .caption-label')]
+            .filter(c => c.offsetParent).map(c => ({text: c.innerText, cut: c.scrollWidth > c.clientWidth + 1}))""")
+        assert captions and all(c["text"].startswith(f"{EXAMPLE_MODEL} · seed 0") and not c["cut"] for c in captions)
+        fits = page.evaluate("() => [...document.querySelectorAll('.cl-gallery img')].map(i => getComputedStyle(i).objectFit)")
+        assert fits and set(fits) == {"contain"}  # a thumbnail shows the whole image, never a crop of it
+        assert shows(page, "No reference images: this prompt's dataset has none")
+        screenshot(page, "submitter-compare")
