@@ -88,15 +88,49 @@ class _Decode(torch.utils.data.Dataset):
         return row, out
 
 
-def _collate(items):
-    """-> [(need, rows, stacked inputs)] for each need present in the batch."""
+def _collate(items, pin: bool = False):
+    """-> [(need, rows, stacked inputs)] for each need present in the batch; stacked into pinned memory when
+    ``pin`` (a GPU then copies it without blocking)."""
     by_need: dict[Need, tuple[list[int], list[torch.Tensor]]] = {}
     for row, prepared in items:
         for need, tensor in prepared.items():
             rows, tensors = by_need.setdefault(need, ([], []))
             rows.append(row)
             tensors.append(tensor)
-    return [(need, rows, torch.stack(tensors)) for need, (rows, tensors) in by_need.items()]
+    batch = []
+    for need, (rows, tensors) in by_need.items():
+        out = torch.empty((len(tensors), *tensors[0].shape), dtype=tensors[0].dtype, pin_memory=True) if pin else None
+        batch.append((need, rows, torch.stack(tensors, out=out)))
+    return batch
+
+
+def _as_is(item):
+    return item
+
+
+def decoded_batches(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], backbones: dict[str, Backbone],
+                    batch_size: int, num_workers: int | None = None):
+    """``plan`` (row, needs) decoded and staged, in batches of ``batch_size`` rows in plan order:
+    [(need, rows, stacked staged inputs)]. DataLoader workers (``default_num_workers``) decode one image per
+    item, so that every worker starts at once and none holds back a whole batch; this process stacks the
+    batches (into pinned memory when a backbone is on a GPU)."""
+    on_gpu = any(b.device.startswith("cuda") for b in backbones.values())
+    if num_workers is None:
+        num_workers = default_num_workers("cuda" if on_gpu else "cpu")
+    loader = torch.utils.data.DataLoader(
+        _Decode(source, plan, {b: x.preparation for b, x in backbones.items()},
+                {b: x.grid_cut for b, x in backbones.items()}),
+        batch_size=None, shuffle=False, num_workers=num_workers, collate_fn=_as_is,
+        prefetch_factor=max(2, -(-2 * batch_size // num_workers)) if num_workers else None,
+        multiprocessing_context=_worker_context(on_gpu) if num_workers else None)
+    items = []
+    for item in loader:
+        items.append(item)
+        if len(items) == batch_size:
+            yield _collate(items, on_gpu)
+            items = []
+    if items:
+        yield _collate(items, on_gpu)
 
 
 # DataLoader workers per core when the backbones run on the CPU: they share the cores with the model's own
@@ -271,14 +305,6 @@ def _embed_planned(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], b
                    num_workers: int | None, progress: Progress | None, stage: str) -> set[tuple]:
     """Decode, stage and embed ``plan`` (row, needs) into ``values``, caching batch by batch; returns the
     (row, need) keys embedded. Batch i + 1 is queued on the device before batch i's embeddings are read."""
-    on_gpu = any(b.device.startswith("cuda") for b in backbones.values())
-    if num_workers is None:
-        num_workers = default_num_workers("cuda" if on_gpu else "cpu")
-    loader = torch.utils.data.DataLoader(
-        _Decode(source, plan, {b: x.preparation for b, x in backbones.items()},
-                {b: x.grid_cut for b, x in backbones.items()}),
-        batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate,
-        pin_memory=on_gpu, multiprocessing_context=_worker_context(on_gpu) if num_workers else None)
     embedded: set[tuple] = set()
     done = 0
 
@@ -297,7 +323,7 @@ def _embed_planned(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], b
             progress(stage, done, len(plan))
 
     previous = None
-    for batch in loader:
+    for batch in decoded_batches(source, plan, backbones, batch_size, num_workers):
         started = [(need, rows, backbones[need.backbone].embed_start(inputs)) for need, rows, inputs in batch]
         if previous is not None:
             store(previous)

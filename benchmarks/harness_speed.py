@@ -162,18 +162,14 @@ def _plan(images: pd.DataFrame, needs: list[Need]) -> list:
     return [(row, image_needs) for row in range(len(images))]
 
 
-def _loader(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
-    """The harness's own DataLoader over every image and need."""
-    on_gpu = any(b.device.startswith("cuda") for b in backbones.values())
-    return torch.utils.data.DataLoader(
-        harness._Decode(harness.FileSource(folder, images["path"].tolist()), _plan(images, needs),
-                        {b: x.preparation for b, x in backbones.items()}, {b: x.grid_cut for b, x in backbones.items()}),
-        batch_size=batch_size, num_workers=num_workers, collate_fn=harness._collate, pin_memory=on_gpu,
-        multiprocessing_context=harness._worker_context(on_gpu) if num_workers else None)
+def _batches(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
+    """The harness's own decoding and staging (``harness.decoded_batches``) of every image for every need."""
+    return harness.decoded_batches(harness.FileSource(folder, images["path"].tolist()), _plan(images, needs),
+                                   backbones, batch_size, num_workers)
 
 
 def decode_floor(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int) -> None:
-    for _ in _loader(folder, images, backbones, needs, batch_size, num_workers):
+    for _ in _batches(folder, images, backbones, needs, batch_size, num_workers):
         pass
 
 
@@ -263,6 +259,8 @@ def main() -> None:
     parser.add_argument("--backbones", default=None, help="backbones JSON (default: small random models)")
     parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
                         help="time the naive per-metric scoring (default: on the CPU only)")
+    parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
+                        help="time the one-process baseline (default: on the CPU only; on a GPU it times one core)")
     args = parser.parse_args()
     workers = harness.default_num_workers(args.device) if args.num_workers is None else args.num_workers
     on_gpu = args.device.startswith("cuda")
@@ -294,7 +292,7 @@ def main() -> None:
         head = images.head(args.batch_size)
         baseline(folder, head, prompts, backbones, needs, args.batch_size)
         decode_floor(folder, head, backbones, needs, args.batch_size, workers)
-        first = next(iter(_loader(folder, images, backbones, needs, args.batch_size, 0)))
+        first = next(_batches(folder, images, backbones, needs, args.batch_size, 0))
         batches = [[(need, rows, inputs.to(args.device)) for need, rows, inputs in first]]
         forward_floor(batches, backbones, args.batch_size * 2, args.batch_size)
 
@@ -306,8 +304,9 @@ def main() -> None:
                 ("harness warm", lambda: run(EmbeddingCache(tmp / "cache.sqlite")))]:
             with Utilisation(args.device) as busy:
                 phases[name] = (timed(synchronised(function)), busy)
+        baseline_on = (not on_gpu) if args.baseline is None else args.baseline
         t_base = timed(synchronised(lambda: baseline(folder, images, prompts, backbones, needs, args.batch_size))) \
-            if not on_gpu or len(images) <= 4000 else None
+            if baseline_on else None
         naive_on = (not on_gpu) if args.naive is None else args.naive
         t_naive = timed(lambda: naive(folder, images, prompts, backbones)) if naive_on else None
         exact = check_preparations_on(args.device, backbones, folder, images, needs) if on_gpu else None

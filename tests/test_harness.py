@@ -184,25 +184,3 @@ def test_two_processes_give_exactly_the_one_process_results(submission, backbone
     assert np.array_equal(agg_one["value"].to_numpy(), agg_two["value"].to_numpy())
 
 
-
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
-def test_on_a_gpu_worker_processes_pinned_memory_and_queued_batches_change_nothing(submission, tiny_clip, tiny_dino):
-    """On a GPU the harness stages uint8 inputs in fork-server workers, pins them, finishes them on the device
-    and reads each batch after queueing the next: the embeddings are those of one process embedding each
-    finished input itself, batch by batch, bit for bit."""
-    import torch
-
-    from benchmark.encoders.base import prepare
-
-    staged, manifest, prompts, *_ = submission
-    registry = {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}
-    on_gpu = {b: load_backbone(b, registry, device="cuda") for b in registry}
-    images = harness.image_rows(_images(staged), prompts)
-    needs = [Need("clip-vit-b-32", "image"), Need("dinov2-base", "grid")]
-    features = harness.compute_features(staged, images, needs, on_gpu, batch_size=4, num_workers=2)
-    for need in needs:
-        backbone = on_gpu[need.backbone]
-        for start in range(0, len(images), 4):
-            pixels = torch.stack([prepare(backbone.transform, harness.open_as_viewed(staged / path), need.kind)
-                                  for path in images["path"].iloc[start:start + 4]])
-            assert np.array_equal(features.arrays[need][start:start + 4], backbone.embed(pixels)), need

@@ -29,6 +29,7 @@ in the last cell (compute_VR.py; the backbone ``dinov2-base-mean-floor``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -141,16 +142,40 @@ def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarra
     match -1 (faiss would give -3.4e38, or silently skip the pool's NaN patches).
     """
     n, k, d = generated_patches.shape
-    pool = np.ascontiguousarray(_unit(reference_patches).reshape(-1, d))
-    queries = np.ascontiguousarray(_unit(generated_patches).reshape(-1, d))
+    pool, pool_finite = _unit_rows(reference_patches.reshape(-1, d))
+    queries, finite = _unit_rows(generated_patches.reshape(-1, d))
     best = np.full(len(queries), np.nan)
     match = np.full(len(queries), -1, dtype=np.int64)
-    finite = np.isfinite(queries).all(axis=1) & bool(np.isfinite(pool).all())
+    finite &= bool(pool_finite.all())
     if finite.any() and len(pool):
         device = device or _search_device(int(finite.sum()) * len(pool) * d)
         search = _best_on_gpu if device.startswith("cuda") else _best_on_cpu
-        best[finite], match[finite] = search(queries[finite], pool, device)
+        best[finite], match[finite] = search(queries if finite.all() else queries[finite], pool, device)
     return best.reshape(n, k), match.reshape(n, k)
+
+
+def _unit_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, D) -> (rows scaled to unit length as float32, whether each row's length is finite and not 0). Rows
+    in chunks on threads (numpy releases the GIL), each row computed alone, so the result never depends on
+    the chunking: the CPU and GPU searches start from the same bits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    unit, norms = np.empty_like(x), np.empty(len(x), dtype=np.float32)
+
+    def scale(start: int) -> None:
+        rows = slice(start, start + 8192)
+        norms[rows] = np.linalg.norm(x[rows], axis=1)
+        np.divide(x[rows], norms[rows, None], out=unit[rows])
+
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        starts = range(0, len(x), 8192)
+        if len(starts) > 1:
+            with ThreadPoolExecutor(min(8, len(starts), os.cpu_count() or 1)) as pool:
+                list(pool.map(scale, starts))
+        else:
+            list(map(scale, starts))
+    return unit, np.isfinite(norms) & (norms > 0)
 
 
 # A search at least this large (queries x pool x dimension multiply-adds) goes to a GPU when one is present:
