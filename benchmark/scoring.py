@@ -6,9 +6,11 @@ Writes the same files the worker writes (``per_image.parquet``, ``aggregates.par
 (another track, a crash) recomputes nothing cached.
 
 Many processes: ``accelerate launch -m benchmark.cli score ...`` (or
-``--num-processes N``, which runs exactly that). Every process embeds its share
-of the batches into the shared cache; the main process then computes the
-metrics and writes the results, which equal a one-process run's.
+``--num-processes N``, which runs exactly that), on one machine or several
+(``--num_machines``, each with its own ``--out`` and cache). Every process embeds
+its share of the batches and sends it to the main process over torch.distributed
+(``harness.compute_features``); the main process then computes the metrics and
+writes the results, which equal a one-process run's.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
     out.mkdir(parents=True, exist_ok=True)
     datasets_root = store / "datasets"
-    ok = _stage_once(submission, out, datasets_root) if state.is_main_process else True
+    ok = _stage_once(submission, out, datasets_root) if state.is_local_main_process else True  # per machine
     state.wait_for_everyone()
     staged = out / "submission"
     if not ok or not (staged / "images.parquet").exists():
@@ -117,7 +119,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
         scores = harness.score(staged, manifest, prompts, images, metrics, backbones,
                                EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,
                                batch_size=batch_size, num_workers=num_workers,
-                               shard=(state.process_index, state.num_processes), barrier=state.wait_for_everyone,
+                               shard=(state.process_index, state.num_processes),
                                progress=bars, disabled=unavailable, settings=settings)
     finally:
         bars.close()

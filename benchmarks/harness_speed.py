@@ -1,30 +1,39 @@
 """Harness speed, as ratios measured in one run (absolute times on a shared machine mean little).
 
-    python benchmarks/harness_speed.py [--images 240] [--size 256] [--device cpu] [--backbones FILE]
+    python benchmarks/harness_speed.py [--images 240] [--size 256] [--device cpu] [--num-workers N]
+    python benchmarks/harness_speed.py --device cuda --real-size --images 2000 --size 1024
 
 Compares, on one synthetic submission:
 
-- baseline: decode every image once and run each needed backbone once over it, batched,
-  with nothing else (the floor any harness pays);
-- harness, cold: ``harness.score`` with an empty embedding cache (target: <= 1.15 x baseline);
+- baseline: decode every image once and run each needed backbone once over it, batched, in one
+  process, with nothing else (the floor a harness pays on one core);
+- harness, cold: ``harness.score`` with an empty embedding cache (target: <= 1.15 x baseline on a CPU);
 - harness, warm: the same submission again, everything cached (target: >= 20 x faster than cold);
 - naive: what the papers' reference scripts do, each metric decoding and embedding for
-  itself, one image at a time.
+  itself, one image at a time (CPU runs only: on a GPU it would take long and say little);
+- decode floor: the harness's DataLoader alone (all its workers decoding and staging every image for
+  every need, pinned, no model); forward floor: the backbones alone on pre-decoded, pre-staged batches
+  already on the device. On a GPU the harness cannot beat the slower of the two: harness / min(floors)
+  in images/s is the share of the attainable speed it reaches (target >= 0.85). GPU utilisation is
+  sampled every 50 ms (NVML, as nvidia-smi reads it) during each phase.
 
 Metrics: CLIP cosine and CLIPScore (awareness) plus a consumer of DINO 4x4-grid features
-(the input of the iconicity track's visual reuse), so two backbones and three needs.
-Without --backbones it builds small random open_clip and DINOv2 models (CPU-sized); with a
-backbones JSON (see README, "Backbones") it times the real ones, e.g. on a GPU:
-
-    python benchmarks/harness_speed.py --device cuda --images 2000 --size 1024 --backbones real.json
+(the input of the iconicity track's visual reuse); with ``--real-size`` also a consumer of CLIP
+ViT-L/14 image features. Without ``--real-size`` it builds small random open_clip and DINOv2 models
+(CPU-sized); with it, the real architectures with random weights: open_clip ViT-B-32 and ViT-L-14
+with no pretrained tag and DINOv2-base from its configuration (facebook/dinov2-base's processor
+settings). Timing needs no trained weights; ``--backbones FILE`` times the ones a backbones JSON names.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
+import threading
 import time
+from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +48,15 @@ from benchmark import harness
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet
 from benchmark.encoders import load_backbone
+from benchmark.encoders.base import stage
 from benchmark.encoders.spec import BackboneSpec, load_registry
+from benchmark.images import decode_for_scoring, open_as_viewed
 from benchmark.metrics import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import Manifest
 
 GRID = Need("dinov2-base", "grid")
+LARGE = Need("clip-vit-l-14", "image")
 
 
 class GridConsumer(Metric):
@@ -55,6 +67,29 @@ class GridConsumer(Metric):
     def per_image(self, inputs: Inputs):
         grid = inputs.features[GRID]
         return np.einsum("nkd,nd->n", grid, grid[:, 0]) / grid.shape[1], [None] * len(grid)
+
+
+class LargeClipConsumer(Metric):
+    """Stands in for CRA robustness: reads CLIP ViT-L/14 image features (their first component)."""
+
+    info = MetricInfo("large_clip_consumer", "large CLIP consumer", "benchmark", "1", True, "cosine", -1, 1, "-",
+                      (LARGE,))
+
+    def per_image(self, inputs: Inputs):
+        return inputs.features[LARGE][:, 0].astype(float), [None] * len(inputs.features[LARGE])
+
+
+def real_size_backbones(folder: Path) -> dict[str, BackboneSpec]:
+    """open_clip ViT-B-32 and ViT-L-14 (no pretrained tag: random weights) and DINOv2-base (its configuration
+    and image-processor settings as facebook/dinov2-base publishes them, random weights)."""
+    dino = folder / "dinov2-base"
+    torch.manual_seed(0)
+    Dinov2Model(Dinov2Config(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4,
+                             patch_size=14, image_size=518, layerscale_value=1.0)).save_pretrained(dino)
+    BitImageProcessor(size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, resample=3,
+                      image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(dino)
+    return {"clip-vit-b-32": BackboneSpec("open_clip", "ViT-B-32"), "clip-vit-l-14": BackboneSpec("open_clip", "ViT-L-14"),
+            "dinov2-base": BackboneSpec("hf_vision", str(dino))}
 
 
 def small_backbones(folder: Path) -> dict[str, BackboneSpec]:
@@ -75,9 +110,16 @@ def small_backbones(folder: Path) -> dict[str, BackboneSpec]:
             "dinov2-base": BackboneSpec("hf_vision", str(dino))}
 
 
+def _write_image(job: tuple[str, int, int]) -> None:
+    path, size, seed = job
+    pixels = np.random.default_rng(seed).integers(0, 256, (size // 8, size // 8, 3), dtype=np.uint8)
+    Image.fromarray(pixels).resize((size, size), Image.BICUBIC).save(path)
+
+
 def make_submission(folder: Path, n_images: int, size: int, seeds: int = 4):
-    rng = np.random.default_rng(0)
-    rows, prompts = [], {}
+    """Smooth random PNGs (noise upsampled 8x: they compress and decode like generated images, ~1.8 MB at
+    1024 px), written by a process pool."""
+    rows, prompts, jobs = [], {}, []
     for i in range(n_images // seeds):
         prompt_id = f"p{i:04d}"
         prompts[prompt_id] = {"prompt": f"A high resolution image of dish {i} from country {i % 8}",
@@ -85,10 +127,11 @@ def make_submission(folder: Path, n_images: int, size: int, seeds: int = 4):
         for seed in range(seeds):
             path = f"images/{prompt_id}/{seed}.png"
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            pixels = rng.integers(0, 256, (size // 8, size // 8, 3), dtype=np.uint8)
-            Image.fromarray(pixels).resize((size, size), Image.BICUBIC).save(folder / path)
+            jobs.append((str(folder / path), size, len(jobs)))
             rows.append({"prompt_id": prompt_id, "seed": seed, "path": path,
                          "sha256": f"{prompt_id}-{seed}-{size}"})
+    with Pool(harness.available_cores()) as pool:
+        pool.map(_write_image, jobs, chunksize=8)
     manifest = Manifest.model_validate({
         "format_version": 1, "model": {"name": "bench", "id": "bench", "type": "open"},
         "dataset": {"repo": "bench/prompts", "config": "bench"}, "images_per_prompt": seeds,
@@ -97,19 +140,92 @@ def make_submission(folder: Path, n_images: int, size: int, seeds: int = 4):
     return manifest, PromptSet("bench/prompts", "bench", "test", "bench", table), pd.DataFrame(rows)
 
 
-def baseline(folder: Path, images: pd.DataFrame, prompts: PromptSet, backbones, batch_size: int) -> None:
-    """Decode each image once; each backbone embeds what the metrics need, batched; texts once."""
-    clip, dino = backbones["clip-vit-b-32"], backbones["dinov2-base"]
+def baseline(folder: Path, images: pd.DataFrame, prompts: PromptSet, backbones, needs: list[Need],
+             batch_size: int) -> None:
+    """Decode each image once; each backbone embeds what the metrics need, batched; texts once. One process,
+    the harness's own decoder and preparations (staged once for backbones that prepare alike)."""
+    image_needs = [n for n in needs if n.kind != "text"]
     for start in range(0, len(images), batch_size):
-        decoded = []
-        for path in images["path"].iloc[start:start + batch_size]:
-            with Image.open(folder / path) as image:
-                decoded.append(image.convert("RGB"))
-        clip.embed(torch.stack([clip.prepare(i, "image") for i in decoded]))
-        dino.embed(torch.stack([dino.prepare(i, "grid") for i in decoded]))
+        decoded = [decode_for_scoring(folder / path) for path in images["path"].iloc[start:start + batch_size]]
+        for need in image_needs:
+            backbone = backbones[need.backbone]
+            backbone.embed(torch.stack([stage(backbone.preparation, i, need.kind, need.grid, backbone.grid_cut)
+                                        for i in decoded]))
+    clip = backbones["clip-vit-b-32"]
     texts = sorted(set(prompts.table["prompt"]))
     for start in range(0, len(texts), batch_size):
         clip.embed_texts(texts[start:start + batch_size])
+
+
+def _plan(images: pd.DataFrame, needs: list[Need]) -> list:
+    image_needs = tuple(n for n in needs if n.kind != "text")
+    return [(row, image_needs) for row in range(len(images))]
+
+
+def _batches(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
+    """The harness's own decoding and staging (``harness.decoded_batches``) of every image for every need."""
+    return harness.decoded_batches(harness.FileSource(folder, images["path"].tolist()), _plan(images, needs),
+                                   backbones, batch_size, num_workers)
+
+
+def decode_floor(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int) -> None:
+    for _ in _batches(folder, images, backbones, needs, batch_size, num_workers):
+        pass
+
+
+def forward_floor(batches: list, backbones, n_images: int, batch_size: int) -> None:
+    """The backbones alone over pre-staged batches already on the device, as many as the submission has,
+    reading each batch's embeddings after queueing the next as the harness does."""
+    previous = None
+    for b in range(math.ceil(n_images / batch_size)):
+        started = [backbones[need.backbone].embed_start(inputs) for need, _, inputs in batches[b % len(batches)]]
+        if previous:
+            [p.result() for p in previous]
+        previous = started
+    [p.result() for p in previous]
+
+
+class Utilisation:
+    """GPU utilisation (NVML, the figure nvidia-smi shows) sampled every 50 ms while in the ``with`` block."""
+
+    def __init__(self, device: str):
+        self.on = device.startswith("cuda")
+        self.samples: list[int] = []
+
+    def __enter__(self):
+        self.running = self.on
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while self.running:
+            try:
+                self.samples.append(torch.cuda.utilization())
+            except Exception:  # noqa: BLE001 - no NVML: utilisation not measured
+                self.on = self.running = False
+            time.sleep(0.05)
+
+    def __exit__(self, *_):
+        self.running = False
+        self.thread.join()
+
+    def __str__(self) -> str:
+        return f"GPU busy {np.mean(self.samples):5.1f}% (median {np.median(self.samples):.0f}%)" if self.samples \
+            else "GPU utilisation not measured"
+
+
+def check_preparations_on(device: str, backbones, folder: Path, images: pd.DataFrame, needs: list[Need]) -> bool:
+    """Staged inputs finished on ``device`` equal the transforms' own (CPU) outputs bit for bit."""
+    equal = True
+    for path in images["path"].iloc[:4]:
+        image = open_as_viewed(folder / path)
+        for need in (n for n in needs if n.kind != "text"):
+            backbone = backbones[need.backbone]
+            reference = backbone.prepare(image, need.kind, need.grid)
+            staged = stage(backbone.preparation, image, need.kind, need.grid, backbone.grid_cut)
+            equal &= torch.equal(backbone.preparation.finish(staged.to(device)).cpu(), reference)
+    return bool(equal)
 
 
 def naive(folder: Path, images: pd.DataFrame, prompts: PromptSet, backbones) -> None:
@@ -136,36 +252,84 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=240)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--num-workers", type=int, default=0, help="DataLoader processes (0: same as baseline)")
+    parser.add_argument("--num-workers", type=int, default=None,
+                        help="DataLoader processes (default: the harness's, harness.default_num_workers)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--real-size", action="store_true", help="real architectures, random weights")
     parser.add_argument("--backbones", default=None, help="backbones JSON (default: small random models)")
+    parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
+                        help="time the naive per-metric scoring (default: on the CPU only)")
+    parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
+                        help="time the one-process baseline (default: on the CPU only; on a GPU it times one core)")
     args = parser.parse_args()
+    workers = harness.default_num_workers(args.device) if args.num_workers is None else args.num_workers
+    on_gpu = args.device.startswith("cuda")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        registry = load_registry(args.backbones) if args.backbones else small_backbones(tmp)
-        backbones = {b: load_backbone(b, registry, args.device) for b in ("clip-vit-b-32", "dinov2-base")}
+        registry = load_registry(args.backbones) if args.backbones else \
+            real_size_backbones(tmp) if args.real_size else small_backbones(tmp)
+        ids = ["clip-vit-b-32", "dinov2-base"] + (["clip-vit-l-14"] if "clip-vit-l-14" in registry else [])
+        backbones = {b: load_backbone(b, registry, args.device) for b in ids}
+        metrics = [ClipCosine(), ClipScore(), GridConsumer()] + ([LargeClipConsumer()] if "clip-vit-l-14" in ids else [])
+        needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
         folder = tmp / "submission"
+        start = time.perf_counter()
         manifest, prompts, images = make_submission(folder, args.images, args.size)
-        metrics = [ClipCosine(), ClipScore(), GridConsumer()]
-        cache = EmbeddingCache(tmp / "cache.sqlite")
+        print(f"{len(images)} PNG images of {args.size}x{args.size} written in {time.perf_counter() - start:.1f} s")
 
         def run(with_cache):
             return harness.score(folder, manifest, prompts, images, metrics, backbones, with_cache,
-                                 submission_id="bench", batch_size=args.batch_size, num_workers=args.num_workers)
+                                 submission_id="bench", batch_size=args.batch_size, num_workers=workers)
 
-        baseline(folder, images.head(args.batch_size), prompts, backbones, args.batch_size)  # warm-up
-        t_base = timed(lambda: baseline(folder, images, prompts, backbones, args.batch_size))
-        t_cold = timed(lambda: run(cache))
-        t_warm = timed(lambda: run(cache))
-        t_naive = timed(lambda: naive(folder, images, prompts, backbones))
-    print(f"{args.images} images of {args.size}x{args.size}, 3 metrics, 2 backbones, device {args.device}, "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"baseline (decode once + each backbone once): {t_base:7.2f} s")
-    print(f"harness, cold cache:                        {t_cold:7.2f} s   ratio to baseline {t_cold / t_base:5.2f} "
-          f"(target <= 1.15)")
-    print(f"harness, everything cached:                 {t_warm:7.2f} s   cold / warm {t_cold / t_warm:6.1f} x "
-          f"(target >= 20)")
-    print(f"naive (per metric, per image):              {t_naive:7.2f} s   naive / harness cold {t_naive / t_cold:5.2f} x")
+        def synchronised(function):
+            def timed_function():
+                function()
+                if on_gpu:
+                    torch.cuda.synchronize()
+            return timed_function
+
+        # warm-ups: kernels and autocast, the worker fork server, the decoders
+        head = images.head(args.batch_size)
+        baseline(folder, head, prompts, backbones, needs, args.batch_size)
+        decode_floor(folder, head, backbones, needs, args.batch_size, workers)
+        first = next(_batches(folder, images, backbones, needs, args.batch_size, 0))
+        batches = [[(need, rows, inputs.to(args.device)) for need, rows, inputs in first]]
+        forward_floor(batches, backbones, args.batch_size * 2, args.batch_size)
+
+        phases = {}
+        for name, function in [
+                ("decode floor", lambda: decode_floor(folder, images, backbones, needs, args.batch_size, workers)),
+                ("forward floor", lambda: forward_floor(batches, backbones, len(images), args.batch_size)),
+                ("harness cold", lambda: run(EmbeddingCache(tmp / "cache.sqlite"))),
+                ("harness warm", lambda: run(EmbeddingCache(tmp / "cache.sqlite")))]:
+            with Utilisation(args.device) as busy:
+                phases[name] = (timed(synchronised(function)), busy)
+        baseline_on = (not on_gpu) if args.baseline is None else args.baseline
+        t_base = timed(synchronised(lambda: baseline(folder, images, prompts, backbones, needs, args.batch_size))) \
+            if baseline_on else None
+        naive_on = (not on_gpu) if args.naive is None else args.naive
+        t_naive = timed(lambda: naive(folder, images, prompts, backbones)) if naive_on else None
+        exact = check_preparations_on(args.device, backbones, folder, images, needs) if on_gpu else None
+
+    n = len(images)
+    device = torch.cuda.get_device_name() if on_gpu else "CPU"
+    print(f"{n} images of {args.size}x{args.size}, metrics {', '.join(m.info.name for m in metrics)}; backbones "
+          f"{', '.join(ids)} ({'real size, random weights' if args.real_size else 'small random' if not args.backbones else args.backbones}); "
+          f"device {args.device} ({device}); {harness.available_cores()} cores, {workers} DataLoader workers, "
+          f"batch {args.batch_size}, torch threads {torch.get_num_threads()}")
+    for name, (seconds, busy) in phases.items():
+        print(f"{name:15s} {seconds:8.2f} s  {n / seconds:8.1f} images/s   {busy}")
+    t_cold, t_warm = phases["harness cold"][0], phases["harness warm"][0]
+    floor = max(phases["decode floor"][0], phases["forward floor"][0])
+    print(f"harness / min(decode floor, forward floor), images/s: {floor / t_cold:5.2f} (target >= 0.85 on a GPU)")
+    if t_base is not None:
+        print(f"baseline (decode once + each backbone once, one process): {t_base:7.2f} s   harness cold / baseline "
+              f"{t_cold / t_base:5.2f} (target <= 1.15)")
+    print(f"harness cold / warm (everything cached): {t_cold / t_warm:6.1f} x (target >= 20)")
+    if t_naive is not None:
+        print(f"naive (per metric, per image): {t_naive:7.2f} s   naive / harness cold {t_naive / t_cold:5.2f} x")
+    if exact is not None:
+        print(f"staged inputs finished on {args.device} == the transforms on the CPU, bit for bit: {exact}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""What the relevance judge costs per (image, label), measured on CPU with the tiny test VLM, and estimated
-for a 7B judge on a GPU.
+"""What the relevance judge costs per (image, label): measured on CPU with the tiny test VLM, on a GPU with a
+real-size Qwen2.5-VL-7B of random weights, and estimated for a 7B judge by arithmetic.
 
     python benchmarks/judge_cost.py [--requests 24] [--threads 1] [--judge PATH_OR_HUB_ID]
+    python benchmarks/judge_cost.py --real-size-7b --device cuda --size 1024    # on a GPU
 
 Measured in one run, on the same requests (CAIRE prompt with a ~200-word entity text, 224 px images):
 
@@ -13,7 +14,11 @@ Measured in one run, on the same requests (CAIRE prompt with a ~200-word entity 
 
 Without ``--judge`` the model is the tiny random Qwen2.5-VL of the tests (2 layers, width 32), so the
 forward pass is nearly free and the ratio shows the judge's fixed costs at their most visible. The 7B figure
-is arithmetic, printed with its inputs (not run here: no GPU, no weights).
+is arithmetic, printed with its inputs. ``--real-size-7b`` builds Qwen2.5-VL-7B-Instruct's architecture
+(its published configuration) with random bf16 weights directly on the device and hands it to ``VLMJudge``
+in place of loading (writing 15 GB of random weights to read them back would time the disk); the
+tokenizer is the tests' byte-level one, so the entity text is cut to make a prompt about as long in tokens
+as the real tokenizer's (~3,250 with a 1024 px image), and the printed token count says how long it was.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import argparse
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -49,6 +56,64 @@ def best_of(repeats: int, run) -> float:
         run()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def save_real_size_processor(folder: Path) -> dict:
+    """Qwen2.5-VL's processor with the real image settings (14 px patches, 2x2 merge, up to 12.8 Mpx) and the
+    tests' byte-level tokenizer; returns the 7B configuration's arguments, with this tokenizer's ids."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import (PreTrainedTokenizerFast, Qwen2_5_VLProcessor, Qwen2VLImageProcessor,
+                              Qwen2VLVideoProcessor)
+
+    from tests.test_judges import CHAT_TEMPLATE, _byte_alphabet
+
+    vocab = {c: i for i, c in enumerate(_byte_alphabet())}
+    vocab.update({"Ye": len(vocab), "Yes": len(vocab) + 1, "No": len(vocab) + 2})
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[("Y", "e"), ("Ye", "s"), ("N", "o")]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                                   "<|video_pad|>"])
+    Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2,
+                                                              min_pixels=56 * 56, max_pixels=14 * 14 * 4 * 16384),
+                        tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
+                        chat_template=CHAT_TEMPLATE).save_pretrained(folder)
+    token = tokenizer.convert_tokens_to_ids
+    special = {"bos_token_id": token("<|endoftext|>"), "eos_token_id": token("<|im_end|>"),
+               "pad_token_id": token("<|endoftext|>")}
+    # Qwen/Qwen2.5-VL-7B-Instruct's config.json
+    return dict(
+        text_config={"vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                     "num_attention_heads": 28, "num_key_value_heads": 4, "max_position_embeddings": 128000,
+                     "rms_norm_eps": 1e-6, "tie_word_embeddings": False, **special,
+                     "rope_parameters": {"rope_type": "default", "mrope_section": [16, 24, 24],
+                                         "rope_theta": 1000000.0}},
+        vision_config={"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16,
+                       "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                       "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31], "hidden_act": "silu"},
+        image_token_id=token("<|image_pad|>"), video_token_id=token("<|video_pad|>"),
+        vision_start_token_id=token("<|vision_start|>"), vision_end_token_id=token("<|vision_end|>"), **special)
+
+
+@contextmanager
+def random_7b_loaded(device: str, config_arguments: dict):
+    """While open, loading any VLM gives Qwen2.5-VL-7B's architecture with random bf16 weights on ``device``."""
+    from transformers import AutoModelForImageTextToText, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    torch.manual_seed(0)
+    try:
+        with torch.device(device):
+            model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(**config_arguments)).eval()
+    finally:
+        torch.set_default_dtype(default)
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"random Qwen2.5-VL-7B architecture: {parameters / 1e9:.2f} B parameters, bf16, on {device}")
+    with mock.patch.object(AutoModelForImageTextToText, "from_pretrained", return_value=model):
+        yield
 
 
 def estimate_7b() -> None:
@@ -82,46 +147,67 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--judge", help="a VLM folder or Hub id (default: build the tiny test model)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--real-size-7b", action="store_true",
+                        help="Qwen2.5-VL-7B's architecture with random weights (on a GPU)")
+    parser.add_argument("--max-entity-tokens", type=int, default=None,
+                        help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b, see above)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny-model builders
+    scratch = tempfile.TemporaryDirectory(prefix="judge-cost-")
+    loading = None
     if args.judge:
         model = args.judge
+    elif args.real_size_7b:
+        model = scratch.name
+        loading = random_7b_loaded(args.device, save_real_size_processor(Path(model)))
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny-model builder
         from tests.test_judges import save_tiny_vlm
 
-        scratch = tempfile.TemporaryDirectory(prefix="judge-cost-")
         model = str(save_tiny_vlm(Path(scratch.name)))
-    judge = VLMJudge(model, device="cpu", batch_size=args.batch_size)
+    cut = args.max_entity_tokens or (180 if args.real_size_7b else 2048)
+    if loading is not None:
+        with loading:
+            judge = VLMJudge(model, device=args.device, batch_size=args.batch_size, max_entity_tokens=cut)
+    else:
+        judge = VLMJudge(model, device=args.device, batch_size=args.batch_size, max_entity_tokens=cut)
     work = requests(args.requests, args.size)
+    on_gpu = args.device.startswith("cuda")
 
-    prompts = [judge.render(caire_prompt(r.label, CAIRE_RUBRIC, r.entity_name, r.entity_text), CAIRE_SYSTEM,
-                            CAIRE_ANSWER_PREFIX) for r in work]
+    prompts = [judge.render(caire_prompt(r.label, CAIRE_RUBRIC, r.entity_name, judge.cut(r.entity_text)[0]),
+                            CAIRE_SYSTEM, CAIRE_ANSWER_PREFIX) for r in work]
     order = sorted(range(len(work)), key=lambda i: len(prompts[i]))  # the judge's batches: by prompt length
     chunks = [order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size)]
     batches = [judge.processor(text=[prompts[i] for i in chunk], images=[work[i].image for i in chunk],
-                               padding=True, return_tensors="pt") for chunk in chunks]
+                               padding=True, return_tensors="pt").to(args.device, dtype=judge.model.dtype)
+               for chunk in chunks]
 
     def plain_forward():
         with torch.inference_mode():
             for inputs in batches:
                 judge.model(**inputs, logits_to_keep=1)
+        if on_gpu:
+            torch.cuda.synchronize()
 
     judge.judge_batch(work[:2])  # warm-up
+    plain_forward()
     baseline = best_of(args.repeats, plain_forward)
     caire = best_of(args.repeats, lambda: judge.judge_batch(work))
-    images = [r.image for r in work]
-    vie = best_of(args.repeats, lambda: judge.viescore_batch(images, ["A wedding in Chile"] * len(work)))
-    yes = best_of(args.repeats, lambda: judge.p_yes_batch(images, ["Is this Japanese?"] * len(work)))
     tokens = int(batches[0]["attention_mask"][0].sum())
     n = len(work)
-    print(f"{judge.id}: {n} requests, batch {args.batch_size}, {args.threads} thread(s), ~{tokens} tokens per "
+    where = torch.cuda.get_device_name() if on_gpu else f"CPU, {args.threads} thread(s)"
+    print(f"{judge.id}: {n} requests, {args.size} px images, batch {args.batch_size}, {where}, ~{tokens} tokens per "
           f"CAIRE prompt (this tokenizer), best of {args.repeats}")
     print(f"  plain forward (baseline) {baseline / n * 1e3:8.1f} ms per image-label")
     print(f"  CAIRE judge              {caire / n * 1e3:8.1f} ms per image-label   ratio to baseline "
           f"{caire / baseline:.2f}")
-    print(f"  VIEScore 0-10            {vie / n * 1e3:8.1f} ms per image-prompt  ratio {vie / baseline:.2f}")
-    print(f"  P(Yes)                   {yes / n * 1e3:8.1f} ms per image-question ratio {yes / baseline:.2f}")
+    if not args.real_size_7b:
+        images = [r.image for r in work]
+        vie = best_of(args.repeats, lambda: judge.viescore_batch(images, ["A wedding in Chile"] * len(work)))
+        yes = best_of(args.repeats, lambda: judge.p_yes_batch(images, ["Is this Japanese?"] * len(work)))
+        print(f"  VIEScore 0-10            {vie / n * 1e3:8.1f} ms per image-prompt  ratio {vie / baseline:.2f}")
+        print(f"  P(Yes)                   {yes / n * 1e3:8.1f} ms per image-question ratio {yes / baseline:.2f}")
     estimate_7b()
 
 

@@ -75,9 +75,10 @@ def _score(submission, backbones, cache=None, **options):
 
 def test_each_image_is_decoded_once_for_all_backbones(submission, backbones, monkeypatch):
     opened = []
-    real_open = harness.Image.open
-    monkeypatch.setattr(harness.Image, "open", lambda path, *a, **k: opened.append(Path(path).name) or real_open(path))
-    scores = _score(submission, backbones)
+    real_decode = harness.decode_for_scoring
+    monkeypatch.setattr(harness, "decode_for_scoring",
+                        lambda path, **options: opened.append(Path(path).name) or real_decode(path, **options))
+    scores = _score(submission, backbones, num_workers=0)  # in this process, where the counter is
     assert len(opened) == 18  # 6 prompts x 3 seeds, although two backbones and three needs use them
     assert scores.run["embeddings_computed"] == 18 * 2 + 6  # image + grid per image, one text per prompt
     assert set(scores.per_image["metric"]) == {"clip_cosine", "clip_score", "grid_spread"}
@@ -181,4 +182,5 @@ def test_two_processes_give_exactly_the_one_process_results(submission, backbone
     assert len(one) == 18 * 5 and np.array_equal(one["value"].to_numpy(), two["value"].to_numpy())
     agg_one, agg_two = (pq.read_table(outputs[n] / "aggregates.parquet").to_pandas() for n in (1, 2))
     assert np.array_equal(agg_one["value"].to_numpy(), agg_two["value"].to_numpy())
+
 

@@ -193,3 +193,55 @@ def test_metric_settings_choose_the_variant_and_keep_explicit_choices():
     assert crt(MetricSettings(crt_variant="authors_code", clip_backbone="clip-vit-l-14")) == VARIANTS["authors_code"]
     chosen = crt(MetricSettings(crt_variant="authors_code", vr_backbone="dinov2-base", crt_comparison=">"))
     assert (chosen.dino, chosen.comparison, chosen.tau_moving) == ("dinov2-base", ">", 0.75)
+
+
+# --- the patch search on every device ------------------------------------------------------------------------------
+def _search_inputs(seed: int = 0):
+    """Unit patches with what trips searches: a reference repeated (exact ties), patches copied from it, and
+    pairs of pool patches a float32 rounding apart."""
+    rng = np.random.default_rng(seed)
+    references = rng.normal(size=(12, 16, 96)).astype(np.float32)
+    references[5] = references[2]  # the same reference image twice: every match of it is a tie
+    references[7, 3] = references[7, 4] + np.float32(1e-7)  # two pool patches within float32 rounding
+    generated = rng.normal(size=(40, 16, 96)).astype(np.float32)
+    generated[3, :8] = references[5, 8:]  # copies of the repeated reference: ties, the lowest position wins
+    generated[4, 0] = references[7, 4]
+    return generated, references
+
+
+def test_patch_search_gives_the_exact_best_and_the_lowest_position_on_a_tie():
+    generated, references = _search_inputs()
+    similarity, match = patch_similarity(generated, references, device="cpu")
+    queries = iconicity._unit(generated).reshape(-1, 96).astype(np.float64)
+    pool = iconicity._unit(references).reshape(-1, 96).astype(np.float64)
+    exact = queries @ pool.T
+    assert np.abs(similarity.ravel() - exact.max(axis=1)).max() < 3e-8
+    assert np.array_equal(match.ravel(), exact.argmax(axis=1))  # numpy's argmax: the first of equal maxima
+    assert match[3, :8].tolist() == [2 * 16 + k for k in range(8, 16)]  # reference 3 of 12, not its copy (6)
+    assert divmod(int(match[4, 0]), 16) in {(7, 3), (7, 4)}
+
+
+def test_patch_search_is_the_same_bit_for_bit_on_the_cpu_and_through_torch():
+    """``_best_on_gpu`` run on CPU tensors takes the GPU path's every step (chunked products, candidates,
+    integer cosines); with CUDA present it also runs on the GPU. All must agree exactly with faiss's path."""
+    import torch
+
+    generated, references = _search_inputs(1)
+    queries = np.ascontiguousarray(iconicity._unit(generated).reshape(-1, 96))
+    pool = np.ascontiguousarray(iconicity._unit(references).reshape(-1, 96))
+    on_cpu = iconicity._best_on_cpu(queries, pool)
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        through_torch = iconicity._best_on_gpu(queries, pool, device)
+        assert np.array_equal(on_cpu[0], through_torch[0]) and np.array_equal(on_cpu[1], through_torch[1]), device
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_patch_search_keeps_non_finite_patches_out():
+    generated, references = _search_inputs()
+    generated[0, 2, 5] = np.nan
+    similarity, match = patch_similarity(generated, references, device="cpu")
+    assert np.isnan(similarity[0, 2]) and match[0, 2] == -1 and np.isfinite(similarity[0, [0, 1, 3]]).all()
+    references[1, 1, 1] = np.inf
+    similarity, match = patch_similarity(generated, references, device="cpu")
+    assert np.isnan(similarity).all() and (match == -1).all()

@@ -63,6 +63,62 @@ def prepare(transform: Callable[[Image.Image], torch.Tensor], image: Image.Image
     raise ValueError(f"cannot prepare {kind!r} inputs")
 
 
+class Preparation:
+    """A backbone's preprocessing in two steps, so that the heavy part runs where it is cheapest: ``stage`` on
+    the CPU, in the harness's DataLoader workers (decoded images -> (N, C, H, W), uint8 where the pixels are
+    still whole numbers), then ``finish`` on the model's device (-> the float model input). ``finish(stage(x))``
+    equals ``transform`` on each image bit for bit (tests/test_encoder.py; on a GPU, benchmarks/harness_speed.py).
+
+    Two backbones whose preparations have the same ``key`` stage an image identically, so the harness stages it
+    once for both (CLIP ViT-B/32 and ViT-L/14 both resize to 224 px). This base class is the fallback for any
+    transform: it stages the finished float input and ``finish`` passes it through. Small and picklable: it
+    travels to DataLoader worker processes.
+    """
+
+    def __init__(self, transform: Callable[[Image.Image], torch.Tensor], key: str):
+        self.transform, self.key = transform, key
+
+    def stage(self, images: list[Image.Image]) -> torch.Tensor:
+        return torch.stack([self.transform(image) for image in images])
+
+    def stage_grid(self, image: Image.Image, grid: int, cut: str) -> torch.Tensor:
+        """The ``grid x grid`` tiles of ``image`` staged, (grid^2, C, H, W)."""
+        return self.stage(grid_tiles(image, grid, cut))
+
+    def finish(self, staged: torch.Tensor) -> torch.Tensor:
+        """Staged inputs (on any device) -> model inputs; float inputs are already finished."""
+        return staged
+
+
+def stage(preparation: Preparation, image: Image.Image, kind: str, grid: int = 4, cut: str = GRID_CUTS[0]
+          ) -> torch.Tensor:
+    """``prepare`` up to the preparation's stage: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
+    if kind == "image":
+        return preparation.stage([image])[0]
+    if kind == "grid":
+        return preparation.stage_grid(image, grid, cut)
+    raise ValueError(f"cannot prepare {kind!r} inputs")
+
+
+def as_preparation(transform, key: str) -> Preparation:
+    """``transform`` itself if it is a Preparation, else the fallback Preparation around it."""
+    return transform if isinstance(transform, Preparation) else Preparation(transform, key)
+
+
+class PendingEmbedding:
+    """Embeddings on their way back from the device: ``result()`` waits for these only, not for work queued
+    after them, so the harness can stage and queue the next batch meanwhile."""
+
+    def __init__(self, host: torch.Tensor, event, lead: tuple[int, ...]):
+        self.host, self.event, self.lead = host, event, lead
+
+    def result(self) -> np.ndarray:
+        if self.event is not None:
+            self.event.synchronize()
+        features = self.host.numpy()
+        return features.reshape(*self.lead, features.shape[-1])
+
+
 class Backbone(ABC):
     """A loaded image (and maybe text) encoder that returns unit-norm float32 embeddings.
 
@@ -109,15 +165,34 @@ class Backbone(ABC):
             return torch.autocast(device_type="cuda", dtype=dtype)
         return nullcontext()
 
-    @torch.inference_mode()
+    @property
+    def preparation(self) -> Preparation:
+        """How the harness stages inputs for this backbone (``Preparation``); the fallback stages
+        ``transform``'s finished inputs."""
+        return Preparation(self.transform, f"backbone:{self.id}:{self.preprocess_version}")
+
     def embed(self, pixels: torch.Tensor) -> np.ndarray:
-        """(N, C, H, W) or (N, K, C, H, W) inputs -> (N, D) or (N, K, D) unit-norm float32 embeddings."""
+        """(N, C, H, W) or (N, K, C, H, W) inputs -> (N, D) or (N, K, D) unit-norm float32 embeddings. Inputs are
+        finished model inputs (``prepare``) or, as uint8, staged ones (``preparation.stage``)."""
+        return self.embed_start(pixels).result()
+
+    @torch.inference_mode()
+    def embed_start(self, pixels: torch.Tensor) -> PendingEmbedding:
+        """``embed`` without waiting: the inputs are copied to the device (without blocking when they are in
+        pinned memory), finished there, embedded, and the embeddings copied back into pinned memory behind an
+        event."""
         shape = pixels.shape
-        flat = pixels.reshape(-1, *shape[-3:]).to(self.device)
+        flat = self.preparation.finish(pixels.reshape(-1, *shape[-3:]).to(self.device, non_blocking=True))
         with self._autocast():
             features = self._forward_images(flat)
-        features = torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
-        return features.reshape(*shape[:-3], features.shape[-1])
+        features = torch.nn.functional.normalize(features.float(), dim=-1)
+        if features.device.type != "cuda":
+            return PendingEmbedding(features, None, tuple(shape[:-3]))
+        host = torch.empty(features.shape, dtype=features.dtype, pin_memory=True)
+        host.copy_(features, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        return PendingEmbedding(host, event, tuple(shape[:-3]))
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Texts -> (N, D) unit-norm embeddings."""

@@ -14,11 +14,12 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 from PIL import Image
 from transformers import AutoImageProcessor, AutoModel
 
-from benchmark.encoders.base import Backbone, file_digest, how_to_provide
+from benchmark.encoders.base import Backbone, Preparation, file_digest, grid_edges, how_to_provide
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 
 
@@ -30,6 +31,49 @@ class _ProcessorTransform:
 
     def __call__(self, image: Image.Image) -> torch.Tensor:
         return self.processor(images=image, return_tensors="pt")["pixel_values"][0]
+
+
+# The settings that normalise; everything else in a processor's settings decides how it stages.
+_FINISHING = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")
+
+
+class ProcessorPreparation(Preparation):
+    """The ``Preparation`` of a torchvision-backed transformers image processor (``backend == "torchvision"``,
+    e.g. DINOv2's BitImageProcessor in transformers 5): ``stage`` runs the processor with rescaling and
+    normalisation off (RGB, resize, centre crop: uint8 out), ``finish`` runs the processor's own
+    ``rescale_and_normalize`` on the device. A grid's tiles are staged in one call, as slices of one tensor of
+    the image (the processor batches equal-sized tiles)."""
+
+    def __init__(self, processor):
+        settings = {k: v for k, v in processor.to_dict().items() if k not in _FINISHING}
+        super().__init__(_ProcessorTransform(processor),
+                         "hf:" + json.dumps(settings, sort_keys=True, default=str))
+        self.processor = processor
+
+    @classmethod
+    def of(cls, processor) -> Preparation | None:
+        if getattr(processor, "backend", None) != "torchvision" or not hasattr(processor, "rescale_and_normalize"):
+            return None
+        return cls(processor)
+
+    def _staged(self, images) -> torch.Tensor:
+        staged = self.processor(images=images, do_rescale=False, do_normalize=False, return_tensors="pt")
+        return staged["pixel_values"]
+
+    def stage(self, images) -> torch.Tensor:
+        return self._staged(list(images))
+
+    def stage_grid(self, image: Image.Image, grid: int, cut: str) -> torch.Tensor:
+        pixels = torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1)
+        xs, ys = grid_edges(image.width, grid, cut), grid_edges(image.height, grid, cut)
+        return self._staged([pixels[:, ys[j]:ys[j + 1], xs[i]:xs[i + 1]] for j in range(grid) for i in range(grid)])
+
+    def finish(self, staged: torch.Tensor) -> torch.Tensor:
+        if staged.is_floating_point():
+            return staged
+        p = self.processor
+        return p.rescale_and_normalize(staged, p.do_rescale, p.rescale_factor, p.do_normalize,
+                                       tuple(p.image_mean), tuple(p.image_std))
 
 
 class HFVisionBackbone(Backbone):
@@ -50,6 +94,7 @@ class HFVisionBackbone(Backbone):
             self.revision = getattr(model.config, "_commit_hash", None) or spec.revision or "main"
         settings = json.dumps(self.processor.to_dict(), sort_keys=True, default=str)
         self._preprocess_version = hashlib.sha256(settings.encode()).hexdigest()[:12]
+        self._preparation = ProcessorPreparation.of(self.processor)
 
     @property
     def preprocess_version(self) -> str:
@@ -58,6 +103,10 @@ class HFVisionBackbone(Backbone):
     @property
     def transform(self) -> _ProcessorTransform:
         return _ProcessorTransform(self.processor)
+
+    @property
+    def preparation(self) -> Preparation:
+        return self._preparation or super().preparation
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         output = self.model(pixel_values=pixels)

@@ -19,7 +19,7 @@ import open_clip
 import torch
 from huggingface_hub import hf_hub_download
 
-from benchmark.encoders.base import Backbone, file_digest, how_to_provide
+from benchmark.encoders.base import Backbone, Preparation, file_digest, how_to_provide
 from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
 
 HF_FILE = "hf-file:"
@@ -47,6 +47,49 @@ def _resolve_weights(backbone_id: str, spec: BackboneSpec) -> tuple[str | None, 
     return weights, f"tag:{weights}"
 
 
+class ComposePreparation(Preparation):
+    """The ``Preparation`` of a torchvision ``Compose`` that ends in ToTensor and Normalize (open_clip's):
+    ``stage`` runs the PIL steps before them (resize, crop, RGB) and keeps the uint8 pixels; ``finish`` converts
+    as ToTensor (x / 255 in float32) and Normalize ((x - mean) / std) do, on whatever device the pixels are.
+    Every step is one IEEE operation per element (division by a tensor: a CUDA division by a Python number is
+    a multiplication by its reciprocal), so the result is the transform's own bit for bit."""
+
+    def __init__(self, transform, pil_steps: list, normalize):
+        super().__init__(transform, "compose:" + repr(pil_steps))
+        self.pil_steps = pil_steps
+        self.mean = torch.tensor(normalize.mean, dtype=torch.float32).view(-1, 1, 1)
+        self.std = torch.tensor(normalize.std, dtype=torch.float32).view(-1, 1, 1)
+
+    @classmethod
+    def of(cls, transform) -> Preparation | None:
+        """The preparation of ``transform`` if it has that shape, else None."""
+        from torchvision import transforms
+
+        steps = list(getattr(transform, "transforms", []))
+        at = next((i for i, step in enumerate(steps) if isinstance(step, transforms.ToTensor)), None)
+        if at is None or len(steps) != at + 2 or not isinstance(steps[-1], transforms.Normalize) \
+                or steps[-1].inplace:
+            return None
+        return cls(transform, steps[:at], steps[-1])
+
+    def stage(self, images) -> torch.Tensor:
+        staged = []
+        for image in images:
+            for step in self.pil_steps:
+                image = step(image)
+            if getattr(image, "mode", None) != "RGB":
+                raise TypeError(f"{self.key}: expected an RGB PIL image before ToTensor, got {type(image).__name__}")
+            staged.append(torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1))
+        return torch.stack(staged)
+
+    def finish(self, staged: torch.Tensor) -> torch.Tensor:
+        if staged.is_floating_point():
+            return staged
+        device = staged.device
+        pixels = staged.to(torch.float32) / torch.tensor(255.0, device=device)
+        return (pixels - self.mean.to(device)) / self.std.to(device)
+
+
 class OpenClipBackbone(Backbone):
     def __init__(self, backbone_id: str, spec: BackboneSpec, device: str | None = None):
         super().__init__(backbone_id, spec, device)
@@ -72,6 +115,7 @@ class OpenClipBackbone(Backbone):
         self.tokenizer = open_clip.get_tokenizer(spec.model)
         self.context_length = getattr(self.tokenizer, "context_length", 77)
         self._preprocess_version = hashlib.sha256(repr(preprocess).encode()).hexdigest()[:12]
+        self._preparation = ComposePreparation.of(preprocess)
 
     @property
     def preprocess_version(self) -> str:
@@ -80,6 +124,10 @@ class OpenClipBackbone(Backbone):
     @property
     def transform(self):
         return self.preprocess
+
+    @property
+    def preparation(self) -> Preparation:
+        return self._preparation or super().preparation
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.encode_image(pixels)

@@ -29,6 +29,7 @@ in the last cell (compute_VR.py; the backbone ``dinov2-base-mean-floor``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -124,26 +125,184 @@ def recognised(scores: np.ndarray, tau: float = TAU, comparison: str = ">") -> n
     raise ValueError(f"comparison must be one of {', '.join(COMPARISONS)}, not {comparison!r}")
 
 
-def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def patch_similarity(generated_patches: np.ndarray, reference_patches: np.ndarray, device: str | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """(n, K, D) generated patches and (R, K, D) reference patches -> (s_k, match), both (n, K): each generated
     patch's maximum cosine to the pool of all R x K reference patches irrespective of position (Eq. 2), and the
     pool position r * K + k of that best reference patch.
 
-    The search is an exact faiss inner-product index over the unit-normalised pool. A generated patch with a
-    non-finite embedding, or any patch when the pool has one, gets s_k = NaN and match -1 (faiss would give
-    -3.4e38, or silently skip the pool's NaN patches).
+    Exact, and the same bit for bit on every device: a float32 search (an exact faiss inner-product index on the
+    CPU, chunked matrix products on a GPU) finds each patch's best pool patch, and every other within float32
+    rounding of it; integer dot products of the vectors on a 2^-30 grid (``_exact_cosines``, within 3e-8 of the
+    true cosine) decide between those, the lowest pool position winning a tie, and give s_k. ``device``:
+    ``cuda`` or ``cpu``; by default a GPU when there is one and the search is large enough to gain from it
+    (``GPU_MIN_WORK``).
+
+    A generated patch with a non-finite embedding, or any patch when the pool has one, gets s_k = NaN and
+    match -1 (faiss would give -3.4e38, or silently skip the pool's NaN patches).
     """
+    n, k, d = generated_patches.shape
+    pool, pool_finite = _unit_rows(reference_patches.reshape(-1, d))
+    queries, finite = _unit_rows(generated_patches.reshape(-1, d))
+    best = np.full(len(queries), np.nan)
+    match = np.full(len(queries), -1, dtype=np.int64)
+    finite &= bool(pool_finite.all())
+    if finite.any() and len(pool):
+        device = device or _search_device(int(finite.sum()) * len(pool) * d)
+        search = _best_on_gpu if device.startswith("cuda") else _best_on_cpu
+        best[finite], match[finite] = search(queries if finite.all() else queries[finite], pool, device)
+    return best.reshape(n, k), match.reshape(n, k)
+
+
+def _unit_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, D) -> (rows scaled to unit length as float32, whether each row's length is finite and not 0). Rows
+    in chunks on threads (numpy releases the GIL), each row computed alone, so the result never depends on
+    the chunking: the CPU and GPU searches start from the same bits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    unit, norms = np.empty_like(x), np.empty(len(x), dtype=np.float32)
+
+    def scale(start: int) -> None:
+        rows = slice(start, start + 8192)
+        norms[rows] = np.linalg.norm(x[rows], axis=1)
+        np.divide(x[rows], norms[rows, None], out=unit[rows])
+
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        starts = range(0, len(x), 8192)
+        if len(starts) > 1:
+            with ThreadPoolExecutor(min(8, len(starts), os.cpu_count() or 1)) as pool:
+                list(pool.map(scale, starts))
+        else:
+            list(map(scale, starts))
+    return unit, np.isfinite(norms) & (norms > 0)
+
+
+# A search at least this large (queries x pool x dimension multiply-adds) goes to a GPU when one is present:
+# below it, starting the transfer costs more than the CPU search.
+GPU_MIN_WORK = 2 ** 30
+_FIXED = 2 ** 30  # _exact_cosines' grid: unit-vector components as multiples of 2^-30
+
+
+def _search_device(work: int) -> str:
+    import torch
+
+    return "cuda" if work >= GPU_MIN_WORK and torch.cuda.is_available() else "cpu"
+
+
+def _margin(d: int) -> float:
+    """Bound on how far the exact maximum (by ``_exact_cosines``) can sit below a float32 search's maximum:
+    twice the error of a float32 dot product of unit vectors (gamma_d = d u, u = 2^-24; Higham, Accuracy and
+    Stability of Numerical Algorithms, Eq. 3.5) plus twice ``_exact_cosines``' own (2^-31 x 2 sqrt(d))."""
+    return 2.02 * d * 2.0 ** -24 + 4.04 * d ** 0.5 * 2.0 ** -31
+
+
+def _fixed_point(x):
+    """float32 unit-vector components -> int32 multiples of 2^-30: exact rounding (x 2^30 is exact in float32,
+    and any float32 at or above 2^23 is already whole), so numpy and torch, CPU and GPU, agree."""
+    return (x * np.float32(_FIXED)).round().astype(np.int32) if isinstance(x, np.ndarray) else \
+        (x * _FIXED).round().int()
+
+
+def _exact_cosines(queries: np.ndarray, pool: np.ndarray, query_rows: np.ndarray, pool_rows: np.ndarray
+                   ) -> np.ndarray:
+    """Cosines of the pairs (queries[query_rows[i]], pool[pool_rows[i]]) as integer dot products of the
+    ``_fixed_point`` vectors, divided by 2^60: exact integer sums, so the same bit for bit on every device and
+    in any order (``_exact_cosines_torch`` on a GPU), within 3e-8 of the float64 cosine at 768-d."""
+    pool_fixed = _fixed_point(pool)
+    out = np.empty(len(query_rows))
+    for start in range(0, len(query_rows), 4096):
+        rows = slice(start, start + 4096)
+        dots = np.einsum("ij,ij->i", _fixed_point(queries[query_rows[rows]]), pool_fixed[pool_rows[rows]],
+                         dtype=np.int64)
+        out[rows] = dots / float(_FIXED) ** 2
+    return out
+
+
+def _exact_cosines_torch(queries, pool, query_rows, pool_rows):
+    """``_exact_cosines`` on torch tensors (any device); the same integers, so the same float64 values."""
+    import torch
+
+    pool_fixed = _fixed_point(pool).long()
+    out = torch.empty(len(query_rows), dtype=torch.float64, device=pool.device)
+    for start in range(0, len(query_rows), 1 << 16):
+        rows = slice(start, start + (1 << 16))
+        dots = (_fixed_point(queries[query_rows[rows]]).long() * pool_fixed[pool_rows[rows]]).sum(dim=1)
+        out[rows] = dots.double() / float(_FIXED) ** 2
+    return out
+
+
+def _first_best(n: int, query_rows: np.ndarray, pool_rows: np.ndarray, cosines: np.ndarray, winner: np.ndarray
+                ) -> np.ndarray:
+    """``winner`` with each query that has candidate pairs (query_rows, pool_rows, their exact cosines)
+    replaced by its best candidate, the lowest pool row on a tie."""
+    order = np.lexsort((pool_rows, -cosines, query_rows))  # per query: highest cosine, then lowest pool row
+    query_rows, pool_rows = query_rows[order], pool_rows[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = query_rows[1:] != query_rows[:-1]
+    winner = winner.copy()
+    winner[query_rows[first]] = pool_rows[first]
+    return winner
+
+
+def _best_on_cpu(queries: np.ndarray, pool: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """faiss's exact index for the two best of each query; a query whose second is within ``_margin`` of its
+    first has its whole row recomputed to find every candidate, and the exact cosines decide."""
     import faiss
 
-    n, k, d = generated_patches.shape
-    pool = np.ascontiguousarray(_unit(reference_patches).reshape(-1, d))
-    queries = np.ascontiguousarray(_unit(generated_patches).reshape(-1, d))
-    index = faiss.IndexFlatIP(d)
+    index = faiss.IndexFlatIP(pool.shape[1])
     index.add(pool)
-    best, match = index.search(queries, 1)
-    finite = np.isfinite(queries).all(axis=1, keepdims=True) & np.isfinite(pool).all()
-    best, match = np.where(finite, best, np.nan), np.where(finite, match, -1)
-    return best.reshape(n, k).astype(np.float64), match.reshape(n, k)
+    top, rows = index.search(queries, min(2, len(pool)))
+    winner = rows[:, 0].astype(np.int64)
+    margin = _margin(pool.shape[1])
+    unsure = np.flatnonzero(top[:, -1] >= top[:, 0] - margin) if len(pool) > 1 else np.empty(0, dtype=np.int64)
+    query_rows, pool_rows = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+    for start in range(0, len(unsure), 4096):
+        chunk = unsure[start:start + 4096]
+        q, p = np.nonzero(queries[chunk] @ pool.T >= top[chunk, :1] - margin)
+        query_rows.append(chunk[q])
+        pool_rows.append(p.astype(np.int64))
+    query_rows, pool_rows = np.concatenate(query_rows), np.concatenate(pool_rows)
+    if len(query_rows):
+        winner = _first_best(len(queries), query_rows, pool_rows,
+                             _exact_cosines(queries, pool, query_rows, pool_rows), winner)
+    return _exact_cosines(queries, pool, np.arange(len(queries)), winner), winner
+
+
+def _best_on_gpu(queries: np.ndarray, pool: np.ndarray, device: str = "cuda") -> tuple[np.ndarray, np.ndarray]:
+    """Chunked float32 matrix products on the GPU (full float32: TF32's error would exceed ``_margin``); every
+    pool row within ``_margin`` of a query's maximum is a candidate, and the exact cosines decide as on the
+    CPU."""
+    import torch
+
+    margin = _margin(pool.shape[1])
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        pool_t = torch.from_numpy(pool).to(device)
+        queries_t = torch.from_numpy(queries).to(device)
+        step = max(1, (1 << 26) // len(pool))  # queries per chunk: a 256 MiB similarity block
+        winner = torch.empty(len(queries), dtype=torch.int64, device=device)
+        query_rows, pool_rows = [], []
+        for start in range(0, len(queries), step):
+            similarity = queries_t[start:start + step] @ pool_t.T
+            top, winner[start:start + step] = similarity.max(dim=1)
+            close = similarity >= (top - margin)[:, None]
+            unsure = torch.nonzero(close.sum(dim=1) > 1).flatten()
+            if len(unsure):
+                q, p = torch.nonzero(close[unsure], as_tuple=True)
+                query_rows.append(unsure[q] + start)
+                pool_rows.append(p)
+        winner = winner.cpu().numpy()
+        if query_rows:  # few: resolved on the CPU, as _best_on_cpu does
+            query_rows, pool_rows = torch.cat(query_rows), torch.cat(pool_rows)
+            cosines = _exact_cosines_torch(queries_t, pool_t, query_rows, pool_rows).cpu().numpy()
+            winner = _first_best(len(queries), query_rows.cpu().numpy(), pool_rows.cpu().numpy(), cosines, winner)
+        everyone = torch.arange(len(queries), device=device)
+        cosines = _exact_cosines_torch(queries_t, pool_t, everyone, torch.from_numpy(winner).to(device))
+        return cosines.cpu().numpy(), winner
+    finally:
+        torch.set_float32_matmul_precision(precision)
 
 
 def visual_reuse(similarity: np.ndarray, tau_patch: float = TAU_PATCH) -> float | None:

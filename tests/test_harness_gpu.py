@@ -1,0 +1,37 @@
+"""The harness on a GPU (skipped without one): fork-server workers, pinned memory, inputs finished on the
+device and batches queued ahead change no embedding. No dataset: a folder of images is enough."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+from benchmark import harness
+from benchmark.encoders import load_backbone
+from benchmark.encoders.base import prepare
+from benchmark.metrics.base import Need
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def test_workers_pinned_memory_and_queued_batches_give_the_embeddings_of_plain_batches(tiny_clip, tiny_dino,
+                                                                                       tmp_path):
+    rng = np.random.default_rng(0)
+    paths = []
+    for i, size in enumerate([64, 96, 80, 64, 120, 64, 70, 64, 100, 64]):
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(tmp_path / f"{i}.png")
+        paths.append(f"{i}.png")
+    images = pd.DataFrame({"path": paths, "image_sha256": [f"sha-{i}" for i in range(len(paths))]})
+    registry = {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}
+    backbones = {b: load_backbone(b, registry, device="cuda") for b in registry}
+    needs = [Need("clip-vit-b-32", "image"), Need("dinov2-base", "grid")]
+    features = harness.compute_features(tmp_path, images, needs, backbones, batch_size=4, num_workers=3)
+    for need in needs:
+        backbone = backbones[need.backbone]
+        for start in range(0, len(paths), 4):  # the same batches, finished on the CPU by the transform itself
+            pixels = torch.stack([prepare(backbone.transform, harness.open_as_viewed(tmp_path / path), need.kind)
+                                  for path in paths[start:start + 4]])
+            assert np.array_equal(features.arrays[need][start:start + 4], backbone.embed(pixels)), need
