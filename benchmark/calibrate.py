@@ -50,7 +50,7 @@ CDFS = ("empirical", "authors_code")
 
 
 def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, BackboneSpec], datasets_root: Path,
-         device: str | None, batch_size: int, num_workers: int, cdf: str = "empirical") -> int:
+         device: str | None, batch_size: int, num_workers: int | None, cdf: str = "empirical") -> int:
     if cdf not in CDFS:
         print(f"error: the calibration CDF must be one of {', '.join(CDFS)}, not {cdf!r}", file=sys.stderr)
         return 2

@@ -131,7 +131,9 @@ def _add_backbone_options(parser: argparse.ArgumentParser) -> None:
                        help=f"JSON file pointing backbone ids at local weights or adding ids (env {ENV_BACKBONES})")
     group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     group.add_argument("--batch-size", type=int, default=32, help="images per forward pass")
-    group.add_argument("--num-workers", type=int, default=0, help="DataLoader processes decoding images")
+    group.add_argument("--num-workers", type=int, default=None,
+                       help="DataLoader processes decoding images (default: one per core on a GPU, one per 4 cores "
+                            "on a CPU, none on fewer)")
 
 
 def _add_metric_options(parser: argparse.ArgumentParser) -> None:

@@ -133,9 +133,10 @@ def decoded_batches(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], 
         yield _collate(items, on_gpu)
 
 
-# DataLoader workers per core when the backbones run on the CPU: they share the cores with the model's own
-# threads (benchmarks/README.md, harness_speed.py, measured 0, 1 and 2 workers on 2 cores).
-CPU_WORKERS_PER_CORE = 0.5
+# Cores per DataLoader worker when the backbones run on the CPU: the workers share the cores with the model's
+# own threads, so decoding in the main process wins on a small machine (benchmarks/README.md, harness_speed.py
+# on 2 cores: harness cold / baseline 1.04-1.05 with 0 workers, 1.22-1.25 with 1).
+CPU_CORES_PER_WORKER = 4
 
 
 def available_cores() -> int:
@@ -145,9 +146,10 @@ def available_cores() -> int:
 def default_num_workers(device: str) -> int:
     """DataLoader worker processes when the caller names none: one per core when the backbones run on a GPU
     (decoding is then the bottleneck: ~25-40 ms per 1024 px PNG on one core, against ~2 ms of GPU time for
-    CLIP and a DINO grid), ``CPU_WORKERS_PER_CORE`` per core (at least one) on the CPU."""
+    CLIP and a DINO grid), one per ``CPU_CORES_PER_WORKER`` cores on the CPU (none, decoding in the main
+    process, below that)."""
     cores = available_cores()
-    return cores if device.startswith("cuda") else max(1, int(cores * CPU_WORKERS_PER_CORE))
+    return cores if device.startswith("cuda") else cores // CPU_CORES_PER_WORKER
 
 
 def _worker_context(on_gpu: bool):

@@ -202,7 +202,7 @@ def _warn(message: str) -> None:
 
 
 def main(result: str, *, store: Path, submission: str | None, backbones: str | None, device: str | None,
-         batch_size: int | None, num_workers: int, tolerance: float, use_cache: bool) -> int:
+         batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool) -> int:
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
     when the result cannot be reproduced here (nothing recorded, other weights, another dataset)."""
     from benchmark import __version__, harness, results

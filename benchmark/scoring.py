@@ -84,7 +84,7 @@ def _staged_hash(staged: Path) -> str:
 
 def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
          unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
-         num_workers: int, settings: dict | None = None) -> int:
+         num_workers: int | None, settings: dict | None = None) -> int:
     """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission or its dataset is refused or
     no metric can run. ``settings``: how ``metrics`` were built, recorded in run.json (``culturelens reproduce``)."""
     import torch

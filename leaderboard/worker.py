@@ -51,7 +51,7 @@ class LeaseLost(RuntimeError):
 class Worker:
     def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
                  unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
-                 num_workers: int = 0, device: str | None = None, id: str | None = None,
+                 num_workers: int | None = None, device: str | None = None, id: str | None = None,
                  settings: dict | None = None):
         """``settings``: how ``metrics`` were built (``benchmark.reproduce.settings_record``), recorded in every
         result's run.json so that ``culturelens reproduce`` can redo the scoring."""
