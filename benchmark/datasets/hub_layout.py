@@ -9,6 +9,7 @@ then run the same code, and ``huggingface_hub.upload_folder`` publishes the fold
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import os
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ import datasets
 from huggingface_hub import DatasetCard, DatasetCardData, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
 
-CARD_TEMPLATES = Path(__file__).resolve().parents[2] / "data_cards"
+CARD_TEMPLATES = Path(str(importlib.resources.files("data_cards")))  # package data: in a checkout and a wheel
 MARKER = "<!-- built by culturelens -->"
 
 
@@ -34,7 +35,8 @@ def render_card(template: str, card_data: DatasetCardData, **variables) -> str:
     """Render ``data_cards/<template>.md`` (a Jinja template) with the card's YAML front matter."""
     path = CARD_TEMPLATES / f"{template}.md"
     if not path.exists():
-        raise FileNotFoundError(f"card template {path} is missing (is the repository checked out in full?)")
+        raise FileNotFoundError(f"card template {path} is missing: reinstall culturelens (the wheel ships the "
+                                f"templates as the data_cards package)")
     card = DatasetCard.from_template(card_data, template_path=str(path), marker=MARKER, **variables)
     return str(card)
 
