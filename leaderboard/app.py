@@ -43,9 +43,9 @@ MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; 
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
-SLICE_COLUMN = "Slice"
+SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_CHARTS = (7, 9, 10)  # where the bars, curves and scatter are among the Slices outputs
-TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case  # the column naming a row's slice value where the Overview lists a slice's values
+TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case
 
 # Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
 # captions wrap instead of being cut, and the heatmaps' boxes scroll rather than clip.
@@ -144,10 +144,10 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
     if not sets:
         return "No results for this choice yet."
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
-    return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall slice, the track's chosen "
-            "protocol), the share of the other models a model beats, ties counting half; a model without a value "
-            "on a track leaves that track's comparison. Only models scored on the same set of tracks are ranked "
-            f"together: here **{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
+    return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
+            "slice, the track's chosen protocol), the share of the other models a model beats, ties counting "
+            "half; a model without a value on a track leaves that track's comparison. Only models scored on the "
+            f"same set of tracks are ranked together: here **{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
             "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
             "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
