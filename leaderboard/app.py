@@ -147,7 +147,8 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
     return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
             "slice, the track's chosen protocol), the share of the other models a model beats, ties counting "
             "half; a model without a value on a track leaves that track's comparison. Only models scored on the "
-            f"same set of tracks are ranked together: here **{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
+            f"same set of tracks are ranked together: here **{render.plain(chosen)}**" +
+            (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
             "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
             "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
