@@ -30,7 +30,7 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
-from benchmark.encoders.base import file_digest
+from benchmark.digests import file_digest
 
 CSPACE_COLUMNS = ("artifact_id", "artifact", "concept", "country", "country_code", "continent")
 TAG_COLUMNS = ("image", "rank", "continent", "country", "country_code", "artifact", "artifact_id", "confidence")

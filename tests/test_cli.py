@@ -45,6 +45,18 @@ def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
     assert lines[0] == "" and lines[-1] == "", result.stdout  # after the import, and after --help
 
 
+def test_the_service_modules_load_no_model_library():
+    """The leaderboard (store, catalog, tables, app) reads Parquet and serves pages: importing it loads no torch,
+    transformers, open_clip or diffusers, so a CPU Space starts in seconds and holds no model library in memory.
+    (It loaded torch through ``file_digest``, a sha256 helper that lived with the encoders.)"""
+    heavy = ("torch", "transformers", "open_clip", "diffusers")
+    code = ("import sys\nimport leaderboard.store, leaderboard.catalog, leaderboard.tables, leaderboard.app\n"
+            f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
 @pytest.mark.parametrize("verb", VERBS, ids=" ".join)
 def test_every_verb_has_help_with_an_example(verb):
     result = culturelens(*verb, "--help")

@@ -8,6 +8,7 @@ from a folder outside the checkout, where only the installed package can be impo
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,6 +19,7 @@ import datasets
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = sorted(p.name for p in (ROOT / "data_cards").glob("*.md"))
+SOURCES = ["pyproject.toml", "README.md", "benchmark", "leaderboard", "data_cards"]  # what the wheel is built from
 
 
 def _run(*argv, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -27,7 +29,15 @@ def _run(*argv, cwd: Path, env: dict | None = None) -> subprocess.CompletedProce
 
 
 def test_the_installed_wheel_builds_a_dataset_with_its_card(tmp_path, tiny_upstream):
-    _run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist",
+    # Built from a copy: setuptools writes build/ beside the sources, and a stale one would leak into wheels.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    _run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist",
          cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("culturelens-*.whl"))
     shipped = zipfile.ZipFile(wheel).namelist()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,14 +18,6 @@ def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:
             f"Hugging Face cache holds it, (2) pointing it at local weights in a backbones JSON file "
             f"(--backbones FILE or $CULTURELENS_BACKBONES; see README, 'Backbones'), or (3) setting "
             f"HF_HOME to a cache that already has it.")
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def grid_edges(size: int, grid: int, cut: str = GRID_CUTS[0]) -> list[int]:

@@ -19,7 +19,8 @@ import torch
 from PIL import Image
 from transformers import AutoImageProcessor, AutoModel
 
-from benchmark.encoders.base import Backbone, Preparation, file_digest, grid_edges, how_to_provide
+from benchmark.digests import file_digest
+from benchmark.encoders.base import Backbone, Preparation, grid_edges, how_to_provide
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 
 

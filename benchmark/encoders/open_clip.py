@@ -19,7 +19,8 @@ import open_clip
 import torch
 from huggingface_hub import hf_hub_download
 
-from benchmark.encoders.base import Backbone, Preparation, file_digest, how_to_provide
+from benchmark.digests import file_digest
+from benchmark.encoders.base import Backbone, Preparation, how_to_provide
 from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
 
 HF_FILE = "hf-file:"

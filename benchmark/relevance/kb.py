@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
-from benchmark.encoders.base import Backbone, file_digest
+from benchmark.digests import file_digest
+from benchmark.encoders.base import Backbone
 from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entities
 
 FORMAT_VERSION = 1
