@@ -61,21 +61,11 @@ def best_of(repeats: int, run) -> float:
 def save_real_size_processor(folder: Path) -> dict:
     """Qwen2.5-VL's processor with the real image settings (14 px patches, 2x2 merge, up to 12.8 Mpx) and the
     tests' byte-level tokenizer; returns the 7B configuration's arguments, with this tokenizer's ids."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (PreTrainedTokenizerFast, Qwen2_5_VLProcessor, Qwen2VLImageProcessor,
-                              Qwen2VLVideoProcessor)
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    from tests.test_judges import CHAT_TEMPLATE, _byte_alphabet
+    from tests.test_judges import CHAT_TEMPLATE, tiny_tokenizer
 
-    vocab = {c: i for i, c in enumerate(_byte_alphabet())}
-    vocab.update({"Ye": len(vocab), "Yes": len(vocab) + 1, "No": len(vocab) + 2})
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[("Y", "e"), ("Ye", "s"), ("N", "o")]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        additional_special_tokens=["<|im_start|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
-                                   "<|video_pad|>"])
+    tokenizer = tiny_tokenizer()
     Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2,
                                                               min_pixels=56 * 56, max_pixels=14 * 14 * 4 * 16384),
                         tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),

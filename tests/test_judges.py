@@ -30,25 +30,32 @@ CHAT_TEMPLATE = (
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def save_tiny_vlm(folder, seed: int = 0):
-    """A randomly initialised Qwen2.5-VL (2 text layers, 1 vision block) and its processor, via save_pretrained.
-    The tokenizer is byte-level BPE whose only merges make "Yes" and "No" single tokens; digits are single bytes."""
+def tiny_tokenizer():
+    """Qwen2.5-VL's special tokens over a byte-level BPE whose only merges make "Yes" and "No" single tokens;
+    digits are single bytes (the tiny judge's, and the real-size one's in benchmarks/judge_cost.py)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (PreTrainedTokenizerFast, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration,
-                              Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+    from transformers import PreTrainedTokenizerFast
 
-    alphabet = _byte_alphabet()
-    vocab = {c: i for i, c in enumerate(alphabet)}
+    vocab = {c: i for i, c in enumerate(_byte_alphabet())}
     merges = [("Y", "e"), ("Ye", "s"), ("N", "o")]
     for a, b in merges:
         vocab[a + b] = len(vocab)
     backend = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
                                    "<|video_pad|>"])
+
+
+def save_tiny_vlm(folder, seed: int = 0):
+    """A randomly initialised Qwen2.5-VL (2 text layers, 1 vision block) and its processor (``tiny_tokenizer``),
+    via save_pretrained."""
+    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
+                              Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+
+    tokenizer = tiny_tokenizer()
     processor = Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2,
                                               temporal_patch_size=2),
