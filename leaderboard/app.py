@@ -1046,8 +1046,9 @@ culturelens validate subs/my-model
 
 
 def about_markdown(store: Store) -> str:
-    cube_dir = local_folder(store.datasets, cube_1k.HUB_REPO)
-    status = (f"built locally in `{cube_dir}`" if (cube_dir / "README.md").exists()
+    built = (local_folder(store.datasets, cube_1k.HUB_REPO) / "README.md").exists()
+    cube_dir = render.hide_paths(local_folder(store.datasets, cube_1k.HUB_REPO), render.server_places(store.root))
+    status = (f"built locally in `{cube_dir}`" if built
               else f"**not built on this server yet**: run `culturelens data build cube-1k --out {cube_dir}`")
     papers = "\n".join(f"- {track}: {render.plain(cite)}" for track, cite in citations.ALL.items())
     return f"""

@@ -33,6 +33,10 @@ class DatasetBrowser:
         return {p.name.replace("__", "/", 1): p for p in sorted(self.store.datasets.iterdir())
                 if (p / "README.md").exists()}
 
+    def public_folder(self, repo: str) -> str:
+        """Where the server keeps ``repo``, as a visitor may see it: under ``STORE``, never the server's folder."""
+        return render.hide_paths(self.folders()[repo], render.server_places(self.store.root))
+
     def configs(self, repo: str) -> list[str]:
         folder = self.folders().get(repo)
         if folder is None:
@@ -82,11 +86,18 @@ class DatasetBrowser:
             note += f"; the {len(found)} closest in meaning to “{render.plain(query)}” (all-MiniLM-L6-v2)"
         if len(shown) > PREVIEW_ROWS:
             note += f"; the first {PREVIEW_ROWS} shown (download the dataset for all)"
+        if images:
+            note += ". Click a row to see its images"
         snippet = (f'from datasets import load_dataset\n\nrows = load_dataset("{repo}", "{config}", split="test")'
-                   f'\n# this server\'s copy: load_dataset("{self.folders()[repo]}", "{config}")')
+                   f'\n# the server\'s copy, in its store: load_dataset("{self.public_folder(repo)}", "{config}")')
         return (gr.update(choices=repos, value=repo), gr.update(choices=configs, value=config),
                 gr.update(choices=[ANY, *columns], value=column), gr.update(choices=[ANY, *values], value=value),
                 shown.head(PREVIEW_ROWS), note, snippet)
+
+    def images_page(self, repo, config, event: gr.SelectData) -> dict:
+        """``images`` for the page: the gallery shown only when the clicked row has images."""
+        pictures = self.images(repo, config, event)
+        return gr.update(value=pictures, visible=bool(pictures))
 
     def images(self, repo, config, event: gr.SelectData):
         """The images of the selected row (reference images, or a dataset's image column)."""
@@ -129,14 +140,14 @@ class DatasetBrowser:
             query = gr.Textbox(label="Semantic search over prompts", placeholder="street food at night")
         note = gr.Markdown(latex_delimiters=[])  # notes quote the visitor's text: no math
         table = gr.Dataframe(interactive=False, wrap=True, max_height=500)
-        gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto")
+        gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto", visible=False)
         snippet = gr.Code(language="python", label="Load it")
         inputs = [repo, config, column, value, contains, query]
         outputs = [repo, config, column, value, table, note, snippet]
         for control in inputs:
             getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                 self.view, inputs, outputs, api_name="datasets" if control is query else False)
-        table.select(self.images, [repo, config], gallery, api_name=False)
+        table.select(self.images_page, [repo, config], gallery, api_name=False)
         return inputs, outputs
 
 
