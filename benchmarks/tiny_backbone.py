@@ -21,8 +21,9 @@ CONFIG = {
 }
 
 
-def write(folder: Path) -> Path:
-    """Save the tiny CLIP (config JSON + safetensors, seed 0) under ``folder``; return its backbones file."""
+def save_tiny_clip(folder: Path):
+    """Save the tiny CLIP (config JSON + safetensors, seed 0) under ``folder``; return its ``BackboneSpec``.
+    The tests' ``tiny_clip`` fixture is this model."""
     import open_clip
     import torch
     from safetensors.torch import save_file
@@ -37,8 +38,13 @@ def write(folder: Path) -> Path:
     model = open_clip.create_model(NAME)
     weights = folder / "tiny-clip.safetensors"
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
+    return BackboneSpec("open_clip", NAME, str(weights.resolve()), str(config.resolve()))
+
+
+def write(folder: Path) -> Path:
+    """Save the tiny CLIP under ``folder``; return a backbones file pointing `clip-vit-b-32` at it."""
+    spec = save_tiny_clip(folder)
     backbones = folder / "backbones.json"
-    spec = BackboneSpec("open_clip", NAME, str(weights.resolve()), str(config.resolve()))
     backbones.write_text(json.dumps({"clip-vit-b-32": spec.to_dict()}, indent=2))
     return backbones
 

@@ -12,7 +12,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
-from tests.helpers import CUBE_FILE, TINY_CLIP, TINY_CLIP_CONFIG, TINY_UPSTREAM
+from benchmarks import tiny_backbone
+from tests.helpers import CUBE_FILE, TINY_UPSTREAM
 
 
 @pytest.fixture(scope="module")
@@ -36,22 +37,9 @@ def cube_file() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_clip(tmp_path_factory):
-    """A tiny randomly initialised open_clip CLIP saved as config JSON + safetensors: the test's 'checkpoint'."""
-    import open_clip
-    import torch
-    from safetensors.torch import save_file
-
-    from benchmark.encoders.spec import BackboneSpec
-
-    folder = tmp_path_factory.mktemp("tiny-clip")
-    config = folder / f"{TINY_CLIP}.json"
-    config.write_text(json.dumps(TINY_CLIP_CONFIG))
-    open_clip.add_model_config(config)
-    torch.manual_seed(0)
-    model = open_clip.create_model(TINY_CLIP)
-    weights = folder / "tiny-clip.safetensors"
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
-    return BackboneSpec("open_clip", TINY_CLIP, str(weights), str(config))
+    """A tiny randomly initialised open_clip CLIP saved as config JSON + safetensors: the test's 'checkpoint' (the
+    one `benchmarks/tiny_backbone.py` writes for an offline demo)."""
+    return tiny_backbone.save_tiny_clip(tmp_path_factory.mktemp("tiny-clip"))
 
 
 @pytest.fixture(scope="session")

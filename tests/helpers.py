@@ -18,12 +18,6 @@ from PIL import Image
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CUBE_FILE = SHARED_DATA / "cube" / "cube_1k.json"
-TINY_CLIP = "culturelens-tiny-clip"
-TINY_CLIP_CONFIG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "head_width": 32, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2},
-}
 
 # Upstream-format records (same keys and encodings as the authors' cube_1k.json) for a small dataset.
 TINY_UPSTREAM = [
