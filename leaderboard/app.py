@@ -154,13 +154,6 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
             "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
-def metric_id(pairs: list[tuple[str, str]], wanted: str | None, default: str) -> str | None:
-    """The metric id a picker or link names (an id, or a label as older links carry), else ``default`` when the
-    track has it, else the track's first metric (None without metrics)."""
-    ids = [m for _, m in pairs]
-    return _pick(dict(pairs).get(wanted, wanted), ids, default)
-
-
 def slice_label(name: str) -> str:
     """A slice's name for people: ``country_concept`` -> ``country × concept``."""
     return "overall" if name == tables.OVERALL else name.replace("_", " × ")
@@ -270,15 +263,15 @@ class Views:
                           value=chosen or None), hidden)
 
     def _track_view(self, track: str, metric: str | None, filters: tables.Filters, protocol: str | None):
-        """One track's metric, ranked on the slice the Overview shows it on (``_overview_slice``): table, note,
-        metric and protocol picker updates, and what filters hid."""
+        """One track's metric, ranked on the slice the Overview shows it on (``tables.overview_slice``): table,
+        note, metric and protocol picker updates, and what filters hid."""
         pairs = tables.metrics(self.catalog, track)
-        metric = metric_id(pairs, metric, track_registry.get(track).opens_on)
+        metric = tables.metric_id(self.catalog, track, metric)
         metric_update = gr.update(choices=pairs, value=metric, visible=True)
         if metric is None:
             return (tables.display(pd.DataFrame()), empty_track_note(track), metric_update,
                     gr.update(label="Protocol", choices=[], value=None), "")
-        name, values = self._overview_slice(track, metric)
+        name, values = tables.overview_slice(self.catalog, track, metric)
         table = tables.protocols(self.catalog, track, metric, name, values[0])
         chosen = tables.pick_protocol(table, protocol)
         shown, higher, hidden = self._ranked_values(track, metric, name, values, filters, chosen)
@@ -292,17 +285,6 @@ class Views:
                 if len(shown) else "No results for this choice yet.")
         return shown, note, metric_update, gr.update(label="Protocol", choices=protocol_choices(table),
                                                      value=chosen), hidden
-
-    def _overview_slice(self, track: str, metric: str) -> tuple[str, list[str]]:
-        """The slice the Overview shows ``metric`` on, with its values: the track's overview slice when the metric
-        has it, else overall, else the slice with the fewest values (a paper that reports only per country,
-        say): never one cell of a finer slice."""
-        names = tables.slice_names(self.catalog, track, metric)
-        values = {name: tables.slice_values(self.catalog, track, metric, name) for name in names}
-        name = track_registry.get(track).overview_slice
-        if name not in values:
-            name = tables.OVERALL if tables.OVERALL in values else min(names, key=lambda n: (len(values[n]), n))
-        return name, values[name]
 
     def _ranked_values(self, track: str, metric: str, name: str, values: list[str], filters: tables.Filters,
                        protocol: str | None) -> tuple[pd.DataFrame, bool, str]:
@@ -400,7 +382,7 @@ class Views:
         track_choices = [(track_registry.get(t).title, t) for t in tables.tracks(self.catalog)]
         track = _pick(track, [t for _, t in track_choices])
         pairs = tables.metrics(self.catalog, track) if track else []
-        metric = metric_id(pairs, metric, track_registry.get(track).opens_on if track else "")
+        metric = tables.metric_id(self.catalog, track, metric) if track else None
         label = {m: text for text, m in pairs}.get(metric, "")
         names = tables.slice_names(self.catalog, track, metric) if metric else []
         names = [n for n in names if n != tables.OVERALL] or names  # overall only when there is nothing finer

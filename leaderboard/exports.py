@@ -94,19 +94,21 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
                filters: tables.Filters = tables.Filters()) -> pd.DataFrame:
     """A track's download: every row of the track (every metric, slice and protocol; not per prompt) the filters
     keep, typed, ranked metric first. The rows of the table the Overview shows for ``metric`` (by id or label;
-    default the headline) on its opening slice and ``protocol_id`` carry their rank, interval and tie group."""
+    default the one the Overview opens on) and ``protocol_id``, each value of its slice (``tables.overview_slice``)
+    ranked apart, carry their rank, interval and tie group."""
     metric = tables.metric_id(cat, track, metric)
     if metric is None:
         return typed(pd.DataFrame())
-    where = tables.default_slice(cat, track, metric)
-    chosen = tables.pick_protocol(tables.protocols(cat, track, metric, *where), protocol_id)
-    shown, _ = tables.ranked(cat, track, metric, *where, filters, chosen)
+    name, values = tables.overview_slice(cat, track, metric)
+    chosen = tables.pick_protocol(tables.protocols(cat, track, metric, name, values[0]), protocol_id)
+    shown = [tables.ranked(cat, track, metric, name, value, filters, chosen)[0].drop(columns=["beside"])
+             for value in values]
     rest = cat.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
-                     f"slice_value = ? AND (coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = "
-                     "'reported'))", [track, metric, *where, chosen or ""])
+                     f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported'))",
+                     [track, metric, name, chosen or ""])
     rest, _ = filters.apply(rest)
     rest = rest.sort_values(["metric", "slice", "slice_value", "model"], kind="stable")
-    return typed(pd.concat([shown.drop(columns=["beside"]), rest], ignore_index=True))
+    return typed(pd.concat([*shown, rest], ignore_index=True))
 
 
 def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track_set: str | None = None

@@ -146,19 +146,26 @@ def metrics(cat: Catalog, track: str) -> list[tuple[str, str]]:
 
 
 def metric_id(cat: Catalog, track: str, chosen: str | None) -> str | None:
-    """The metric a picker's value names, by id or by label; the track's first metric (its headline) when it
-    names none; None for a track without metrics."""
+    """The metric a picker's value or a link names, by id or by label (as older links carry); when it names
+    none, the one the track's Overview opens on (``tracks.Track.opens_on``) where it has rows, else the track's
+    first; None for a track without metrics."""
     pairs = metrics(cat, track)
-    return next((metric for label, metric in pairs if chosen in (metric, label)), pairs[0][1] if pairs else None)
+    ids = [metric for _, metric in pairs]
+    named = next((metric for label, metric in pairs if chosen in (metric, label)), None)
+    opens = track_registry.get(track).opens_on
+    return named or (opens if opens in ids else (ids[0] if ids else None))
 
 
-def default_slice(cat: Catalog, track: str, metric: str) -> tuple[str, str]:
-    """The slice a track's table opens on: overall, else (a paper that reports still and moving apart only) the
-    metric's first slice and value."""
+def overview_slice(cat: Catalog, track: str, metric: str) -> tuple[str, list[str]]:
+    """The slice the Overview shows ``metric`` on, with its values (each ranked apart): the track's overview
+    slice (``tracks.Track.overview_slice``) when the metric has it, else overall, else the slice with the fewest
+    values (a paper that reports only per country, say): never one cell of a finer slice."""
     names = slice_names(cat, track, metric)
-    if not names or OVERALL in names:
-        return OVERALL, "all"
-    return names[0], slice_values(cat, track, metric, names[0])[0]
+    values = {name: slice_values(cat, track, metric, name) for name in names}
+    name = track_registry.get(track).overview_slice
+    if name not in values:
+        name = OVERALL if OVERALL in values else min(names, key=lambda n: (len(values[n]), n))
+    return name, values[name]
 
 
 def datatypes(columns) -> list[str]:

@@ -122,6 +122,24 @@ def test_the_track_download_is_typed_rows_with_ids_and_the_ranks_of_the_table_sh
     assert typed.loc[typed["model"] == FORMULA, "model_url"].isna().all()  # javascript: is never a link
 
 
+def test_the_track_download_ranks_what_the_overview_shows(served):
+    """Iconicity opens on CRT Table 1's metric by kind, still and moving each ranked apart (paper rows only here):
+    the download ranks that same metric on both kinds, as the page does, not one cell of it."""
+    client, _ = served
+    inputs = ("iconicity", None, "", [], None, None, "", [], ["Rank", "Model"], None)
+    _, metric, table, *_ = client.predict(*inputs, api_name="/overview")
+    shown = pd.DataFrame(table["data"], columns=table["headers"])
+    _, parquet = client.predict(*inputs, api_name="/download")
+    typed = pd.read_parquet(parquet)
+    ranked = typed[typed["rank"].notna()]
+    assert set(ranked["metric"]) == {metric["value"]} and set(ranked["slice"]) == {"kind"}
+    assert sorted(ranked["slice_value"].unique()) == sorted(shown["Slice"].unique()) == ["moving", "still"]
+    for kind, rows in ranked.groupby("slice_value"):
+        page = shown[shown["Slice"] == kind]
+        assert list(rows.sort_values("rank")["rank"]) == list(page["Rank"]) == [1, 2, 3, 4, 5]
+        assert rows.sort_values("rank")["value"].is_monotonic_decreasing  # higher is better
+
+
 def test_the_overall_download_and_api_give_win_rates_as_numbers(served):
     client, _ = served
     rows = pd.DataFrame(client.predict("awareness", api_name="/overall"))
