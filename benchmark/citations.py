@@ -1,25 +1,69 @@
-"""The five papers CultureLens implements, by title, authors and arXiv id."""
+"""The five papers CultureLens implements, by title, authors and arXiv id: one record each, from which the
+reference text (cards, the About page, the README, method pages), the short form (table cells) and the BibTeX
+(the About page) are all made, so they cannot disagree."""
 
-CRT = ("De Rosa Palmini & Cetinic, \"The Persistence of Cultural Memory: Investigating Multimodal Iconicity "
-       "in Diffusion Models\", arXiv:2511.11435")
-CUBE = ("Kannen, Ahmad, Andreetto, Prabhakaran, Prabhu, Dieng, Bhattacharyya & Dave, \"Beyond Aesthetics: "
-        "Cultural Competence in Text-to-Image Models\", NeurIPS 2024 D&B, arXiv:2407.06863")
-W1KP = ("Tang, Zhang, Xu, Lu, Li, Stenetorp, Lin & Ture, \"Words Worth a Thousand Pictures: Measuring and "
-        "Understanding Perceptual Variability in Text-to-Image Generation\", arXiv:2406.08482")
-CAIRE = ("Yayavaram, Yayavaram, Khanuja, Saxon & Neubig, \"CAIRE: Cultural Attribution of Images with "
-         "Retrieval\", EACL 2026, arXiv:2506.09109")
-CULTURALFRAMES = ("Nayak, Bhatia, Zhang, Rieser, Hendricks, van Steenkiste, Goyal, Stańczak & Agrawal, "
-                  "\"CulturalFrames: Assessing Cultural Expectation Alignment in Text-to-Image Models and "
-                  "Evaluation Metrics\", arXiv:2506.08835")
+from __future__ import annotations
 
-ALL = {"iconicity": CRT, "awareness": CUBE, "diversity": CUBE, "variability": W1KP, "relevance": CAIRE,
-       "expectations": CULTURALFRAMES}
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Paper:
+    key: str  # BibTeX key
+    title: str
+    authors: tuple[str, ...]  # "Last, First", as BibTeX writes them
+    arxiv: str
+    year: int
+    venue: str = ""  # where it was published, when not only on arXiv
+
+    @property
+    def surnames(self) -> list[str]:
+        return [a.split(",")[0] for a in self.authors]
+
+    @property
+    def text(self) -> str:
+        """The full reference: surnames, title, venue and arXiv id."""
+        names = self.surnames
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " & " + names[-1]
+        return ", ".join(p for p in (who, f'"{self.title}"', self.venue, f"arXiv:{self.arxiv}") if p)
+
+    @property
+    def short(self) -> str:
+        """For table cells: first author (and the second when there are two), arXiv id."""
+        names = self.surnames
+        who = " & ".join(names) if len(names) <= 2 else f"{names[0]} et al."
+        return f"{who}, arXiv:{self.arxiv}"
+
+    @property
+    def bibtex(self) -> str:
+        venue = f"  note = {{{self.venue}}},\n" if self.venue else ""
+        return (f"@article{{{self.key},\n  title = {{{self.title}}},\n  author = {{{' and '.join(self.authors)}}},\n"
+                f"  journal = {{arXiv preprint arXiv:{self.arxiv}}},\n{venue}  year = {{{self.year}}}\n}}")
+
+
+PAPERS = (
+    Paper("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
+          ("Kannen, Nithish", "Ahmad, Arif", "Andreetto, Marco", "Prabhakaran, Vinodkumar", "Prabhu, Utsav",
+           "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024, "NeurIPS 2024 D&B"),
+    Paper("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal Iconicity "
+          "in Diffusion Models", ("De Rosa Palmini, Maria-Teresa", "Cetinic, Eva"), "2511.11435", 2025),
+    Paper("tang2024words", "Words Worth a Thousand Pictures: Measuring and Understanding Perceptual Variability in "
+          "Text-to-Image Generation", ("Tang, Raphael", "Zhang, Xinyu", "Xu, Lixinyue", "Lu, Yao", "Li, Wenyan",
+                                       "Stenetorp, Pontus", "Lin, Jimmy", "Ture, Ferhan"), "2406.08482", 2024),
+    Paper("yayavaram2025caire", "CAIRE: Cultural Attribution of Images with Retrieval",
+          ("Yayavaram, Arnav", "Yayavaram, Siddharth", "Khanuja, Simran", "Saxon, Michael", "Neubig, Graham"),
+          "2506.09109", 2025, "EACL 2026"),
+    Paper("nayak2025culturalframes", "CulturalFrames: Assessing Cultural Expectation Alignment in Text-to-Image "
+          "Models and Evaluation Metrics",
+          ("Nayak, Shravan", "Bhatia, Mehar", "Zhang, Xiaofeng", "Rieser, Verena", "Hendricks, Lisa Anne",
+           "van Steenkiste, Sjoerd", "Goyal, Yash", "Stańczak, Karolina", "Agrawal, Aishwarya"), "2506.08835", 2025),
+)
+CUBE, CRT, W1KP, CAIRE, CULTURALFRAMES = (p.text for p in PAPERS)
 
 # Short forms for table cells; the full references above go in cards, the About page and the README.
-SHORT = {
-    CRT: "De Rosa Palmini & Cetinic, arXiv:2511.11435",
-    CUBE: "Kannen et al., arXiv:2407.06863",
-    W1KP: "Tang et al., arXiv:2406.08482",
-    CAIRE: "Yayavaram et al., arXiv:2506.09109",
-    CULTURALFRAMES: "Nayak et al., arXiv:2506.08835",
-}
+SHORT = {p.text: p.short for p in PAPERS}
+
+
+def bibtex() -> str:
+    """BibTeX for the five papers (arXiv entries)."""
+    return "\n\n".join(p.bibtex for p in PAPERS)

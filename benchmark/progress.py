@@ -27,3 +27,10 @@ class Bars:
     def close(self) -> None:
         for bar in self.bars.values():
             bar.close()
+
+
+def quiet_datasets() -> None:
+    """Our commands show their own progress; the datasets library's per-call bars would only add noise."""
+    import datasets
+
+    datasets.disable_progress_bars()

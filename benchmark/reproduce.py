@@ -1,7 +1,8 @@
 """``culturelens reproduce RESULT``: redo the scoring a result's run.json records, and compare.
 
 Every result's ``run.json`` records how it was scored: the metric settings
-(``MetricSettings`` as a dict, with the environment's fallbacks resolved) and
+(every declared metric setting, ``benchmark.tracks.settings_declared``, with the environment's fallbacks
+resolved) and
 the tracks chosen (``settings``), each backbone's spec and the revision of its
 weights (``backbone_specs``, ``backbones``), the batch size, the dataset
 (``repo:config:split@fingerprint``, and ``dataset_digest``, the content of its
@@ -19,49 +20,33 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from benchmark.metrics import (
-    ENV_ARTIFACT_INDEX,
-    ENV_RELEVANCE_KB,
-    ENV_W1KP_CALIBRATION,
-    MetricSettings,
-)
+from benchmark import settings as declared
+from benchmark.errors import CultureLensError
 
-# Settings whose None means "read this environment variable": recorded as the value actually used.
-_FROM_ENVIRONMENT = {"w1kp_calibration": ENV_W1KP_CALIBRATION, "artifact_index": ENV_ARTIFACT_INDEX,
-                     "relevance_kb": ENV_RELEVANCE_KB}
-# Settings that may name a local file or folder: recorded as an absolute path, so a reproduction run from another
-# working directory reads the same one.
-_PATHS = ("w1kp_calibration", "artifact_index", "relevance_kb", "diversity_tagger", "relevance_judge")
 # What run.json must hold for a result to be reproduced (older results lack the first four).
 RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backbones", "metrics", "dataset",
             "seeds", "harness_version", "submission_id")
 
 
-class ReproduceError(Exception):
+class ReproduceError(CultureLensError):
     """The result cannot be reproduced as asked (a user error: the message says why, in one sentence)."""
 
 
 def settings_record(args: argparse.Namespace) -> dict:
-    """What run.json records of how the CLI built the metrics: ``MetricSettings`` as a dict (every field from the
-    option of the same name; environment fallbacks resolved; local paths made absolute) and the tracks chosen."""
-    settings = asdict(MetricSettings(**{f.name: getattr(args, f.name) for f in fields(MetricSettings)
-                                        if hasattr(args, f.name)}))
-    for name, variable in _FROM_ENVIRONMENT.items():
-        settings[name] = settings[name] or os.environ.get(variable)
-    defaults = asdict(MetricSettings())  # e.g. diversity_tagger "index" is a word, whatever the working directory holds
-    for name in _PATHS:
-        if settings[name] != defaults[name] and isinstance(settings[name], str) and Path(settings[name]).exists():
-            settings[name] = str(Path(settings[name]).resolve())
-    return {"metric_settings": settings, "tracks": args.tracks}
+    """What run.json records of how the command line built the metrics: every declared metric setting (from the
+    option of the same name, else its environment variable, else its default; local paths made absolute) and
+    the tracks chosen."""
+    from benchmark import tracks
+
+    return {"metric_settings": declared.from_args(tracks.settings_declared(), args).record(), "tracks": args.tracks}
 
 
 def prompts_digest(prompts) -> str:
@@ -205,10 +190,9 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
          batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool) -> int:
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
     when the result cannot be reproduced here (nothing recorded, other weights, another dataset)."""
-    from benchmark import __version__, harness, results
+    from benchmark import __version__, harness, results, tracks
     from benchmark.cache import EmbeddingCache
     from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
-    from benchmark.metrics import build, select
     from benchmark.progress import Bars
     from benchmark.submission import Manifest
 
@@ -216,8 +200,8 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
     run = target.run
     registry = registry_for(run, backbones)
     try:
-        settings = MetricSettings(**run["settings"]["metric_settings"])
-    except (TypeError, ValueError) as error:
+        settings = tracks.metric_settings(**run["settings"]["metric_settings"])
+    except CultureLensError as error:
         raise ReproduceError(f"the recorded settings cannot be used here: {error}") from None
     manifest = Manifest.model_validate_json((target.submission / "manifest.json").read_bytes())
     if list(manifest.seeds) != list(run["seeds"]):
@@ -234,9 +218,9 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
     if run["harness_version"] != __version__:
         _warn(f"the result was scored by harness {run['harness_version']}, this is {__version__}")
     try:
-        built, unavailable = select(*build(settings, registry, run["settings"]["tracks"]),
-                                    run["settings"]["tracks"])
-    except ValueError as error:
+        built, unavailable = tracks.select(*tracks.build(settings, registry, run["settings"]["tracks"]),
+                                           run["settings"]["tracks"])
+    except CultureLensError as error:
         raise ReproduceError(f"the recorded metrics cannot be built here: {error}") from None
     loaded, metrics, disabled = harness.load_backbones(built, registry, device)
     for backbone_id, recorded in run["backbones"].items():

@@ -5,7 +5,7 @@ Writes the same files the worker writes (``per_image.parquet``, ``aggregates.par
 ``OUT/submission/`` and the embedding cache in ``OUT/cache.sqlite``, so a rerun
 (another track, a crash) recomputes nothing cached.
 
-Many processes: ``accelerate launch -m benchmark.cli score ...`` (or
+Many processes: ``accelerate launch -m culturelens score ...`` (or
 ``--num-processes N``, which runs exactly that), on one machine or several
 (``--num_machines``, each with its own ``--out`` and cache). Every process embeds
 its share of the batches and sends it to the main process over torch.distributed
@@ -51,7 +51,7 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
     """
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
                str(num_processes), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "-m", "benchmark.cli", *argv]
+               "-m", "culturelens.cli", *argv]
     return subprocess.call(command, env={**os.environ, _LAUNCHED: "1"})
 
 

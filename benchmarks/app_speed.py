@@ -117,7 +117,7 @@ def serve(store: Path, log: Path) -> tuple[subprocess.Popen, str, float]:
     """``culturelens serve --no-worker`` on ``store``; returns the process, its URL and its start-up time."""
     port = free_port()
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store), "--port",
+    process = subprocess.Popen([sys.executable, "-m", "culturelens.cli", "serve", "--store", str(store), "--port",
                                 str(port), "--no-worker", "--user", "bench"], stdout=log.open("w"),
                                stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
     url = f"http://127.0.0.1:{port}/"

@@ -109,7 +109,7 @@ class Soak:
         log = open(path, "w")
         self.started += 1
         process = subprocess.Popen(
-            [sys.executable, "-m", "benchmark.cli", "worker", "--store", str(self.store.root), "--backbones",
+            [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(self.store.root), "--backbones",
              str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
              "--tracks", "awareness"],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT,

@@ -36,7 +36,7 @@ def free_port() -> int:
 
 
 def culturelens(*args: str) -> list[str]:
-    return [sys.executable, "-m", "benchmark.cli", *args]
+    return [sys.executable, "-m", "culturelens.cli", *args]
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ from benchmark.encoders import load_backbone
 from benchmark.encoders.base import stage
 from benchmark.encoders.spec import BackboneSpec, load_registry
 from benchmark.images import decode_for_scoring, open_as_viewed
-from benchmark.metrics import ClipCosine, ClipScore
+from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import Manifest
 

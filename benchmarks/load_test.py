@@ -225,7 +225,7 @@ def free_port() -> int:
 
 def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    command = [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store), "--host", "127.0.0.1",
+    command = [sys.executable, "-m", "culturelens.cli", "serve", "--store", str(store), "--host", "127.0.0.1",
                "--port", str(port), "--user", "load-tester"]
     command += (["--backbones", backbones] if backbones else []) if worker else ["--no-worker"]
     process = subprocess.Popen(command, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,

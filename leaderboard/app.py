@@ -3,7 +3,7 @@
 Reads go through one ``Catalog`` (an in-memory DuckDB that picks up new results by itself: no restart is
 ever needed). Every piece of user-supplied text is shown as plain text (``render.plain``), never as Markdown. The
 view lives in the URL (``?tab=slices&track=iconicity&metric=crt&slice=kind&value=moving&models=SDXL``) so a
-link restores it. Tracks come from the results and ``leaderboard.tracks``: a new track needs no UI change.
+link restores it. Tracks come from the results and the track registry (``benchmark.tracks``): a new track needs no UI change.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import pandas as pd
 from PIL import Image
 
 from benchmark import citations
+from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.pictures import reuse_picture
 from benchmark.submission import ServerFault
 from benchmark.submission.manifest import json_schema
+from benchmark.track import Chart
 from leaderboard import exports, quarantine, render, search, tables
-from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.store import PermissionDenied, Store
@@ -44,7 +45,13 @@ QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Det
 GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
-SLICE_CHARTS = (7, 9, 10)  # where the bars, curves and scatter are among the Slices outputs
+SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
+PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
+
+
+def track_charts() -> list[tuple[str, Chart]]:
+    """(track, chart) for every chart a registered track adds to the Slices tab, in track order."""
+    return [(name, chart) for name, track in track_registry.all_tracks().items() for chart in track.charts]
 TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case
 
 # Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
@@ -220,7 +227,7 @@ class Views:
     def track_choices(self) -> list[tuple[str, str]]:
         """Every registered track and any other the results hold, as (title, id): a track without rows yet keeps
         its button, and its note says why it is empty."""
-        ids = dict.fromkeys([*track_registry.REGISTRY, *tables.tracks(self.catalog)])
+        ids = dict.fromkeys([*track_registry.all_tracks(), *tables.tracks(self.catalog)])
         return [(track_registry.get(t).title, t) for t in ids]
 
     def overview(self, track, metric, models, types, size_min, size_max, since, provenance, columns,
@@ -318,7 +325,7 @@ class Views:
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
         if track in tables.tracks(self.catalog):
             frame = exports.track_rows(self.catalog, track, metric, protocol, filters)
-            return self._files(frame, track if track in track_registry.REGISTRY else "track")
+            return self._files(frame, track if track in track_registry.all_tracks() else "track")
         return self._files(exports.overall_rows(self.catalog, filters, protocol), "overall")
 
     def _folder(self) -> Path:
@@ -367,12 +374,13 @@ class Views:
 
     # --- slices --------------------------------------------------------------------------------------------
     def slices_page(self, *inputs) -> list:
-        """``slices`` for the page: each chart hidden when empty (the note above them says why), the scatter with a
+        """``slices`` for the page: each chart hidden when empty (the note above them says why), a scatter with a
         margin round its points."""
         outputs = list(self.slices(*inputs))
         outputs[4] = linked_table(outputs[4])
-        for i, scatter in ((SLICE_CHARTS[0], False), (SLICE_CHARTS[1], False), (SLICE_CHARTS[2], True)):
-            outputs[i] = shown_if_filled(outputs[i], **(_padded_limits(outputs[i]) if scatter else {}))
+        outputs[SLICE_BARS] = shown_if_filled(outputs[SLICE_BARS])
+        for i, (_, chart) in enumerate(track_charts(), start=SLICE_BARS + 2):
+            outputs[i] = shown_if_filled(outputs[i], **(_padded_limits(outputs[i]) if chart.kind == "scatter" else {}))
         return outputs
 
     def slices(self, track, metric, slice_name, slice_value, models):
@@ -412,43 +420,30 @@ class Views:
                 *self.charts(filters))
 
     def charts(self, filters: tables.Filters):
-        """Models across tracks (mean win rate bars, win rate per track as a heatmap), the W1KP reusability
-        curves and the CRT scatter: the ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
+        """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
+        (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...): the
+        ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
-        who = wide["model"] + wide["provenance"].map({"reported": " (paper)", "scored": ""})
+        who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
         per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks", "win_low", "win_high",
                                        "rank_low", "rank_high"], errors="ignore").set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
-        curves = self.catalog.curves("w1kp")
+        curves = self.catalog.query("SELECT * FROM curves ORDER BY model, x")
         curves = curves[curves["model"].isin(wide["model"])]
         if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
             curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
-        curves = curves.rename(columns={"x": "k", "value": "W1KP_k"})[["model", "k", "W1KP_k"]]
-        scatter = self.crt_scatter(filters)
-        empty = [why for frame, why in (
-            (bars, "no model has a headline score on a track yet (or the filters hide them all)"),
-            (curves, "no W1KP reusability curves: no submission has been scored on the variability track yet"),
-            (scatter, "no CRT scatter: no iconicity rows with both CRA and VR yet")) if frame.empty]
-        if bars.empty:
-            profile = ""
-        return bars, profile, curves, scatter, "".join(f"- {why}.\n" for why in empty)
-
-    def crt_scatter(self, filters: tables.Filters) -> pd.DataFrame:
-        """Per model and kind: recognition (CRA per reference) against realisation (1 - VR)."""
-        frame = self.catalog.query(
-            "SELECT * FROM aggregates WHERE track = 'iconicity' AND metric IN ('cra_reference', 'vr') "
-            "AND slice IN ('overall', 'kind')")
-        frame, _ = filters.apply(frame)
-        if frame.empty:
-            return pd.DataFrame(columns=["model", "recognition (CRA)", "realisation (1 - VR)", "subset"])
-        frame = frame.assign(subset=frame["slice_value"].where(frame["slice"] == "kind", "all"),
-                             who=frame["model"] + frame["provenance"].map({"reported": " (paper)", "scored": ""}))
-        wide = frame.pivot_table(index=["who", "subset"], columns="metric", values="value", aggfunc="last").dropna()
-        return pd.DataFrame({"model": wide.index.get_level_values(0), "subset": wide.index.get_level_values(1),
-                             "recognition (CRA)": wide["cra_reference"].to_numpy(),
-                             "realisation (1 - VR)": 1 - wide["vr"].to_numpy()})
+        points, empty = [], [] if len(bars) else ["no model has a headline score on a track yet (or the filters "
+                                                  "hide them all)"]
+        for track, chart in track_charts():
+            aggregates, _ = filters.apply(self.catalog.query("SELECT * FROM aggregates WHERE track = ?", [track]))
+            frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
+                               curves)
+            points.append(frame)
+            if frame.empty:
+                empty.append(chart.empty)
+        return bars, profile if len(bars) else "", *points, "".join(f"- {why}.\n" for why in empty)
 
     # --- compare -------------------------------------------------------------------------------------------
     def submission_choices(self) -> list[tuple[str, str]]:
@@ -832,14 +827,12 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                                     sort="-y", x_label_angle=-30)
                 s_profile = gr.HTML(elem_classes=["cl-scroll"])
                 with gr.Row():
-                    s_scatter = gr.ScatterPlot(x="recognition (CRA)", y="realisation (1 - VR)", color="model",
-                                               label="CRT: recognition vs realisation (per model, still/moving)",
-                                               min_width=300)
-                    s_curves = gr.LinePlot(x="k", y="W1KP_k", color="model", label="W1KP reusability curves: "
-                                           "W1KP_k over k seeds (0.85 = prompt used up)", min_width=300)
+                    s_charts = [(gr.ScatterPlot if chart.kind == "scatter" else gr.LinePlot)(
+                        x=chart.x, y=chart.y, color=chart.color, label=chart.label, min_width=300)
+                        for _, chart in track_charts()]
                 s_inputs = [s_track, s_metric, s_slice, s_value, s_models]
                 s_outputs = [s_track, s_metric, s_slice, s_value, s_table, s_note, s_heat, s_bars, s_profile,
-                             s_curves, s_scatter, s_chart_note]
+                             *s_charts, s_chart_note]
                 for control in s_inputs:
                     _on_change(control)(views.slices_page, s_inputs, s_outputs, api_name=False).then(
                         None, s_inputs, None, js=_url_js("slices", ["track", "metric", "slice", "value", "models"]))
@@ -875,9 +868,9 @@ def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
                 m_table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
                 m_track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
                 m_page = gr.Markdown()
-                m_track.input(render.method_page, m_track, m_page, api_name=False)
+                m_track.input(render.method_page, m_track, m_page, api_name="method")
                 with gr.Accordion("Cite (BibTeX)", open=False):
-                    gr.Code(render.bibtex(), language=None)
+                    gr.Code(citations.bibtex(), language=None)
 
             with gr.Tab("Submit", id="submit") as submit_tab:
                 if on_space:
@@ -1032,7 +1025,7 @@ def about_markdown(store: Store) -> str:
     cube_dir = render.hide_paths(local_folder(store.datasets, cube_1k.HUB_REPO), render.server_places(store.root))
     status = (f"built locally in `{cube_dir}`" if built
               else f"**not built on this server yet**: run `culturelens data build cube-1k --out {cube_dir}`")
-    papers = "\n".join(f"- {track}: {render.plain(cite)}" for track, cite in citations.ALL.items())
+    papers = "\n".join(f"- {t.name}: {render.plain(t.citation)}" for t in track_registry.all_tracks().values())
     return f"""
 ## Datasets
 

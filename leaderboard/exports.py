@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmark import results
+from benchmark import tracks as track_registry
 from leaderboard import links, tables
-from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 
 # Every column of a typed row, in order, with its pandas dtype (nullable where a value may be missing).

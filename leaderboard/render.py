@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark import citations
-from leaderboard import tracks
+from benchmark import tracks
 
 # Every ASCII punctuation character: with each written as a numeric character reference, Markdown finds no
 # syntax in the text at all (CommonMark: "entity and numeric character references cannot be used in place of
@@ -117,35 +116,6 @@ SLICE_LABELS = {"overall": "overall", "country": "country", "continent": "contin
 def slice_label(name: str) -> str:
     """A slice's name for people ('country_concept' -> 'country × concept'); ids stay in downloads and the API."""
     return SLICE_LABELS.get(name, str(name).replace("_", " "))
-
-_BIBTEX = {
-    citations.CUBE: ("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
-                     "Kannen, Nithish and Ahmad, Arif and Andreetto, Marco and Prabhakaran, Vinodkumar and Prabhu, "
-                     "Utsav and Dieng, Adji Bousso and Bhattacharyya, Pushpak and Dave, Shachi", "2407.06863", 2024),
-    citations.CRT: ("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal "
-                    "Iconicity in Diffusion Models", "De Rosa Palmini, Maria-Teresa and Cetinic, Eva", "2511.11435",
-                    2025),
-    citations.W1KP: ("tang2024words", "Words Worth a Thousand Pictures: Measuring and Understanding Perceptual "
-                     "Variability in Text-to-Image Generation", "Tang, Raphael and Zhang, Xinyu and Xu, Lixinyue and "
-                     "Lu, Yao and Li, Wenyan and Stenetorp, Pontus and Lin, Jimmy and Ture, Ferhan", "2406.08482",
-                     2024),
-    citations.CAIRE: ("yayavaram2025caire", "CAIRE: Cultural Attribution of Images with Retrieval", "Yayavaram, "
-                      "Arnav and Yayavaram, Siddharth and Khanuja, Simran and Saxon, Michael and Neubig, Graham",
-                      "2506.09109", 2025),
-    citations.CULTURALFRAMES: ("nayak2025culturalframes", "CulturalFrames: Assessing Cultural Expectation Alignment "
-                               "in Text-to-Image Models and Evaluation Metrics", "Nayak, Shravan and others",
-                               "2506.08835", 2025),
-}
-
-
-def bibtex() -> str:
-    """BibTeX for the five papers (arXiv entries)."""
-    entries = []
-    for key, title, authors, arxiv, year in _BIBTEX.values():
-        entries.append(f"@article{{{key},\n  title = {{{title}}},\n  author = {{{authors}}},\n"
-                       f"  journal = {{arXiv preprint arXiv:{arxiv}}},\n  year = {{{year}}}\n}}")
-    return "\n\n".join(entries)
-
 
 def method_page(name: str) -> str:
     track = tracks.get(name)

@@ -2,7 +2,7 @@
 
 Protocols: a ranking compares the rows of one protocol only (``protocol_id``: dataset, images per prompt, the
 metric's version with its settings, backbones; ``unrecorded`` for results scored before protocols were recorded).
-By default it is the track's headline protocol (``leaderboard.tracks``) when it has rows, else the largest; the
+By default it is the track's headline protocol (``benchmark.tracks``) when it has rows, else the largest; the
 others are one choice away, and paper-reported rows of other protocols are listed beside, not ranked.
 
 Ranking: best first by the metric's direction, ties share a rank. Each rank has a 95% interval from a paired
@@ -23,8 +23,8 @@ import pandas as pd
 from scipy import stats
 
 from benchmark import citations, results
+from benchmark import tracks as track_registry
 from leaderboard import links, render
-from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
 
 OVERALL = "overall"
@@ -129,7 +129,7 @@ class Filters:
 
 def tracks(cat: Catalog) -> list[str]:
     present = set(cat.query("SELECT DISTINCT track FROM aggregates")["track"])
-    registered = [t for t in track_registry.REGISTRY if t in present]
+    registered = [t for t in track_registry.all_tracks() if t in present]
     return registered + sorted(present - set(registered))
 
 

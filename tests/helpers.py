@@ -54,7 +54,7 @@ def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 18
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "benchmark.cli", "serve", "--store", str(store_root), "--port", str(port),
+            [sys.executable, "-m", "culturelens.cli", "serve", "--store", str(store_root), "--port", str(port),
              *options], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
         url = f"http://127.0.0.1:{port}/"
         try:

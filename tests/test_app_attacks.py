@@ -44,7 +44,7 @@ def attacked_app(tmp_path_factory, tiny_upstream, backbones_file):
         outcome = store.submit(make_submission(root / f"sub-{len(ids)}", prompt_ids, model_name=name), "mallory")
         assert outcome.job is not None, outcome.report.text()
         ids[name] = outcome.job.id
-    subprocess.run([sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), "--once",
+    subprocess.run([sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--once",
                     "--backbones", str(backbones_file)], check=True, capture_output=True, timeout=300)
     assert all(store.has_results(i) for i in ids.values())
     with serving(store.root, root / "serve.log", "--user", "mallory", "--no-worker") as url:

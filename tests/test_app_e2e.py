@@ -183,7 +183,7 @@ def test_slices_heatmap_and_charts(live_app):
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
     out = client.predict("awareness", "CLIP cosine (prompt, image)", "country", "Nigeria", "", api_name="/slices")
-    track, metric, slice_name, value, table, note, heat, bars, profile, curves, scatter, chart_note = out
+    track, metric, slice_name, value, table, note, heat, bars, profile, scatter, curves, chart_note = out
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert slice_name["value"] == "country" and ("country × concept", "country_concept") in [tuple(c) for c in slice_name["choices"]]
     assert value["value"] == "Nigeria" and list(frame["Model"]) == [E2E_LINK]

@@ -22,7 +22,7 @@ VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "bu
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchmark.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "culturelens.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
 
 
@@ -38,7 +38,7 @@ def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
     benchmarks/README.md, not here)."""
     heavy = ("torch", "datasets", "huggingface_hub", "gradio", "pandas")
     loaded = f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
-    code = f"import sys\nfrom benchmark import cli\n{loaded}\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n{loaded}"
+    code = f"import sys\nfrom culturelens import cli\n{loaded}\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n{loaded}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and "usage: culturelens" in result.stdout
@@ -178,7 +178,7 @@ def http_server(answer: bool = True):
 def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     from huggingface_hub import constants
 
-    from benchmark.cli import hub_reachable
+    from culturelens.cli import hub_reachable
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # HF_HUB_OFFLINE=1, as huggingface_hub reads it
     assert not hub_reachable()

@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow.parquet as pq
 from scipy import stats as scipy_stats
 
-from benchmark import cli, results
+from culturelens import cli
+from benchmark import results
 
 
 def _results(folder, model, metric_values: dict[str, dict[str, float]]):

@@ -15,7 +15,7 @@ from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, load_prompts_for
 from benchmark.encoders import load_backbone
-from benchmark.metrics import ClipCosine
+from benchmark.metrics.alignment import ClipCosine
 from benchmark.submission import stage
 from benchmarks.crash_soak import Soak, build_store, figure_lines
 from tests.helpers import make_submission

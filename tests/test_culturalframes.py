@@ -444,7 +444,7 @@ def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     pd.DataFrame({"image_id": means.index, "score": means.to_numpy()}).to_csv(scores, index=False)
 
     def run(*argv):
-        return subprocess.run([sys.executable, "-m", "benchmark.cli", *argv], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "culturelens.cli", *argv], capture_output=True, text=True,
                               timeout=300)
 
     store = tmp_path / "store"

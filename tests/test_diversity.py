@@ -492,17 +492,17 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
 
 
 def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, tmp_path):
-    """``MetricSettings.diversity_tagger`` set to a VLM folder (CUBE App. H.2): the harness tags each image with the
+    """The ``diversity_tagger`` setting set to a VLM folder (CUBE App. H.2): the harness tags each image with the
     VLM's choice among the index's top 5, the same as an independent ``VLMTagger.tag`` call on the images, and
     the results name the tagger."""
     from benchmark import harness
-    from benchmark.metrics import MetricSettings, build, select
+    from benchmark.tracks import build, metric_settings, select
 
     report, staged, images = staged_submission(tiny_upstream, tmp_path)
     clip = load_backbone(CLIP, {CLIP: tiny_clip}, device="cpu")
     quality = load_backbone(HPS, {HPS: tiny_clip}, device="cpu")
     folder = ArtifactIndex.from_backbone(CSPACE, clip, progress=False).save(tmp_path / "index")
-    built, unavailable = build(MetricSettings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
+    built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
     chosen, _ = select(built, unavailable, ["diversity"])
     scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
                            submission_id="t", batch_size=16)
@@ -531,21 +531,21 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, 
 
 
 def test_a_vlm_tagger_that_cannot_load_makes_the_diversity_track_unavailable(index, tmp_path):
-    from benchmark.metrics import MetricSettings, build
+    from benchmark.tracks import build, metric_settings
 
     folder = str(index.save(tmp_path / "index"))
     missing = str(tmp_path / "no-such-vlm")
-    built, unavailable = build(MetricSettings(artifact_index=folder, diversity_tagger=missing))
+    built, unavailable = build(metric_settings(artifact_index=folder, diversity_tagger=missing))
     assert not [m for m in built if m.info.track == "diversity"]
     reason = {u.name: u.reason for u in unavailable}["diversity"]
     assert reason.startswith(f"cannot load the tagging VLM {missing!r}")
-    built, _ = build(MetricSettings(artifact_index=folder))  # the default: the index tags, and is named
+    built, _ = build(metric_settings(artifact_index=folder))  # the default: the index tags, and is named
     tracked = [m for m in built if m.info.track == "diversity"]
     version = f"1 (tagger index of 12 artifacts by {CLIP} (fixed-vectors), 'a photo of {{artifact}}'; tagging " \
         "accuracy not measured)"
     assert len(tracked) == 10 and all(isinstance(m.tagger, ArtifactIndex) and m.info.version == version
                                       for m in tracked)
     # Scoring other tracks never loads the tagger (nor its index): no diversity metric, no reason to give.
-    built, unavailable = build(MetricSettings(artifact_index=folder, diversity_tagger=missing), tracks=["awareness"])
+    built, unavailable = build(metric_settings(artifact_index=folder, diversity_tagger=missing), tracks=["awareness"])
     assert {m.info.track for m in built}.isdisjoint({"diversity", "relevance"})
     assert not [u for u in unavailable if u.track in ("diversity", "relevance")]

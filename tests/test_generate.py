@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from benchmark import cli
+from culturelens import cli
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
@@ -106,7 +106,7 @@ def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datase
 
 def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
     out = tmp_path / "resumed"
-    command = [sys.executable, "-m", "benchmark.cli", "generate", "--model", str(tiny_sd), "--dataset",
+    command = [sys.executable, "-m", "culturelens.cli", "generate", "--model", str(tiny_sd), "--dataset",
                str(local_folder(datasets_root, cube_1k.HUB_REPO)), "--out", str(out), "--device", "cpu", *SIZE,
                "--images-per-prompt", "4"]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

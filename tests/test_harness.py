@@ -19,7 +19,7 @@ from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
-from benchmark.metrics import ClipCosine, ClipScore
+from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import Manifest, stage
 from tests.helpers import make_submission
@@ -122,7 +122,7 @@ from benchmark import harness
 from benchmark.cache import EmbeddingCache
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import load_registry
-from benchmark.metrics import ClipCosine
+from benchmark.metrics.alignment import ClipCosine
 from tests.test_harness import GridSpread
 import pandas as pd
 
@@ -167,7 +167,7 @@ def test_two_processes_give_exactly_the_one_process_results(submission, backbone
     for processes in (1, 2):
         out = tmp_path / f"out{processes}"
         result = subprocess.run(
-            [sys.executable, "-m", "benchmark.cli", "score", str(source), "--out", str(out), "--store",
+            [sys.executable, "-m", "culturelens.cli", "score", str(source), "--out", str(out), "--store",
              str(datasets_root.parent), "--backbones", str(backbones_file), "--device", "cpu", "--batch-size", "4",
              "--num-processes", str(processes)],
             capture_output=True, text=True, timeout=600)

@@ -30,7 +30,7 @@ from PIL import Image
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from benchmark.encoders.spec import load_registry
-from benchmark.metrics import ClipCosine
+from benchmark.metrics.alignment import ClipCosine
 from benchmark.submission import Limits, Manifest, Rejected, Report
 from benchmark.submission.archive import Entry, unpack
 from benchmark.submission.validate import check_image, read_manifest

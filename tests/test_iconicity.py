@@ -182,16 +182,16 @@ def test_results_record_the_variant_and_its_thresholds():
 
 
 def test_metric_settings_choose_the_variant_and_keep_explicit_choices():
-    from benchmark.metrics import MetricSettings, build
+    from benchmark.tracks import build, metric_settings
 
     def crt(settings):
         built, _ = build(settings, tracks=["iconicity"])
         return next(m for m in built if m.info.name == "crt").settings
 
-    assert crt(MetricSettings()) == VARIANTS["paper"]
-    assert crt(MetricSettings(clip_backbone="clip-vit-l-14")).clip == "clip-vit-l-14"  # paper: CRA follows --clip
-    assert crt(MetricSettings(crt_variant="authors_code", clip_backbone="clip-vit-l-14")) == VARIANTS["authors_code"]
-    chosen = crt(MetricSettings(crt_variant="authors_code", vr_backbone="dinov2-base", crt_comparison=">"))
+    assert crt(metric_settings()) == VARIANTS["paper"]
+    assert crt(metric_settings(clip_backbone="clip-vit-l-14")).clip == "clip-vit-l-14"  # paper: CRA follows --clip
+    assert crt(metric_settings(crt_variant="authors_code", clip_backbone="clip-vit-l-14")) == VARIANTS["authors_code"]
+    chosen = crt(metric_settings(crt_variant="authors_code", vr_backbone="dinov2-base", crt_comparison=">"))
     assert (chosen.dino, chosen.comparison, chosen.tau_moving) == ("dinov2-base", ">", 0.75)
 
 

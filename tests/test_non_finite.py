@@ -16,7 +16,7 @@ from benchmark.aggregate import aggregate
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
-from benchmark.metrics import ClipCosine, ClipScore
+from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.iconicity import (
     RecognitionPerImage,

@@ -361,7 +361,7 @@ def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_p
 
 
 def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, tmp_path):
-    from benchmark import cli
+    from culturelens import cli, options
 
     backbones = tmp_path / "backbones.json"
     backbones.write_text(json.dumps({"msiglip-so400m": tiny_clip.to_dict()}))
@@ -369,7 +369,7 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
         "score", "sub.zip", "--out", str(tmp_path / "out"), "--backbones", str(backbones), "--tracks", "relevance",
         "--relevance-kb", str(kb[0].folder), "--relevance-judge", "probe", "--relevance-linking", "top",
         "--relevance-label-case", "capitalize", "--relevance-text-chars", "15000"])
-    (metric,), reasons = cli._metrics(args)
+    (metric,), reasons = options.chosen_metrics(args)
     assert reasons == {}
     assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
     assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000)")
@@ -387,7 +387,7 @@ def test_kb_index_verb_names_the_flag_score_takes(tmp_path, tiny_clip):
     records, images = write_kb_inputs(tmp_path)
     backbones = tmp_path / "backbones.json"
     backbones.write_text(json.dumps({"msiglip-so400m": tiny_clip.to_dict()}))
-    run = [sys.executable, "-m", "benchmark.cli"]
+    run = [sys.executable, "-m", "culturelens.cli"]
     built = subprocess.run([*run, "kb-index", "--records", str(records), "--images", str(images), "--out",
                             str(tmp_path / "kb"), "--backbones", str(backbones)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr

@@ -98,7 +98,7 @@ def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
 
 
 def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[str]:
-    return [sys.executable, "-m", "benchmark.cli", "worker", "--store", str(store.root), "--backbones",
+    return [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--backbones",
             str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
 
 

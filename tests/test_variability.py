@@ -17,12 +17,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from benchmark import cli, harness
+from culturelens import cli
+from benchmark import harness
 from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
-from benchmark.metrics import MetricSettings, build
+from benchmark.tracks import build, metric_settings
 from benchmark.metrics.base import Inputs, Need
 from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k_curve_authors_code, eta_k_exact,
                                            eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability,
@@ -397,14 +398,14 @@ def test_the_dreamsim_backbone_needs_its_optional_package():
 def test_the_authors_calibration_is_dreamsims_and_refused_for_another_backbone():
     if not W1KP_FILE.exists():
         pytest.skip(f"W1KP calibration not found at {W1KP_FILE} (see ../shared/data/README.md)")
-    built, unavailable = build(MetricSettings(w1kp_calibration=str(W1KP_FILE), w1kp_backbone="dinov2-base"),
+    built, unavailable = build(metric_settings(w1kp_calibration=str(W1KP_FILE), w1kp_backbone="dinov2-base"),
                                tracks=["variability"])
     assert not [m for m in built if m.info.track == "variability"]
     assert {u.name: u.reason for u in unavailable}["w1kp"] == (
         f"the W1KP calibration {W1KP_FILE} was fitted for backbone 'dreamsim' (the file records no backbone, so it "
         "is taken as the authors' DreamSim_l2 CDF), not for --w1kp-backbone 'dinov2-base': fit one for it with "
         "`culturelens calibrate --backbone dinov2-base`, or score with --w1kp-backbone dreamsim")
-    built, unavailable = build(MetricSettings(w1kp_calibration=str(W1KP_FILE)), tracks=["variability"])
+    built, unavailable = build(metric_settings(w1kp_calibration=str(W1KP_FILE)), tracks=["variability"])
     [metric] = [m for m in built if m.info.track == "variability"]
     assert metric.need.backbone == "dreamsim" and "w1kp" not in {u.name for u in unavailable}
 
@@ -423,7 +424,7 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
     with np.load(out, allow_pickle=False) as saved:
         assert code == 0 and str(saved["backbone"]) == "clip-vit-b-32" and str(saved["backbone_key"]) == clip.key
 
-    built, unavailable = build(MetricSettings(w1kp_calibration=str(out), w1kp_backbone="dinov2-base"),
+    built, unavailable = build(metric_settings(w1kp_calibration=str(out), w1kp_backbone="dinov2-base"),
                                tracks=["variability"])
     assert not [m for m in built if m.info.track == "variability"]
     assert {u.name: u.reason for u in unavailable}["w1kp"] == (
@@ -431,7 +432,7 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
         "'dinov2-base': fit one for it with `culturelens calibrate --backbone dinov2-base`, or score with "
         "--w1kp-backbone clip-vit-b-32")
 
-    built, unavailable = build(MetricSettings(w1kp_calibration=str(out), w1kp_backbone="clip-vit-b-32"),
+    built, unavailable = build(metric_settings(w1kp_calibration=str(out), w1kp_backbone="clip-vit-b-32"),
                                tracks=["variability"])
     [metric] = [m for m in built if m.info.track == "variability"]
     assert "w1kp" not in {u.name for u in unavailable} and metric.check({"clip-vit-b-32": clip}) is None

@@ -17,13 +17,11 @@ from pathlib import Path
 
 import datasets
 
-from benchmark.datasets import hub_layout
+from benchmark.datasets import hub_layout, names
 from benchmark.datasets.cube_1k import CONCEPTS
 
-HUB_REPO = "culturelens/cube-diversity"
-CONFIG = "diversity"
-SPLIT = "test"
-SEEDS = tuple(range(80))  # Appendix H.1: "80 unique seed values per prompt, spanning the range from 0 to 79"
+HUB_REPO, CONFIG, SPLIT = names.CUBE_DIVERSITY
+SEEDS = names.CUBE_DIVERSITY_SEEDS
 BATCH_SIZE = 8  # images per diversity score (N in Eq. 3)
 OURS = "CultureLens rephrasing"
 

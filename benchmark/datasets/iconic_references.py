@@ -30,13 +30,11 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from benchmark.datasets import hub_layout
+from benchmark.datasets import hub_layout, names
 
-HUB_REPO = "culturelens/iconic-references"
-CONFIG = "references"
+HUB_REPO, CONFIG, SPLIT = names.ICONIC_REFERENCES
 CONFIG_ALL = "references_all"
 PERTURBATIONS = {"synonym": "references_synonym", "description": "references_description"}
-SPLIT = "test"
 MODALITIES = {"artwork": "still", "album": "still", "photograph": "still",
               "film": "moving", "tv_series": "moving", "animation": "moving"}
 MIN_SITELINKS = 20  # kept when sitelinks > 20

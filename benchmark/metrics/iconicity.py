@@ -30,76 +30,23 @@ in the last cell (compute_VR.py; the backbone ``dinov2-base-mean-floor``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
+from benchmark.metrics.crt_protocol import (  # noqa: F401 - the protocol's names, where readers of this module look
+    CITATION,
+    COMPARISONS,
+    CRT_FROM_MEANS,
+    GRID,
+    TAU,
+    TAU_PATCH,
+    VARIANTS,
+    Protocol,
+    protocol,
+)
 from benchmark.results import ERROR_NOTE
-
-TAU = 0.7
-TAU_PATCH = 0.6
-CRT_FROM_MEANS = ("crt_from_means", "CRT from column means, CRA_reference x (1 - VR) (Table 1)")
-GRID = 4
-CITATION = "De Rosa Palmini & Cetinic, arXiv:2511.11435"
-COMPARISONS = (">", ">=")
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """The settings of one CRT scoring: which backbones, and when an image counts as recognised.
-
-    ``tau`` applies to still references, ``tau_moving`` to moving ones (the dataset's ``kind``; without that
-    column, a reference with several images is moving); ``comparison`` is ``>`` (Eq. 1) or ``>=``. The grid
-    cut and the DINO pooling belong to the ``dino`` backbone's spec (``pooling``, ``grid_cut``).
-    """
-
-    variant: str = "paper"
-    clip: str = "clip-vit-b-32"
-    dino: str = "dinov2-base"
-    tau: float = TAU
-    tau_moving: float = TAU
-    comparison: str = ">"
-    tau_patch: float = TAU_PATCH
-    grid: int = GRID
-
-    def threshold(self, kind: str) -> float:
-        """tau for a reference of this kind (``moving`` or ``still``)."""
-        return self.tau_moving if kind == "moving" else self.tau
-
-    @property
-    def version(self) -> str:
-        """The metric version results carry: the variant and every threshold, so that runs under different
-        rules are never taken for one another (the backbones are recorded beside it)."""
-        return (f"1 ({self.variant}: recognised s {self.comparison} {self.tau:g} still, {self.tau_moving:g} moving;"
-                f" reused > {self.tau_patch:g})")
-
-
-VARIANTS = {
-    # CRT, Sec. 4.1-4.2: s > 0.7 with CLIP ViT-B/32; DINO's CLS token on an evenly rounded 4x4 grid.
-    "paper": Protocol(),
-    # The authors' code: compute_CRA.py (IC_TAU_STATIC_DEFAULT, IC_TAU_DYNAMIC_DEFAULT, ``cra_sim >= ic_tau``,
-    # CLIP ViT-B/16) and compute_VR.py (``split_into_grid``, ``DINOEmbedder``'s token mean). It has no patch
-    # threshold of its own, so Eq. 2's stays.
-    "authors_code": Protocol("authors_code", clip="clip-vit-b-16", dino="dinov2-base-mean-floor", tau=0.70,
-                             tau_moving=0.75, comparison=">="),
-}
-
-
-def protocol(variant: str = "paper", **overrides) -> Protocol:
-    """The named variant's settings with the given ones (those not None) in place of its own; a given ``tau``
-    without a ``tau_moving`` sets both.
-
-    ValueError for an unknown variant or comparison."""
-    if variant not in VARIANTS:
-        raise ValueError(f"CRT variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
-    if overrides.get("tau") is not None and overrides.get("tau_moving") is None:
-        overrides["tau_moving"] = overrides["tau"]
-    chosen = replace(VARIANTS[variant], **{k: v for k, v in overrides.items() if v is not None})
-    if chosen.comparison not in COMPARISONS:
-        raise ValueError(f"CRT comparison must be one of {', '.join(COMPARISONS)}, not {chosen.comparison!r}")
-    return chosen
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

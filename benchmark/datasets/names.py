@@ -1,0 +1,22 @@
+"""Where each dataset CultureLens builds lives on the Hub (repo, config, split), as plain names: the track registry
+and the leaderboard service read them without importing any data library; the builders take theirs from here."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class DatasetName(NamedTuple):
+    repo: str
+    config: str
+    split: str = "test"
+
+    def __str__(self) -> str:
+        """``repo:config:split``, as results record a dataset."""
+        return f"{self.repo}:{self.config}:{self.split}"
+
+
+CUBE_DIVERSITY = DatasetName("culturelens/cube-diversity", "diversity")
+# Appendix H.1: "80 unique seed values per prompt, spanning the range from 0 to 79".
+CUBE_DIVERSITY_SEEDS = tuple(range(80))
+ICONIC_REFERENCES = DatasetName("culturelens/iconic-references", "references")

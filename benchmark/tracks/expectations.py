@@ -1,0 +1,171 @@
+"""Expectations (CulturalFrames, Nayak et al., arXiv:2506.08835): does the image meet the explicit and implicit
+cultural expectations of its prompt, as raters judge? Its rows are the raters' (published and recomputed from the
+release); its commands build the release, export a model's rated images as a submission, and meta-evaluate
+automatic metrics against the raters."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+from benchmark import citations
+from benchmark.errors import CultureLensError
+from benchmark.progress import quiet_datasets
+from benchmark.track import Track, Verb
+
+META_EVAL_FOLDER = "meta_eval"  # in a leaderboard store: the tables its Metrics tab shows
+
+
+def build_release(args: argparse.Namespace) -> int:
+    from benchmark.datasets import culturalframes
+
+    quiet_datasets()
+    try:
+        summary = culturalframes.build(args.source, Path(args.out), revision=args.revision, repo=args.repo)
+    except (culturalframes.SourceError, FileExistsError) as error:
+        raise CultureLensError(str(error)) from None
+    counts = ", ".join(f"{summary[k]} {k}" for k in ("prompts", "images", "ratings") if k in summary)
+    print(f"built culturalframes in {args.out}: {counts}")
+    if summary.get("fields_never_found"):
+        print(f"fields the release does not have (left null): {', '.join(summary['fields_never_found'])}")
+    return 0
+
+
+def export_submission(args: argparse.Namespace) -> int:
+    from benchmark.datasets import culturalframes
+
+    quiet_datasets()
+    try:
+        out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
+    except (culturalframes.SourceError, FileExistsError) as error:
+        raise CultureLensError(str(error)) from None
+    print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
+    return 0
+
+
+def meta_evaluate(args: argparse.Namespace) -> int:
+    from benchmark.datasets import culturalframes
+    from benchmark.expectations import meta_eval
+
+    files = {}
+    for item in args.scores or []:
+        if "=" not in item:
+            raise CultureLensError(f"--scores {item!r}: expected NAME=FILE (a CSV or Parquet of image_id, score)")
+        name, path = item.split("=", 1)
+        files[name] = path
+    if not files and not args.results:
+        raise CultureLensError("nothing to evaluate: give --scores NAME=FILE and/or --results DIR --metrics NAME ...")
+    try:
+        scores = meta_eval.collect_scores(args.ratings, files=files, results=args.results, metrics=args.metrics,
+                                          seed=args.seed)
+        table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
+                                        criteria=args.criteria, by_country=not args.no_countries,
+                                        min_images=args.min_images, n_resamples=args.resamples)
+    except (culturalframes.SourceError, meta_eval.ScoresError) as error:
+        raise CultureLensError(str(error)) from None
+    if args.store:
+        folder = Path(args.store) / META_EVAL_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{'-'.join(sorted(scores))[:100]}.parquet"
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        _write_atomically(target, buffer.getvalue())
+        print(f"the leaderboard's Metrics tab now shows {target.name}")
+    if args.out:
+        (table.to_parquet if args.out.endswith(".parquet") else table.to_csv)(args.out, index=False)
+    if not args.out and not args.store:
+        print(table.to_string(index=False))
+    return 0
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """The app reads the store while this runs: write beside the target, then rename."""
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_bytes(data)
+    partial.replace(target)
+
+
+def human_aggregates(args: argparse.Namespace) -> int:
+    from benchmark.datasets import culturalframes
+    from benchmark.expectations import human
+
+    try:
+        ratings = culturalframes.load_config(args.ratings, "ratings")
+    except culturalframes.SourceError as error:
+        raise CultureLensError(str(error)) from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    human.human_aggregates(ratings, n_resamples=args.resamples).to_csv(out / "human_aggregates.csv", index=False)
+    human.agreement(ratings).to_csv(out / "agreement.csv", index=False)
+    human.agreement(ratings, by=("country",)).to_csv(out / "agreement_by_country.csv", index=False)
+    print(f"wrote human_aggregates.csv, agreement.csv and agreement_by_country.csv to {out}")
+    return 0
+
+
+def _release_options(cf: argparse.ArgumentParser) -> None:
+    from benchmark.datasets import culturalframes
+
+    cf.add_argument("--source", default=culturalframes.SOURCE_REPO,
+                    help="the authors' Hub dataset repo, or a local copy of it")
+    cf.add_argument("--revision", default=None, help="Hub revision of --source (commit sha or tag)")
+    cf.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
+    cf.add_argument("--repo", default=culturalframes.HUB_REPO, help="Hub repo id the card's load snippets name")
+    cf.set_defaults(run=build_release, hub=True)
+
+
+def _export_options(export: argparse.ArgumentParser) -> None:
+    export.add_argument("--dataset", required=True, help="folder built by `data build culturalframes`")
+    export.add_argument("--model", required=True, help="model name as in the release (flux, SD35, imagegen3, ...)")
+    export.add_argument("--out", required=True, help="submission folder to write")
+    export.set_defaults(run=export_submission, hub=True)
+
+
+def _meta_eval_options(meta: argparse.ArgumentParser) -> None:
+    from benchmark.expectations.meta_eval import CRITERIA
+
+    meta.add_argument("--ratings", required=True, help="CulturalFrames folder (or Hub repo) with the ratings config")
+    meta.add_argument("--scores", action="append", help="NAME=FILE: a CSV/Parquet of image_id, score (repeatable)")
+    meta.add_argument("--results", nargs="+", default=None,
+                      help="results folders of exported CulturalFrames submissions")
+    meta.add_argument("--metrics", nargs="+", default=None, help="metrics to take from --results")
+    meta.add_argument("--seed", type=int, default=None, help="the seed to use when results have several")
+    meta.add_argument("--criteria", nargs="+", choices=CRITERIA, default=["alignment", "quality", "overall"],
+                      help="the raters' criteria to correlate with")
+    meta.add_argument("--no-countries", action="store_true", help="overall only, no per-country rows")
+    meta.add_argument("--min-images", type=int, default=20, help="fewest images a correlation is computed on")
+    meta.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the CIs")
+    meta.add_argument("--out", default=None, help="write the table to this .csv or .parquet")
+    meta.add_argument("--store", default=None, help="also show it in this leaderboard store's Metrics tab")
+    meta.set_defaults(run=meta_evaluate, hub=True)
+
+
+def _human_options(humans: argparse.ArgumentParser) -> None:
+    humans.add_argument("--ratings", required=True, help="CulturalFrames folder (or Hub repo) with the ratings config")
+    humans.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for the CIs")
+    humans.add_argument("--out", required=True, help="folder for the CSV tables")
+    humans.set_defaults(run=human_aggregates, hub=True)
+
+
+TRACK = Track(
+    "expectations", "Expectations (CulturalFrames)", "human_alignment",
+    "Does the image meet the explicit and implicit cultural expectations of its prompt, as raters judge?",
+    r"""
+Three raters per image: alignment {0, ½, 1} with explicit / implicit error flags, stereotype flag, quality
+{0, ½, 1}, overall 1-5. Reported: mean alignment, failure rate (share < 1) and its explicit / implicit split;
+agreement by Krippendorff's α. The **Metrics** tab ranks automatic metrics by Spearman ρ with the human means
+per criterion, against the leave-one-rater-out human ceiling.
+""", citations.CULTURALFRAMES, order=60,
+    verbs=(Verb("culturalframes", "CulturalFrames prompts, rated images and per-rater ratings from the authors' "
+                "release", "culturelens data build culturalframes --source mair-lab/CulturalFrames "
+                "--out data/culturalframes", _release_options, under=("data", "build")),
+           Verb("export-culturalframes", "one model's rated CulturalFrames images as a submission, so the harness "
+                "scores the images the raters saw",
+                "culturelens export-culturalframes --dataset data/culturalframes --model flux --out subs/cf-flux",
+                _export_options),
+           Verb("meta-eval", "rank automatic metrics by Spearman correlation with the CulturalFrames raters",
+                "culturelens meta-eval --ratings data/culturalframes --scores viescore=vie.csv --store .culturelens",
+                _meta_eval_options),
+           Verb("human-aggregates", "CulturalFrames human results per model x country x domain with bootstrap CIs, "
+                "and Krippendorff's alpha", "culturelens human-aggregates --ratings data/culturalframes --out cf/",
+                _human_options)))

@@ -1,0 +1,101 @@
+"""Relevance (CAIRE, Yayavaram et al., arXiv:2506.09109): how relevant is the image to the cultures its submitter
+names (1-5)?"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchmark import citations
+from benchmark import settings as declared
+from benchmark.errors import CultureLensError
+from benchmark.settings import Setting, positive_int
+from benchmark.track import MetricsUnavailable, Track, Verb
+
+ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
+
+# The CAIRE authors' code (siddharthyayavaram/CAIRE) links to the best-ranked candidate with a Wikipedia page
+# ("top": the Eq. 2 argmax); optionally their label casing ("capitalize") and text cut-off (15000 characters).
+SETTINGS = (
+    Setting("relevance_kb", None, "relevance: folder from `culturelens kb-index`", env=ENV_RELEVANCE_KB, path=True),
+    Setting("relevance_judge", "Qwen/Qwen2.5-VL-7B-Instruct",
+            "relevance: VLM judge (Hub id or folder), or 'probe' for the CLIP-probe baseline", path=True),
+    Setting("relevance_k", 20, "relevance: KB images pooled for linking", type=positive_int),
+    Setting("relevance_linking", "first_with_page", "relevance: best-ranked candidate with a Wikipedia page "
+            "(authors' code), or the top candidate whatever its page (the judge then reads its description)",
+            choices=("first_with_page", "top")),
+    Setting("relevance_label_case", "as_given", "relevance: label as given, or str.capitalize()d as in the authors' "
+                                                "code", choices=("as_given", "capitalize")),
+    Setting("relevance_text_chars", None, "relevance: cut the Wikipedia text to N characters (authors' code: 15000; "
+                                          "default whole)", type=positive_int),
+)
+
+
+def metrics(settings, backbones) -> list:
+    """One relevance metric per culture label, judged by a VLM (or the CLIP probe) on the entity visual entity
+    linking finds in the knowledge base; unavailable without a knowledge base or a judge."""
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneUnavailable
+    from benchmark.judges import JudgeUnavailable
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.judges.vlm import VLMJudge
+    from benchmark.metrics import relevance
+    from benchmark.relevance.kb import KnowledgeBase
+
+    if not settings.relevance_kb:
+        raise MetricsUnavailable("relevance", (
+            f"no knowledge base: pass --relevance-kb DIR or set {ENV_RELEVANCE_KB} (build one with "
+            "`culturelens kb-index`; see README, 'Relevance')"))
+    try:
+        kb = KnowledgeBase.load(settings.relevance_kb)
+        if settings.relevance_judge == "probe":
+            judge = ProbeJudge(load_backbone(kb.backbone_id, backbones or DEFAULT_REGISTRY))
+        else:
+            judge = VLMJudge(settings.relevance_judge)
+    except (BackboneUnavailable, JudgeUnavailable, ValueError, OSError) as error:  # the message names what failed
+        raise MetricsUnavailable("relevance", str(error)) from None
+    return relevance.metrics((), kb, judge, k=settings.relevance_k, linking=settings.relevance_linking,
+                             label_case=settings.relevance_label_case, text_chars=settings.relevance_text_chars)
+
+
+# --- `culturelens kb-index` -------------------------------------------------------------------------------------
+def kb_index(args: argparse.Namespace) -> int:
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import BackboneUnavailable, load_registry
+    from benchmark.relevance import kb
+
+    try:  # the records and their images first: read_records and image_table refuse them with a ValueError
+        kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
+    except ValueError as error:
+        raise CultureLensError(str(error)) from None
+    try:
+        backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
+    except BackboneUnavailable as error:
+        raise CultureLensError(str(error)) from None
+    kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
+    print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
+    return 0
+
+
+def _kb_options(kbi: argparse.ArgumentParser) -> None:
+    kbi.add_argument("--records", required=True, help="JSON Lines or Parquet of entities (see README, 'Relevance')")
+    kbi.add_argument("--images", required=True, help="folder holding the images the records name")
+    kbi.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
+    kbi.add_argument("--out", required=True, help="index folder to write")
+    declared.add_options(kbi, "backbones", declared.RUNTIME)
+    kbi.set_defaults(run=kb_index, hub=True)
+
+
+TRACK = Track(
+    "relevance", "Relevance (CAIRE)", "",
+    "How relevant is the image to the cultures its submitter names (1-5)?",
+    r"""
+Visual entity linking: the top-20 knowledge-base images by cosine (mSigLIP), their entities pooled, the entity
+whose name embedding is closest to the image chosen. A vision-language judge then reads the image, the entity's
+Wikipedia text, the rubric (1 not relevant … 5 highly relevant) and one culture label, and answers with the
+digit whose logit is highest among 1-5. Probe baseline: "This image is {level} to {culture}".
+""", citations.CAIRE,
+    settings=SETTINGS, metrics=metrics, order=50,
+    verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
+                "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",
+                _kb_options),))

@@ -1,0 +1,5 @@
+import sys
+
+from culturelens.cli import main
+
+sys.exit(main())

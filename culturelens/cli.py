@@ -1,0 +1,131 @@
+"""``culturelens``: one console script, one verb per job.
+
+The verbs come from the modules of ``culturelens.verbs`` and from every registered track (``benchmark.tracks``),
+all declared the same way (``benchmark.track.Verb``). A verb's options are added only when it is chosen
+(``_Verbs``), so ``culturelens --help`` lists the verbs without importing what their options need (no torch).
+Every verb that may reach the Hugging Face Hub first checks within seconds that it can, else works offline
+(``culturelens.hub_access``). Errors are handled here, once: a ``CultureLensError`` (a user's mistake) is one
+sentence on stderr with exit status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from benchmark import __version__
+from benchmark.errors import CultureLensError
+from benchmark.track import Verb
+from culturelens.hub_access import hub_reachable, offline_unless_hub_reachable  # noqa: F401 - part of the CLI's API
+
+EXIT_ERROR = 2  # a user error (argparse uses 2 for a bad command line too); 1 is a check that failed
+
+# Verbs that only group others: (help, example, metavar of their sub-verbs).
+GROUPS = {
+    ("data",): ("build and publish datasets", "culturelens data build cube-1k --out data/cube-1k", "ACTION"),
+    ("data", "build"): ("build a dataset folder laid out like its Hub repo (Parquet + card)",
+                        "culturelens data build cube-1k --source cube_1k.json --out data/cube-1k", "DATASET"),
+    ("hub",): ("mirror the store's requests and results to Hub dataset repos, or restore from them",
+               "culturelens hub push --requests my-org/culturelens-requests --results my-org/culturelens-results",
+               "ACTION"),
+}
+
+EPILOG = """example:
+  culturelens data build cube-1k --out data/cube-1k
+  culturelens validate submissions/example && culturelens submit submissions/example --wait
+  culturelens serve
+
+exit status: 0 done; 1 a check said no (a submission rejected, a job failed, a result not reproduced within
+--tolerance); 2 an error, said in one sentence on stderr.
+
+environment: HF_HUB_OFFLINE=1 (work from local files and the cache; set for you when the Hub cannot be
+reached), CULTURELENS_BACKBONES, CULTURELENS_QUOTA, CULTURELENS_QUOTA_HOURS, CULTURELENS_ATTEMPT_QUOTA,
+CULTURELENS_LIMITS, CULTURELENS_TRACK_PATH (folders of extra track modules), and each metric setting's own
+(see each verb's --help)."""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Examples kept as written; an option's default shown unless it is None or False, or its help already
+    says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class _Verbs(argparse._SubParsersAction):
+    """Sub-commands whose options are added when one is chosen, so that listing them imports nothing their
+    options need (``culturelens --help`` must not load torch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.options: dict[str, Callable[[argparse.ArgumentParser], None]] = {}
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        add_options = self.options.pop(values[0], None)
+        if add_options is not None and values[0] in self._name_parser_map:
+            add_options(self._name_parser_map[values[0]])
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"formatter_class": _Formatter, **kwargs})
+        self.register("action", "parsers", _Verbs)
+
+
+def verbs() -> list[Verb]:
+    """Every verb, in the order ``--help`` lists them: the command line's own, then each track's, then the Hub
+    mirror's."""
+    from benchmark import tracks
+    from culturelens.verbs import data, hub, scoring, service, submissions
+
+    own = [*data.VERBS, *submissions.VERBS, *service.VERBS[:1], *scoring.VERBS, *service.VERBS[1:]]
+    return [*own, *(v for t in tracks.all_tracks().values() for v in t.verbs), *hub.VERBS]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line. Each verb's options are added only when that verb is chosen (``_Verbs``)."""
+    root = _Parser(prog="culturelens", epilog=EPILOG,
+                   description="CultureLens: benchmark and leaderboard for the cultural competence of text-to-image "
+                               "models.")
+    root.add_argument("--version", action="version", version=f"culturelens {__version__}")
+    _add_verbs(root, (), verbs(), "VERB")
+    return root
+
+
+def _add_verbs(parser: argparse.ArgumentParser, path: tuple[str, ...], every: Sequence[Verb], metavar: str) -> None:
+    """The verbs directly under ``path``, and the groups that lead to deeper ones, in the order first named."""
+    sub = parser.add_subparsers(dest="_".join(("verb", *path)), required=True, metavar=metavar)
+    children: dict[str, Verb | tuple[str, ...]] = {}
+    for verb in every:
+        if verb.under == path:
+            children.setdefault(verb.name, verb)
+        elif verb.under[:len(path)] == path and len(verb.under) > len(path):
+            children.setdefault(verb.under[len(path)], verb.under[:len(path) + 1])
+    for name, child in children.items():
+        if isinstance(child, Verb):
+            help_text, example, options = child.help, child.example, child.options
+        else:
+            help_text, example, below = GROUPS[child]
+            options = (lambda group, below: lambda p: _add_verbs(p, group, every, below))(child, below)
+        sub.add_parser(name, help=help_text, description=help_text, epilog=f"example:\n  {example}")
+        sub.options[name] = options
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
+            offline_unless_hub_reachable()
+        return args.run(args)
+    except CultureLensError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

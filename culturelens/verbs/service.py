@@ -1,0 +1,103 @@
+"""``culturelens worker`` and ``culturelens serve``: score queued submissions, and run the leaderboard (the app
+and a supervised local worker; ``leaderboard.service`` is the start-up ``app.py`` shares)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from benchmark.errors import CultureLensError
+from benchmark.progress import quiet_datasets
+from benchmark.track import Verb
+from culturelens import options
+from culturelens.hub_access import offline_unless_hub_reachable
+from culturelens.options import DEFAULT_STORE
+
+
+def worker(args: argparse.Namespace) -> int:
+    from benchmark.reproduce import settings_record
+    from leaderboard import worker
+    from leaderboard.store import Store
+
+    quiet_datasets()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    if args.supervised:
+        worker.stop_when_parent_dies()
+    registry = options.backbone_registry(args)
+    metrics, unavailable = options.chosen_metrics(args)
+    return worker.main(Store(Path(args.store)), registry, metrics, unavailable, once=args.once,
+                       batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
+                       lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args))
+
+
+def serve(args: argparse.Namespace) -> int:
+    from leaderboard import hub_sync, operator_settings, service
+
+    quiet_datasets()
+    # Off a Space there is no sign-in: on loopback the one user is the operator at this machine; reachable from
+    # other machines, every visitor acts as --user, and the quota bounds the work they can ask for.
+    public = not operator_settings.is_loopback(args.host)
+    limits, quota = options.limits(args), options.quota(args, public=public)
+    command = env = None
+    if not args.no_worker:
+        command = [sys.executable, "-m", "culturelens", "worker", "--store", str(Path(args.store)),
+                   *(["--backbones", args.backbones] if args.backbones else [])]
+        # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to say
+        # it cannot load them. Offline mode reads the local cache only, and fails at once if it must. Only the
+        # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
+        env = dict(os.environ)
+        offline_unless_hub_reachable(env)
+    try:
+        running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user,
+                                cube_source=args.cube_source,
+                                hub_repos={"results": args.hub_results, "requests": args.hub_requests},
+                                hub_interval=args.hub_interval, worker=command, worker_env=env)
+    except hub_sync.SyncError as error:  # a malformed Hub repo id
+        raise CultureLensError(str(error)) from None
+    service.serve(running, host=args.host, port=args.port)
+    return 0
+
+
+def _worker_options(p: argparse.ArgumentParser) -> None:
+    options.add_store(p, "leaderboard store")
+    p.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    p.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
+    p.add_argument("--supervised", metavar="ID", default=None,
+                   help=argparse.SUPPRESS)  # set by `culturelens serve`: worker id; stop when stdin closes
+    options.add_backbone_options(p)
+    options.add_metric_options(p)
+    p.set_defaults(run=worker, hub=True)
+
+
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    options.add_store(p, "leaderboard store (created if missing)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on; any other than loopback opens the app, without sign-in, to other "
+                        "machines (see SECURITY.md)")
+    p.add_argument("--port", type=int, default=7860, help="port to listen on")
+    p.add_argument("--user", default=os.environ.get("USER", "local"), help="local user submissions are owned by")
+    p.add_argument("--no-worker", action="store_true", help="do not start a local worker")
+    p.add_argument("--cube-source", default=None,
+                   help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
+    p.add_argument("--backbones", default=None, help="backbones JSON file passed to the worker")
+    p.add_argument("--hub-requests", default=None,
+                   help="Hub dataset repo mirroring the queue and submitted files (pulled at start, then pushed)")
+    p.add_argument("--hub-results", default=None,
+                   help="Hub dataset repo mirroring the results (pulled at start, then pushed)")
+    p.add_argument("--hub-interval", type=float, default=60, help="seconds between pushes to the Hub repos")
+    options.add_limit(p)
+    options.add_quota(p, "Bound to loopback (the default) the one user is you, the operator: no quota unless you "
+                         "set one. With any other --host every visitor acts as --user and the quota defaults to 5 "
+                         "accepted submissions and 20 uploads per user and 24 h.")
+    p.set_defaults(run=serve)
+
+
+VERBS = (
+    Verb("worker", "score queued submissions (run next to the app, or on a GPU machine)",
+         f"culturelens worker --store {DEFAULT_STORE}", _worker_options),
+    Verb("serve", "run the leaderboard app and a local worker",
+         f"culturelens serve --store {DEFAULT_STORE} --port 7860", _serve_options),
+)

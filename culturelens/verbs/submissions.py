@@ -1,0 +1,118 @@
+"""``culturelens generate``, ``validate`` and ``submit``: make a submission, check it, queue it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from benchmark.errors import CultureLensError
+from benchmark.progress import quiet_datasets
+from benchmark.track import Verb
+from culturelens import options
+from culturelens.options import DEFAULT_STORE
+
+
+def generate(args: argparse.Namespace) -> int:
+    from benchmark.datasets.cube_1k import HUB_REPO
+    from benchmark.generation import command
+
+    quiet_datasets()
+    if args.dataset == HUB_REPO:
+        folder = options.build_default_dataset(Path(DEFAULT_STORE) / "datasets", args.cube_source)
+        if folder is not None:
+            args.dataset, args.dataset_repo = str(folder), HUB_REPO
+    return command.main(args)
+
+
+def validate(args: argparse.Namespace) -> int:
+    import functools
+
+    from benchmark.datasets.prompts import load_prompts_for
+    from benchmark.progress import Bars
+    from benchmark.submission import stage
+
+    quiet_datasets()
+    limits = options.limits(args)
+    options.build_default_dataset(Path(args.store) / "datasets", args.cube_source)
+    staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
+    bars = Bars(unit="img")
+    loader = functools.partial(load_prompts_for, datasets_root=Path(args.store) / "datasets")
+    try:
+        report = stage(Path(args.path), staging, loader, limits, progress=bars.stage("checking images"))
+    finally:
+        bars.close()
+        shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
+    print(report.text())
+    return 0 if report.ok else 1
+
+
+def submit(args: argparse.Namespace) -> int:
+    from benchmark.progress import Bars
+    from benchmark.submission import ServerFault
+    from leaderboard.store import PermissionDenied, Store
+
+    quiet_datasets()
+    # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
+    store = Store(Path(args.store), options.limits(args), **options.quota(args, public=False))
+    options.build_default_dataset(store.datasets, args.cube_source)
+    bars = Bars(unit="img")
+    try:
+        outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
+    except (PermissionDenied, ServerFault) as error:  # over the quota; the server could not store it
+        raise CultureLensError(str(error)) from None
+    finally:
+        bars.close()
+    print(outcome.report.text())
+    if outcome.job is None:
+        return 1
+    print(f"queued as {outcome.job.id}")
+    if args.wait:
+        try:
+            job = store.queue.wait(outcome.job.id, timeout=args.timeout)
+        except TimeoutError as error:
+            raise CultureLensError(f"{error}; it stays queued (see the Queue tab or run `culturelens worker`)") \
+                from None
+        print(f"{job.id}: {job.state}: {job.error or job.message}")
+        return 0 if job.state == "FINISHED" else 1
+    return 0
+
+
+def _generate_options(p: argparse.ArgumentParser) -> None:
+    from benchmark.datasets.cube_1k import HUB_REPO
+    from benchmark.generation.command import add_arguments
+
+    add_arguments(p)
+    options.add_cube_source(p, f"(into {DEFAULT_STORE}/datasets) when --dataset is {HUB_REPO}")
+    p.set_defaults(run=generate, hub=True)
+
+
+def _validate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="submission folder or .zip")
+    options.add_store(p, "leaderboard store (its datasets/ holds local datasets)")
+    options.add_cube_source(p, "into the store")
+    options.add_limit(p)
+    p.set_defaults(run=validate, hub=True)
+
+
+def _submit_options(p: argparse.ArgumentParser) -> None:
+    _validate_options(p)
+    p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
+    p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")
+    options.add_quota(p, "You hold the store's disk, so no quota applies unless you set one here or in the "
+                         "environment.")
+    p.set_defaults(run=submit, hub=True)
+
+
+VERBS = (
+    Verb("generate", "generate a submission with a diffusers pipeline (presets, seeds, resume)",
+         "culturelens generate --preset sdxl --dataset culturelens/cube-1k --images-per-prompt 10 --out subs/sdxl",
+         _generate_options),
+    Verb("validate", "check a submission (folder or .zip) without storing it",
+         f"culturelens validate submissions/example --store {DEFAULT_STORE}", _validate_options),
+    Verb("submit", "validate a submission and queue it for scoring",
+         f"culturelens submit submissions/example --store {DEFAULT_STORE} --wait", _submit_options),
+)

@@ -1,0 +1,104 @@
+"""Starting and stopping the leaderboard service: the one start-up that `culturelens serve` and `app.py` (a
+Hugging Face Space's entry point) share.
+
+``start`` opens the store (a damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an
+earlier run left half-validated, builds the default dataset if asked, restores the store from its Hub repos and
+keeps pushing to them, starts a supervised local worker if given its command, and builds the app. ``serve``
+launches it and, however it ends (Ctrl-C, SIGTERM), stops the worker and pushes what the mirror has not pushed yet.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmark.submission import Limits
+from leaderboard import hub_sync, quarantine
+from leaderboard.store import Store
+from leaderboard.supervisor import Supervisor
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+@dataclass
+class Service:
+    store: Store
+    app: object  # the Gradio Blocks
+    mirror: hub_sync.Mirror | None = None
+    supervisor: Supervisor | None = None
+
+    def stop(self) -> None:
+        """Stop the local worker, then the mirror (which pushes what changed since its last push)."""
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        if self.mirror is not None:
+            self.mirror.stop()
+
+
+def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
+          hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
+          worker: list[str] | None = None, worker_env: dict[str, str] | None = None,
+          say: Callable[[str], None] = _say) -> Service:
+    """The service over the store at ``root``, ready to launch. ``quota``: ``Store``'s quota keywords;
+    ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to; ``worker``: the command of
+    a local worker to supervise (none when None). ``say`` hears what an operator should read in the log."""
+    from leaderboard.app import build_app
+
+    store = Store(root, limits, **quota)
+    if store.rebuilt:
+        say(store.rebuilt)
+    store.seed_reported()
+    for name in store.sweep_staging():
+        say(f"removed staging/{name}, left by an upload the app was validating when it stopped")
+    if cube_source:
+        _ensure_default_dataset(store, cube_source, say)
+    say(f"submissions as {user}: {store.quota_note}")
+    mirror, lines = hub_sync.start(store, hub_repos or {}, interval=hub_interval)
+    for line in lines:
+        say(line)
+    service = Service(store, None, mirror)
+    try:
+        if worker is not None:  # restarted when it dies, reaped, and stopped with the service
+            service.supervisor = Supervisor(worker, store.queue, env=worker_env)
+            service.supervisor.start()
+        service.app = build_app(store, owner=user)
+        if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
+            say(note)
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+def serve(service: Service, *, host: str | None = None, port: int | None = None) -> None:
+    """Launch the app until it is stopped; then stop the worker and the mirror. SIGTERM (a service manager, a
+    Space's restart, a test) ends it as Ctrl-C does."""
+    from leaderboard.app import launch_options
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        service.app.queue(default_concurrency_limit=8).launch(server_name=host, server_port=port,
+                                                              **launch_options(service.store))
+    finally:
+        service.stop()
+
+
+def _ensure_default_dataset(store: Store, source: str, say: Callable[[str], None]) -> None:
+    """Build the default dataset (CUBE-1K) into the store from ``source`` when the store lacks it; a failed build
+    is said, and the app runs without it."""
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import local_folder
+
+    folder = local_folder(store.datasets, cube_1k.HUB_REPO)
+    if cube_1k.has_every_config(folder):
+        return
+    try:
+        summary = cube_1k.build(source, folder)
+        say(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
+    except (cube_1k.SourceError, FileExistsError) as error:
+        say(f"warning: the default dataset is not built ({error}); the app runs without it")

@@ -1,0 +1,126 @@
+"""A track is one module: a toy track written to a folder named in CULTURELENS_TRACK_PATH, with no edit anywhere
+else, shows its verb and settings in `culturelens --help`, is scored by the worker of `culturelens serve`, and is
+ranked, charted and explained by the app."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from benchmark import tracks
+from benchmark.datasets import cube_1k
+from benchmark.datasets.prompts import local_folder
+from leaderboard.store import Store
+from tests.helpers import make_submission, serving
+
+TOY = textwrap.dedent('''
+    """Toy: the seed of each image, divided by --toy-divisor (a value known before scoring)."""
+    import argparse
+
+    from benchmark.settings import Setting
+    from benchmark.track import Chart, Track, Verb
+
+
+    def metrics(settings, backbones):
+        from benchmark.metrics.base import Metric, MetricInfo, Need
+
+        class SeedShare(Metric):
+            info = MetricInfo("toy_seed", "Seed / divisor", "toy", "1", True, "seed", 0.0, 100.0, "toy",
+                              (Need(settings.clip_backbone, "image"),))
+
+            def per_image(self, inputs):
+                return inputs.images["seed"].to_numpy() / settings.toy_divisor, [None] * len(inputs.images)
+
+        return [SeedShare()]
+
+
+    def hello(args):
+        print(f"hello {args.name} from the toy track")
+        return 0
+
+
+    def _hello_options(parser):
+        parser.add_argument("--name", required=True)
+        parser.set_defaults(run=hello)
+
+
+    def points(aggregates, curves):
+        rows = aggregates[(aggregates["metric"] == "toy_seed") & (aggregates["slice"] == "overall")]
+        return rows.assign(doubled=2 * rows["value"])[["model", "value", "doubled"]]
+
+
+    TRACK = Track(
+        "toy", "Toy (seeds)", "toy_seed", "Which seeds did the model use?", "Toy method: **seed / divisor**.",
+        "Nobody, \\"Toy\\", arXiv:0000.00000",
+        settings=(Setting("toy_divisor", 10.0, "toy: what each seed is divided by", type=float),),
+        metrics=metrics,
+        verbs=(Verb("toy-hello", "say hello from the toy track", "culturelens toy-hello --name you", _hello_options),),
+        charts=(Chart("scatter", "Toy: value against twice the value", "value", "doubled", "no toy rows yet",
+                      points),))
+''')
+
+
+@pytest.fixture
+def toy_track(tmp_path, monkeypatch):
+    """The toy module in its own folder, named in CULTURELENS_TRACK_PATH for this process and its children."""
+    folder = tmp_path / "more_tracks"
+    folder.mkdir()
+    (folder / "toy.py").write_text(TOY, encoding="utf-8")
+    monkeypatch.setenv(tracks.ENV_TRACK_PATH, str(folder))
+    tracks.all_tracks.cache_clear()
+    yield folder
+    monkeypatch.delenv(tracks.ENV_TRACK_PATH)
+    tracks.all_tracks.cache_clear()
+
+
+def culturelens(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "culturelens", *args], capture_output=True, text=True, timeout=300,
+                          env=os.environ.copy())
+
+
+def test_the_registry_lists_the_six_tracks_in_order_and_knows_each_setting_once():
+    assert list(tracks.all_tracks()) == ["awareness", "diversity", "iconicity", "variability", "relevance",
+                                         "expectations"]
+    names = [s.name for s in tracks.settings_declared()]
+    assert len(names) == len(set(names)) and {"tau_patch", "w1kp_calibration", "relevance_k"} <= set(names)
+
+
+def test_a_toy_track_module_appears_in_the_command_line(toy_track):
+    listing = culturelens("--help")
+    assert listing.returncode == 0 and "toy-hello" in listing.stdout and "say hello from the toy track" in listing.stdout
+    said = culturelens("toy-hello", "--name", "Ada")
+    assert said.returncode == 0 and said.stdout == "hello Ada from the toy track\n"
+    score_help = culturelens("score", "--help").stdout
+    assert "toy (Toy (seeds)):" in score_help and "--toy-divisor" in score_help
+    assert "relevance, toy (default: every track that can run)" in " ".join(score_help.split())
+
+
+def test_a_toy_track_module_is_scored_ranked_charted_and_explained(toy_track, tmp_path, tiny_upstream,
+                                                                     backbones_file):
+    """Seeds 2 and 5 of every prompt: the toy metric is 0.2 and 0.5 per image, 0.35 per prompt and overall."""
+    from gradio_client import Client
+
+    store = Store(tmp_path / "store")
+    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    submission = make_submission(tmp_path / "sub", prompt_ids, seeds=(2, 5), model_name="Toy Model")
+    with serving(store.root, tmp_path / "serve.log", "--backbones", str(backbones_file)) as url:
+        submitted = culturelens("submit", str(submission), "--store", str(store.root), "--wait", "--timeout", "300")
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        client = Client(url, verbose=False)
+        [row] = client.predict("toy", "toy_seed", api_name="/leaderboard")
+        assert row["model"] == "Toy Model" and row["value"] == pytest.approx(0.35) and row["n"] == len(prompt_ids)
+        assert row["rank"] == 1 and row["on_protocol"] is True
+        out = client.predict("toy", "toy_seed", "overall", "all", "", api_name="/slices")
+        chart = next(c for c in out if isinstance(c, dict) and c.get("columns") == ["model", "value", "doubled"])
+        assert pd.DataFrame(chart["data"], columns=chart["columns"]).values.tolist() == [["Toy Model", 0.35, 0.7]]
+        track_picker = client.predict("toy", "toy_seed", "", [], None, None, "", [], [], None,
+                                     api_name="/overview")[0]
+        assert ["Toy (seeds)", "toy"] in [list(c) for c in track_picker["choices"]]
+        method = client.predict("toy", api_name="/method")
+        assert method.startswith("### Toy (seeds)") and "Toy method: **seed / divisor**." in method
