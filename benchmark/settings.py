@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.encoders.spec import ENV_BACKBONES
 from benchmark.errors import CultureLensError
 
 
@@ -122,7 +123,7 @@ def positive_int(text: str) -> int:
 # How the harness runs: the same options on every verb that loads backbones.
 RUNTIME = (
     Setting("backbones", None, "JSON file pointing backbone ids at local weights or adding ids",
-            env="CULTURELENS_BACKBONES", path=True),
+            env=ENV_BACKBONES, path=True),
     Setting("device", None, "torch device (default: cuda if available, else cpu)"),
     Setting("batch_size", 32, "images per forward pass", type=positive_int),
     Setting("num_workers", None, "DataLoader processes decoding images (default: one per core on a GPU, one per 4 "

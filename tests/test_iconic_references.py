@@ -98,7 +98,7 @@ def test_pruning_drops_exactly_what_the_rule_says_on_independent_embeddings(buil
     paths = sorted((images / "Q5").glob("*.png"))
     with torch.no_grad():
         embeddings = clip.embed(torch.stack([clip.prepare(Image.open(p).convert("RGB"), "image") for p in paths]))
-    keep = iconicity.prune_references(embeddings)
+    keep = iconic.prune_references(embeddings)
     moving = load(out, iconic.CONFIG).to_pandas().set_index("qid").loc["Q5"]
     assert summary["pruned"] == int((~keep).sum()) == moving["images_pruned"]
     assert len(moving["images"]) == int(keep.sum())
@@ -236,3 +236,11 @@ def test_iconicity_is_skipped_with_a_reason_on_a_dataset_without_references(tiny
     assert set(scores.run["skipped"]) == {"cra_image", "cra_reference", "vr", "vr_image", "crt", "crc"}
     assert "no reference images" in scores.run["skipped"]["crt"]
 
+
+def test_pruning_drops_the_image_unlike_the_rest():
+    base = np.array([1.0, 0.0, 0.0])
+    similar = [base + [0, 0.1 * i, 0.05 * i] for i in range(5)]  # cosines to each other about .99
+    images = np.array(similar + [[0.0, 0.0, 1.0]])
+    # each similar image: mean to the rest about (4 x .99 + ~.1) / 5 > .7; the outlier: about .2 < .7
+    assert iconic.prune_references(images).tolist() == [True] * 5 + [False]
+    assert iconic.prune_references(images[4:]).tolist() == [True, True]  # too few to judge

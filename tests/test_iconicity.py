@@ -10,7 +10,7 @@ from PIL import Image
 from benchmark.metrics import iconicity
 from benchmark.metrics.base import Inputs, Need
 from benchmark.metrics.iconicity import (VARIANTS, Transformation, coverage, crt, patch_similarity,
-                                         perturbation_deltas, protocol, prune_references, recognised,
+                                         perturbation_deltas, protocol, recognised,
                                          recognition_scores, visual_reuse, vr_at_k)
 from benchmark.pictures import REUSED, reuse_picture
 
@@ -73,15 +73,6 @@ def test_coverage_counts_reference_depictions_matched():
     # depiction 1 matched (cos 1), depiction 2 matched (cos .99), depiction 3 at best cos .6: not matched
     generated = np.array([[1.0, 0.0, 0.0], [0.0, 0.99, 0.14], [0.8, 0.0, 0.6]])
     assert coverage(generated, references) == pytest.approx(2 / 3)
-
-
-def test_pruning_drops_the_image_unlike_the_rest():
-    base = np.array([1.0, 0.0, 0.0])
-    similar = [base + [0, 0.1 * i, 0.05 * i] for i in range(5)]  # cosines to each other about .99
-    images = np.array(similar + [[0.0, 0.0, 1.0]])
-    # each similar image: mean to the rest about (4 x .99 + ~.1) / 5 > .7; the outlier: about .2 < .7
-    assert prune_references(images).tolist() == [True] * 5 + [False]
-    assert prune_references(images[4:]).tolist() == [True, True]  # too few to judge
 
 
 def test_vr_at_k_uses_only_references_every_model_recognised():

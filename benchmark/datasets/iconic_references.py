@@ -135,12 +135,24 @@ def apply_ner_filter(references: list[Reference], model: str) -> None:
             reference.removed_by.append(f"named_entity: {names}")
 
 
+def prune_references(embeddings: np.ndarray, threshold: float = 0.7) -> np.ndarray:
+    """Keep-mask over a moving reference's images: drop an image whose mean cosine to the others is below
+    ``threshold`` (the CRT paper's pruning of web images, 0.7 with CLIP ViT-B/32, arXiv:2511.11435 Sec. 3)."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    x = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    n = len(x)
+    if n < 3:
+        return np.ones(n, dtype=bool)
+    similarity = x @ x.T
+    mean_to_rest = (similarity.sum(axis=1) - np.diag(similarity)) / (n - 1)
+    return mean_to_rest >= threshold
+
+
 def apply_pruning(references: list[Reference], backbone, threshold: float, batch_size: int = 32) -> None:
     """Moving references: drop depictions whose mean similarity to the others is below ``threshold``."""
     import torch
     from PIL import Image
 
-    from benchmark.metrics.iconicity import prune_references
 
     for reference in references:
         if reference.kind != "moving" or len(reference.images) < 3 or reference.removed_by:

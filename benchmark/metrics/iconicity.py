@@ -271,18 +271,6 @@ def coverage(generated: np.ndarray, references: np.ndarray, tau: float = TAU, co
     return float(recognised(similarity.max(axis=0), tau, comparison).mean())
 
 
-def prune_references(embeddings: np.ndarray, threshold: float = TAU) -> np.ndarray:
-    """Keep-mask over a moving reference's images: drop an image whose mean cosine to the others is below
-    ``threshold`` (the CRT paper's pruning of web images, 0.7 with CLIP ViT-B/32)."""
-    x = _unit(embeddings)
-    n = len(x)
-    if n < 3:
-        return np.ones(n, dtype=bool)
-    similarity = x @ x.T
-    mean_to_rest = (similarity.sum(axis=1) - np.diag(similarity)) / (n - 1)
-    return mean_to_rest >= threshold
-
-
 def vr_at_k(per_reference: pd.DataFrame) -> pd.DataFrame:
     """VR@k (Sec. 5.2): each model's mean VR on the k references every model recognised.
 

@@ -25,11 +25,10 @@ def metrics(settings, backbones) -> list:
         raise MetricsUnavailable("w1kp", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
             "(an .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt; see README, 'Variability')"))
-    try:
-        calibration = Calibration.load(settings.w1kp_calibration)
+    try:  # a file that is no calibration, or one fitted for another backbone: the message says which
+        return [W1KP(Calibration.load(settings.w1kp_calibration), settings.w1kp_backbone, settings.w1kp_variant)]
     except ValueError as error:
         raise MetricsUnavailable("w1kp", str(error)) from None
-    return [W1KP(calibration, settings.w1kp_backbone, settings.w1kp_variant)]
 
 
 def reusability_curves(aggregates, curves):
