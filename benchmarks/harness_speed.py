@@ -164,9 +164,10 @@ def _plan(images: pd.DataFrame, needs: list[Need]) -> list:
 
 
 def _batches(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
-    """The harness's own decoding and staging (``features.embeddings.decoded_batches``) of every image for every need."""
+    """The harness's own decoding and staging (``features.embeddings.decoded_batches``) of every image for every
+    need."""
     return embeddings.decoded_batches(embeddings.FileSource(folder, images["path"].tolist()), _plan(images, needs),
-                                   backbones, batch_size, num_workers)
+                                      backbones, batch_size, num_workers)
 
 
 def decode_floor(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int) -> None:
