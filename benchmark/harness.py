@@ -212,8 +212,10 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     def open_image(row: int) -> Image.Image:
         return open_as_viewed(Path(folder) / rows["path"].iloc[row])
 
+    # VLM outputs (tags, judge scores) are cached beside the embeddings: a crash or one more metric reruns none.
     inputs = Inputs(rows, features.arrays, features.truncated, references, counts, catalogue=prompts.table,
-                    encode_text=encode_text, open_image=open_image)
+                    encode_text=encode_text, open_image=open_image,
+                    products=cache.beside("products") if cache is not None else None)
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from benchmark.cache import EmbeddingCache
 from benchmark.features import Need
 
 
@@ -60,6 +61,9 @@ class Inputs:
     encode_text: Callable[[str, list[str]], np.ndarray] | None = None
     # Row -> the decoded RGB image, for metrics that read pixels (e.g. a vision-language judge).
     open_image: Callable[[int], Image.Image] | None = None
+    # Where producers' outputs (VLM tags, judge scores: ``benchmark.features.producers``) are cached by content,
+    # beside the embedding cache and keyed by the rows' image_sha256; None: computed afresh.
+    products: EmbeddingCache | None = None
 
 
 class Metric(ABC):
