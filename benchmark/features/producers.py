@@ -63,18 +63,18 @@ def produce(producer: Producer, items: Sequence[tuple[int, Any]], images: Sequen
     the others computed ``chunk`` images at a time (each image opened once per chunk, for all its contexts) and
     cached. ``shas`` (each image row's content sha256) key the cache; without them, or without a cache,
     everything is computed. ``progress``: a progress bar's description (None: no bar)."""
-    cached = cache is not None and shas is not None
+    keyed = cache is not None and shas is not None
     keys = [product_key(shas[row], producer.id, producer.prompt(context), producer.label(context))
-            for row, context in items] if cached else []
-    found = cache.get_many(keys) if cached else {}
-    out: list[np.ndarray | None] = [found.get(keys[i][0]) if cached else None for i in range(len(items))]
+            for row, context in items] if keyed else []
+    found = cache.get_many(keys) if keyed else {}
+    out: list[np.ndarray | None] = [found.get(key) for key, _ in keys] if keyed else [None] * len(items)
     parts = _chunks([i for i, array in enumerate(out) if array is None], items, chunk)
     for part in tqdm(parts, desc=progress, unit="chunk", leave=False, disable=progress is None):
         opened = {row: images[row] for row in dict.fromkeys(items[i][0] for i in part)}
         arrays = producer.produce_batch([opened[items[i][0]] for i in part], [items[i][1] for i in part])
         for i, array in zip(part, arrays):
             out[i] = np.asarray(array)
-        if cached:
+        if keyed:
             cache.put_many((*keys[i], out[i]) for i in part)
     return out
 
