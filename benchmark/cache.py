@@ -1,4 +1,5 @@
-"""Content-addressed embedding cache: one SQLite file, safe for several workers on one machine.
+"""Content-addressed cache of embeddings, and of producers' outputs: one SQLite file each, safe for several
+workers on one machine.
 
 An entry's key is the sha256 of (content sha256, backbone key, need): the image
 or text bytes, the exact weights, revision and preprocessing that embedded them
@@ -12,6 +13,11 @@ file SQLite itself finds corrupt (truncated, overwritten) is moved aside to
 ``<name>.corrupt-<time>`` and a fresh one started: the cache only holds derived
 data, so the cost is recomputation. Writers use SQLite transactions (WAL mode):
 two processes can fill one cache at the same time.
+
+Producers' outputs (``benchmark.features.producers``: a VLM tagger's or judge's probabilities) are arrays too,
+kept the same way in a file beside the embeddings (``EmbeddingCache.beside``), keyed by ``product_key``: the
+image's content, the model id and revision, the sha256 of the exact prompt the model reads, and the label. A
+crashed run, or one more metric over the same images, then reruns no VLM call.
 """
 
 from __future__ import annotations
@@ -66,6 +72,14 @@ def _intact(description: str, row: tuple) -> np.ndarray | None:
         return None
 
 
+def product_key(image_sha256: str, model: str, prompt: str, label: str) -> tuple[str, str]:
+    """(key, description) of one producer output: image content, model id and revision, the sha256 of the exact
+    prompt text the model reads (template, rubric and candidates included) and the label (culture label or
+    candidate set), so that changing any of them misses."""
+    prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+    return entry_key(image_sha256, model, f"prompt {prompt_sha256}|label {label}")
+
+
 class EmbeddingCache:
     """Arrays by key in ``path`` (SQLite). ``get_many`` and ``put_many`` work in bulk."""
 
@@ -78,6 +92,11 @@ class EmbeddingCache:
         with closing(self._connect()) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(_SCHEMA)
+
+    def beside(self, name: str) -> EmbeddingCache:
+        """A cache in a file next to this one, ``<stem>.<name><suffix>`` (``cache.sqlite`` ->
+        ``cache.products.sqlite``): wherever the embeddings are kept, moved or wiped, so are the producers' outputs."""
+        return EmbeddingCache(self.path.with_name(f"{self.path.stem}.{name}{self.path.suffix}"))
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -100,7 +119,7 @@ class EmbeddingCache:
         if inode is None or _inode(self.path) != inode:
             return
         aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-        log.warning("embedding cache %s is damaged (%s): moved to %s, starting a fresh one", self.path, error, aside)
+        log.warning("cache %s is damaged (%s): moved to %s, starting a fresh one", self.path, error, aside)
         for suffix in ("", "-wal", "-shm"):  # a stale WAL must not be replayed into the fresh file
             source = Path(f"{self.path}{suffix}")
             if source.exists():

@@ -25,7 +25,8 @@ from benchmark import harness
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
-from benchmark.metrics.base import Need
+from benchmark.features import Need
+from benchmark.features.embeddings import compute_features
 from benchmark.metrics.variability import Calibration, pairwise_squared_l2
 from benchmark.progress import Bars
 from benchmark.submission import stage
@@ -71,8 +72,8 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
             bars.close()
             print(f"error: {error}", file=sys.stderr)
             return 2
-        features = harness.compute_features(folder, rows, [need], {backbone_id: backbone}, batch_size=batch_size,
-                                            num_workers=num_workers, progress=bars)
+        features = compute_features(folder, rows, [need], {backbone_id: backbone}, batch_size=batch_size,
+                                    num_workers=num_workers, progress=bars)
         bars.close()
     try:
         distances = reference_distances(features.arrays[need], rows["prompt_id"].tolist())

@@ -9,7 +9,7 @@ Many processes: ``accelerate launch -m culturelens score ...`` (or
 ``--num-processes N``, which runs exactly that), on one machine or several
 (``--num_machines``, each with its own ``--out`` and cache). Every process embeds
 its share of the batches and sends it to the main process over torch.distributed
-(``harness.compute_features``); the main process then computes the metrics and
+(``benchmark.features.embeddings.compute_features``); the main process then computes the metrics and
 writes the results, which equal a one-process run's.
 """
 

@@ -11,7 +11,8 @@ GPT-4-Turbo to pick one (~70% accurate on a human-checked sample). CultureLens o
   prompt's concept (one exact faiss inner-product index per concept).
 - ``VLMTagger``: the paper's second step with an open vision-language model: retrieve the top-k candidates
   with an ``ArtifactIndex``, then let the VLM choose among them (a constrained choice: the option numbers'
-  next-token probabilities).
+  next-token probabilities). It is a producer (``benchmark.features.producers``): given a products cache and
+  the images' sha256, its probabilities are cached by image, model, prompt and candidate set.
 
 Both follow the ``Tagger`` protocol; ``tagger_accuracy`` measures any tagger on images whose artifact is known.
 """
@@ -30,7 +31,9 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from benchmark.cache import EmbeddingCache
 from benchmark.digests import file_digest
+from benchmark.features.producers import produce
 
 CSPACE_COLUMNS = ("artifact_id", "artifact", "concept", "country", "country_code", "continent")
 TAG_COLUMNS = ("image", "rank", "continent", "country", "country_code", "artifact", "artifact_id", "confidence")
@@ -47,15 +50,17 @@ class Tagger(Protocol):
     ``TAG_COLUMNS`` (``confidence``: the tagger's own score for its choice, documented by each tagger).
 
     ``image_embeddings`` are the images' embeddings under the index's backbone; ``images`` the images
-    themselves (PIL images or paths), for taggers that look at pixels. ``index`` is the ``ArtifactIndex`` the
-    tagger retrieves from (an ``ArtifactIndex`` is its own): its backbone must embed the images. ``id`` names
-    the tagger in results."""
+    themselves (PIL images or paths), for taggers that look at pixels; ``shas`` (the images' sha256) and
+    ``cache`` (a products cache, ``EmbeddingCache.beside``) let such a tagger reuse its earlier outputs. ``index``
+    is the ``ArtifactIndex`` the tagger retrieves from (an ``ArtifactIndex`` is its own): its backbone must embed
+    the images. ``id`` names the tagger in results."""
 
     index: ArtifactIndex
     id: str
 
     def tag(self, image_embeddings: np.ndarray, concepts: Sequence[str],
-            images: Sequence[Image.Image | Path] | None = None) -> pd.DataFrame: ...
+            images: Sequence[Image.Image | Path] | None = None, *, shas: Sequence[str] | None = None,
+            cache: EmbeddingCache | None = None) -> pd.DataFrame: ...
 
 
 def _unit_rows(x: np.ndarray, what: str) -> np.ndarray:
@@ -263,10 +268,12 @@ class ArtifactIndex:
         return scores, rows
 
     def tag(self, image_embeddings: np.ndarray, concepts: Sequence[str],
-            images: Sequence[Image.Image | Path] | None = None, k: int = 1) -> pd.DataFrame:
+            images: Sequence[Image.Image | Path] | None = None, k: int = 1, *, shas: Sequence[str] | None = None,
+            cache: EmbeddingCache | None = None) -> pd.DataFrame:
         """The k best artifacts of each image's concept by cosine (``confidence``), best first: columns
-        ``TAG_COLUMNS``, k rows per image (``image``: its position, ``rank``: 0 = best). ``images`` is
-        not read (retrieval uses embeddings only); it is part of the ``Tagger`` protocol."""
+        ``TAG_COLUMNS``, k rows per image (``image``: its position, ``rank``: 0 = best). ``images``, ``shas`` and
+        ``cache`` are not read (retrieval uses embeddings only, and is cheap); they are part of the ``Tagger``
+        protocol."""
         scores, rows = self.search(image_embeddings, concepts, k)
         image, rank = np.nonzero(rows >= 0)
         table = self.rows.iloc[rows[image, rank]].reset_index(drop=True)
@@ -325,42 +332,52 @@ class VLMTagger:
                 "folder saved with save_pretrained, or by setting HF_HOME to a cache that has it.") from None
         return cls(index, vlm, processor, **options)
 
-    def _conversation(self, image: Image.Image, concept: str, candidates: pd.DataFrame) -> list[dict]:
+    # --- the producer (benchmark.features.producers): context = (concept, candidate rows) ----------------
+    def prompt(self, context: tuple[str, pd.DataFrame]) -> str:
+        """The exact chat text the VLM reads for one image (the image itself stands in as the template's image
+        token): the question with the numbered candidates."""
+        concept, candidates = context
         options = "\n".join(f"{i}. {r.artifact} ({r.country})" for i, r in enumerate(candidates.itertuples(), 1))
         text = self.question.format(concept=concept, options=options)
-        return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+        conversation = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+        return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 
-    def choose(self, images: Sequence[Image.Image], concepts: Sequence[str], candidates: Sequence[pd.DataFrame]
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """Per image: (position of the chosen candidate, its probability among the candidates)."""
+    def label(self, context: tuple[str, pd.DataFrame]) -> str:
+        """The candidate set: the concept and each candidate's artifact and country, in option order."""
+        concept, candidates = context
+        return f"{concept}: " + "; ".join(f"{r.artifact} ({r.country})" for r in candidates.itertuples())
+
+    def produce_batch(self, images: Sequence[Image.Image | Path], contexts: Sequence[tuple[str, pd.DataFrame]]
+                      ) -> np.ndarray:
+        """(B, k) probability of each option number, the VLM's next-token distribution restricted to the options
+        the image has (CUBE App. H.2's choice, constrained); options beyond its candidates get 0."""
         import torch
 
-        conversations = [self._conversation(im, c, cand) for im, c, cand in zip(images, concepts, candidates)]
-        batch = self.processor.apply_chat_template(
-            conversations, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
-            processor_kwargs={"padding": True}).to(self.model.device)
+        opened = [_open(image) for image in images]
+        # The template already writes the BOS token: the processor must not add a second one.
+        batch = self.processor(text=[self.prompt(c) for c in contexts], images=opened, padding=True,
+                               return_tensors="pt", add_special_tokens=False).to(self.model.device)
         with torch.inference_mode():
             logits = self.model(**batch).logits[:, -1, self.option_tokens].float()
-        counts = torch.tensor([len(c) for c in candidates], device=logits.device)
+        counts = torch.tensor([len(candidates) for _, candidates in contexts], device=logits.device)
         logits = logits.masked_fill(torch.arange(self.k, device=logits.device)[None, :] >= counts[:, None],
                                     float("-inf"))
-        probabilities = torch.softmax(logits, dim=-1).cpu().numpy()
-        choice = probabilities.argmax(axis=1)
-        return choice, probabilities[np.arange(len(choice)), choice]
+        return torch.softmax(logits, dim=-1).cpu().numpy()
 
     def tag(self, image_embeddings: np.ndarray, concepts: Sequence[str],
-            images: Sequence[Image.Image | Path] | None = None) -> pd.DataFrame:
+            images: Sequence[Image.Image | Path] | None = None, *, shas: Sequence[str] | None = None,
+            cache: EmbeddingCache | None = None) -> pd.DataFrame:
+        """Each image's chosen candidate (``confidence``: its probability among the candidates), ``batch_size``
+        images per forward pass; with ``shas`` and ``cache``, probabilities found there are not recomputed and
+        the images they belong to are never opened."""
         if images is None or len(images) != len(image_embeddings):
             raise ValueError("the VLM tagger needs the images themselves, one per embedding")
         candidates = self.index.tag(image_embeddings, concepts, k=self.k)
         groups = [group.reset_index(drop=True) for _, group in candidates.groupby("image", sort=True)]
-        chosen = []
-        for start in range(0, len(groups), self.batch_size):
-            part = range(start, min(start + self.batch_size, len(groups)))
-            opened = [_open(images[i]) for i in part]
-            choice, confidence = self.choose(opened, [concepts[i] for i in part], [groups[i] for i in part])
-            for i, c, p in zip(part, choice, confidence):
-                chosen.append(groups[i].iloc[[c]].assign(rank=0, confidence=float(p)))
+        items = [(i, (concepts[i], group)) for i, group in enumerate(groups)]
+        probabilities = produce(self, items, images, shas, cache, chunk=self.batch_size)
+        chosen = [group.iloc[[int(np.argmax(p))]].assign(rank=0, confidence=float(np.max(p)))
+                  for group, p in zip(groups, probabilities)]
         return pd.concat(chosen, ignore_index=True)[list(TAG_COLUMNS)]
 
 

@@ -50,6 +50,7 @@ from benchmark.datasets.prompts import PromptSet
 from benchmark.encoders import load_backbone
 from benchmark.encoders.base import stage
 from benchmark.encoders.spec import BackboneSpec, load_registry
+from benchmark.features import embeddings
 from benchmark.images import decode_for_scoring, open_as_viewed
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
@@ -130,7 +131,7 @@ def make_submission(folder: Path, n_images: int, size: int, seeds: int = 4):
             jobs.append((str(folder / path), size, len(jobs)))
             rows.append({"prompt_id": prompt_id, "seed": seed, "path": path,
                          "sha256": f"{prompt_id}-{seed}-{size}"})
-    with Pool(harness.available_cores()) as pool:
+    with Pool(embeddings.available_cores()) as pool:
         pool.map(_write_image, jobs, chunksize=8)
     manifest = Manifest.model_validate({
         "format_version": 1, "model": {"name": "bench", "id": "bench", "type": "open"},
@@ -163,9 +164,10 @@ def _plan(images: pd.DataFrame, needs: list[Need]) -> list:
 
 
 def _batches(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
-    """The harness's own decoding and staging (``harness.decoded_batches``) of every image for every need."""
-    return harness.decoded_batches(harness.FileSource(folder, images["path"].tolist()), _plan(images, needs),
-                                   backbones, batch_size, num_workers)
+    """The harness's own decoding and staging (``features.embeddings.decoded_batches``) of every image for every
+    need."""
+    return embeddings.decoded_batches(embeddings.FileSource(folder, images["path"].tolist()), _plan(images, needs),
+                                      backbones, batch_size, num_workers)
 
 
 def decode_floor(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int) -> None:
@@ -253,7 +255,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--num-workers", type=int, default=None,
-                        help="DataLoader processes (default: the harness's, harness.default_num_workers)")
+                        help="DataLoader processes (default: the harness's, embeddings.default_num_workers)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--real-size", action="store_true", help="real architectures, random weights")
     parser.add_argument("--backbones", default=None, help="backbones JSON (default: small random models)")
@@ -262,7 +264,7 @@ def main() -> None:
     parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                         help="time the one-process baseline (default: on the CPU only; on a GPU it times one core)")
     args = parser.parse_args()
-    workers = harness.default_num_workers(args.device) if args.num_workers is None else args.num_workers
+    workers = embeddings.default_num_workers(args.device) if args.num_workers is None else args.num_workers
     on_gpu = args.device.startswith("cuda")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -315,7 +317,7 @@ def main() -> None:
     device = torch.cuda.get_device_name() if on_gpu else "CPU"
     print(f"{n} images of {args.size}x{args.size}, metrics {', '.join(m.info.name for m in metrics)}; backbones "
           f"{', '.join(ids)} ({'real size, random weights' if args.real_size else 'small random' if not args.backbones else args.backbones}); "
-          f"device {args.device} ({device}); {harness.available_cores()} cores, {workers} DataLoader workers, "
+          f"device {args.device} ({device}); {embeddings.available_cores()} cores, {workers} DataLoader workers, "
           f"batch {args.batch_size}, torch threads {torch.get_num_threads()}")
     for name, (seconds, busy) in phases.items():
         print(f"{name:15s} {seconds:8.2f} s  {n / seconds:8.1f} images/s   {busy}")

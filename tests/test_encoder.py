@@ -14,7 +14,12 @@ from transformers import AutoModel
 
 from benchmark.encoders import load_backbone
 from benchmark.encoders.base import grid_tiles
-from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneSpec, BackboneUnavailable, load_registry
+from benchmark.encoders.spec import (
+    DEFAULT_REGISTRY,
+    BackboneSpec,
+    BackboneUnavailable,
+    load_registry,
+)
 
 
 def _image(size=80, seed=0) -> Image.Image:
@@ -128,7 +133,7 @@ def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
 def test_a_backbone_with_the_floor_cut_prepares_its_grid_and_the_harness_decoder_too(tiny_dino, tmp_path):
     from dataclasses import replace
 
-    from benchmark.harness import FileSource, _Decode
+    from benchmark.features.embeddings import FileSource, _Decode
     from benchmark.metrics.base import Need
 
     backbone = load_backbone("d", {"d": replace(tiny_dino, grid_cut="floor")}, device="cpu")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -19,9 +18,10 @@ from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
+from benchmark.features import embeddings
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
-from benchmark.submission import Manifest, stage
+from benchmark.submission import stage
 from tests.helpers import make_submission
 
 
@@ -75,8 +75,8 @@ def _score(submission, backbones, cache=None, **options):
 
 def test_each_image_is_decoded_once_for_all_backbones(submission, backbones, monkeypatch):
     opened = []
-    real_decode = harness.decode_for_scoring
-    monkeypatch.setattr(harness, "decode_for_scoring",
+    real_decode = embeddings.decode_for_scoring
+    monkeypatch.setattr(embeddings, "decode_for_scoring",
                         lambda path, **options: opened.append(Path(path).name) or real_decode(path, **options))
     scores = _score(submission, backbones, num_workers=0)  # in this process, where the counter is
     assert len(opened) == 18  # 6 prompts x 3 seeds, although two backbones and three needs use them
@@ -118,10 +118,10 @@ CRASHING_RUN = """
 import os, signal, sys
 from pathlib import Path
 import pyarrow.parquet as pq
-from benchmark import harness
 from benchmark.cache import EmbeddingCache
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import load_registry
+from benchmark.features.embeddings import compute_features
 from benchmark.metrics.alignment import ClipCosine
 from tests.test_harness import GridSpread
 import pandas as pd
@@ -138,7 +138,7 @@ def die_after_two_batches(stage, done, total):
     if stage == "embedding images" and done >= 8:
         os.kill(os.getpid(), signal.SIGKILL)
 
-harness.compute_features(Path(staged), rows, needs, backbones, EmbeddingCache(cache_path), batch_size=4,
+compute_features(Path(staged), rows, needs, backbones, EmbeddingCache(cache_path), batch_size=4,
                          progress=die_after_two_batches)
 """
 

@@ -9,9 +9,10 @@ import pytest
 import torch
 from PIL import Image
 
-from benchmark import harness
 from benchmark.encoders import load_backbone
 from benchmark.encoders.base import prepare
+from benchmark.features import embeddings
+from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -28,10 +29,10 @@ def test_workers_pinned_memory_and_queued_batches_give_the_embeddings_of_plain_b
     registry = {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}
     backbones = {b: load_backbone(b, registry, device="cuda") for b in registry}
     needs = [Need("clip-vit-b-32", "image"), Need("dinov2-base", "grid")]
-    features = harness.compute_features(tmp_path, images, needs, backbones, batch_size=4, num_workers=3)
+    features = embeddings.compute_features(tmp_path, images, needs, backbones, batch_size=4, num_workers=3)
     for need in needs:
         backbone = backbones[need.backbone]
         for start in range(0, len(paths), 4):  # the same batches, finished on the CPU by the transform itself
-            pixels = torch.stack([prepare(backbone.transform, harness.open_as_viewed(tmp_path / path), need.kind)
+            pixels = torch.stack([prepare(backbone.transform, open_as_viewed(tmp_path / path), need.kind)
                                   for path in paths[start:start + 4]])
             assert np.array_equal(features.arrays[need][start:start + 4], backbone.embed(pixels)), need

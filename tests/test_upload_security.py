@@ -19,7 +19,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from benchmark.datasets.prompts import PromptSet
-from benchmark.harness import FileSource, _Decode
+from benchmark.features.embeddings import FileSource, _Decode
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
 from benchmark.submission import Limits, Manifest, Rejected, stage

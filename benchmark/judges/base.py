@@ -5,6 +5,10 @@ CAIRE's scoring step (Yayavaram et al., arXiv:2506.09109, Sec. 3.2, Eq. 3):
 ``s = argmax_{k in {1..5}} P(k | I, T, c, R)`` for image I, Wikipedia text T of the linked entity, culture
 label c and rubric R. Every judge returns a ``Judgement``: the score and the evidence behind it (a VLM's five
 probabilities, or a probe's five cosines).
+
+A judge is a producer (``benchmark.features.producers``): the context of an image is a (``JudgeRequest``,
+``Rubric``) pair, its output the evidence, one value per rubric level. The relevance metric gets that evidence
+through ``produce``, cached by image, judge, prompt and label, and turns it into judgements (``judgements``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
 from PIL import Image
 
 
@@ -71,9 +77,10 @@ CAIRE_RUBRIC = Rubric((
 @dataclass(frozen=True)
 class JudgeRequest:
     """One (image, label) pair. ``entity_name`` and ``entity_text`` are the linked entity e* and its Wikipedia
-    text (CAIRE); both None is CAIRE's VLM baseline without retrieval (Sec. 5.2)."""
+    text (CAIRE); both None is CAIRE's VLM baseline without retrieval (Sec. 5.2). ``image`` is None in a
+    producer's context, where the image comes separately (``benchmark.features.producers.produce``)."""
 
-    image: Image.Image
+    image: Image.Image | None
     label: str
     entity_name: str | None = None
     entity_text: str | None = None
@@ -97,15 +104,48 @@ class Judgement:
     truncated: bool = False
 
 
+Context = tuple[JudgeRequest, Rubric]  # what a judge reads besides the image (its producer context)
+
+
 class Judge(ABC):
     """Scores an image's relevance to a culture label. ``id`` names exactly what judges (model and revision);
-    results record it, since scores from different judges are not comparable."""
+    results record it, since scores from different judges are not comparable. ``evidence`` says what the
+    produced values are: probabilities P(k | I, T, c, R) (VLM) or cosines cos(image, probe_k) (probe)."""
 
     id: str
+    evidence: Literal["probabilities", "similarities"]
 
     @abstractmethod
+    def prompt(self, context: Context) -> str:
+        """The exact text the judge reads for this context (rubric included): hashed into the cache key."""
+
+    def label(self, context: Context) -> str:
+        return context[0].label
+
+    @abstractmethod
+    def produce_batch(self, images: Sequence[Image.Image], contexts: Sequence[Context]) -> list[np.ndarray]:
+        """The evidence per (image, context), one value per rubric level, in order."""
+
+    def truncated(self, request: JudgeRequest) -> bool:
+        """Whether the judge cuts ``request``'s entity text to fit its budget (default: it never does)."""
+        return False
+
+    def judgements(self, evidence: Sequence[np.ndarray], contexts: Sequence[Context]) -> list[Judgement]:
+        """Evidence -> Judgements: the score is the level with the most evidence, ``argmax_k`` (CAIRE Eq. 3 for a
+        VLM, Sec. 5.1 for the probe), ties going to the lower level."""
+        out = []
+        for values, (request, rubric) in zip(evidence, contexts):
+            kept = tuple(float(x) for x in values)
+            out.append(Judgement(rubric.scores[int(np.argmax(values))],
+                                 probabilities=kept if self.evidence == "probabilities" else None,
+                                 similarities=kept if self.evidence == "similarities" else None,
+                                 truncated=self.truncated(request)))
+        return out
+
     def judge_batch(self, requests: Sequence[JudgeRequest], rubric: Rubric = CAIRE_RUBRIC) -> list[Judgement]:
-        """One Judgement per request, in order."""
+        """One Judgement per request, in order (uncached: ``produce`` caches)."""
+        contexts = [(request, rubric) for request in requests]
+        return self.judgements(self.produce_batch([r.image for r in requests], contexts), contexts)
 
     def judge(self, image: Image.Image, entity_text: str | None, rubric: Rubric, label: str, *,
               entity_name: str | None = None) -> Judgement:

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from PIL import Image
 
 from benchmark.encoders.base import Backbone
-from benchmark.judges.base import CAIRE_RUBRIC, Judge, Judgement, JudgeRequest, Rubric
+from benchmark.judges.base import CAIRE_RUBRIC, Context, Judge, Rubric
 
 
 def probe_texts(label: str, rubric: Rubric = CAIRE_RUBRIC) -> list[str]:
@@ -33,6 +34,8 @@ def probe_scores(image_embeddings: np.ndarray, probe_embeddings: np.ndarray) -> 
 
 
 class ProbeJudge(Judge):
+    evidence = "similarities"
+
     def __init__(self, backbone: Backbone):
         if type(backbone).embed_texts is Backbone.embed_texts:
             raise ValueError(f"backbone {backbone.id} ({backbone.spec.uid}) has no text encoder: the probe "
@@ -40,14 +43,22 @@ class ProbeJudge(Judge):
         self.backbone = backbone
         self.id = f"probe:{backbone.id}={backbone.key}"
 
-    def judge_batch(self, requests: Sequence[JudgeRequest], rubric: Rubric = CAIRE_RUBRIC) -> list[Judgement]:
-        if not requests:
+    def prompt(self, context: Context) -> str:
+        """The probes the image is compared with, one per line (the entity text is not read)."""
+        request, rubric = context
+        return "\n".join(probe_texts(request.label, rubric))
+
+    def produce_batch(self, images: Sequence[Image.Image], contexts: Sequence[Context]) -> list[np.ndarray]:
+        """cos(image, probe_k) for each level k of each context's rubric (Sec. 5.1); each label's probes are
+        embedded once per batch."""
+        if not contexts:
             return []
-        pixels = torch.stack([self.backbone.prepare(r.image.convert("RGB"), "image") for r in requests])
-        images = self.backbone.embed(pixels)
-        labels = sorted({r.label for r in requests})
-        by_label = dict(zip(labels, self.backbone.embed_texts([t for label in labels
-                                                               for t in probe_texts(label, rubric)])
-                            .reshape(len(labels), len(rubric.levels), -1)))
-        scores, cosines = probe_scores(images, np.stack([by_label[r.label] for r in requests]))
-        return [Judgement(int(s), similarities=tuple(float(c) for c in row)) for s, row in zip(scores, cosines)]
+        pixels = torch.stack([self.backbone.prepare(image.convert("RGB"), "image") for image in images])
+        embedded = self.backbone.embed(pixels)
+        groups = list(dict.fromkeys((request.label, rubric) for request, rubric in contexts))
+        texts = [probe_texts(label, rubric) for label, rubric in groups]
+        vectors = self.backbone.embed_texts([text for probes in texts for text in probes])
+        starts = np.cumsum([0] + [len(probes) for probes in texts])
+        probes = {group: vectors[starts[i]:starts[i + 1]] for i, group in enumerate(groups)}
+        return [probe_scores(image[None], probes[(request.label, rubric)][None])[1][0]
+                for image, (request, rubric) in zip(embedded, contexts)]

@@ -3,8 +3,9 @@
 One core reads the model's next-token distribution after a chat prompt with one image and constrains it to a
 closed set of answers (``benchmark.judges.constrained``); three uses sit on it:
 
-- ``judge_batch``: CAIRE's 1-5 cultural relevance (Yayavaram et al., arXiv:2506.09109, Sec. 3.2, Eq. 3):
-  ``s = argmax_{k in 1..5} P(k | I, T, c, R)``, the prompt of Fig. 9, answer after "Final Score: ".
+- ``judge_batch`` (and ``produce_batch``, the same as a cached producer): CAIRE's 1-5 cultural relevance
+  (Yayavaram et al., arXiv:2506.09109, Sec. 3.2, Eq. 3): ``s = argmax_{k in 1..5} P(k | I, T, c, R)``, the
+  prompt of Fig. 9, answer after "Final Score: ".
 - ``p_yes``: VQAScore-style P("Yes") (Lin et al., arXiv:2404.01291), here renormalised over {"Yes", "No"}:
   ``exp(z_Yes) / (exp(z_Yes) + exp(z_No))`` (the original reads P("Yes") from the full vocabulary).
 - ``viescore``: VIEScore-style 0-10 rating (Ku et al., arXiv:2312.14867) with CulturalFrames' explicit
@@ -22,8 +23,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchmark.judges.base import (CAIRE_RUBRIC, Judge, Judgement, JudgeRequest, JudgeUnavailable, Rubric,
-                                   how_to_provide_judge)
+from benchmark.judges.base import Context, Judge, Judgement, JudgeRequest, JudgeUnavailable, how_to_provide_judge
 from benchmark.judges.constrained import Tokens, answer_probabilities, branching_nodes
 from benchmark.judges.prompts import (CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, VIESCORE_ANSWER_PREFIX,
                                       VIESCORE_ANSWER_SUFFIX, VIESCORE_LEVELS, caire_prompt, viescore_prompt,
@@ -36,6 +36,8 @@ YES_NO = ("Yes", "No")
 class VLMJudge(Judge):
     """A chat VLM loaded by Hub id or local folder. ``max_entity_tokens`` caps the Wikipedia text put in the
     prompt (None: no cap); a cut text is flagged in the Judgement, never silent."""
+
+    evidence = "probabilities"
 
     def __init__(self, model: str = DEFAULT_JUDGE, *, revision: str | None = None, device: str | None = None,
                  batch_size: int = 4, max_entity_tokens: int | None = 2048):
@@ -140,18 +142,34 @@ class VLMJudge(Judge):
         return out
 
     # --- the judges -------------------------------------------------------------------------------------------
-    def judge_batch(self, requests: Sequence[JudgeRequest], rubric: Rubric = CAIRE_RUBRIC) -> list[Judgement]:
-        """CAIRE's score per request: the argmax of P(k | I, T, c, R) over the rubric's levels (Eq. 3)."""
-        prompts, cut = [], []
-        for request in requests:
-            text, truncated = self.cut(request.entity_text) if request.entity_text else (request.entity_text, False)
-            prompts.append(self.render(caire_prompt(request.label, rubric, request.entity_name, text), CAIRE_SYSTEM,
-                                       CAIRE_ANSWER_PREFIX))
-            cut.append(truncated)
-        probabilities = self.answer_distribution([r.image for r in requests], prompts,
-                                                 [str(s) for s in rubric.scores])
-        return [Judgement(rubric.scores[int(np.argmax(p))], tuple(float(x) for x in p), truncated=t)
-                for p, t in zip(probabilities, cut)]
+    def _entity_text(self, request: JudgeRequest) -> tuple[str | None, bool]:
+        return self.cut(request.entity_text) if request.entity_text else (request.entity_text, False)
+
+    def prompt(self, context: Context) -> str:
+        """CAIRE's Fig. 9 chat prompt for one request, the entity text cut to ``max_entity_tokens``, opened after
+        "Final Score: "."""
+        request, rubric = context
+        text, _ = self._entity_text(request)
+        return self.render(caire_prompt(request.label, rubric, request.entity_name, text), CAIRE_SYSTEM,
+                           CAIRE_ANSWER_PREFIX)
+
+    def truncated(self, request: JudgeRequest) -> bool:
+        return self._entity_text(request)[1]
+
+    def produce_batch(self, images: Sequence[Image.Image], contexts: Sequence[Context]) -> list[np.ndarray]:
+        """P(k | I, T, c, R) over each context's rubric levels (CAIRE Eq. 3), constrained to the level digits;
+        contexts are grouped by rubric, whose levels are the answers."""
+        out: list[np.ndarray | None] = [None] * len(contexts)
+        by_rubric: dict = {}
+        for i, (_, rubric) in enumerate(contexts):
+            by_rubric.setdefault(rubric, []).append(i)
+        for rubric, rows in by_rubric.items():
+            prompts = [self.prompt(contexts[i]) for i in rows]
+            answers = [str(s) for s in rubric.scores]
+            probabilities = self.answer_distribution([images[i] for i in rows], prompts, answers)
+            for i, p in zip(rows, probabilities):
+                out[i] = p
+        return out
 
     def p_yes_batch(self, images: Sequence[Image.Image], questions: Sequence[str]) -> np.ndarray:
         """P("Yes") renormalised over {"Yes", "No"}, per (image, question)."""

@@ -1,6 +1,6 @@
 """The metric interface: a pure function over embeddings (or tags, scores) behind a thin adapter.
 
-An adapter declares what it needs (``Need``: which backbone, which features),
+An adapter declares what it needs (``benchmark.features.Need``: which backbone, which features),
 its version, direction, unit, range, track and level; the harness computes the
 union of all needs once and hands every metric the same arrays (``Inputs``).
 The math lives in plain functions next to each adapter, testable with
@@ -24,24 +24,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-
-@dataclass(frozen=True)
-class Need:
-    """Features of one kind from one backbone: ``image`` (N, D), ``grid`` (N, grid^2, D) or ``text``
-    (the embedding of each image's prompt, (N, D)); of the submitted images, or (``of="reference"``) of the
-    dataset's reference images (``Inputs.references``)."""
-
-    backbone: str
-    kind: Literal["image", "grid", "text"]
-    grid: int = 4
-    of: Literal["generated", "reference"] = "generated"
-
-    @property
-    def name(self) -> str:
-        return f"grid{self.grid}x{self.grid}" if self.kind == "grid" else self.kind
-
-    def __str__(self) -> str:
-        return f"{self.backbone}/{self.name}" + ("/reference" if self.of == "reference" else "")
+from benchmark.cache import EmbeddingCache
+from benchmark.features import Need
 
 
 @dataclass(frozen=True)
@@ -77,6 +61,9 @@ class Inputs:
     encode_text: Callable[[str, list[str]], np.ndarray] | None = None
     # Row -> the decoded RGB image, for metrics that read pixels (e.g. a vision-language judge).
     open_image: Callable[[int], Image.Image] | None = None
+    # Where producers' outputs (VLM tags, judge scores: ``benchmark.features.producers``) are cached by content,
+    # beside the embedding cache and keyed by the rows' image_sha256; None: computed afresh.
+    products: EmbeddingCache | None = None
 
 
 class Metric(ABC):

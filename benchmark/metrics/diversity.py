@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 
 from benchmark.citations import CUBE, SHORT
+from benchmark.features.producers import LazyImages
 from benchmark.metrics.alignment import cosine_similarity
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.vendi import (DRAWS, KERNELS, SUBSET_SIZE, draw_mean, random_subsets, seed_batches, tag_kernel,
@@ -54,34 +53,20 @@ def _finest_level(weights: tuple[float, float, float]) -> str:
     return "artifact" if weights[2] else "country" if weights[1] else "continent"
 
 
-class LazyImages(Sequence):
-    """The image rows as a sequence whose item i is opened (``Inputs.open_image``) only when asked for: a tagger
-    that reads pixels (``VLMTagger``) takes them a batch at a time, never all at once."""
-
-    def __init__(self, open_image: Callable[[int], Image.Image], count: int):
-        self.open_image, self.count = open_image, count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, row: int) -> Image.Image:
-        if not 0 <= row < self.count:
-            raise IndexError(f"image row {row} of {self.count}")
-        return self.open_image(row)
-
-
 def image_tags(inputs: Inputs, tagger: Tagger, clip: str) -> pd.DataFrame:
     """Each image row's tag (continent, country, country_code, artifact, artifact_id, confidence: the tagger's,
     e.g. the cosine), among its prompt's concept; computed once per scoring run and tagger, and shared by the
-    diversity metrics. The tagger gets the images lazily, when the harness gives ``Inputs.open_image``.
+    diversity metrics. The tagger gets the images lazily, when the harness gives ``Inputs.open_image``, and a VLM
+    tagger's outputs are cached across runs in ``Inputs.products`` (by image sha256, model, prompt and candidates).
 
     The artifact kernel compares ``kernel_artifact``: the Wikidata id where the CSpace row has one, else the
     name, so an artifact listed under two countries is one artifact."""
     key = ("diversity-tags", tagger, clip)
     if key not in inputs.memo:
         images = LazyImages(inputs.open_image, len(inputs.images)) if inputs.open_image else None
+        shas = inputs.images["image_sha256"].tolist() if inputs.products is not None else None
         tags = tagger.tag(inputs.features[Need(clip, "image")], inputs.images[CONCEPT_COLUMN].tolist(),
-                          images=images)
+                          images=images, shas=shas, cache=inputs.products)
         tags = tags.drop(columns=["image", "rank"])
         tags["kernel_artifact"] = tags["artifact_id"].where(tags["artifact_id"].notna(), "name:" + tags["artifact"])
         inputs.memo[key] = tags

@@ -9,7 +9,9 @@ One metric per label, named ``relevance[<label>]`` (e.g. ``relevance[Japanese]``
 image: the harness stores one value per (image, metric), and a per-label metric keeps CAIRE's point that every
 label is scored independently. It also makes the usual aggregates meaningful: the mean relevance to "Japanese"
 over all images, or over the images of prompts about Brazil (a country slice), with a confidence interval.
-Linking and judging run once per scoring run for all labels together, shared through ``Inputs.memo``.
+Linking and judging run once per scoring run for all labels together, shared through ``Inputs.memo``; the judge's
+evidence comes through ``benchmark.features.producers.produce``, cached across runs by image, judge, prompt and
+label in ``Inputs.products`` (when the harness gives one), so a rescore or one more label reruns no VLM call.
 
 Settings beyond the paper's text, all recorded in each metric's version: ``linking`` (``first_with_page``, the
 authors' rule, or ``top``: ``benchmark.relevance.linking``), ``label_case`` (``capitalize`` writes the label as
@@ -23,9 +25,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from benchmark.citations import CAIRE, SHORT
+from benchmark.features.producers import LazyImages, produce
 from benchmark.judges.base import CAIRE_RUBRIC, Judge, JudgeRequest, Rubric
 from benchmark.judges.prompts import LABEL_CASES, case_label, cut_text
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
@@ -44,9 +46,10 @@ def metric_name(label: str) -> str:
 def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[str], k: int = TOP_K,
             rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16, linking: str = DEFAULT_LINKING,
             label_case: str = "as_given", text_chars: int | None = None) -> pd.DataFrame:
-    """One row per (image row, label): the linked entity and the judgement. Images are opened ``chunk`` at a
-    time (through ``Inputs.open_image``), each once for all labels. The judge reads each label cased by
-    ``label_case`` and the entity text cut to ``text_chars`` characters; rows keep the label as given."""
+    """One row per (image row, label): the linked entity (Eq. 1 and 2) and the judgement (Eq. 3). Images the
+    products cache lacks are opened ``chunk`` at a time (through ``Inputs.open_image``), each once for all labels.
+    The judge reads each label cased by ``label_case`` and the entity text cut to ``text_chars`` characters; rows
+    keep the label as given."""
     key = ("relevance", kb.fingerprint, judge.id, tuple(labels), k, rubric, linking, label_case, text_chars)
     if key in inputs.memo:
         return inputs.memo[key]
@@ -59,22 +62,20 @@ def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[st
                          f"base {kb.info['dimension']}: it was built with other weights; rebuild it")
     links = kb.link(embeddings, k, linking)
     texts = {link.entity: cut_text(kb.entity_text(link.entity), text_chars) for link in links}
+    names = {link.entity: kb.entities.iloc[link.entity]["name"] for link in links}
+    pairs = [(row, label) for row in range(len(links)) for label in labels]
+    contexts = [(JudgeRequest(None, case_label(label, label_case), names[links[row].entity],
+                              texts[links[row].entity][0]), rubric) for row, label in pairs]
+    shas = inputs.images["image_sha256"].tolist() if inputs.products is not None else None
+    evidence = produce(judge, [(row, context) for (row, _), context in zip(pairs, contexts)],
+                       LazyImages(open_image, len(links)), shas, inputs.products, chunk, "judging relevance")
     rows = []
-    for start in tqdm(range(0, len(links), chunk), desc="judging relevance", unit="chunk", leave=False):
-        images = {row: open_image(row) for row in range(start, min(start + chunk, len(links)))}
-        requests = [JudgeRequest(image, case_label(label, label_case), kb.entities.iloc[links[row].entity]["name"],
-                                 texts[links[row].entity][0])
-                    for row, image in images.items() for label in labels]
-        judgements = iter(judge.judge_batch(requests, rubric))
-        for row in images:
-            link = links[row]
-            for label in labels:
-                j = next(judgements)
-                rows.append({"row": row, "label": label, "score": float(j.score), "probabilities": j.probabilities,
-                             "similarities": j.similarities, "truncated": texts[link.entity][1] or j.truncated,
-                             "entity_id": link.entity_id, "entity": kb.entities.iloc[link.entity]["name"],
-                             "link_score": link.score, "link_rank": link.rank,
-                             "candidates": list(link.candidates[:CANDIDATES_KEPT])})
+    for (row, label), j in zip(pairs, judge.judgements(evidence, contexts)):
+        link = links[row]
+        rows.append({"row": row, "label": label, "score": float(j.score), "probabilities": j.probabilities,
+                     "similarities": j.similarities, "truncated": texts[link.entity][1] or j.truncated,
+                     "entity_id": link.entity_id, "entity": names[link.entity], "link_score": link.score,
+                     "link_rank": link.rank, "candidates": list(link.candidates[:CANDIDATES_KEPT])})
     inputs.memo[key] = frame = pd.DataFrame(rows)
     return frame
 

@@ -36,6 +36,8 @@ from tqdm import tqdm
 
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone
+from benchmark.features import Need
+from benchmark.features.embeddings import FileSource, compute_features, embed_texts
 from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entities
 
 FORMAT_VERSION = 1
@@ -262,11 +264,9 @@ def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
     """Validate the records and images, embed every distinct image and every lemma with ``backbone`` (a loaded
     Backbone, or a registry id loaded from ``registry`` or the default registry), and save the index to ``out``.
 
-    ``cache``: an ``EmbeddingCache``; embeddings found there are not recomputed (same keys as the harness's).
+    ``cache``: an ``EmbeddingCache``; embeddings found there are not recomputed (same keys as the harness's:
+    ``benchmark.features.embeddings``).
     """
-    # The harness's decode-once, batched, cached embedding loop; imported here because linking does not need it.
-    from benchmark.harness import FileSource, compute_features, embed_texts
-    from benchmark.metrics.base import Need
     from benchmark.progress import Bars
 
     entities = read_records(records)
