@@ -25,6 +25,7 @@ from benchmark import harness
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.layout import SubmissionLayout
 from benchmark.metrics.base import Need
 from benchmark.metrics.variability import Calibration, pairwise_squared_l2
 from benchmark.progress import Bars
@@ -64,7 +65,7 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
             print(report.text(), file=sys.stderr)
             return 1
         folder = report.keep(Path(tmp) / "sample")
-        rows = harness.image_rows(pq.read_table(folder / "images.parquet").to_pandas(), report.prompts)
+        rows = harness.image_rows(pq.read_table(SubmissionLayout(folder).images_table).to_pandas(), report.prompts)
         try:
             backbone = load_backbone(backbone_id, registry, device)
         except BackboneUnavailable as error:

@@ -135,12 +135,12 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     except (culturalframes.SourceError, meta_eval.ScoresError) as error:
         return _fail(str(error))
     if args.store:
+        from benchmark.atomic import atomic_write
         from leaderboard.store import Store
 
         store = Store(Path(args.store))
-        store.meta_eval.mkdir(parents=True, exist_ok=True)
         target = store.meta_eval / f"{'-'.join(sorted(scores))[:100]}.parquet"
-        table.to_parquet(target, index=False)
+        atomic_write(target, lambda tmp: table.to_parquet(tmp, index=False))  # the app reads it at any moment
         print(f"the leaderboard's Metrics tab now shows {target.name}")
     if args.out:
         (table.to_parquet if args.out.endswith(".parquet") else table.to_csv)(args.out, index=False)
