@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from benchmark import layout
-from benchmark.atomic import atomic_folder, atomic_write, atomic_write_bytes, atomic_write_text, leftovers
+from benchmark.atomic import (
+    atomic_folder,
+    atomic_write,
+    atomic_write_bytes,
+    atomic_write_text,
+    leftovers,
+)
 
 
 class Boom(Exception):
