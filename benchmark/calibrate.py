@@ -27,6 +27,7 @@ from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 from benchmark.features import Need
 from benchmark.features.embeddings import compute_features
+from benchmark.layout import SubmissionLayout
 from benchmark.metrics.variability import Calibration, pairwise_squared_l2
 from benchmark.progress import Bars
 from benchmark.submission import stage
@@ -65,7 +66,7 @@ def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, B
             print(report.text(), file=sys.stderr)
             return 1
         folder = report.keep(Path(tmp) / "sample")
-        rows = harness.image_rows(pq.read_table(folder / "images.parquet").to_pandas(), report.prompts)
+        rows = harness.image_rows(pq.read_table(SubmissionLayout(folder).images_table).to_pandas(), report.prompts)
         try:
             backbone = load_backbone(backbone_id, registry, device)
         except BackboneUnavailable as error:

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark.layout import PER_IMAGE
 from benchmark.metrics.iconicity import perturbation_deltas, vr_at_k
 from benchmark.stats import paired_comparisons
 
 
 def read_per_image(folder: Path) -> pd.DataFrame:
-    path = Path(folder) / "per_image.parquet"
+    path = Path(folder) / PER_IMAGE
     if not path.exists():
         raise FileNotFoundError(f"{folder}: no per_image.parquet (give a results folder of `culturelens score` "
                                 "or of the store's results/)")

@@ -28,8 +28,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark import layout
 from benchmark import settings as declared
 from benchmark.errors import CultureLensError
+from benchmark.layout import ScoreOutput, SubmissionLayout
 
 # What run.json must hold for a result to be reproduced (older results lack the first four).
 RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backbones", "metrics", "dataset",
@@ -75,11 +77,11 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     if not folder.is_dir():
         if not is_submission_id(result):
             raise ReproduceError(f"{result} is neither a results folder nor a submission id")
-        folder = store / "results" / result
+        folder = layout.results_folder(store, result)
         if not folder.is_dir():
             raise ReproduceError(f"the store {store} has no results for submission {result}")
     try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        run = json.loads((folder / layout.RUN).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise ReproduceError(f"{folder} holds no readable run.json ({error.__class__.__name__}): not a results "
                              "folder") from None
@@ -87,20 +89,20 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
                              "recorded their scoring settings, so rescore the submission to make it reproducible")
-    home = folder.resolve().parent.parent  # STORE (of STORE/results/<id>) or OUT (of OUT/results/<stamp>)
-    in_store = home / "submissions" / run["submission_id"]
+    home = folder.resolve().parent.parent  # STORE or OUT, of STORE/results/<id> or OUT/results/<id>
+    in_store = SubmissionLayout(home / layout.SUBMISSIONS / run["submission_id"])
     if submission:
-        staged = Path(submission)
-    elif (in_store / "images.parquet").exists():
+        staged = SubmissionLayout(Path(submission))
+    elif in_store.is_validated:
         staged = in_store
     else:
-        staged = home / "submission"
-    if not (staged / "images.parquet").exists() or not (staged / "manifest.json").exists():
+        staged = ScoreOutput(home).submission
+    if not staged.is_validated or not staged.manifest.exists():
         raise ReproduceError(f"no validated submission (manifest.json and images.parquet) in {staged}: pass "
                              "--submission with the folder `culturelens score` or the store keeps")
     if staged == in_store:
-        return Target(folder, run, staged, home / "datasets", Store(home).cache.path)
-    return Target(folder, run, staged, store / "datasets", home / "cache.sqlite")
+        return Target(folder, run, staged.folder, home / layout.DATASETS, Store(home).cache.path)
+    return Target(folder, run, staged.folder, store / layout.DATASETS, ScoreOutput(home).cache)
 
 
 def registry_for(run: dict, backbones_file: str | None) -> dict:
@@ -157,11 +159,11 @@ def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: 
 
 def compare(recorded: Path, reproduced: Path) -> list[Difference]:
     """Per metric (of either results folder), the largest differences of the per-image and aggregate values."""
-    per_image = largest_differences(pd.read_parquet(recorded / "per_image.parquet"),
-                                    pd.read_parquet(reproduced / "per_image.parquet"),
+    per_image = largest_differences(pd.read_parquet(recorded / layout.PER_IMAGE),
+                                    pd.read_parquet(reproduced / layout.PER_IMAGE),
                                     ["metric", "prompt_id", "seed", "image_sha256"])
-    aggregates = largest_differences(pd.read_parquet(recorded / "aggregates.parquet"),
-                                     pd.read_parquet(reproduced / "aggregates.parquet"),
+    aggregates = largest_differences(pd.read_parquet(recorded / layout.AGGREGATES),
+                                     pd.read_parquet(reproduced / layout.AGGREGATES),
                                      ["metric", "slice", "slice_value"])
     return [Difference(metric, per_image.get(metric), aggregates.get(metric))
             for metric in sorted(per_image.keys() | aggregates.keys())]
@@ -203,7 +205,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         settings = tracks.metric_settings(**run["settings"]["metric_settings"])
     except CultureLensError as error:
         raise ReproduceError(f"the recorded settings cannot be used here: {error}") from None
-    manifest = Manifest.model_validate_json((target.submission / "manifest.json").read_bytes())
+    manifest = Manifest.model_validate_json(SubmissionLayout(target.submission).manifest.read_bytes())
     if list(manifest.seeds) != list(run["seeds"]):
         raise ReproduceError(f"the submission in {target.submission} has seeds {list(manifest.seeds)}, the result "
                              f"was scored on seeds {run['seeds']}")
@@ -232,7 +234,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         if loaded[backbone_id].revision != recorded["revision"]:
             raise ReproduceError(f"backbone {backbone_id} loads weights of revision {loaded[backbone_id].revision}, "
                                  f"the result was scored with {recorded['revision']}")
-    images = pd.read_parquet(target.submission / "images.parquet")
+    images = pd.read_parquet(SubmissionLayout(target.submission).images_table)
     workspace = Path(tempfile.mkdtemp(prefix="culturelens-reproduce-"))
     bars = Bars()
     try:

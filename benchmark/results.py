@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from benchmark import layout
+from benchmark.atomic import atomic_folder
 
 PER_IMAGE = pa.schema([
     ("submission_id", pa.string()),
@@ -121,23 +121,16 @@ def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
-                 run: dict) -> Path:
+                 run: dict, *, replace: bool = False) -> Path:
     """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` as one folder,
-    atomically.
+    atomically (``benchmark.atomic.atomic_folder``): readers see all files or none.
 
-    The folder is written next to ``target`` and renamed into place: readers see all
-    files or none, and an existing ``target`` is never modified (results are immutable).
+    An existing ``target`` is never modified (results are immutable: FileExistsError) unless ``replace``
+    (``culturelens score`` scoring the same submission again into its --out).
     """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        pq.write_table(table(per_image_rows, PER_IMAGE), tmp / "per_image.parquet")
-        pq.write_table(table(aggregate_rows, AGGREGATE), tmp / "aggregates.parquet")
-        pq.write_table(table(curve_rows, CURVES), tmp / "curves.parquet")
-        (tmp / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
-        os.rename(tmp, target)  # fails if target exists
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    with atomic_folder(target, replace=replace) as tmp:
+        pq.write_table(table(per_image_rows, PER_IMAGE), tmp / layout.PER_IMAGE)
+        pq.write_table(table(aggregate_rows, AGGREGATE), tmp / layout.AGGREGATES)
+        pq.write_table(table(curve_rows, CURVES), tmp / layout.CURVES)
+        (tmp / layout.RUN).write_text(json.dumps(run, indent=2), encoding="utf-8")
+    return Path(target)

@@ -1,9 +1,10 @@
 """``culturelens score``: validate, stage and score one submission outside the leaderboard.
 
 Writes the same files the worker writes (``per_image.parquet``, ``aggregates.parquet``,
-``curves.parquet``, ``run.json``) under ``OUT/results/<timestamp>/``, keeps the validated copy in
-``OUT/submission/`` and the embedding cache in ``OUT/cache.sqlite``, so a rerun
-(another track, a crash) recomputes nothing cached.
+``curves.parquet``, ``run.json``) in a folder named as the worker names it, ``OUT/results/<submission id>/``
+(``benchmark.layout.results_folder``; the id is ``local-`` and the start of the content hash), keeps the
+validated copy in ``OUT/submission/`` and the embedding cache in ``OUT/cache.sqlite``, so a rerun
+(another track, a crash) recomputes nothing cached; a rerun's results replace the earlier ones.
 
 Many processes: ``accelerate launch -m culturelens score ...`` (or
 ``--num-processes N``, which runs exactly that), on one machine or several
@@ -20,12 +21,12 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from benchmark import harness, results
+from benchmark import harness, layout, results
+from benchmark.layout import ScoreOutput, SubmissionLayout
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
 from benchmark.encoders.spec import BackboneSpec
@@ -57,28 +58,29 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
 
 def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
     """Validate ``submission`` into ``OUT/submission`` (or reuse an identical one there)."""
-    staged = out / "submission"
+    output = ScoreOutput(out)
+    staged = output.submission
     bars = Bars(unit="img")
-    report = stage(submission, out / ".staging", functools.partial(load_prompts_for, datasets_root=datasets_root),
+    report = stage(submission, output.staging, functools.partial(load_prompts_for, datasets_root=datasets_root),
                    progress=bars.stage("checking images"))
     bars.close()
     if not report.ok:
         print(report.text(), file=sys.stderr)
         return False
-    if (staged / "images.parquet").exists():
+    if staged.is_validated:
         shutil.rmtree(report.folder)
         if _staged_hash(staged) != report.content_hash:
-            print(f"error: {staged} holds another submission; choose another --out", file=sys.stderr)
+            print(f"error: {staged.folder} holds another submission; choose another --out", file=sys.stderr)
             return False
         return True
-    report.keep(staged)
+    report.keep(staged.folder)
     print(report.text())
     return True
 
 
-def _staged_hash(staged: Path) -> str:
-    manifest = Manifest.model_validate_json((staged / "manifest.json").read_bytes())
-    images = pq.read_table(staged / "images.parquet").to_pylist()
+def _staged_hash(staged: SubmissionLayout) -> str:
+    manifest = Manifest.model_validate_json(staged.manifest.read_bytes())
+    images = pq.read_table(staged.images_table).to_pylist()
     return content_hash(manifest, [ImageRecord(**row) for row in images])
 
 
@@ -92,14 +94,15 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
 
     state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
     out.mkdir(parents=True, exist_ok=True)
-    datasets_root = store / "datasets"
+    datasets_root = store / layout.DATASETS
     ok = _stage_once(submission, out, datasets_root) if state.is_local_main_process else True  # per machine
     state.wait_for_everyone()
-    staged = out / "submission"
-    if not ok or not (staged / "images.parquet").exists():
+    output = ScoreOutput(out)
+    staged = output.submission
+    if not ok or not staged.is_validated:
         return 1
-    manifest = Manifest.model_validate_json((staged / "manifest.json").read_bytes())
-    images = pq.read_table(staged / "images.parquet").to_pandas()
+    manifest = Manifest.model_validate_json(staged.manifest.read_bytes())
+    images = pq.read_table(staged.images_table).to_pandas()
     try:
         prompts = load_prompts_for(manifest, datasets_root)
     except DatasetUnavailable as error:
@@ -116,8 +119,8 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
     bars = Bars(enabled=state.is_main_process)
     try:
-        scores = harness.score(staged, manifest, prompts, images, metrics, backbones,
-                               EmbeddingCache(cache or out / "cache.sqlite"), submission_id=submission_id,
+        scores = harness.score(staged.folder, manifest, prompts, images, metrics, backbones,
+                               EmbeddingCache(cache or output.cache), submission_id=submission_id,
                                batch_size=batch_size, num_workers=num_workers,
                                shard=(state.process_index, state.num_processes),
                                progress=bars, disabled=unavailable, settings=settings)
@@ -125,9 +128,9 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
         bars.close()
     if scores is None:
         return 0
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    target = results.write_folder(out / "results" / f"{stamp}-{os.getpid()}", results.records(scores.per_image),
-                                  scores.aggregates, results.records(scores.curves), scores.run)
+    # The worker's naming (results/<submission id>); scoring the same submission again replaces its results.
+    target = results.write_folder(output.results(submission_id), results.records(scores.per_image),
+                                  scores.aggregates, results.records(scores.curves), scores.run, replace=True)
     run = scores.run
     print(f"scored {run['images']} images ({run['embeddings_computed']} embeddings computed, "
           f"{run['embeddings_cached']} from the cache) -> {target}")

@@ -31,6 +31,7 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from benchmark.atomic import atomic_folder
 from benchmark.cache import EmbeddingCache
 from benchmark.digests import file_digest
 from benchmark.features.producers import produce
@@ -191,19 +192,23 @@ class ArtifactIndex:
 
     def save(self, folder: str | Path) -> Path:
         """Write ``rows.parquet``, one ``concept_<i>.faiss`` per concept and ``index.json`` (backbone id and key,
-        template, each file's sha256, and a checksum over all of it)."""
+        template, each file's sha256, and a checksum over all of it), atomically (``benchmark.atomic``): a save
+        that fails leaves no index, or the earlier one. An existing ``folder`` is replaced only if it is an
+        artifact index (FileExistsError otherwise)."""
         import faiss
 
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not (folder / MANIFEST).is_file())):
+            raise FileExistsError(f"{folder} exists and is not an artifact index; choose another output folder")
         metadata = self._metadata()
-        self.rows.to_parquet(folder / ROWS_FILE, index=False)
-        for concept, entry in metadata["concepts"].items():
-            faiss.write_index(self.indexes[concept], str(folder / entry["file"]))
-        files = {name: file_digest(folder / name) for name in
-                 [ROWS_FILE, *(entry["file"] for entry in metadata["concepts"].values())]}
-        manifest = {**metadata, "files": files, "checksum": self._checksum(metadata, files)}
-        (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        with atomic_folder(folder, replace=True) as tmp:
+            self.rows.to_parquet(tmp / ROWS_FILE, index=False)
+            for concept, entry in metadata["concepts"].items():
+                faiss.write_index(self.indexes[concept], str(tmp / entry["file"]))
+            files = {name: file_digest(tmp / name) for name in
+                     [ROWS_FILE, *(entry["file"] for entry in metadata["concepts"].values())]}
+            manifest = {**metadata, "files": files, "checksum": self._checksum(metadata, files)}
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
         return folder
 
     @classmethod

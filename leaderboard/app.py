@@ -20,7 +20,7 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from benchmark import citations
+from benchmark import citations, layout
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
@@ -672,7 +672,7 @@ class Views:
         if job.state == "FAILED":
             lines.append(f"- **reason**: {self.public(job.error)}")
         try:  # the run record counts the images left out for errors (non-finite embeddings or values)
-            run = json.loads((self.store.results / job.id / "run.json").read_text(encoding="utf-8"))
+            run = json.loads((self.store.results / job.id / layout.RUN).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             run = {}
         if errors := run.get("errors") if isinstance(run, dict) else None:
@@ -681,7 +681,7 @@ class Views:
         if job.log_excerpt:
             excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
             lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
-        per_image = self.store.results / job.id / "per_image.parquet"
+        per_image = self.store.results / job.id / layout.PER_IMAGE
         return "\n".join(lines), (self._serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0]
                                    if per_image.exists() else None)
 

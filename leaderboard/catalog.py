@@ -19,15 +19,15 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from benchmark import results
+from benchmark import layout, results
 from benchmark.aggregate import CROSS_SEPARATOR, CROSSED, SLICES
+from benchmark.layout import RESULT_PARQUET
 from leaderboard import quarantine
 from leaderboard.store import Store
 
 REFRESH_SECONDS = 2.0  # at most one directory listing per this many seconds
 RESORT_ROWS = 50_000  # rows appended out of order before the table is sorted again
 ORDER = "track, metric, slice, slice_value"  # what every view filters on: sorted, DuckDB skips row groups
-RESULT_PARQUET = ("aggregates.parquet", "curves.parquet", "per_image.parquet")
 VANISHED_RETRIES = 3  # a per-image file missing when read (a re-run or a deletion meanwhile): list them again
 
 log = logging.getLogger("culturelens.catalog")
@@ -58,7 +58,7 @@ class Catalog:
                 return
             self.checked = time.monotonic()
             present = {entry.name for entry in os.scandir(self.store.results)
-                       if not entry.name.startswith(".") and os.path.exists(os.path.join(entry.path, "run.json"))}
+                       if not entry.name.startswith(".") and os.path.exists(os.path.join(entry.path, layout.RUN))}
             self._forget(self.loaded - present)
             self.loaded |= self._load(sorted(present - self.loaded))
             stamp = self.store.reported.stat().st_mtime_ns if self.store.reported.exists() else None
@@ -98,7 +98,7 @@ class Catalog:
                     except duckdb.IOException:
                         continue  # gone, not damaged
                     except duckdb.Error as error:
-                        self._set_aside(name, _damage(self.store.results / name, RESULT_PARQUET)
+                        self._set_aside(name, _damage(self.store.results_folder(name), RESULT_PARQUET)
                                         or self._said(error))
         return loaded
 
@@ -106,8 +106,8 @@ class Catalog:
         """Aggregates and curves of these folders, in one transaction: all their rows or none."""
         self.con.execute("BEGIN TRANSACTION")
         try:
-            inserted = self._insert([str(self.store.results / name / "aggregates.parquet") for name in names])
-            self._insert_curves([str(self.store.results / name / "curves.parquet") for name in names])
+            inserted = self._insert([str(self.store.results_folder(name) / layout.AGGREGATES) for name in names])
+            self._insert_curves([str(self.store.results_folder(name) / layout.CURVES) for name in names])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -174,7 +174,7 @@ class Catalog:
             known = [s for s in submission_ids if s in self.loaded]  # ids from outside never name a path
             vanished = 0
             while True:
-                files = [path for path in (self.store.results / s / "per_image.parquet" for s in known)
+                files = [path for path in (self.store.results_folder(s) / layout.PER_IMAGE for s in known)
                          if path.exists()]
                 if not files:
                     return None
@@ -199,7 +199,7 @@ class Catalog:
         with self.lock:
             known = sorted(set(submission_ids) & self.loaded)  # ids from outside never name a path
             for attempt in range(VANISHED_RETRIES + 1):
-                files = [str(p) for p in (self.store.results / s / "aggregates.parquet" for s in known) if p.exists()]
+                files = [str(p) for p in (self.store.results_folder(s) / layout.AGGREGATES for s in known) if p.exists()]
                 if not files:
                     break
                 try:

@@ -33,7 +33,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from benchmark import layout
+from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError, hub_errors
+from benchmark.layout import RESULT_FILES, SubmissionLayout
 from benchmark.submission.archive import parse_name
 from benchmark.submission.validate import Report, check_folder
 from leaderboard.queue import Job
@@ -42,7 +45,6 @@ from leaderboard.store import Store, is_submission_id
 log = logging.getLogger("culturelens.hub_sync")
 
 KINDS = ("requests", "results")
-RESULT_FILES = ("per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json")
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
 MAX_OPERATIONS = 1000  # per commit: the Hub advises against much larger commits
 RESULTS_CARD = """---
@@ -101,18 +103,18 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
         for job in store.queue.jobs():
             record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires")}
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
-            folder = store.submissions / job.id
-            if (folder / "images.parquet").exists():
-                stamp = (folder / "images.parquet").stat().st_mtime_ns
-                for name, digest in _submission_files(str(folder), stamp):
-                    files[f"submissions/{job.id}/{name}"] = StoreFile(folder / name, digest)
+            folder = SubmissionLayout(store.submissions / job.id)
+            if folder.is_validated:
+                stamp = folder.images_table.stat().st_mtime_ns
+                for name, digest in _submission_files(str(folder.folder), stamp):
+                    files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile(folder.folder / name, digest)
     elif kind == "results":
         files["README.md"] = RESULTS_CARD.replace("{repo}", repo).encode()
         for folder in sorted(store.results.iterdir()):
-            if folder.name.startswith(".") or not (folder / "run.json").exists():
+            if folder.name.startswith(".") or not (folder / layout.RUN).exists():
                 continue  # a temporary folder of a write in progress
             for name in RESULT_FILES:
-                files[f"results/{folder.name}/{name}"] = StoreFile.of(folder / name)
+                files[f"{layout.RESULTS}/{folder.name}/{name}"] = StoreFile.of(folder / name)
     else:
         raise ValueError(f"unknown repo kind {kind!r} (one of {', '.join(KINDS)})")
     return files
@@ -124,8 +126,8 @@ def _submission_files(folder: str, stamp: int) -> tuple[tuple[str, str], ...]:
     image's sha256): a push lists millions of images without reading or even stat-ing them. Accepted
     submissions never change; ``stamp`` (the table's mtime) keys the cache all the same."""
     folder = Path(folder)
-    images = pq.read_table(folder / "images.parquet", columns=["path", "sha256"]).to_pylist()
-    own = [(name, StoreFile.of(folder / name).signature) for name in ("manifest.json", "images.parquet")]
+    images = pq.read_table(folder / layout.IMAGES_TABLE, columns=["path", "sha256"]).to_pylist()
+    own = [(name, StoreFile.of(folder / name).signature) for name in (layout.MANIFEST, layout.IMAGES_TABLE)]
     return tuple(own + [(row["path"], "sha256:" + row["sha256"]) for row in images])
 
 
@@ -172,10 +174,7 @@ def _load_state(store: Store) -> dict[str, dict[str, str]]:
 
 
 def _save_state(store: Store, state: dict) -> None:
-    path = _state_path(store)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(_state_path(store), json.dumps(state, indent=1, sort_keys=True))
 
 
 def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int:
@@ -257,7 +256,7 @@ def _checked_id(name: str, where: Path) -> str:
 
 
 def _restore_results(store: Store, folder: Path) -> dict[str, int]:
-    root = folder / "results"
+    root = folder / layout.RESULTS
     sources = [source for source in (sorted(root.iterdir()) if root.is_dir() else [])
                if not (store.results / _checked_id(source.name, source)).exists()]
     for source in sources:  # check everything before adding anything: a damaged snapshot restores nothing
@@ -265,12 +264,12 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
         if names != sorted(RESULT_FILES) or any((source / n).is_symlink() for n in names):
             raise SyncError(f"{source}: a results folder holds exactly {', '.join(RESULT_FILES)}; found "
                             f"{', '.join(names) or 'nothing'}")
-        for name in RESULT_FILES[:3]:
+        for name in layout.RESULT_PARQUET:
             try:
                 pq.read_schema(source / name)
             except Exception as error:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
                 raise SyncError(f"{source / name}: not a readable Parquet file ({error})") from None
-        _read_json(source / "run.json")
+        _read_json(source / layout.RUN)
     for source in sources:
         _copy_into_place(source, store.results / source.name)
     present = len(list(root.iterdir())) - len(sources) if root.is_dir() else 0
@@ -295,7 +294,7 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             raise SyncError(f"{path}: the record's id {record.get('id')!r} is not its file name")
         _checked_id(path.stem, path)
         job = Job(**{name: record.get(name) for name in names})
-        files = folder / "submissions" / job.id
+        files = folder / layout.SUBMISSIONS / job.id
         jobs.append((job, files if files.is_dir() else None))
     counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0}
     for job, files in jobs:
@@ -323,9 +322,8 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
 def _copy_into_place(source: Path, target: Path) -> None:
     """Copy a checked folder next to ``target`` and rename it into place: it appears whole, as a worker's
     results and a validated upload do, or not at all."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
-    shutil.copytree(source, tmp, dirs_exist_ok=True)
-    tmp.rename(target)
+    with atomic_folder(target) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
 
 
 def _stage_submission(store: Store, files: Path, job: Job) -> tuple[Report | None, str | None]:
@@ -336,24 +334,24 @@ def _stage_submission(store: Store, files: Path, job: Job) -> tuple[Report | Non
     the table's and whose content hash must be the record's. Returns the accepted report (its staged copy ready
     for ``Report.keep``) and None, or None and the reasons, naming the files (the staged copy removed)."""
     try:
-        images = pq.read_table(files / "images.parquet", columns=["path", "sha256"]).to_pylist()
+        images = pq.read_table(files / layout.IMAGES_TABLE, columns=["path", "sha256"]).to_pylist()
     except Exception as error:  # noqa: BLE001 - OSError and pyarrow errors alike
         return None, f"images.parquet: not a readable image table ({type(error).__name__})"
     recorded = {row["path"]: row["sha256"] for row in images}
     found = {p.relative_to(files).as_posix(): p for p in files.rglob("*") if not p.is_dir() or p.is_symlink()}
-    expected = set(recorded) | {"manifest.json", "images.parquet"}
+    expected = set(recorded) | {layout.MANIFEST, layout.IMAGES_TABLE}
     if set(found) != expected or not all(stat.S_ISREG(p.lstat().st_mode) for p in found.values()):
         extra, missing = sorted(set(found) - expected), sorted(expected - set(found))
         return None, (f"files do not match its image table (unexpected: {extra[:3]}, missing: {missing[:3]}; "
                       "only regular files are accepted)")
-    misnamed = [name for name in recorded if parse_name(name) is None or name == "manifest.json"]
+    misnamed = [name for name in recorded if parse_name(name) is None or name == layout.MANIFEST]
     if misnamed:
         return None, f"{misnamed[0]!r}: not an image's name (images/<prompt_id>/<seed>.<png|jpg|jpeg|webp>)"
-    entries = [parse_name(name) for name in ["manifest.json", *recorded]]
+    entries = [parse_name(name) for name in [layout.MANIFEST, *recorded]]
     limits = store.limits
     sizes = {e.path: found[e.path].lstat().st_size for e in entries}
     too_big = [path for path, size in sizes.items()
-               if size > (limits.max_manifest_bytes if path == "manifest.json" else limits.max_file_bytes)]
+               if size > (limits.max_manifest_bytes if path == layout.MANIFEST else limits.max_file_bytes)]
     if len(entries) > limits.max_files or sum(sizes.values()) > limits.max_total_bytes or too_big:
         return None, (f"{too_big[0] + ': ' if too_big else ''}over this leaderboard's limits ({limits.max_files} "
                       f"files, {limits.max_file_bytes} bytes a file, {limits.max_total_bytes} bytes in all)")

@@ -36,7 +36,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmark import results
+from benchmark import layout, results
+from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
 from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
@@ -60,17 +61,6 @@ def is_submission_id(text: object) -> bool:
 class SubmitOutcome:
     report: Report
     job: Job | None = None
-
-
-def _write_parquet_atomic(table: pa.Table, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class PermissionDenied(PermissionError):
@@ -100,10 +90,10 @@ class Store:
         self.root = Path(root).resolve()
         self.limits = limits
         self.quota, self.quota_hours, self.attempt_quota = quota, quota_hours, attempt_quota
-        self.datasets = self.root / "datasets"
+        self.datasets = self.root / layout.DATASETS
         self.staging = self.root / "staging"
-        self.submissions = self.root / "submissions"
-        self.results = self.root / "results"
+        self.submissions = self.root / layout.SUBMISSIONS
+        self.results = self.root / layout.RESULTS
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
@@ -125,7 +115,7 @@ class Store:
         for folder in sorted(self.submissions.iterdir()):
             try:
                 manifest = self.manifest(folder.name)
-                images = [ImageRecord(**row) for row in pq.read_table(folder / "images.parquet").to_pylist()]
+                images = [ImageRecord(**row) for row in pq.read_table(folder / layout.IMAGES_TABLE).to_pylist()]
             except (OSError, ValueError):  # not a complete submission folder (ValueError: pydantic, pyarrow)
                 skipped.append(folder.name)
                 continue
@@ -134,7 +124,7 @@ class Store:
                       model=manifest.model.name, model_id=manifest.model.id, model_revision=manifest.model.revision,
                       dataset=_dataset_label(manifest), state="FINISHED" if done else "PENDING",
                       created_at=mtime(folder), started_at=None,
-                      finished_at=mtime(self.results / folder.name / "run.json") if done else None,
+                      finished_at=mtime(self.results_folder(folder.name) / layout.RUN) if done else None,
                       updated_at=now_iso(), attempts=0, lease_owner=None, lease_expires=None,
                       progress=1 if done else None, message="record rebuilt from the submission folder", error=None,
                       log_excerpt=None)
@@ -152,7 +142,7 @@ class Store:
     def seed_reported(self) -> int:
         """(Re)write the paper-reported rows; returns how many."""
         rows = reported.rows()
-        _write_parquet_atomic(results.table(rows, results.AGGREGATE), self.reported)
+        atomic_write(self.reported, lambda tmp: pq.write_table(results.table(rows, results.AGGREGATE), tmp))
         return len(rows)
 
     # --- datasets -------------------------------------------------------------------------
@@ -303,7 +293,7 @@ class Store:
 
     def _drop_results(self, submission_id: str) -> None:
         """Move a results folder out of sight in one rename (readers see it or not), then delete it."""
-        folder = self.results / submission_id
+        folder = self.results_folder(submission_id)
         if folder.exists():
             hidden = self.results / f".{submission_id}.dropped-{uuid.uuid4().hex[:6]}"
             os.rename(folder, hidden)
@@ -317,7 +307,7 @@ class Store:
             raise PermissionDenied(f"submission {submission_id} is {job.state}: only a finished or failed one can "
                                    "be re-run")
         # Out of sight first (a worker must not find them and call the re-run done), back if the quota refuses.
-        results = self.results / submission_id
+        results = self.results_folder(submission_id)
         hidden = self.results / f".{submission_id}.rerun-{uuid.uuid4().hex[:6]}"
         had_results = results.exists()
         if had_results:
@@ -342,7 +332,7 @@ class Store:
         shutil.rmtree(self.submissions / submission_id, ignore_errors=True)
 
     def manifest(self, submission_id: str) -> Manifest:
-        return Manifest.model_validate_json((self._folder(submission_id) / "manifest.json").read_bytes())
+        return Manifest.model_validate_json((self._folder(submission_id) / layout.MANIFEST).read_bytes())
 
     def _folder(self, submission_id: str) -> Path:
         """``submissions/<id>`` for a well-formed id; ValueError for anything else (a path, '..', a URL)."""
@@ -356,7 +346,7 @@ class Store:
         links. Empty for an unknown or malformed id: no other file of the store is ever served from here."""
         try:
             folder = self._folder(submission_id).resolve()
-            listed = pq.read_table(folder / "images.parquet", columns=["path"]).column("path").to_pylist()
+            listed = pq.read_table(folder / layout.IMAGES_TABLE, columns=["path"]).column("path").to_pylist()
         except (ValueError, OSError, pa.ArrowException):
             return {}
         owned = {}
@@ -367,13 +357,17 @@ class Store:
         return owned
 
     # --- results --------------------------------------------------------------------------
+    def results_folder(self, submission_id: str) -> Path:
+        """``results/<id>``, named as ``culturelens score`` names its results (``layout.results_folder``)."""
+        return layout.results_folder(self.root, submission_id)
+
     def has_results(self, submission_id: str) -> bool:
-        return (self.results / submission_id / "run.json").exists()
+        return (self.results_folder(submission_id) / layout.RUN).exists()
 
     def write_results(self, submission_id: str, scores: Scores) -> Path:
         """Write one submission's results folder atomically (all files appear at once, or none)."""
-        return results.write_folder(self.results / submission_id, results.records(scores.per_image), scores.aggregates,
-                                    results.records(scores.curves), scores.run)
+        return results.write_folder(self.results_folder(submission_id), results.records(scores.per_image),
+                                    scores.aggregates, results.records(scores.curves), scores.run)
 
     @functools.cached_property
     def cache(self) -> EmbeddingCache:
@@ -414,7 +408,7 @@ class Store:
     # --- metric meta-evaluation -----------------------------------------------------------
     @property
     def meta_eval(self) -> Path:
-        return self.root / "meta_eval"
+        return self.root / layout.META_EVAL
 
     def meta_evaluation(self) -> pd.DataFrame:
         """The metric ranking table: rows computed here (``culturelens meta-eval --store``) and the paper's."""
@@ -445,7 +439,8 @@ class Store:
         except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
             raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "
                              f"{str(error).splitlines()[0][:200]}") from None
-        files = [f for f in info.siblings or [] if f.rfilename == "manifest.json" or f.rfilename.startswith("images/")]
+        files = [f for f in info.siblings or []
+                 if f.rfilename == layout.MANIFEST or f.rfilename.startswith(f"{layout.IMAGES_DIR}/")]
         size = sum(f.size or 0 for f in files)
         if len(files) > self.limits.max_files or size > self.limits.max_total_bytes:
             raise ValueError(f"Hub dataset {repo} holds {len(files)} files, {size} bytes: over this leaderboard's "
@@ -453,7 +448,7 @@ class Store:
         target = Path(tempfile.mkdtemp(prefix="hub-", dir=self.staging))
         try:
             snapshot_download(repo, repo_type="dataset", local_dir=target,
-                              allow_patterns=["manifest.json", "images/**"])
+                              allow_patterns=[layout.MANIFEST, f"{layout.IMAGES_DIR}/**"])
         except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
             shutil.rmtree(target, ignore_errors=True)
             raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "

@@ -34,9 +34,11 @@ import uuid
 import pyarrow.parquet as pq
 
 from benchmark import harness
+from benchmark.atomic import leftovers
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
 from benchmark.encoders.spec import BackboneSpec
+from benchmark.layout import SubmissionLayout
 from benchmark.metrics.base import Metric
 from leaderboard.queue import Job, Queue
 from leaderboard.store import Store
@@ -120,7 +122,7 @@ class Worker:
             manifest = self.store.manifest(job.id)
             prompts = self.store.prompts_for(manifest)
             folder = self.store.submissions / job.id
-            images = pq.read_table(folder / "images.parquet").to_pandas()
+            images = pq.read_table(SubmissionLayout(folder).images_table).to_pandas()
             scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
                                    self.store.cache, submission_id=job.id, batch_size=self.batch_size,
                                    num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled,
@@ -156,9 +158,9 @@ class Worker:
                                       f"computed, {run['embeddings_cached']} from the cache){skipped}")
 
     def _remove_unfinished_results(self, submission_id: str) -> None:
-        """Delete the temporary results folders (``results/.<id>.*``) a killed attempt left behind; this worker
-        holds the job's lease, so no live writer owns them."""
-        for folder in self.store.results.glob(f".{submission_id}.*"):
+        """Delete the temporary results folders (``results/.<id>.*``, ``benchmark.atomic.leftovers``) a killed
+        attempt left behind; this worker holds the job's lease, so no live writer owns them."""
+        for folder in leftovers(self.store.results_folder(submission_id)):
             log.warning("removing %s, left by an attempt that stopped while writing results", folder.name)
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -138,7 +138,7 @@ def test_other_weights_for_a_recorded_backbone_are_refused(scored, tmp_path, tin
 
 
 def test_reproducing_a_score_output(tmp_path, tiny_upstream, backbones_file):
-    """`culturelens score --out OUT` then `reproduce OUT/results/STAMP` (the submission found in OUT/submission)."""
+    """`culturelens score --out OUT` then `reproduce OUT/results/ID` (the submission found in OUT/submission)."""
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts, local_folder
     from tests.helpers import make_submission

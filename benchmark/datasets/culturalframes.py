@@ -48,7 +48,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchmark import geo
+from benchmark.atomic import atomic_folder
 from benchmark.datasets import hub_layout
+from benchmark.layout import MANIFEST, image_name
 
 SOURCE_REPO = "mair-lab/CulturalFrames"
 HUB_REPO = "culturelens/culturalframes"
@@ -495,16 +497,14 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
     if out.exists():
         raise FileExistsError(f"{out} exists; choose another folder")
     prompts = load_config(folder, "prompts", columns=["prompt_id"])["prompt_id"]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # renamed into place when complete
-    try:
+    with atomic_folder(out) as staging:  # appears complete, or not at all
         answered = set()
         for image_id, prompt, data in _images_of(folder, model):
             with Image.open(io.BytesIO(data)) as picture:
                 extension = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp"}.get(picture.format)
             if extension is None:
                 raise SourceError(f"image {image_id}: format {picture.format} cannot be submitted")
-            target = staging / "images" / prompt / f"0.{extension}"
+            target = staging / image_name(prompt, 0, extension)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             answered.add(prompt)
@@ -524,9 +524,5 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
                          "detail": "no image of this model in the CulturalFrames release"}
                         for p in sorted(set(prompts) - answered)],
         }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return out

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import datasets
 from huggingface_hub import DatasetCard, DatasetCardData, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
+
+from benchmark.atomic import atomic_folder
 
 CARD_TEMPLATES = Path(str(importlib.resources.files("data_cards")))  # package data: in a checkout and a wheel
 MARKER = "<!-- built by culturelens -->"
@@ -70,25 +69,12 @@ def write_folder(out: Path, tables: dict[tuple[str, str], datasets.Dataset], car
         readme = out / "README.md"
         if not out.is_dir() or (any(out.iterdir()) and MARKER not in _read(readme)):
             raise FileExistsError(f"{out} exists and is not a dataset folder built by culturelens; choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_folder(out, replace=True) as staging:
         for (config, split), table in tables.items():
             target = staging / parquet_path(config, split)
             target.parent.mkdir(parents=True, exist_ok=True)
             table.to_parquet(str(target))
         (staging / "README.md").write_text(card, encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(out, old)
-            os.rename(staging, out)
-            shutil.rmtree(old)
-        else:
-            os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
+from benchmark.layout import PER_IMAGE
 
 CRITERIA = ("alignment", "quality", "overall")
 ALL = "all"
@@ -310,7 +311,7 @@ def read_per_image(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
         return source
     path = Path(source)
-    path = path / "per_image.parquet" if path.is_dir() else path
+    path = path / PER_IMAGE if path.is_dir() else path
     if not path.is_file():
         raise ScoresError(f"{path}: no per-image results (a results folder has per_image.parquet)")
     return pd.read_parquet(path)

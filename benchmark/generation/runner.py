@@ -17,9 +17,9 @@ the same folder.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
-import os
 import re
 import shutil
 import textwrap
@@ -31,6 +31,8 @@ import torch
 from PIL import Image
 
 from benchmark import __version__
+from benchmark.atomic import atomic_write, atomic_write_text
+from benchmark.layout import MANIFEST, image_name
 from benchmark.submission.manifest import Manifest
 
 
@@ -147,20 +149,9 @@ def _decodes(path: Path, width: int, height: int) -> bool:
         return False
 
 
-def _save_atomically(image: Image.Image, target: Path, tmp_dir: Path) -> None:
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / f"{target.parent.name}__{target.name}"
-    image.save(tmp, format="PNG")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, target)
-
-
 def _write_manifest(out: Path, manifest: dict, tmp_dir: Path) -> None:
     Manifest.model_validate(manifest)  # never write a manifest `validate` would refuse
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / "manifest.json"
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out / "manifest.json")
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", temp_dir=tmp_dir)
 
 
 def _comparable(manifest: dict) -> dict:
@@ -181,7 +172,7 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
     tmp_dir = out.parent / f".{out.name}.tmp"  # outside the submission: a killed run leaves no stray file in it
     shutil.rmtree(tmp_dir, ignore_errors=True)
     missing: dict[tuple[str, int], dict] = {}
-    existing = out / "manifest.json"
+    existing = out / MANIFEST
     if existing.exists():
         previous = json.loads(existing.read_text(encoding="utf-8"))
         if _comparable(previous) != _comparable(manifest):
@@ -194,7 +185,7 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
     todo = []
     for prompt_id, text in prompts:
         for seed in seeds:
-            path = out / "images" / prompt_id / f"{seed}.png"
+            path = out / image_name(prompt_id, seed, "png")
             if (prompt_id, seed) in missing or (path.exists() and _decodes(path, settings.width, settings.height)):
                 outcome.skipped += 1
             else:
@@ -230,7 +221,7 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
                                                   "detail": f"{type(pipeline).__name__} safety checker"}
                     outcome.refused += 1
                 else:
-                    _save_atomically(image, path, tmp_dir)
+                    atomic_write(path, functools.partial(image.save, format="PNG"), temp_dir=tmp_dir)
                     outcome.generated += 1
         _write_manifest(out, {**manifest, "missing": list(missing.values())}, tmp_dir)
         done += len(batch)

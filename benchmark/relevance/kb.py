@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,6 +32,7 @@ import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
+from benchmark.atomic import atomic_folder
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone
 from benchmark.features import Need
@@ -204,28 +203,14 @@ class KnowledgeBase:
         out = Path(out).resolve()
         if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
             raise FileExistsError(f"{out} exists and is not a knowledge base folder; choose another output folder")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
+        with atomic_folder(out, replace=True) as staging:
             faiss.write_index(self.image_index, str(staging / "image.faiss"))
             faiss.write_index(self.text_index, str(staging / "text.faiss"))
             pq.write_table(pa.Table.from_pandas(self.images, preserve_index=False), staging / "images.parquet")
             pq.write_table(pa.Table.from_pandas(self.entities, preserve_index=False), staging / "entities.parquet")
-            self.info = {**self.info, "files": {name: file_digest(staging / name) for name in FILES}}
-            (staging / MANIFEST).write_text(json.dumps(self.info, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
-            if out.exists():
-                old = out.with_name(f".{out.name}.old")
-                shutil.rmtree(old, ignore_errors=True)
-                out.rename(old)
-                staging.rename(out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                staging.rename(out)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        self.folder = out
+            info = {**self.info, "files": {name: file_digest(staging / name) for name in FILES}}
+            (staging / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        self.info, self.folder = info, out
         return out
 
     @classmethod

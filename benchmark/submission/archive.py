@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from benchmark.layout import IMAGES_DIR, MANIFEST
 from benchmark.submission.manifest import PROMPT_ID
 
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
@@ -91,10 +92,10 @@ class Entry:
 
 def parse_name(name: str) -> Entry | None:
     """Canonical entry for a relative POSIX name, or None if it is not part of the layout."""
-    if name == "manifest.json":
-        return Entry("manifest.json")
+    if name == MANIFEST:
+        return Entry(MANIFEST)
     parts = name.split("/")
-    if len(parts) == 3 and parts[0] == "images" and PROMPT_ID.fullmatch(parts[1]) and ".." not in parts[1]:
+    if len(parts) == 3 and parts[0] == IMAGES_DIR and PROMPT_ID.fullmatch(parts[1]) and ".." not in parts[1]:
         match = _IMAGE_NAME.fullmatch(parts[2])
         if match:
             return Entry(name, prompt_id=parts[1], seed=int(match.group(1)))
@@ -147,7 +148,7 @@ def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget
 
 
 def _limit_for(entry: Entry, limits: Limits) -> int:
-    return limits.max_manifest_bytes if entry.path == "manifest.json" else limits.max_file_bytes
+    return limits.max_manifest_bytes if entry.path == MANIFEST else limits.max_file_bytes
 
 
 def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:

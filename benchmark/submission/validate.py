@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -25,9 +24,11 @@ import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
+from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
+from benchmark.layout import MANIFEST, SubmissionLayout
 from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
@@ -115,8 +116,9 @@ class Report:
         table = pa.Table.from_pylist([vars(i) for i in self.images], schema=IMAGES_SCHEMA)
         try:
             with storing():
-                pq.write_table(table, self.folder / "images.parquet")
-                os.rename(self.folder, target)
+                # Written last: its presence marks a validated folder (SubmissionLayout.is_validated).
+                pq.write_table(table, SubmissionLayout(self.folder).images_table)
+                publish(self.folder, target)
         except ServerFault:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
@@ -144,7 +146,7 @@ def _listed(items: list[str]) -> list[str]:
 def read_manifest(folder: Path, report: Report) -> Manifest | None:
     """Parse with pydantic's own JSON parser, the one ``Store.manifest`` uses when scoring: what is accepted
     here is exactly what the worker reads (and no input can exhaust Python's recursion or int-parsing limits)."""
-    path = folder / "manifest.json"
+    path = folder / MANIFEST
     if not path.exists():
         report.error("manifest.json: missing (it must sit at the top of the submission)")
         return None

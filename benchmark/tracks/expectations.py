@@ -6,16 +6,13 @@ automatic metrics against the raters."""
 from __future__ import annotations
 
 import argparse
-import io
 from pathlib import Path
 
-from benchmark import citations
+from benchmark import citations, layout
+from benchmark.atomic import atomic_write
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Track, Verb
-
-META_EVAL_FOLDER = "meta_eval"  # in a leaderboard store: the tables its Metrics tab shows
-
 
 def build_release(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
@@ -65,25 +62,16 @@ def meta_evaluate(args: argparse.Namespace) -> int:
     except (culturalframes.SourceError, meta_eval.ScoresError) as error:
         raise CultureLensError(str(error)) from None
     if args.store:
-        folder = Path(args.store) / META_EVAL_FOLDER
+        folder = Path(args.store) / layout.META_EVAL
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{'-'.join(sorted(scores))[:100]}.parquet"
-        buffer = io.BytesIO()
-        table.to_parquet(buffer, index=False)
-        _write_atomically(target, buffer.getvalue())
+        atomic_write(target, lambda tmp: table.to_parquet(tmp, index=False))  # the app reads it at any moment
         print(f"the leaderboard's Metrics tab now shows {target.name}")
     if args.out:
         (table.to_parquet if args.out.endswith(".parquet") else table.to_csv)(args.out, index=False)
     if not args.out and not args.store:
         print(table.to_string(index=False))
     return 0
-
-
-def _write_atomically(target: Path, data: bytes) -> None:
-    """The app reads the store while this runs: write beside the target, then rename."""
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(data)
-    partial.replace(target)
 
 
 def human_aggregates(args: argparse.Namespace) -> int:

@@ -79,7 +79,7 @@ def _compare_options(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduce_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("result", help="results folder (STORE/results/ID, or OUT/results/STAMP of `culturelens score`), "
+    p.add_argument("result", help="results folder (STORE/results/ID, or OUT/results/ID of `culturelens score`), "
                                   "or a submission id of --store")
     options.add_store(p, "store of a submission id; its datasets/ holds the datasets of a `score` output")
     p.add_argument("--submission", default=None,

@@ -1,0 +1,103 @@
+"""The on-disk names that more than one module of CultureLens (library, CLI, leaderboard) reads or writes.
+
+A submission folder (an upload, ``culturelens generate``'s output, a validated copy)::
+
+    manifest.json                        MANIFEST: what was generated, how (``benchmark.submission.Manifest``)
+    images/<prompt_id>/<seed>.<ext>      IMAGES_DIR, ``image_name``
+    images.parquet                       IMAGES_TABLE: the validated image list, added by ``Report.keep``
+
+A results folder (the worker's ``STORE/results/<id>/``, ``culturelens score``'s ``OUT/results/<id>/``, both
+``results_folder``), written at once (``benchmark.atomic``) and never changed::
+
+    per_image.parquet  aggregates.parquet  curves.parquet  run.json      RESULT_FILES
+
+A store (``leaderboard.store.Store``) and a score output folder (``ScoreOutput``) share ``datasets/``,
+``results/`` and ``submissions/``'s naming, so ``culturelens reproduce`` finds a result's submission in either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+"""A submission's manifest, at the top of its folder."""
+IMAGES_DIR = "images"
+"""The folder of a submission's images, one subfolder per prompt id."""
+IMAGES_TABLE = "images.parquet"
+"""A validated submission's image table (prompt_id, seed, path, sha256, width, height), beside its manifest."""
+
+PER_IMAGE = "per_image.parquet"
+"""A result's per-image metric values."""
+AGGREGATES = "aggregates.parquet"
+"""A result's aggregates (per metric and slice, with confidence intervals)."""
+CURVES = "curves.parquet"
+"""A result's curves (e.g. W1KP at k)."""
+RUN = "run.json"
+"""A result's record of how it was scored; its presence marks a complete results folder."""
+RESULT_FILES = (PER_IMAGE, AGGREGATES, CURVES, RUN)
+"""Exactly the files of a results folder."""
+RESULT_PARQUET = (AGGREGATES, CURVES, PER_IMAGE)
+"""A results folder's Parquet files."""
+
+DATASETS = "datasets"
+"""Local Hub-layout dataset folders, under a store (``datasets/<org>__<name>``), served to submissions."""
+SUBMISSIONS = "submissions"
+"""A store's accepted submissions, one folder per submission id."""
+RESULTS = "results"
+"""Results folders, one per submission id (a store's and a score output's)."""
+META_EVAL = "meta_eval"
+"""A store's metric-human agreement tables (``culturelens meta-eval --store``), shown in the Metrics tab."""
+
+
+def image_name(prompt_id: str, seed: int, extension: str) -> str:
+    """An image's path inside a submission folder, as the manifest and image table name it (POSIX)."""
+    return f"{IMAGES_DIR}/{prompt_id}/{seed}.{extension}"
+
+
+def results_folder(root: Path, submission_id: str) -> Path:
+    """Where the results of ``submission_id`` go under ``root`` (a store or ``culturelens score``'s --out):
+    ``root/results/<submission id>``, the id its run.json records."""
+    return Path(root) / RESULTS / submission_id
+
+
+@dataclass(frozen=True)
+class SubmissionLayout:
+    """The files of one submission folder."""
+
+    folder: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.folder / MANIFEST
+
+    @property
+    def images_table(self) -> Path:
+        return self.folder / IMAGES_TABLE
+
+    @property
+    def is_validated(self) -> bool:
+        """Whether the folder holds a validated submission: its image table is written last, by ``Report.keep``."""
+        return self.images_table.exists()
+
+
+@dataclass(frozen=True)
+class ScoreOutput:
+    """``culturelens score --out OUT``: the validated copy, the upload staging, the cache and the results."""
+
+    folder: Path
+
+    @property
+    def submission(self) -> SubmissionLayout:
+        return SubmissionLayout(self.folder / "submission")
+
+    @property
+    def staging(self) -> Path:
+        return self.folder / ".staging"
+
+    @property
+    def cache(self) -> Path:
+        return self.folder / "cache.sqlite"
+
+    def results(self, submission_id: str) -> Path:
+        return results_folder(self.folder, submission_id)
