@@ -187,7 +187,7 @@ def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_u
     and a second scoring with fresh objects makes no VLM call and gives the same rows."""
     from benchmark import harness
     from benchmark.encoders import load_backbone
-    from benchmark.metrics import MetricSettings, build, select
+    from benchmark.tracks import build, metric_settings, select
     from benchmark.tagging import ArtifactIndex
     from tests.test_diversity import CLIP, CSPACE, HPS, staged_submission
 
@@ -197,7 +197,7 @@ def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_u
     folder = ArtifactIndex.from_backbone(CSPACE, clip, progress=False).save(tmp_path / "index")
 
     def run(cache: EmbeddingCache | None) -> tuple[pd.DataFrame, int]:
-        built, unavailable = build(MetricSettings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
+        built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
         chosen, _ = select(built, unavailable, ["diversity"])
         calls = count_forward(chosen[0].tagger.model)
         scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
