@@ -491,7 +491,8 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
     ``missing`` (safety filter: the paper reports 290 refusals for Imagen 3 and 5 for GPT-Image, Sec. 4)."""
     from PIL import Image
 
-    from benchmark.submission.manifest import FORMAT_VERSION
+    from benchmark.submission.manifest import (FORMAT_VERSION, Dataset, Generation, Manifest, MissingImage,
+                                               Model)
 
     model, folder, out = canonical_model(model), Path(folder), Path(out)
     if out.exists():
@@ -511,18 +512,16 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
         if not answered:
             models = sorted(set(load_config(folder, "images", columns=["model"])["model"]))
             raise SourceError(f"no CulturalFrames image is from {model!r}; models: {', '.join(models)}")
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            "model": {"name": model, "id": f"CulturalFrames images of {model} ({SOURCE_REPO})",
-                      "type": "closed" if model in ("GPT-Image", "Imagen 3") else "open"},
-            "dataset": {"repo": repo, "config": "prompts", "split": SPLIT},
-            "images_per_prompt": 1, "seeds": [0],
-            "generation": {"width": 1024, "height": 1024,
-                           "extra": {"source": f"{SOURCE_REPO}, arXiv:2506.08835 App. A.4"}},
-            "license": "see the CulturalFrames release and the model provider's terms", "contact": contact,
-            "missing": [{"prompt_id": p, "seed": 0, "reason": "safety_filter",
-                         "detail": "no image of this model in the CulturalFrames release"}
-                        for p in sorted(set(prompts) - answered)],
-        }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            model=Model(name=model, id=f"CulturalFrames images of {model} ({SOURCE_REPO})",
+                        type="closed" if model in ("GPT-Image", "Imagen 3") else "open"),
+            dataset=Dataset(repo=repo, config="prompts", split=SPLIT), images_per_prompt=1, seeds=[0],
+            generation=Generation(width=1024, height=1024,
+                                  extra={"source": f"{SOURCE_REPO}, arXiv:2506.08835 App. A.4"}),
+            license="see the CulturalFrames release and the model provider's terms", contact=contact,
+            missing=[MissingImage(prompt_id=p, seed=0, reason="safety_filter",
+                                  detail="no image of this model in the CulturalFrames release")
+                     for p in sorted(set(prompts) - answered)])
+        (staging / MANIFEST).write_text(manifest.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
     return out
