@@ -122,6 +122,23 @@ def add_quota(parser: argparse.ArgumentParser, who: str) -> None:
                        help=f"the window in hours (env {o.ENV_QUOTA_HOURS}; default {o.QUOTA_HOURS:g})")
 
 
+def add_max_attempts(parser: argparse.ArgumentParser) -> None:
+    from leaderboard import operator_settings as o
+
+    parser.add_argument("--max-attempts", default=None, metavar="N",
+                        help=f"claims of one job before it is FAILED with its last reason (env {o.ENV_MAX_ATTEMPTS}; "
+                             f"default {o.MAX_ATTEMPTS})")
+
+
+def max_attempts(args: argparse.Namespace) -> int:
+    from leaderboard import operator_settings
+
+    try:
+        return operator_settings.max_attempts(args.max_attempts)
+    except operator_settings.SettingError as error:
+        raise CultureLensError(str(error)) from None
+
+
 def limits(args: argparse.Namespace):
     """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set (``leaderboard.operator_settings``)."""
     from leaderboard import operator_settings

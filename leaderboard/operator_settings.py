@@ -22,9 +22,11 @@ ENV_QUOTA = "CULTURELENS_QUOTA"
 ENV_QUOTA_HOURS = "CULTURELENS_QUOTA_HOURS"
 ENV_ATTEMPT_QUOTA = "CULTURELENS_ATTEMPT_QUOTA"
 ENV_LIMITS = "CULTURELENS_LIMITS"
+ENV_MAX_ATTEMPTS = "CULTURELENS_MAX_ATTEMPTS"
 PUBLIC_QUOTA = 5  # accepted submissions (re-runs included) per user and window
 PUBLIC_ATTEMPT_QUOTA = 20  # uploads sent for validation (rejected ones included) per user and window
 QUOTA_HOURS = 24.0
+MAX_ATTEMPTS = 3  # claims of one job (a worker that died holding it counts) before it is FAILED
 NO_LIMIT = "none"
 
 
@@ -84,6 +86,17 @@ def quota(*, public: bool, submissions: str | None = None, hours: str | None = N
         if not 0 < settings["quota_hours"] < float("inf"):
             raise SettingError(f"quota hours ({h_where}): {hours!r} is not a number of hours > 0")
     return settings
+
+
+def max_attempts(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> int:
+    """How many times a worker may claim one job before it is FAILED with the last reason: ``--max-attempts``,
+    else ``CULTURELENS_MAX_ATTEMPTS``, else 3."""
+    value, where = _setting(flag, ENV_MAX_ATTEMPTS, environ)
+    if value is None:
+        return MAX_ATTEMPTS
+    if not value.strip().isdigit() or int(value) < 1:
+        raise SettingError(f"max attempts ({where}): {value!r} is not a whole number >= 1")
+    return int(value)
 
 
 def limits(items: list[str] | None = None, environ: Mapping[str, str] = os.environ) -> Limits:

@@ -86,7 +86,7 @@ class Store:
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int | None = 5, quota_hours: float = 24,
-                 attempt_quota: int | None = 20):
+                 attempt_quota: int | None = 20, max_attempts: int = 3):
         self.root = Path(root).resolve()
         self.limits = limits
         self.quota, self.quota_hours, self.attempt_quota = quota, quota_hours, attempt_quota
@@ -97,7 +97,7 @@ class Store:
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        self.queue = Queue(self.root / "queue.sqlite", has_results=self.has_results)
+        self.queue = Queue(self.root / "queue.sqlite", max_attempts=max_attempts, has_results=self.has_results)
         # What the operator must hear when the queue file was found damaged and rebuilt here; else None.
         self.rebuilt: str | None = self._rebuild_queue() if self.queue.damaged else None
 

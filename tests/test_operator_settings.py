@@ -66,3 +66,13 @@ def test_a_store_without_a_quota_takes_every_submission_and_says_so(tmp_path, ti
     assert store.quota_note == "quota: none (this server's operator sets it: `culturelens serve --quota`)"
     public = Store(tmp_path / "public", **settings.quota(public=True, environ={}))
     assert public.quota_note == "quota: 5 accepted submissions and 20 uploads (rejected ones included) per 24 h"
+
+
+def test_the_attempts_a_job_gets_come_from_the_flag_then_the_environment_and_reach_the_queue(tmp_path):
+    assert settings.max_attempts(None, environ={}) == 3
+    assert settings.max_attempts(None, environ={"CULTURELENS_MAX_ATTEMPTS": "5"}) == 5
+    assert settings.max_attempts("1", environ={"CULTURELENS_MAX_ATTEMPTS": "5"}) == 1
+    with pytest.raises(settings.SettingError, match=r"^max attempts \(CULTURELENS_MAX_ATTEMPTS\): '0' is not a whole "
+                                                    r"number >= 1$"):
+        settings.max_attempts(None, environ={"CULTURELENS_MAX_ATTEMPTS": "0"})
+    assert Store(tmp_path / "store", max_attempts=settings.max_attempts("2", environ={})).queue.max_attempts == 2

@@ -28,7 +28,8 @@ def worker(args: argparse.Namespace) -> int:
         worker.stop_when_parent_dies()
     registry = options.backbone_registry(args)
     metrics, unavailable = options.chosen_metrics(args)
-    return worker.main(Store(Path(args.store)), registry, metrics, unavailable, once=args.once,
+    store = Store(Path(args.store), max_attempts=options.max_attempts(args))
+    return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
                        lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args))
 
@@ -65,6 +66,7 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     options.add_store(p, "leaderboard store")
     p.add_argument("--once", action="store_true", help="exit when the queue is empty")
     p.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
+    options.add_max_attempts(p)
     p.add_argument("--supervised", metavar="ID", default=None,
                    help=argparse.SUPPRESS)  # set by `culturelens serve`: worker id; stop when stdin closes
     options.add_backbone_options(p)
