@@ -41,9 +41,8 @@ exit status: 0 done; 1 a check said no (a submission rejected, a job failed, a r
 
 environment: HF_HUB_OFFLINE=1 (work from local files and the cache; set for you when the Hub cannot be
 reached), CULTURELENS_BACKBONES, CULTURELENS_QUOTA, CULTURELENS_QUOTA_HOURS, CULTURELENS_ATTEMPT_QUOTA,
-CULTURELENS_LIMITS, CULTURELENS_MAX_ATTEMPTS, CULTURELENS_TRACK_PATH (folders of extra track modules), and each metric
-setting's own
-(see each verb's --help)."""
+CULTURELENS_LIMITS, CULTURELENS_MAX_ATTEMPTS, CULTURELENS_TRACK_PATH (folders of extra track modules), and
+each metric setting's own (see each verb's --help)."""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
