@@ -4,7 +4,8 @@ Heavy imports (torch, datasets, gradio) happen inside the verbs that need them, 
 only when it is chosen (``_Verbs``), so ``culturelens --help`` lists the verbs at once. Every verb that may reach
 the Hugging Face Hub first checks within seconds that it can (``hub_reachable``); when it cannot, the verb works
 offline, from local files and the cache (``HF_HUB_OFFLINE=1``), instead of retrying the Hub for half a minute.
-A user's mistake is one sentence on stderr and exit status 2 (``CommandError``); tracebacks are for bugs.
+A user's mistake is one sentence on stderr and exit status 2 (``benchmark.errors.CultureLensError``, whatever verb
+raises it); any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmark import __version__
+from benchmark.errors import CultureLensError, OutputExists
 
 DEFAULT_STORE = ".culturelens"
 EXIT_ERROR = 2  # a user error (argparse uses 2 for a bad command line too); 1 is a check that failed
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true in HF_HUB_OFFLINE
-
-
-class CommandError(Exception):
-    """A user error: the verb stops and ``main`` prints the message, one sentence, with exit status 2."""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -117,12 +115,6 @@ def _quiet_datasets() -> None:
     datasets.disable_progress_bars()
 
 
-def _fail(message: str) -> int:
-    """Print a user error (one sentence) and return the exit status for it."""
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_ERROR
-
-
 def _add_backbone_options(parser: argparse.ArgumentParser) -> None:
     from benchmark.encoders.spec import ENV_BACKBONES
 
@@ -193,8 +185,8 @@ def _add_metric_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _metrics(args: argparse.Namespace):
-    """The metrics the options choose, and those unavailable with the reason; CommandError when a chosen track
-    cannot run at all or the backbones file is wrong."""
+    """The metrics the options choose, and those unavailable with the reason; CultureLensError when a chosen
+    track cannot run at all or the backbones file is wrong."""
     from benchmark.metrics import MetricSettings, build, select
 
     registry = _registry(args)
@@ -213,17 +205,14 @@ def _metrics(args: argparse.Namespace):
     try:
         return select(metrics, unavailable, args.tracks)
     except ValueError as error:  # select's one refusal: no metric of a track named in --tracks can run
-        raise CommandError(str(error)) from None
+        raise CultureLensError(str(error)) from None
 
 
 def _registry(args: argparse.Namespace):
-    """The backbone registry with ``--backbones``; CommandError when that file cannot be read as one."""
+    """The backbone registry with ``--backbones``; BackbonesFileError when that file cannot be read as one."""
     from benchmark.encoders.spec import load_registry
 
-    try:
-        return load_registry(args.backbones)
-    except ValueError as error:  # load_registry's refusal of the file, naming it and the problem
-        raise CommandError(str(error)) from None
+    return load_registry(args.backbones)
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -231,10 +220,7 @@ def cmd_data_build(args: argparse.Namespace) -> int:
     from benchmark.datasets import cube_1k
 
     _quiet_datasets()
-    try:
-        summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
-    except (cube_1k.SourceError, FileExistsError) as error:
-        return _fail(str(error))
+    summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
     print(f"built cube-1k: {summary['prompts']} prompts ({summary['records']} upstream records; the demo config "
           f"{cube_1k.CONFIG_DEMO}: {summary['demo_prompts']}) in {summary['out']}")
     for code, count in summary["defects"].items():
@@ -252,19 +238,14 @@ def cmd_build_iconic(args: argparse.Namespace) -> int:
     _quiet_datasets()
     if args.from_sparql:
         Path(args.images).mkdir(parents=True, exist_ok=True)
-        try:
-            count = iconic.fetch_from_wikidata(Path(args.records), Path(args.images))
-        except OSError as error:  # the query service or Commons cannot be reached
-            return _fail(f"cannot fetch the references from Wikidata: {error}")
+        count = iconic.fetch_from_wikidata(Path(args.records), Path(args.images))
         print(f"fetched {count} references from Wikidata into {args.records} and {args.images}")
     try:
         backbone = None if args.no_prune else load_backbone(args.prune_backbone, _registry(args), args.device)
-        summary = iconic.build(Path(args.records), Path(args.images), Path(args.out), ner_model=args.ner,
-                               prune_backbone=backbone, repo=args.repo)
     except BackboneUnavailable as error:
-        return _fail(f"{error} (or pass --no-prune)")
-    except (iconic.RecordsError, FileExistsError) as error:
-        return _fail(str(error))
+        raise CultureLensError(f"{error} (or pass --no-prune)") from None
+    summary = iconic.build(Path(args.records), Path(args.images), Path(args.out), ner_model=args.ner,
+                           prune_backbone=backbone, repo=args.repo)
     print(f"built iconic-references: {summary['kept']} of {summary['records']} references kept "
           f"({summary['images']} images, {summary['pruned']} pruned) in {summary['out']}")
     for reason, count in summary["removed"].items():
@@ -273,12 +254,9 @@ def cmd_build_iconic(args: argparse.Namespace) -> int:
 
 
 def cmd_data_push(args: argparse.Namespace) -> int:
-    from benchmark.datasets.hub_layout import PushError, push_folder
+    from benchmark.datasets.hub_layout import push_folder
 
-    try:
-        url = push_folder(Path(args.dir), args.repo, token=args.token, private=args.private)
-    except PushError as error:
-        return _fail(str(error))
+    url = push_folder(Path(args.dir), args.repo, token=args.token, private=args.private)
     print(f"published {args.dir} to {url}")
     return 0
 
@@ -321,8 +299,8 @@ def _build_default_dataset(datasets_root: Path, source: str) -> Path | None:
     ``datasets_root`` nor the Hub repo is reachable, build it there from ``source``, saying so in one line (and
     rebuild a local copy made before the demo config existed).
 
-    Returns the local folder when one exists afterwards, None when the Hub repo serves it; CommandError when
-    the build fails.
+    Returns the local folder when one exists afterwards, None when the Hub repo serves it; CultureLensError
+    when the build fails.
     """
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import local_folder
@@ -340,30 +318,26 @@ def _build_default_dataset(datasets_root: Path, source: str) -> Path | None:
               f"into {folder}", file=sys.stderr)
     try:
         cube_1k.build(source, folder)
-    except (cube_1k.SourceError, FileExistsError) as error:
-        raise CommandError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
+    except (cube_1k.CubeSourceError, OutputExists) as error:
+        raise CultureLensError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
     return folder
 
 
 def _limits(args: argparse.Namespace):
-    """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set (``leaderboard.operator_settings``)."""
+    """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set (``leaderboard.operator_settings``);
+    SettingError when one cannot be read."""
     from leaderboard import operator_settings
 
-    try:
-        return operator_settings.limits(args.limit)
-    except operator_settings.SettingError as error:
-        raise CommandError(str(error)) from None
+    return operator_settings.limits(args.limit)
 
 
 def _quota(args: argparse.Namespace, *, public: bool) -> dict:
-    """``Store``'s quota keywords from ``--quota``, ``--quota-hours``, ``--attempt-quota`` and the environment."""
+    """``Store``'s quota keywords from ``--quota``, ``--quota-hours``, ``--attempt-quota`` and the environment;
+    SettingError when one cannot be read."""
     from leaderboard import operator_settings
 
-    try:
-        return operator_settings.quota(public=public, submissions=args.quota, hours=args.quota_hours,
-                                       attempts=args.attempt_quota)
-    except operator_settings.SettingError as error:
-        raise CommandError(str(error)) from None
+    return operator_settings.quota(public=public, submissions=args.quota, hours=args.quota_hours,
+                                   attempts=args.attempt_quota)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -390,18 +364,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from benchmark.progress import Bars
-    from benchmark.submission import ServerFault
-    from leaderboard.store import PermissionDenied, Store
+    from leaderboard.store import Store
 
     _quiet_datasets()
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
     store = Store(Path(args.store), _limits(args), **_quota(args, public=False))
     _build_default_dataset(store.datasets, args.cube_source)
     bars = Bars(unit="img")
-    try:
+    try:  # PermissionDenied over the quota, ServerFault when the server cannot store it: both user errors
         outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
-    except (PermissionDenied, ServerFault) as error:  # over the quota; the server could not store it
-        return _fail(str(error))
     finally:
         bars.close()
     print(outcome.report.text())
@@ -412,7 +383,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         try:
             job = store.queue.wait(outcome.job.id, timeout=args.timeout)
         except TimeoutError as error:
-            return _fail(f"{error}; it stays queued (see the Queue tab or run `culturelens worker`)")
+            raise CultureLensError(f"{error}; it stays queued (see the Queue tab or run `culturelens worker`)"
+                                   ) from None
         print(f"{job.id}: {job.state}: {job.error or job.message}")
         return 0 if job.state == "FINISHED" else 1
     return 0
@@ -458,12 +430,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from benchmark import reproduce
 
     _quiet_datasets()
-    try:
-        return reproduce.main(args.result, store=Path(args.store), submission=args.submission,
-                              backbones=args.backbones, device=args.device, batch_size=args.batch_size,
-                              num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache)
-    except reproduce.ReproduceError as error:
-        return _fail(str(error))
+    return reproduce.main(args.result, store=Path(args.store), submission=args.submission,
+                          backbones=args.backbones, device=args.device, batch_size=args.batch_size,
+                          num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -504,7 +473,7 @@ def _ensure_default_dataset(store, source: str | None) -> None:
     try:
         summary = cube_1k.build(source, folder)
         print(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
-    except (cube_1k.SourceError, FileExistsError) as error:
+    except (cube_1k.CubeSourceError, OutputExists) as error:
         print(f"warning: the default dataset is not built ({error}); the app runs without it", file=sys.stderr)
 
 
@@ -556,14 +525,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _hub_mirror(store, args: argparse.Namespace):
-    """With --hub-results / --hub-requests: restore from the repos, then keep pushing to them."""
+    """With --hub-results / --hub-requests: restore from the repos, then keep pushing to them (SyncError for a
+    malformed repo id)."""
     from leaderboard import hub_sync
 
-    try:
-        mirror, lines = hub_sync.start(store, {"results": args.hub_results, "requests": args.hub_requests},
-                                       interval=args.hub_interval)
-    except hub_sync.SyncError as error:  # a malformed repo id
-        raise CommandError(str(error)) from None
+    mirror, lines = hub_sync.start(store, {"results": args.hub_results, "requests": args.hub_requests},
+                                   interval=args.hub_interval)
     for line in lines:
         print(line, file=sys.stderr)
     return mirror
@@ -834,14 +801,22 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Run the verb ``args`` chose (``args.run``) and return its exit status. A user error
+    (``CultureLensError``, from the verb or anything it calls) is printed as one line, ``error: <message>``, and
+    gives status 2; any other exception is a bug and propagates with its traceback."""
     try:
         if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
             offline_unless_hub_reachable()
         return args.run(args)
-    except CommandError as error:
-        return _fail(str(error))
+    except CultureLensError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``culturelens`` console script: parse ``argv`` (default: the process's arguments) and ``run`` it."""
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark.errors import CultureLensError
 from benchmark.metrics import (
     ENV_ARTIFACT_INDEX,
     ENV_RELEVANCE_KB,
@@ -46,7 +47,7 @@ RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backb
             "seeds", "harness_version", "submission_id")
 
 
-class ReproduceError(Exception):
+class ReproduceError(CultureLensError):
     """The result cannot be reproduced as asked (a user error: the message says why, in one sentence)."""
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmark.cli import _fail, _quiet_datasets as _quiet, _registry
+from benchmark.cli import _quiet_datasets as _quiet, _registry
+from benchmark.errors import CultureLensError
 
 
 # --- dataset builders -------------------------------------------------------------------------------------
@@ -15,16 +16,13 @@ def cmd_build_cspace(args: argparse.Namespace) -> int:
 
     _quiet()
     if args.cspace_file and args.hops != cspace.DEFAULT_HOPS:
-        return _fail("--hops applies to the Wikidata walk (--dump), not to a --cspace-file")
-    try:
-        if args.dump:
-            out = cspace.build_cspace(Path(args.dump), Path(args.out), args.hops, countries=args.countries,
-                                      repo=args.repo)
-        else:
-            out = cspace.build_cspace_from_file(Path(args.cspace_file), Path(args.out), concept=args.concept,
-                                                countries=args.countries, repo=args.repo)
-    except (cspace.DumpError, cspace.CSpaceFileError, FileExistsError) as error:
-        return _fail(str(error))
+        raise CultureLensError("--hops applies to the Wikidata walk (--dump), not to a --cspace-file")
+    if args.dump:
+        out = cspace.build_cspace(Path(args.dump), Path(args.out), args.hops, countries=args.countries,
+                                  repo=args.repo)
+    else:
+        out = cspace.build_cspace_from_file(Path(args.cspace_file), Path(args.out), concept=args.concept,
+                                            countries=args.countries, repo=args.repo)
     print(f"built cube-cspace in {out}; counts and what was skipped: {out}/README.md")
     print(f'load it with: datasets.load_dataset("{out}", "{cspace.CONFIG}")')
     return 0
@@ -34,10 +32,7 @@ def cmd_build_diversity(args: argparse.Namespace) -> int:
     from benchmark.datasets import cube_diversity
 
     _quiet()
-    try:
-        out = cube_diversity.build_diversity(Path(args.out), repo=args.repo)
-    except FileExistsError as error:
-        return _fail(str(error))
+    out = cube_diversity.build_diversity(Path(args.out), repo=args.repo)
     print(f"built cube-diversity: {len(cube_diversity.diversity_prompts())} prompts in {out}")
     print(f"generate with: culturelens generate --dataset {out} --config {cube_diversity.CONFIG} "
           "--images-per-prompt 80 --seeds 0-79 ...")
@@ -48,10 +43,7 @@ def cmd_build_culturalframes(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
 
     _quiet()
-    try:
-        summary = culturalframes.build(args.source, Path(args.out), revision=args.revision, repo=args.repo)
-    except (culturalframes.SourceError, FileExistsError) as error:
-        return _fail(str(error))
+    summary = culturalframes.build(args.source, Path(args.out), revision=args.revision, repo=args.repo)
     counts = ", ".join(f"{summary[k]} {k}" for k in ("prompts", "images", "ratings") if k in summary)
     print(f"built culturalframes in {args.out}: {counts}")
     if summary.get("fields_never_found"):
@@ -63,10 +55,7 @@ def cmd_export_culturalframes(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
 
     _quiet()
-    try:
-        out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
-    except (culturalframes.SourceError, FileExistsError) as error:
-        return _fail(str(error))
+    out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
     print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
     return 0
 
@@ -76,19 +65,16 @@ def cmd_artifact_index(args: argparse.Namespace) -> int:
     import datasets
 
     from benchmark.encoders import load_backbone
-    from benchmark.encoders.spec import BackboneUnavailable
     from benchmark.tagging import ArtifactIndex
 
     _quiet()
     try:
         table = datasets.load_dataset(args.cspace, "cspace", split="test").to_pandas()
-        backbone = load_backbone(args.backbone, _registry(args), args.device)
-    except (FileNotFoundError, BackboneUnavailable) as error:  # no such folder or Hub dataset; no weights
-        return _fail(str(error))
-    try:
-        index = ArtifactIndex.from_backbone(table, backbone, template=args.template)
-    except ValueError as error:  # its refusals of the CSpace table or the template, naming what is wrong
-        return _fail(str(error))
+    except FileNotFoundError as error:  # neither a folder nor a Hub dataset of that name
+        raise CultureLensError(f"--cspace {args.cspace}: {error}; build it with `culturelens data build "
+                               "cube-cspace --out DIR` and pass DIR") from None
+    backbone = load_backbone(args.backbone, _registry(args), args.device)
+    index = ArtifactIndex.from_backbone(table, backbone, template=args.template)
     index.save(Path(args.out))
     print(f"wrote the artifact index ({len(table)} artifacts, {args.backbone}) to {args.out}; "
           f"score with --artifact-index {args.out}")
@@ -97,17 +83,11 @@ def cmd_artifact_index(args: argparse.Namespace) -> int:
 
 def cmd_kb_index(args: argparse.Namespace) -> int:
     from benchmark.encoders import load_backbone
-    from benchmark.encoders.spec import BackboneUnavailable
     from benchmark.relevance import kb
 
-    try:  # the records and their images first: read_records and image_table refuse them with a ValueError
-        kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
-    except ValueError as error:
-        return _fail(str(error))
-    try:
-        backbone = load_backbone(args.backbone, _registry(args), args.device)
-    except BackboneUnavailable as error:
-        return _fail(str(error))
+    # The records and their images first (KnowledgeBaseError), before minutes of loading weights.
+    kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
+    backbone = load_backbone(args.backbone, _registry(args), args.device)
     kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
     print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
     return 0
@@ -121,19 +101,16 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     files = {}
     for item in args.scores or []:
         if "=" not in item:
-            return _fail(f"--scores {item!r}: expected NAME=FILE (a CSV or Parquet of image_id, score)")
+            raise CultureLensError(f"--scores {item!r}: expected NAME=FILE (a CSV or Parquet of image_id, score)")
         name, path = item.split("=", 1)
         files[name] = path
     if not files and not args.results:
-        return _fail("nothing to evaluate: give --scores NAME=FILE and/or --results DIR --metrics NAME ...")
-    try:
-        scores = meta_eval.collect_scores(args.ratings, files=files, results=args.results, metrics=args.metrics,
-                                          seed=args.seed)
-        table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
-                                        criteria=args.criteria, by_country=not args.no_countries,
-                                        min_images=args.min_images, n_resamples=args.resamples)
-    except (culturalframes.SourceError, meta_eval.ScoresError) as error:
-        return _fail(str(error))
+        raise CultureLensError("nothing to evaluate: give --scores NAME=FILE and/or --results DIR --metrics NAME ...")
+    scores = meta_eval.collect_scores(args.ratings, files=files, results=args.results, metrics=args.metrics,
+                                      seed=args.seed)
+    table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
+                                    criteria=args.criteria, by_country=not args.no_countries,
+                                    min_images=args.min_images, n_resamples=args.resamples)
     if args.store:
         from leaderboard.store import Store
 
@@ -153,10 +130,7 @@ def cmd_human(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
     from benchmark.expectations import human
 
-    try:
-        ratings = culturalframes.load_config(args.ratings, "ratings")
-    except culturalframes.SourceError as error:
-        return _fail(str(error))
+    ratings = culturalframes.load_config(args.ratings, "ratings")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     human.human_aggregates(ratings, n_resamples=args.resamples).to_csv(out / "human_aggregates.csv", index=False)

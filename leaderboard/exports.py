@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmark import results
+from benchmark.errors import CultureLensError
 from leaderboard import links, tables
 from leaderboard import tracks as track_registry
 from leaderboard.catalog import Catalog
@@ -32,7 +33,7 @@ MEAN_WIN_RATE = "mean_win_rate"  # metric ids of the overall ranking: the mean o
 WIN_RATE = "win_rate"
 
 
-class UnknownChoice(ValueError):
+class UnknownChoice(CultureLensError, ValueError):
     """A track, metric, slice, value or protocol that is not there; the message names the valid ones."""
 
 

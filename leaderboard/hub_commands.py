@@ -4,33 +4,29 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from benchmark.errors import CultureLensError
 
 
 def cmd_hub(args: argparse.Namespace) -> int:
-    from benchmark.datasets.hub_layout import PushError
+    """Push, pull or export each repo named; PushError and SyncError (user errors) stop at the first failure."""
     from leaderboard import hub_sync
     from leaderboard.store import Store
 
     store = Store(Path(args.store))
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
-        print("error: name at least one of --requests and --results", file=sys.stderr)
-        return 2
-    try:
-        for kind, repo in repos.items():
-            if args.hub_verb == "push":
-                print(f"{kind}: {hub_sync.push(store, kind, repo, token=args.token)} files changed in {repo}")
-            elif args.hub_verb == "pull":
-                counts = hub_sync.pull(store, kind, repo, token=args.token)
-                print(f"{kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
-            else:
-                out = Path(repo)
-                print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
-    except (PushError, hub_sync.SyncError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        raise CultureLensError("name at least one of --requests and --results")
+    for kind, repo in repos.items():
+        if args.hub_verb == "push":
+            print(f"{kind}: {hub_sync.push(store, kind, repo, token=args.token)} files changed in {repo}")
+        elif args.hub_verb == "pull":
+            counts = hub_sync.pull(store, kind, repo, token=args.token)
+            print(f"{kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+        else:
+            out = Path(repo)
+            print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
     return 0
 
 

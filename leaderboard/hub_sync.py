@@ -34,6 +34,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmark.datasets.hub_layout import PushError, hub_errors
+from benchmark.errors import CultureLensError
 from benchmark.submission.archive import parse_name
 from benchmark.submission.validate import Report, check_folder
 from leaderboard.queue import Job
@@ -75,7 +76,7 @@ carries the same licence. Mirrored by `culturelens hub push` (leaderboard/hub_sy
 """
 
 
-class SyncError(ValueError):
+class SyncError(CultureLensError, ValueError):
     """A repo snapshot holds something the store cannot take; the message names the file and the reason."""
 
 

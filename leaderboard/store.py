@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from benchmark import results
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
+from benchmark.errors import CultureLensError
 from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
 from leaderboard import reported
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, now_iso
@@ -73,7 +74,7 @@ def _write_parquet_atomic(table: pa.Table, path: Path) -> None:
         raise
 
 
-class PermissionDenied(PermissionError):
+class PermissionDenied(CultureLensError, PermissionError):
     """The signed-in user may not do this (not the owner, or over the quota); the message says why."""
 
 

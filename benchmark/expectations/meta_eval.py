@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
+from benchmark.errors import CultureLensError
 
 CRITERIA = ("alignment", "quality", "overall")
 ALL = "all"
@@ -35,7 +36,7 @@ MIN_IMAGES = 20
 RANKING_COLUMNS = ["metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling", "rank"]
 
 
-class ScoresError(ValueError):
+class ScoresError(CultureLensError, ValueError):
     """A metric's scores cannot be meta-evaluated; the message names the problem and example image ids."""
 
 

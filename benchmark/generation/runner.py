@@ -31,10 +31,11 @@ import torch
 from PIL import Image
 
 from benchmark import __version__
+from benchmark.errors import CultureLensError
 from benchmark.submission.manifest import Manifest
 
 
-class GenerationError(RuntimeError):
+class GenerationError(CultureLensError, RuntimeError):
     """A run cannot start or continue; the message says why and what to do."""
 
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from benchmark.errors import CultureLensError
 
-class JudgeUnavailable(RuntimeError):
+
+class JudgeUnavailable(CultureLensError, RuntimeError):
     """A judge model cannot be loaded; the message names it and how to provide it."""
 
 
