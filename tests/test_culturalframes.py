@@ -429,6 +429,7 @@ def test_fractional_overall_scores_are_interval_values_in_1_to_5(hand):
         human.krippendorff_alpha(hand.assign(overall=6.0), "overall")
 
 
+@pytest.mark.slow
 def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     """The console verbs over the built folder: a score file ranked against the raters into a store's Metrics
     table; human aggregates and alpha as CSV; a malformed --scores is a clear error."""
