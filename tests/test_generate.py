@@ -18,7 +18,7 @@ from benchmark import cli
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
-from benchmark.generation.runner import parse_seeds
+from benchmark.generation.runner import GenerationError, parse_seeds
 from benchmark.submission import stage
 from tests.helpers import save_tiny_stable_diffusion
 
@@ -169,7 +169,7 @@ def test_presets_carry_the_papers_settings():
 def test_seed_ranges_parse():
     assert parse_seeds("0-9") == list(range(10)) and parse_seeds("0-2,10") == [0, 1, 2, 10]
     for bad in ("3-1", "a", "1,1"):
-        with pytest.raises(ValueError):
+        with pytest.raises(GenerationError):
             parse_seeds(bad)
 
 
