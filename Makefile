@@ -11,7 +11,7 @@ PORT ?= 7860
 SHARED_CUBE := ../shared/data/cube/cube_1k.json
 CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json)
 
-.PHONY: run test browser clean
+.PHONY: run test test-fast browser clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ browser:
 
 test: $(VENV)/.installed browser
 	$(VENV)/bin/python -m pytest
+
+# The tests not marked slow (no browser, wheel build or multi-process run): a couple of minutes, for while you work.
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -m "not slow"
 
 clean:
 	rm -rf $(VENV) $(STORE) *.egg-info

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 from benchmark import harness
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders import load_backbone
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.encoders.spec import BackboneSpec
+from benchmark.errors import CultureLensError
 from benchmark.features import Need
 from benchmark.features.embeddings import compute_features
 from benchmark.layout import SubmissionLayout
@@ -34,7 +35,7 @@ from benchmark.submission import stage
 
 
 def reference_distances(features: np.ndarray, prompt_ids: list[str]) -> np.ndarray:
-    """Squared L2 distances of every pair of images that share a prompt."""
+    """Squared L2 distances of every pair of images that share a prompt; CultureLensError when no two do."""
     groups: dict[str, list[int]] = {}
     for row, prompt_id in enumerate(prompt_ids):
         groups.setdefault(prompt_id, []).append(row)
@@ -44,7 +45,7 @@ def reference_distances(features: np.ndarray, prompt_ids: list[str]) -> np.ndarr
             distances = pairwise_squared_l2(features[rows])
             parts.append(distances[np.triu_indices(len(rows), k=1)])
     if not parts:
-        raise ValueError("no prompt has two images: a calibration sample needs several seeds per prompt")
+        raise CultureLensError("no prompt has two images: a calibration sample needs several seeds per prompt")
     return np.concatenate(parts)
 
 
@@ -53,34 +54,27 @@ CDFS = ("empirical", "authors_code")
 
 def main(submission: Path, out: Path, *, backbone_id: str, registry: dict[str, BackboneSpec], datasets_root: Path,
          device: str | None, batch_size: int, num_workers: int | None, cdf: str = "empirical") -> int:
+    """``culturelens calibrate``: 0 when the calibration is saved, 1 when the sample is refused; a
+    CultureLensError (BackboneUnavailable, a sample without two images of a prompt, ...) otherwise."""
     if cdf not in CDFS:
-        print(f"error: the calibration CDF must be one of {', '.join(CDFS)}, not {cdf!r}", file=sys.stderr)
-        return 2
+        raise CultureLensError(f"the calibration CDF must be one of {', '.join(CDFS)}, not {cdf!r}")
     need = Need(backbone_id, "image")
     bars = Bars(unit="img")
     with tempfile.TemporaryDirectory() as tmp:
-        report = stage(submission, Path(tmp), functools.partial(load_prompts_for, datasets_root=datasets_root),
-                       progress=bars.stage("checking images"))
-        if not report.ok:
-            bars.close()
-            print(report.text(), file=sys.stderr)
-            return 1
-        folder = report.keep(Path(tmp) / "sample")
-        rows = harness.image_rows(pq.read_table(SubmissionLayout(folder).images_table).to_pandas(), report.prompts)
         try:
+            report = stage(submission, Path(tmp), functools.partial(load_prompts_for, datasets_root=datasets_root),
+                           progress=bars.stage("checking images"))
+            if not report.ok:
+                print(report.text(), file=sys.stderr)
+                return 1
+            folder = report.keep(Path(tmp) / "sample")
+            rows = harness.image_rows(pq.read_table(SubmissionLayout(folder).images_table).to_pandas(), report.prompts)
             backbone = load_backbone(backbone_id, registry, device)
-        except BackboneUnavailable as error:
+            features = compute_features(folder, rows, [need], {backbone_id: backbone},
+                                        batch_size=batch_size, num_workers=num_workers, progress=bars)
+        finally:
             bars.close()
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        features = compute_features(folder, rows, [need], {backbone_id: backbone}, batch_size=batch_size,
-                                    num_workers=num_workers, progress=bars)
-        bars.close()
-    try:
-        distances = reference_distances(features.arrays[need], rows["prompt_id"].tolist())
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    distances = reference_distances(features.arrays[need], rows["prompt_id"].tolist())
     fit = Calibration.fit if cdf == "empirical" else Calibration.fit_authors_code
     calibration = fit(distances, source=str(out), backbone=backbone_id, backbone_key=backbone.key)
     calibration.save(out)

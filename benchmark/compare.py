@@ -13,20 +13,24 @@ Inputs are results folders as the worker or ``culturelens score`` writes them
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 
+from benchmark.errors import CultureLensError
 from benchmark.layout import PER_IMAGE
 from benchmark.metrics.iconicity import perturbation_deltas, vr_at_k
 from benchmark.stats import paired_comparisons
 
 
+class NotAResultsFolder(CultureLensError, FileNotFoundError):
+    """A folder given as results has no per_image.parquet; the message says which results folders to give."""
+
+
 def read_per_image(folder: Path) -> pd.DataFrame:
     path = Path(folder) / PER_IMAGE
     if not path.exists():
-        raise FileNotFoundError(f"{folder}: no per_image.parquet (give a results folder of `culturelens score` "
+        raise NotAResultsFolder(f"{folder}: no per_image.parquet (give a results folder of `culturelens score` "
                                 "or of the store's results/)")
     return pd.read_parquet(path)
 
@@ -45,20 +49,14 @@ def _per_reference(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(results: list[Path], perturbed: list[Path] | None, metrics: list[str] | None) -> int:
-    try:
-        frames = [read_per_image(folder) for folder in results]
-        perturbed_frames = [read_per_image(folder) for folder in perturbed or []]
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    """``culturelens compare``: print the comparisons; CultureLensError for folders that cannot be compared."""
+    frames = [read_per_image(folder) for folder in results]
+    perturbed_frames = [read_per_image(folder) for folder in perturbed or []]
     if perturbed_frames and len(perturbed_frames) != len(frames):
-        print("error: give one --perturbed results folder per results folder, in the same order", file=sys.stderr)
-        return 2
+        raise CultureLensError("give one --perturbed results folder per results folder, in the same order")
     models = [f["model"].iloc[0] if len(f) else str(r) for f, r in zip(frames, results)]
     if len(set(models)) != len(models):
-        print(f"error: two results folders are for the same model name {models}; compare different models",
-              file=sys.stderr)
-        return 2
+        raise CultureLensError(f"two results folders are for the same model name {models}; compare different models")
     present = sorted(set.intersection(*(set(f["metric"].dropna()) for f in frames)))
     wanted = [m for m in (metrics or present) if m in present]
     pd.set_option("display.width", 160)

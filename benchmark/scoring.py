@@ -28,8 +28,9 @@ import pyarrow.parquet as pq
 from benchmark import harness, layout, results
 from benchmark.layout import ScoreOutput, SubmissionLayout
 from benchmark.cache import EmbeddingCache
-from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
+from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders.spec import BackboneSpec
+from benchmark.errors import CultureLensError
 from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
 from benchmark.submission import Manifest, stage
@@ -87,8 +88,8 @@ def _staged_hash(staged: SubmissionLayout) -> str:
 def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
          unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
          num_workers: int | None, settings: dict | None = None) -> int:
-    """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission or its dataset is refused or
-    no metric can run. ``settings``: how ``metrics`` were built, recorded in run.json (``culturelens reproduce``)."""
+    """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission is refused; a user error
+    (CultureLensError) when its dataset cannot be loaded or no metric can run. ``settings``: how ``metrics`` were built, recorded in run.json (``culturelens reproduce``)."""
     import torch
     from accelerate import PartialState
 
@@ -103,19 +104,15 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
         return 1
     manifest = Manifest.model_validate_json(staged.manifest.read_bytes())
     images = pq.read_table(staged.images_table).to_pandas()
-    try:
-        prompts = load_prompts_for(manifest, datasets_root)
-    except DatasetUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    prompts = load_prompts_for(manifest, datasets_root)  # DatasetUnavailable when it cannot be loaded
     backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
     unavailable = {**unavailable, **disabled}
     if state.is_main_process:
         for name, reason in sorted(unavailable.items()):
             print(f"not scoring {name}: {reason}", file=sys.stderr)
     if not metrics:
-        print("error: no metric can run", file=sys.stderr)
-        return 2
+        raise CultureLensError("no metric can run: provide what the 'not scoring' lines above name, or choose "
+                               "other --tracks")
     submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
     bars = Bars(enabled=state.is_main_process)
     try:

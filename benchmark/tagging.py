@@ -34,6 +34,7 @@ from tqdm import tqdm
 from benchmark.atomic import atomic_folder
 from benchmark.cache import EmbeddingCache
 from benchmark.digests import file_digest
+from benchmark.errors import CultureLensError
 from benchmark.features.producers import produce
 
 CSPACE_COLUMNS = ("artifact_id", "artifact", "concept", "country", "country_code", "continent")
@@ -42,6 +43,12 @@ DEFAULT_TEMPLATE = "a photo of {artifact}"
 MANIFEST = "index.json"
 ROWS_FILE = "rows.parquet"
 FORMAT_VERSION = 1
+
+
+class ArtifactIndexError(CultureLensError, ValueError):
+    """A CSpace table, text template or saved index folder that cannot make or be an artifact index; the
+    message names the column, field or file and what to do."""
+
 
 TextEncoder = Callable[[list[str]], np.ndarray]  # texts -> (N, D) unit-norm float32
 
@@ -77,15 +84,15 @@ def _unit_rows(x: np.ndarray, what: str) -> np.ndarray:
 def _check_cspace(cspace: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in CSPACE_COLUMNS if c not in cspace.columns]
     if missing:
-        raise ValueError(f"the CSpace table lacks the column(s) {missing} (expected {list(CSPACE_COLUMNS)})")
+        raise ArtifactIndexError(f"the CSpace table lacks the column(s) {missing} (expected {list(CSPACE_COLUMNS)})")
     if cspace.empty:
-        raise ValueError("the CSpace table is empty: nothing to index")
+        raise ArtifactIndexError("the CSpace table is empty: nothing to index")
     rows = cspace[list(CSPACE_COLUMNS)].reset_index(drop=True)
     for column in ("artifact", "concept", "country", "continent"):
         empty = rows[column].isna() | (rows[column].astype(str).str.strip() == "")
         if empty.any():
-            raise ValueError(f"the CSpace table has {int(empty.sum())} row(s) without {column!r} "
-                             f"(first at row {int(np.flatnonzero(empty)[0])})")
+            raise ArtifactIndexError(f"the CSpace table has {int(empty.sum())} row(s) without {column!r} "
+                                     f"(first at row {int(np.flatnonzero(empty)[0])})")
     # Rows grouped by concept (stable): each concept's index holds a contiguous block of rows.
     return rows.sort_values("concept", kind="stable").reset_index(drop=True)
 
@@ -137,13 +144,13 @@ class ArtifactIndex:
 
         rows = _check_cspace(cspace)
         if "{artifact}" not in template:
-            raise ValueError(f"template {template!r} must contain {{artifact}}")
+            raise ArtifactIndexError(f"template {template!r} must contain {{artifact}}")
         try:
             texts = [template.format(artifact=r.artifact, country=r.country, concept=r.concept)
                      for r in rows.itertuples()]
         except (KeyError, IndexError) as error:
-            raise ValueError(f"template {template!r}: unknown field {error} (known: artifact, country, concept)"
-                             ) from None
+            raise ArtifactIndexError(f"template {template!r}: unknown field {error} (known: artifact, country, concept)"
+                                     ) from None
         unique, inverse = np.unique(np.array(texts, dtype=object), return_inverse=True)
         batches = [list(unique[i:i + batch_size]) for i in range(0, len(unique), batch_size)]
         embedded = []
@@ -213,7 +220,7 @@ class ArtifactIndex:
 
     @classmethod
     def load(cls, folder: str | Path) -> ArtifactIndex:
-        """Read an index written by ``save``; a ValueError names any missing or changed file."""
+        """Read an index written by ``save``; an ArtifactIndexError names any missing or changed file."""
         import faiss
 
         folder = Path(folder)
@@ -221,25 +228,25 @@ class ArtifactIndex:
         try:
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ValueError(f"{where}: no {MANIFEST}; not an artifact index (build one with "
-                             "ArtifactIndex.build(...).save(folder))") from None
+            raise ArtifactIndexError(f"{where}: no {MANIFEST}; not an artifact index (build one with "
+                                     "ArtifactIndex.build(...).save(folder))") from None
         except json.JSONDecodeError as error:
-            raise ValueError(f"{where}: {MANIFEST} is not valid JSON ({error})") from None
+            raise ArtifactIndexError(f"{where}: {MANIFEST} is not valid JSON ({error})") from None
         if manifest.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{where}: format {manifest.get('format')!r}, this version reads {FORMAT_VERSION}")
+            raise ArtifactIndexError(f"{where}: format {manifest.get('format')!r}, this version reads {FORMAT_VERSION}")
         files = manifest.get("files", {})
         metadata = {k: v for k, v in manifest.items() if k not in ("files", "checksum")}
         if cls._checksum(metadata, files) != manifest.get("checksum"):
-            raise ValueError(f"{where}: {MANIFEST} was edited after saving (its checksum does not match its "
-                             "content); rebuild the index")
+            raise ArtifactIndexError(f"{where}: {MANIFEST} was edited after saving (its checksum does not match its "
+                                     "content); rebuild the index")
         for name, recorded in files.items():
             path = folder / name
             if not path.is_file():
-                raise ValueError(f"{where}: {name} is missing")
+                raise ArtifactIndexError(f"{where}: {name} is missing")
             found = file_digest(path)
             if found != recorded:
-                raise ValueError(f"{where}: {name} changed after the index was saved (sha256 {found[:12]}..., "
-                                 f"recorded {recorded[:12]}...); rebuild the index")
+                raise ArtifactIndexError(f"{where}: {name} changed after the index was saved (sha256 {found[:12]}..., "
+                                         f"recorded {recorded[:12]}...); rebuild the index")
         rows = pd.read_parquet(folder / ROWS_FILE)
         indexes = {concept: faiss.read_index(str(folder / entry["file"]))
                    for concept, entry in manifest["concepts"].items()}

@@ -116,8 +116,10 @@ def _add_verbs(parser: argparse.ArgumentParser, path: tuple[str, ...], every: Se
         sub.options[name] = options
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Run the verb ``args`` chose (``args.run``) and return its exit status. A user error
+    (``CultureLensError``, from the verb or anything it calls) is printed as one line, ``error: <message>``, and
+    gives status 2; any other exception is a bug and propagates with its traceback."""
     try:
         if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
             offline_unless_hub_reachable()
@@ -125,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     except CultureLensError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``culturelens`` console script: parse ``argv`` (default: the process's arguments) and ``run`` it."""
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from benchmark import settings as declared
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, OutputExists
 from culturelens.hub_access import hub_has_dataset
 
 DEFAULT_STORE = ".culturelens"
@@ -51,10 +51,7 @@ def backbone_registry(args: argparse.Namespace):
     """The backbone registry with ``--backbones`` (or its environment variable)."""
     from benchmark.encoders.spec import load_registry
 
-    try:
-        return load_registry(args.backbones)
-    except ValueError as error:  # load_registry's refusal of the file, naming it and the problem
-        raise CultureLensError(str(error)) from None
+    return load_registry(args.backbones)  # BackbonesFileError names the file and the problem
 
 
 def add_cube_source(parser: argparse.ArgumentParser, where: str) -> None:
@@ -96,7 +93,7 @@ def build_default_dataset(datasets_root: Path, source: str) -> Path | None:
               f"into {folder}", file=sys.stderr)
     try:
         cube_1k.build(source, folder)
-    except (cube_1k.SourceError, FileExistsError) as error:
+    except (cube_1k.CubeSourceError, OutputExists) as error:
         raise CultureLensError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
     return folder
 
@@ -133,28 +130,19 @@ def add_max_attempts(parser: argparse.ArgumentParser) -> None:
 def max_attempts(args: argparse.Namespace) -> int:
     from leaderboard import operator_settings
 
-    try:
-        return operator_settings.max_attempts(args.max_attempts)
-    except operator_settings.SettingError as error:
-        raise CultureLensError(str(error)) from None
+    return operator_settings.max_attempts(args.max_attempts)
 
 
 def limits(args: argparse.Namespace):
     """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set (``leaderboard.operator_settings``)."""
     from leaderboard import operator_settings
 
-    try:
-        return operator_settings.limits(args.limit)
-    except operator_settings.SettingError as error:
-        raise CultureLensError(str(error)) from None
+    return operator_settings.limits(args.limit)
 
 
 def quota(args: argparse.Namespace, *, public: bool) -> dict:
     """``Store``'s quota keywords from ``--quota``, ``--quota-hours``, ``--attempt-quota`` and the environment."""
     from leaderboard import operator_settings
 
-    try:
-        return operator_settings.quota(public=public, submissions=args.quota, hours=args.quota_hours,
-                                       attempts=args.attempt_quota)
-    except operator_settings.SettingError as error:
-        raise CultureLensError(str(error)) from None
+    return operator_settings.quota(public=public, submissions=args.quota, hours=args.quota_hours,
+                                   attempts=args.attempt_quota)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from benchmark import results
 from benchmark import tracks as track_registry
+from benchmark.errors import CultureLensError
 from leaderboard import links, tables
 from leaderboard.catalog import Catalog
 
@@ -32,7 +33,7 @@ MEAN_WIN_RATE = "mean_win_rate"  # metric ids of the overall ranking: the mean o
 WIN_RATE = "win_rate"
 
 
-class UnknownChoice(ValueError):
+class UnknownChoice(CultureLensError, ValueError):
     """A track, metric, slice, value or protocol that is not there; the message names the valid ones."""
 
 

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from benchmark import layout
 from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError, hub_errors
+from benchmark.errors import CultureLensError
 from benchmark.layout import RESULT_FILES, SubmissionLayout
 from benchmark.submission.archive import parse_name
 from benchmark.submission.validate import Report, check_folder
@@ -77,7 +78,7 @@ carries the same licence. Mirrored by `culturelens hub push` (leaderboard/hub_sy
 """
 
 
-class SyncError(ValueError):
+class SyncError(CultureLensError, ValueError):
     """A repo snapshot holds something the store cannot take; the message names the file and the reason."""
 
 

@@ -16,6 +16,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 
+from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
 
 ENV_QUOTA = "CULTURELENS_QUOTA"
@@ -30,7 +31,7 @@ MAX_ATTEMPTS = 3  # claims of one job (a worker that died holding it counts) bef
 NO_LIMIT = "none"
 
 
-class SettingError(Exception):
+class SettingError(CultureLensError):
     """A quota or limit setting that cannot be read; the message names the setting and what it accepts."""
 
 

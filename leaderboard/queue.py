@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmark.errors import CultureLensError
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
     id TEXT PRIMARY KEY,
@@ -106,7 +108,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(CultureLensError):
     """``owner`` already made ``used`` submissions (re-runs included) in the window; the limit is ``limit``."""
 
     def __init__(self, owner: str, used: int, limit: int):
@@ -115,7 +117,7 @@ class QuotaExceeded(Exception):
         self.owner, self.used, self.limit = owner, used, limit
 
 
-class DuplicateSubmission(ValueError):
+class DuplicateSubmission(CultureLensError, ValueError):
     """The same content was submitted before; ``existing`` is that submission."""
 
     def __init__(self, existing: Job):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
 from leaderboard import hub_sync, quarantine
 from leaderboard.store import Store
@@ -100,5 +101,5 @@ def _ensure_default_dataset(store: Store, source: str, say: Callable[[str], None
     try:
         summary = cube_1k.build(source, folder)
         say(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
-    except (cube_1k.SourceError, FileExistsError) as error:
+    except CultureLensError as error:  # the source cannot be read, or the folder is someone else's
         say(f"warning: the default dataset is not built ({error}); the app runs without it")

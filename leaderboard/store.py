@@ -40,6 +40,7 @@ from benchmark import layout, results
 from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
+from benchmark.errors import CultureLensError
 from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
 from leaderboard import reported
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, now_iso
@@ -63,7 +64,7 @@ class SubmitOutcome:
     job: Job | None = None
 
 
-class PermissionDenied(PermissionError):
+class PermissionDenied(CultureLensError, PermissionError):
     """The signed-in user may not do this (not the owner, or over the quota); the message says why."""
 
 

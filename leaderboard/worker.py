@@ -47,7 +47,8 @@ log = logging.getLogger("culturelens.worker")
 
 
 class LeaseLost(RuntimeError):
-    """Another worker took the job over (this one was presumed dead)."""
+    """Another worker took the job over (this one was presumed dead). Not a ``CultureLensError``: a signal
+    between the worker's heartbeat and its job loop, which drops the job quietly; no person ever reads it."""
 
 
 class Worker:

@@ -29,6 +29,8 @@ from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
 from tests.helpers import free_port, make_submission, serving
 
+pytestmark = pytest.mark.slow  # a live `culturelens serve` and a scoring worker for the module (~20 s)
+
 FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
 LINKS_AND_MATH = "https://evil.example/x [l](https://e.org) www.evil.example $$x^2$$ *b*"
 

@@ -26,6 +26,8 @@ from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
 from tests.helpers import make_submission, serving, zip_folder
 
+pytestmark = pytest.mark.slow  # a live app scoring uploads, and Chromium
+
 
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory, tiny_upstream, backbones_file):

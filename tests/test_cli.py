@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
 import contextlib
+import importlib
 import os
 import re
 import subprocess
@@ -26,11 +29,22 @@ def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) ->
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
 
 
-def test_help_lists_every_verb():
-    result = culturelens("--help")
-    assert result.returncode == 0
+def help_text(capsys, monkeypatch, *args: str) -> str:
+    """What ``culturelens ARGS --help`` prints, run in this process (argparse exits 0 after printing it); at the
+    80 columns a terminal-less process gets, so wrapping is the same wherever the tests run."""
+    from culturelens.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--help"])
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_lists_every_verb(capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch)
     for verb in ("data", "schema", "generate", "validate", "submit", "worker", "score", "compare", "calibrate", "serve"):
-        assert verb in result.stdout
+        assert verb in text
 
 
 def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
@@ -45,6 +59,7 @@ def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
     assert lines[0] == "" and lines[-1] == "", result.stdout  # after the import, and after --help
 
 
+@pytest.mark.slow
 def test_the_service_modules_load_no_model_library():
     """The leaderboard (store, catalog, tables, app) reads Parquet and serves pages: importing it loads no torch,
     transformers, open_clip or diffusers, so a CPU Space starts in seconds and holds no model library in memory.
@@ -58,14 +73,96 @@ def test_the_service_modules_load_no_model_library():
 
 
 @pytest.mark.parametrize("verb", VERBS, ids=" ".join)
-def test_every_verb_has_help_with_an_example(verb):
-    result = culturelens(*verb, "--help")
-    assert result.returncode == 0 and "example:" in result.stdout and "culturelens " + verb[0] in result.stdout
+def test_every_verb_has_help_with_an_example(verb, capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, *verb)
+    assert "example:" in text and "culturelens " + verb[0] in text
     # A default is stated once, and never as None ("(default: the preset's, else 1024) (default: None)").
-    assert "(default: None)" not in result.stdout and "(default: False)" not in result.stdout
-    assert not re.search(r"default[^()]*\)\s+\(default:", result.stdout)
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert not re.search(r"default[^()]*\)\s+\(default:", text)
 
 
+# --- user errors and bugs -----------------------------------------------------------------------------------
+# Exception classes that are not user errors, and why: each is caught where it is raised and never reaches a person.
+INTERNAL_SIGNALS = {"leaderboard.worker.LeaseLost"}
+
+
+def exception_classes() -> list[type]:
+    """Every exception class defined in benchmark/ and leaderboard/, found in the source (so a new module counts
+    without being listed here) and imported from its module."""
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted([*(root / "benchmark").rglob("*.py"), *(root / "leaderboard").rglob("*.py")]):
+        names = [node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.ClassDef) and node.bases]
+        if not names:
+            continue
+        module = importlib.import_module(".".join(path.relative_to(root).with_suffix("").parts))
+        found += [c for name in names if isinstance(c := getattr(module, name, None), type)
+                  and issubclass(c, BaseException) and c.__module__ == module.__name__]
+    return found
+
+
+def test_every_error_a_verb_reports_is_a_culturelens_error():
+    """One base for user errors: `main` prints any CultureLensError as one line with status 2, so every exception
+    class of ours is one, but the internal signals listed above; the classes that keep a standard base (ValueError,
+    OSError, ...) for code that catches that keep it too."""
+    from benchmark.errors import CultureLensError
+
+    classes = {f"{c.__module__}.{c.__qualname__}": c for c in exception_classes()}
+    assert {"benchmark.datasets.cube_1k.CubeSourceError", "benchmark.datasets.culturalframes.CulturalFramesSourceError",
+            "leaderboard.store.PermissionDenied", "benchmark.errors.OutputExists"} <= set(classes)
+    assert INTERNAL_SIGNALS <= set(classes)
+    assert sorted(name for name, c in classes.items()
+                  if not issubclass(c, CultureLensError) and name not in INTERNAL_SIGNALS) == []
+    assert not any(issubclass(classes[name], CultureLensError) for name in INTERNAL_SIGNALS)
+    assert len({c.__name__ for c in classes.values()}) == len(classes)  # no two share a name
+    assert issubclass(classes["leaderboard.store.PermissionDenied"], PermissionError)
+
+
+def test_a_user_error_is_one_line_and_status_2(tmp_path, capsys):
+    from culturelens.cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("not a dataset")
+    assert main(["data", "build", "cube-diversity", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {out} exists and is not a dataset folder built by culturelens; choose another --out\n"
+    assert (out / "mine.txt").exists()
+
+
+def test_a_bug_in_a_verb_keeps_its_traceback_and_is_not_status_2(tmp_path, capsys):
+    """`run` handles only CultureLensError: a verb called with a value of the wrong type (a caller's bug) raises
+    its TypeError through `run`, and the console script then ends with the traceback and status 1."""
+    from benchmark.datasets.cube_1k import CubeSourceError
+    from culturelens import cli
+    from culturelens.verbs import data
+
+    with pytest.raises(TypeError):
+        cli.run(argparse.Namespace(run=data.schema, out=7))
+
+    def refuse(args):
+        raise CubeSourceError("cube.json: not JSON")
+
+    assert cli.run(argparse.Namespace(run=refuse)) == 2
+    assert capsys.readouterr().err == "error: cube.json: not JSON\n"
+    code = ("import argparse\nfrom culturelens import cli\nfrom culturelens.verbs import data\n"
+            "cli.run(argparse.Namespace(run=data.schema, out=7))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1 and "Traceback" in result.stderr and "TypeError" in result.stderr
+    assert "error: " not in result.stderr
+
+
+def test_a_bad_culturalframes_source_is_one_line_and_status_2(tmp_path):
+    result = culturelens("data", "build", "culturalframes", "--source", str(tmp_path / "nope"), "--out",
+                         str(tmp_path / "cf"), env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"error: {tmp_path / 'nope'}: neither a folder nor a Hub dataset repo id "
+                                          "(ORG/NAME)"]
+    assert not (tmp_path / "cf").exists()
+
+
+@pytest.mark.slow
 def test_push_offline_is_a_clear_error_without_traceback(tmp_path, tiny_upstream):
     folder = tmp_path / "cube"
     assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
@@ -83,6 +180,7 @@ def test_build_from_an_unreachable_source_is_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr and not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
     from tests.helpers import make_submission
 
@@ -101,6 +199,7 @@ def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
     assert sorted(p.name for p in store.iterdir()) == ["datasets"]  # validate stores nothing, not even a queue
 
 
+@pytest.mark.slow
 def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, backbones_file):
     """The CLI path of the skeleton: `submit` queues, a separate `worker --once` process scores it."""
     import pyarrow.parquet as pq
@@ -126,6 +225,7 @@ def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, ba
     assert overall.iloc[0]["backbone_revision"].startswith("sha256:")
 
 
+@pytest.mark.slow
 def test_worker_without_weights_says_why_and_touches_no_submission(tmp_path):
     from leaderboard.store import Store
 
@@ -203,6 +303,7 @@ def test_the_hub_probe_fails_fast_where_the_hub_cannot_be_reached(monkeypatch):
     assert not hub_reachable(timeout=1)
 
 
+@pytest.mark.slow
 def test_every_verb_works_offline_at_once_when_the_hub_does_not_answer(tmp_path, tiny_upstream):
     """validate (and submit, score, worker, generate: one check in `main`) find the Hub silent within seconds,
     say so, and go on offline: here the default dataset is built locally, and a worker started as the Queue tab
@@ -224,6 +325,7 @@ def test_every_verb_works_offline_at_once_when_the_hub_does_not_answer(tmp_path,
     assert "cannot load backbone 'clip-vit-b-32'" in worker.stderr
 
 
+@pytest.mark.slow
 def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_hub_has_it(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
     from tests.helpers import TINY_UPSTREAM, make_submission
@@ -248,6 +350,7 @@ def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_h
     assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.slow
 def test_submit_holds_the_operator_to_a_quota_only_when_one_is_set(tmp_path, tiny_upstream):
     from leaderboard.store import Store
     from tests.helpers import make_submission
@@ -282,6 +385,7 @@ def test_submit_holds_the_operator_to_a_quota_only_when_one_is_set(tmp_path, tin
 EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"
 
 
+@pytest.mark.slow
 def test_the_example_submission_becomes_a_scored_demo_row(tmp_path, cube_file, backbones_file):
     """Five minutes to a scored row: the shipped example validates, queues and scores with a local backbone,
     offline, and its rows carry the demo config in their protocol (ranked apart from full CUBE-1K rows)."""

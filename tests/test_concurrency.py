@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from benchmark import results
 from benchmarks.crash_soak import Soak, build_store
@@ -58,6 +59,7 @@ class Reader(threading.Thread):
                 self.errors.append(f"{type(error).__name__}: {error}")
 
 
+@pytest.mark.slow
 def test_two_workers_share_a_store_without_scoring_anything_twice(tmp_path, backbones_file):
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -118,6 +120,7 @@ def _write_many(root: str, count: int) -> None:
         results.write_folder(Path(root) / f"sub-{i:03d}", per_image, aggregates, curves, {"submission_id": i})
 
 
+@pytest.mark.slow
 def test_app_reads_during_result_writes_never_see_a_torn_state(tmp_path):
     store = Store(tmp_path / "store")
     writer = multiprocessing.get_context("spawn").Process(target=_write_many, args=(str(store.results), 150))

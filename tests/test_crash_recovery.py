@@ -20,6 +20,8 @@ from benchmark.submission import stage
 from benchmarks.crash_soak import Soak, build_store, figure_lines
 from tests.helpers import make_submission
 
+pytestmark = pytest.mark.slow  # kills worker processes mid-scoring; the damaged-cache tests score through the harness
+
 
 def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys):
     logs = tmp_path / "logs"

@@ -290,9 +290,9 @@ def test_near_duplicate_spellings_are_flagged_and_kept():
 def test_unreadable_source_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[{\"id\": 1}]")
-    with pytest.raises(cube_1k.SourceError, match="record 0 lacks the keys"):
+    with pytest.raises(cube_1k.CubeSourceError, match="record 0 lacks the keys"):
         cube_1k.read_source(str(bad))
-    with pytest.raises(cube_1k.SourceError, match="cannot read the CUBE-1K source"):
+    with pytest.raises(cube_1k.CubeSourceError, match="cannot read the CUBE-1K source"):
         cube_1k.read_source(str(tmp_path / "absent.json"))
 
 

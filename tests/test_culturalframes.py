@@ -186,7 +186,7 @@ def test_card_states_counts_licence_layout_and_what_is_missing(built):
     (lambda r: r.append(copy.deepcopy(r[0])), "the image id appears twice"),
 ])
 def test_invalid_release_values_are_rejected_naming_record_and_column(tmp_path, change, message):
-    with pytest.raises(cf.SourceError) as error:
+    with pytest.raises(cf.CulturalFramesSourceError) as error:
         build_broken(tmp_path, change)
     assert message in str(error.value)
     assert not (tmp_path / "out").exists()  # nothing half-written
@@ -244,7 +244,7 @@ def test_fractional_overall_both_spellings_extra_and_missing_optional_fields_loa
 
 
 def test_hub_source_offline_is_a_clear_error():
-    with pytest.raises(cf.SourceError, match=r"cannot download the Hub dataset mair-lab/CulturalFrames .*--source DIR"):
+    with pytest.raises(cf.CulturalFramesSourceError, match=r"cannot download the Hub dataset mair-lab/CulturalFrames .*--source DIR"):
         cf.resolve_source(cf.SOURCE_REPO)
 
 
@@ -280,7 +280,7 @@ def test_exported_images_are_scored_by_the_harness_and_map_back_to_image_ids(bui
     by_prompt = scores.per_image[scores.per_image.metric == "clip_cosine"].set_index("prompt_id")["value"]
     expected = rated.set_index("image_id")["prompt_id"].map(by_prompt)
     assert mapped.set_index("image_id")["score"].to_dict() == expected.to_dict()
-    with pytest.raises(cf.SourceError, match="no CulturalFrames image is from 'GPT-Image'; models: FLUX.1-dev, "):
+    with pytest.raises(cf.CulturalFramesSourceError, match="no CulturalFrames image is from 'GPT-Image'; models: FLUX.1-dev, "):
         cf.export_submission(out, "gpt-image", tmp_path / "gpt")
     assert not (tmp_path / "gpt").exists()
 
@@ -429,6 +429,7 @@ def test_fractional_overall_scores_are_interval_values_in_1_to_5(hand):
         human.krippendorff_alpha(hand.assign(overall=6.0), "overall")
 
 
+@pytest.mark.slow
 def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     """The console verbs over the built folder: a score file ranked against the raters into a store's Metrics
     table; human aggregates and alpha as CSV; a malformed --scores is a clear error."""

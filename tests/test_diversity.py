@@ -491,6 +491,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
     assert {a["metric_version"] for a in scores.aggregates} == {version}
 
 
+@pytest.mark.slow
 def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, tmp_path):
     """The ``diversity_tagger`` setting set to a VLM folder (CUBE App. H.2): the harness tags each image with the
     VLM's choice among the index's top 5, the same as an independent ``VLMTagger.tag`` call on the images, and

@@ -18,7 +18,7 @@ from culturelens import cli
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
-from benchmark.generation.runner import parse_seeds
+from benchmark.generation.runner import GenerationError, parse_seeds
 from benchmark.submission import stage
 from tests.helpers import save_tiny_stable_diffusion
 
@@ -64,6 +64,7 @@ def pixels(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB")).astype(int)
 
 
+@pytest.mark.slow
 def test_generated_submission_validates_and_records_every_setting(tiny_sd, datasets_root, tmp_path):
     out = tmp_path / "sub"
     result = generate(datasets_root, tiny_sd, out, "--images-per-prompt", "2", "--seeds", "3,7",
@@ -83,6 +84,7 @@ def test_generated_submission_validates_and_records_every_setting(tiny_sd, datas
     assert not (tmp_path / ".sub.tmp").exists()
 
 
+@pytest.mark.slow
 def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datasets_root, tmp_path):
     ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table.index)
     full = tmp_path / "full"
@@ -104,6 +106,7 @@ def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datase
             assert difference.max() <= 1
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
     out = tmp_path / "resumed"
     command = [sys.executable, "-m", "culturelens.cli", "generate", "--model", str(tiny_sd), "--dataset",
@@ -136,6 +139,7 @@ def test_resuming_with_other_settings_is_refused(tiny_sd, datasets_root, tmp_pat
     assert other.returncode == 2 and "holds images made with other settings" in other.stderr
 
 
+@pytest.mark.slow
 def test_refused_images_are_recorded_not_crashed(refusing_sd, datasets_root, tmp_path):
     out = tmp_path / "refused"
     result = generate(datasets_root, refusing_sd, out, "--images-per-prompt", "2")
@@ -165,7 +169,7 @@ def test_presets_carry_the_papers_settings():
 def test_seed_ranges_parse():
     assert parse_seeds("0-9") == list(range(10)) and parse_seeds("0-2,10") == [0, 1, 2, 10]
     for bad in ("3-1", "a", "1,1"):
-        with pytest.raises(ValueError):
+        with pytest.raises(GenerationError):
             parse_seeds(bad)
 
 

@@ -143,6 +143,7 @@ compute_features(Path(staged), rows, needs, backbones, EmbeddingCache(cache_path
 """
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_recomputing_what_it_cached(submission, backbones, backbones_file, tmp_path):
     staged, manifest, prompts, *_ = submission
     prompts.table.to_parquet(staged / "prompts.parquet")
@@ -160,6 +161,7 @@ def test_a_killed_run_resumes_without_recomputing_what_it_cached(submission, bac
     assert np.array_equal(resumed.per_image["value"].to_numpy(), cold.per_image["value"].to_numpy())
 
 
+@pytest.mark.slow
 def test_two_processes_give_exactly_the_one_process_results(submission, backbones_file, tmp_path):
     """`culturelens score --num-processes 2` (accelerate, gloo on CPU) equals the one-process run bit for bit."""
     _, _, _, datasets_root, source = submission

@@ -320,6 +320,7 @@ def _cases(prompt_ids: list[str], corpus: Path):
     return _hostile_cases(prompt_ids, corpus) + _more_cases(prompt_ids, corpus / "more")
 
 
+@pytest.mark.slow
 def test_the_hostile_corpus_is_rejected_and_changes_nothing(populated, tmp_path, monkeypatch, capsys):
     store, prompt_ids, kept, _ = populated
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -557,6 +558,7 @@ def test_damaged_uploads_through_the_store_change_nothing(populated, data):
 
 
 # --- and escaped wherever it is shown --------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.browser
 def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstream):
     """Through the live app: the verdict, the details and the Queue tab (in Chromium) show the submitted HTML

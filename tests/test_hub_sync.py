@@ -200,6 +200,7 @@ def test_a_record_restored_while_running_waits_for_a_new_worker(scored, tmp_path
     assert fresh.queue.claim("new", 60).id == waiting
 
 
+@pytest.mark.slow
 def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, tiny_upstream):
     store, done, _ = scored
     folder = tmp_path / "repo-results"

@@ -158,6 +158,7 @@ def test_sparql_results_become_records():
     assert iconic.QUERY.read_text().count("wikibase:sitelinks") == 1
 
 
+@pytest.mark.slow
 def test_iconicity_through_the_harness_matches_an_independent_computation(built, tiny_clip, tiny_dino, tmp_path):
     root, out, _, clip = built
     dino = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")

@@ -148,6 +148,7 @@ def simulated(seed: int, n_prompts: int = 60, models: int = 4) -> tuple[pd.DataF
     return ratings, scores
 
 
+@pytest.mark.slow
 def test_a_metric_made_like_one_more_rater_scores_the_ceiling():
     """200 seeded data sets of 240 images: a metric generated exactly like a 4th rater. Its spearman minus the
     ceiling averages 0 within noise: |mean| < 3 standard errors of the 200 differences (observed: mean 0.006,

@@ -16,6 +16,9 @@ import zipfile
 from pathlib import Path
 
 import datasets
+import pytest
+
+pytestmark = pytest.mark.slow  # builds and installs the wheel in a fresh environment
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = sorted(p.name for p in (ROOT / "data_cards").glob("*.md"))

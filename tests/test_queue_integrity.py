@@ -179,6 +179,7 @@ FULL_DISK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_server_that_cannot_store_an_upload_does_not_count_it_against_the_uploader(store, tmp_path):
     folder = _folder(store, tmp_path, "big", image_size=256)  # ~200 kB per image: past the file-size limit
     result = subprocess.run([sys.executable, "-c", FULL_DISK, str(store.root), str(folder)], cwd=REPO,

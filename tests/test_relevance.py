@@ -378,6 +378,7 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
         "first_with_page", "as_given", None)
 
 
+@pytest.mark.slow
 def test_kb_index_verb_names_the_flag_score_takes(tmp_path, tiny_clip):
     """`culturelens kb-index` ends by saying how to score with the index: the flag it names is one `score` has."""
     import json

@@ -12,7 +12,8 @@ import pytest
 
 from tests.test_cli import culturelens
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# slow: each test scores a submission with the tiny backbones and reproduces it (6 to 30 s)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ import pytest
 from tests.helpers import free_port
 from tests.test_harness import backbones, submission  # noqa: F401 - fixtures: tiny backbones, 6 prompts x 3 seeds
 
+pytestmark = pytest.mark.slow  # several processes (accelerate, gloo)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SHARD = """

@@ -20,6 +20,8 @@ from leaderboard.queue import Queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
+pytestmark = pytest.mark.slow  # starts, kills and restarts worker and serve processes
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 

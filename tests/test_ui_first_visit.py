@@ -18,7 +18,7 @@ from leaderboard.store import Store
 from tests.browser import LAPTOP, PHONE, chromium, control, open_page, open_tab, query, screenshot, shows, table, wait_for_text
 from tests.helpers import serving
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LINK_SECONDS = 5  # how long an opened link is left alone before its address bar is read
 
 

@@ -23,7 +23,7 @@ from leaderboard.store import Store
 from tests.browser import chromium, control, open_page, screenshot, shows, table, wait_for_text
 from tests.helpers import make_submission, serving, zip_folder
 
-pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"
 EXAMPLE_MODEL = "Example (placeholder drawings)"
 

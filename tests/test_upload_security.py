@@ -66,6 +66,7 @@ def _mpo(path: Path) -> Path:
 
 
 # --- 1. linear archive checks and a time bound ---------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
 def test_a_repeated_name_among_200000_entries_is_rejected_in_seconds(tmp_path):
     archive = tmp_path / "many.zip"
@@ -233,6 +234,7 @@ def _on_a_full_disk(source: Path, staging: Path, limit: int, when: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when, limit", [("unpack", 4096), ("keep", 0)])
 def test_a_full_disk_is_a_server_fault_and_leaves_nothing(tmp_path, when, limit):
     source = zip_folder(make_submission(tmp_path / "sub", PROMPT_IDS), tmp_path / "sub.zip")  # 12 KB images

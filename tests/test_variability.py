@@ -410,6 +410,7 @@ def test_the_authors_calibration_is_dreamsims_and_refused_for_another_backbone()
     assert metric.need.backbone == "dreamsim" and "w1kp" not in {u.name for u in unavailable}
 
 
+@pytest.mark.slow
 def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, tiny_clip, tiny_dino, tmp_path):
     """Calibrate for the tiny CLIP's id: the .npz names it; --w1kp-backbone dinov2-base is refused with both ids
     named; clip-vit-b-32 scores, and the results record the calibration's sha256 and backbone."""

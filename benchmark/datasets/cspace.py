@@ -52,6 +52,7 @@ from tqdm import tqdm
 from benchmark import geo
 from benchmark.datasets import hub_layout
 from benchmark.datasets.cube_1k import CONCEPTS
+from benchmark.errors import CultureLensError
 
 HUB_REPO = "culturelens/cube-cspace"
 CONFIG = "cspace"
@@ -101,11 +102,11 @@ SKIPS = {
 }
 
 
-class DumpError(ValueError):
+class DumpError(CultureLensError, ValueError):
     """The Wikidata dump cannot be read; the message names the line."""
 
 
-class CSpaceFileError(ValueError):
+class CSpaceFileError(CultureLensError, ValueError):
     """A user-provided CSpace file is not usable; the message names the record and the column."""
 
 

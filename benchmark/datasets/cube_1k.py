@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmark import geo
+from benchmark.errors import CultureLensError
 
 if TYPE_CHECKING:
     import datasets
@@ -166,7 +167,7 @@ DEFECTS = {
 ARTICLE_COUNTRY = re.compile(r"\b(?:United|Republic|Kingdom|States|Islands|Emirates|Netherlands|Philippines)\b")
 
 
-class SourceError(RuntimeError):
+class CubeSourceError(CultureLensError, RuntimeError):
     """The CUBE-1K source cannot be read or does not look like the authors' file."""
 
 
@@ -223,27 +224,27 @@ def read_source(source: str) -> list[dict]:
         else:
             text = Path(source).read_text(encoding="utf-8")
     except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise SourceError(
+        raise CubeSourceError(
             f"cannot read the CUBE-1K source {source}: {getattr(error, 'reason', error)}. "
             "Offline? Pass --source with a local copy of the authors' cube_1k.json."
         ) from None
     except UnicodeDecodeError as error:
-        raise SourceError(f"{source}: not UTF-8 text ({error})") from None
+        raise CubeSourceError(f"{source}: not UTF-8 text ({error})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise SourceError(f"{source}: not JSON ({error})") from None
+        raise CubeSourceError(f"{source}: not JSON ({error})") from None
     if not isinstance(data, list) or not data:
-        raise SourceError(f"{source}: expected a non-empty JSON list of records")
+        raise CubeSourceError(f"{source}: expected a non-empty JSON list of records")
     for index, record in enumerate(data):
         if not isinstance(record, dict):
-            raise SourceError(f"{source}: record {index} is not an object")
+            raise CubeSourceError(f"{source}: record {index} is not an object")
         missing = [k for k in UPSTREAM_KEYS if k not in record]
         if missing:
-            raise SourceError(f"{source}: record {index} lacks the keys {missing}")
+            raise CubeSourceError(f"{source}: record {index} lacks the keys {missing}")
         bad = [k for k in UPSTREAM_KEYS if not isinstance(record[k], str)]
         if bad:
-            raise SourceError(f"{source}: record {index}: {bad} are not strings")
+            raise CubeSourceError(f"{source}: record {index}: {bad} are not strings")
     return data
 
 
@@ -264,7 +265,7 @@ def _parse_property(value: str) -> tuple[list[str] | None, list[str]]:
     except (ValueError, SyntaxError):
         items = None
     if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
-        raise SourceError(f"property value {value!r} is neither a QID list nor a missing marker")
+        raise CubeSourceError(f"property value {value!r} is neither a QID list nor a missing marker")
     qids = [t for t in items if QID.fullmatch(t)]
     return qids, (["malformed_property_token"] if len(qids) != len(items) else [])
 
@@ -383,12 +384,12 @@ def check_record(index: int, record: dict, demonyms: dict[str, str]) -> CubeReco
     elif domain in CONCEPTS:
         concept = domain
     else:
-        raise SourceError(f"record {index} ({artifact!r}): unknown domain {domain!r}")
+        raise CubeSourceError(f"record {index} ({artifact!r}): unknown domain {domain!r}")
 
     try:
         code = geo.country_code(record["country"])
     except geo.UnknownCountry as error:
-        raise SourceError(f"record {index} ({artifact!r}): {error}") from None
+        raise CubeSourceError(f"record {index} ({artifact!r}): {error}") from None
     properties: dict[str, list[str] | None] = {}
     for key in PROPERTIES:
         if key == "P361" and (QID.fullmatch(record[key]) or record[key] == "LLM"):

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 from benchmark import geo
 from benchmark.atomic import atomic_folder
 from benchmark.datasets import hub_layout
+from benchmark.errors import CultureLensError, OutputExists
 from benchmark.layout import MANIFEST, image_name
 
 SOURCE_REPO = "mair-lab/CulturalFrames"
@@ -106,7 +107,7 @@ FLAGS = ("explicit_error", "implicit_error", "stereotype", "quality_artifacts", 
 TEXTS = ("rater_id", "justification", "stereotype_comment")
 
 
-class SourceError(ValueError):
+class CulturalFramesSourceError(CultureLensError, ValueError):
     """The release cannot be read or holds a value outside its schema; the message says where."""
 
 
@@ -118,7 +119,7 @@ def canonical_model(name: str) -> str:
 def canonical_domain(name: str, where: str) -> str:
     domain = re.sub(r"[\s_]+", "-", str(name).strip().lower())
     if domain not in DOMAINS:
-        raise SourceError(f"{where}: domain {name!r} is not one of {', '.join(DOMAINS)}")
+        raise CulturalFramesSourceError(f"{where}: domain {name!r} is not one of {', '.join(DOMAINS)}")
     return domain
 
 
@@ -128,14 +129,14 @@ def resolve_source(source: str | Path, *, revision: str | None = None) -> Path:
     if folder.is_dir():
         return folder
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)):
-        raise SourceError(f"{source}: neither a folder nor a Hub dataset repo id (ORG/NAME)")
+        raise CulturalFramesSourceError(f"{source}: neither a folder nor a Hub dataset repo id (ORG/NAME)")
     from huggingface_hub import snapshot_download
 
     try:
         return Path(snapshot_download(str(source), repo_type="dataset", revision=revision,
                                       allow_patterns=["README.md", ANNOTATIONS_FILE, IMAGE_FILES]))
     except Exception as error:  # offline mode, network, missing repo: all say the same thing to the user
-        raise SourceError(
+        raise CulturalFramesSourceError(
             f"cannot download the Hub dataset {source} ({type(error).__name__}: {str(error).splitlines()[0][:200]}). "
             f"Where there is network, run `hf download {source} --repo-type dataset --local-dir DIR` and "
             "pass --source DIR.") from None
@@ -155,12 +156,12 @@ def spelled(paths: tuple[tuple[str, ...], ...]) -> str:
 
 
 def _get_any(obj, paths: tuple[tuple[str, ...], ...], where: str, column: str):
-    """The value at whichever of ``paths`` ``obj`` has (None if none); SourceError if two disagree."""
+    """The value at whichever of ``paths`` ``obj`` has (None if none); CulturalFramesSourceError if two disagree."""
     found = {".".join(path): value for path in paths if (value := _get(obj, path)) is not None}
     values = list(found.values())
     if any(value != values[0] for value in values[1:]):
         shown = ", ".join(f"{path} = {value!r}" for path, value in found.items())
-        raise SourceError(f"{where}: column {column!r} is given twice with different values ({shown})")
+        raise CulturalFramesSourceError(f"{where}: column {column!r} is given twice with different values ({shown})")
     return values[0] if values else None
 
 
@@ -169,7 +170,7 @@ def _score(value, allowed: tuple, where: str, column: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) not in allowed:
         shown = ", ".join(f"{a:g}" for a in allowed)
-        raise SourceError(f"{where}: column {column!r} = {value!r} is not one of {shown}")
+        raise CulturalFramesSourceError(f"{where}: column {column!r} = {value!r} is not one of {shown}")
     return float(value)
 
 
@@ -179,8 +180,9 @@ def _overall(value, where: str) -> float | None:
         return None
     low, high = OVERALL_RANGE
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= float(value) <= high:
-        raise SourceError(f"{where}: column 'overall' = {value!r} is outside [{low:g}, {high:g}] (the overall "
-                          "score is a number from 1 to 5)")
+        raise CulturalFramesSourceError(
+            f"{where}: column 'overall' = {value!r} is outside [{low:g}, {high:g}] (the overall "
+            "score is a number from 1 to 5)")
     return float(value)
 
 
@@ -189,7 +191,7 @@ def _flag(value, where: str, column: str) -> bool | None:
         return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise SourceError(f"{where}: column {column!r} = {value!r} is not true/false")
+    raise CulturalFramesSourceError(f"{where}: column {column!r} = {value!r} is not true/false")
 
 
 def _text(value, where: str, column: str) -> str | None:
@@ -197,21 +199,21 @@ def _text(value, where: str, column: str) -> str | None:
         return value.strip() if isinstance(value, str) and value.strip() else None
     if column == "rater_id" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise SourceError(f"{where}: column {column!r} = {value!r} is not text")
+    raise CulturalFramesSourceError(f"{where}: column {column!r} = {value!r} is not text")
 
 
 def _words(value, where: str) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
-        raise SourceError(f"{where}: column 'flagged_words' = {value!r} is not a list of words")
+        raise CulturalFramesSourceError(f"{where}: column 'flagged_words' = {value!r} is not a list of words")
     return [w.strip() for w in value if w.strip()]
 
 
 def check_rating(raw, where: str) -> dict:
     """One rater's annotation -> our columns, every value checked (``where`` names it in errors)."""
     if not isinstance(raw, dict):
-        raise SourceError(f"{where}: not a JSON object")
+        raise CulturalFramesSourceError(f"{where}: not a JSON object")
     row = {column: _get_any(raw, paths, where, column) for column, (paths, _) in RATING_FIELDS.items()}
     out = {column: _score(row[column], allowed, where, column) for column, allowed in SCORES.items()}
     out["overall"] = _overall(row["overall"], where)
@@ -258,11 +260,12 @@ def _read_image_index(files: list[Path]) -> dict[str, dict]:
         try:
             table = pq.read_table(path, columns=columns)
         except Exception as error:
-            raise SourceError(f"{path}: not the release's image Parquet (columns {columns}): {error}") from None
+            raise CulturalFramesSourceError(
+                f"{path}: not the release's image Parquet (columns {columns}): {error}") from None
         for row in table.to_pylist():
             image_id = row[IMAGE_COLUMNS["image_id"]]
             if image_id in rows:
-                raise SourceError(f"{path}: image id {image_id!r} appears twice in the image files")
+                raise CulturalFramesSourceError(f"{path}: image id {image_id!r} appears twice in the image files")
             rows[image_id] = {c: row[IMAGE_COLUMNS[c]] for c in ("prompt", "country", "model")} | {"file": path}
     return rows
 
@@ -273,16 +276,17 @@ def read_release(folder: Path) -> Release:
     annotations = folder / ANNOTATIONS_FILE
     files = sorted(folder.glob(IMAGE_FILES))
     if not annotations.is_file():
-        raise SourceError(f"{folder}: no {ANNOTATIONS_FILE} (the release's ratings); is this the CulturalFrames "
-                          "release? Without it there is nothing to rate against.")
+        raise CulturalFramesSourceError(
+            f"{folder}: no {ANNOTATIONS_FILE} (the release's ratings); is this the CulturalFrames "
+            "release? Without it there is nothing to rate against.")
     if not files:
-        raise SourceError(f"{folder}: no image files {IMAGE_FILES}")
+        raise CulturalFramesSourceError(f"{folder}: no image files {IMAGE_FILES}")
     try:
         records = json.loads(annotations.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise SourceError(f"{annotations}: not JSON ({error})") from None
+        raise CulturalFramesSourceError(f"{annotations}: not JSON ({error})") from None
     if not isinstance(records, list) or not records:
-        raise SourceError(f"{annotations}: expected a non-empty JSON list of image records")
+        raise CulturalFramesSourceError(f"{annotations}: expected a non-empty JSON list of image records")
     index = _read_image_index(files)
 
     present: Counter = Counter()
@@ -292,32 +296,34 @@ def read_release(folder: Path) -> Release:
     for number, record in enumerate(records):
         where = f"{ANNOTATIONS_FILE}, record {number}"
         if not isinstance(record, dict):
-            raise SourceError(f"{where}: not a JSON object")
+            raise CulturalFramesSourceError(f"{where}: not a JSON object")
         values = {column: _get_any(record, paths, where, column) for column, (paths, _) in RECORD_FIELDS.items()}
         for column, (paths, confirmed) in RECORD_FIELDS.items():
             if confirmed and values[column] is None:
-                raise SourceError(f"{where}: no {spelled(paths)!r}; the release layout changed: edit RECORD_FIELDS "
-                                  "in benchmark/datasets/culturalframes.py")
+                raise CulturalFramesSourceError(
+                    f"{where}: no {spelled(paths)!r}; the release layout changed: edit RECORD_FIELDS "
+                    "in benchmark/datasets/culturalframes.py")
         present.update(f"record:{column}" for column, value in values.items() if value is not None)
         image_id = str(values["image_id"])
         where = f"{where} (id {image_id!r})"
         if image_id in seen:
-            raise SourceError(f"{where}: the image id appears twice")
+            raise CulturalFramesSourceError(f"{where}: the image id appears twice")
         seen.add(image_id)
         if not isinstance(values["ratings"], list):
-            raise SourceError(f"{where}: {spelled(RECORD_FIELDS['ratings'][0])!r} is not a list")
+            raise CulturalFramesSourceError(f"{where}: {spelled(RECORD_FIELDS['ratings'][0])!r} is not a list")
         country, text = str(values["country"]).strip(), " ".join(str(values["prompt"]).split())
         try:
             code = geo.country_code(country)
         except geo.UnknownCountry as error:
-            raise SourceError(f"{where}: {error}") from None
+            raise CulturalFramesSourceError(f"{where}: {error}") from None
         domain = canonical_domain(values["domain"], where)
         meta = index.get(image_id)
         if meta is None:
             notes["records_without_image"] += 1
         elif " ".join(str(meta["prompt"]).split()) != text or str(meta["country"]).strip() != country:
-            raise SourceError(f"{where}: prompt or country differs from the image file's row for the same id "
-                              f"({meta['prompt']!r}, {meta['country']!r})")
+            raise CulturalFramesSourceError(
+                f"{where}: prompt or country differs from the image file's row for the same id "
+                f"({meta['prompt']!r}, {meta['country']!r})")
         key, from_id = _prompt_key(image_id, str(values["model_name"]), country, text)
         notes["prompt_key_from_id" if from_id else "prompt_key_from_text"] += 1
         pid = prompt_id(key)
@@ -326,10 +332,11 @@ def read_release(folder: Path) -> Release:
             "continent": geo.continent(code), "domain": domain, "source_excerpt": values["source_excerpt"],
             "source_prompt_key": key, "models": [], "n_images": 0})
         if (entry["prompt"], entry["country"], entry["domain"]) != (text, country, domain):
-            raise SourceError(f"{where}: prompt key {key!r} already names a different prompt, country or domain")
+            raise CulturalFramesSourceError(
+                f"{where}: prompt key {key!r} already names a different prompt, country or domain")
         model = canonical_model(meta["model"] if meta else values["model_name"])
         if model in entry["models"]:
-            raise SourceError(f"{where}: prompt {key!r} has two images from {model}")
+            raise CulturalFramesSourceError(f"{where}: prompt {key!r} has two images from {model}")
         if meta is not None:
             entry["models"].append(model)
             entry["n_images"] += 1
@@ -349,8 +356,9 @@ def read_release(folder: Path) -> Release:
     broken = [c for c in never if RATING_FIELDS[c][1]]
     if broken:
         paths = ", ".join(spelled(RATING_FIELDS[c][0]) for c in broken)
-        raise SourceError(f"{annotations}: no rating has {paths}; the release layout changed: edit RATING_FIELDS in "
-                          "benchmark/datasets/culturalframes.py")
+        raise CulturalFramesSourceError(
+            f"{annotations}: no rating has {paths}; the release layout changed: edit RATING_FIELDS in "
+            "benchmark/datasets/culturalframes.py")
     optional = {c: len(ratings) - present[c] for c, (_, confirmed) in RATING_FIELDS.items() if not confirmed}
     optional |= {c: len(records) - present[f"record:{c}"] for c, (_, confirmed) in RECORD_FIELDS.items()
                  if not confirmed}
@@ -455,8 +463,8 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
 def _local_file(folder: Path, config: str) -> Path:
     path = Path(folder) / hub_layout.parquet_path(config, SPLIT)
     if not path.is_file():
-        raise SourceError(f"{folder}: no {hub_layout.parquet_path(config, SPLIT)}; build the folder with "
-                          "`culturelens data build culturalframes --out DIR` and pass DIR")
+        raise CulturalFramesSourceError(f"{folder}: no {hub_layout.parquet_path(config, SPLIT)}; build the folder with "
+                                        "`culturelens data build culturalframes --out DIR` and pass DIR")
     return path
 
 
@@ -470,8 +478,9 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
     try:
         table = datasets.load_dataset(str(source), config, split=SPLIT, revision=revision)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as error:
-        raise SourceError(f"cannot load config {config!r} of {source}: {str(error).splitlines()[0][:200]}. "
-                          "Build it with `culturelens data build culturalframes --out DIR` and pass DIR.") from None
+        raise CulturalFramesSourceError(
+            f"cannot load config {config!r} of {source}: {str(error).splitlines()[0][:200]}. "
+            "Build it with `culturelens data build culturalframes --out DIR` and pass DIR.") from None
     return (table.select_columns(columns) if columns else table).to_pandas()
 
 
@@ -496,7 +505,7 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
 
     model, folder, out = canonical_model(model), Path(folder), Path(out)
     if out.exists():
-        raise FileExistsError(f"{out} exists; choose another folder")
+        raise OutputExists(f"{out} exists; choose another folder")
     prompts = load_config(folder, "prompts", columns=["prompt_id"])["prompt_id"]
     with atomic_folder(out) as staging:  # appears complete, or not at all
         answered = set()
@@ -504,14 +513,14 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
             with Image.open(io.BytesIO(data)) as picture:
                 extension = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp"}.get(picture.format)
             if extension is None:
-                raise SourceError(f"image {image_id}: format {picture.format} cannot be submitted")
+                raise CulturalFramesSourceError(f"image {image_id}: format {picture.format} cannot be submitted")
             target = staging / image_name(prompt, 0, extension)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             answered.add(prompt)
         if not answered:
             models = sorted(set(load_config(folder, "images", columns=["model"])["model"]))
-            raise SourceError(f"no CulturalFrames image is from {model!r}; models: {', '.join(models)}")
+            raise CulturalFramesSourceError(f"no CulturalFrames image is from {model!r}; models: {', '.join(models)}")
         manifest = Manifest(
             format_version=FORMAT_VERSION,
             model=Model(name=model, id=f"CulturalFrames images of {model} ({SOURCE_REPO})",

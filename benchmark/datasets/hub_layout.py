@@ -17,12 +17,13 @@ from huggingface_hub import DatasetCard, DatasetCardData, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
 
 from benchmark.atomic import atomic_folder
+from benchmark.errors import CultureLensError, OutputExists
 
 CARD_TEMPLATES = Path(str(importlib.resources.files("data_cards")))  # package data: in a checkout and a wheel
 MARKER = "<!-- built by culturelens -->"
 
 
-class PushError(RuntimeError):
+class PushError(CultureLensError, RuntimeError):
     """Publishing a dataset folder to the Hub failed; the message says why and what to do."""
 
 
@@ -68,7 +69,7 @@ def write_folder(out: Path, tables: dict[tuple[str, str], datasets.Dataset], car
     if out.exists():
         readme = out / "README.md"
         if not out.is_dir() or (any(out.iterdir()) and MARKER not in _read(readme)):
-            raise FileExistsError(f"{out} exists and is not a dataset folder built by culturelens; choose another --out")
+            raise OutputExists(f"{out} exists and is not a dataset folder built by culturelens; choose another --out")
     with atomic_folder(out, replace=True) as staging:
         for (config, split), table in tables.items():
             target = staging / parquet_path(config, split)

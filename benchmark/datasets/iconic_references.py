@@ -31,6 +31,7 @@ import datasets
 import numpy as np
 
 from benchmark.datasets import hub_layout, names
+from benchmark.errors import CultureLensError
 
 HUB_REPO, CONFIG, SPLIT = names.ICONIC_REFERENCES
 CONFIG_ALL = "references_all"
@@ -44,8 +45,12 @@ USER_AGENT = "CultureLens dataset builder (https://huggingface.co/culturelens)"
 QID = re.compile(r"Q[1-9][0-9]*")
 
 
-class RecordsError(ValueError):
+class RecordsError(CultureLensError, ValueError):
     """The records file or its images are not usable; the message names the line and the problem."""
+
+
+class FetchError(CultureLensError, OSError):
+    """Wikidata's query service or Wikimedia Commons cannot be reached (``--from-sparql``)."""
 
 
 @dataclass
@@ -198,12 +203,21 @@ def records_from_sparql(bindings: list[dict]) -> list[dict]:
     return list(records.values())
 
 
+def _download(request: urllib.request.Request, timeout: float) -> bytes:
+    """The body of a request to Wikidata or Commons (fixed https hosts); FetchError when it cannot be had."""
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (fixed https hosts)
+            return response.read()
+    except OSError as error:  # refused, timed out, no such host, an HTTP error status
+        raise FetchError(f"cannot fetch the references from Wikidata ({request.full_url[:80]}): {error}; "
+                         "check the network, or give --records and --images without --from-sparql") from None
+
+
 def fetch_from_wikidata(records_path: Path, images_root: Path, *, width: int = 1024) -> int:
     """Run the SPARQL query, download each image from Wikimedia Commons, write the records file."""
     url = f"{SPARQL_ENDPOINT}?{urllib.parse.urlencode({'query': QUERY.read_text(), 'format': 'json'})}"
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/sparql-results+json"})
-    with urllib.request.urlopen(request, timeout=300) as response:  # noqa: S310 (fixed https endpoint)
-        records = records_from_sparql(json.load(response)["results"]["bindings"])
+    records = records_from_sparql(json.loads(_download(request, 300))["results"]["bindings"])
     for record in records:
         for name, source in zip(record["images"], record["image_sources"]):
             target = images_root / name
@@ -212,9 +226,7 @@ def fetch_from_wikidata(records_path: Path, images_root: Path, *, width: int = 1
             target.parent.mkdir(parents=True, exist_ok=True)
             file_url = ("https://commons.wikimedia.org/wiki/Special:FilePath/"
                         f"{urllib.parse.quote(source)}?width={width}")
-            with urllib.request.urlopen(urllib.request.Request(file_url, headers={"User-Agent": USER_AGENT}),
-                                        timeout=120) as response:  # noqa: S310 (fixed https host)
-                target.write_bytes(response.read())
+            target.write_bytes(_download(urllib.request.Request(file_url, headers={"User-Agent": USER_AGENT}), 120))
         record["image_licenses"] = ["see Wikimedia Commons: " + s for s in record["image_sources"]]
     records_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return len(records)

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
+from benchmark.errors import CultureLensError
+
 # A dataset's reference images (e.g. iconic_references), when it has them: a list of images per prompt.
 REFERENCE_COLUMN = "images"
 # Columns the scoring keeps on every result row and slices by, when a dataset has them.
@@ -20,7 +22,7 @@ SLICE_COLUMNS = ("country", "country_code", "continent", "concept", "domain", "k
 LABEL_COLUMNS = ("artifact",)
 
 
-class DatasetUnavailable(RuntimeError):
+class DatasetUnavailable(CultureLensError, RuntimeError):
     """The dataset cannot be loaded; the message says how to provide it."""
 
 

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
+from benchmark.errors import CultureLensError
+
 ENV_BACKBONES = "CULTURELENS_BACKBONES"
 LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 FAMILIES = ("open_clip", "hf_vision", "dreamsim")
@@ -24,8 +26,13 @@ POOLINGS = ("cls", "mean")  # the first is the default
 GRID_CUTS = ("rounded", "floor")  # the first is the default
 
 
-class BackboneUnavailable(RuntimeError):
+class BackboneUnavailable(CultureLensError, RuntimeError):
     """A backbone cannot be loaded; the message names it and how to provide it."""
+
+
+class BackbonesFileError(CultureLensError, ValueError):
+    """A backbones file (or a recorded spec) that cannot be read as backbone specs; the message names the file,
+    the backbone id and the problem."""
 
 
 @dataclass(frozen=True)
@@ -80,13 +87,13 @@ class BackboneSpec:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
+            raise BackbonesFileError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
         if data.get("family") not in FAMILIES or not data.get("model"):
-            raise ValueError(f"{where}: needs 'family' (one of {', '.join(FAMILIES)}) and 'model'")
+            raise BackbonesFileError(f"{where}: needs 'family' (one of {', '.join(FAMILIES)}) and 'model'")
         try:
             return cls(**data)
         except ValueError as error:
-            raise ValueError(f"{where}: {error}") from None
+            raise BackbonesFileError(f"{where}: {error}") from None
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -123,11 +130,11 @@ def load_registry(path: str | Path | None = None) -> dict[str, BackboneSpec]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"backbones file {path}: cannot be read as JSON ({error})") from None
+        raise BackbonesFileError(f"backbones file {path}: cannot be read as JSON ({error})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"backbones file {path}: expected an object mapping backbone ids to specs")
+        raise BackbonesFileError(f"backbones file {path}: expected an object mapping backbone ids to specs")
     for backbone_id, spec in data.items():
         if not isinstance(spec, dict):
-            raise ValueError(f"backbones file {path}: {backbone_id}: expected an object")
+            raise BackbonesFileError(f"backbones file {path}: {backbone_id}: expected an object")
         registry[backbone_id] = BackboneSpec.from_dict(spec, f"backbones file {path}: {backbone_id}")
     return registry

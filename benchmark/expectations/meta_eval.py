@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
+from benchmark.errors import CultureLensError
 from benchmark.layout import PER_IMAGE
 
 CRITERIA = ("alignment", "quality", "overall")
@@ -36,7 +37,7 @@ MIN_IMAGES = 20
 RANKING_COLUMNS = ["metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling", "rank"]
 
 
-class ScoresError(ValueError):
+class ScoresError(CultureLensError, ValueError):
     """A metric's scores cannot be meta-evaluated; the message names the problem and example image ids."""
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import sys
 from pathlib import Path
 
 from benchmark.generation.presets import CUBE_NEGATIVE_PROMPT, PRESETS
@@ -92,45 +91,41 @@ def _dataset_repo(args: argparse.Namespace) -> tuple[str, Path | None]:
 def main(args: argparse.Namespace) -> int:
     import torch
 
-    from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
+    from benchmark.datasets.prompts import load_prompts
     from benchmark.generation.runner import (GenerationError, generation_record, load_pipeline, parse_seeds, run,
                                              select_prompts)
     from benchmark.progress import Bars
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    settings = _settings(args, device)
+    seeds = parse_seeds(args.seeds) if args.seeds else list(range(args.images_per_prompt))
+    if len(seeds) != args.images_per_prompt:
+        raise GenerationError(f"--seeds gives {len(seeds)} seeds but --images-per-prompt is "
+                              f"{args.images_per_prompt}")
+    repo, folder = _dataset_repo(args)
+    prompt_set = load_prompts(repo, args.config, args.split, folder=folder)
+    prompts = select_prompts(prompt_set.table, args.prompts_where, args.limit)
+    if not prompts:
+        raise GenerationError("no prompt matches --prompts-where / --limit")
+    pipeline = load_pipeline(settings, device=device, cpu_offload=args.cpu_offload,
+                             attention_slicing=args.attention_slicing)
+    manifest = {
+        "format_version": 1,
+        "model": {"name": args.model_name or (PRESETS[args.preset].name if args.preset else Path(settings.model).name),
+                  "id": settings.model, "revision": settings.revision, "type": args.model_type},
+        "dataset": {"repo": repo, "config": args.config, "split": args.split},
+        "images_per_prompt": len(seeds),
+        "seeds": seeds,
+        "generation": generation_record(pipeline, settings, args.preset),
+        "license": args.license,
+        "contact": args.contact,
+    }
+    bars = Bars(unit="img")
     try:
-        settings = _settings(args, device)
-        seeds = parse_seeds(args.seeds) if args.seeds else list(range(args.images_per_prompt))
-        if len(seeds) != args.images_per_prompt:
-            raise GenerationError(f"--seeds gives {len(seeds)} seeds but --images-per-prompt is "
-                                  f"{args.images_per_prompt}")
-        repo, folder = _dataset_repo(args)
-        prompt_set = load_prompts(repo, args.config, args.split, folder=folder)
-        prompts = select_prompts(prompt_set.table, args.prompts_where, args.limit)
-        if not prompts:
-            raise GenerationError("no prompt matches --prompts-where / --limit")
-        pipeline = load_pipeline(settings, device=device, cpu_offload=args.cpu_offload,
-                                 attention_slicing=args.attention_slicing)
-        manifest = {
-            "format_version": 1,
-            "model": {"name": args.model_name or (PRESETS[args.preset].name if args.preset else Path(settings.model).name),
-                      "id": settings.model, "revision": settings.revision, "type": args.model_type},
-            "dataset": {"repo": repo, "config": args.config, "split": args.split},
-            "images_per_prompt": len(seeds),
-            "seeds": seeds,
-            "generation": generation_record(pipeline, settings, args.preset),
-            "license": args.license,
-            "contact": args.contact,
-        }
-        bars = Bars(unit="img")
-        try:
-            outcome = run(pipeline, prompts, seeds, settings, Path(args.out), manifest,
-                          progress=bars.stage("generating"))
-        finally:
-            bars.close()
-    except (GenerationError, DatasetUnavailable, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        outcome = run(pipeline, prompts, seeds, settings, Path(args.out), manifest,
+                      progress=bars.stage("generating"))
+    finally:
+        bars.close()
     print(f"{outcome.generated} images generated, {outcome.skipped} already done, {outcome.refused} refused by "
           f"the safety filter, {outcome.failed} failed (recorded in manifest.json) -> {args.out}")
     if len(prompts) < len(prompt_set):

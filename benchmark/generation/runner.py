@@ -27,16 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pydantic
 import torch
 from PIL import Image
 
 from benchmark import __version__
 from benchmark.atomic import atomic_write, atomic_write_text
+from benchmark.errors import CultureLensError
 from benchmark.layout import MANIFEST, image_name
 from benchmark.submission.manifest import Manifest
 
 
-class GenerationError(RuntimeError):
+class GenerationError(CultureLensError, RuntimeError):
     """A run cannot start or continue; the message says why and what to do."""
 
 
@@ -65,18 +67,18 @@ class Outcome:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """'0-9' -> 0..9; '0,3,7' -> [0, 3, 7]; '0-2,10' -> [0, 1, 2, 10]."""
+    """'0-9' -> 0..9; '0,3,7' -> [0, 3, 7]; '0-2,10' -> [0, 1, 2, 10]; GenerationError for anything else."""
     seeds: list[int] = []
     for part in text.split(","):
         match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not match:
-            raise ValueError(f"seeds {text!r}: expected numbers and ranges like '0-9' or '0,3,7'")
+            raise GenerationError(f"seeds {text!r}: expected numbers and ranges like '0-9' or '0,3,7'")
         low, high = int(match.group(1)), int(match.group(2) or match.group(1))
         if high < low:
-            raise ValueError(f"seeds {text!r}: range {low}-{high} is empty")
+            raise GenerationError(f"seeds {text!r}: range {low}-{high} is empty")
         seeds.extend(range(low, high + 1))
     if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds {text!r}: a seed appears twice")
+        raise GenerationError(f"seeds {text!r}: a seed appears twice")
     return seeds
 
 
@@ -150,7 +152,12 @@ def _decodes(path: Path, width: int, height: int) -> bool:
 
 
 def _write_manifest(out: Path, manifest: dict, tmp_dir: Path) -> None:
-    Manifest.model_validate(manifest)  # never write a manifest `validate` would refuse
+    try:  # never write a manifest `validate` would refuse: its fields come from the options
+        Manifest.model_validate(manifest)
+    except pydantic.ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise GenerationError(f"the submission's manifest would be refused ({problems}); change the option that "
+                              "sets it") from None
     atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", temp_dir=tmp_dir)
 
 

@@ -21,8 +21,10 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
+from benchmark.errors import CultureLensError
 
-class JudgeUnavailable(RuntimeError):
+
+class JudgeUnavailable(CultureLensError, RuntimeError):
     """A judge model cannot be loaded; the message names it and how to provide it."""
 
 

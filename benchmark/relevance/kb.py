@@ -35,6 +35,7 @@ from tqdm import tqdm
 from benchmark.atomic import atomic_folder
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone
+from benchmark.errors import CultureLensError, OutputExists
 from benchmark.features import Need
 from benchmark.features.embeddings import FileSource, compute_features, embed_texts
 from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entities
@@ -46,6 +47,11 @@ MANIFEST = "kb.json"
 FILES = ("image.faiss", "text.faiss", "images.parquet", "entities.parquet")
 
 
+class KnowledgeBaseError(CultureLensError, ValueError):
+    """The records, their images or a saved knowledge-base folder cannot be used; the message names the file, the
+    row and what to do."""
+
+
 # --- records ----------------------------------------------------------------------------------------------------
 def _rows(path: Path) -> list[tuple[str, object]]:
     """(where, raw row) for each row of a JSONL or Parquet file."""
@@ -53,10 +59,10 @@ def _rows(path: Path) -> list[tuple[str, object]]:
         try:
             frame = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException) as error:
-            raise ValueError(f"{path}: cannot be read as Parquet ({error})") from None
+            raise KnowledgeBaseError(f"{path}: cannot be read as Parquet ({error})") from None
         return [(f"{path.name} row {i}", row) for i, row in enumerate(frame, start=1)]
     if path.suffix != ".jsonl":
-        raise ValueError(f"{path}: records must be a .jsonl or .parquet file")
+        raise KnowledgeBaseError(f"{path}: records must be a .jsonl or .parquet file")
     rows = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
@@ -65,65 +71,66 @@ def _rows(path: Path) -> list[tuple[str, object]]:
             try:
                 rows.append((f"{path.name} line {n}", json.loads(line)))
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path.name} line {n}: not valid JSON ({error.msg})") from None
+                raise KnowledgeBaseError(f"{path.name} line {n}: not valid JSON ({error.msg})") from None
     return rows
 
 
 def read_records(path: str | Path) -> pd.DataFrame:
-    """The entities of a records file (columns ``RECORD_KEYS``), validated; ValueError naming the bad row."""
+    """The entities of a records file (columns ``RECORD_KEYS``), validated; KnowledgeBaseError naming the bad row."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"records file {path} does not exist")
+        raise KnowledgeBaseError(f"records file {path} does not exist")
     records, seen = [], {}
     for where, row in _rows(path):
         if not isinstance(row, dict):
-            raise ValueError(f"{where}: expected an object with keys {', '.join(RECORD_KEYS)}")
+            raise KnowledgeBaseError(f"{where}: expected an object with keys {', '.join(RECORD_KEYS)}")
         entity_id = row.get("entity_id")
         if isinstance(entity_id, str) and entity_id.strip():
             where = f"{where} (entity {entity_id!r})"
         unknown = sorted(set(row) - set(RECORD_KEYS))
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown} (known: {', '.join(RECORD_KEYS)})")
+            raise KnowledgeBaseError(f"{where}: unknown key(s) {unknown} (known: {', '.join(RECORD_KEYS)})")
         for key in ("entity_id", "name"):
             if not isinstance(row.get(key), str) or not row[key].strip():
-                raise ValueError(f"{where}: {key!r} must be a non-empty string")
+                raise KnowledgeBaseError(f"{where}: {key!r} must be a non-empty string")
         for key in ("description", "wikipedia"):
             if row.get(key) is not None and not isinstance(row[key], str):
-                raise ValueError(f"{where}: {key!r} must be a string (or absent)")
+                raise KnowledgeBaseError(f"{where}: {key!r} must be a string (or absent)")
         images = row.get("images")
         if not isinstance(images, (list, tuple)) or not images or not all(isinstance(p, str) and p for p in images):
-            raise ValueError(f"{where}: 'images' must be a non-empty list of paths relative to the image folder")
+            raise KnowledgeBaseError(f"{where}: 'images' must be a non-empty list of paths relative to the image "
+                                     "folder")
         if entity_id in seen:
-            raise ValueError(f"{where}: entity_id repeats {seen[entity_id]}")
+            raise KnowledgeBaseError(f"{where}: entity_id repeats {seen[entity_id]}")
         seen[entity_id] = where
         records.append({"entity_id": entity_id, "name": row["name"].strip(),
                         "description": row.get("description") or "", "wikipedia": row.get("wikipedia") or "",
                         "images": list(images), "where": where})
     if not records:
-        raise ValueError(f"{path}: no entity records")
+        raise KnowledgeBaseError(f"{path}: no entity records")
     return pd.DataFrame(records)
 
 
 def image_table(records: pd.DataFrame, folder: str | Path, show_progress: bool = True) -> pd.DataFrame:
     """One row per distinct image (by content): path, image_sha256, entity_ids. Every image must exist inside
-    ``folder`` and decode; ValueError naming the record otherwise."""
+    ``folder`` and decode; KnowledgeBaseError naming the record otherwise."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
-        raise ValueError(f"image folder {folder} does not exist")
+        raise KnowledgeBaseError(f"image folder {folder} does not exist")
     by_sha: dict[str, dict] = {}
     pairs = [(r.where, r.entity_id, p) for r in records.itertuples() for p in r.images]
     for where, entity_id, relative in tqdm(pairs, desc="checking KB images", unit="image", leave=False,
                                            disable=not show_progress):
         path = (folder / relative).resolve()
         if not path.is_relative_to(folder):
-            raise ValueError(f"{where}: image {relative!r} is outside the image folder {folder}")
+            raise KnowledgeBaseError(f"{where}: image {relative!r} is outside the image folder {folder}")
         if not path.is_file():
-            raise ValueError(f"{where}: image {relative!r} not found in {folder}")
+            raise KnowledgeBaseError(f"{where}: image {relative!r} not found in {folder}")
         try:
             with Image.open(path) as image:
                 image.verify()
         except (UnidentifiedImageError, OSError, SyntaxError) as error:
-            raise ValueError(f"{where}: image {relative!r} cannot be decoded ({error})") from None
+            raise KnowledgeBaseError(f"{where}: image {relative!r} cannot be decoded ({error})") from None
         entry = by_sha.setdefault(file_digest(path), {"path": relative, "entity_ids": []})
         if entity_id not in entry["entity_ids"]:
             entry["entity_ids"].append(entity_id)
@@ -190,11 +197,13 @@ class KnowledgeBase:
         return entity["wikipedia"] or entity["description"]
 
     def require_backbone(self, backbone: Backbone) -> None:
-        """ValueError unless ``backbone`` is exactly the one (weights, revision, preprocessing) that built this KB."""
+        """KnowledgeBaseError unless ``backbone`` is exactly the one (weights, revision, preprocessing) that built
+        this KB."""
         if backbone.key != self.info["backbone_key"]:
-            raise ValueError(f"knowledge base {self.folder or ''} was built with backbone {self.backbone_id!r} = "
-                             f"{self.info['backbone_key']}, but {backbone.id!r} = {backbone.key} is loaded: query "
-                             "embeddings would not be comparable; load the same weights or rebuild the index")
+            raise KnowledgeBaseError(f"knowledge base {self.folder or ''} was built with backbone "
+                                     f"{self.backbone_id!r} = {self.info['backbone_key']}, but {backbone.id!r} = "
+                                     f"{backbone.key} is loaded: query embeddings would not be comparable; load the "
+                                     "same weights or rebuild the index")
 
     # --- files ------------------------------------------------------------------------------------------------
     def save(self, out: str | Path) -> Path:
@@ -202,7 +211,7 @@ class KnowledgeBase:
         if it is a knowledge base folder."""
         out = Path(out).resolve()
         if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
-            raise FileExistsError(f"{out} exists and is not a knowledge base folder; choose another output folder")
+            raise OutputExists(f"{out} exists and is not a knowledge base folder; choose another output folder")
         with atomic_folder(out, replace=True) as staging:
             faiss.write_index(self.image_index, str(staging / "image.faiss"))
             faiss.write_index(self.text_index, str(staging / "text.faiss"))
@@ -220,17 +229,17 @@ class KnowledgeBase:
         try:
             info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"{folder}: not a knowledge base folder ({MANIFEST}: {error})") from None
+            raise KnowledgeBaseError(f"{folder}: not a knowledge base folder ({MANIFEST}: {error})") from None
         if info.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{folder / MANIFEST}: format_version {info.get('format_version')!r}, expected "
-                             f"{FORMAT_VERSION}; rebuild the index")
+            raise KnowledgeBaseError(f"{folder / MANIFEST}: format_version {info.get('format_version')!r}, expected "
+                                     f"{FORMAT_VERSION}; rebuild the index")
         for name in FILES:
             path = folder / name
             if not path.is_file():
-                raise ValueError(f"{folder}: {name} is missing; rebuild the index")
+                raise KnowledgeBaseError(f"{folder}: {name} is missing; rebuild the index")
             if file_digest(path) != info.get("files", {}).get(name):
-                raise ValueError(f"{path}: does not match its checksum in {MANIFEST} (changed or corrupt); "
-                                 "rebuild the index")
+                raise KnowledgeBaseError(f"{path}: does not match its checksum in {MANIFEST} (changed or corrupt); "
+                                         "rebuild the index")
         images = pq.read_table(folder / "images.parquet").to_pandas()
         images["entity_ids"] = images["entity_ids"].map(list)
         kb = cls(pq.read_table(folder / "entities.parquet").to_pandas(), images,
@@ -238,7 +247,7 @@ class KnowledgeBase:
                  folder.resolve())
         if (kb.image_index.ntotal, kb.text_index.ntotal) != (len(images), len(kb.entities)) or \
                 kb.image_index.d != info["dimension"] or kb.text_index.d != info["dimension"]:
-            raise ValueError(f"{folder}: the indices do not match the tables or kb.json; rebuild the index")
+            raise KnowledgeBaseError(f"{folder}: the indices do not match the tables or kb.json; rebuild the index")
         return kb
 
 

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from benchmark.errors import CultureLensError
 from benchmark.layout import IMAGES_DIR, MANIFEST
 from benchmark.submission.manifest import PROMPT_ID
 
@@ -58,11 +59,11 @@ class Limits:
     max_validation_seconds: float = 1800  # decoding the images: 9,920 of 1024 px PNG at 20-60 ms each take 3-10 min
 
 
-class Rejected(ValueError):
+class Rejected(CultureLensError, ValueError):
     """The submission breaks the format or a limit; the message names the entry and the reason."""
 
 
-class ServerFault(OSError):
+class ServerFault(CultureLensError, OSError):
     """The server could not store an upload (full disk, I/O error): not the uploader's fault. The message
     says why without naming any server path."""
 

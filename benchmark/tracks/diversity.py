@@ -60,15 +60,12 @@ def build_cspace(args: argparse.Namespace) -> int:
     quiet_datasets()
     if args.cspace_file and args.hops != cspace.DEFAULT_HOPS:
         raise CultureLensError("--hops applies to the Wikidata walk (--dump), not to a --cspace-file")
-    try:
-        if args.dump:
-            out = cspace.build_cspace(Path(args.dump), Path(args.out), args.hops, countries=args.countries,
-                                      repo=args.repo)
-        else:
-            out = cspace.build_cspace_from_file(Path(args.cspace_file), Path(args.out), concept=args.concept,
-                                                countries=args.countries, repo=args.repo)
-    except (cspace.DumpError, cspace.CSpaceFileError, FileExistsError) as error:
-        raise CultureLensError(str(error)) from None
+    if args.dump:
+        out = cspace.build_cspace(Path(args.dump), Path(args.out), args.hops, countries=args.countries,
+                                  repo=args.repo)
+    else:
+        out = cspace.build_cspace_from_file(Path(args.cspace_file), Path(args.out), concept=args.concept,
+                                            countries=args.countries, repo=args.repo)
     print(f"built cube-cspace in {out}; counts and what was skipped: {out}/README.md")
     print(f'load it with: datasets.load_dataset("{out}", "{cspace.CONFIG}")')
     return 0
@@ -78,10 +75,7 @@ def build_diversity(args: argparse.Namespace) -> int:
     from benchmark.datasets import cube_diversity
 
     quiet_datasets()
-    try:
-        out = cube_diversity.build_diversity(Path(args.out), repo=args.repo)
-    except FileExistsError as error:
-        raise CultureLensError(str(error)) from None
+    out = cube_diversity.build_diversity(Path(args.out), repo=args.repo)
     print(f"built cube-diversity: {len(cube_diversity.diversity_prompts())} prompts in {out}")
     print(f"generate with: culturelens generate --dataset {out} --config {cube_diversity.CONFIG} "
           "--images-per-prompt 80 --seeds 0-79 ...")
@@ -92,19 +86,17 @@ def artifact_index(args: argparse.Namespace) -> int:
     import datasets
 
     from benchmark.encoders import load_backbone
-    from benchmark.encoders.spec import BackboneUnavailable, load_registry
+    from benchmark.encoders.spec import load_registry
     from benchmark.tagging import ArtifactIndex
 
     quiet_datasets()
     try:
         table = datasets.load_dataset(args.cspace, "cspace", split="test").to_pandas()
-        backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
-    except (FileNotFoundError, BackboneUnavailable) as error:  # no such folder or Hub dataset; no weights
-        raise CultureLensError(str(error)) from None
-    try:
-        index = ArtifactIndex.from_backbone(table, backbone, template=args.template)
-    except ValueError as error:  # its refusals of the CSpace table or the template, naming what is wrong
-        raise CultureLensError(str(error)) from None
+    except FileNotFoundError as error:  # neither a folder nor a Hub dataset of that name
+        raise CultureLensError(f"--cspace {args.cspace}: {error}; build it with `culturelens data build "
+                               "cube-cspace --out DIR` and pass DIR") from None
+    backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
+    index = ArtifactIndex.from_backbone(table, backbone, template=args.template)
     index.save(Path(args.out))
     print(f"wrote the artifact index ({len(table)} artifacts, {args.backbone}) to {args.out}; "
           f"score with --artifact-index {args.out}")

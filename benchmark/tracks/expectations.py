@@ -18,10 +18,7 @@ def build_release(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
 
     quiet_datasets()
-    try:
-        summary = culturalframes.build(args.source, Path(args.out), revision=args.revision, repo=args.repo)
-    except (culturalframes.SourceError, FileExistsError) as error:
-        raise CultureLensError(str(error)) from None
+    summary = culturalframes.build(args.source, Path(args.out), revision=args.revision, repo=args.repo)
     counts = ", ".join(f"{summary[k]} {k}" for k in ("prompts", "images", "ratings") if k in summary)
     print(f"built culturalframes in {args.out}: {counts}")
     if summary.get("fields_never_found"):
@@ -33,10 +30,7 @@ def export_submission(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
 
     quiet_datasets()
-    try:
-        out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
-    except (culturalframes.SourceError, FileExistsError) as error:
-        raise CultureLensError(str(error)) from None
+    out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
     print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
     return 0
 
@@ -53,14 +47,11 @@ def meta_evaluate(args: argparse.Namespace) -> int:
         files[name] = path
     if not files and not args.results:
         raise CultureLensError("nothing to evaluate: give --scores NAME=FILE and/or --results DIR --metrics NAME ...")
-    try:
-        scores = meta_eval.collect_scores(args.ratings, files=files, results=args.results, metrics=args.metrics,
-                                          seed=args.seed)
-        table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
-                                        criteria=args.criteria, by_country=not args.no_countries,
-                                        min_images=args.min_images, n_resamples=args.resamples)
-    except (culturalframes.SourceError, meta_eval.ScoresError) as error:
-        raise CultureLensError(str(error)) from None
+    scores = meta_eval.collect_scores(args.ratings, files=files, results=args.results, metrics=args.metrics,
+                                      seed=args.seed)
+    table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
+                                    criteria=args.criteria, by_country=not args.no_countries,
+                                    min_images=args.min_images, n_resamples=args.resamples)
     if args.store:
         folder = Path(args.store) / layout.META_EVAL
         folder.mkdir(parents=True, exist_ok=True)
@@ -78,10 +69,7 @@ def human_aggregates(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
     from benchmark.expectations import human
 
-    try:
-        ratings = culturalframes.load_config(args.ratings, "ratings")
-    except culturalframes.SourceError as error:
-        raise CultureLensError(str(error)) from None
+    ratings = culturalframes.load_config(args.ratings, "ratings")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     human.human_aggregates(ratings, n_resamples=args.resamples).to_csv(out / "human_aggregates.csv", index=False)

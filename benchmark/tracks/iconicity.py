@@ -77,21 +77,15 @@ def build_references(args: argparse.Namespace) -> int:
 
     if args.from_sparql:
         Path(args.images).mkdir(parents=True, exist_ok=True)
-        try:
-            count = iconic.fetch_from_wikidata(Path(args.records), Path(args.images))
-        except OSError as error:  # the query service or Commons cannot be reached
-            raise CultureLensError(f"cannot fetch the references from Wikidata: {error}") from None
+        count = iconic.fetch_from_wikidata(Path(args.records), Path(args.images))
         print(f"fetched {count} references from Wikidata into {args.records} and {args.images}")
     try:
         backbone = None if args.no_prune else load_backbone(args.prune_backbone, load_registry(args.backbones),
                                                             args.device)
     except BackboneUnavailable as error:
         raise CultureLensError(f"{error} (or pass --no-prune)") from None
-    try:
-        summary = iconic.build(Path(args.records), Path(args.images), Path(args.out), ner_model=args.ner,
-                               prune_backbone=backbone, repo=args.repo)
-    except (iconic.RecordsError, FileExistsError) as error:
-        raise CultureLensError(str(error)) from None
+    summary = iconic.build(Path(args.records), Path(args.images), Path(args.out), ner_model=args.ner,
+                           prune_backbone=backbone, repo=args.repo)
     print(f"built iconic-references: {summary['kept']} of {summary['records']} references kept "
           f"({summary['images']} images, {summary['pruned']} pruned) in {summary['out']}")
     for reason, count in summary["removed"].items():

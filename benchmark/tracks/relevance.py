@@ -8,7 +8,6 @@ from pathlib import Path
 
 from benchmark import citations
 from benchmark import settings as declared
-from benchmark.errors import CultureLensError
 from benchmark.settings import Setting, positive_int
 from benchmark.track import MetricsUnavailable, Track, Verb
 
@@ -61,17 +60,12 @@ def metrics(settings, backbones) -> list:
 # --- `culturelens kb-index` -------------------------------------------------------------------------------------
 def kb_index(args: argparse.Namespace) -> int:
     from benchmark.encoders import load_backbone
-    from benchmark.encoders.spec import BackboneUnavailable, load_registry
+    from benchmark.encoders.spec import load_registry
     from benchmark.relevance import kb
 
-    try:  # the records and their images first: read_records and image_table refuse them with a ValueError
-        kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
-    except ValueError as error:
-        raise CultureLensError(str(error)) from None
-    try:
-        backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
-    except BackboneUnavailable as error:
-        raise CultureLensError(str(error)) from None
+    # The records and their images first (KnowledgeBaseError), before minutes of loading weights.
+    kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
+    backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
     kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
     print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
     return 0

@@ -8,7 +8,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 
@@ -17,10 +16,7 @@ def build_cube_1k(args: argparse.Namespace) -> int:
     from benchmark.datasets import cube_1k
 
     quiet_datasets()
-    try:
-        summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
-    except (cube_1k.SourceError, FileExistsError) as error:
-        raise CultureLensError(str(error)) from None
+    summary = cube_1k.build(args.source, Path(args.out), repo=args.repo)
     print(f"built cube-1k: {summary['prompts']} prompts ({summary['records']} upstream records; the demo config "
           f"{cube_1k.CONFIG_DEMO}: {summary['demo_prompts']}) in {summary['out']}")
     for code, count in summary["defects"].items():
@@ -31,12 +27,9 @@ def build_cube_1k(args: argparse.Namespace) -> int:
 
 
 def push(args: argparse.Namespace) -> int:
-    from benchmark.datasets.hub_layout import PushError, push_folder
+    from benchmark.datasets.hub_layout import push_folder
 
-    try:
-        url = push_folder(Path(args.dir), args.repo, token=args.token, private=args.private)
-    except PushError as error:
-        raise CultureLensError(str(error)) from None
+    url = push_folder(Path(args.dir), args.repo, token=args.token, private=args.private)
     print(f"published {args.dir} to {url}")
     return 0
 

@@ -12,7 +12,6 @@ from culturelens import options
 
 
 def hub(args: argparse.Namespace) -> int:
-    from benchmark.datasets.hub_layout import PushError
     from leaderboard import hub_sync
     from leaderboard.store import Store
 
@@ -20,18 +19,15 @@ def hub(args: argparse.Namespace) -> int:
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
         raise CultureLensError("name at least one of --requests and --results")
-    try:
-        for kind, repo in repos.items():
-            if args.action == "push":
-                print(f"{kind}: {hub_sync.push(store, kind, repo, token=args.token)} files changed in {repo}")
-            elif args.action == "pull":
-                counts = hub_sync.pull(store, kind, repo, token=args.token)
-                print(f"{kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
-            else:
-                out = Path(repo)
-                print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
-    except (PushError, hub_sync.SyncError) as error:
-        raise CultureLensError(str(error)) from None
+    for kind, repo in repos.items():  # a PushError or SyncError says which repo and why
+        if args.action == "push":
+            print(f"{kind}: {hub_sync.push(store, kind, repo, token=args.token)} files changed in {repo}")
+        elif args.action == "pull":
+            counts = hub_sync.pull(store, kind, repo, token=args.token)
+            print(f"{kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+        else:
+            out = Path(repo)
+            print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
     return 0
 
 

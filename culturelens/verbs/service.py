@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 
-from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
@@ -35,7 +34,7 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from leaderboard import hub_sync, operator_settings, service
+    from leaderboard import operator_settings, service
 
     quiet_datasets()
     # Off a Space there is no sign-in: on loopback the one user is the operator at this machine; reachable from
@@ -51,13 +50,9 @@ def serve(args: argparse.Namespace) -> int:
         # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
         env = dict(os.environ)
         offline_unless_hub_reachable(env)
-    try:
-        running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user,
-                                cube_source=args.cube_source,
-                                hub_repos={"results": args.hub_results, "requests": args.hub_requests},
-                                hub_interval=args.hub_interval, worker=command, worker_env=env)
-    except hub_sync.SyncError as error:  # a malformed Hub repo id
-        raise CultureLensError(str(error)) from None
+    running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user, cube_source=args.cube_source,
+                            hub_repos={"results": args.hub_results, "requests": args.hub_requests},
+                            hub_interval=args.hub_interval, worker=command, worker_env=env)
     service.serve(running, host=args.host, port=args.port)
     return 0
 

@@ -51,18 +51,15 @@ def validate(args: argparse.Namespace) -> int:
 
 def submit(args: argparse.Namespace) -> int:
     from benchmark.progress import Bars
-    from benchmark.submission import ServerFault
-    from leaderboard.store import PermissionDenied, Store
+    from leaderboard.store import Store
 
     quiet_datasets()
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
     store = Store(Path(args.store), options.limits(args), **options.quota(args, public=False))
     options.build_default_dataset(store.datasets, args.cube_source)
     bars = Bars(unit="img")
-    try:
+    try:  # PermissionDenied (over the quota) and ServerFault (the server could not store it) are user errors
         outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
-    except (PermissionDenied, ServerFault) as error:  # over the quota; the server could not store it
-        raise CultureLensError(str(error)) from None
     finally:
         bars.close()
     print(outcome.report.text())
