@@ -17,8 +17,18 @@ A store (``leaderboard.store.Store``) and a score output folder (``ScoreOutput``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+SUBMISSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def is_submission_id(text: object) -> bool:
+    """Whether ``text`` has the form of a submission id (the folder name under ``submissions/`` and
+    ``results/``): letters, digits, '-' and '_', so it can never name another path."""
+    return isinstance(text, str) and SUBMISSION_ID.fullmatch(text) is not None
+
 
 MANIFEST = "manifest.json"
 """A submission's manifest, at the top of its folder."""
@@ -46,6 +56,8 @@ SUBMISSIONS = "submissions"
 """A store's accepted submissions, one folder per submission id."""
 RESULTS = "results"
 """Results folders, one per submission id (a store's and a score output's)."""
+STORE_CACHE = "cache/embeddings.sqlite"
+"""A store's embedding cache (relative to the store); a score output's is ``ScoreOutput.cache``."""
 META_EVAL = "meta_eval"
 """A store's metric-human agreement tables (``culturelens meta-eval --store``), shown in the Metrics tab."""
 

@@ -71,11 +71,9 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     """Resolve RESULT (a results folder, or a submission id of ``store``) and the validated submission it scored:
     ``--submission``, else ``STORE/submissions/<id>`` next to a store's results, else ``OUT/submission`` next to
     the results of ``culturelens score --out OUT``."""
-    from leaderboard.store import Store, is_submission_id
-
     folder = Path(result)
     if not folder.is_dir():
-        if not is_submission_id(result):
+        if not layout.is_submission_id(result):
             raise ReproduceError(f"{result} is neither a results folder nor a submission id")
         folder = layout.results_folder(store, result)
         if not folder.is_dir():
@@ -101,7 +99,7 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
         raise ReproduceError(f"no validated submission (manifest.json and images.parquet) in {staged}: pass "
                              "--submission with the folder `culturelens score` or the store keeps")
     if staged == in_store:
-        return Target(folder, run, staged.folder, home / layout.DATASETS, Store(home).cache.path)
+        return Target(folder, run, staged.folder, home / layout.DATASETS, home / layout.STORE_CACHE)
     return Target(folder, run, staged.folder, store / layout.DATASETS, ScoreOutput(home).cache)
 
 

@@ -41,7 +41,8 @@ from benchmark.layout import RESULT_FILES, SubmissionLayout
 from benchmark.submission.archive import parse_name
 from benchmark.submission.validate import Report, check_folder
 from leaderboard.queue import Job
-from leaderboard.store import Store, is_submission_id
+from benchmark.layout import is_submission_id
+from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.hub_sync")
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import uuid
 import shutil
 import tempfile
@@ -37,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmark import layout, results
+from benchmark.layout import is_submission_id
 from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
@@ -47,15 +47,6 @@ from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, no
 
 if TYPE_CHECKING:
     from benchmark.harness import Scores
-
-
-SUBMISSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-
-
-def is_submission_id(text: object) -> bool:
-    """Whether ``text`` has the form of a submission id (the folder name under ``submissions/`` and
-    ``results/``): letters, digits, '-' and '_', so it can never name another path."""
-    return isinstance(text, str) and SUBMISSION_ID.fullmatch(text) is not None
 
 
 @dataclass
@@ -373,7 +364,7 @@ class Store:
     @functools.cached_property
     def cache(self) -> EmbeddingCache:
         """The embedding cache the store's workers share."""
-        return EmbeddingCache(self.root / "cache" / "embeddings.sqlite")
+        return EmbeddingCache(self.root / layout.STORE_CACHE)
 
     def quarantine(self, path: Path, reason: str) -> Path | None:
         """Move a results folder (``results/<id>``) or the reported file, which cannot be read, out of the

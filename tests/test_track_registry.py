@@ -100,6 +100,7 @@ def test_a_toy_track_module_appears_in_the_command_line(toy_track):
     assert "relevance, toy (default: every track that can run)" in " ".join(score_help.split())
 
 
+@pytest.mark.slow  # a live `culturelens serve` scores a submission
 def test_a_toy_track_module_is_scored_ranked_charted_and_explained(toy_track, tmp_path, tiny_upstream,
                                                                      backbones_file):
     """Seeds 2 and 5 of every prompt: the toy metric is 0.2 and 0.5 per image, 0.35 per prompt and overall."""
