@@ -84,8 +84,9 @@ class Unavailable:
 class Verb:
     """A command the track adds to ``culturelens``: ``under`` () for a top-level verb, ("data", "build") for a
     dataset builder. ``options(parser)`` adds the verb's options and ``parser.set_defaults(run=...)``; ``run(args)``
-    returns the exit status and raises a ``CultureLensError`` for a user's mistake. ``hub``: the verb may reach the
-    Hugging Face Hub (the command line checks within seconds that it can, else works offline)."""
+    returns the exit status and raises a ``CultureLensError`` for a user's mistake. A verb that may reach the
+    Hugging Face Hub also sets ``hub=True``: the command line then checks within seconds that it can, else works
+    offline."""
 
     name: str
     help: str

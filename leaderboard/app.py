@@ -434,8 +434,8 @@ class Views:
         curves = curves[curves["model"].isin(wide["model"])]
         if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
             curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
-        points, empty = [], [] if len(bars) else ["no model has a headline score on a track yet (or the filters "
-                                                  "hide them all)"]
+        points = []
+        empty = [] if len(bars) else ["no model has a headline score on a track yet (or the filters hide them all)"]
         for track, chart in track_charts():
             aggregates, _ = filters.apply(self.catalog.query("SELECT * FROM aggregates WHERE track = ?", [track]))
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
