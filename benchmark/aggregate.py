@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from benchmark.datasets.prompts import SLICE_COLUMNS
 from benchmark.stats import mean_ci
 
-SLICES = ("country", "continent", "concept", "domain", "kind", "modality")
+# The dataset columns results are sliced by: all but the country's code, which would repeat the country's rows.
+SLICES = tuple(c for c in SLICE_COLUMNS if c != "country_code")
 # Crossed slices (e.g. CUBE's country x concept cells): name -> the columns crossed; the value joins theirs.
 CROSSED = {"country_concept": ("country", "concept"), "country_domain": ("country", "domain")}
 CROSS_SEPARATOR = " / "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark import tracks
+from benchmark.aggregate import CROSSED
 
 # Every ASCII punctuation character: with each written as a numeric character reference, Markdown finds no
 # syntax in the text at all (CommonMark: "entity and numeric character references cannot be used in place of
@@ -107,14 +108,15 @@ WIN_RATE_FOOTNOTE = (
     "that track's comparison, and only models scored on the same set of tracks are ranked together."
 )
 
-# Slices by their names in the results (``benchmark.aggregate``), for people; a slice not listed keeps its name.
-SLICE_LABELS = {"overall": "overall", "country": "country", "continent": "continent", "concept": "concept",
-                "domain": "domain", "kind": "still or moving", "modality": "modality",
-                "country_concept": "country × concept", "country_domain": "country × domain", "prompt": "prompt"}
+# The slices whose name alone would not say what they are, for people; every other slice keeps its name.
+SLICE_LABELS = {"kind": "still or moving"}
 
 
 def slice_label(name: str) -> str:
-    """A slice's name for people ('country_concept' -> 'country × concept'); ids stay in downloads and the API."""
+    """A slice's name for people ('country_concept' -> 'country × concept', after ``aggregate.CROSSED``); ids stay
+    in downloads and the API."""
+    if name in CROSSED:
+        return " × ".join(CROSSED[name])
     return SLICE_LABELS.get(name, str(name).replace("_", " "))
 
 def method_page(name: str) -> str:
