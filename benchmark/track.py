@@ -3,7 +3,7 @@
 A track module (``benchmark/tracks/<name>.py``, or a module of a folder named in ``CULTURELENS_TRACK_PATH``)
 exports ``TRACK``, a ``Track``: what the leaderboard shows (title, question, method page, headline metric and the
 protocol its ranking assumes), what the harness runs (``settings`` and the ``metrics`` factory), the commands it adds
-to ``culturelens`` (``verbs``) and the charts it adds to the app (``charts``). ``benchmark.tracks`` discovers the
+to ``culturelens`` (``verbs``) and the charts and pictures it adds to the app (``charts``, ``pictures``). ``benchmark.tracks`` discovers the
 modules; the command line, the worker and the app only read that registry, as lm-evaluation-harness's task manager
 finds a task's folder.
 
@@ -112,6 +112,20 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class DetailPicture:
+    """A picture (``name``, e.g. "visual-reuse picture") the app's Compare tab draws from one image's stored detail
+    (``Metric.details``) of ``metric``.
+    ``draw(image, references, detail, value)`` receives the generated image, the prompt's reference images (may
+    be empty), the detail as a dict and the image's value, and returns (picture, caption) or None when this image
+    has nothing to show. ``empty`` says why no image of a comparison may have one."""
+
+    name: str
+    metric: str
+    draw: Callable[..., tuple[object, str] | None]
+    empty: str
+
+
+@dataclass(frozen=True)
 class Track:
     """One track. ``headline``: the metric ranked in the win rates (and the Overview, unless ``overview_metric``);
     ``overview_slice``: a slice whose every value the Overview ranks apart, for a paper that reports its table that
@@ -131,6 +145,7 @@ class Track:
     metrics: Callable[[Settings, dict | None], list[Metric]] | None = None
     verbs: tuple[Verb, ...] = ()
     charts: tuple[Chart, ...] = ()
+    pictures: tuple[DetailPicture, ...] = ()
     order: int = 100
 
     @property

@@ -25,10 +25,9 @@ from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
-from benchmark.pictures import reuse_picture
 from benchmark.submission import ServerFault
 from benchmark.submission.manifest import json_schema
-from benchmark.track import Chart
+from benchmark.track import Chart, DetailPicture
 from leaderboard import exports, quarantine, render, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
@@ -47,6 +46,11 @@ POLL_SECONDS = 5  # how often an open page asks whether new results (or queue ch
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
+
+
+def track_pictures() -> list[tuple[str, DetailPicture]]:
+    """(track, picture kind) for every detail picture a registered track adds to the Compare tab."""
+    return [(name, kind) for name, track in track_registry.all_tracks().items() for kind in track.pictures]
 
 
 def track_charts() -> list[tuple[str, Chart]]:
@@ -405,7 +409,8 @@ class Views:
             pd.DataFrame()
         higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
         caption = f"{label}, overall" if slice_name == tables.OVERALL else f"{label} by {slice_label(slice_name or '')}"
-        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)")
+        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
+            f"No model has a value of this metric by {slice_label(slice_name or '')} yet."))
         where = "overall" if slice_name == tables.OVERALL else f"{slice_label(slice_name)} = {slice_value}"
         note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). " +
                 protocol_note(table, chosen, track) + " (The Overview's protocol picker lists the others.)"
@@ -497,19 +502,13 @@ class Views:
                             + (f" · {notes}" if notes else "")))
         gallery = list(zip(self._serve([path for path, _ in gallery]), [caption for _, caption in gallery]))
         references = self.references(chosen[0], prompt_id)
-        for _, row in rows[rows["metric"] == "vr_image"].dropna(subset=["detail"]).iterrows():
-            detail = json.loads(row["detail"])
-            best = detail.get("best_reference")
-            if best is None or best >= len(references):
-                continue
-            matched = [p for r, p in detail.get("matches", []) if r == best]
-            path = owned[row["submission_id"]].get(row["image_path"])
-            if path is None:
-                continue
-            picture = reuse_picture(open_as_viewed(path), references[best], detail.get("reused", []), matched,
-                                    detail.get("grid", 4))
-            pictures.append((picture, f"{row['model']} · seed {int(row['seed'])}: VR {row['value']:.3f}, "
-                                      f"{len(detail.get('reused', []))} reused patches outlined"))
+        for _, kind in track_pictures():
+            for _, row in rows[rows["metric"] == kind.metric].dropna(subset=["detail"]).iterrows():
+                path = owned[row["submission_id"]].get(row["image_path"])
+                drawn = kind.draw(open_as_viewed(path), references, json.loads(row["detail"]), row["value"]) \
+                    if path is not None else None
+                if drawn is not None:
+                    pictures.append((drawn[0], f"{row['model']} · seed {int(row['seed'])}: {drawn[1]}"))
         table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3)
         table = table.rename(columns=labels).reset_index()
         prompt = self.browser.prompt_text(rows["submission_id"].iloc[0], prompt_id)
@@ -522,7 +521,7 @@ class Views:
         if gallery and not references:
             note += "\n\nNo reference images: this prompt's dataset has none (only the iconicity track's do)."
         elif references and not pictures:
-            note += "\n\nNo visual-reuse picture: no image of these submissions recognised a reference."
+            note += "".join(f"\n\nNo {kind.name}: {kind.empty}." for _, kind in track_pictures())
         return *(shown_if_filled(v) for v in (gallery, references)), table, shown_if_filled(pictures), note
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:

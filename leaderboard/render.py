@@ -138,7 +138,7 @@ def _colour(t: float) -> str:
 def heatmap_html(matrix: pd.DataFrame, higher_is_better: bool = True, caption: str = "",
                  empty: str = "No rows for this choice yet.") -> str:
     """A model x slice table whose cells are shaded by value (darker = better), values printed in each cell;
-    ``empty`` (a reason, ``leaderboard.reasons``) in its place when there is nothing to shade."""
+    ``empty`` (why there is nothing, one sentence) in its place when there is nothing to shade."""
     if matrix.empty:
         return f"<p>{html.escape(empty)}</p>"
     values = matrix.to_numpy(dtype=float)

@@ -12,7 +12,7 @@ from benchmark.datasets.names import ICONIC_REFERENCES
 from benchmark.errors import CultureLensError
 from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS
 from benchmark.settings import Setting
-from benchmark.track import Chart, MetricsUnavailable, Protocol, Track, Verb
+from benchmark.track import Chart, DetailPicture, MetricsUnavailable, Protocol, Track, Verb
 
 SETTINGS = (
     # The CRT paper used DINOv3 (gated on the Hub); DINOv2 is the open default. A None below: the variant's own.
@@ -67,6 +67,19 @@ def recognition_vs_realisation(aggregates, curves):
     return pd.DataFrame({"model": wide.index.get_level_values(0), "subset": wide.index.get_level_values(1),
                          "recognition (CRA)": wide["cra_reference"].to_numpy(),
                          "realisation (1 - VR)": 1 - wide["vr"].to_numpy()})
+
+
+def reuse_detail(image, references, detail: dict, value: float):
+    """The visual-reuse picture of one recognised image (Eq. 2): the image beside the reference it recognised,
+    its reused grid patches and the reference patches they matched outlined."""
+    from benchmark.pictures import reuse_picture
+
+    best = detail.get("best_reference")
+    if best is None or best >= len(references):
+        return None
+    matched = [patch for reference, patch in detail.get("matches", []) if reference == best]
+    picture = reuse_picture(image, references[best], detail.get("reused", []), matched, detail.get("grid", 4))
+    return picture, f"VR {value:.3f}, {len(detail.get('reused', []))} reused patches outlined"
 
 
 # --- `culturelens data build iconic-references` ----------------------------------------------------------------
@@ -131,4 +144,7 @@ TRACK = Track(
                 _build_options, under=("data", "build")),),
     charts=(Chart("scatter", "CRT: recognition vs realisation (per model, still/moving)", "recognition (CRA)",
                   "realisation (1 - VR)", "no CRT scatter: no iconicity rows with both CRA and VR yet",
-                  recognition_vs_realisation),))
+                  recognition_vs_realisation),),
+    pictures=(DetailPicture("visual-reuse picture", "vr_image", reuse_detail,
+                            "no image of these submissions recognised a reference, and VR compares the patches of "
+                            "recognised images only"),))
