@@ -79,14 +79,8 @@ class Settings(Mapping):
     def __len__(self) -> int:
         return len(self._values)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Settings) and self._values == other._values
-
     def __repr__(self) -> str:
         return f"Settings({self._values!r})"
-
-    def replace(self, **values: object) -> Settings:
-        return Settings(self._declared.values(), {**self._values, **values})
 
     def record(self) -> dict:
         """The values as run.json records them: paths that exist made absolute (a word such as the diversity

@@ -31,7 +31,7 @@ SHARED = (
 )
 
 
-class UnknownTrack(CultureLensError, ValueError):
+class UnknownTrack(CultureLensError):
     """A track name the registry does not know; the message lists the ones it knows."""
 
 
