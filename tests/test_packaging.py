@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # builds and installs the wheel in a fresh enviro
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = sorted(p.name for p in (ROOT / "data_cards").glob("*.md"))
-SOURCES = ["pyproject.toml", "README.md", "benchmark", "leaderboard", "data_cards"]  # what the wheel is built from
+SOURCES = ["pyproject.toml", "README.md", "benchmark", "leaderboard", "culturelens", "data_cards"]  # what the wheel is built from
 
 
 def _run(*argv, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
