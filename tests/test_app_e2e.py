@@ -297,6 +297,15 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
         page.get_by_role("tab", name="Slices").click()
         page.wait_for_function(visible, arg="Model × slice heatmap", timeout=10_000)
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
+        # The win-rate bars and the CRT scatter (the papers' rows) have points; a chart draws once scrolled into
+        # view, as a person scrolling down sees it: wait until both are drawn.
+        for chart in page.locator(".vega-embed").all():
+            if chart.is_visible():
+                chart.scroll_into_view_if_needed()
+        page.wait_for_function("""() => {
+            const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
+            return shown.length >= 2 && shown.every(chart => chart.querySelector('canvas, svg'));
+        }""", timeout=30_000)
         page.screenshot(path=str(SCREENSHOTS / "slices.png"), full_page=True)
 
         page.get_by_role("tab", name="Compare").click()
