@@ -231,7 +231,9 @@ def stop_when_parent_dies() -> None:
     gone: stop this process with SIGTERM, as a clean shutdown of the parent would."""
 
     def watch() -> None:
-        while sys.stdin.buffer.read(4096):
+        # The raw descriptor, not sys.stdin.buffer: a daemon thread blocked in the buffered reader holds its lock,
+        # and a worker that then returns (e.g. "no metric can run", status 2) dies at shutdown with SIGABRT.
+        while os.read(sys.stdin.fileno(), 4096):
             pass
         log.warning("the process that started this worker stopped; stopping too")
         os.kill(os.getpid(), signal.SIGTERM)

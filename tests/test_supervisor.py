@@ -99,6 +99,21 @@ def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
         supervisor.stop()
 
 
+def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
+    """`make run` offline: the worker, watching its parent on stdin, finds no backbone weights and says no metric
+    can run; it must end with status 2 (not die at shutdown with SIGABRT, which reads as a crash and restarts it
+    forever)."""
+    store = Store(tmp_path / "store")
+    supervisor = Supervisor([sys.executable, "-m", "culturelens", "worker", "--store", str(store.root), "--tracks",
+                             "awareness"], store.queue, env=ENV, first_delay=0.1, beat=0.2)
+    supervisor.start()
+    try:
+        row = _until(lambda: (r := _row(store.queue)) and r["state"] == "gave up" and r, 120, "the supervisor gives up")
+        assert row["last_exit"] == "exit code 2" and store.queue.supervisors()[0]["restarts"] == 0
+    finally:
+        supervisor.stop()
+
+
 def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[str]:
     return [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--backbones",
             str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
