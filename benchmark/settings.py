@@ -100,6 +100,11 @@ def add_options(parser: argparse.ArgumentParser, title: str, declared: Iterable[
         setting.add_to(group)
 
 
+def add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    """The harness's options (``RUNTIME``), for every verb that loads backbones."""
+    add_options(parser, "backbones", RUNTIME)
+
+
 def from_args(declared: Iterable[Setting], args: argparse.Namespace,
               environ: Mapping[str, str] = os.environ) -> Settings:
     """The settings a command line chose, with the environment's fallbacks resolved."""

@@ -3,9 +3,9 @@
 A track module (``benchmark/tracks/<name>.py``, or a module of a folder named in ``CULTURELENS_TRACK_PATH``)
 exports ``TRACK``, a ``Track``: what the leaderboard shows (title, question, method page, headline metric and the
 protocol its ranking assumes), what the harness runs (``settings`` and the ``metrics`` factory), the commands it adds
-to ``culturelens`` (``verbs``) and the charts and pictures it adds to the app (``charts``, ``pictures``). ``benchmark.tracks`` discovers the
-modules; the command line, the worker and the app only read that registry, as lm-evaluation-harness's task manager
-finds a task's folder.
+to ``culturelens`` (``verbs``) and the charts and pictures it adds to the app (``charts``, ``pictures``).
+``benchmark.tracks`` discovers the modules; the command line, the worker and the app only read that registry, as
+lm-evaluation-harness's task manager finds a task's folder.
 
 Nothing here imports torch: the registry is read by the leaderboard service, which loads no model library. A
 track's ``metrics`` factory imports what it needs when it is called.

@@ -19,10 +19,6 @@ def add_store(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--store", default=DEFAULT_STORE, help=help)
 
 
-def add_backbone_options(parser: argparse.ArgumentParser) -> None:
-    declared.add_options(parser, "backbones", declared.RUNTIME)
-
-
 def add_metric_options(parser: argparse.ArgumentParser) -> None:
     """``--tracks`` and every metric setting the tracks declare, one help group per track."""
     from benchmark import tracks
@@ -38,20 +34,14 @@ def add_metric_options(parser: argparse.ArgumentParser) -> None:
             declared.add_options(parser, f"{name} ({track.title})", track.settings)
 
 
-def chosen_metrics(args: argparse.Namespace):
+def chosen_metrics(args: argparse.Namespace, backbones: dict):
     """The metrics the options choose, and {metric: reason} for those unavailable; a CultureLensError when a
-    chosen track cannot run at all or the backbones file is wrong."""
+    chosen track cannot run at all. ``backbones``: the registry ``--backbones`` gives (the probe judge loads
+    from it)."""
     from benchmark import tracks
 
     settings = declared.from_args(tracks.settings_declared(), args)
-    return tracks.select(*tracks.build(settings, backbone_registry(args), args.tracks), args.tracks)
-
-
-def backbone_registry(args: argparse.Namespace):
-    """The backbone registry with ``--backbones`` (or its environment variable)."""
-    from benchmark.encoders.spec import load_registry
-
-    return load_registry(args.backbones)  # BackbonesFileError names the file and the problem
+    return tracks.select(*tracks.build(settings, backbones, args.tracks), args.tracks)
 
 
 def add_cube_source(parser: argparse.ArgumentParser, where: str) -> None:

@@ -3,7 +3,8 @@
 Reads go through one ``Catalog`` (an in-memory DuckDB that picks up new results by itself: no restart is
 ever needed). Every piece of user-supplied text is shown as plain text (``render.plain``), never as Markdown. The
 view lives in the URL (``?tab=slices&track=iconicity&metric=crt&slice=kind&value=moving&models=SDXL``) so a
-link restores it. Tracks come from the results and the track registry (``benchmark.tracks``): a new track needs no UI change.
+link restores it. Tracks come from the results and the track registry (``benchmark.tracks``): a new track needs no
+UI change.
 """
 
 from __future__ import annotations
@@ -46,16 +47,6 @@ POLL_SECONDS = 5  # how often an open page asks whether new results (or queue ch
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
-
-
-def track_pictures() -> list[tuple[str, DetailPicture]]:
-    """(track, picture kind) for every detail picture a registered track adds to the Compare tab."""
-    return [(name, kind) for name, track in track_registry.all_tracks().items() for kind in track.pictures]
-
-
-def track_charts() -> list[tuple[str, Chart]]:
-    """(track, chart) for every chart a registered track adds to the Slices tab, in track order."""
-    return [(name, chart) for name, track in track_registry.all_tracks().items() for chart in track.charts]
 TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case
 
 # Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
@@ -98,6 +89,16 @@ window.culturelens = {
 })();
 </script>
 """ % json.dumps(TABS)
+
+
+def track_pictures() -> list[tuple[str, DetailPicture]]:
+    """(track, picture kind) for every detail picture a registered track adds to the Compare tab."""
+    return [(name, kind) for name, track in track_registry.all_tracks().items() for kind in track.pictures]
+
+
+def track_charts() -> list[tuple[str, Chart]]:
+    """(track, chart) for every chart a registered track adds to the Slices tab, in track order."""
+    return [(name, chart) for name, track in track_registry.all_tracks().items() for chart in track.charts]
 
 
 def _url_js(tab: str, names: list[str]) -> str:
@@ -165,11 +166,6 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
             "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
-def slice_label(name: str) -> str:
-    """A slice's name for people: ``country_concept`` -> ``country × concept``."""
-    return "overall" if name == tables.OVERALL else name.replace("_", " × ")
-
-
 def empty_track_note(track: str) -> str:
     """Why a registered track shows no rows: nothing scored on it yet, and no paper table copied for it."""
     title = render.plain(track_registry.get(track).title)
@@ -189,10 +185,10 @@ def filters_label(filters: tables.Filters, columns) -> str:
                                       "none active: every row is shown") + ")"
 
 
-def _padded_limits(points: pd.DataFrame, pad: float = 0.05) -> dict:
-    """``x_lim`` and ``y_lim`` that leave a margin round the scatter's points, so none is cut at the edge."""
+def _padded_limits(points: pd.DataFrame, chart: Chart, pad: float = 0.05) -> dict:
+    """``x_lim`` and ``y_lim`` that leave a margin round a scatter's points, so none is cut at the edge."""
     limits = {}
-    for axis, column in (("x_lim", "recognition (CRA)"), ("y_lim", "realisation (1 - VR)")):
+    for axis, column in (("x_lim", chart.x), ("y_lim", chart.y)):
         if len(points):
             low, high = float(points[column].min()), float(points[column].max())
             margin = max((high - low) * pad, 0.02)
@@ -288,8 +284,8 @@ class Views:
         shown, higher, hidden = self._ranked_values(track, metric, name, values, filters, chosen)
         label = {m: text for text, m in pairs}[metric]
         where = "overall" if name == tables.OVERALL else (
-            f"by {slice_label(name)}, each value ranked apart (the results have no overall value; the Slices tab "
-            "shows one value at a time)")
+            f"by {render.slice_label(name)}, each value ranked apart (the results have no overall value; the Slices "
+            "tab shows one value at a time)")
         note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), "
                 f"{'higher' if higher else 'lower'} is better. " + protocol_note(table, chosen, track) +
                 " 95% CI over prompts: Student-t (Wilson for 0/1 values); none below 5 prompts, too few to cover."
@@ -384,7 +380,8 @@ class Views:
         outputs[4] = linked_table(outputs[4])
         outputs[SLICE_BARS] = shown_if_filled(outputs[SLICE_BARS])
         for i, (_, chart) in enumerate(track_charts(), start=SLICE_BARS + 2):
-            outputs[i] = shown_if_filled(outputs[i], **(_padded_limits(outputs[i]) if chart.kind == "scatter" else {}))
+            limits = _padded_limits(outputs[i], chart) if chart.kind == "scatter" else {}
+            outputs[i] = shown_if_filled(outputs[i], **limits)
         return outputs
 
     def slices(self, track, metric, slice_name, slice_value, models):
@@ -408,10 +405,11 @@ class Views:
         matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters, chosen) if slice_name else \
             pd.DataFrame()
         higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
-        caption = f"{label}, overall" if slice_name == tables.OVERALL else f"{label} by {slice_label(slice_name or '')}"
+        caption = (f"{label}, overall" if slice_name == tables.OVERALL
+                   else f"{label} by {render.slice_label(slice_name or '')}")
         heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
-            f"No model has a value of this metric by {slice_label(slice_name or '')} yet."))
-        where = "overall" if slice_name == tables.OVERALL else f"{slice_label(slice_name)} = {slice_value}"
+            f"No model has a value of this metric by {render.slice_label(slice_name or '')} yet."))
+        where = "overall" if slice_name == tables.OVERALL else f"{render.slice_label(slice_name)} = {slice_value}"
         note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). " +
                 protocol_note(table, chosen, track) + " (The Overview's protocol picker lists the others.)"
                 if len(frame) else "No results for this choice yet.")
@@ -420,7 +418,7 @@ class Views:
         if len(frame) > MAX_ROWS:
             note += f" Showing the top {MAX_ROWS}: search models to find others."
         return (gr.update(choices=track_choices, value=track), gr.update(choices=pairs, value=metric),
-                gr.update(choices=[(slice_label(n), n) for n in names], value=slice_name),
+                gr.update(choices=[(render.slice_label(n), n) for n in names], value=slice_name),
                 gr.update(choices=values, value=slice_value), tables.display(frame.head(MAX_ROWS)), note, heat,
                 *self.charts(filters))
 

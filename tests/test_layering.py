@@ -49,7 +49,8 @@ def _sources() -> dict[str, Path]:
 def test_the_library_imports_neither_the_service_nor_the_command_line_and_the_service_not_the_command_line():
     below = {"benchmark": ("leaderboard", "culturelens"), "leaderboard": ("culturelens",), "culturelens": ()}
     wrong = sorted(f"{module} imports {name}" for module, path in _sources().items()
-                   for name in _imports(path, load_time_only=False) if name.split(".")[0] in below[module.split(".")[0]])
+                   for name in _imports(path, load_time_only=False)
+                   if name.split(".")[0] in below[module.split(".")[0]])
     assert wrong == []
 
 

@@ -361,6 +361,7 @@ def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_p
 
 
 def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, tmp_path):
+    from benchmark.encoders.spec import load_registry
     from culturelens import cli, options
 
     backbones = tmp_path / "backbones.json"
@@ -369,7 +370,7 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
         "score", "sub.zip", "--out", str(tmp_path / "out"), "--backbones", str(backbones), "--tracks", "relevance",
         "--relevance-kb", str(kb[0].folder), "--relevance-judge", "probe", "--relevance-linking", "top",
         "--relevance-label-case", "capitalize", "--relevance-text-chars", "15000"])
-    (metric,), reasons = options.chosen_metrics(args)
+    (metric,), reasons = options.chosen_metrics(args, load_registry(args.backbones))
     assert reasons == {}
     assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
     assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000)")

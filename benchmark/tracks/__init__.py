@@ -27,7 +27,8 @@ ENV_TRACK_PATH = "CULTURELENS_TRACK_PATH"
 SHARED = (
     Setting("clip_backbone", "clip-vit-b-32",
             "backbone id for prompt-image alignment and recognition (CRA, artifacts, countries)"),
-    Setting("quality_backbone", "hpsv2", "backbone id of the quality scorer (HPS v2: awareness realism, diversity's s)"),
+    Setting("quality_backbone", "hpsv2",
+            "backbone id of the quality scorer (HPS v2: awareness realism, diversity's s)"),
 )
 
 

@@ -145,7 +145,7 @@ def _index_options(artifacts: argparse.ArgumentParser) -> None:
     artifacts.add_argument("--backbone", default="clip-vit-b-32", help="backbone id whose text side embeds names")
     artifacts.add_argument("--template", default="a photo of {artifact}", help="text embedded per artifact")
     artifacts.add_argument("--out", required=True, help="index folder to write")
-    declared.add_options(artifacts, "backbones", declared.RUNTIME)
+    declared.add_runtime_options(artifacts)
     artifacts.set_defaults(run=artifact_index, hub=True)
 
 

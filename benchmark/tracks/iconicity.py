@@ -117,7 +117,7 @@ def _build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prune", action="store_true", help="keep every depiction of moving references")
     p.add_argument("--out", required=True, help="output folder (replaced if an earlier build made it)")
     p.add_argument("--repo", default=ICONIC_REFERENCES.repo, help="Hub repo id for the card")
-    declared.add_options(p, "backbones", declared.RUNTIME)
+    declared.add_runtime_options(p)
     p.set_defaults(run=build_references, hub=True)
 
 

@@ -76,7 +76,7 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
     kbi.add_argument("--images", required=True, help="folder holding the images the records name")
     kbi.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
     kbi.add_argument("--out", required=True, help="index folder to write")
-    declared.add_options(kbi, "backbones", declared.RUNTIME)
+    declared.add_runtime_options(kbi)
     kbi.set_defaults(run=kb_index, hub=True)
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmark import settings as declared
+from benchmark.encoders.spec import load_registry
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
@@ -22,8 +24,8 @@ def score(args: argparse.Namespace) -> int:
     options.build_default_dataset(Path(args.store) / "datasets", args.cube_source)
     if args.num_processes > 1 and not scoring.launched_by_accelerate():
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
-    registry = options.backbone_registry(args)
-    metrics, unavailable = options.chosen_metrics(args)
+    registry = load_registry(args.backbones)
+    metrics, unavailable = options.chosen_metrics(args, registry)
     return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
                         unavailable=unavailable, store=Path(args.store),
                         cache=Path(args.cache) if args.cache else None, device=args.device,
@@ -46,7 +48,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     return calibrate.main(Path(args.sample), Path(args.out), backbone_id=args.backbone,
-                          registry=options.backbone_registry(args), datasets_root=Path(args.store) / "datasets",
+                          registry=load_registry(args.backbones), datasets_root=Path(args.store) / "datasets",
                           device=args.device, batch_size=args.batch_size, num_workers=args.num_workers, cdf=args.cdf)
 
 
@@ -65,7 +67,7 @@ def _score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-processes", type=int, default=1,
                    help="shard images over this many processes with `accelerate launch`")
     options.add_cube_source(p, "into the store")
-    options.add_backbone_options(p)
+    declared.add_runtime_options(p)
     options.add_metric_options(p)
     p.set_defaults(run=score, hub=True)
 
@@ -89,7 +91,7 @@ def _reproduce_options(p: argparse.ArgumentParser) -> None:
                    help="largest absolute difference still counted as equal (exit 1 beyond it)")
     p.add_argument("--use-cache", action="store_true",
                    help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one")
-    options.add_backbone_options(p)
+    declared.add_runtime_options(p)
     p.set_defaults(run=reproduce, batch_size=None, hub=True)  # None: the batch size the result records
 
 
@@ -101,7 +103,7 @@ def _calibrate_options(p: argparse.ArgumentParser) -> None:
                    help="F(x) = share of the sample <= x, or the authors' compute_cdf (sample padded with 0 and 1, "
                         "i / (N + 2))")
     options.add_store(p, "store whose datasets/ holds local datasets")
-    options.add_backbone_options(p)
+    declared.add_runtime_options(p)
     p.set_defaults(run=calibrate, hub=True)
 
 

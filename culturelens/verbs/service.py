@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from benchmark import settings as declared
+from benchmark.encoders.spec import load_registry
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
@@ -25,8 +27,8 @@ def worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     if args.supervised:
         worker.stop_when_parent_dies()
-    registry = options.backbone_registry(args)
-    metrics, unavailable = options.chosen_metrics(args)
+    registry = load_registry(args.backbones)
+    metrics, unavailable = options.chosen_metrics(args, registry)
     store = Store(Path(args.store), max_attempts=options.max_attempts(args))
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
@@ -64,7 +66,7 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     options.add_max_attempts(p)
     p.add_argument("--supervised", metavar="ID", default=None,
                    help=argparse.SUPPRESS)  # set by `culturelens serve`: worker id; stop when stdin closes
-    options.add_backbone_options(p)
+    declared.add_runtime_options(p)
     options.add_metric_options(p)
     p.set_defaults(run=worker, hub=True)
 
