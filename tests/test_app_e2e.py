@@ -299,9 +299,7 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
         # The win-rate bars and the CRT scatter (the papers' rows) have points; a chart draws once scrolled into
         # view, as a person scrolling down sees it: wait until both are drawn.
-        for chart in page.locator(".vega-embed").all():
-            if chart.is_visible():
-                chart.scroll_into_view_if_needed()
+        page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
         page.wait_for_function("""() => {
             const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
             return shown.length >= 2 && shown.every(chart => chart.querySelector('canvas, svg'));
