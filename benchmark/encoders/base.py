@@ -99,14 +99,33 @@ class PendingEmbedding:
     """Embeddings on their way back from the device: ``result()`` waits for these only, not for work queued
     after them, so the harness can stage and queue the next batch meanwhile."""
 
-    def __init__(self, host: torch.Tensor, event, lead: tuple[int, ...]):
-        self.host, self.event, self.lead = host, event, lead
+    def __init__(self, host: torch.Tensor, event, lead: tuple[int, ...], pool: _PinnedPool | None = None):
+        self.host, self.event, self.lead, self.pool = host, event, lead, pool
 
     def result(self) -> np.ndarray:
         if self.event is not None:
             self.event.synchronize()
         features = self.host.numpy()
+        if self.pool is not None:  # the pinned buffer goes back to the pool: keep a copy
+            features = features.copy()
+            self.pool.give(self.host)
+            self.pool = None
         return features.reshape(*self.lead, features.shape[-1])
+
+
+class _PinnedPool:
+    """Pinned host buffers for embeddings on their way back, reused once read, instead of a new pinned allocation
+    per batch (a profile of a cold run on an H100 charged 5 s of 13 s to those allocations; benchmarks/README.md)."""
+
+    def __init__(self):
+        self.free: dict[tuple, list[torch.Tensor]] = {}
+
+    def take(self, shape: torch.Size, dtype: torch.dtype) -> torch.Tensor:
+        buffers = self.free.get((tuple(shape), dtype))
+        return buffers.pop() if buffers else torch.empty(shape, dtype=dtype, pin_memory=True)
+
+    def give(self, buffer: torch.Tensor) -> None:
+        self.free.setdefault((tuple(buffer.shape), buffer.dtype), []).append(buffer)
 
 
 class Backbone(ABC):
@@ -120,6 +139,7 @@ class Backbone(ABC):
         self.id, self.spec = backbone_id, spec
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.revision = "unknown"
+        self._pinned = _PinnedPool()
 
     @property
     @abstractmethod
@@ -178,11 +198,11 @@ class Backbone(ABC):
         features = torch.nn.functional.normalize(features.float(), dim=-1)
         if features.device.type != "cuda":
             return PendingEmbedding(features, None, tuple(shape[:-3]))
-        host = torch.empty(features.shape, dtype=features.dtype, pin_memory=True)
+        host = self._pinned.take(features.shape, features.dtype)
         host.copy_(features, non_blocking=True)
         event = torch.cuda.Event()
         event.record()
-        return PendingEmbedding(host, event, tuple(shape[:-3]))
+        return PendingEmbedding(host, event, tuple(shape[:-3]), self._pinned)
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Texts -> (N, D) unit-norm embeddings."""

@@ -60,6 +60,7 @@ class ComposePreparation(Preparation):
         self.pil_steps = pil_steps
         self.mean = torch.tensor(normalize.mean, dtype=torch.float32).view(-1, 1, 1)
         self.std = torch.tensor(normalize.std, dtype=torch.float32).view(-1, 1, 1)
+        self._constants: dict[torch.device, tuple[torch.Tensor, ...]] = {}
 
     @classmethod
     def of(cls, transform) -> Preparation | None:
@@ -86,9 +87,13 @@ class ComposePreparation(Preparation):
     def finish(self, staged: torch.Tensor) -> torch.Tensor:
         if staged.is_floating_point():
             return staged
-        device = staged.device
-        pixels = staged.to(torch.float32) / torch.tensor(255.0, device=device)
-        return (pixels - self.mean.to(device)) / self.std.to(device)
+        # The constants are copied to a device once: a copy from pageable memory waits for the device's queue,
+        # which would keep the next batch from being queued while the last one runs.
+        if staged.device not in self._constants:
+            self._constants[staged.device] = tuple(t.to(staged.device) for t in
+                                                   (torch.tensor(255.0), self.mean, self.std))
+        scale, mean, std = self._constants[staged.device]
+        return (staged.to(torch.float32) / scale - mean) / std
 
 
 class OpenClipBackbone(Backbone):
