@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
-from benchmark.submission import shards
+from benchmark.submission.shards import MAX_SHARD_BYTES, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
 from benchmark.layout import IMAGES_DIR, MANIFEST, SubmissionLayout
 from benchmark.submission.manifest import Manifest
@@ -108,7 +108,7 @@ class Report:
             parts.append(_count(other, "other problem"))
         return "REJECTED: " + "; ".join(parts)
 
-    def keep(self, target: Path, max_shard_bytes: int = shards.MAX_SHARD_BYTES) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
         """Move the staged copy of an accepted submission to ``target``: its manifest, its images as Parquet
         shards in (prompt, seed) order (``shards.write_shards``, each at most ``max_shard_bytes``; the image
         files are removed as the shards replace them) and its image list (``images.parquet``: prompt_id, seed,
@@ -121,8 +121,8 @@ class Report:
         folder = self.folder
         try:
             with storing():
-                shards.write_shards(folder, ((i, (folder / i.path).read_bytes()) for i in images),
-                                    max_shard_bytes=max_shard_bytes)
+                write_shards(folder, ((i, (folder / i.path).read_bytes()) for i in images),
+                             max_shard_bytes=max_shard_bytes)
                 shutil.rmtree(folder / IMAGES_DIR)
                 # Written last: its presence marks a validated folder (SubmissionLayout.is_validated).
                 pq.write_table(table, SubmissionLayout(folder).images_table)
@@ -315,7 +315,7 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
     try:
         try:
-            entries = shards.expand(folder, unpack(Path(source), folder, limits), limits)
+            entries = expand(folder, unpack(Path(source), folder, limits), limits)
         except Rejected as error:
             report = Report()
             report.error(str(error))
