@@ -118,7 +118,8 @@ def text_markdown(**options) -> gr.Markdown:
 def launch_options(store: Store) -> dict:
     """``launch`` settings every entry point uses. Gradio serves a file a function returns when it lies in the
     working directory or the temporary folder: the whole store is blocked, so the app hands out only the
-    copies its views make of files they picked (``Views._serve``), and nothing else in the store (the queue
+    copies its views make of files and images they picked (``Views._serve``, ``Views._serve_images``: images are
+    read from a submission's shards), and nothing else in the store (the queue
     database, staging, caches) can ever be served. Uploads are capped at the validator's own limit."""
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": HEAD}

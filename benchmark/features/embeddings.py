@@ -41,6 +41,17 @@ from benchmark.submission.shards import Shards
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+class FileSource:
+    """Row i -> the path of an image file under ``folder`` (a knowledge base's images; a submission's images are
+    rows of its shards instead); picklable for DataLoader workers."""
+
+    def __init__(self, folder: Path, paths: list[str]):
+        self.folder, self.paths = Path(folder), paths
+
+    def __call__(self, index: int) -> Path:
+        return self.folder / self.paths[index]
+
+
 class _Decode(torch.utils.data.Dataset):
     """Item i: decode image once, stage it for each need it still lacks (``encoders.base.Preparation``; needs
     whose preparations stage alike share one staging). Holds only the source and the preparations (no
