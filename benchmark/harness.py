@@ -17,6 +17,7 @@ process's.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -37,6 +38,7 @@ from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Inputs, Metric
 from benchmark.results import ERROR_NOTE
 from benchmark.submission.manifest import Manifest
+from benchmark.submission.shards import Shards
 
 
 def load_backbones(metrics: list[Metric], registry: dict, device: str | None = None
@@ -172,7 +174,8 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
           batch_size: int = 32, num_workers: int | None = None, shard: tuple[int, int] = (0, 1),
           progress: Progress | None = None,
           disabled: dict[str, str] | None = None, settings: dict | None = None) -> Scores | None:
-    """Score one submission (``images``: prompt_id, seed, path, sha256 per image); None on ranks > 0 (every
+    """Score one submission (``folder``: validated, its images in Parquet shards; ``images``: prompt_id, seed,
+    path, sha256 per image, e.g. its ``images.parquet``); None on ranks > 0 (every
     process of a ``shard`` calls this, each with its own ``cache``: see the module).
 
     ``settings``: how the caller built the metrics (``benchmark.reproduce.settings_record``), recorded in
@@ -189,7 +192,8 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     metrics = [m for m in metrics if m.info.name not in skipped]
     needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
     options = {"batch_size": batch_size, "num_workers": num_workers, "shard": shard, "progress": progress}
-    features = compute_features(folder, rows, [n for n in needs if n.of == "generated"], backbones, cache,
+    source = Shards(folder).source(rows["path"].tolist())  # row i -> its image's bytes, from the shards
+    features = compute_features(source, rows, [n for n in needs if n.of == "generated"], backbones, cache,
                                 **options)
     reference_needs = [n for n in needs if n.of == "reference"]
     references, reference_features = {}, None
@@ -210,7 +214,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         return np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
 
     def open_image(row: int) -> Image.Image:
-        return open_as_viewed(Path(folder) / rows["path"].iloc[row])
+        return open_as_viewed(io.BytesIO(source(row)))
 
     # VLM outputs (tags, judge scores) are cached beside the embeddings: a crash or one more metric reruns none.
     inputs = Inputs(rows, features.arrays, features.truncated, references, counts, catalogue=prompts.table,

@@ -23,6 +23,7 @@ upsampling may round differently, and Pillow's ``draft`` (DCT-domain downscaling
 
 from __future__ import annotations
 
+import io
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,15 +56,17 @@ def open_as_viewed(source: Path | IO[bytes], formats: Sequence[str] | None = ALL
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def decode_for_scoring(source: Path | IO[bytes], formats: Sequence[str] | None = ALLOWED_FORMATS) -> Image.Image:
+def decode_for_scoring(source: Path | bytes | IO[bytes], formats: Sequence[str] | None = ALLOWED_FORMATS
+                       ) -> Image.Image:
     """``open_as_viewed(source, formats)``, the same pixels, decoded by the fastest decoder that gives them
-    exactly (see the module)."""
-    if isinstance(source, (str, Path)) and (formats is None or "PNG" in formats):
-        data = Path(source).read_bytes()
+    exactly (see the module). ``source``: a file, an image file's bytes (a row of a submission's shards) or a
+    binary stream."""
+    if isinstance(source, (str, Path, bytes)) and (formats is None or "PNG" in formats):
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
         pixels = _libpng_rgb(data) if _plain_png(data) else None
         if pixels is not None:
             return Image.fromarray(pixels, "RGB")
-    return open_as_viewed(source, formats)
+    return open_as_viewed(io.BytesIO(source) if isinstance(source, bytes) else source, formats)
 
 
 def _libpng_rgb(data: bytes) -> np.ndarray | None:

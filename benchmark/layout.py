@@ -3,8 +3,18 @@
 A submission folder (an upload, ``culturelens generate``'s output, a validated copy)::
 
     manifest.json                        MANIFEST: what was generated, how (``benchmark.submission.Manifest``)
-    images/<prompt_id>/<seed>.<ext>      IMAGES_DIR, ``image_name``
-    images.parquet                       IMAGES_TABLE: the validated image list, added by ``Report.keep``
+    images/<prompt_id>/<seed>.<ext>      IMAGES_DIR, ``image_name``: an upload's images, one file each
+    data/<name>.parquet                  DATA_DIR: or an upload's images as Parquet rows (``submission.shards``)
+
+A validated submission (``STORE/submissions/<id>/``, ``culturelens score``'s ``OUT/submission/``) holds no
+image file: its images are rows of a few Parquet shards, in the ``datasets`` layout and with the ``Image``
+feature (``load_dataset("parquet", data_files=".../data/*.parquet")`` decodes them)::
+
+    manifest.json
+    data/images-00000-of-00003.parquet   ``shard_name``: prompt_id, seed, image {bytes, path}, sha256, width,
+    ...                                  height; at most ``max_shard_bytes`` each (``benchmark.submission.shards``)
+    images.parquet                       IMAGES_TABLE: the validated image list (no bytes), written last by
+                                         ``Report.keep``
 
 A results folder (the worker's ``STORE/results/<id>/``, ``culturelens score``'s ``OUT/results/<id>/``, both
 ``results_folder``), written at once (``benchmark.atomic``) and never changed::
@@ -36,6 +46,10 @@ IMAGES_DIR = "images"
 """The folder of a submission's images, one subfolder per prompt id."""
 IMAGES_TABLE = "images.parquet"
 """A validated submission's image table (prompt_id, seed, path, sha256, width, height), beside its manifest."""
+DATA_DIR = "data"
+"""The folder of a submission's Parquet shards (the ``datasets`` convention for a repo's data files)."""
+SHARD_NAME = re.compile(r"images-(\d{5})-of-(\d{5})\.parquet")
+"""The file name of a validated submission's shard (in ``DATA_DIR``): ``images-<index>-of-<count>.parquet``."""
 
 PER_IMAGE = "per_image.parquet"
 """A result's per-image metric values."""
@@ -67,6 +81,12 @@ def image_name(prompt_id: str, seed: int, extension: str) -> str:
     return f"{IMAGES_DIR}/{prompt_id}/{seed}.{extension}"
 
 
+def shard_name(index: int, count: int) -> str:
+    """Shard ``index`` of ``count`` of a validated submission, relative to its folder (POSIX), as the Hub names
+    a dataset's data files: ``data/images-00000-of-00003.parquet``."""
+    return f"{DATA_DIR}/images-{index:05d}-of-{count:05d}.parquet"
+
+
 def results_folder(root: Path, submission_id: str) -> Path:
     """Where the results of ``submission_id`` go under ``root`` (a store or ``culturelens score``'s --out):
     ``root/results/<submission id>``, the id its run.json records."""
@@ -86,6 +106,12 @@ class SubmissionLayout:
     @property
     def images_table(self) -> Path:
         return self.folder / IMAGES_TABLE
+
+    @property
+    def shards(self) -> list[Path]:
+        """The folder's shards (``shard_name``), in order; empty when there are none."""
+        data = self.folder / DATA_DIR
+        return sorted(p for p in data.iterdir() if SHARD_NAME.fullmatch(p.name)) if data.is_dir() else []
 
     @property
     def is_validated(self) -> bool:

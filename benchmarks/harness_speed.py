@@ -54,7 +54,8 @@ from benchmark.features import embeddings
 from benchmark.images import decode_for_scoring, open_as_viewed
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
-from benchmark.submission import Manifest
+from benchmark.submission import ImageRecord, Manifest
+from benchmark.submission.shards import Shards, write_shards
 
 GRID = Need("dinov2-base", "grid")
 LARGE = Need("clip-vit-l-14", "image")
@@ -133,6 +134,9 @@ def make_submission(folder: Path, n_images: int, size: int, seeds: int = 4):
                          "sha256": f"{prompt_id}-{seed}-{size}"})
     with Pool(embeddings.available_cores()) as pool:
         pool.map(_write_image, jobs, chunksize=8)
+    # The harness reads a kept submission's images from its Parquet shards, as the store keeps them.
+    write_shards(folder, ((ImageRecord(r["prompt_id"], r["seed"], r["path"], r["sha256"], size, size),
+                           (folder / r["path"]).read_bytes()) for r in rows))
     manifest = Manifest.model_validate({
         "format_version": 1, "model": {"name": "bench", "id": "bench", "type": "open"},
         "dataset": {"repo": "bench/prompts", "config": "bench"}, "images_per_prompt": seeds,
@@ -166,7 +170,7 @@ def _plan(images: pd.DataFrame, needs: list[Need]) -> list:
 def _batches(folder: Path, images: pd.DataFrame, backbones, needs, batch_size: int, num_workers: int):
     """The harness's own decoding and staging (``features.embeddings.decoded_batches``) of every image for every
     need."""
-    return embeddings.decoded_batches(embeddings.FileSource(folder, images["path"].tolist()), _plan(images, needs),
+    return embeddings.decoded_batches(Shards(folder).source(images["path"].tolist()), _plan(images, needs),
                                       backbones, batch_size, num_workers)
 
 

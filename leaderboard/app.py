@@ -10,12 +10,13 @@ UI change.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import gradio as gr
 import pandas as pd
@@ -117,7 +118,8 @@ def text_markdown(**options) -> gr.Markdown:
 def launch_options(store: Store) -> dict:
     """``launch`` settings every entry point uses. Gradio serves a file a function returns when it lies in the
     working directory or the temporary folder: the whole store is blocked, so the app hands out only the
-    copies its views make of files they picked (``Views._serve``), and nothing else in the store (the queue
+    copies its views make of files and images they picked (``Views._serve``, ``Views._serve_images``: images are
+    read from a submission's shards), and nothing else in the store (the queue
     database, staging, caches) can ever be served. Uploads are capped at the validator's own limit."""
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": HEAD}
@@ -359,6 +361,16 @@ class Views:
             served.append(str(target))
         return served
 
+    def _serve_images(self, images: list[tuple[str, bytes]]) -> list[str]:
+        """Images of submissions (name in the submission, bytes from its shards) to show, written as files in a
+        folder of this app's (``<n>-<seed>.<ext>``): what Gradio serves is a copy, never a store file."""
+        folder, served = self._folder(), []
+        for i, (name, data) in enumerate(images):
+            target = folder / f"{i}-{PurePosixPath(name).name}"
+            target.write_bytes(data)
+            served.append(str(target))
+        return served
+
     def leaderboard_api(self, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
                         protocol_id: str | None = None) -> list[dict]:
         """One ranked table as typed records (``leaderboard.exports.COLUMNS``): track, metric, slice and
@@ -486,25 +498,28 @@ class Views:
         rows = self.catalog.per_image(chosen, "prompt_id = ?", [prompt_id])
         if rows.empty:
             return [], [], pd.DataFrame(), [], f"No image of prompt {render.code(prompt_id)} in these submissions."
-        owned = {s: self.store.image_files(s) for s in chosen}  # the only files this view serves
+        # The only images this view serves: those each submission's validated image table lists, read from its
+        # shards (results name them by image_path, which a tampered results table could point anywhere).
+        owned = {s: self.store.image_bytes(s, rows.loc[rows["submission_id"] == s, "image_path"].dropna().tolist())
+                 for s in chosen}
         labels = tables.metric_labels(self.catalog, chosen)  # metrics by name, not by id
         gallery, pictures = [], []
         for (submission, seed), group in rows.groupby(["submission_id", "seed"], sort=True):
-            path = owned[submission].get(group["image_path"].iloc[0])
-            if path is None:
+            name = group["image_path"].iloc[0]
+            if name not in owned[submission]:
                 continue
             scores = ", ".join(f"{labels.get(m, m)} {v:.3f}" for m, v in zip(group["metric"], group["value"])
                                if pd.notna(v))
             notes = "; ".join(sorted({n for n in group["note"].dropna()}))
-            gallery.append((path, f"{group['model'].iloc[0]} · seed {int(seed)} · {scores}"
-                            + (f" · {notes}" if notes else "")))
-        gallery = list(zip(self._serve([path for path, _ in gallery]), [caption for _, caption in gallery]))
+            gallery.append(((name, owned[submission][name]), f"{group['model'].iloc[0]} · seed {int(seed)} · "
+                            f"{scores}" + (f" · {notes}" if notes else "")))
+        gallery = list(zip(self._serve_images([image for image, _ in gallery]), [caption for _, caption in gallery]))
         references = self.references(chosen[0], prompt_id)
         for _, kind in track_pictures():
             for _, row in rows[rows["metric"] == kind.metric].dropna(subset=["detail"]).iterrows():
-                path = owned[row["submission_id"]].get(row["image_path"])
-                drawn = kind.draw(open_as_viewed(path), references, json.loads(row["detail"]), row["value"]) \
-                    if path is not None else None
+                data = owned[row["submission_id"]].get(row["image_path"])
+                drawn = kind.draw(open_as_viewed(io.BytesIO(data)), references, json.loads(row["detail"]),
+                                  row["value"]) if data is not None else None
                 if drawn is not None:
                     pictures.append((drawn[0], f"{row['model']} · seed {int(row['seed'])}: {drawn[1]}"))
         table = rows.pivot_table(index=["model", "seed"], columns="metric", values="value").round(3)

@@ -4,33 +4,39 @@ The app and the workers always use the local store (``leaderboard.store``): one 
 deployment whose disk does not survive a restart (a Hugging Face Space without persistent storage) adds two
 dataset repos, as the Hugging Face leaderboard template does::
 
-    requests repo (private)                        results repo (public)
-      requests/<id>.json    the queue record         README.md                  card; configs aggregates,
-      submissions/<id>/...  manifest, images           results/<id>/*.parquet   per_image, curves
-                                                       results/<id>/run.json    (``load_dataset(repo, ...)``)
+    requests repo (private)                              results repo (public)
+      requests/<id>.json                  queue record     README.md                  card; configs aggregates,
+      submissions/<id>/manifest.json                       results/<id>/*.parquet   per_image, curves
+      submissions/<id>/data/images-00000-of-00008.parquet  results/<id>/run.json    (``load_dataset(repo, ...)``)
+      ...                                 the images as Parquet shards (``benchmark.submission.shards``): a
+                                          10-seed CUBE-1K submission is 9 files, not 9,920 images
+
+A worker on another machine fetches one submission, and only it, with ``download_submission``.
 
 ``push`` commits what changed since the last push, in commits of at most 1,000 files (``CommitOperationAdd``
 and ``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
 file it did not push itself. ``pull`` downloads a repo snapshot (or reads a local copy of one, e.g. from
 ``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload:
 ids are checked, JSON and Parquet are parsed (never unpickled), a submission goes through the upload validator
-(a refused one is left out, the others restored), and everything appears by one rename.
+as an upload in Parquet form (every row's name, sha256 and uniqueness, then every check an upload's files meet;
+a refused one is left out, the others restored), and everything appears by one rename.
 ``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` pulls both at start and pushes every minute.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import hashlib
 import json
 import logging
 import shutil
-import stat
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmark import layout
@@ -38,8 +44,9 @@ from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError, hub_errors
 from benchmark.errors import CultureLensError
 from benchmark.layout import RESULT_FILES, SubmissionLayout
-from benchmark.submission.archive import parse_name
-from benchmark.submission.validate import Report, check_folder
+from benchmark.submission import stage
+from benchmark.submission.shards import Shards
+from benchmark.submission.validate import Report
 from leaderboard.queue import Job
 from benchmark.layout import is_submission_id
 from leaderboard.store import Store
@@ -106,10 +113,10 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
             record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires")}
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = SubmissionLayout(store.submissions / job.id)
-            if folder.is_validated:
-                stamp = folder.images_table.stat().st_mtime_ns
-                for name, digest in _submission_files(str(folder.folder), stamp):
-                    files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile(folder.folder / name, digest)
+            if folder.is_validated:  # its manifest and shards; the image table is rebuilt when it is restored
+                for path in (folder.manifest, *folder.shards):
+                    name = path.relative_to(folder.folder).as_posix()
+                    files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
     elif kind == "results":
         files["README.md"] = RESULTS_CARD.replace("{repo}", repo).encode()
         for folder in sorted(store.results.iterdir()):
@@ -120,17 +127,6 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
     else:
         raise ValueError(f"unknown repo kind {kind!r} (one of {', '.join(KINDS)})")
     return files
-
-
-@functools.lru_cache(maxsize=4096)
-def _submission_files(folder: str, stamp: int) -> tuple[tuple[str, str], ...]:
-    """An accepted submission's files and their signatures, from its image table (validation recorded every
-    image's sha256): a push lists millions of images without reading or even stat-ing them. Accepted
-    submissions never change; ``stamp`` (the table's mtime) keys the cache all the same."""
-    folder = Path(folder)
-    images = pq.read_table(folder / layout.IMAGES_TABLE, columns=["path", "sha256"]).to_pylist()
-    own = [(name, StoreFile.of(folder / name).signature) for name in (layout.MANIFEST, layout.IMAGES_TABLE)]
-    return tuple(own + [(row["path"], "sha256:" + row["sha256"]) for row in images])
 
 
 def signature(content: StoreFile | bytes) -> str:
@@ -212,27 +208,88 @@ def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int
 def pull(store: Store, kind: str, source: str, *, token: str | None = None) -> dict[str, int]:
     """Restore from ``source``: a local folder laid out like the repo, or a Hub dataset repo id (downloaded).
     Returns counts of what was added and skipped; SyncError / PushError with the reason."""
+    with _snapshot(source, store.staging, kind, token=token) as (folder, downloaded):
+        counts = restore(store, kind, folder)
+        if downloaded:  # what the repo holds and the store now has need not be pushed back
+            have = {str(p.relative_to(folder).as_posix()) for p in folder.rglob("*") if p.is_file()}
+            files = mirror_files(store, kind, source)
+            state = _load_state(store)
+            state.setdefault(f"{kind}:{source}", {}).update(
+                {path: signature(content) for path, content in files.items()
+                 if path in have and (not isinstance(content, bytes) or (folder / path).read_bytes() == content)})
+            _save_state(store, state)
+        return counts
+
+
+@contextlib.contextmanager
+def _snapshot(source: str, staging: Path, kind: str, *, token: str | None = None,
+              allow_patterns: list[str] | None = None) -> Iterator[tuple[Path, bool]]:
+    """``source`` as a folder laid out like the ``kind`` repo, and whether it was downloaded: a local folder as it
+    is, or a Hub dataset repo id downloaded (only ``allow_patterns``, if given) into a temporary folder under
+    ``staging``, removed afterwards. What ``pull`` and ``download_submission`` read."""
     if Path(source).is_dir():
-        return restore(store, kind, Path(source))
+        yield Path(source), False
+        return
     from huggingface_hub import snapshot_download
 
     _check_repo_id(source, "neither a folder nor ")
-    target = Path(tempfile.mkdtemp(prefix=f"hub-{kind}-", dir=store.staging))
+    staging.mkdir(parents=True, exist_ok=True)
+    target = Path(tempfile.mkdtemp(prefix=f"hub-{kind}-", dir=staging))
     try:
         with hub_errors(source, "pull the leaderboard's " + kind + " from"):
-            snapshot_download(source, repo_type="dataset", local_dir=target, token=token)
-        counts = restore(store, kind, target)
-        # What the repo holds and the store now has need not be pushed back.
-        have = {str(p.relative_to(target).as_posix()) for p in target.rglob("*") if p.is_file()}
-        files = mirror_files(store, kind, source)
-        state = _load_state(store)
-        state.setdefault(f"{kind}:{source}", {}).update(
-            {path: signature(content) for path, content in files.items()
-             if path in have and (not isinstance(content, bytes) or (target / path).read_bytes() == content)})
-        _save_state(store, state)
-        return counts
+            snapshot_download(source, repo_type="dataset", local_dir=target, token=token,
+                              allow_patterns=allow_patterns)
+        yield target, True
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+def download_submission(source: str, submission_id: str, dest: Path, *, token: str | None = None) -> Path:
+    """Download exactly one submission from a requests repo, for a worker on another machine: its manifest and
+    its Parquet shards (``submissions/<id>/manifest.json``, ``submissions/<id>/data/*.parquet``), nothing else
+    of the repo. ``source``: a Hub dataset repo id, or a local folder laid out like the repo (``pull``'s rule,
+    through the same code: ``_snapshot``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
+    or not at all. The shards must be a complete set and every row's bytes must have the row's sha256; the
+    folder then gets its image table (``images.parquet``), so it is laid out as a store's ``submissions/<id>/``
+    and the worker scores it as a local one does::
+
+        folder = download_submission("org/culturelens-requests", job_id, Path("work") / job_id)
+        manifest = Manifest.model_validate_json((folder / "manifest.json").read_bytes())
+        images = pq.read_table(folder / "images.parquet").to_pandas()
+        scores = harness.score(folder, manifest, prompts, images, metrics, backbones, cache, submission_id=job_id)
+
+    Images by row: ``benchmark.submission.shards.Shards(folder)`` (``read(path)``, ``rows()``). Returns ``dest``;
+    SyncError when the repo holds no such submission or its files are not intact, PushError when the Hub
+    cannot be reached."""
+    dest = Path(dest)
+    prefix = f"{layout.SUBMISSIONS}/{_checked_id(submission_id, Path(source))}"
+    patterns = [f"{prefix}/{layout.MANIFEST}", f"{prefix}/{layout.DATA_DIR}/*.parquet"]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with _snapshot(source, dest.parent, "requests", token=token, allow_patterns=patterns) as (folder, downloaded):
+        files = folder / prefix
+        found = sorted(p for p in files.rglob("*") if not p.is_dir()) if files.is_dir() else []
+        if not found:
+            raise SyncError(f"{source}: no submission {submission_id} ({prefix}/ is missing or empty)")
+        with atomic_folder(dest) as tmp:
+            for path in found:
+                name = path.relative_to(files).as_posix()
+                if path.is_symlink() or not (name == layout.MANIFEST or (
+                        name.startswith(f"{layout.DATA_DIR}/") and layout.SHARD_NAME.fullmatch(name[5:]))):
+                    raise SyncError(f"{prefix}/{name}: not a file of a submission (manifest.json, "
+                                    f"{layout.shard_name(0, 1)} ...)")
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                (shutil.move if downloaded else shutil.copyfile)(path, tmp / name)
+            try:
+                shards = Shards(tmp)
+                table = shards.table()
+                broken = next((row["path"] for row, data in shards.rows()
+                               if hashlib.sha256(data).hexdigest() != row["sha256"]), None)
+            except (ValueError, OSError, pa.ArrowException) as error:  # ShardError is a ValueError
+                raise SyncError(f"{prefix}: its shards cannot be read ({error})") from None
+            if broken is not None:
+                raise SyncError(f"{prefix}: {broken}: its bytes do not have the sha256 its row records")
+            pq.write_table(table, tmp / layout.IMAGES_TABLE)
+    return dest
 
 
 def _check_repo_id(repo: str, alternatives: str = "") -> None:
@@ -313,7 +370,7 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
                 log.warning("hub restore: refused submission %s: %s", job.id, refusal)
                 counts["refused"] += 1
                 continue
-            report.keep(target)  # validated copy, with its recomputed image table, renamed into place
+            report.keep(target, store.max_shard_bytes)  # validated copy, shards rewritten, renamed into place
         if store.queue.restore(job):
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
@@ -329,55 +386,21 @@ def _copy_into_place(source: Path, target: Path) -> None:
 
 
 def _stage_submission(store: Store, files: Path, job: Job) -> tuple[Report | None, str | None]:
-    """Validate a snapshot's submission folder as an upload is validated, on a copy in ``staging/``: exactly its
-    manifest, its image table and the images that table lists (regular files, within the store's size limits,
-    named by the submission layout), then the upload validator (``check_folder``: manifest, dataset served
-    here, coverage of its prompts, every image decoded under ``store.limits``), whose recomputed sha256s must be
-    the table's and whose content hash must be the record's. Returns the accepted report (its staged copy ready
-    for ``Report.keep``) and None, or None and the reasons, naming the files (the staged copy removed)."""
-    try:
-        images = pq.read_table(files / layout.IMAGES_TABLE, columns=["path", "sha256"]).to_pylist()
-    except Exception as error:  # noqa: BLE001 - OSError and pyarrow errors alike
-        return None, f"images.parquet: not a readable image table ({type(error).__name__})"
-    recorded = {row["path"]: row["sha256"] for row in images}
-    found = {p.relative_to(files).as_posix(): p for p in files.rglob("*") if not p.is_dir() or p.is_symlink()}
-    expected = set(recorded) | {layout.MANIFEST, layout.IMAGES_TABLE}
-    if set(found) != expected or not all(stat.S_ISREG(p.lstat().st_mode) for p in found.values()):
-        extra, missing = sorted(set(found) - expected), sorted(expected - set(found))
-        return None, (f"files do not match its image table (unexpected: {extra[:3]}, missing: {missing[:3]}; "
-                      "only regular files are accepted)")
-    misnamed = [name for name in recorded if parse_name(name) is None or name == layout.MANIFEST]
-    if misnamed:
-        return None, f"{misnamed[0]!r}: not an image's name (images/<prompt_id>/<seed>.<png|jpg|jpeg|webp>)"
-    entries = [parse_name(name) for name in [layout.MANIFEST, *recorded]]
-    limits = store.limits
-    sizes = {e.path: found[e.path].lstat().st_size for e in entries}
-    too_big = [path for path, size in sizes.items()
-               if size > (limits.max_manifest_bytes if path == layout.MANIFEST else limits.max_file_bytes)]
-    if len(entries) > limits.max_files or sum(sizes.values()) > limits.max_total_bytes or too_big:
-        return None, (f"{too_big[0] + ': ' if too_big else ''}over this leaderboard's limits ({limits.max_files} "
-                      f"files, {limits.max_file_bytes} bytes a file, {limits.max_total_bytes} bytes in all)")
-    staged = Path(tempfile.mkdtemp(prefix=f"restore-{job.id}-", dir=store.staging))
-    try:
-        for entry in entries:
-            (staged / entry.path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(files / entry.path, staged / entry.path)
-        report = check_folder(staged, entries, store.prompts_for, limits)
-        problems = list(report.errors)
-        if report.ok:
-            changed = sorted(r.path for r in report.images if recorded[r.path] != r.sha256)
-            if changed:
-                problems.append(f"{changed[0]}: its sha256 is not the one its image table records"
-                                + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""))
-            elif report.content_hash != job.content_hash:
-                problems.append(f"its content hash {report.content_hash} is not the record's {job.content_hash}")
-        elif any(error.startswith("manifest.json: dataset: ") for error in report.errors):
-            problems.append("restore or build that dataset in this store's datasets/ first, then pull again")
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
+    """Validate a snapshot's submission folder (its manifest and Parquet shards) as an upload in Parquet form is
+    validated, on a copy in ``staging/`` (``validate.stage``): exactly those files, within the store's size
+    limits; every row's file name, sha256 and (prompt_id, seed) unique (``shards.expand``); then the manifest,
+    the dataset served here, coverage of its prompts and every image decoded under ``store.limits``; and the
+    content hash must be the record's. Returns the accepted report (its staged copy ready for ``Report.keep``)
+    and None, or None and the reasons, naming the files (the staged copy removed)."""
+    report = stage(files, store.staging, store.prompts_for, store.limits)
+    problems = list(report.errors)
+    if report.ok and report.content_hash != job.content_hash:
+        problems.append(f"its content hash {report.content_hash} is not the record's {job.content_hash}")
+    elif any(error.startswith("manifest.json: dataset: ") for error in report.errors):
+        problems.append("restore or build that dataset in this store's datasets/ first, then pull again")
     if problems:
-        shutil.rmtree(staged, ignore_errors=True)
+        if report.folder is not None:
+            shutil.rmtree(report.folder, ignore_errors=True)
         return None, "; ".join(problems)
     return report, None
 

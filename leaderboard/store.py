@@ -5,7 +5,8 @@ Layout::
     STORE/
       datasets/<org>__<name>/       local Hub-layout dataset folders (e.g. culturelens__cube-1k)
       staging/                      uploads being validated (removed on rejection)
-      submissions/<id>/             accepted submissions: manifest.json, images/, images.parquet
+      submissions/<id>/             accepted submissions: manifest.json, data/images-*-of-*.parquet (the images,
+                                    as Parquet shards: ``benchmark.submission.shards``), images.parquet
       queue.sqlite                  submission records (see ``queue``)
       results/<id>/                 per_image, aggregates, curves (.parquet), run.json (written once, atomically)
       cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
@@ -42,6 +43,7 @@ from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
+from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from leaderboard import reported
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, now_iso
 
@@ -75,12 +77,14 @@ class Store:
     ``quota``: how many submissions one user may have accepted per ``quota_hours``, and ``attempt_quota`` how
     many uploads (rejected ones included: validating them decodes every image) one user may send in that time;
     both are checked before any work. None is no limit: the operator's own store (``leaderboard.operator``).
+    ``max_shard_bytes``: the largest Parquet shard an accepted submission's images are kept in.
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int | None = 5, quota_hours: float = 24,
-                 attempt_quota: int | None = 20, max_attempts: int = 3):
+                 attempt_quota: int | None = 20, max_attempts: int = 3, max_shard_bytes: int = MAX_SHARD_BYTES):
         self.root = Path(root).resolve()
         self.limits = limits
+        self.max_shard_bytes = max_shard_bytes  # the bound on each Parquet shard of an accepted submission
         self.quota, self.quota_hours, self.attempt_quota = quota, quota_hours, attempt_quota
         self.datasets = self.root / layout.DATASETS
         self.staging = self.root / "staging"
@@ -240,7 +244,7 @@ class Store:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         submission_id = f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}-{uuid.uuid4().hex[:4]}"
         try:
-            target = report.keep(self.submissions / submission_id)
+            target = report.keep(self.submissions / submission_id, self.max_shard_bytes)
         except OSError as error:  # a full disk again: the staged copy goes
             shutil.rmtree(report.folder, ignore_errors=True)
             raise self._server_fault(error, attempt) from None
@@ -332,21 +336,18 @@ class Store:
             raise ValueError(f"{submission_id!r} is not a submission id")
         return self.submissions / submission_id
 
-    def image_files(self, submission_id: str) -> dict[str, Path]:
-        """The images of an accepted submission that the app may serve, by their path relative to its folder:
-        exactly those its validated image table (``images.parquet``) lists, resolved inside the folder and not
-        links. Empty for an unknown or malformed id: no other file of the store is ever served from here."""
+    def image_bytes(self, submission_id: str, names: list[str]) -> dict[str, bytes]:
+        """The images ``names`` (their paths in the submission, ``images/<prompt_id>/<seed>.<ext>``, as results
+        name them) of an accepted submission, read from its shards: name -> the image's bytes, for exactly the
+        names its validated image table lists. Empty for an unknown or malformed id: no other file of the store
+        is ever read from here, and the app serves copies of these bytes, never a store file."""
         try:
-            folder = self._folder(submission_id).resolve()
-            listed = pq.read_table(folder / layout.IMAGES_TABLE, columns=["path"]).column("path").to_pylist()
-        except (ValueError, OSError, pa.ArrowException):
+            folder = self._folder(submission_id)
+            listed = set(pq.read_table(folder / layout.IMAGES_TABLE, columns=["path"]).column("path").to_pylist())
+            shards = Shards(folder)
+            return {name: shards.read(name) for name in dict.fromkeys(names) if name in listed}
+        except (ValueError, OSError, KeyError, pa.ArrowException):  # ShardError is a ValueError
             return {}
-        owned = {}
-        for relative in listed:
-            path = folder / relative
-            if not path.is_symlink() and path.resolve().is_relative_to(folder) and path.is_file():
-                owned[relative] = path
-        return owned
 
     # --- results --------------------------------------------------------------------------
     def results_folder(self, submission_id: str) -> Path:
@@ -418,8 +419,9 @@ class Store:
 
     # --- submissions from the Hub -----------------------------------------------------------
     def fetch_hub_submission(self, repo: str) -> Path:
-        """Download a Hub dataset repo holding a submission (manifest.json + images/) into staging.
-        ValueError with the reason when the id is malformed or the Hub cannot be reached."""
+        """Download a Hub dataset repo holding a submission (manifest.json and images/, or manifest.json and
+        data/*.parquet: the Parquet form, ``benchmark.submission.shards``) into staging; what else it holds is
+        not downloaded. ValueError with the reason when the id is malformed or the Hub cannot be reached."""
         from huggingface_hub import HfApi, snapshot_download
 
         from benchmark.submission.manifest import is_repo_id
@@ -431,8 +433,8 @@ class Store:
         except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
             raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "
                              f"{str(error).splitlines()[0][:200]}") from None
-        files = [f for f in info.siblings or []
-                 if f.rfilename == layout.MANIFEST or f.rfilename.startswith(f"{layout.IMAGES_DIR}/")]
+        folders = (f"{layout.IMAGES_DIR}/", f"{layout.DATA_DIR}/")
+        files = [f for f in info.siblings or [] if f.rfilename == layout.MANIFEST or f.rfilename.startswith(folders)]
         size = sum(f.size or 0 for f in files)
         if len(files) > self.limits.max_files or size > self.limits.max_total_bytes:
             raise ValueError(f"Hub dataset {repo} holds {len(files)} files, {size} bytes: over this leaderboard's "
@@ -440,11 +442,12 @@ class Store:
         target = Path(tempfile.mkdtemp(prefix="hub-", dir=self.staging))
         try:
             snapshot_download(repo, repo_type="dataset", local_dir=target,
-                              allow_patterns=[layout.MANIFEST, f"{layout.IMAGES_DIR}/**"])
+                              allow_patterns=[layout.MANIFEST, f"{layout.IMAGES_DIR}/**", f"{layout.DATA_DIR}/*.parquet"])
         except Exception as error:  # offline, missing, gated: the Hub client raises many kinds
             shutil.rmtree(target, ignore_errors=True)
             raise ValueError(f"cannot fetch Hub dataset {repo}: {type(error).__name__}: "
                              f"{str(error).splitlines()[0][:200]}") from None
+        shutil.rmtree(target / ".cache", ignore_errors=True)  # snapshot_download's bookkeeping, not the submission's
         return target
 
 

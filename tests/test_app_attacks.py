@@ -119,7 +119,8 @@ def test_a_tampered_results_table_cannot_point_compare_at_other_files(attacked_a
         os.replace(backup, original)
     served = [Path(path).read_bytes() for path, _ in gallery]
     assert len(served) == 1  # seed 1 only: seed 0's path is not in the validated image table
-    assert served[0] == (store.submissions / scored / sorted(genuine)[-1]).read_bytes()
+    # The bytes the submitter uploaded (the fixture's folder sub-1), served from the submission's shards.
+    assert served[0] == (store.root.parent / "sub-1" / sorted(genuine)[-1]).read_bytes()
 
 
 def test_csv_download_neutralises_spreadsheet_formulas(attacked_app):

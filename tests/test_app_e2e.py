@@ -8,6 +8,7 @@ Chromium (Playwright, Debian's chromium; skipped with a reason when it is not in
 from __future__ import annotations
 
 import html
+import io
 import re
 import shutil
 import time
@@ -62,11 +63,13 @@ def _independent_cosines(tiny_clip, store: Store, submission_id: str) -> dict[tu
     tokenizer = open_clip.get_tokenizer(tiny_clip.model)
     prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table["prompt"]
     out = {}
-    folder = store.submissions / submission_id / "images"
-    for path in sorted(folder.rglob("*.png")):
-        prompt_id, seed = path.parent.name, int(path.stem)
+    # The images as the submission keeps them: rows of its Parquet shards, read here with pyarrow itself.
+    rows = pq.read_table(store.submissions / submission_id / "data").to_pylist()
+    for row in rows:
+        prompt_id, seed = row["prompt_id"], row["seed"]
         with torch.no_grad():
-            image = model.encode_image(preprocess(Image.open(path).convert("RGB")).unsqueeze(0))
+            image = model.encode_image(preprocess(Image.open(io.BytesIO(row["image"]["bytes"])).convert("RGB"))
+                                       .unsqueeze(0))
             text = model.encode_text(tokenizer([prompts[prompt_id]]))
         out[(prompt_id, seed)] = float(torch.nn.functional.cosine_similarity(image, text).item())
     return out

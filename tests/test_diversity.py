@@ -470,7 +470,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
 
     table = prompts.table
     for prompt_id in table.index:
-        paths = sorted((staged / "images" / prompt_id).iterdir())
+        paths = sorted((tmp_path / "submission" / "images" / prompt_id).iterdir())  # the upload's files
         pictures = [Image.open(p).convert("RGB") for p in paths]
         embedded = clip.embed(torch.stack([clip.prepare(p, "image") for p in pictures]))
         candidates = CSPACE[CSPACE["concept"] == table.loc[prompt_id, "concept"]].reset_index(drop=True)
@@ -516,7 +516,7 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, 
     assert {a["metric_version"] for a in scores.aggregates} == {version}
     table, chose_other = report.prompts.table, False
     for prompt_id in table.index:
-        paths = sorted((staged / "images" / prompt_id).iterdir())  # seeds 0-7, in order
+        paths = sorted((tmp_path / "submission" / "images" / prompt_id).iterdir())  # the upload: seeds 0-7, in order
         pictures = [Image.open(p).convert("RGB") for p in paths]
         embedded = clip.embed(torch.stack([clip.prepare(p, "image") for p in pictures]))
         concepts = [table.loc[prompt_id, "concept"]] * len(pictures)

@@ -77,9 +77,11 @@ def test_each_image_is_decoded_once_for_all_backbones(submission, backbones, mon
     opened = []
     real_decode = embeddings.decode_for_scoring
     monkeypatch.setattr(embeddings, "decode_for_scoring",
-                        lambda path, **options: opened.append(Path(path).name) or real_decode(path, **options))
+                        lambda data, **options: opened.append(data) or real_decode(data, **options))
     scores = _score(submission, backbones, num_workers=0)  # in this process, where the counter is
-    assert len(opened) == 18  # 6 prompts x 3 seeds, although two backbones and three needs use them
+    # 6 prompts x 3 seeds, although two backbones and three needs use them: each the bytes of one upload file
+    upload = sorted((submission[-1] / "images").rglob("*.png"))
+    assert len(opened) == 18 and sorted(opened) == sorted(p.read_bytes() for p in upload)
     assert scores.run["embeddings_computed"] == 18 * 2 + 6  # image + grid per image, one text per prompt
     assert set(scores.per_image["metric"]) == {"clip_cosine", "clip_score", "grid_spread"}
 
@@ -101,6 +103,19 @@ def test_worker_processes_decode_with_the_same_results(submission, backbones):
     assert np.array_equal(in_process.per_image["value"].to_numpy(), with_workers.per_image["value"].to_numpy())
     for backbone in backbones.values():  # what spawned workers (GPU) receive: transforms, not models
         assert len(pickle.dumps(backbone.transform)) < 100_000
+
+
+def test_features_from_the_shards_are_those_of_the_uploaded_files(submission, backbones):
+    """What scoring reads (the kept submission's shards) gives exactly the features of the upload's own files."""
+    staged, _, prompts, _, folder = submission
+    rows = harness.image_rows(_images(staged), prompts)
+    needs = sorted({n for m in METRICS for n in m.info.needs if n.of == "generated"}, key=str)
+    from_shards = embeddings.compute_features(staged, rows, needs, backbones, batch_size=4, num_workers=0)
+    from_files = embeddings.compute_features(lambda row: folder / rows["path"].iloc[row], rows, needs, backbones, batch_size=4,
+                                  num_workers=0)
+    assert set(from_shards.arrays) == set(needs) and from_shards.computed == 18 * 2 + 6
+    for need in needs:
+        assert np.array_equal(from_shards.arrays[need], from_files.arrays[need]), need
 
 
 def test_adding_a_metric_reuses_the_cached_embeddings(submission, backbones, tmp_path):

@@ -1,5 +1,5 @@
 """The harness on a GPU (skipped without one): fork-server workers, pinned memory, inputs finished on the
-device and batches queued ahead change no embedding. No dataset: a folder of images is enough."""
+device and batches queued ahead change no embedding. No dataset: a folder of shards is enough."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from benchmark.encoders.base import prepare
 from benchmark.features import embeddings
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
+from benchmark.submission import ImageRecord
+from benchmark.submission.shards import write_shards
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -21,10 +23,12 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 def test_workers_pinned_memory_and_queued_batches_give_the_embeddings_of_plain_batches(tiny_clip, tiny_dino,
                                                                                        tmp_path):
     rng = np.random.default_rng(0)
-    paths = []
+    paths, records = [], []
     for i, size in enumerate([64, 96, 80, 64, 120, 64, 70, 64, 100, 64]):
         Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(tmp_path / f"{i}.png")
         paths.append(f"{i}.png")
+        records.append((ImageRecord("p", i, paths[-1], f"sha-{i}", size, size), (tmp_path / paths[-1]).read_bytes()))
+    write_shards(tmp_path, records, max_shard_bytes=200_000)  # several shards, read by the workers as scoring does
     images = pd.DataFrame({"path": paths, "image_sha256": [f"sha-{i}" for i in range(len(paths))]})
     registry = {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}
     backbones = {b: load_backbone(b, registry, device="cuda") for b in registry}

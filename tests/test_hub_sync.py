@@ -228,25 +228,32 @@ def test_an_empty_store_exports_a_repo_that_pulls_back(tmp_path, tiny_upstream):
                                                                           "without_files": 0, "refused": 0}
 
 
-def _replace_image(folder, submission_id: str, image) -> str:
-    """Put ``image`` (a Pillow image, saved as TIFF or PNG by its mode) in place of one of a snapshot's images,
-    with its sha256 in the image table, as the repo could hold it; returns the image's path."""
+def _rewrite_rows(folder, submission_id: str, change) -> None:
+    """Rewrite the one shard a snapshot holds for ``submission_id`` with ``change(rows)`` applied to its rows
+    (dicts: prompt_id, seed, image {bytes, path}, sha256, ...), as a repo could hold it."""
+    import pyarrow as pa
+
+    (shard,) = (folder / "submissions" / submission_id / "data").glob("*.parquet")
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    change(rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
+
+
+def _replace_image(folder, submission_id: str, image, *, sha256: bool = True) -> None:
+    """Put ``image`` (a Pillow image, saved as TIFF or PNG by its mode) in place of the first image of a
+    snapshot's submission, with its sha256 in its row too (unless not ``sha256``)."""
     import hashlib
     import io
 
-    import pyarrow as pa
-
-    files = folder / "submissions" / submission_id
-    table = pq.read_table(files / "images.parquet")
-    path = table.column("path")[0].as_py()
     data = io.BytesIO()
     image.save(data, format=image.info["save_as"])
-    (files / path).write_bytes(data.getvalue())
-    digests = table.column("sha256").to_pylist()
-    digests[0] = hashlib.sha256(data.getvalue()).hexdigest()
-    pq.write_table(table.set_column(table.schema.get_field_index("sha256"), "sha256", pa.array(digests)),
-                   files / "images.parquet")
-    return path
+
+    def change(rows):
+        rows[0]["image"]["bytes"] = data.getvalue()
+        if sha256:
+            rows[0]["sha256"] = hashlib.sha256(data.getvalue()).hexdigest()
+    _rewrite_rows(folder, submission_id, change)
 
 
 def _image(mode: str, size: tuple[int, int], save_as: str):
@@ -267,17 +274,32 @@ def test_a_restored_submission_goes_through_the_upload_validator_and_a_refused_o
         path = f / "requests" / f"{waiting}.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
 
-    cases = [  # the first three keep the image table right: only the upload validator sees what is wrong
+    def twice(rows):
+        rows.append(dict(rows[0]))
+
+    def traversal(rows):
+        rows[0]["image"]["path"] = "../../../etc/cron.d/x.png"
+
+    cases = [  # the first three keep every row's sha256 right: only the upload validator sees what is wrong
         (lambda f: _replace_image(f, waiting, _image("RGB", (64, 64), "TIFF")),
          r"images/[^:]+/0\.png: not an image \(starts with b'(II|MM)"),
         (lambda f: _replace_image(f, waiting, _image("L", (12000, 12000), "PNG")),
          r"images/[^:]+/0\.png: (too many pixels|12000x12000 pixels, over the limit)"),
         (lambda f: record(f, content_hash="sha256:" + "0" * 64),
          "its content hash sha256:[0-9a-f]+ is not the record's"),
-        (lambda f: (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
-         r"files do not match its image table \(unexpected: \['images/run.sh'\]"),
-        (lambda f: _image("RGB", (64, 64), "PNG").save(next((f / "submissions" / waiting / "images").rglob("*.png"))),
-         r"images/[^:]+\.png: its sha256 is not the one its image table records"),
+        (lambda f: (f / "submissions" / waiting / "images").mkdir() or
+         (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
+         r"'images/run.sh': unexpected file"),
+        (lambda f: _replace_image(f, waiting, _image("RGB", (64, 64), "PNG"), sha256=False),
+         r"data/images-00000-of-00001.parquet: row 0 \(images/[^)]+/0\.png\): its sha256 '[0-9a-f]+' is not the "
+         r"sha256 of its image's bytes"),
+        (lambda f: _rewrite_rows(f, waiting, twice),
+         r"data/images-00000-of-00001.parquet: row 12: a second image for prompt \S+ seed 0 \(also "
+         r"data/images-00000-of-00001.parquet: row 0\)"),
+        (lambda f: _rewrite_rows(f, waiting, traversal),
+         r"row 0: the image's file name \(image.path\) '../../../etc/cron.d/x.png' is not 0.<ext>"),
+        (lambda f: (f / "submissions" / waiting / "data" / "images-00000-of-00001.parquet").write_bytes(
+            b"PK\x03\x04 a zip, not Parquet"), r"images-00000-of-00001.parquet: not a readable Parquet file"),
     ]
     for number, (change, message) in enumerate(cases):
         snapshot = tmp_path / f"bad-{number}"

@@ -188,7 +188,7 @@ def test_iconicity_through_the_harness_matches_an_independent_computation(built,
 
     for record in references:
         prompt_id = record["prompt_id"]
-        generated = [Image.open(staged / "images" / prompt_id / f"{s}.png") for s in (0, 1)]
+        generated = [Image.open(folder / "images" / prompt_id / f"{s}.png") for s in (0, 1)]  # the upload's
         s, _ = iconicity.recognition_scores(embed(clip, generated, "image"), embed(clip, record["images"], "image"))
         hit = iconicity.recognised(s)
         assert rows.loc[("cra_reference", prompt_id), "value"] == float(hit.any())

@@ -50,7 +50,9 @@ def test_folder_and_zip_are_accepted_with_the_same_content_hash(store, prompt_id
     job = first.job
     assert job.state == "PENDING" and job.owner == "alice" and job.model == "Tiny Test Model"
     stored = store.submissions / job.id
-    assert (stored / "manifest.json").exists() and len(list((stored / "images").rglob("*.png"))) == 12
+    # Kept as the manifest, the image table and the images as rows of one Parquet shard: no image file.
+    assert sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file()) == [
+        "data/images-00000-of-00001.parquet", "images.parquet", "manifest.json"]
     # The same content as a folder is recognised as a resubmission and stores nothing new.
     again = store.submit(folder, "bob")
     assert again.job is None

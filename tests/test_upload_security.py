@@ -19,7 +19,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from benchmark.datasets.prompts import PromptSet
-from benchmark.features.embeddings import FileSource, _Decode
+from benchmark.features.embeddings import _Decode
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
 from benchmark.submission import Limits, Manifest, Rejected, stage
@@ -107,7 +107,8 @@ def test_the_scoring_decoder_and_the_validator_see_the_rotated_image(tmp_path):
     (tmp_path / "images" / "p0").mkdir(parents=True)
     _rotated_jpeg(tmp_path / "images" / "p0" / "0.jpg")
     need = Need("pixels", "image")
-    decode = _Decode(FileSource(tmp_path, ["images/p0/0.jpg"]), [(0, (need,))],
+    rows = [(tmp_path / "images" / "p0" / "0.jpg").read_bytes()]  # scoring reads a shard row's bytes
+    decode = _Decode(rows.__getitem__, [(0, (need,))],
                      {"pixels": lambda image: torch.from_numpy(np.array(image)).permute(2, 0, 1)})
     row, prepared = decode[0]
     pixels = prepared[need]
@@ -203,7 +204,7 @@ def test_ordinary_names_in_any_script_pass(name):
 # --- 4. our disk failing is a ServerFault, and leaves nothing in staging ------------------------------------
 # Runs in a child process with a real file-size limit (RLIMIT_FSIZE; SIGXFSZ ignored, so a write past it fails
 # with EFBIG, as a full disk fails with ENOSPC). argv: source, staging folder, limit in bytes, and "keep" to set
-# the limit only after validation, so that writing images.parquet (Report.keep) is what fails.
+# the limit only after validation, so that writing the shards (Report.keep) is what fails.
 FULL_DISK = """
 import json, resource, signal, sys
 from pathlib import Path

@@ -349,7 +349,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     assert rows.loc[ids[0], "value"] == pytest.approx(1 - calibration.normalize(0.0))  # identical seeds
     # Independent check of one prompt: DINO features by hand, distances, calibration, mean.
     other = ids[1]
-    paths = sorted((staged / "images" / other).iterdir())
+    paths = sorted((folder / "images" / other).iterdir())  # the upload's files
     from PIL import Image
 
     feats = backbone.embed(__import__("torch").stack([backbone.prepare(Image.open(p).convert("RGB"), "image")

@@ -36,12 +36,14 @@ from benchmark.encoders.base import stage as stage_input
 from benchmark.encoders.spec import GRID_CUTS
 from benchmark.features import Need
 from benchmark.images import decode_for_scoring
+from benchmark.submission.shards import Shards
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 class FileSource:
-    """Row i -> the path of a submitted image (picklable for DataLoader workers)."""
+    """Row i -> the path of an image file under ``folder`` (a knowledge base's images; a submission's images are
+    rows of its shards instead); picklable for DataLoader workers."""
 
     def __init__(self, folder: Path, paths: list[str]):
         self.folder, self.paths = Path(folder), paths
@@ -214,7 +216,8 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
                      progress: Progress | None = None, stage: str = "embedding images") -> Features:
     """Features for every row of ``images`` (columns: image_sha256, and prompt for text needs) and every need.
 
-    ``source`` opens row i's image: a submission folder (rows then have ``path``) or a callable.
+    ``source`` opens row i's image: a validated submission folder (its shards hold the images the rows name by
+    ``path``: ``submission.shards.Shards.source``) or a callable giving a file or the image's bytes.
     ``num_workers``: DataLoader processes (None: ``default_num_workers``). With ``shard=(rank, world)``, every
     process calls this with the same arguments but its own ``cache``; rank 0 gets the features, the others
     empty ``arrays`` (see the module).
@@ -226,7 +229,7 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
     shas = images["image_sha256"].tolist()
     texts = images["prompt"].tolist() if text_backbones else []
     if isinstance(source, (str, Path)):
-        source = FileSource(Path(source), images["path"].tolist())
+        source = Shards(Path(source)).source(images["path"].tolist())
 
     requests = {(row, need): entry_key(sha, backbones[need.backbone].key, need.name)
                 for row, sha in enumerate(shas) for need in image_needs}

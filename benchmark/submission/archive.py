@@ -1,8 +1,8 @@
 """Copy a submission (a folder or a ``.zip``) into a staging folder, safely.
 
 Nothing from outside chooses a path on our disk: every entry name is checked
-against the layout (``manifest.json`` and ``images/<prompt_id>/<seed>.<ext>``,
-optionally all inside one top-level folder) and written under a name we build
+against the layout (``manifest.json`` and ``images/<prompt_id>/<seed>.<ext>``, or ``data/<name>.parquet`` for
+an upload in Parquet form, which ``shards.expand`` unpacks next; optionally all inside one top-level folder) and written under a name we build
 from its parsed parts. Zip members are checked before any byte is extracted
 (absolute paths, ``..``, backslashes, symlinks and special files, encryption,
 duplicates, file count, declared sizes, compression ratio of each member and of
@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from benchmark.errors import CultureLensError
-from benchmark.layout import IMAGES_DIR, MANIFEST
+from benchmark.layout import DATA_DIR, IMAGES_DIR, MANIFEST
 from benchmark.submission.manifest import PROMPT_ID
 
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
 _IMAGE_NAME = re.compile(r"(0|[1-9][0-9]{0,9})\.(png|jpg|jpeg|webp)")
+_PARQUET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*\.parquet")  # no "..", no hidden file
 _CHUNK = 1 << 20
 _RATIO_FLOOR = 1 << 20  # below this many uncompressed bytes the compression ratio is not checked
 # What a damaged archive raises, from zipfile itself or the decompressors under it (``UnicodeDecodeError``
@@ -86,7 +87,7 @@ def storing() -> Iterator[None]:
 class Entry:
     """A file of the submission, by its canonical relative path."""
 
-    path: str  # "manifest.json" or "images/<prompt_id>/<seed>.<ext>"
+    path: str  # "manifest.json", "images/<prompt_id>/<seed>.<ext>" or "data/<name>.parquet"
     prompt_id: str | None = None
     seed: int | None = None
 
@@ -100,6 +101,8 @@ def parse_name(name: str) -> Entry | None:
         match = _IMAGE_NAME.fullmatch(parts[2])
         if match:
             return Entry(name, prompt_id=parts[1], seed=int(match.group(1)))
+    if len(parts) == 2 and parts[0] == DATA_DIR and _PARQUET_NAME.fullmatch(parts[1]):
+        return Entry(name)
     return None
 
 
@@ -120,12 +123,12 @@ def _unsafe_reason(name: str) -> str | None:
 def _strip_wrapper(names: list[str]) -> str:
     """The single top-level folder all entries sit in (e.g. zipping a folder), or ''."""
     tops = {n.split("/", 1)[0] for n in names}
-    if len(tops) == 1 and all("/" in n for n in names) and tops != {"images"}:
+    if len(tops) == 1 and all("/" in n for n in names) and not tops & {IMAGES_DIR, DATA_DIR}:
         return tops.pop() + "/"
     return ""
 
 
-def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget: list[int], origin: str) -> None:
+def write_entry(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget: list[int], origin: str) -> None:
     """Copy ``chunks`` (read from the upload: its errors pass through) to ``dest/entry.path`` (our disk: its
     errors are a ServerFault), within the file's ``limit`` and the submission's remaining ``budget``."""
     target = dest / entry.path
@@ -149,7 +152,9 @@ def _write(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, budget
 
 
 def _limit_for(entry: Entry, limits: Limits) -> int:
-    return limits.max_manifest_bytes if entry.path == MANIFEST else limits.max_file_bytes
+    if entry.path == MANIFEST:
+        return limits.max_manifest_bytes
+    return limits.max_file_bytes if entry.prompt_id is not None else limits.max_total_bytes  # a Parquet file
 
 
 def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
@@ -204,7 +209,7 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
         for info, entry in plan:
             try:
                 with zf.open(info) as member:
-                    _write(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
+                    write_entry(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
                            budget, repr(info.filename))
             except ServerFault:
                 raise
@@ -236,13 +241,13 @@ def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
     budget = [limits.max_total_bytes]
     for path, entry in plan:
         with open(path, "rb") as source:
-            _write(dest, entry, iter(lambda: source.read(_CHUNK), b""), _limit_for(entry, limits), budget, repr(entry.path))
+            write_entry(dest, entry, iter(lambda: source.read(_CHUNK), b""), _limit_for(entry, limits), budget, repr(entry.path))
     return [entry for _, entry in plan]
 
 
 def _unexpected(name: str) -> str:
     return (f"{name!r}: unexpected file; a submission holds only manifest.json and "
-            f"images/<prompt_id>/<seed>.<{'|'.join(IMAGE_EXTENSIONS)}>")
+            f"images/<prompt_id>/<seed>.<{'|'.join(IMAGE_EXTENSIONS)}> (or, in Parquet form, data/<name>.parquet)")
 
 
 def unpack(source: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:

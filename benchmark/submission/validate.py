@@ -1,9 +1,9 @@
 """Validate a submission before any scoring: layout, manifest, coverage of the prompts, every image.
 
-``stage`` copies a folder or zip into a staging folder (see ``archive``) and
-checks it there; the staged copy is what gets queued and scored, so the files
-checked are the files scored. A rejected submission's staging folder is
-removed: a rejected upload leaves nothing behind.
+``stage`` copies a folder or zip into a staging folder (see ``archive``; an upload in Parquet form has its
+rows unpacked there as files, ``shards.expand``) and checks it there; ``Report.keep`` turns the staged copy into
+the kept one (manifest, Parquet shards, image table), so the bytes checked are the bytes scored. A rejected
+submission's staging folder is removed: a rejected upload leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from pydantic import ValidationError
 from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
+from benchmark.submission.shards import MAX_SHARD_BYTES, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
-from benchmark.layout import MANIFEST, SubmissionLayout
+from benchmark.layout import IMAGES_DIR, MANIFEST, SubmissionLayout
 from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
@@ -107,18 +108,25 @@ class Report:
             parts.append(_count(other, "other problem"))
         return "REJECTED: " + "; ".join(parts)
 
-    def keep(self, target: Path) -> Path:
-        """Move the staged copy of an accepted submission to ``target``, with its image list
-        (``images.parquet``: prompt_id, seed, path, sha256, width, height) next to the manifest.
-        If our disk fails meanwhile, the staged copy is removed and ServerFault raised."""
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+        """Move the staged copy of an accepted submission to ``target``: its manifest, its images as Parquet
+        shards in (prompt, seed) order (``shards.write_shards``, each at most ``max_shard_bytes``; the image
+        files are removed as the shards replace them) and its image list (``images.parquet``: prompt_id, seed,
+        path, sha256, width, height). If our disk fails meanwhile, the staged copy is removed and ServerFault
+        raised."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged submission can be kept")
-        table = pa.Table.from_pylist([vars(i) for i in self.images], schema=IMAGES_SCHEMA)
+        images = sorted(self.images, key=lambda i: (i.prompt_id, i.seed))
+        table = pa.Table.from_pylist([vars(i) for i in images], schema=IMAGES_SCHEMA)
+        folder = self.folder
         try:
             with storing():
+                write_shards(folder, ((i, (folder / i.path).read_bytes()) for i in images),
+                             max_shard_bytes=max_shard_bytes)
+                shutil.rmtree(folder / IMAGES_DIR)
                 # Written last: its presence marks a validated folder (SubmissionLayout.is_validated).
-                pq.write_table(table, SubmissionLayout(self.folder).images_table)
-                publish(self.folder, target)
+                pq.write_table(table, SubmissionLayout(folder).images_table)
+                publish(folder, target)
         except ServerFault:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
@@ -307,7 +315,7 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
     try:
         try:
-            entries = unpack(Path(source), folder, limits)
+            entries = expand(folder, unpack(Path(source), folder, limits), limits)
         except Rejected as error:
             report = Report()
             report.error(str(error))
