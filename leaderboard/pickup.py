@@ -140,11 +140,11 @@ def _installed_or_none(store: Store, repo: ResultsRepo, revision: str | None) ->
     """The repo's newest release, installed; a release that cannot be read is said and built past (the next
     release then holds the store's folders only)."""
     try:
-        install_latest(store, repo, revision)
+        release = install_latest(store, repo, revision)
     except SnapshotError as error:
         log.warning("%s: building the next release without it", error)
         return None
-    return snapshot.installed(store)
+    return snapshot.installed(store) if release is not None else None  # none yet: the store's is another repo's
 
 
 class Pickup:

@@ -18,13 +18,13 @@ def hub(args: argparse.Namespace) -> int:
     from leaderboard.store import Store
 
     store = Store(Path(args.store))
-    repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if args.action == "snapshot":
         repo = open_repo(args.results, token=args.token)
         release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")
         print(f"release {release.number} written to {repo.name}: {len(release.submissions)} submissions"
               if release else f"{repo.name}: its newest release holds every result already; nothing written")
         return 0
+    repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
         raise CultureLensError("name at least one of --requests and --results")
     for kind, repo in repos.items():  # a PushError or SyncError says which repo and why
