@@ -103,13 +103,13 @@ class HubRepo(ResultsRepo):
 
     def ids(self, revision: str | None = None) -> list[str]:
         from huggingface_hub import RepoFolder
-        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
 
         with hub_errors(self.name, "list the leaderboard's results in"):
             try:
                 entries = list(self._api().list_repo_tree(self.name, path_in_repo=layout.RESULTS,
                                                           repo_type="dataset", revision=revision))
-            except EntryNotFoundError:
+            except (EntryNotFoundError, RemoteEntryNotFoundError):  # no results/ yet
                 return []
         return sorted(e.path.split("/", 1)[1] for e in entries if isinstance(e, RepoFolder))
 
