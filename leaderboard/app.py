@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import gradio as gr
@@ -214,10 +215,10 @@ def shown_if_filled(value, **options) -> dict:
 class Views:
     """The functions behind the components, one per view; pure reads of the store and catalog."""
 
-    def __init__(self, store: Store, owner: str):
+    def __init__(self, store: Store, owner: str, fetch: Callable[[list[str]], object] | None = None):
         self.store, self.owner = store, owner
         self.places = render.server_places(store.root)
-        self.catalog = Catalog(store)
+        self.catalog = Catalog(store, fetch)
         self.browser = DatasetBrowser(store)
         self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
 
@@ -778,10 +779,11 @@ def _url_state(request: gr.Request | None) -> dict:
     return dict(request.query_params) if request is not None else {}
 
 
-def build_app(store: Store, *, owner: str = "local") -> gr.Blocks:
+def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None) -> gr.Blocks:
     """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
-    not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account)."""
-    views = Views(store, owner)
+    not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
+    brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``)."""
+    views = Views(store, owner, fetch)
     on_space = bool(os.environ.get("SPACE_ID"))
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
     with gr.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:

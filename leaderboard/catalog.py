@@ -6,6 +6,12 @@ rows of new folders and drops those of deleted ones. Per-prompt rows (slice ``pr
 read per submission when a view needs them, so the table holds about (slices x metrics) rows per submission.
 Queries run under one lock on one connection: each takes milliseconds, and DuckDB connections are not meant
 to be shared across threads without it.
+
+A store started from a leaderboard release (``leaderboard.snapshot``, installed by ``leaderboard.pickup``)
+has the rows of submissions it holds no folder of in that one file: the catalog loads them from it, reads their
+per-prompt rows (and which prompts a slice holds) from it, and asks ``fetch`` for their folder when a view
+needs per-image rows. A folder, once it appears, is read instead of the release (a folder this catalog saw
+disappear, deleted or re-run, is not served from the release again).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -22,7 +29,7 @@ import pandas as pd
 from benchmark import layout, results
 from benchmark.aggregate import CROSS_SEPARATOR, CROSSED, SLICES
 from benchmark.layout import RESULT_PARQUET
-from leaderboard import quarantine
+from leaderboard import quarantine, snapshot
 from leaderboard.store import Store
 
 REFRESH_SECONDS = 2.0  # at most one directory listing per this many seconds
@@ -36,12 +43,16 @@ log = logging.getLogger("culturelens.catalog")
 class Catalog:
     """The store's aggregate rows (all but per-prompt) and model-level curves, in memory, kept up to date."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, store: Store, fetch: Callable[[list[str]], object] | None = None):
+        self.store, self.fetch = store, fetch  # fetch(ids): bring these results folders into the store
         self.con = duckdb.connect()
         self.lock = threading.RLock()
         self.loaded: set[str] = set()
         self.reported_stamp = None
+        self.release: tuple[snapshot.Release, Path] | None = None
+        self.release_stamp = None
+        self.from_release: set[str] = set()  # loaded from the release file, not from a folder
+        self.from_folders: set[str] = set()  # ever loaded from a folder: never served from the release again
         self.checked = 0.0
         self.unsorted = 0
         for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
@@ -59,8 +70,13 @@ class Catalog:
             self.checked = time.monotonic()
             present = {entry.name for entry in os.scandir(self.store.results)
                        if not entry.name.startswith(".") and os.path.exists(os.path.join(entry.path, layout.RUN))}
-            self._forget(self.loaded - present)
-            self.loaded |= self._load(sorted(present - self.loaded))
+            released = self._release_ids()
+            vanished = self.loaded - self.from_release - present
+            self._forget(vanished | (self.from_release & present) | (self.from_release - released))
+            new = self._load(sorted(present - self.loaded))
+            self.loaded |= new
+            self.from_folders |= new
+            self._load_release(sorted(released - present - self.loaded - self.from_folders))
             stamp = self.store.reported.stat().st_mtime_ns if self.store.reported.exists() else None
             if stamp != self.reported_stamp:
                 self.con.execute("DELETE FROM aggregates WHERE provenance = 'reported'")
@@ -71,13 +87,48 @@ class Catalog:
                 self.con.execute(f"CREATE OR REPLACE TABLE aggregates AS SELECT * FROM aggregates ORDER BY {ORDER}")
                 self.unsorted = 0
 
+    def _release_ids(self) -> set[str]:
+        """The submissions of the store's newest release (``snapshot.installed``), read again when its
+        latest.json changed: the rows of the release it replaced are dropped then."""
+        latest = self.store.root / snapshot.LATEST
+        stamp = latest.stat().st_mtime_ns if latest.exists() else None
+        if stamp != self.release_stamp:
+            self._forget(set(self.from_release))
+            self.release, self.release_stamp = snapshot.installed(self.store), stamp
+        return set(self.release[0].submissions) if self.release else set()
+
+    def _load_release(self, names: list[str]) -> None:
+        """Insert the release's rows of these submissions (all but per-prompt, model-level curves). A release
+        that cannot be read is set aside for this process (logged): the folders are still served."""
+        if not names:
+            return
+        file = str(self.release[1])
+        columns = ", ".join(f'"{name}"' for name in results.AGGREGATE.names)
+        curves = ", ".join(f'"{name}"' for name in results.CURVES.names if name != "prompt_id")
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.unsorted += self.con.execute(
+                f"INSERT INTO aggregates ({columns}) SELECT {columns} FROM read_parquet(?) WHERE part = 'aggregates'"
+                " AND slice <> 'prompt' AND list_contains(?, submission_id)", [file, names]).fetchone()[0]
+            self.con.execute(f"INSERT INTO curves ({curves}) SELECT {curves} FROM read_parquet(?) WHERE part = "
+                             "'curves' AND list_contains(?, submission_id)", [file, names])
+            self.con.execute("COMMIT")
+        except duckdb.Error as error:
+            self.con.execute("ROLLBACK")
+            log.warning("leaderboard release %s not served: %s", self.release[0].number, self._said(error))
+            self.release = None
+            return
+        self.loaded.update(names)
+        self.from_release.update(names)
+
     def _forget(self, names: set[str]) -> None:
-        """Drop the rows of these results folders (deleted, or quarantined)."""
+        """Drop the rows of these results folders (deleted, or quarantined) or release submissions."""
         if names:
             self.con.execute("DELETE FROM aggregates WHERE provenance = 'scored' AND submission_id IN "
                              "(SELECT unnest(?))", [sorted(names)])
             self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(names)])
             self.loaded -= names
+            self.from_release -= names
 
     def _load(self, names: list[str]) -> set[str]:
         """Insert the rows of these new results folders, 200 in one read; returns the names loaded. When a
@@ -168,8 +219,14 @@ class Catalog:
 
     def _read_per_image(self, submission_ids: list[str], sql: str, params: list) -> pd.DataFrame | None:
         """``sql`` (its first ``?`` is the file list) over these submissions' per-image files; None if none has
-        one. Only submissions the catalog has loaded are read. A file that cannot be read has its folder quarantined and the query runs again over the others; a
-        file removed meanwhile (a re-run, a deletion) is looked for again, up to ``VANISHED_RETRIES`` times."""
+        one. Only submissions the catalog has loaded are read; those known from the release only are fetched
+        first (``fetch``). A file that cannot be read has its folder quarantined and the query runs again over
+        the others; a file removed meanwhile (a re-run, a deletion) is looked for again, up to
+        ``VANISHED_RETRIES`` times."""
+        with self.lock:
+            released = [s for s in submission_ids if s in self.from_release]
+        if released and self.fetch is not None:  # outside the lock: a download must not hold up other views
+            self.fetch(released)
         with self.lock:
             known = [s for s in submission_ids if s in self.loaded]  # ids from outside never name a path
             vanished = 0
@@ -194,22 +251,35 @@ class Catalog:
 
     def per_prompt(self, submission_ids: list[str], metric: str) -> pd.DataFrame:
         """The per-prompt values (slice ``prompt``) of one metric for these submissions: submission_id,
-        prompt_id, value (null values left out). Only submissions the catalog has loaded are read; a folder
-        removed meanwhile is skipped (its files are looked for again, up to ``VANISHED_RETRIES`` times)."""
+        prompt_id, value (null values left out). Only submissions the catalog has loaded are read (from the
+        release, those it has them from); a folder removed meanwhile is skipped (its files are looked for again,
+        up to ``VANISHED_RETRIES`` times)."""
         with self.lock:
-            known = sorted(set(submission_ids) & self.loaded)  # ids from outside never name a path
+            known = sorted(set(submission_ids) & self.loaded - self.from_release)  # ids from outside never name a path
+            released = self._from_release_file(
+                "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?) WHERE part = 'aggregates' "
+                "AND slice = 'prompt' AND metric = ? AND value IS NOT NULL AND list_contains(?, submission_id)",
+                [metric, sorted(set(submission_ids) & self.from_release)])
             for attempt in range(VANISHED_RETRIES + 1):
                 files = [str(p) for p in (self.store.results_folder(s) / layout.AGGREGATES for s in known) if p.exists()]
                 if not files:
                     break
                 try:
-                    return self.con.execute(
+                    frame = self.con.execute(
                         "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?, union_by_name = "
                         "true) WHERE slice = 'prompt' AND metric = ? AND value IS NOT NULL", [files, metric]).df()
+                    return frame if released is None else pd.concat([released, frame], ignore_index=True)
                 except duckdb.IOException:
                     if attempt == VANISHED_RETRIES:
                         raise
-        return pd.DataFrame(columns=["submission_id", "prompt_id", "value"])
+        return released if released is not None else pd.DataFrame(columns=["submission_id", "prompt_id", "value"])
+
+    def _from_release_file(self, sql: str, params: list) -> pd.DataFrame | None:
+        """``sql`` (its first ``?`` the release file) over the release; None when none of the submissions asked
+        for (``params``' last item) is served from it."""
+        if not params[-1] or self.release is None:
+            return None
+        return self.con.execute(sql, [str(self.release[1]), *params]).df()
 
     def prompts_in_slice(self, submission_id: str, metric: str, slice_name: str, slice_value: str) -> set[str] | None:
         """The prompts of one slice value (e.g. country = Japan, or country_concept = Japan / cuisine), read from
@@ -219,6 +289,13 @@ class Catalog:
         if not columns:
             return None
         key = f" || '{CROSS_SEPARATOR}' || ".join(f'CAST("{c}" AS VARCHAR)' for c in columns)
+        with self.lock:  # a submission served from the release: its per-prompt rows say which prompts
+            frame = self._from_release_file(
+                f"SELECT DISTINCT slice_value AS prompt_id FROM read_parquet(?) WHERE part = 'aggregates' AND slice = "
+                f"'prompt' AND metric = ? AND {key} = ? AND list_contains(?, submission_id)",
+                [metric, slice_value, [submission_id] if submission_id in self.from_release else []])
+        if frame is not None:
+            return set(frame["prompt_id"])
         frame = self._read_per_image([submission_id], f"SELECT DISTINCT prompt_id FROM read_parquet(?) WHERE "
                                      f"metric = ? AND {key} = ?", [metric, slice_value])
         return set(frame["prompt_id"]) if frame is not None else None

@@ -5,13 +5,18 @@ deployment whose disk does not survive a restart (a Hugging Face Space without p
 dataset repos, as the Hugging Face leaderboard template does::
 
     requests repo (private)                              results repo (public)
-      requests/<id>.json                  queue record     README.md                  card; configs aggregates,
-      submissions/<id>/manifest.json                       results/<id>/*.parquet   per_image, curves
+      requests/<id>.json                  queue record     README.md                  card; configs leaderboard,
+      submissions/<id>/manifest.json                       results/<id>/*.parquet   aggregates, per_image, curves
       submissions/<id>/data/images-00000-of-00008.parquet  results/<id>/run.json    (``load_dataset(repo, ...)``)
-      ...                                 the images as Parquet shards (``benchmark.submission.shards``): a
-                                          10-seed CUBE-1K submission is 9 files, not 9,920 images
+      ...                                                  leaderboard/leaderboard-<NNNNN>.parquet  release N
+                                                           leaderboard/latest.json  the newest release
 
-A worker on another machine fetches one submission, and only it, with ``download_submission``.
+A submission's images are Parquet shards (``benchmark.submission.shards``): a 10-seed CUBE-1K submission is 9
+files, not 9,920 images. A worker on another machine fetches one submission, and only it, with
+``download_submission``. A results folder is written once, by the app's worker or a remote one; a release
+(``leaderboard.snapshot``: every submission's leaderboard rows in one Parquet file) and the card are written by
+``leaderboard.pickup``, which also keeps an app's store in step with the results repo (its newest release at
+start, then only the folders it lacks): results are never restored whole at start.
 
 ``push`` commits what changed since the last push, in commits of at most 1,000 files (``CommitOperationAdd``
 and ``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
@@ -20,7 +25,8 @@ file it did not push itself. ``pull`` downloads a repo snapshot (or reads a loca
 ids are checked, JSON and Parquet are parsed (never unpickled), a submission goes through the upload validator
 as an upload in Parquet form (every row's name, sha256 and uniqueness, then every check an upload's files meet;
 a refused one is left out, the others restored), and everything appears by one rename.
-``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` pulls both at start and pushes every minute.
+``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
+``leaderboard.pickup``), then every minute pushes both and runs its ``rounds`` (the results pickup).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -61,6 +67,8 @@ license: cc-by-nc-sa-4.0
 pretty_name: CultureLens leaderboard results
 task_categories: [text-to-image]
 configs:
+- config_name: leaderboard
+  data_files: {release}
 - config_name: aggregates
   data_files: results/*/aggregates.parquet
 - config_name: per_image
@@ -76,9 +84,17 @@ and never modified: `aggregates.parquet` (per model, country, continent, concept
 bootstrap CIs), `per_image.parquet` (every image's score and reason), `curves.parquet` (W1KP reusability
 curves) and `run.json` (harness version, backbones and revisions, seeds, date, metrics not scored and why).
 
+Releases: `leaderboard/leaderboard-<NNNNN>.parquet` holds, in one file, every submission's aggregate rows
+(column `part` = `aggregates`; per-prompt rows carry the prompt's country, concept...) and model-level curves
+(`part` = `curves`), each row with its submission's `run.json` (column `run`). `leaderboard/latest.json` names
+the newest release and the submissions it holds; the `leaderboard` config reads the newest ({release}).
+Older releases stay, unchanged: cite the release number.
+
 ```python
 from datasets import load_dataset
+leaderboard = load_dataset("{repo}", "leaderboard", split="train")  # the newest release
 aggregates = load_dataset("{repo}", "aggregates", split="train")
+release_3 = load_dataset("{repo}", data_files="leaderboard/leaderboard-00003.parquet", split="train")
 ```
 
 The scores answer prompts of the benchmark's datasets (e.g. CUBE-1K, CC BY-NC-SA 4.0), so this dataset
@@ -117,8 +133,7 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
                 for path in (folder.manifest, *folder.shards):
                     name = path.relative_to(folder.folder).as_posix()
                     files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
-    elif kind == "results":
-        files["README.md"] = RESULTS_CARD.replace("{repo}", repo).encode()
+    elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
             if folder.name.startswith(".") or not (folder / layout.RUN).exists():
                 continue  # a temporary folder of a write in progress
@@ -152,11 +167,13 @@ def plan(files: dict[str, StoreFile | bytes], pushed: dict[str, str],
 
 
 def kept_on_the_hub(store: Store, kind: str) -> tuple[str, ...]:
-    """Repo folders a push must not delete although the store no longer has them: results this store
-    quarantined (the copy on the Hub may be the good one the operator restores from)."""
+    """Repo paths a push must not delete although the store no longer has them: the card and the releases
+    (``leaderboard.pickup`` writes them), and results this store quarantined (the copy on the Hub may be the
+    good one the operator restores from)."""
     if kind != "results":
         return ()
-    return tuple(f"results/{entry.name}/" for entry in store.quarantined() if entry.kind == "results")
+    return ("README.md", "leaderboard/", *(f"results/{entry.name}/" for entry in store.quarantined()
+                                          if entry.kind == "results"))
 
 
 # --- push ------------------------------------------------------------------------------------------------------
@@ -180,7 +197,7 @@ def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int
     PushError (offline, refused, unreachable) with what to do; what was not committed is tried again next time."""
     from huggingface_hub import HfApi
 
-    _check_repo_id(repo)
+    check_repo_id(repo)
     state = _load_state(store)
     key = f"{kind}:{repo}"
     pushed = state.get(key, {})
@@ -208,7 +225,8 @@ def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int
 def pull(store: Store, kind: str, source: str, *, token: str | None = None) -> dict[str, int]:
     """Restore from ``source``: a local folder laid out like the repo, or a Hub dataset repo id (downloaded).
     Returns counts of what was added and skipped; SyncError / PushError with the reason."""
-    with _snapshot(source, store.staging, kind, token=token) as (folder, downloaded):
+    patterns = [f"{layout.RESULTS}/*"] if kind == "results" else None  # releases and the card: ``pickup``
+    with _snapshot(source, store.staging, kind, token=token, allow_patterns=patterns) as (folder, downloaded):
         counts = restore(store, kind, folder)
         if downloaded:  # what the repo holds and the store now has need not be pushed back
             have = {str(p.relative_to(folder).as_posix()) for p in folder.rglob("*") if p.is_file()}
@@ -232,7 +250,7 @@ def _snapshot(source: str, staging: Path, kind: str, *, token: str | None = None
         return
     from huggingface_hub import snapshot_download
 
-    _check_repo_id(source, "neither a folder nor ")
+    check_repo_id(source, "neither a folder nor ")
     staging.mkdir(parents=True, exist_ok=True)
     target = Path(tempfile.mkdtemp(prefix=f"hub-{kind}-", dir=staging))
     try:
@@ -292,7 +310,8 @@ def download_submission(source: str, submission_id: str, dest: Path, *, token: s
     return dest
 
 
-def _check_repo_id(repo: str, alternatives: str = "") -> None:
+def check_repo_id(repo: str, alternatives: str = "") -> None:
+    """SyncError unless ``repo`` is a Hub dataset repo id (ORG/NAME)."""
     from benchmark.submission.manifest import is_repo_id
 
     if not is_repo_id(repo):
@@ -427,15 +446,22 @@ def export(store: Store, kind: str, out: Path, repo: str = "ORG/NAME") -> int:
 
 
 class Mirror(threading.Thread):
-    """Pushes the store to its repos every ``interval`` seconds (``culturelens serve --hub-...``); a failed
-    push is logged and retried next time, the leaderboard keeps working on its local store."""
+    """Pushes the store to its repos every ``interval`` seconds (``culturelens serve --hub-...``), then runs
+    each of ``rounds`` (the results pickup: ``leaderboard.pickup.Pickup.round``), the first time at once; a
+    failed push or round is logged and retried next time, the leaderboard keeps working on its local store."""
 
-    def __init__(self, store: Store, repos: dict[str, str], *, interval: float = 60, token: str | None = None):
+    def __init__(self, store: Store, repos: dict[str, str], *, interval: float = 60, token: str | None = None,
+                 rounds: tuple[Callable[[], None], ...] = ()):
         super().__init__(daemon=True, name="hub-mirror")
         self.store, self.repos, self.interval, self.token = store, repos, interval, token
+        self.rounds = rounds
         self.stopped = threading.Event()
 
     def sync(self) -> None:
+        self._push()
+        self._rounds()
+
+    def _push(self) -> None:
         for kind, repo in self.repos.items():
             try:
                 changed = push(self.store, kind, repo, token=self.token)
@@ -448,33 +474,46 @@ class Mirror(threading.Thread):
             if changed:
                 log.info("hub mirror: %d %s files pushed to %s", changed, kind, repo)
 
+    def _rounds(self) -> None:
+        for round_ in self.rounds:
+            try:
+                round_()
+            except CultureLensError as error:  # offline, refused, a damaged release: said, tried again
+                log.warning("hub mirror: %s", error)
+            except Exception:  # noqa: BLE001 - as a push: the next round tries again
+                log.exception("hub mirror: a round failed")
+
     def run(self) -> None:
+        self._rounds()  # what the repos gained while the app was away, before the first interval
         while not self.stopped.wait(self.interval):
             self.sync()
 
     def stop(self) -> None:
         self.stopped.set()
         self.join()
-        self.sync()  # what landed since the last round
+        self._push()  # what landed since the last round
 
 
-def start(store: Store, repos: dict[str, str | None], *, interval: float = 60, token: str | None = None
-          ) -> tuple[Mirror | None, list[str]]:
-    """Restore the store from the named repos (results first, so a restored request finds its scores), then
-    start a ``Mirror`` pushing to them. Returns it (None when no repo is named) and what happened, in words;
-    an unreachable repo is reported and the app starts anyway on what the store has."""
+def start(store: Store, repos: dict[str, str | None], *, interval: float = 60, token: str | None = None,
+          rounds: tuple[Callable[[], None], ...] = ()) -> tuple[Mirror | None, list[str]]:
+    """Restore the store's requests from their repo, then start a ``Mirror`` pushing to the named repos and
+    running ``rounds``. The results are not restored here: ``leaderboard.pickup`` installs the newest release
+    and fetches the folders it lacks (``leaderboard.service`` starts it first, so a restored request finds its
+    scores). Returns the mirror (None when no repo is named) and what happened, in words; an unreachable repo is
+    reported and the app starts anyway on what the store has."""
     repos = {kind: repos[kind] for kind in ("results", "requests") if repos.get(kind)}
     if not repos:
         return None, []
     for repo in repos.values():
-        _check_repo_id(repo)
+        check_repo_id(repo)
     lines = []
-    for kind, repo in repos.items():
+    if "requests" in repos:
         try:
-            counts = pull(store, kind, repo, token=token)
-            lines.append(f"restored {kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+            counts = pull(store, "requests", repos["requests"], token=token)
+            lines.append(f"restored requests from {repos['requests']}: "
+                         + ", ".join(f"{n} {what}" for what, n in counts.items()))
         except (PushError, SyncError) as error:
-            lines.append(f"warning: could not restore {kind} from {repo}: {error}")
-    mirror = Mirror(store, repos, interval=interval, token=token)
+            lines.append(f"warning: could not restore requests from {repos['requests']}: {error}")
+    mirror = Mirror(store, repos, interval=interval, token=token, rounds=rounds)
     mirror.start()
     return mirror, lines

@@ -2,8 +2,9 @@
 Hugging Face Space's entry point) share.
 
 ``start`` opens the store (a damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an
-earlier run left half-validated, builds the default dataset if asked, restores the store from its Hub repos and
-keeps pushing to them, starts a supervised local worker if given its command, and builds the app. ``serve``
+earlier run left half-validated, builds the default dataset if asked, installs the results repo's newest
+leaderboard release and restores the requests from the Hub (``leaderboard.pickup``, ``leaderboard.hub_sync``),
+keeps pushing to them and picking up new results, starts a supervised local worker if given its command, and builds the app. ``serve``
 launches it and, however it ends (Ctrl-C, SIGTERM), stops the worker and pushes what the mirror has not pushed yet.
 """
 
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
-from leaderboard import hub_sync, quarantine
+from leaderboard import hub_sync, pickup, quarantine
+from leaderboard.results_repo import HubRepo
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
@@ -43,10 +45,12 @@ class Service:
 
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
           hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
+          release_interval: float | None = pickup.RELEASE_SECONDS,
           worker: list[str] | None = None, worker_env: dict[str, str] | None = None,
           say: Callable[[str], None] = _say) -> Service:
     """The service over the store at ``root``, ready to launch. ``quota``: ``Store``'s quota keywords;
-    ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to; ``worker``: the command of
+    ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to (``hub_interval``: seconds
+    between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``: the command of
     a local worker to supervise (none when None). ``say`` hears what an operator should read in the log."""
     from leaderboard.app import build_app
 
@@ -59,7 +63,16 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     if cube_source:
         _ensure_default_dataset(store, cube_source, say)
     say(f"submissions as {user}: {store.quota_note}")
-    mirror, lines = hub_sync.start(store, hub_repos or {}, interval=hub_interval)
+    hub_repos = {kind: repo for kind, repo in (hub_repos or {}).items() if repo}
+    results = None
+    if hub_repos.get("results"):
+        hub_sync.check_repo_id(hub_repos["results"])
+        results = pickup.Pickup(store, HubRepo(hub_repos["results"]), repo_id=hub_repos["results"],
+                                release_interval=release_interval)
+        for line in results.start():
+            say(line)
+    mirror, lines = hub_sync.start(store, hub_repos, interval=hub_interval,
+                                   rounds=(results.round,) if results else ())
     for line in lines:
         say(line)
     service = Service(store, None, mirror)
@@ -67,7 +80,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
         if worker is not None:  # restarted when it dies, reaped, and stopped with the service
             service.supervisor = Supervisor(worker, store.queue, env=worker_env)
             service.supervisor.start()
-        service.app = build_app(store, owner=user)
+        service.app = build_app(store, owner=user, fetch=results.fetch if results else None)
         if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
             say(note)
     except BaseException:

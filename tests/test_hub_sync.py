@@ -22,8 +22,9 @@ from benchmark.datasets.hub_layout import PushError
 from benchmark.datasets.prompts import local_folder
 from benchmark.encoders.spec import load_registry
 from benchmark.metrics.alignment import ClipCosine
-from leaderboard import hub_sync
+from leaderboard import hub_sync, pickup
 from leaderboard.catalog import Catalog
+from leaderboard.results_repo import HubRepo, LocalRepo
 from leaderboard.store import Store
 from leaderboard.worker import Worker
 from tests.helpers import make_submission
@@ -96,7 +97,8 @@ def test_a_fresh_store_restored_from_the_repos_has_the_same_queue_files_and_lead
 def test_the_results_repo_loads_with_load_dataset(scored, tmp_path):
     store, done, _ = scored
     folder = tmp_path / "repo-results"
-    hub_sync.export(store, "results", folder, repo="org/culturelens-results")
+    hub_sync.export(store, "results", folder)
+    pickup.publish(store, LocalRepo(folder), repo_id="org/culturelens-results")  # the card comes with a release
     card = (folder / "README.md").read_text()
     assert "license: cc-by-nc-sa-4.0" in card and 'load_dataset("org/culturelens-results", "aggregates"' in card
     for config in ("aggregates", "per_image"):
@@ -111,14 +113,14 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     files = hub_sync.mirror_files(store, "results")
     operations, pushed = hub_sync.plan(files, {})
     assert all(isinstance(op, CommitOperationAdd) for op in operations)
-    assert sorted(op.path_in_repo for op in operations) == ["README.md"] + sorted(
+    assert sorted(op.path_in_repo for op in operations) == sorted(  # the card and releases: pickup.publish
         f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
     assert hub_sync.plan(files, pushed)[0] == []  # nothing changed: nothing to commit
 
     # Results the store quarantined (unreadable here) stay on the Hub, where the copy may be the good one.
     store.quarantine(store.results / done, "damaged on this disk")
     kept = hub_sync.kept_on_the_hub(store, "results")
-    assert kept == (f"results/{done}/",) and hub_sync.kept_on_the_hub(store, "requests") == ()
+    assert kept == ("README.md", "leaderboard/", f"results/{done}/") and hub_sync.kept_on_the_hub(store, "requests") == ()
     assert hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed, kept) == ([], pushed)
     shutil.copytree(store.quarantined()[0].folder, store.results / done,
                     ignore=shutil.ignore_patterns("reason.txt"))  # the operator repaired and restored it
@@ -212,10 +214,12 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
     assert result.returncode == 2 and "not a Hub dataset repo id" in result.stderr
     assert "Traceback" not in result.stderr
     # Offline at start: the app starts on what the store has and says why nothing was restored.
-    mirror, lines = hub_sync.start(fresh, {"results": "org/culturelens-results"}, interval=3600)
+    mirror, lines = hub_sync.start(fresh, {"requests": "org/culturelens-requests"}, interval=3600)
     try:
-        assert mirror.is_alive() and len(lines) == 1 and "could not restore results" in lines[0]
+        assert mirror.is_alive() and len(lines) == 1 and "could not restore requests" in lines[0]
         assert "HF_HUB_OFFLINE" in lines[0]
+        [line] = pickup.Pickup(fresh, HubRepo("org/culturelens-results")).start()
+        assert line.startswith("warning: no leaderboard release from org/culturelens-results: HF_HUB_OFFLINE")
     finally:
         mirror.stop()  # its last push fails offline: logged, nothing raised
     assert not mirror.is_alive()

@@ -1,5 +1,6 @@
-"""``culturelens hub push|pull|export``: mirror a store's requests and results to Hub dataset repos
-(``leaderboard.hub_sync``), restore a store from them, or write a local copy."""
+"""``culturelens hub push|pull|export|snapshot``: mirror a store's requests and results to Hub dataset repos
+(``leaderboard.hub_sync``), restore a store from them, write a local copy, or publish a leaderboard release
+(``leaderboard.pickup``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ from culturelens import options
 
 
 def hub(args: argparse.Namespace) -> int:
-    from leaderboard import hub_sync
+    from leaderboard import hub_sync, pickup
+    from leaderboard.results_repo import LocalRepo, open_repo
     from leaderboard.store import Store
 
     store = Store(Path(args.store))
+    if args.action == "snapshot":
+        repo = open_repo(args.results, token=args.token)
+        release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")
+        print(f"release {release.number} written to {repo.name}: {len(release.submissions)} submissions"
+              if release else f"{repo.name}: its newest release holds every result already; nothing written")
+        return 0
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
         raise CultureLensError("name at least one of --requests and --results")
@@ -28,14 +36,22 @@ def hub(args: argparse.Namespace) -> int:
         else:
             out = Path(repo)
             print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
+            if kind == "results":  # with the card and a release of the folders exported
+                release = pickup.publish(store, LocalRepo(out))
+                print(f"results: release {release.number} written to {out}" if release else
+                      f"results: the newest release in {out} is up to date")
     return 0
 
 
 def _options(action: str, meaning: str):
     def add(p: argparse.ArgumentParser) -> None:
         options.add_store(p, "leaderboard store")
-        p.add_argument("--requests", default=None, help=f"requests (queue records and submitted files): {meaning}")
-        p.add_argument("--results", default=None, help=f"results (scores, one folder per submission): {meaning}")
+        if action == "snapshot":
+            p.add_argument("--results", required=True, help=f"results (scores, one folder per submission): {meaning}")
+        else:
+            p.add_argument("--requests", default=None,
+                           help=f"requests (queue records and submitted files): {meaning}")
+            p.add_argument("--results", default=None, help=f"results (scores, one folder per submission): {meaning}")
         p.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
         p.set_defaults(run=hub, action=action)
     return add
@@ -51,4 +67,8 @@ VERBS = (
     Verb("export", "write what the repos would hold into local folders (a backup)",
          "culturelens hub export --results backup/results --requests backup/requests",
          _options("export", "folder to write"), under=("hub",)),
+    Verb("snapshot", "publish a leaderboard release (every result's rows in one file) when the results repo "
+         "holds results its newest release lacks",
+         "culturelens hub snapshot --results my-org/culturelens-results",
+         _options("snapshot", "Hub dataset repo, or a folder laid out like one"), under=("hub",)),
 )

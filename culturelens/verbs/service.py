@@ -54,7 +54,8 @@ def serve(args: argparse.Namespace) -> int:
         offline_unless_hub_reachable(env)
     running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user, cube_source=args.cube_source,
                             hub_repos={"results": args.hub_results, "requests": args.hub_requests},
-                            hub_interval=args.hub_interval, worker=command, worker_env=env)
+                            hub_interval=args.hub_interval, release_interval=args.hub_release_interval or None,
+                            worker=command, worker_env=env)
     service.serve(running, host=args.host, port=args.port)
     return 0
 
@@ -85,8 +86,12 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hub-requests", default=None,
                    help="Hub dataset repo mirroring the queue and submitted files (pulled at start, then pushed)")
     p.add_argument("--hub-results", default=None,
-                   help="Hub dataset repo mirroring the results (pulled at start, then pushed)")
-    p.add_argument("--hub-interval", type=float, default=60, help="seconds between pushes to the Hub repos")
+                   help="Hub dataset repo mirroring the results (its newest leaderboard release read at start, new "
+                        "results folders picked up, then pushed)")
+    p.add_argument("--hub-interval", type=float, default=60,
+                   help="seconds between pushes to the Hub repos and pickups of new results")
+    p.add_argument("--hub-release-interval", type=float, default=3600,
+                   help="seconds between leaderboard releases the app publishes to --hub-results (0: none)")
     options.add_limit(p)
     options.add_quota(p, "Bound to loopback (the default) the one user is you, the operator: no quota unless you "
                          "set one. With any other --host every visitor acts as --user and the quota defaults to 5 "

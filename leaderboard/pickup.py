@@ -1,0 +1,199 @@
+"""How results reach an app whose disk does not last: from the newest release at start, then folder by folder.
+
+A results repo (``leaderboard.results_repo``: the Hub, or a local folder standing in for it) holds one folder per
+scored submission and the leaderboard's releases (``leaderboard.snapshot``). ``Pickup`` keeps a store in step
+with it, never by reading the whole repo:
+
+- ``start`` (the app starting): download latest.json and, when the store lacks that release, its one Parquet
+  file; checked (``snapshot.read``) and installed in ``STORE/leaderboard/``. The catalog serves the release's
+  rows at once, so the first page is complete from two files. A release that cannot be read is said, and the app
+  starts without it: the rounds then fetch the folders it lacks;
+- ``round`` (every ``--hub-interval`` seconds, after the mirror's push): compare the repo's commit sha with the
+  last round's (an unchanged repo costs one call), take a newer release another writer published, list
+  ``results/`` and download only the folders the store lacks that the installed release does not hold (a
+  remote GPU worker's new results), each checked as a restore checks it (``hub_sync.restore``) and renamed into
+  place whole; the catalog notices them at its next refresh. Every ``release_interval`` seconds it also
+  ``publish``es a release when the repo holds results the newest release lacks;
+- ``fetch`` (a page needing per-image rows of a submission known only from the release: Compare, pictures):
+  that submission's folder, on demand.
+
+A remote worker pushes ``results/<id>/`` (``hub_sync.push(store, "results", repo)`` from its own store) and
+nothing else: the app picks the folder up, and its next release holds it. ``culturelens hub snapshot`` publishes
+a release at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from benchmark import layout
+from benchmark.datasets.hub_layout import PushError
+from benchmark.layout import RESULT_FILES, is_submission_id
+from leaderboard import hub_sync, snapshot
+from leaderboard.results_repo import RepoError, ResultsRepo
+from leaderboard.snapshot import Release, SnapshotError
+from leaderboard.store import Store
+
+log = logging.getLogger("culturelens.pickup")
+
+RELEASE_SECONDS = 3600.0  # at most one release an hour: each is a new file in the repo, kept for citation
+
+
+def install_latest(store: Store, repo: ResultsRepo, revision: str | None = None) -> Release | None:
+    """Make the repo's newest release the store's: latest.json, then its file unless the store holds that
+    release already. Returns it (None when the repo has none yet); SnapshotError when latest.json or the file
+    is not a release this leaderboard can take (nothing installed)."""
+    staged = Path(tempfile.mkdtemp(prefix="release-", dir=store.staging))
+    try:
+        repo.download([snapshot.LATEST], staged, revision)
+        if not (staged / snapshot.LATEST).is_file():
+            return None
+        release = Release.parse((staged / snapshot.LATEST).read_bytes(), f"{repo.name}: {snapshot.LATEST}")
+        have = snapshot.installed(store)
+        if have is not None and (have[0].number, have[0].submissions) == (release.number, release.submissions):
+            return have[0]
+        repo.download([release.file], staged, revision)
+        file = staged / release.file
+        if not file.is_file():
+            raise SnapshotError(f"{repo.name}: {snapshot.LATEST} names {release.file}, which the repo does not hold")
+        snapshot.read(file, release)
+        snapshot.install(store, release, file)
+        return release
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def missing(store: Store, repo: ResultsRepo, revision: str | None = None) -> list[str]:
+    """Ids of the repo's results folders that the store lacks and its release does not hold (nor its
+    quarantine: a folder set aside here is not fetched again). A name that is not a submission id is logged and
+    left out."""
+    ids = repo.ids(revision)
+    for name in ids:
+        if not is_submission_id(name):
+            log.warning("%s: results/%s is not a submission id: left out", repo.name, name[:200])
+    have = snapshot.installed(store)
+    released = set(have[0].submissions) if have else set()
+    aside = {entry.name for entry in store.quarantined() if entry.kind == "results"}
+    return [sid for sid in ids if is_submission_id(sid) and sid not in released and sid not in aside
+            and not store.results_folder(sid).exists()]
+
+
+def fetch(store: Store, repo: ResultsRepo, ids: list[str], revision: str | None = None) -> list[str]:
+    """Download these results folders and add those the store lacks, each checked as a restore checks it and
+    renamed into place whole (``hub_sync.restore``). Returns the ids added; a damaged folder is logged with the
+    reason and left out (the others are added)."""
+    wanted = [sid for sid in ids if is_submission_id(sid) and not store.results_folder(sid).exists()]
+    if not wanted:
+        return []
+    staged = Path(tempfile.mkdtemp(prefix="pickup-", dir=store.staging))
+    try:
+        repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES], staged,
+                      revision)
+        for sid in wanted:
+            one = staged / "one" / sid
+            if (staged / layout.RESULTS / sid).is_dir():
+                (one / layout.RESULTS).mkdir(parents=True)
+                (staged / layout.RESULTS / sid).rename(one / layout.RESULTS / sid)
+            try:
+                hub_sync.restore(store, "results", one)
+            except hub_sync.SyncError as error:
+                log.warning("%s: results/%s left out: %s", repo.name, sid, error)
+        return [sid for sid in wanted if store.has_results(sid)]
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Release | None:
+    """Write the next release to the repo when the repo holds results its newest release lacks (or no longer
+    holds some): built from the newest release and the store's folders (fetching first those it has neither
+    of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
+    revision it was built from, then installed in the store. Returns it; None when nothing changed."""
+    revision = repo.revision()
+    previous = _installed_or_none(store, repo, revision)
+    fetch(store, repo, missing(store, repo, revision), revision)
+    ids = [sid for sid in repo.ids(revision) if is_submission_id(sid)
+           and (store.has_results(sid) or (previous is not None and sid in previous[0].submissions))]
+    digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
+               else previous[0].submissions[sid] for sid in ids}
+    if previous is not None and previous[0].submissions == digests:
+        return None
+    staged = Path(tempfile.mkdtemp(prefix="release-", dir=store.staging))
+    try:
+        file = staged / "release.parquet"
+        release = snapshot.build(store, ids, file, previous)
+        snapshot.read(file, release)  # what others will check, checked before it leaves
+        card = hub_sync.RESULTS_CARD.replace("{repo}", repo_id).replace("{release}", release.file)
+        repo.commit({release.file: file, snapshot.LATEST: release.to_json().encode(), "README.md": card.encode()},
+                    f"CultureLens leaderboard: release {release.number} ({len(ids)} submissions)", revision)
+        snapshot.install(store, release, file)
+        return release
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _installed_or_none(store: Store, repo: ResultsRepo, revision: str | None) -> tuple[Release, Path] | None:
+    """The repo's newest release, installed; a release that cannot be read is said and built past (the next
+    release then holds the store's folders only)."""
+    try:
+        release = install_latest(store, repo, revision)
+    except SnapshotError as error:
+        log.warning("%s: building the next release without it", error)
+        return None
+    return snapshot.installed(store) if release is not None else None  # none yet: the store's is another repo's
+
+
+class Pickup:
+    """Keeps a store in step with a results repo: ``start`` at start, ``round`` periodically (the mirror's
+    thread calls it after its push), ``fetch`` for a page. ``release_interval``: seconds between releases
+    this app publishes (None: it publishes none)."""
+
+    def __init__(self, store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME",
+                 release_interval: float | None = RELEASE_SECONDS):
+        self.store, self.repo, self.repo_id, self.release_interval = store, repo, repo_id, release_interval
+        self.seen: str | None = None
+        self.published = -math.inf
+
+    def start(self) -> list[str]:
+        """Install the repo's newest release; what happened, in words (a failure is said, not raised: the app
+        starts on what the store has, and the rounds fetch the rest)."""
+        try:
+            release = install_latest(self.store, self.repo)
+        except (SnapshotError, PushError, RepoError) as error:
+            return [f"warning: no leaderboard release from {self.repo.name}: {error}; its results folders are "
+                    "fetched one by one instead"]
+        if release is None:
+            return [f"no leaderboard release in {self.repo.name} yet: its results folders are fetched one by one"]
+        return [f"leaderboard release {release.number} from {self.repo.name}: {len(release.submissions)} "
+                f"submissions ({', '.join(self.repo.downloaded)} read)"]
+
+    def round(self) -> None:
+        """Fetch what the repo gained since the last round, then publish a release when one is due."""
+        revision = self.repo.revision()
+        if revision is not None and revision == self.seen:
+            return
+        try:
+            install_latest(self.store, self.repo, revision)
+        except SnapshotError as error:
+            log.warning("%s", error)
+        added = fetch(self.store, self.repo, missing(self.store, self.repo, revision), revision)
+        if added:
+            log.info("picked up %d results folder(s) from %s", len(added), self.repo.name)
+        self.seen = revision
+        if self.release_interval is not None and time.monotonic() - self.published >= self.release_interval:
+            release = publish(self.store, self.repo, repo_id=self.repo_id)
+            self.published = time.monotonic()
+            if release is not None:
+                log.info("published leaderboard release %d to %s", release.number, self.repo.name)
+
+    def fetch(self, ids: list[str]) -> None:
+        """Results folders a page needs now (per-image rows), for ids the release holds; a failure is logged
+        and the page shows what it has."""
+        try:
+            fetch(self.store, self.repo, ids)
+        except PushError as error:
+            log.warning("fetching results of %s: %s", ", ".join(ids), error)
