@@ -242,7 +242,7 @@ def _folder_parts(con: duckdb.DuckDBPyConnection, store: Store, ids: list[str]) 
         files = _list(per_image)
         columns = set(con.execute(f"SELECT * FROM read_parquet({files}, union_by_name = true) LIMIT 0").df().columns)
         present = [n for n in SLICE_COLUMNS if n in columns]
-        prompts = (f" LEFT JOIN (SELECT DISTINCT ON (submission_id, prompt_id) submission_id, prompt_id, "
+        prompts = (" LEFT JOIN (SELECT DISTINCT ON (submission_id, prompt_id) submission_id, prompt_id, "
                    + ", ".join(f'"{n}"' for n in present)
                    + f" FROM read_parquet({files}, union_by_name = true)) p ON a.slice = 'prompt' AND "
                    "p.submission_id = a.submission_id AND p.prompt_id = a.slice_value")
