@@ -43,14 +43,17 @@ class Service:
 
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
           hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
-          worker: list[str] | None = None, worker_env: dict[str, str] | None = None,
+          worker: list[str] | None = None, worker_env: dict[str, str] | None = None, queue: str | None = None,
           say: Callable[[str], None] = _say) -> Service:
     """The service over the store at ``root``, ready to launch. ``quota``: ``Store``'s quota keywords;
     ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to; ``worker``: the command of
-    a local worker to supervise (none when None). ``say`` hears what an operator should read in the log."""
+    a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a PostgreSQL URL, or
+    None for the store's own queue file. ``say`` hears what an operator should read in the log."""
     from leaderboard.app import build_app
 
-    store = Store(root, limits, **quota)
+    store = Store(root, limits, **quota, queue=queue)
+    if queue:
+        say(f"queue: {store.queue.location}")  # without its password
     if store.rebuilt:
         say(store.rebuilt)
     store.seed_reported()

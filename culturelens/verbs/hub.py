@@ -15,7 +15,7 @@ def hub(args: argparse.Namespace) -> int:
     from leaderboard import hub_sync
     from leaderboard.store import Store
 
-    store = Store(Path(args.store))
+    store = Store(Path(args.store), queue=options.queue(args))
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
         raise CultureLensError("name at least one of --requests and --results")
@@ -34,6 +34,7 @@ def hub(args: argparse.Namespace) -> int:
 def _options(action: str, meaning: str):
     def add(p: argparse.ArgumentParser) -> None:
         options.add_store(p, "leaderboard store")
+        options.add_queue(p)
         p.add_argument("--requests", default=None, help=f"requests (queue records and submitted files): {meaning}")
         p.add_argument("--results", default=None, help=f"results (scores, one folder per submission): {meaning}")
         p.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
