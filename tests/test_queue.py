@@ -7,6 +7,8 @@ workers, supervisors and notices, and leases timed by the database's clock rathe
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -428,3 +430,10 @@ def test_a_postgresql_server_whose_clock_differs_from_the_workers_times_every_le
         assert queue.claim("other", 60) is None  # the hour-fast lease is not expired by the server's clock
     finally:
         queue.close()
+
+
+def test_a_store_on_sqlite_never_loads_the_postgresql_driver():
+    code = ("import sys, tempfile\nfrom leaderboard.store import Store\nStore(tempfile.mkdtemp()).queue.jobs()\n"
+            "print('psycopg' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "False", result.stderr
