@@ -16,7 +16,8 @@ and prints as figures:
   and covering every image, aggregates unique per (metric, slice, value), and the leaderboard's DuckDB view
   shows exactly those rows (no leftovers of a killed write);
 - no job was scored by two workers at once (attempt numbers in the worker logs are distinct), and none was
-  scored to the end twice (each worker logs ``scored ID (attempt N)`` when its scoring completes);
+  scored to the end twice (each worker logs ``scored ID (attempt N)`` when its scoring completes; a worker
+  killed after that line, while writing results, lost its work and is not counted);
 - a job's last attempt found in the cache every embedding of its images that was there when its previous
   worker was killed (cache hits on resume), and jobs killed mid-scoring were taken over by another worker
   once the lease expired.
@@ -259,6 +260,9 @@ class Soak:
             text = log.read_text(errors="replace")
             attempts.update(match.groups() for match in _ATTEMPT.finditer(text))
             completed.update(match.group(1) for match in _COMPLETED.finditer(text))
+        for kill in self.kills:  # killed after its scoring completed (writing results): that work was lost, not doubled
+            text = self.worker_logs[kill.pid].read_text(errors="replace")
+            completed[kill.job] -= sum(match.group(1) == kill.job for match in _COMPLETED.finditer(text))
         for (job_id, attempt), count in attempts.items():
             if count > 1:
                 problems.append(f"{job_id}: attempt {attempt} was run by {count} workers at once")
