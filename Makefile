@@ -11,7 +11,7 @@ PORT ?= 7860
 SHARED_CUBE := ../shared/data/cube/cube_1k.json
 CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json)
 
-.PHONY: run test test-fast browser clean
+.PHONY: run test test-fast browser postgresql clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,13 @@ browser:
 		(apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)) \
 		|| echo "chromium not installed: browser tests will be skipped"; }
 
-test: $(VENV)/.installed browser
+# The queue's PostgreSQL tests need Debian's postgresql (initdb, pg_ctl); installed the same way, else skipped.
+postgresql:
+	@{ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; } || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		(apt-get install -y -q postgresql >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null)) \
+		|| echo "postgresql not installed: the queue's PostgreSQL tests will be skipped"; }
+
+test: $(VENV)/.installed browser postgresql
 	$(VENV)/bin/python -m pytest
 
 # The tests not marked slow (no browser, wheel build or multi-process run): a couple of minutes, for while you work.

@@ -1,7 +1,7 @@
 """Crash soak: SIGKILL scoring workers at random points, K times, and check that nothing is lost or doubled.
 
     python benchmarks/crash_soak.py [--kills 20] [--workers 2] [--seeds 24] [--size 128] [--seed 0]
-                                    [--backbones FILE]
+                                    [--backbones FILE] [--jobs N] [--queue URL | --postgres]
 
 It builds a store (a 6-prompt CUBE-format dataset, submissions of distinct random images), starts
 ``--workers`` real ``culturelens worker`` processes with a short lease, and, K times, picks a job that is
@@ -15,10 +15,20 @@ and prints as figures:
 - each finished submission has one complete results folder: per-image rows unique per (prompt, seed, metric)
   and covering every image, aggregates unique per (metric, slice, value), and the leaderboard's DuckDB view
   shows exactly those rows (no leftovers of a killed write);
-- no job was scored by two workers at once (attempt numbers in the worker logs are distinct);
+- no job was scored by two workers at once (attempt numbers in the worker logs are distinct), and none was
+  scored to the end twice (each worker logs ``scored ID (attempt N)`` when its scoring completes; a worker
+  killed after that line, while writing results, lost its work and is not counted);
 - a job's last attempt found in the cache every embedding of its images that was there when its previous
   worker was killed (cache hits on resume), and jobs killed mid-scoring were taken over by another worker
   once the lease expired.
+
+With ``--jobs N`` the N submissions are queued at the start and none arrive later: the workers race to claim
+them while up to K of them are killed (fewer when the queue drains first).
+
+The queue is the store's SQLite file, or with ``--queue postgresql://...`` a PostgreSQL database (the workers
+get it in ``CULTURELENS_QUEUE``), or with ``--postgres`` a server this script starts in a temporary folder
+(``tests/postgres.py``, as the tests do). The workers share the store's disk either way (submissions, results
+and the embedding cache); only the queue moves to the server.
 
 Without ``--backbones`` it uses the small random CLIP of ``harness_speed.py``; ``tests/test_crash_recovery.py``
 runs the same code with K = 3 and the test suite's tiny CLIP.
@@ -55,6 +65,7 @@ from tests.helpers import TINY_UPSTREAM, manifest, write_image  # noqa: E402
 RESULT_FILES = {"per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json"}
 _SCORED = re.compile(r"scored (\d+) images \((\d+) embeddings computed, (\d+) from the cache\)")
 _ATTEMPT = re.compile(r"scoring (\S+) \(.*\), attempt (\d+)")
+_COMPLETED = re.compile(r"scored (\S+) \(attempt (\d+)\)")
 
 
 @dataclass
@@ -72,6 +83,7 @@ class Soak:
     store: Store
     backbones: Path
     logs: Path
+    queue: str | None = None  # a PostgreSQL URL the store's queue is on (None: the store's queue.sqlite)
     lease_seconds: float = 3.0
     batch_size: int = 2
     seeds: int = 24
@@ -112,8 +124,7 @@ class Soak:
             [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(self.store.root), "--backbones",
              str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
              "--tracks", "awareness"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.queue))
         log.close()
         self.workers[process.pid] = process
         self.worker_logs[process.pid] = path
@@ -153,26 +164,32 @@ class Soak:
 
     # --- the soak ---------------------------------------------------------------------------------------------
     def run(self, kills: int, workers: int, rng: random.Random, max_delay: float, timeout: float,
-            replace: bool = True) -> None:
+            replace: bool = True, jobs: int | None = None) -> None:
         """Kill a scoring worker ``kills`` times at random moments, then let the queue drain. With ``replace``
         each killed worker is replaced at once; without, the ``workers`` started first must outnumber the kills
-        (quicker where starting a worker costs more than scoring, as in CI)."""
+        (quicker where starting a worker costs more than scoring, as in CI). With ``jobs``, that many submissions
+        are queued first and no more later: the kills stop when the queue has drained."""
         if not replace and workers <= kills:
             raise ValueError(f"without replacement, {workers} workers cannot survive {kills} kills")
         deadline = time.monotonic() + timeout
+        for _ in range(jobs or 0):
+            self.submit()
         for _ in range(workers):
             self.start_worker()
         while len(self.kills) < kills:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(self.kills)} of {kills} kills after {timeout:.0f} s")
             self.check_alive()
-            jobs = self.store.queue.jobs()
-            if sum(j.state in ("PENDING", "RUNNING") for j in jobs) < workers + 1:
+            queued = self.store.queue.jobs()
+            active = sum(j.state in ("PENDING", "RUNNING") for j in queued)
+            if jobs is not None and active == 0:
+                break  # every job ended before the last kill
+            if jobs is None and active < workers + 1:
                 self.submit()  # uploads keep arriving while workers score
                 continue
             # A job on its last attempt is spared: a kill there ends it FAILED ("the worker stopped N times"),
             # which tests/test_queue.py covers; here each kill must be followed by a recovery to measure.
-            scoring = [j for j in jobs if j.state == "RUNNING" and self._owner_pid(j.lease_owner)
+            scoring = [j for j in queued if j.state == "RUNNING" and self._owner_pid(j.lease_owner)
                        and not (j.message or "").startswith("claimed")
                        and j.attempts < self.store.queue.max_attempts]
             if not scoring:
@@ -238,13 +255,19 @@ class Soak:
             if name.split(".")[1] in {j.id for j in finished}:
                 problems.append(f"results/{name}: a temporary folder of a finished submission was left behind")
 
-        attempts = Counter()
+        attempts, completed = Counter(), Counter()
         for log in self.logs.glob("worker-*.log"):
-            for match in _ATTEMPT.finditer(log.read_text(errors="replace")):
-                attempts[match.groups()] += 1
+            text = log.read_text(errors="replace")
+            attempts.update(match.groups() for match in _ATTEMPT.finditer(text))
+            completed.update(match.group(1) for match in _COMPLETED.finditer(text))
+        for kill in self.kills:  # killed after its scoring completed (writing results): that work was lost, not doubled
+            text = self.worker_logs[kill.pid].read_text(errors="replace")
+            completed[kill.job] -= sum(match.group(1) == kill.job for match in _COMPLETED.finditer(text))
         for (job_id, attempt), count in attempts.items():
             if count > 1:
                 problems.append(f"{job_id}: attempt {attempt} was run by {count} workers at once")
+        scored_twice = sorted(job_id for job_id, count in completed.items() if count > 1)
+        problems += [f"{job_id}: scored to the end by {completed[job_id]} workers" for job_id in scored_twice]
 
         last_kill = {k.job: k for k in self.kills}
         resumed = reused = present = 0
@@ -267,6 +290,9 @@ class Soak:
             "submissions": len(jobs),
             "finished": len(finished),
             "failed": sum(j.state == "FAILED" for j in jobs.values()),
+            "failed_without_reason": sum(j.state == "FAILED" and not j.error for j in jobs.values()),
+            "scored_twice": len(scored_twice),
+            "claims": sum(j.attempts for j in jobs.values()),
             "bad_result_rows": bad_rows,
             "takeovers": sum(j.attempts > 1 for j in finished),
             "resumed_with_cache": resumed,
@@ -277,9 +303,17 @@ class Soak:
         return figures, problems
 
 
-def build_store(root: Path) -> Store:
-    """A store serving a 6-prompt CUBE-format dataset (the test suite's records)."""
-    store = Store(root / "store")
+def worker_env(queue: str | None) -> dict[str, str]:
+    """A worker's environment: offline, on the store's SQLite queue or the PostgreSQL ``queue``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.pop("CULTURELENS_QUEUE", None)
+    return {**env, "CULTURELENS_QUEUE": queue} if queue else env
+
+
+def build_store(root: Path, queue: str | None = None) -> Store:
+    """A store serving a 6-prompt CUBE-format dataset (the test suite's records), its queue on ``queue`` (a
+    PostgreSQL URL) or in its own file."""
+    store = Store(root / "store", queue=queue)
     upstream = root / "upstream.json"
     upstream.write_text(json.dumps(TINY_UPSTREAM, ensure_ascii=False), encoding="utf-8")
     cube_1k.build(str(upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
@@ -291,7 +325,8 @@ def figure_lines(figures: dict) -> list[str]:
     return [
         f"crash soak: {figures['kills']} SIGKILLs while scoring ({stages}); {figures['submissions']} submissions: "
         f"{figures['finished']} FINISHED, {figures['failed']} FAILED with a reason, 0 left hanging; "
-        f"{figures['bad_result_rows']} duplicate or partial result rows",
+        f"{figures['bad_result_rows']} duplicate or partial result rows; {figures['claims']} claims, "
+        f"{figures['scored_twice']} jobs scored twice",
         f"crash soak: {figures['takeovers']} jobs taken over after a lease expired; {figures['resumed_with_cache']} "
         f"resumed jobs reused {figures['embeddings_reused']} of the {figures['embeddings_present_at_kill']} image "
         f"embeddings cached before the kill; {figures['temporary_folders_left']} temporary results folders left",
@@ -319,18 +354,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed of the kill schedule")
     parser.add_argument("--backbones", default=None, help="backbones JSON (default: small random CLIP, built here)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary store and logs")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="queue this many submissions at the start and no more (default: keep them arriving)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--queue", default=None, metavar="URL", help="the queue on this PostgreSQL database")
+    where.add_argument("--postgres", action="store_true",
+                       help="the queue on a PostgreSQL server started here, in a temporary folder")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="crash-soak-"))
     (root / "logs").mkdir()
     backbones = Path(args.backbones) if args.backbones else small_backbones_file(root)
-    soak = Soak(build_store(root), backbones, root / "logs", lease_seconds=args.lease_seconds, seeds=args.seeds,
-                size=args.size)
+    server = None
+    if args.postgres:
+        from tests.postgres import PostgresServer
+
+        server = PostgresServer().start()
+    queue = server.database() if server else args.queue
+    soak = Soak(build_store(root, queue), backbones, root / "logs", queue=queue, lease_seconds=args.lease_seconds,
+                seeds=args.seeds, size=args.size)
+    print(f"queue: {soak.store.queue!r}; {args.workers} workers")
     started = time.monotonic()
     try:
-        soak.run(args.kills, args.workers, random.Random(args.seed), args.max_delay, args.timeout)
+        soak.run(args.kills, args.workers, random.Random(args.seed), args.max_delay, args.timeout, jobs=args.jobs)
+        figures, problems = soak.check()
     finally:
         soak.stop_workers()
-    figures, problems = soak.check()
+        soak.store.queue.close()
+        if server:
+            server.stop()
     for line in figure_lines(figures):
         print(line)
     print(f"({time.monotonic() - started:.0f} s; store and logs in {root})" if args.keep else

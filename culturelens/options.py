@@ -117,6 +117,22 @@ def add_max_attempts(parser: argparse.ArgumentParser) -> None:
                              f"default {o.MAX_ATTEMPTS})")
 
 
+def add_queue(parser: argparse.ArgumentParser) -> None:
+    from leaderboard import operator_settings as o
+
+    parser.add_argument("--queue", default=None, metavar="URL",
+                        help=f"the queue on a PostgreSQL server, postgresql://USER@HOST/DATABASE, shared by workers "
+                             f"on other machines (env {o.ENV_QUEUE}; default: the store's queue.sqlite). Keep the "
+                             "password out of the command line: PGPASSWORD, ~/.pgpass or the environment variable")
+
+
+def queue(args: argparse.Namespace) -> str | None:
+    """The queue location ``--queue`` or ``CULTURELENS_QUEUE`` sets (``leaderboard.operator_settings``), or None."""
+    from leaderboard import operator_settings
+
+    return operator_settings.queue(args.queue)
+
+
 def max_attempts(args: argparse.Namespace) -> int:
     from leaderboard import operator_settings
 

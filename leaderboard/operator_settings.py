@@ -1,5 +1,5 @@
-"""The quota and upload limits an operator sets: a command-line flag first, then an environment variable, then
-the built-in default.
+"""The quota, upload limits and queue location an operator sets: a command-line flag first, then an environment
+variable, then the built-in default.
 
 Who is held to the quota follows SECURITY.md's threat model. Visitors of a server that other machines can reach
 (`culturelens serve --host 0.0.0.0`, or `app.py` on a Space) are: off a Space there is no sign-in, so every visitor
@@ -24,6 +24,7 @@ ENV_QUOTA_HOURS = "CULTURELENS_QUOTA_HOURS"
 ENV_ATTEMPT_QUOTA = "CULTURELENS_ATTEMPT_QUOTA"
 ENV_LIMITS = "CULTURELENS_LIMITS"
 ENV_MAX_ATTEMPTS = "CULTURELENS_MAX_ATTEMPTS"
+ENV_QUEUE = "CULTURELENS_QUEUE"
 PUBLIC_QUOTA = 5  # accepted submissions (re-runs included) per user and window
 PUBLIC_ATTEMPT_QUOTA = 20  # uploads sent for validation (rejected ones included) per user and window
 QUOTA_HOURS = 24.0
@@ -98,6 +99,23 @@ def max_attempts(flag: str | None = None, environ: Mapping[str, str] = os.enviro
     if not value.strip().isdigit() or int(value) < 1:
         raise SettingError(f"max attempts ({where}): {value!r} is not a whole number >= 1")
     return int(value)
+
+
+def queue(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Where the queue lives: ``--queue``, else ``CULTURELENS_QUEUE``, else None (the store's own SQLite file). A
+    URL must be a ``postgresql://`` one the driver can read (SettingError, the password hidden, otherwise)."""
+    from leaderboard.queue.location import QueueLocationError, check_url, is_url
+
+    value, where = _setting(flag, ENV_QUEUE, environ)
+    if value is None or not value.strip():
+        return None
+    if not is_url(value):
+        raise SettingError(f"queue ({where}): not a postgresql://USER@HOST/DATABASE URL (the default queue, the "
+                           "store's own queue.sqlite, needs no setting)")  # not echoed: it may hold a password
+    try:
+        return check_url(value.strip())
+    except QueueLocationError as error:
+        raise SettingError(f"queue ({where}): {error}") from None
 
 
 def limits(items: list[str] | None = None, environ: Mapping[str, str] = os.environ) -> Limits:

@@ -46,15 +46,19 @@ class Service:
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
           hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
           release_interval: float | None = pickup.RELEASE_SECONDS,
-          worker: list[str] | None = None, worker_env: dict[str, str] | None = None,
+          worker: list[str] | None = None, worker_env: dict[str, str] | None = None, queue: str | None = None,
           say: Callable[[str], None] = _say) -> Service:
     """The service over the store at ``root``, ready to launch. ``quota``: ``Store``'s quota keywords;
     ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to (``hub_interval``: seconds
-    between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``: the command of
-    a local worker to supervise (none when None). ``say`` hears what an operator should read in the log."""
+    between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``:
+    the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
+    PostgreSQL URL, or None for the store's own queue file. ``say`` hears what an operator should read in the
+    log."""
     from leaderboard.app import build_app
 
-    store = Store(root, limits, **quota)
+    store = Store(root, limits, **quota, queue=queue)
+    if queue:
+        say(f"queue: {store.queue.location}")  # without its password
     if store.rebuilt:
         say(store.rebuilt)
     store.seed_reported()

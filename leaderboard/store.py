@@ -7,7 +7,7 @@ Layout::
       staging/                      uploads being validated (removed on rejection)
       submissions/<id>/             accepted submissions: manifest.json, data/images-*-of-*.parquet (the images,
                                     as Parquet shards: ``benchmark.submission.shards``), images.parquet
-      queue.sqlite                  submission records (see ``queue``)
+      queue.sqlite                  submission records (see ``queue``), unless the queue is on a PostgreSQL server
       results/<id>/                 per_image, aggregates, curves (.parquet), run.json (written once, atomically)
       cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
       reported/reported.parquet     results published in the papers (rewritten from code at start)
@@ -77,11 +77,14 @@ class Store:
     ``quota``: how many submissions one user may have accepted per ``quota_hours``, and ``attempt_quota`` how
     many uploads (rejected ones included: validating them decodes every image) one user may send in that time;
     both are checked before any work. None is no limit: the operator's own store (``leaderboard.operator``).
-    ``max_shard_bytes``: the largest Parquet shard an accepted submission's images are kept in.
+    ``max_shard_bytes``: the largest Parquet shard an accepted submission's images are kept in. ``queue``: where
+    the queue lives (``leaderboard.queue``): None for ``queue.sqlite`` in the store, or a ``postgresql://`` URL
+    shared by workers on other machines.
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int | None = 5, quota_hours: float = 24,
-                 attempt_quota: int | None = 20, max_attempts: int = 3, max_shard_bytes: int = MAX_SHARD_BYTES):
+                 attempt_quota: int | None = 20, max_attempts: int = 3, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 queue: str | None = None):
         self.root = Path(root).resolve()
         self.limits = limits
         self.max_shard_bytes = max_shard_bytes  # the bound on each Parquet shard of an accepted submission
@@ -93,8 +96,9 @@ class Store:
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        self.queue = Queue(self.root / "queue.sqlite", max_attempts=max_attempts, has_results=self.has_results)
-        # What the operator must hear when the queue file was found damaged and rebuilt here; else None.
+        self.queue = Queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
+                           has_results=self.has_results)
+        # What the operator must hear when the (SQLite) queue file was found damaged and rebuilt here; else None.
         self.rebuilt: str | None = self._rebuild_queue() if self.queue.damaged else None
 
     def _rebuild_queue(self) -> str:

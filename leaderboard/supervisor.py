@@ -1,7 +1,7 @@
 """Keeps ``culturelens serve``'s worker process running: starts it, reaps it, restarts it with backoff.
 
 A thread in the serve process. Whenever the worker exits (a crash, an SQLite
-``disk I/O error``, a full disk, the out-of-memory killer's SIGKILL), the
+``disk I/O error`` or a lost PostgreSQL connection, a full disk, the out-of-memory killer's SIGKILL), the
 supervisor reaps it (no zombie), expires the leases it held so its job is
 taken over by the next worker at once rather than after the lease (the attempt
 still counts: a job that keeps killing its worker still ends FAILED), and
@@ -26,7 +26,6 @@ import logging
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -107,7 +106,7 @@ class Supervisor(threading.Thread):
                                                         "another to take it over")
             if taken:
                 log.warning("the worker held %d job(s); their leases are expired for the next worker", taken)
-        except sqlite3.Error as error:  # the leases then expire by themselves
+        except self.queue.errors as error:  # the leases then expire by themselves
             log.warning("could not expire the stopped worker's leases: %s", error)
         return code
 
@@ -125,7 +124,7 @@ class Supervisor(threading.Thread):
         try:
             self.queue.set_supervisor(self.id, state, pid=pid, restarts=self.restarts, last_exit=self.last_exit,
                                       retry_in=retry_in, message=message)
-        except sqlite3.Error as error:
+        except self.queue.errors as error:
             log.warning("could not record the supervisor's state (%s): %s", state, error)
 
     def stop(self) -> None:

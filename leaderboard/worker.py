@@ -129,6 +129,7 @@ class Worker:
                                    num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled,
                                    settings=self.settings)
             heartbeat.check()
+            log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
             if self.store.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return

@@ -84,3 +84,33 @@ def tiny_dataset_root(tmp_path_factory, tiny_upstream) -> Path:
     root = tmp_path_factory.mktemp("datasets")
     cube_1k.build(str(tiny_upstream), local_folder(root, cube_1k.HUB_REPO))
     return root
+
+
+# --- queue backends: SQLite (the store's file) and a real PostgreSQL server (tests/postgres.py) ---------------
+QUEUE_BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL server for the session, in a temporary folder; skipped, with the reason, where none can run."""
+    from tests.postgres import PostgresServer, missing
+
+    if reason := missing():
+        pytest.skip(reason)
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def postgres_url(postgres_server) -> str:
+    """A fresh, empty database of the session's server (dropped after the test)."""
+    url = postgres_server.database()
+    yield url
+    postgres_server.drop(url)
+
+
+@pytest.fixture(params=QUEUE_BACKENDS)
+def store_queue(request) -> str | None:
+    """``Store(queue=...)`` for each backend: None (the store's own SQLite file) or a fresh PostgreSQL database."""
+    return None if request.param == "sqlite" else request.getfixturevalue("postgres_url")

@@ -50,7 +50,7 @@ def test_help_lists_every_verb(capsys, monkeypatch):
 def test_importing_the_cli_and_its_help_load_neither_torch_nor_datasets():
     """`culturelens --help` answers at once: nothing heavy is imported to list the verbs (timed in
     benchmarks/README.md, not here)."""
-    heavy = ("torch", "datasets", "huggingface_hub", "gradio", "pandas")
+    heavy = ("torch", "datasets", "huggingface_hub", "gradio", "pandas", "psycopg")
     loaded = f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
     code = f"import sys\nfrom culturelens import cli\n{loaded}\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n{loaded}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
@@ -200,8 +200,9 @@ def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
 
 
 @pytest.mark.slow
-def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, backbones_file):
-    """The CLI path of the skeleton: `submit` queues, a separate `worker --once` process scores it."""
+def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, backbones_file, store_queue):
+    """The CLI path of the skeleton: `submit` queues, a separate `worker --once` process scores it; on each queue
+    backend (PostgreSQL: `submit --queue URL`, the worker finding it in CULTURELENS_QUEUE)."""
     import pyarrow.parquet as pq
 
     from leaderboard.store import Store
@@ -211,12 +212,15 @@ def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, ba
     folder = store / "datasets" / "culturelens__cube-1k"
     assert culturelens("data", "build", "cube-1k", "--source", str(tiny_upstream), "--out", str(folder)).returncode == 0
     ids = list(Store(store).prompts("culturelens/cube-1k", "cube_1k").table.index)
-    submitted = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store), "--owner", "cli")
+    submitted = culturelens("submit", str(make_submission(tmp_path / "sub", ids)), "--store", str(store), "--owner", "cli",
+                            *(["--queue", store_queue] if store_queue else []))
     assert submitted.returncode == 0, submitted.stderr
     submission_id = submitted.stdout.split("queued as ")[1].split()[0]
-    worker = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones_file))
+    worker = culturelens("worker", "--store", str(store), "--once", "--backbones", str(backbones_file),
+                         env={"CULTURELENS_QUEUE": store_queue or ""})
     assert worker.returncode == 0, worker.stderr
-    job = Store(store).queue.get(submission_id)
+    job = Store(store, queue=store_queue).queue.get(submission_id)
+    assert (Store(store).queue.get(submission_id) is None) == bool(store_queue)  # never in the file when on the server
     assert job.state == "FINISHED" and job.owner == "cli"
     aggregates = pq.read_table(store / "results" / submission_id / "aggregates.parquet").to_pandas()
     overall = aggregates[(aggregates["metric"] == "clip_score") & (aggregates["slice"] == "overall")]

@@ -1,4 +1,4 @@
-"""Concurrency: two worker processes on one store, uploads while they score, and app reads while results are
+"""Concurrency: two worker processes on one store (its queue on each backend), uploads while they score, and app reads while results are
 being written. Nothing is scored twice and no reader ever sees half a results folder."""
 
 from __future__ import annotations
@@ -60,10 +60,12 @@ class Reader(threading.Thread):
 
 
 @pytest.mark.slow
-def test_two_workers_share_a_store_without_scoring_anything_twice(tmp_path, backbones_file):
+def test_two_workers_share_a_store_without_scoring_anything_twice(tmp_path, backbones_file, store_queue):
+    """On each queue backend: the store's SQLite file, or a PostgreSQL server (the store's disk still shared)."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    soak = Soak(build_store(tmp_path), backbones_file, logs, lease_seconds=5.0, seeds=8, size=96)
+    soak = Soak(build_store(tmp_path, store_queue), backbones_file, logs, queue=store_queue, lease_seconds=5.0,
+                seeds=8, size=96)
     first = [soak.submit() for _ in range(6)]
     reader = Reader(soak.store)
     reader.start()

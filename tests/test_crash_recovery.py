@@ -23,10 +23,12 @@ from tests.helpers import make_submission
 pytestmark = pytest.mark.slow  # kills worker processes mid-scoring; the damaged-cache tests score through the harness
 
 
-def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys):
+def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys, store_queue):
+    """On each queue backend: the store's SQLite file, or a PostgreSQL server (the store's disk still shared)."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    soak = Soak(build_store(tmp_path), backbones_file, logs, lease_seconds=2.0, seeds=24, size=96)
+    soak = Soak(build_store(tmp_path, store_queue), backbones_file, logs, queue=store_queue, lease_seconds=2.0,
+                seeds=24, size=96)
     try:
         soak.run(kills=3, workers=4, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
     finally:
@@ -34,7 +36,7 @@ def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones
     figures, problems = soak.check()
     with capsys.disabled():
         print("\n" + "\n".join(figure_lines(figures)))
-    assert problems == []
+    assert problems == [] and figures["scored_twice"] == 0
     assert figures["kills"] == 3 and len({k.job for k in soak.kills}) == 3  # three jobs, each killed once
     assert figures["failed"] == 0 and figures["takeovers"] >= 3
     assert figures["resumed_with_cache"] >= 1 and figures["embeddings_present_at_kill"] > 0

@@ -76,3 +76,54 @@ def test_the_attempts_a_job_gets_come_from_the_flag_then_the_environment_and_rea
                                                     r"number >= 1$"):
         settings.max_attempts(None, environ={"CULTURELENS_MAX_ATTEMPTS": "0"})
     assert Store(tmp_path / "store", max_attempts=settings.max_attempts("2", environ={})).queue.max_attempts == 2
+
+
+# --- the queue's location -----------------------------------------------------------------------------------------
+def test_the_queue_comes_from_the_flag_then_the_environment_else_the_stores_file():
+    environ = {"CULTURELENS_QUEUE": "postgresql://env@db.example/queue"}
+    assert settings.queue(None, environ={}) is None and settings.queue(None, environ={"CULTURELENS_QUEUE": ""}) is None
+    assert settings.queue(None, environ=environ) == "postgresql://env@db.example/queue"
+    assert settings.queue("postgres://flag@db.example/q", environ=environ) == "postgres://flag@db.example/q"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("mysql://ada:s3cret@db.example/q", "queue (its flag): queue mysql://ada:***@db.example/q: only postgresql:// "
+                                        "(or postgres://) URLs name a queue server; for an SQLite queue give a path"),
+    ("postgresql://ada:s3cret@db.example:port/q", "queue (its flag): queue postgresql://ada:***@db.example:port/q: "
+                                                 "Port could not be cast to integer value as 'port'"),
+    ("postgresql://ada:s3%zzcret@db.example/q", "queue (its flag): queue postgresql://ada:***@db.example/q: not a "
+                                                "PostgreSQL connection URL (invalid percent-encoded token: \"***\")"),
+    ("postgresql://ada@db.example/q?password=s3cret&colour=red", "queue (its flag): queue postgresql://ada@db.example"
+     "/q?password=***&colour=red: not a PostgreSQL connection URL (invalid URI query parameter: \"colour\")"),
+    ("ada:s3cret@db.example/q", "queue (its flag): not a postgresql://USER@HOST/DATABASE URL (the default queue, the "
+                                "store's own queue.sqlite, needs no setting)"),
+])
+def test_a_queue_url_that_cannot_be_read_is_refused_without_its_password(value, message):
+    with pytest.raises(settings.SettingError) as refused:
+        settings.queue(value, environ={})
+    assert str(refused.value) == message and "s3cret" not in message
+
+
+def test_an_unreachable_queue_server_is_named_without_its_password(tmp_path):
+    from leaderboard.queue import QueueUnavailable
+
+    url = f"postgresql://ada:s3cret@/queue?host={tmp_path}"  # no server listens there
+    with pytest.raises(QueueUnavailable) as refused:
+        Store(tmp_path / "store", queue=url)
+    message = str(refused.value)
+    assert message.startswith(f"cannot open the queue at postgresql://ada:***@/queue?host={tmp_path}: ")
+    assert f'connection to server on socket "{tmp_path}/.s.PGSQL.5432" failed' in message and "s3cret" not in message
+
+
+def test_serves_worker_gets_the_same_queue_in_its_environment_not_on_its_command_line(monkeypatch):
+    import argparse
+
+    from culturelens.verbs.service import local_worker
+
+    monkeypatch.setenv("CULTURELENS_QUEUE", "postgresql://stale@old/q")
+    args = argparse.Namespace(store="/srv/store", backbones=None)
+    url = "postgresql://ada:s3cret@db.example/q"
+    command, env = local_worker(args, url)
+    assert command[-4:] == ["culturelens", "worker", "--store", "/srv/store"] and "s3cret" not in " ".join(command)
+    assert env["CULTURELENS_QUEUE"] == url
+    assert "CULTURELENS_QUEUE" not in local_worker(args, None)[1]  # the store's own file, like serve's

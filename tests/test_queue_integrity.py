@@ -1,6 +1,7 @@
-"""The queue's guarantees under hostile conditions: leases on the database's clock (workers whose clocks disagree),
-the quota under concurrent uploads, deletes and re-runs, server faults that are not the uploader's, and a damaged
-queue file rebuilt from the store's folders."""
+"""The store's guarantees over its queue under hostile conditions, on both queue backends where they apply: the
+quota under concurrent uploads, deletes and re-runs, server faults that are not the uploader's, and (SQLite) an
+old queue file's quota and a damaged queue file rebuilt from the store's folders. The queue's own contract, leases
+on the database's clock included, is tests/test_queue.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import zlib
 from pathlib import Path
 
@@ -20,50 +20,30 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard import render
 from leaderboard.app import Views
-from leaderboard.queue import DB_NOW, Queue
+from leaderboard.queue import Queue
 from leaderboard.store import REBUILT_OWNER, PermissionDenied, Store
 from tests.helpers import make_submission, write_image
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _add(queue: Queue, id: str):
-    return queue.add(id=id, content_hash=f"sha256:{id}", owner="alice", model=f"model {id}", model_id=None,
-                     model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
-
-
-# --- leases and heartbeats on the database's clock ---------------------------------------------------------
-def test_a_worker_whose_clock_runs_ahead_does_not_take_over_a_healthy_job(tmp_path, monkeypatch):
-    healthy = Queue(tmp_path / "q.sqlite")
-    _add(healthy, "a")
-    assert healthy.claim("healthy", lease_seconds=60).id == "a"
-    skewed = Queue(tmp_path / "q.sqlite")  # another machine on the shared file, its clock two minutes ahead
-    real_time = time.time
-    monkeypatch.setattr(time, "time", lambda: real_time() + 120)
-    assert skewed.claim("ahead", 60) is None
-    assert healthy.heartbeat("a", "healthy", 60) and skewed.claim("ahead", 60) is None
-    with sqlite3.connect(tmp_path / "q.sqlite") as db:  # the lease runs out, by the database's clock
-        db.execute(f"UPDATE submissions SET lease_expires = {DB_NOW} - 1")
-    taken = skewed.claim("ahead", 60)
-    assert taken.id == "a" and taken.lease_owner == "ahead" and taken.attempts == 2
-
-
-def test_a_worker_whose_clock_lags_still_shows_as_alive(tmp_path, monkeypatch):
-    queue = Queue(tmp_path / "q.sqlite")
-    real_time = time.time
-    monkeypatch.setattr(time, "time", lambda: real_time() - 3600)  # the worker's machine, an hour behind
-    queue.set_worker("behind", "idle", "ready")
-    monkeypatch.setattr(time, "time", real_time)  # the app's machine
-    (worker,) = queue.workers(within_seconds=120)
-    assert worker["id"] == "behind" and worker["age"] < 5
-
-
 # --- the quota ---------------------------------------------------------------------------------------------
-@pytest.fixture()
-def store(tmp_path, tiny_upstream):
-    store = Store(tmp_path / "store", quota=5, quota_hours=24, attempt_quota=50)
+def _store(root: Path, tiny_upstream: Path, queue: str | None = None) -> Store:
+    store = Store(root, quota=5, quota_hours=24, attempt_quota=50, queue=queue)
     cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
     return store
+
+
+@pytest.fixture()
+def store(tmp_path, tiny_upstream, store_queue):
+    """A store with a quota, its queue on each backend."""
+    return _store(tmp_path / "store", tiny_upstream, store_queue)
+
+
+@pytest.fixture()
+def sqlite_store(tmp_path, tiny_upstream):
+    """A store with a quota and its own SQLite queue file."""
+    return _store(tmp_path / "store", tiny_upstream)
 
 
 def _folder(store: Store, tmp_path: Path, name: str, image_size: int = 64) -> Path:
@@ -180,7 +160,8 @@ FULL_DISK = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_a_server_that_cannot_store_an_upload_does_not_count_it_against_the_uploader(store, tmp_path):
+def test_a_server_that_cannot_store_an_upload_does_not_count_it_against_the_uploader(sqlite_store, tmp_path):
+    store = sqlite_store
     folder = _folder(store, tmp_path, "big", image_size=256)  # ~200 kB per image: past the file-size limit
     result = subprocess.run([sys.executable, "-c", FULL_DISK, str(store.root), str(folder)], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
@@ -193,7 +174,8 @@ def test_a_server_that_cannot_store_an_upload_does_not_count_it_against_the_uplo
 
 
 # --- a damaged queue file --------------------------------------------------------------------------------------
-def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(store, tmp_path):
+def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sqlite_store, tmp_path):
+    store = sqlite_store
     jobs = {job.id: job for job in (_accepted(store, tmp_path, "one"), _accepted(store, tmp_path, "two"))}
     scored = jobs.pop(store.queue.claim("w", 60).id)
     (waiting,) = jobs.values()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.crash_soak import Soak, build_store
+from benchmarks.crash_soak import Soak, build_store, worker_env
 from leaderboard.app import Views
 from leaderboard.queue import Queue
 from leaderboard.store import Store
@@ -119,19 +119,16 @@ def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[s
             str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
 
 
-@pytest.fixture()
-def soak(tmp_path, backbones_file):
+def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, backbones_file, store_queue):
+    """On each queue backend: the supervisor expires the leases of its worker in the queue the worker used."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    return Soak(build_store(tmp_path), backbones_file, logs, seeds=24, size=96)
-
-
-def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(soak, backbones_file):
+    soak = Soak(build_store(tmp_path, store_queue), backbones_file, logs, queue=store_queue, seeds=24, size=96)
     queue = soak.store.queue
     job_id = soak.submit()
     # A lease far longer than the test: the job is taken over at once because the supervisor expires it.
-    supervisor = Supervisor(_worker_command(soak.store, backbones_file, lease_seconds=3600), queue, env=ENV,
-                            first_delay=0.5)
+    supervisor = Supervisor(_worker_command(soak.store, backbones_file, lease_seconds=3600), queue,
+                            env=worker_env(store_queue), first_delay=0.5)
     supervisor.start()
     try:
         _until(lambda: queue.get(job_id).state == "RUNNING", 240, "the worker claims the job")

@@ -17,7 +17,7 @@ def hub(args: argparse.Namespace) -> int:
     from leaderboard.results_repo import LocalRepo, open_repo
     from leaderboard.store import Store
 
-    store = Store(Path(args.store))
+    store = Store(Path(args.store), queue=options.queue(args))
     if args.action == "snapshot":
         repo = open_repo(args.results, token=args.token)
         release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")
@@ -46,6 +46,7 @@ def hub(args: argparse.Namespace) -> int:
 def _options(action: str, meaning: str):
     def add(p: argparse.ArgumentParser) -> None:
         options.add_store(p, "leaderboard store")
+        options.add_queue(p)
         if action == "snapshot":
             p.add_argument("--results", required=True, help=f"results (scores, one folder per submission): {meaning}")
         else:

@@ -29,7 +29,7 @@ def worker(args: argparse.Namespace) -> int:
         worker.stop_when_parent_dies()
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    store = Store(Path(args.store), max_attempts=options.max_attempts(args))
+    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=options.queue(args))
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
                        lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args))
@@ -42,26 +42,37 @@ def serve(args: argparse.Namespace) -> int:
     # Off a Space there is no sign-in: on loopback the one user is the operator at this machine; reachable from
     # other machines, every visitor acts as --user, and the quota bounds the work they can ask for.
     public = not operator_settings.is_loopback(args.host)
-    limits, quota = options.limits(args), options.quota(args, public=public)
-    command = env = None
-    if not args.no_worker:
-        command = [sys.executable, "-m", "culturelens", "worker", "--store", str(Path(args.store)),
-                   *(["--backbones", args.backbones] if args.backbones else [])]
-        # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to say
-        # it cannot load them. Offline mode reads the local cache only, and fails at once if it must. Only the
-        # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
-        env = dict(os.environ)
-        offline_unless_hub_reachable(env)
+    limits, quota, queue = options.limits(args), options.quota(args, public=public), options.queue(args)
+    command, env = (None, None) if args.no_worker else local_worker(args, queue)
     running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user, cube_source=args.cube_source,
                             hub_repos={"results": args.hub_results, "requests": args.hub_requests},
                             hub_interval=args.hub_interval, release_interval=args.hub_release_interval or None,
-                            worker=command, worker_env=env)
+                            worker=command, worker_env=env, queue=queue)
     service.serve(running, host=args.host, port=args.port)
     return 0
 
 
+def local_worker(args: argparse.Namespace, queue: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of ``serve``'s supervised worker: the same store and queue as serve's (the
+    queue in the environment, ``CULTURELENS_QUEUE``: a command line is visible to every user of the machine)."""
+    from leaderboard.operator_settings import ENV_QUEUE
+
+    command = [sys.executable, "-m", "culturelens", "worker", "--store", str(Path(args.store)),
+               *(["--backbones", args.backbones] if args.backbones else [])]
+    env = dict(os.environ)
+    env.pop(ENV_QUEUE, None)
+    if queue:
+        env[ENV_QUEUE] = queue
+    # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to say
+    # it cannot load them. Offline mode reads the local cache only, and fails at once if it must. Only the
+    # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
+    offline_unless_hub_reachable(env)
+    return command, env
+
+
 def _worker_options(p: argparse.ArgumentParser) -> None:
     options.add_store(p, "leaderboard store")
+    options.add_queue(p)
     p.add_argument("--once", action="store_true", help="exit when the queue is empty")
     p.add_argument("--lease-seconds", type=float, default=60, help="a job silent this long is taken over")
     options.add_max_attempts(p)
@@ -74,6 +85,7 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
 
 def _serve_options(p: argparse.ArgumentParser) -> None:
     options.add_store(p, "leaderboard store (created if missing)")
+    options.add_queue(p)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on; any other than loopback opens the app, without sign-in, to other "
                         "machines (see SECURITY.md)")

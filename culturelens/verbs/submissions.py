@@ -55,7 +55,8 @@ def submit(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
-    store = Store(Path(args.store), options.limits(args), **options.quota(args, public=False))
+    store = Store(Path(args.store), options.limits(args), **options.quota(args, public=False),
+                  queue=options.queue(args))
     options.build_default_dataset(store.datasets, args.cube_source)
     bars = Bars(unit="img")
     try:  # PermissionDenied (over the quota) and ServerFault (the server could not store it) are user errors
@@ -96,6 +97,7 @@ def _validate_options(p: argparse.ArgumentParser) -> None:
 
 def _submit_options(p: argparse.ArgumentParser) -> None:
     _validate_options(p)
+    options.add_queue(p)
     p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
     p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")

@@ -1,4 +1,4 @@
-"""The submission queue: one SQLite file, atomic state transitions, leases for crashed workers.
+"""The queue's semantics, written once for every backend: states, leases, attempts, takeover, the quota.
 
 States: PENDING -> RUNNING -> FINISHED | FAILED. A worker claims a job with a
 lease and renews it while it works; a job whose lease expired (its worker
@@ -7,105 +7,38 @@ FAILED with that reason, unless ``has_results`` says the last attempt wrote its
 results before it died: then the job is FINISHED (results are written before
 the state changes, so a kill between the two must not throw them away).
 
-SQLite rather than DuckDB: the app (enqueuing) and every worker (claiming)
-write to the queue from separate processes, which SQLite's file locking
-supports and DuckDB's single-writer files do not. The leaderboard's results
-never go through this file (see ``store``).
+Lease expiries and heartbeats are times of the database's clock (``DB_NOW`` in
+the SQL below, which each backend turns into its own clock expression), never of
+the calling process: workers on machines whose clocks disagree share one clock,
+so a worker whose clock runs ahead cannot take over a healthy job. Quotas count
+``submission_log`` rows, which deleting a submission does not touch, in the
+transaction that inserts (``_transaction(lock=owner)``: a backend serialises
+the transactions of one owner there).
 
-Lease expiries and heartbeats are times of the database's clock (``DB_NOW``,
-computed inside SQL), never of the calling process: workers on machines whose
-clocks disagree share one clock, so a worker whose clock runs ahead cannot take
-over a healthy job. Quotas count ``submission_log`` rows, which deleting a
-submission does not touch. A file SQLite finds damaged is kept aside and
-replaced by an empty queue (``damaged``): the store rebuilds it from its folders.
+The SQL is written once, with ``?`` placeholders and ``DB_NOW``; a backend
+(``sqlite``, ``postgres``) supplies connections, transactions, the clock and
+row locking (``_skip_locked``), so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
-import fcntl
-import logging
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Protocol
 
 from benchmark.errors import CultureLensError
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id TEXT PRIMARY KEY,
-    content_hash TEXT NOT NULL UNIQUE,
-    owner TEXT NOT NULL,
-    model TEXT NOT NULL,
-    model_id TEXT,
-    model_revision TEXT,
-    dataset TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('PENDING', 'RUNNING', 'FINISHED', 'FAILED')),
-    created_at TEXT NOT NULL,
-    started_at TEXT,
-    finished_at TEXT,
-    updated_at TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_expires REAL,
-    progress REAL,
-    message TEXT,
-    error TEXT,
-    log_excerpt TEXT
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    owner TEXT NOT NULL,
-    at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS attempts_by_owner ON attempts (owner, at);
-CREATE TABLE IF NOT EXISTS workers (
-    id TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    message TEXT,
-    heartbeat REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS submission_log (
-    owner TEXT NOT NULL,
-    at TEXT NOT NULL,
-    submission TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
-);
-CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
--- A queue made before the log existed: its submissions start the log, so an upgrade gives no quota back.
-INSERT INTO submission_log (owner, at, submission, kind)
-    SELECT owner, created_at, id, 'submission' FROM submissions WHERE NOT EXISTS (SELECT 1 FROM submission_log);
-CREATE TABLE IF NOT EXISTS supervisors (
-    id TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    pid INTEGER,
-    restarts INTEGER NOT NULL,
-    last_exit TEXT,
-    retry_at REAL,
-    message TEXT,
-    heartbeat REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS notices (
-    at REAL NOT NULL,
-    message TEXT NOT NULL
-);
-"""
-
-# Seconds since the epoch by the database's clock, to the millisecond (``unixepoch('subsec')`` needs SQLite
-# 3.42; this works on every version). SQLite gives 'now' one value per statement.
-DB_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
-
-log = logging.getLogger("culturelens.queue")
-
-
-def _times(n: int) -> str:
-    return f"{n} time" + ("s" if n != 1 else "")
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _times(n: int) -> str:
+    return f"{n} time" + ("s" if n != 1 else "")
 
 
 class QuotaExceeded(CultureLensError):
@@ -123,6 +56,10 @@ class DuplicateSubmission(CultureLensError, ValueError):
     def __init__(self, existing: Job):
         super().__init__(f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
         self.existing = existing
+
+
+class QueueUnavailable(CultureLensError):
+    """The queue's database cannot be reached or set up; the message names it (without a password) and why."""
 
 
 @dataclass(frozen=True)
@@ -148,72 +85,69 @@ class Job:
     log_excerpt: str | None
 
 
-class Queue:
-    """Submission records in ``path`` (SQLite, WAL mode); safe to use from many processes.
+class Cursor(Protocol):
+    rowcount: int
 
-    ``damaged``: where the file was kept if SQLite found it damaged at start (this process then created an
-    empty queue in its place, and the caller should rebuild what it can); None normally.
+    def fetchone(self) -> dict[str, Any] | None: ...
+
+    def fetchall(self) -> list[dict[str, Any]]: ...
+
+
+class Session(Protocol):
+    """A backend's connection: runs the shared SQL (``?`` placeholders, ``DB_NOW``); rows are dicts."""
+
+    def execute(self, sql: str, params: tuple = ()) -> Cursor: ...
+
+
+class Queue:
+    """Submission records, safe to use from many processes (and, for PostgreSQL, many machines).
+
+    ``Queue(location)`` opens the backend ``location`` names, as ``pathlib.Path(...)`` gives the path class of
+    the system: a ``postgresql://`` URL gives ``postgres.PostgresQueue``, a path ``sqlite.SQLiteQueue``.
+    ``damaged``: where an SQLite file was kept if it was found damaged at start (this process then created an
+    empty queue in its place, and the caller should rebuild what it can); None normally, and always for
+    PostgreSQL. ``errors``: the exceptions the backend's database raises (a caller that must survive a
+    database fault catches these). ``location``: where it lives, safe to show (no password).
     """
 
-    def __init__(self, path: Path, *, max_attempts: int = 3, has_results: Callable[[str], bool] = lambda id: False):
-        self.path = Path(path)
+    errors: tuple[type[Exception], ...] = ()
+    damaged: Path | None = None
+    location: str
+    _integrity_errors: tuple[type[Exception], ...] = ()
+    _skip_locked = ""  # appended to a SELECT that picks rows to change: lock them, skip those others hold
+
+    def __new__(cls, location: str | Path | None = None, **options):
+        if cls is Queue:
+            from leaderboard.queue.location import is_url
+
+            if is_url(location):
+                from leaderboard.queue.postgres import PostgresQueue as cls
+            else:
+                from leaderboard.queue.sqlite import SQLiteQueue as cls
+        return super().__new__(cls)
+
+    def __init__(self, location: str | Path, *, max_attempts: int = 3,
+                 has_results: Callable[[str], bool] = lambda id: False):
         self.max_attempts = max_attempts
         self.has_results = has_results
-        self.damaged: Path | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._open()
-        except sqlite3.DatabaseError as error:
-            self._replace_damaged(error)
 
-    def _open(self) -> None:
-        """Create the tables if needed; DatabaseError if SQLite finds the file damaged."""
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-            problems = [row[0] for row in db.execute("PRAGMA quick_check")]
-        if problems != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
 
-    def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
-        """Keep the damaged file (and its -wal, -shm) as ``<name>.damaged-<UTC time>`` and start an empty queue.
-        Under an exclusive lock, checked again: of several processes starting at once, one replaces it."""
-        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                self._open()
-                return  # another process replaced it meanwhile
-            except sqlite3.DatabaseError:
-                pass
-            kept = self.path.with_name(f"{self.path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S.%fZ}")
-            for suffix in ("", "-wal", "-shm"):
-                part = Path(f"{self.path}{suffix}")
-                if part.exists():
-                    part.rename(f"{kept}{suffix}")
-            log.warning("%s is damaged (%s): kept as %s, starting an empty queue", self.path.name, error, kept.name)
-            self._open()
-            self.damaged = kept
+    # --- what a backend supplies -----------------------------------------------------------------------------
+    def _connect(self) -> AbstractContextManager[Session]:
+        """A session whose statements each commit at once (reads)."""
+        raise NotImplementedError
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            yield db
-        finally:
-            db.close()
+    def _transaction(self, lock: str | None = None) -> AbstractContextManager[Session]:
+        """A session in one transaction, committed at the end, rolled back on an exception; ``lock``: a key
+        (the owner) whose transactions must run one after another (the quota is counted, then logged)."""
+        raise NotImplementedError
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+    def close(self) -> None:
+        """Release the connections kept open (none for SQLite)."""
 
+    # --- submissions ------------------------------------------------------------------------------------------
     def add(self, *, id: str, content_hash: str, owner: str, model: str, model_id: str | None,
             model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None) -> Job:
         """Enqueue a validated submission as PENDING; raise DuplicateSubmission for known content.
@@ -221,26 +155,32 @@ class Queue:
         ``quota=(limit, since_iso)``: in the same transaction, QuotaExceeded if ``owner`` already has ``limit``
         entries in the submission log since ``since_iso`` (so concurrent uploads cannot all pass the check)."""
         stamp = now_iso()
-        with self._transaction() as db:
-            row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
-            if row:
-                raise DuplicateSubmission(Job(**row))
-            self._log_submission(db, owner, id, "submission", stamp, quota)
-            db.execute(
-                "INSERT INTO submissions (id, content_hash, owner, model, model_id, model_revision, dataset, state,"
-                " created_at, updated_at, message) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)",
-                (id, content_hash, owner, model, model_id, model_revision, dataset, stamp, stamp,
-                 "waiting for a worker"))
+        try:
+            with self._transaction(lock=owner) as db:
+                row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
+                if row:
+                    raise DuplicateSubmission(Job(**row))
+                self._log_submission(db, owner, id, "submission", stamp, quota)
+                db.execute(
+                    "INSERT INTO submissions (id, content_hash, owner, model, model_id, model_revision, dataset,"
+                    " state, created_at, updated_at, message) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)",
+                    (id, content_hash, owner, model, model_id, model_revision, dataset, stamp, stamp,
+                     "waiting for a worker"))
+        except self._integrity_errors:
+            # Another owner's transaction inserted the same content between our check and our insert.
+            if existing := self.find_by_hash(content_hash):
+                raise DuplicateSubmission(existing) from None
+            raise
         return self.get(id)
 
     @staticmethod
-    def _log_submission(db: sqlite3.Connection, owner: str, id: str, kind: str, stamp: str,
+    def _log_submission(db: Session, owner: str, id: str, kind: str, stamp: str,
                         quota: tuple[int, str] | None) -> None:
         """Count ``owner``'s logged submissions against ``quota`` (QuotaExceeded), then log this one."""
         if quota is not None:
             limit, since = quota
-            used = db.execute("SELECT count(*) FROM submission_log WHERE owner = ? AND at >= ?",
-                              (owner, since)).fetchone()[0]
+            used = db.execute("SELECT count(*) AS n FROM submission_log WHERE owner = ? AND at >= ?",
+                              (owner, since)).fetchone()["n"]
             if used >= limit:
                 raise QuotaExceeded(owner, used, limit)
         db.execute("INSERT INTO submission_log (owner, at, submission, kind) VALUES (?, ?, ?, ?)",
@@ -272,33 +212,40 @@ class Queue:
             rows = db.execute("SELECT * FROM submissions ORDER BY created_at DESC, id DESC").fetchall()
         return [Job(**row) for row in rows]
 
+    # --- workers: claims, leases, outcomes --------------------------------------------------------------------
     def claim(self, worker: str, lease_seconds: float) -> Job | None:
-        """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired."""
+        """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired. A job whose lease expired
+        on its last attempt is not taken: it ends FINISHED if that attempt wrote its results, else FAILED."""
         stamp = now_iso()
         with self._transaction() as db:
-            exhausted = db.execute(f"SELECT id, attempts FROM submissions WHERE state = 'RUNNING' AND lease_expires"
-                                   f" < {DB_NOW} AND attempts >= ?", (self.max_attempts,)).fetchall()
+            exhausted = db.execute("SELECT id, attempts FROM submissions WHERE state = 'RUNNING' AND lease_expires"
+                                   " < DB_NOW AND attempts >= ?" + self._skip_locked, (self.max_attempts,)).fetchall()
             for row in exhausted:
-                if self.has_results(row["id"]):
-                    db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, updated_at = ?,"
-                               " lease_owner = NULL, progress = 1, message = 'scored (the last attempt wrote its"
-                               " results, then stopped)' WHERE id = ?", (stamp, stamp, row["id"]))
-                else:
-                    db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
-                               " lease_owner = NULL, error = ? WHERE id = ?",
-                               (stamp, stamp, f"the worker stopped {_times(row['attempts'])} while scoring this "
-                                "submission (crash or out of memory?); a maintainer can re-run it", row["id"]))
+                self._end_exhausted(db, row["id"], row["attempts"], stamp)
             row = db.execute(
-                f"SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < {DB_NOW})"
-                " ORDER BY created_at, id LIMIT 1").fetchone()
+                "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < DB_NOW"
+                " AND attempts < ?) ORDER BY created_at, id LIMIT 1" + self._skip_locked,
+                (self.max_attempts,)).fetchone()
             if row is None:
                 return None
             db.execute(
-                f"UPDATE submissions SET state = 'RUNNING', lease_owner = ?, lease_expires = {DB_NOW} + ?,"
+                "UPDATE submissions SET state = 'RUNNING', lease_owner = ?, lease_expires = DB_NOW + ?,"
                 " attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?, progress = 0,"
                 " message = ?, error = NULL WHERE id = ?",
                 (worker, lease_seconds, stamp, stamp, f"claimed by worker {worker}", row["id"]))
         return self.get(row["id"])
+
+    def _end_exhausted(self, db: Session, id: str, attempts: int, stamp: str) -> None:
+        """A job whose worker died on its last attempt: FINISHED if that attempt wrote its results, else FAILED."""
+        if self.has_results(id):
+            db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, updated_at = ?,"
+                       " lease_owner = NULL, progress = 1, message = 'scored (the last attempt wrote its"
+                       " results, then stopped)' WHERE id = ?", (stamp, stamp, id))
+        else:
+            db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
+                       " lease_owner = NULL, error = ? WHERE id = ?",
+                       (stamp, stamp, f"the worker stopped {_times(attempts)} while scoring this submission"
+                        " (crash or out of memory?); a maintainer can re-run it", id))
 
     def _update_own(self, id: str, worker: str, assignments: str, values: tuple) -> bool:
         with self._transaction() as db:
@@ -310,7 +257,7 @@ class Queue:
     def heartbeat(self, id: str, worker: str, lease_seconds: float, progress: float | None = None,
                   message: str | None = None) -> bool:
         """Renew the lease (and report progress); False if this worker no longer holds the job."""
-        return self._update_own(id, worker, f"lease_expires = {DB_NOW} + ?, progress = COALESCE(?, progress),"
+        return self._update_own(id, worker, "lease_expires = DB_NOW + ?, progress = COALESCE(?, progress),"
                                 " message = COALESCE(?, message)", (lease_seconds, progress, message))
 
     def finish(self, id: str, worker: str, message: str) -> bool:
@@ -331,60 +278,62 @@ class Queue:
                                 " WHERE state = 'RUNNING' AND lease_owner = ?", (reason, now_iso(), worker))
         return cursor.rowcount
 
+    # --- what the app shows about workers -------------------------------------------------------------------
     def set_worker(self, worker: str, state: str, message: str | None = None) -> None:
         """Record what a worker is doing, so the app can say why a job waits."""
         with self._transaction() as db:
-            db.execute(f"INSERT INTO workers (id, state, message, heartbeat) VALUES (?, ?, ?, {DB_NOW}) ON CONFLICT(id)"
+            db.execute("INSERT INTO workers (id, state, message, heartbeat) VALUES (?, ?, ?, DB_NOW) ON CONFLICT (id)"
                        " DO UPDATE SET state = excluded.state, message = excluded.message,"
                        " heartbeat = excluded.heartbeat", (worker, state, message))
 
     def workers(self, within_seconds: float = 120) -> list[dict]:
         """Workers seen in the last ``within_seconds``, each with ``age``: seconds since its last heartbeat."""
         with self._connect() as db:
-            rows = db.execute(f"SELECT *, {DB_NOW} - heartbeat AS age FROM workers WHERE heartbeat > {DB_NOW} - ?"
+            return db.execute("SELECT *, DB_NOW - heartbeat AS age FROM workers WHERE heartbeat > DB_NOW - ?"
                               " ORDER BY id", (within_seconds,)).fetchall()
-        return [dict(row) for row in rows]
 
     def set_supervisor(self, id: str, state: str, *, pid: int | None, restarts: int, last_exit: str | None,
                        retry_in: float | None = None, message: str | None = None) -> None:
         """Record what a worker supervisor (``leaderboard.supervisor``) sees: its worker's state, pid, restarts."""
         with self._transaction() as db:
-            db.execute(f"INSERT OR REPLACE INTO supervisors (id, state, pid, restarts, last_exit, retry_at, message,"
-                       f" heartbeat) VALUES (?, ?, ?, ?, ?, {DB_NOW} + ?, ?, {DB_NOW})",
-                       (id, state, pid, restarts, last_exit, retry_in, message))
+            db.execute("INSERT INTO supervisors (id, state, pid, restarts, last_exit, retry_at, message, heartbeat)"
+                       " VALUES (?, ?, ?, ?, ?, DB_NOW + ?, ?, DB_NOW) ON CONFLICT (id) DO UPDATE SET"
+                       " state = excluded.state, pid = excluded.pid, restarts = excluded.restarts,"
+                       " last_exit = excluded.last_exit, retry_at = excluded.retry_at, message = excluded.message,"
+                       " heartbeat = excluded.heartbeat", (id, state, pid, restarts, last_exit, retry_in, message))
 
     def supervisors(self, within_seconds: float = 60) -> list[dict]:
         """Supervisors seen in the last ``within_seconds``, each with ``age`` and ``retry_in`` (seconds, or None)."""
         with self._connect() as db:
-            rows = db.execute(f"SELECT *, {DB_NOW} - heartbeat AS age, retry_at - {DB_NOW} AS retry_in"
-                              f" FROM supervisors WHERE heartbeat > {DB_NOW} - ? ORDER BY id",
+            return db.execute("SELECT *, DB_NOW - heartbeat AS age, retry_at - DB_NOW AS retry_in"
+                              " FROM supervisors WHERE heartbeat > DB_NOW - ? ORDER BY id",
                               (within_seconds,)).fetchall()
-        return [dict(row) for row in rows]
 
     def add_notice(self, message: str) -> None:
         """Record something the operator must hear about (the queue was rebuilt); the Queue tab shows it."""
         with self._transaction() as db:
-            db.execute(f"INSERT INTO notices (at, message) VALUES ({DB_NOW}, ?)", (message,))
+            db.execute("INSERT INTO notices (at, message) VALUES (DB_NOW, ?)", (message,))
 
     def notices(self, within_seconds: float = 7 * 24 * 3600) -> list[str]:
         """Notices of the last ``within_seconds``, oldest first."""
         with self._connect() as db:
-            rows = db.execute(f"SELECT message FROM notices WHERE at > {DB_NOW} - ? ORDER BY at",
+            rows = db.execute("SELECT message FROM notices WHERE at > DB_NOW - ? ORDER BY at",
                               (within_seconds,)).fetchall()
-        return [row[0] for row in rows]
+        return [row["message"] for row in rows]
 
     # --- owner operations (checked by the store against the signed-in user) -------------------------------
     def count_since(self, owner: str, since_iso: str) -> int:
         """Submissions and re-runs ``owner`` made at or after ``since_iso``, deleted ones included (the quota)."""
         with self._connect() as db:
-            return db.execute("SELECT count(*) FROM submission_log WHERE owner = ? AND at >= ?",
-                              (owner, since_iso)).fetchone()[0]
+            return db.execute("SELECT count(*) AS n FROM submission_log WHERE owner = ? AND at >= ?",
+                              (owner, since_iso)).fetchone()["n"]
 
     def record_attempt(self, owner: str) -> int:
         """Note that ``owner`` sent an upload to validate, accepted or not (the quota on validation work);
         returns the attempt's number, for ``forget_attempt``."""
         with self._transaction() as db:
-            return db.execute("INSERT INTO attempts (owner, at) VALUES (?, ?)", (owner, now_iso())).lastrowid
+            return db.execute("INSERT INTO attempts (owner, at) VALUES (?, ?) RETURNING rowid AS n",
+                              (owner, now_iso())).fetchone()["n"]
 
     def forget_attempt(self, attempt: int) -> None:
         """Remove an attempt that failed through the server's fault (it must not count against the user)."""
@@ -394,8 +343,8 @@ class Queue:
     def count_attempts_since(self, owner: str, since_iso: str) -> int:
         """Uploads ``owner`` sent for validation at or after ``since_iso``, rejected ones included."""
         with self._connect() as db:
-            return db.execute("SELECT count(*) FROM attempts WHERE owner = ? AND at >= ?",
-                              (owner, since_iso)).fetchone()[0]
+            return db.execute("SELECT count(*) AS n FROM attempts WHERE owner = ? AND at >= ?",
+                              (owner, since_iso)).fetchone()["n"]
 
     def find_model(self, model_id: str, model_revision: str, dataset: str) -> Job | None:
         """A live (not FAILED) submission of the same model revision for the same dataset, if any."""
@@ -409,7 +358,7 @@ class Queue:
         """FINISHED or FAILED -> PENDING with a fresh attempt count (a re-run by ``owner``, logged against the
         quota like a submission: QuotaExceeded, see ``add``); False in any other state."""
         stamp = now_iso()
-        with self._transaction() as db:
+        with self._transaction(lock=owner) as db:
             cursor = db.execute(
                 "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
                 " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
@@ -434,6 +383,6 @@ class Queue:
         record.update(lease_owner=None, lease_expires=None, updated_at=now_iso())
         names = ", ".join(record)
         with self._transaction() as db:
-            cursor = db.execute(f"INSERT OR IGNORE INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})",
-                                tuple(record.values()))
+            cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"
+                                " ON CONFLICT DO NOTHING", tuple(record.values()))
         return cursor.rowcount == 1

@@ -1,0 +1,172 @@
+"""The embedded queue backend: one SQLite file in WAL mode (the default, ``STORE/queue.sqlite``).
+
+SQLite rather than DuckDB: the app (enqueuing) and every worker (claiming)
+write to the queue from separate processes, which SQLite's file locking
+supports and DuckDB's single-writer files do not. The leaderboard's results
+never go through this file (see ``store``). Every write transaction starts
+with ``BEGIN IMMEDIATE``: writers take turns, so a claim or a quota check
+sees every transaction before it (the semantics are ``base``'s).
+
+A file SQLite finds damaged is kept aside and replaced by an empty queue
+(``damaged``): the store rebuilds it from its folders.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from leaderboard.queue.base import Queue
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    model TEXT NOT NULL,
+    model_id TEXT,
+    model_revision TEXT,
+    dataset TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('PENDING', 'RUNNING', 'FINISHED', 'FAILED')),
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    updated_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires REAL,
+    progress REAL,
+    message TEXT,
+    error TEXT,
+    log_excerpt TEXT
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    owner TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_by_owner ON attempts (owner, at);
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    message TEXT,
+    heartbeat REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS submission_log (
+    owner TEXT NOT NULL,
+    at TEXT NOT NULL,
+    submission TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
+);
+CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
+-- A queue made before the log existed: its submissions start the log, so an upgrade gives no quota back.
+INSERT INTO submission_log (owner, at, submission, kind)
+    SELECT owner, created_at, id, 'submission' FROM submissions WHERE NOT EXISTS (SELECT 1 FROM submission_log);
+CREATE TABLE IF NOT EXISTS supervisors (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    pid INTEGER,
+    restarts INTEGER NOT NULL,
+    last_exit TEXT,
+    retry_at REAL,
+    message TEXT,
+    heartbeat REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS notices (
+    at REAL NOT NULL,
+    message TEXT NOT NULL
+);
+"""
+
+# Seconds since the epoch by the database's clock, to the millisecond (``unixepoch('subsec')`` needs SQLite
+# 3.42; this works on every version). SQLite gives 'now' one value per statement.
+DB_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+log = logging.getLogger("culturelens.queue")
+
+
+def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict:
+    return {column[0]: value for column, value in zip(cursor.description, row)}
+
+
+class _Session:
+    """An SQLite connection running ``base``'s SQL (its ``DB_NOW`` made SQLite's clock)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def execute(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql.replace("DB_NOW", DB_NOW), params)
+
+
+class SQLiteQueue(Queue):
+    """Submission records in ``path`` (SQLite, WAL mode); safe to use from many processes of one machine (or
+    machines sharing the file). See ``Queue`` for ``damaged``."""
+
+    errors = (sqlite3.Error,)
+    _integrity_errors = (sqlite3.IntegrityError,)
+    now_sql = DB_NOW
+
+    def __init__(self, path: str | Path, *, max_attempts: int = 3,
+                 has_results: Callable[[str], bool] = lambda id: False):
+        super().__init__(path, max_attempts=max_attempts, has_results=has_results)
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open()
+        except sqlite3.DatabaseError as error:
+            self._replace_damaged(error)
+
+    def _open(self) -> None:
+        """Create the tables if needed; DatabaseError if SQLite finds the file damaged."""
+        with self._connect() as db:
+            db.db.execute("PRAGMA journal_mode=WAL")
+            db.db.executescript(_SCHEMA)
+            problems = [row["quick_check"] for row in db.db.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+
+    def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
+        """Keep the damaged file (and its -wal, -shm) as ``<name>.damaged-<UTC time>`` and start an empty queue.
+        Under an exclusive lock, checked again: of several processes starting at once, one replaces it."""
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._open()
+                return  # another process replaced it meanwhile
+            except sqlite3.DatabaseError:
+                pass
+            kept = self.path.with_name(f"{self.path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S.%fZ}")
+            for suffix in ("", "-wal", "-shm"):
+                part = Path(f"{self.path}{suffix}")
+                if part.exists():
+                    part.rename(f"{kept}{suffix}")
+            log.warning("%s is damaged (%s): kept as %s, starting an empty queue", self.path.name, error, kept.name)
+            self._open()
+            self.damaged = kept
+
+    @contextmanager
+    def _connect(self) -> Iterator[_Session]:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.row_factory = _dict_row
+        try:
+            yield _Session(db)
+        finally:
+            db.close()
+
+    @contextmanager
+    def _transaction(self, lock: str | None = None) -> Iterator[_Session]:
+        """``BEGIN IMMEDIATE``: every writer waits for the one before it, so ``lock`` needs nothing more."""
+        with self._connect() as session:
+            session.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield session
+            except BaseException:
+                session.db.execute("ROLLBACK")
+                raise
+            session.db.execute("COMMIT")
