@@ -106,6 +106,10 @@ class SyncError(CultureLensError, ValueError):
     """A repo snapshot holds something the store cannot take; the message names the file and the reason."""
 
 
+class SubmissionMissing(SyncError):
+    """The requests repo holds no such submission (yet: the app's mirror pushes it within a minute)."""
+
+
 # --- what a repo holds ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StoreFile:
@@ -287,7 +291,7 @@ def download_submission(source: str, submission_id: str, dest: Path, *, token: s
         files = folder / prefix
         found = sorted(p for p in files.rglob("*") if not p.is_dir()) if files.is_dir() else []
         if not found:
-            raise SyncError(f"{source}: no submission {submission_id} ({prefix}/ is missing or empty)")
+            raise SubmissionMissing(f"{source}: no submission {submission_id} ({prefix}/ is missing or empty)")
         with atomic_folder(dest) as tmp:
             for path in found:
                 name = path.relative_to(files).as_posix()

@@ -1,7 +1,8 @@
 """The scoring worker: claims queued submissions, runs the harness, writes results atomically.
 
 Run it as its own process (``culturelens worker --store DIR``); ``culturelens
-serve`` starts one next to the app. The worker loads the backbones its metrics
+serve`` starts one next to the app. On another machine, with the queue on PostgreSQL and the submissions and
+results in Hub repos (``leaderboard.remote``), it fetches each job's submission and publishes its results. The worker loads the backbones its metrics
 need once, at start. A metric whose backbone or setting is missing is disabled,
 and every result says so; if no metric can run (e.g. no CLIP weights offline)
 the worker says why in the queue's worker table, so the app can tell people why
@@ -38,9 +39,11 @@ from benchmark.atomic import leftovers
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
 from benchmark.encoders.spec import BackboneSpec
+from benchmark.errors import CultureLensError
 from benchmark.layout import SubmissionLayout
 from benchmark.metrics.base import Metric
 from leaderboard.queue import Job, Queue
+from leaderboard.remote import Remote
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.worker")
@@ -55,10 +58,14 @@ class Worker:
     def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
                  unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
                  num_workers: int | None = None, device: str | None = None, id: str | None = None,
-                 settings: dict | None = None):
+                 settings: dict | None = None, remote: Remote | None = None):
         """``settings``: how ``metrics`` were built (``benchmark.reproduce.settings_record``), recorded in every
-        result's run.json so that ``culturelens reproduce`` can redo the scoring."""
+        result's run.json so that ``culturelens reproduce`` can redo the scoring. ``remote``: the repos of a
+        worker that shares no disk with the app; the queue's takeover rule then also counts results found there."""
         self.store, self.registry, self.metrics = store, registry, metrics
+        self.remote = remote
+        if remote is not None:
+            store.queue.has_results = self.has_results
         self.settings = settings
         self.disabled: dict[str, str] = dict(unavailable or {})
         self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -109,17 +116,29 @@ class Worker:
             done += 1
         return done
 
+    def has_results(self, submission_id: str) -> bool:
+        """Whether the job's results exist: in this worker's store, or in the results repo of a remote worker."""
+        return self.store.has_results(submission_id) or (self.remote is not None and
+                                                         self.remote.has_results(submission_id))
+
     def process(self, job: Job) -> None:
         queue = self.store.queue
         queue.set_worker(self.id, "scoring", f"scoring {job.id}")
         log.info("scoring %s (%s), attempt %d", job.id, job.model, job.attempts)
-        if self.store.has_results(job.id):  # a previous attempt wrote them, then stopped before FINISHED
+        if self.has_results(job.id):  # a previous attempt wrote them, then stopped before FINISHED
+            try:
+                self._publish(job.id)
+            except CultureLensError as error:  # the Hub refused or is away: the job says so
+                queue.fail(job.id, self.id, f"its results could not be published: {error}")
+                return
             queue.finish(job.id, self.id, "scored (results from an earlier attempt)")
             return
         self._remove_unfinished_results(job.id)
         heartbeat = _Heartbeat(self, job)
         heartbeat.start()
         try:
+            if self.remote is not None:
+                self.remote.fetch(self.store, job.id, heartbeat.check)
             manifest = self.store.manifest(job.id)
             prompts = self.store.prompts_for(manifest)
             folder = self.store.submissions / job.id
@@ -130,7 +149,7 @@ class Worker:
                                    settings=self.settings)
             heartbeat.check()
             log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
-            if self.store.has_results(job.id):  # a worker that took over before us finished first
+            if self.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
             try:
@@ -141,6 +160,8 @@ class Worker:
                 # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
+            heartbeat.check()
+            self._publish(job.id)
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
             return
@@ -158,6 +179,14 @@ class Worker:
         skipped = f"; not scored: {', '.join(sorted(run['skipped']))}" if run["skipped"] else ""
         queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
                                       f"computed, {run['embeddings_cached']} from the cache){skipped}")
+        if self.remote is not None:
+            self.remote.forget(self.store, job.id)
+
+    def _publish(self, submission_id: str) -> None:
+        """A remote worker's results go to the results repo before the job is FINISHED (the app reads them there)."""
+        if self.remote is not None and self.store.has_results(submission_id) and \
+                self.remote.publish(self.store, submission_id):
+            log.info("published the results of %s to %s", submission_id, self.remote.results.name)
 
     def _remove_unfinished_results(self, submission_id: str) -> None:
         """Delete the temporary results folders (``results/.<id>.*``, ``benchmark.atomic.leftovers``) a killed

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.encoders.spec import load_registry
+from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
@@ -29,10 +30,29 @@ def worker(args: argparse.Namespace) -> int:
         worker.stop_when_parent_dies()
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=options.queue(args))
+    queue = options.queue(args)
+    remote = _remote(args, queue)
+    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=queue)
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
-                       lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args))
+                       lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args),
+                       remote=remote)
+
+
+def _remote(args: argparse.Namespace, queue: str | None):
+    """The repos of a worker on another machine than the app (``leaderboard.remote``), or None."""
+    if not (args.hub_requests or args.hub_results):
+        return None
+    if not (args.hub_requests and args.hub_results):
+        raise CultureLensError("a worker on another machine needs both --hub-requests (where it fetches "
+                               "submissions) and --hub-results (where it publishes results)")
+    if not queue:
+        raise CultureLensError("a worker that fetches from --hub-requests needs the app's queue: --queue "
+                               "postgresql://... (or CULTURELENS_QUEUE); the store's own queue file holds no job "
+                               "of the app's")
+    from leaderboard.remote import Remote
+
+    return Remote(args.hub_requests, args.hub_results, wait_seconds=args.hub_wait)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -78,6 +98,14 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     options.add_max_attempts(p)
     p.add_argument("--supervised", metavar="ID", default=None,
                    help=argparse.SUPPRESS)  # set by `culturelens serve`: worker id; stop when stdin closes
+    p.add_argument("--hub-requests", default=None,
+                   help="on another machine than the app: the requests repo (Hub dataset id, or a folder laid out "
+                        "like one) each job's submission is fetched from; needs --queue and --hub-results")
+    p.add_argument("--hub-results", default=None,
+                   help="on another machine than the app: the results repo each job's results are published to")
+    p.add_argument("--hub-wait", type=float, default=600,
+                   help="seconds to wait for a claimed submission to reach the requests repo (the app pushes "
+                        "every --hub-interval)")
     declared.add_runtime_options(p)
     options.add_metric_options(p)
     p.set_defaults(run=worker, hub=True)

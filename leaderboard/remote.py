@@ -1,0 +1,85 @@
+"""A worker on another machine: it shares the queue (PostgreSQL) and the two Hub repos with the app, no disk.
+
+``culturelens worker --queue postgresql://... --hub-requests ORG/A --hub-results ORG/B`` scores with a store of
+its own (its embedding cache, the datasets it serves, the submission in hand). For each job it claims:
+
+1. ``fetch``: the submission's manifest and Parquet shards, and nothing else, from the requests repo
+   (``hub_sync.download_submission``). The app's mirror pushes a new submission within a minute, so a
+   submission not there yet is waited for (the lease renewed meanwhile) up to ``wait_seconds``.
+2. the harness scores it into the worker's store (``leaderboard.worker``);
+3. ``publish``: its ``results/<id>/`` folder, in one commit, to the results repo, before the job is marked
+   FINISHED; the app's pickup (``leaderboard.pickup``) downloads that folder, and only it, on its next round.
+4. ``forget``: the submission leaves the worker's disk.
+
+A worker killed between 3 and the end is covered by the queue's takeover rule: ``has_results`` also looks in the
+results repo, so the next worker marks the job FINISHED without scoring it again. A local folder laid out like a
+repo stands in for either repo (tests, a backup), through the same code as the Hub.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+
+from benchmark import layout
+from benchmark.layout import RESULT_FILES
+from leaderboard import hub_sync
+from leaderboard.results_repo import open_repo
+from leaderboard.store import Store
+
+log = logging.getLogger("culturelens.remote")
+
+
+class Remote:
+    """The requests and results repos of a worker that shares no disk with the app. ``requests``/``results``: Hub
+    dataset repo ids, or folders laid out like them; ``token``: a Hub token (default: HF_TOKEN or the login)."""
+
+    def __init__(self, requests: str, results: str, *, token: str | None = None, wait_seconds: float = 600,
+                 poll_seconds: float = 10):
+        self.requests, self.token = requests, token
+        self.results = open_repo(results, token)
+        self.wait_seconds, self.poll_seconds = wait_seconds, poll_seconds
+
+    def __repr__(self) -> str:
+        return f"requests {self.requests}, results {self.results.name}"
+
+    def fetch(self, store: Store, submission_id: str, alive: Callable[[], None]) -> None:
+        """Bring ``submissions/<id>/`` into ``store`` (kept from an earlier attempt if complete). ``alive`` is
+        called between tries (it raises when the job's lease is lost); SubmissionMissing after ``wait_seconds``."""
+        target = store.submissions / submission_id
+        if (target / layout.IMAGES_TABLE).exists():
+            return
+        shutil.rmtree(target, ignore_errors=True)  # not a submission this worker fetched whole
+        deadline = time.monotonic() + self.wait_seconds
+        while True:
+            try:
+                hub_sync.download_submission(self.requests, submission_id, target, token=self.token)
+                return
+            except hub_sync.SubmissionMissing:
+                if time.monotonic() >= deadline:
+                    raise
+                log.info("%s is not in %s yet; trying again in %.0f s", submission_id, self.requests,
+                         self.poll_seconds)
+            alive()
+            time.sleep(self.poll_seconds)
+
+    def has_results(self, submission_id: str) -> bool:
+        """Whether the results repo holds this submission's results folder."""
+        return submission_id in self.results.ids()
+
+    def publish(self, store: Store, submission_id: str) -> bool:
+        """Commit the store's ``results/<id>/`` to the results repo unless it holds that folder already; run.json,
+        the mark of a complete folder, goes last. Returns whether anything was committed."""
+        if self.has_results(submission_id):
+            return False
+        folder = store.results_folder(submission_id)
+        names = sorted(RESULT_FILES, key=lambda name: name == layout.RUN)
+        self.results.commit({f"{layout.RESULTS}/{submission_id}/{name}": folder / name for name in names},
+                            f"CultureLens worker: results of {submission_id}")
+        return True
+
+    def forget(self, store: Store, submission_id: str) -> None:
+        """Remove the scored submission from the worker's disk (its results stay, and its embeddings stay cached)."""
+        shutil.rmtree(store.submissions / submission_id, ignore_errors=True)

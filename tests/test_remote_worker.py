@@ -1,0 +1,92 @@
+"""A worker on another machine: the app and the worker share only a PostgreSQL queue and two repos (local folders
+laid out like the Hub repos, read and written through the same code as the Hub's), never a store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from benchmark import layout
+from benchmark.layout import RESULT_FILES
+from tests.helpers import make_submission
+
+pytestmark = pytest.mark.slow
+
+CUBE = "culturelens__cube-1k"
+
+
+def _culturelens(*args: str) -> list[str]:
+    return [sys.executable, "-m", "culturelens", *map(str, args)]
+
+
+def _build_dataset(root, source) -> None:
+    """What the operator does on each machine: build the dataset the leaderboard serves into the store."""
+    built = subprocess.run(_culturelens("data", "build", "cube-1k", "--source", source, "--out",
+                                        root / "datasets" / CUBE), capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+
+
+def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_results_up(
+        tmp_path, tiny_upstream, backbones_file, postgres_url):
+    from leaderboard import hub_sync, pickup
+    from leaderboard.results_repo import LocalRepo
+    from leaderboard.store import Store
+
+    app_root, gpu_root = tmp_path / "app", tmp_path / "gpu"
+    requests_repo, results_repo = tmp_path / "requests-repo", tmp_path / "results-repo"
+    requests_repo.mkdir()
+    results_repo.mkdir()
+    for root in (app_root, gpu_root):
+        _build_dataset(root, tiny_upstream)
+    app = Store(app_root, queue=postgres_url)
+    prompt_ids = list(app.prompts("culturelens/cube-1k", "cube_1k").table.index)
+    job = app.submit(make_submission(tmp_path / "upload", prompt_ids), "alice").job
+
+    # The worker claims the job before the app's mirror has pushed the submission: it waits for it.
+    worker = subprocess.Popen(
+        _culturelens("worker", "--store", gpu_root, "--once", "--queue", postgres_url, "--backbones", backbones_file,
+                     "--hub-requests", requests_repo, "--hub-results", results_repo, "--hub-wait", 120),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while app.queue.get(job.id).state == "PENDING" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert app.queue.get(job.id).state == "RUNNING"
+    time.sleep(2)
+    hub_sync.export(app, "requests", requests_repo)  # what the app's mirror pushes
+    log, _ = worker.communicate(timeout=240)
+    assert worker.returncode == 0, log
+    assert f"{job.id} is not in {requests_repo} yet" in log
+
+    finished = app.queue.get(job.id)
+    assert finished.state == "FINISHED", finished
+    assert finished.message.startswith("scored 12 images")  # 6 prompts x 2 seeds
+    published = results_repo / layout.RESULTS / job.id
+    assert sorted(p.name for p in published.iterdir()) == sorted(RESULT_FILES)
+    assert not (gpu_root / layout.SUBMISSIONS / job.id).exists()  # the scored submission left the worker's disk
+    assert not app.has_results(job.id)  # nothing reached the app's store through a shared disk
+
+    # The app's next pickup round downloads that folder, and only it.
+    repo = LocalRepo(results_repo)
+    assert pickup.missing(app, repo) == [job.id]
+    assert pickup.fetch(app, repo, [job.id]) == [job.id]
+    assert sorted(repo.downloaded) == sorted(f"{layout.RESULTS}/{job.id}/{name}" for name in RESULT_FILES)
+    for name in RESULT_FILES:  # the worker's results, byte for byte
+        assert (app.results_folder(job.id) / name).read_bytes() == (gpu_root / layout.RESULTS / job.id / name).read_bytes()
+    ours = pq.read_table(app.results_folder(job.id) / "aggregates.parquet")
+    overall = ours.to_pandas().query("metric == 'clip_score' and slice == 'overall'")
+    assert len(overall) == 1 and overall.iloc[0]["n"] == 6
+
+
+def test_a_remote_worker_is_refused_without_the_shared_queue(tmp_path, backbones_file):
+    result = subprocess.run(_culturelens("worker", "--store", tmp_path / "gpu", "--once", "--backbones",
+                                         backbones_file, "--hub-requests", tmp_path, "--hub-results", tmp_path),
+                            capture_output=True, text=True, timeout=120,
+                            env={k: v for k, v in os.environ.items() if k != "CULTURELENS_QUEUE"})
+    assert result.returncode == 2
+    assert "needs the app's queue: --queue postgresql://" in result.stderr
+    assert "Traceback" not in result.stderr
