@@ -41,6 +41,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -58,7 +59,9 @@ sys.path.insert(0, str(REPO))  # tests.helpers (tiny dataset, images) and benchm
 
 from benchmark.datasets import cube_1k  # noqa: E402
 from benchmark.datasets.prompts import local_folder  # noqa: E402
+from leaderboard import hub_sync, pickup  # noqa: E402
 from leaderboard.catalog import Catalog  # noqa: E402
+from leaderboard.results_repo import LocalRepo  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
 from tests.helpers import TINY_UPSTREAM, manifest, write_image  # noqa: E402
 
@@ -84,12 +87,14 @@ class Soak:
     backbones: Path
     logs: Path
     queue: str | None = None  # a PostgreSQL URL the store's queue is on (None: the store's queue.sqlite)
+    remote: Path | None = None  # remote workers: a folder holding the requests and results repos and the machines
     lease_seconds: float = 3.0
     batch_size: int = 2
     seeds: int = 24
     size: int = 128
     workers: dict[int, subprocess.Popen] = field(default_factory=dict)
     worker_logs: dict[int, Path] = field(default_factory=dict)
+    machines: dict[int, Path] = field(default_factory=dict)  # remote: the store of each worker's machine
     kills: list[Kill] = field(default_factory=list)
     submitted: int = 0
     started: int = 0
@@ -112,22 +117,48 @@ class Soak:
         outcome = self.store.submit(folder, f"soak-user-{n}")
         if outcome.job is None:
             raise RuntimeError(f"the soak's own submission was rejected: {outcome.report.errors}")
+        if self.remote is not None:
+            self.push_requests()
         self.submitted += 1
         return outcome.job.id
 
+    def push_requests(self) -> None:
+        """What the app's mirror pushes to the requests repo: each new submission's files appear at once, as a
+        Hub commit's do (exported aside, then renamed into the repo folder)."""
+        staged = Path(tempfile.mkdtemp(dir=self.remote))
+        hub_sync.export(self.store, "requests", staged)
+        repo = self.remote / "requests-repo" / "submissions"
+        repo.mkdir(parents=True, exist_ok=True)
+        for folder in (staged / "submissions").iterdir():
+            if not (repo / folder.name).exists():
+                folder.rename(repo / folder.name)
+        shutil.rmtree(staged)
+
     # --- workers ----------------------------------------------------------------------------------------------
-    def start_worker(self) -> int:
+    def start_worker(self, machine: Path | None = None) -> int:
+        """A worker on the app's store, or (remote) on ``machine``'s own store: a new machine when None, which
+        gets the served dataset as its operator would build it."""
         path = self.logs / f"worker-{self.started}.log"
         log = open(path, "w")
         self.started += 1
+        store, hub = self.store.root, []
+        if self.remote is not None:
+            if machine is None:
+                machine = self.remote / f"machine-{len(set(self.machines.values()))}"
+                shutil.copytree(self.store.datasets, machine / "datasets")
+            store = machine
+            hub = ["--hub-requests", str(self.remote / "requests-repo"), "--hub-results",
+                   str(self.remote / "results-repo"), "--hub-wait", "60"]
         process = subprocess.Popen(
-            [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(self.store.root), "--backbones",
+            [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store), "--backbones",
              str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
-             "--tracks", "awareness"],
+             "--tracks", "awareness", *hub],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.queue))
         log.close()
         self.workers[process.pid] = process
         self.worker_logs[process.pid] = path
+        if machine is not None:
+            self.machines[process.pid] = machine
         return process.pid
 
     def check_alive(self) -> None:
@@ -153,10 +184,14 @@ class Soak:
         pid = int(lease_owner.rsplit("-", 2)[1])  # worker ids are <host>-<pid>-<random>
         return pid if pid in self.workers and self.workers[pid].poll() is None else None
 
-    def cached_images(self, job_id: str) -> int:
-        """Cache entries whose content is one of the job's images (descriptions start with the image sha256)."""
+    def cached_images(self, job_id: str, pid: int) -> int:
+        """Cache entries whose content is one of the job's images (descriptions start with the image sha256), in
+        the cache of the worker ``pid`` used."""
         shas = pq.read_table(self.store.submissions / job_id / "images.parquet", columns=["sha256"])["sha256"]
-        with sqlite3.connect(self.store.root / "cache" / "embeddings.sqlite") as db:
+        cache = self.machines.get(pid, self.store.root) / "cache" / "embeddings.sqlite"
+        if not cache.exists():
+            return 0
+        with sqlite3.connect(cache) as db:
             db.execute("CREATE TEMP TABLE wanted (sha TEXT PRIMARY KEY)")
             db.executemany("INSERT INTO wanted VALUES (?)", [(s,) for s in shas.to_pylist()])
             return db.execute("SELECT count(*) FROM embeddings WHERE substr(description, 1, 64) IN "
@@ -204,9 +239,9 @@ class Soak:
                 continue  # it finished (or changed hands) meanwhile: not a kill while scoring
             os.kill(pid, signal.SIGKILL)
             self.workers.pop(pid).wait()
-            self.kills.append(Kill(job.id, pid, now.message or "", self.cached_images(job.id)))
-            if replace:
-                self.start_worker()
+            self.kills.append(Kill(job.id, pid, now.message or "", self.cached_images(job.id, pid)))
+            if replace:  # on the same machine: its store and cache survive the kill
+                self.start_worker(self.machines.get(pid))
         while any(j.state in ("PENDING", "RUNNING") for j in self.store.queue.jobs()):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the queue did not drain within {timeout:.0f} s")
@@ -219,6 +254,9 @@ class Soak:
         """(figures, problems): problems is empty when nothing was lost, doubled or left half-written."""
         problems: list[str] = []
         jobs = {j.id: j for j in self.store.queue.jobs()}
+        if self.remote is not None:  # the app's pickup: the results the remote workers published
+            repo = LocalRepo(self.remote / "results-repo")
+            pickup.fetch(self.store, repo, pickup.missing(self.store, repo))
         for job in jobs.values():
             if job.state not in ("FINISHED", "FAILED"):
                 problems.append(f"{job.id}: ended {job.state}")
@@ -277,6 +315,8 @@ class Soak:
             if kill is None or match is None:  # never killed, or finished from results an earlier attempt wrote
                 continue
             cached = int(match.group(3))
+            if self.remote is not None and _machine_of(job.lease_owner, self.machines) != self.machines.get(kill.pid):
+                continue  # remote: finished on another machine, whose cache is its own
             resumed += 1
             present += kill.cached_images
             reused += min(cached, kill.cached_images)
@@ -301,6 +341,11 @@ class Soak:
             "temporary_folders_left": len(leftovers),
         }
         return figures, problems
+
+
+def _machine_of(lease_owner: str | None, machines: dict[int, Path]) -> Path | None:
+    """The machine of the worker id ``<host>-<pid>-<random>`` (the last lease holder), if the soak started it."""
+    return machines.get(int(lease_owner.rsplit("-", 2)[1])) if lease_owner else None
 
 
 def worker_env(queue: str | None) -> dict[str, str]:
@@ -360,7 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--queue", default=None, metavar="URL", help="the queue on this PostgreSQL database")
     where.add_argument("--postgres", action="store_true",
                        help="the queue on a PostgreSQL server started here, in a temporary folder")
+    parser.add_argument("--remote", action="store_true",
+                        help="remote workers (with --queue or --postgres): each on a store of its own, fetching "
+                             "submissions from a requests repo and publishing results to a results repo (local "
+                             "folders standing in for the Hub's)")
     args = parser.parse_args(argv)
+    if args.remote and not (args.queue or args.postgres):
+        parser.error("--remote needs the queue on PostgreSQL: --queue URL or --postgres")
     root = Path(tempfile.mkdtemp(prefix="crash-soak-"))
     (root / "logs").mkdir()
     backbones = Path(args.backbones) if args.backbones else small_backbones_file(root)
@@ -370,9 +421,15 @@ def main(argv: list[str] | None = None) -> int:
 
         server = PostgresServer().start()
     queue = server.database() if server else args.queue
-    soak = Soak(build_store(root, queue), backbones, root / "logs", queue=queue, lease_seconds=args.lease_seconds,
-                seeds=args.seeds, size=args.size)
-    print(f"queue: {soak.store.queue!r}; {args.workers} workers")
+    remote = None
+    if args.remote:
+        remote = root / "remote"
+        for repo in ("requests-repo", "results-repo"):
+            (remote / repo).mkdir(parents=True)
+    soak = Soak(build_store(root, queue), backbones, root / "logs", queue=queue, remote=remote,
+                lease_seconds=args.lease_seconds, seeds=args.seeds, size=args.size)
+    print(f"queue: {soak.store.queue!r}; {args.workers} workers"
+          + (", each on a store of its own (no shared disk)" if remote else ""))
     started = time.monotonic()
     try:
         soak.run(args.kills, args.workers, random.Random(args.seed), args.max_delay, args.timeout, jobs=args.jobs)
@@ -389,8 +446,6 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"PROBLEM: {problem}")
     if not args.keep:
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
     return 1 if problems else 0
 

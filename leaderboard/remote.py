@@ -37,7 +37,7 @@ class Remote:
     dataset repo ids, or folders laid out like them; ``token``: a Hub token (default: HF_TOKEN or the login)."""
 
     def __init__(self, requests: str, results: str, *, token: str | None = None, wait_seconds: float = 600,
-                 poll_seconds: float = 10):
+                 poll_seconds: float = 5):
         self.requests, self.token = requests, token
         self.results = open_repo(results, token)
         self.wait_seconds, self.poll_seconds = wait_seconds, poll_seconds

@@ -57,7 +57,9 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
         time.sleep(0.5)
     assert app.queue.get(job.id).state == "RUNNING"
     time.sleep(2)
-    hub_sync.export(app, "requests", requests_repo)  # what the app's mirror pushes
+    staged = tmp_path / "push"  # what the app's mirror pushes, appearing at once as a Hub commit does
+    hub_sync.export(app, "requests", staged)
+    (staged / layout.SUBMISSIONS).rename(requests_repo / layout.SUBMISSIONS)
     log, _ = worker.communicate(timeout=240)
     assert worker.returncode == 0, log
     assert f"{job.id} is not in {requests_repo} yet" in log
