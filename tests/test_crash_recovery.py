@@ -43,6 +43,30 @@ def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones
     assert figures["embeddings_reused"] == figures["embeddings_present_at_kill"]
 
 
+def test_killed_remote_workers_on_separate_stores_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys,
+                                                                                      postgres_url):
+    """Workers sharing only a PostgreSQL queue and two repos (folders standing in for the Hub's) with the app:
+    each on a store of its own, fetching shards and publishing results; the app picks the results up."""
+    logs, remote = tmp_path / "logs", tmp_path / "remote"
+    logs.mkdir()
+    for repo in ("requests-repo", "results-repo"):
+        (remote / repo).mkdir(parents=True)
+    soak = Soak(build_store(tmp_path, postgres_url), backbones_file, logs, queue=postgres_url, remote=remote,
+                lease_seconds=2.0, seeds=24, size=96)
+    try:
+        soak.run(kills=2, workers=3, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
+    finally:
+        soak.stop_workers()
+    figures, problems = soak.check()
+    with capsys.disabled():
+        print("\n" + "\n".join(figure_lines(figures)))
+    assert problems == [] and figures["scored_twice"] == 0
+    assert figures["kills"] == 2 and figures["failed"] == 0 and figures["takeovers"] >= 2
+    assert len(set(soak.machines.values())) == 3  # three stores, none of them the app's
+    published = {p.name for p in (remote / "results-repo" / "results").iterdir()}
+    assert published == {j.id for j in soak.store.queue.jobs() if j.state == "FINISHED"}
+
+
 # --- damaged caches -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def scoring(tmp_path_factory, tiny_dataset_root, tiny_clip):
