@@ -1,9 +1,10 @@
 """The scoring worker: claims queued submissions, runs the harness, writes results atomically.
 
 Run it as its own process (``culturelens worker --store DIR``); ``culturelens
-serve`` starts one next to the app. On another machine, with the queue on PostgreSQL and the submissions and
-results in Hub repos (``leaderboard.remote``), it fetches each job's submission and publishes its results. The worker loads the backbones its metrics
-need once, at start. A metric whose backbone or setting is missing is disabled,
+serve`` starts one next to the app. On another machine, with the queue on
+PostgreSQL and the submissions and results in Hub repos (``leaderboard.remote``),
+it fetches each job's submission and publishes its results. The worker loads the
+backbones its metrics need once, at start. A metric whose backbone or setting is missing is disabled,
 and every result says so; if no metric can run (e.g. no CLIP weights offline)
 the worker says why in the queue's worker table, so the app can tell people why
 their submission waits, and exits with code 2 without touching any submission
@@ -160,8 +161,7 @@ class Worker:
                 # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            heartbeat.check()
-            self._publish(job.id)
+            self._publish(job.id)  # even if the lease was just lost: a worker that took over then finds them
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
             return
