@@ -99,6 +99,19 @@ class Soak:
     submitted: int = 0
     started: int = 0
 
+    def __post_init__(self) -> None:
+        if self.remote is not None:  # the two repos the app and the remote workers share, empty at first
+            for repo in (self.requests_repo, self.results_repo):
+                repo.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def requests_repo(self) -> Path:
+        return self.remote / "requests-repo"
+
+    @property
+    def results_repo(self) -> Path:
+        return self.remote / "results-repo"
+
     # --- submissions ----------------------------------------------------------------------------------------
     def submit(self) -> str:
         """Queue one more submission of new random images (its own model id and owner: no quota, no duplicate)."""
@@ -127,7 +140,7 @@ class Soak:
         Hub commit's do (exported aside, then renamed into the repo folder)."""
         staged = Path(tempfile.mkdtemp(dir=self.remote))
         hub_sync.export(self.store, "requests", staged)
-        repo = self.remote / "requests-repo" / "submissions"
+        repo = self.requests_repo / "submissions"
         repo.mkdir(parents=True, exist_ok=True)
         for folder in (staged / "submissions").iterdir():
             if not (repo / folder.name).exists():
@@ -147,8 +160,8 @@ class Soak:
                 machine = self.remote / f"machine-{len(set(self.machines.values()))}"
                 shutil.copytree(self.store.datasets, machine / "datasets")
             store = machine
-            hub = ["--hub-requests", str(self.remote / "requests-repo"), "--hub-results",
-                   str(self.remote / "results-repo"), "--hub-wait", "60"]
+            hub = ["--hub-requests", str(self.requests_repo), "--hub-results", str(self.results_repo),
+                   "--hub-wait", "60"]
         process = subprocess.Popen(
             [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store), "--backbones",
              str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
@@ -255,7 +268,7 @@ class Soak:
         problems: list[str] = []
         jobs = {j.id: j for j in self.store.queue.jobs()}
         if self.remote is not None:  # the app's pickup: the results the remote workers published
-            repo = LocalRepo(self.remote / "results-repo")
+            repo = LocalRepo(self.results_repo)
             pickup.fetch(self.store, repo, pickup.missing(self.store, repo))
         for job in jobs.values():
             if job.state not in ("FINISHED", "FAILED"):
@@ -421,15 +434,11 @@ def main(argv: list[str] | None = None) -> int:
 
         server = PostgresServer().start()
     queue = server.database() if server else args.queue
-    remote = None
-    if args.remote:
-        remote = root / "remote"
-        for repo in ("requests-repo", "results-repo"):
-            (remote / repo).mkdir(parents=True)
-    soak = Soak(build_store(root, queue), backbones, root / "logs", queue=queue, remote=remote,
+    soak = Soak(build_store(root, queue), backbones, root / "logs", queue=queue,
+                remote=root / "remote" if args.remote else None,
                 lease_seconds=args.lease_seconds, seeds=args.seeds, size=args.size)
     print(f"queue: {soak.store.queue!r}; {args.workers} workers"
-          + (", each on a store of its own (no shared disk)" if remote else ""))
+          + (", each on a store of its own (no shared disk)" if args.remote else ""))
     started = time.monotonic()
     try:
         soak.run(args.kills, args.workers, random.Random(args.seed), args.max_delay, args.timeout, jobs=args.jobs)

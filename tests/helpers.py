@@ -188,3 +188,13 @@ def save_tiny_stable_diffusion(folder: Path, flag_everything: bool = False) -> P
                                        requires_safety_checker=flag_everything)
     pipeline.save_pretrained(folder)
     return folder
+
+
+def serving_tiny_cube(store, upstream: Path):
+    """``store`` (a ``leaderboard.store.Store``) with the 6-prompt CUBE-format dataset built from ``upstream`` (the
+    ``tiny_upstream`` fixture's file) under the default repo name, as ``culturelens serve --cube-source`` builds it."""
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import local_folder
+
+    cube_1k.build(str(upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    return store

@@ -25,9 +25,8 @@ import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.helpers import free_port, make_submission, serving
+from tests.helpers import free_port, make_submission, serving, serving_tiny_cube
 
 pytestmark = pytest.mark.slow  # a live `culturelens serve` and a scoring worker for the module (~20 s)
 
@@ -38,8 +37,7 @@ LINKS_AND_MATH = "https://evil.example/x [l](https://e.org) www.evil.example $$x
 @pytest.fixture(scope="module")
 def attacked_app(tmp_path_factory, tiny_upstream, backbones_file):
     root = tmp_path_factory.mktemp("attacked")
-    store = Store(root / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     ids = {}
     for name in (FORMULA, LINKS_AND_MATH):

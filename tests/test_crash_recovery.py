@@ -23,19 +23,30 @@ from tests.helpers import make_submission
 pytestmark = pytest.mark.slow  # kills worker processes mid-scoring; the damaged-cache tests score through the harness
 
 
-def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys, store_queue):
-    """On each queue backend: the store's SQLite file, or a PostgreSQL server (the store's disk still shared)."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    soak = Soak(build_store(tmp_path, store_queue), backbones_file, logs, queue=store_queue, lease_seconds=2.0,
-                seeds=24, size=96)
+def _soak(root, backbones_file, queue, remote=None) -> Soak:
+    """A soak over a store in ``root`` (its logs beside it), with a short lease and 6 prompts x 24 seeds of 96 px."""
+    (root / "logs").mkdir()
+    return Soak(build_store(root, queue), backbones_file, root / "logs", queue=queue, remote=remote,
+                lease_seconds=2.0, seeds=24, size=96)
+
+
+def _kill_and_check(soak: Soak, capsys, *, kills: int, workers: int) -> tuple[dict, list[str]]:
+    """``kills`` SIGKILLs among ``workers`` first started (none replaced), then the soak's checks; the figures are
+    printed (as the benchmark prints them)."""
     try:
-        soak.run(kills=3, workers=4, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
+        soak.run(kills=kills, workers=workers, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
     finally:
         soak.stop_workers()
     figures, problems = soak.check()
     with capsys.disabled():
         print("\n" + "\n".join(figure_lines(figures)))
+    return figures, problems
+
+
+def test_killed_workers_lose_nothing_and_score_nothing_twice(tmp_path, backbones_file, capsys, store_queue):
+    """On each queue backend: the store's SQLite file, or a PostgreSQL server (the store's disk still shared)."""
+    soak = _soak(tmp_path, backbones_file, store_queue)
+    figures, problems = _kill_and_check(soak, capsys, kills=3, workers=4)
     assert problems == [] and figures["scored_twice"] == 0
     assert figures["kills"] == 3 and len({k.job for k in soak.kills}) == 3  # three jobs, each killed once
     assert figures["failed"] == 0 and figures["takeovers"] >= 3
@@ -47,23 +58,12 @@ def test_killed_remote_workers_on_separate_stores_lose_nothing_and_score_nothing
                                                                                       postgres_url):
     """Workers sharing only a PostgreSQL queue and two repos (folders standing in for the Hub's) with the app:
     each on a store of its own, fetching shards and publishing results; the app picks the results up."""
-    logs, remote = tmp_path / "logs", tmp_path / "remote"
-    logs.mkdir()
-    for repo in ("requests-repo", "results-repo"):
-        (remote / repo).mkdir(parents=True)
-    soak = Soak(build_store(tmp_path, postgres_url), backbones_file, logs, queue=postgres_url, remote=remote,
-                lease_seconds=2.0, seeds=24, size=96)
-    try:
-        soak.run(kills=2, workers=3, rng=random.Random(0), max_delay=1.0, timeout=500, replace=False)
-    finally:
-        soak.stop_workers()
-    figures, problems = soak.check()
-    with capsys.disabled():
-        print("\n" + "\n".join(figure_lines(figures)))
+    soak = _soak(tmp_path, backbones_file, postgres_url, remote=tmp_path / "remote")
+    figures, problems = _kill_and_check(soak, capsys, kills=2, workers=3)
     assert problems == [] and figures["scored_twice"] == 0
     assert figures["kills"] == 2 and figures["failed"] == 0 and figures["takeovers"] >= 2
     assert len(set(soak.machines.values())) == 3  # three stores, none of them the app's
-    published = {p.name for p in (remote / "results-repo" / "results").iterdir()}
+    published = {p.name for p in (soak.results_repo / "results").iterdir()}
     assert published == {j.id for j in soak.store.queue.jobs() if j.state == "FINISHED"}
 
 

@@ -19,7 +19,6 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from benchmark.datasets import cube_1k
 from benchmark.datasets.hub_layout import PushError
-from benchmark.datasets.prompts import local_folder
 from benchmark.encoders.spec import load_registry
 from benchmark.metrics.alignment import ClipCosine
 from leaderboard import hub_sync, pickup
@@ -27,15 +26,14 @@ from leaderboard.catalog import Catalog
 from leaderboard.results_repo import HubRepo, LocalRepo
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import make_submission
+from tests.helpers import make_submission, serving_tiny_cube
 from tests.test_cli import culturelens
 
 QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
 
 
 def _store(root, tiny_upstream) -> Store:
-    store = Store(root)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(root), tiny_upstream)
     return store
 
 

@@ -25,13 +25,12 @@ from benchmark.submission.shards import MAX_SHARD_BYTES, Shards, write_shards
 from benchmark.submission.validate import ImageRecord
 from leaderboard import hub_sync
 from leaderboard.store import Store
-from tests.helpers import make_submission, write_image, zip_folder
+from tests.helpers import make_submission, serving_tiny_cube, write_image, zip_folder
 
 
 @pytest.fixture
 def store(tmp_path, tiny_upstream) -> Store:
-    store = Store(tmp_path / "store", attempt_quota=None, quota=None)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store", attempt_quota=None, quota=None), tiny_upstream)
     return store
 
 

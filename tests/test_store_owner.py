@@ -11,16 +11,14 @@ import time
 import pytest
 
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard.catalog import Catalog
 from leaderboard.store import PermissionDenied, Store
-from tests.helpers import make_submission
+from tests.helpers import make_submission, serving_tiny_cube
 
 
 @pytest.fixture()
 def store(tmp_path, tiny_upstream):
-    store = Store(tmp_path / "store", quota=2, quota_hours=24)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store", quota=2, quota_hours=24), tiny_upstream)
     return store
 
 
@@ -47,8 +45,7 @@ def test_quota_is_checked_before_any_work(store, tmp_path):
 
 
 def test_rejected_uploads_count_towards_a_limit_on_validation_work(tmp_path, tiny_upstream):
-    store = Store(tmp_path / "store", quota=5, attempt_quota=3)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store", quota=5, attempt_quota=3), tiny_upstream)
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "manifest.json").write_text("{not json")

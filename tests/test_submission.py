@@ -19,15 +19,14 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from benchmark.submission import Limits, json_schema
 from leaderboard.store import Store
-from tests.helpers import make_submission, manifest, write_image, zip_folder
+from tests.helpers import make_submission, manifest, serving_tiny_cube, write_image, zip_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def store(tmp_path, tiny_upstream) -> Store:
-    store = Store(tmp_path / "store", attempt_quota=10**6)  # these tests are about validation, not the upload limit
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store", attempt_quota=10**6), tiny_upstream)  # these tests are about validation, not the upload limit
     return store
 
 

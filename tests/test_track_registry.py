@@ -14,9 +14,8 @@ import pytest
 
 from benchmark import tracks
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving
+from tests.helpers import make_submission, serving, serving_tiny_cube
 
 TOY = textwrap.dedent('''
     """Toy: the seed of each image, divided by --toy-divisor (a value known before scoring)."""
@@ -107,8 +106,7 @@ def test_a_toy_track_module_is_scored_ranked_charted_and_explained(toy_track, tm
     """Seeds 2 and 5 of every prompt: the toy metric is 0.2 and 0.5 per image, 0.35 per prompt and overall."""
     from gradio_client import Client
 
-    store = Store(tmp_path / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     submission = make_submission(tmp_path / "sub", prompt_ids, seeds=(2, 5), model_name="Toy Model")
     with serving(store.root, tmp_path / "serve.log", "--backbones", str(backbones_file)) as url:

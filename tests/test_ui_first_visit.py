@@ -12,11 +12,9 @@ import time
 
 import pytest
 
-from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
 from tests.browser import LAPTOP, PHONE, chromium, control, open_page, open_tab, query, screenshot, shows, table, wait_for_text
-from tests.helpers import serving
+from tests.helpers import serving, serving_tiny_cube
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LINK_SECONDS = 5  # how long an opened link is left alone before its address bar is read
@@ -25,8 +23,7 @@ LINK_SECONDS = 5  # how long an opened link is left alone before its address bar
 @pytest.fixture(scope="module")
 def paper_rows_app(tmp_path_factory, tiny_upstream):
     root = tmp_path_factory.mktemp("first-visit")
-    store = Store(root / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     with serving(store.root, root / "serve.log", "--no-worker") as url:
         yield url
 
