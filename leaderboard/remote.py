@@ -66,8 +66,9 @@ class Remote:
             time.sleep(self.poll_seconds)
 
     def has_results(self, submission_id: str) -> bool:
-        """Whether the results repo holds this submission's results folder."""
-        return submission_id in self.results.ids()
+        """Whether the results repo holds this submission's complete results folder: its run.json, committed
+        last (one lookup, not a listing of every submission's folder)."""
+        return self.results.holds(f"{layout.RESULTS}/{submission_id}/{layout.RUN}")
 
     def publish(self, store: Store, submission_id: str) -> bool:
         """Commit the store's ``results/<id>/`` to the results repo unless it holds that folder already; run.json,

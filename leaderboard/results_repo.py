@@ -1,9 +1,9 @@
 """A results repo as the app reads and writes it: a Hub dataset repo, or a local folder laid out like one.
 
-Both kinds answer the same four calls, so the pickup and the releases (``leaderboard.pickup``) run one code
+Both kinds answer the same calls, so the pickup and the releases (``leaderboard.pickup``) run one code
 path, and tests run offline on a folder: ``revision`` (the Hub's commit sha, so an unchanged repo costs one
 call; None for a folder, listed every time), ``ids`` (the folder names under ``results/``, unchecked: the
-caller checks them), ``download`` (repo paths into a local folder laid out like the repo; a path the repo does
+caller checks them), ``holds`` (whether one file is there), ``download`` (repo paths into a local folder laid out like the repo; a path the repo does
 not hold is left out) and ``commit`` (files added in one commit; a folder refuses to overwrite a release).
 Each records what it downloaded in ``downloaded``, so a start can say (and a test count) what it read.
 """
@@ -39,6 +39,10 @@ class ResultsRepo:
     def ids(self, revision: str | None = None) -> list[str]:
         raise NotImplementedError
 
+    def holds(self, path: str) -> bool:
+        """Whether the repo holds the file ``path`` (one lookup, not a listing)."""
+        raise NotImplementedError
+
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
         raise NotImplementedError
 
@@ -60,6 +64,10 @@ class LocalRepo(ResultsRepo):
     def ids(self, revision: str | None = None) -> list[str]:
         root = self.folder / layout.RESULTS
         return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+    def holds(self, path: str) -> bool:
+        target = self.folder / path
+        return target.is_file() and not target.is_symlink() and target.resolve().is_relative_to(self.folder.resolve())
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
         """Copy these files (regular files inside the folder only: a link is left out, as the Hub has none)."""
@@ -112,6 +120,10 @@ class HubRepo(ResultsRepo):
             except (EntryNotFoundError, RemoteEntryNotFoundError):  # no results/ yet
                 return []
         return sorted(e.path.split("/", 1)[1] for e in entries if isinstance(e, RepoFolder))
+
+    def holds(self, path: str) -> bool:
+        with hub_errors(self.name, "read the leaderboard's results from"):
+            return self._api().file_exists(self.name, path, repo_type="dataset")
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
         from huggingface_hub import snapshot_download
