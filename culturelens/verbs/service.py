@@ -28,10 +28,10 @@ def worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     if args.supervised:
         worker.stop_when_parent_dies()
+    queue = options.queue(args)
+    remote = _remote(args, queue)  # its options checked before any model library loads
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    queue = options.queue(args)
-    remote = _remote(args, queue)
     store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=queue)
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
