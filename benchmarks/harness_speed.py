@@ -19,7 +19,11 @@ Compares, on one synthetic submission:
 
 Metrics: CLIP cosine and CLIPScore (awareness) plus a consumer of DINO 4x4-grid features
 (the input of the iconicity track's visual reuse); with ``--real-size`` also a consumer of CLIP
-ViT-L/14 image features. Without ``--real-size`` it builds small random open_clip and DINOv2 models
+ViT-L/14 image features. With ``--judge`` (``tiny``: the tests' random Qwen2.5-VL; or a VLM folder or Hub id)
+also the relevance track itself (CAIRE: each image linked in a small knowledge base built here, then judged
+for two culture labels), so cold / warm is a whole rescore including the VLM's outputs, and the warm run's
+VLM forward passes are counted (0 expected). ``--profile DIR`` runs one more cold harness under
+``torch.profiler`` (not timed) and writes its trace and the main process's top operations there. Without ``--real-size`` it builds small random open_clip and DINOv2 models
 (CPU-sized); with it, the real architectures with random weights: open_clip ViT-B-32 and ViT-L-14
 with no pretrained tag and DINOv2-base from its configuration (facebook/dinov2-base's processor
 settings). Timing needs no trained weights; ``--backbones FILE`` times the ones a backbones JSON names.
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import tempfile
 import threading
 import time
@@ -247,6 +252,73 @@ def naive(folder: Path, images: pd.DataFrame, prompts: PromptSet, backbones) -> 
             dino.embed(dino.prepare(image.convert("RGB"), "grid").unsqueeze(0))
 
 
+KB_ENTITIES = ["Pysanka", "Djembe", "Feijoada", "Kente cloth", "Matryoshka", "Sushi", "Taj Mahal", "Sombrero"]
+LABELS = ["Ukrainian", "Yoruba"]
+
+
+def relevance_metrics(folder: Path, backbone_id: str, backbones, judge: str, device: str) -> list[Metric]:
+    """The relevance track's metrics (``metrics.relevance``) for ``LABELS``: a knowledge base of ``KB_ENTITIES``
+    (one 64 px image and a ~100-word Wikipedia text each) embedded with ``backbone_id``, and the judge ``judge``
+    (``tiny``: the tests' random Qwen2.5-VL, written here)."""
+    from benchmark.judges.vlm import VLMJudge
+    from benchmark.metrics import relevance
+    from benchmark.relevance.kb import KnowledgeBase, build_index
+
+    rng = np.random.default_rng(1)
+    records = []
+    for i, name in enumerate(KB_ENTITIES):
+        image = f"e{i}/1.png"
+        (folder / "kb-images" / image).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(folder / "kb-images" / image)
+        records.append({"entity_id": f"bn:{i}", "name": name, "images": [image],
+                        "wikipedia": f"{name} is a cultural artifact with a long tradition. " * 12})
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    build_index(folder / "records.jsonl", folder / "kb-images", folder / "kb", backbones[backbone_id],
+                show_progress=False)
+    if judge == "tiny":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.test_judges import save_tiny_vlm
+
+        judge = str(save_tiny_vlm(folder / "tiny-judge"))
+    return relevance.metrics(LABELS, KnowledgeBase.load(folder / "kb"), VLMJudge(judge, device=device))
+
+
+def vlm_forwards(metrics: list[Metric]) -> list:
+    """A counter of the judge's forward passes (one entry per batch), wrapped around its model's forward."""
+    calls: list = []
+    for model in {id(m.judge.model): m.judge.model for m in metrics if hasattr(m, "judge")}.values():
+        real = model.forward
+
+        def forward(*args, _real=real, **kwargs):
+            calls.append(1)
+            return _real(*args, **kwargs)
+
+        model.forward = forward
+    return calls
+
+
+def profiled(run, folder: Path, on_gpu: bool) -> None:
+    """``run()`` under ``torch.profiler`` (this process: the loop that feeds the device; workers are not
+    traced): the trace goes to ``folder/trace.json`` (chrome://tracing, Perfetto), the top operations by time
+    spent in them to ``folder/top.txt`` and the screen."""
+    from torch.profiler import ProfilerActivity, profile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as trace:
+        run()
+        if on_gpu:
+            torch.cuda.synchronize()
+    trace.export_chrome_trace(str(folder / "trace.json"))
+    averages = trace.key_averages()
+    tables = [averages.table(sort_by="self_cpu_time_total", row_limit=20)]
+    if on_gpu:
+        tables.append(averages.table(sort_by="self_device_time_total", row_limit=15))
+    (folder / "top.txt").write_text("\n\n".join(tables))
+    print("profile of one more cold run (this process):\n" + tables[0])
+    print(f"trace: {folder / 'trace.json'}; tables: {folder / 'top.txt'}")
+
+
 def timed(function) -> float:
     start = time.perf_counter()
     function()
@@ -267,6 +339,10 @@ def main() -> None:
                         help="time the naive per-metric scoring (default: on the CPU only)")
     parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                         help="time the one-process baseline (default: on the CPU only; on a GPU it times one core)")
+    parser.add_argument("--judge", default=None, metavar="tiny|PATH",
+                        help="also score the relevance track with this VLM judge (tiny: the tests' random Qwen2.5-VL)")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="profile one more cold run (torch.profiler) and write its trace and top operations here")
     args = parser.parse_args()
     workers = embeddings.default_num_workers(args.device) if args.num_workers is None else args.num_workers
     on_gpu = args.device.startswith("cuda")
@@ -277,6 +353,8 @@ def main() -> None:
         ids = ["clip-vit-b-32", "dinov2-base"] + (["clip-vit-l-14"] if "clip-vit-l-14" in registry else [])
         backbones = {b: load_backbone(b, registry, args.device) for b in ids}
         metrics = [ClipCosine(), ClipScore(), GridConsumer()] + ([LargeClipConsumer()] if "clip-vit-l-14" in ids else [])
+        if args.judge:
+            metrics += relevance_metrics(tmp, "clip-vit-b-32", backbones, args.judge, args.device)
         needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
         folder = tmp / "submission"
         start = time.perf_counter()
@@ -302,18 +380,25 @@ def main() -> None:
         batches = [[(need, rows, inputs.to(args.device)) for need, rows, inputs in first]]
         forward_floor(batches, backbones, args.batch_size * 2, args.batch_size)
 
-        phases = {}
+        phases, scores = {}, {}
         for name, function in [
                 ("decode floor", lambda: decode_floor(folder, images, backbones, needs, args.batch_size, workers)),
                 ("forward floor", lambda: forward_floor(batches, backbones, len(images), args.batch_size)),
-                ("harness cold", lambda: run(EmbeddingCache(tmp / "cache.sqlite"))),
-                ("harness warm", lambda: run(EmbeddingCache(tmp / "cache.sqlite")))]:
+                ("harness cold", lambda: scores.setdefault("cold", run(EmbeddingCache(tmp / "cache.sqlite")))),
+                ("harness warm", lambda: scores.setdefault("warm", run(EmbeddingCache(tmp / "cache.sqlite"))))]:
+            if name == "harness warm":
+                calls = vlm_forwards(metrics)
             with Utilisation(args.device) as busy:
                 phases[name] = (timed(synchronised(function)), busy)
-        baseline_on = (not on_gpu) if args.baseline is None else args.baseline
+        warm_vlm_calls = len(calls)
+        same = scores["cold"].per_image["value"].equals(scores["warm"].per_image["value"])
+        if args.profile:
+            profiled(lambda: run(EmbeddingCache(tmp / "profiled.sqlite")), args.profile, on_gpu)
+        # the baseline and the naive run embed only: beside a judge's cost their ratios would say nothing
+        baseline_on = (not on_gpu and not args.judge) if args.baseline is None else args.baseline
         t_base = timed(synchronised(lambda: baseline(folder, images, prompts, backbones, needs, args.batch_size))) \
             if baseline_on else None
-        naive_on = (not on_gpu) if args.naive is None else args.naive
+        naive_on = (not on_gpu and not args.judge) if args.naive is None else args.naive
         t_naive = timed(lambda: naive(folder, images, prompts, backbones)) if naive_on else None
         exact = check_preparations_on(args.device, backbones, folder, images, needs) if on_gpu else None
 
@@ -327,11 +412,14 @@ def main() -> None:
         print(f"{name:15s} {seconds:8.2f} s  {n / seconds:8.1f} images/s   {busy}")
     t_cold, t_warm = phases["harness cold"][0], phases["harness warm"][0]
     floor = max(phases["decode floor"][0], phases["forward floor"][0])
-    print(f"harness / min(decode floor, forward floor), images/s: {floor / t_cold:5.2f} (target >= 0.85 on a GPU)")
+    if not args.judge:  # the floors hold the embeddings only
+        print(f"harness / min(decode floor, forward floor), images/s: {floor / t_cold:5.2f} (target >= 0.85 on a GPU)")
     if t_base is not None:
         print(f"baseline (decode once + each backbone once, one process): {t_base:7.2f} s   harness cold / baseline "
               f"{t_cold / t_base:5.2f} (target <= 1.15)")
-    print(f"harness cold / warm (everything cached): {t_cold / t_warm:6.1f} x (target >= 20)")
+    vlm = f", VLM forward passes in the warm run: {warm_vlm_calls}" if args.judge else ""
+    print(f"harness cold / warm (everything cached{', VLM outputs included' if args.judge else ''}): "
+          f"{t_cold / t_warm:6.1f} x (target >= 20); warm values == cold: {same}{vlm}")
     if t_naive is not None:
         print(f"naive (per metric, per image): {t_naive:7.2f} s   naive / harness cold {t_naive / t_cold:5.2f} x")
     if exact is not None:

@@ -116,6 +116,25 @@ def test_backbones_file_overrides_and_validates(tmp_path, tiny_clip):
         load_registry(path)
 
 
+@pytest.mark.parametrize("backbone_id", ["clip-vit-b-32", "dinov2-base"])
+def test_inputs_staged_in_workers_and_finished_on_the_device_are_the_transforms_own(backbone_id, tiny_clip,
+                                                                                     tiny_dino):
+    """What the harness's workers stage (uint8) and the device finishes equals the backbone's transform applied to
+    each image or grid tile, bit for bit (a non-square image, so resize and crop both act)."""
+    from benchmark.encoders.base import stage
+    from benchmark.encoders.hf_vision import ProcessorPreparation
+    from benchmark.encoders.open_clip import ComposePreparation
+
+    backbone = load_backbone(backbone_id, {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}, device="cpu")
+    preparation = backbone.preparation
+    assert isinstance(preparation, (ComposePreparation, ProcessorPreparation))  # not the float fallback
+    image = Image.fromarray(np.random.default_rng(3).integers(0, 256, (70, 90, 3), dtype=np.uint8))
+    for kind in ("image", "grid"):
+        staged = stage(preparation, image, kind)
+        assert staged.dtype == torch.uint8
+        assert torch.equal(preparation.finish(staged), backbone.prepare(image, kind)), kind
+
+
 def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
     from benchmark.encoders.base import grid_edges
 

@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from benchmark.encoders import load_backbone
-from benchmark.encoders.base import prepare
+from benchmark.encoders.base import prepare, stage
 from benchmark.features import embeddings
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
@@ -40,3 +40,24 @@ def test_workers_pinned_memory_and_queued_batches_give_the_embeddings_of_plain_b
             pixels = torch.stack([prepare(backbone.transform, open_as_viewed(tmp_path / path), need.kind)
                                   for path in paths[start:start + 4]])
             assert np.array_equal(features.arrays[need][start:start + 4], backbone.embed(pixels)), need
+
+
+def test_queueing_a_batch_never_waits_for_the_device(tiny_clip, tiny_dino):
+    """``embed_start`` copies a pinned uint8 batch to the GPU, finishes and embeds it without reading anything
+    back: any call that waits for the device raises under ``torch.cuda.set_sync_debug_mode("error")``. (A wait
+    there would drain the device's queue every batch, so the GPU would idle while the next batch is decoded.)"""
+    registry = {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}
+    backbones = {b: load_backbone(b, registry, device="cuda") for b in registry}
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 256, (72, 96, 3), dtype=np.uint8)) for _ in range(3)]
+    for backbone_id, kind in [("clip-vit-b-32", "image"), ("dinov2-base", "grid")]:
+        backbone = backbones[backbone_id]
+        staged = torch.stack([stage(backbone.preparation, image, kind) for image in images]).pin_memory()
+        expected = backbone.embed(staged)  # once outside: device constants made, a pinned output buffer pooled
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            pending = backbone.embed_start(staged)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert np.array_equal(pending.result(), expected), backbone_id

@@ -50,6 +50,7 @@ class ProcessorPreparation(Preparation):
         super().__init__(_ProcessorTransform(processor),
                          "hf:" + json.dumps(settings, sort_keys=True, default=str))
         self.processor = processor
+        self._constants: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @classmethod
     def of(cls, processor) -> Preparation | None:
@@ -73,8 +74,21 @@ class ProcessorPreparation(Preparation):
         if staged.is_floating_point():
             return staged
         p = self.processor
-        return p.rescale_and_normalize(staged, p.do_rescale, p.rescale_factor, p.do_normalize,
-                                       tuple(p.image_mean), tuple(p.image_std))
+        if not (p.do_rescale and p.do_normalize):
+            return p.rescale_and_normalize(staged, p.do_rescale, p.rescale_factor, p.do_normalize,
+                                           tuple(p.image_mean), tuple(p.image_std))
+        # The processor's own fused step, (x - mean / factor) / (std / factor) in float32, without its check that
+        # no std is zero: on a GPU that check reads a device value back, so every batch would wait for the
+        # batches queued before it. The constants are computed as the processor computes them, on the device,
+        # once per device: the result is the processor's bit for bit (tests/test_encoder.py).
+        if staged.device not in self._constants:
+            if 0 in p.image_std:
+                raise ValueError(f"{self.key}: an image_std of 0 would divide by zero")
+            self._constants[staged.device] = tuple(
+                (torch.tensor(values, device=staged.device) * (1.0 / p.rescale_factor)).view(-1, 1, 1)
+                for values in (tuple(p.image_mean), tuple(p.image_std)))
+        mean, std = self._constants[staged.device]
+        return staged.to(torch.float32).sub_(mean).div_(std)
 
 
 class HFVisionBackbone(Backbone):
