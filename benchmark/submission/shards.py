@@ -176,7 +176,10 @@ def write_shards(folder: Path, rows: Iterable[tuple[ImageRecord, bytes]], *, max
 class Shards:
     """The shards of a validated submission folder (as ``write_shards`` wrote them). Picklable: a DataLoader
     worker opens the files itself and keeps the last row group it read (the images of a submission are scored
-    in shard order, so each row group is read once per worker)."""
+    in shard order, so each row group is read once per worker). Files are memory-mapped (they never change once
+    written) and a row group is kept as an Arrow array, only the rows asked for copied out: reading 1024 px PNGs
+    in batches of 32 as four workers do cost 1.7 ms per image so, 2.4 ms through pyarrow's buffered read (a
+    2-core VM; a decode costs ~25 ms), and a worker no longer holds a second copy of its row group."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -187,14 +190,14 @@ class Shards:
             raise ShardError(f"{self.folder.name}/{DATA_DIR}: not a complete set of shards "
                              f"({', '.join(p.name for p in self.files) or 'none'})")
         self._where: dict[str, tuple[int, int, int]] | None = None  # name -> (file, row group, row in group)
-        self._group: tuple[tuple[int, int], list[bytes]] | None = None
+        self._group: tuple[tuple[int, int], pa.BinaryArray] | None = None
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_group": None}
 
     def _open(self, index: int) -> pq.ParquetFile:
         try:
-            return pq.ParquetFile(self.files[index])
+            return pq.ParquetFile(self.files[index], memory_map=True)
         except (OSError, pa.ArrowException) as error:
             raise ShardError(f"{self.files[index].name}: not a readable shard ({type(error).__name__})") from None
 
@@ -240,8 +243,8 @@ class Shards:
         index, group, row = self._index()[name]
         if self._group is None or self._group[0] != (index, group):
             column = self._open(index).read_row_group(group, columns=["image.bytes"]).column("image")
-            self._group = ((index, group), column.combine_chunks().field("bytes").to_pylist())
-        return self._group[1][row]
+            self._group = ((index, group), column.combine_chunks().field("bytes"))
+        return self._group[1][row].as_py()
 
     def source(self, names: list[str]) -> Callable[[int], bytes]:
         """Row i -> the bytes of the image ``names[i]``: what scoring reads (``features.compute_features``)."""
