@@ -529,6 +529,17 @@ class Views:
         note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 
+    def compare_link(self, subs: str | None, prompt_id: str | None) -> list:
+        """The Compare tab as a link names it (``?tab=compare&subs=ID,ID&prompt=ID``): the submissions picker with
+        those of the ids that are scored submissions, the prompt picker with that prompt (the first one when the
+        link names none, or one the submissions lack), and ``compare_page``'s outputs."""
+        chosen = self.scored((subs or "").split(","))
+        prompts = self.compare_prompts(chosen)
+        ids = [value for _, value in prompts.get("choices", [])]
+        prompt_id = prompt_id if prompt_id in ids else prompts.get("value")
+        return [gr.update(choices=self.submission_choices(), value=chosen), gr.update(**{**prompts, "value": prompt_id}),
+                *self.compare_page(chosen, prompt_id)]
+
     def compare_page(self, chosen: list[str], prompt_id: str | None):
         """``compare`` for the page: an empty gallery is hidden, and the note says why it is empty."""
         gallery, references, table, pictures, note = self.compare(chosen, prompt_id)
@@ -867,9 +878,12 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
+                c_link = "(subs, prompt) => window.culturelens.write('compare', {subs: (subs || []).join(','), prompt})"
                 c_subs.input(views.compare_prompts, c_subs, c_prompt, api_name=False).then(
-                    views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
-                c_prompt.input(views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False)
+                    views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False).then(
+                    None, [c_subs, c_prompt], None, js=c_link)
+                c_prompt.input(views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False).then(
+                    None, [c_subs, c_prompt], None, js=c_link)
 
             with gr.Tab("Datasets", id="datasets") as datasets_tab:
                 d_inputs, d_outputs = views.browser.build()
@@ -941,12 +955,14 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                                        state.get("value"), state.get("models", "")) if tab == "slices" else \
                 [gr.update()] * len(s_outputs)
             queued = views.queue() if tab == "queue" else [gr.update()] * 2
+            compared = views.compare_link(state.get("subs"), state.get("prompt")) if tab == "compare" else \
+                [gr.update()] * (2 + len(c_outputs))
             return (gr.Tabs(selected=tab), tab, views.results_version(), *over,
                     state.get("models", "") if mine else gr.update(), *sliced,
-                    state.get("models", "") if tab == "slices" else gr.update(), *queued)
+                    state.get("models", "") if tab == "slices" else gr.update(), *queued, *compared)
 
         app.load(restore, None, [tabs, open_tab, seen, *o_outputs, o_models, *s_outputs, s_models, workers,
-                                 queue_table], api_name=False)
+                                 queue_table, c_subs, c_prompt, *c_outputs], api_name=False)
         # Each tab computes its data when it is opened, and says it is the open one (for the timer).
         for tab, name in ((overview_tab, "overview"), (slices_tab, "slices"), (compare_tab, "compare"),
                           (datasets_tab, "datasets"), (metrics_tab, "metrics"), (submit_tab, "submit"),

@@ -71,3 +71,18 @@ def test_compare_names_scores_by_their_labels(compared):
     _, _, table, _, _ = views.compare([sid], prompts.index[0])
     assert LABEL in table.columns and "clip_score" not in table.columns
     assert list(table[LABEL]) == [0.25, 0.5]
+
+
+def test_a_compare_link_restores_its_submissions_and_prompt_and_drops_what_it_cannot(compared):
+    """``?tab=compare&subs=...&prompt=...`` as a visitor pastes it: the scored ids are picked (others, paths
+    included, dropped), the named prompt is shown, and a prompt the submissions lack falls back to the first."""
+    views, sid, prompts = compared
+    second = prompts.index[1]
+    subs, prompt, *_, table, _, note = views.compare_link(f"nope,../../etc,{sid}", second)
+    assert subs["value"] == [sid] and sid in [value for _, value in subs["choices"]]
+    assert prompt["value"] == second and len(prompt["choices"]) == len(prompts)
+    assert list(table[LABEL]) == [0.25, 0.5]
+    _, prompt, *_ = views.compare_link(sid, "not-a-prompt")
+    assert prompt["value"] == prompt["choices"][0][1]  # the picker's first prompt, as when no prompt is named
+    subs, prompt, *_, note = views.compare_link("nope", second)
+    assert subs["value"] == [] and prompt["value"] is None and note.startswith("Pick 1-4 scored submissions")

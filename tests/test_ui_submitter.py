@@ -13,6 +13,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pandas as pd
 import pytest
@@ -20,7 +21,7 @@ import pytest
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.browser import chromium, control, open_page, screenshot, shows, table, wait_for_text
+from tests.browser import chromium, control, open_page, query, screenshot, shows, table, wait_for_text
 from tests.helpers import make_submission, serving, zip_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
@@ -142,3 +143,15 @@ def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
         assert fits and set(fits) == {"contain"}  # a thumbnail shows the whole image, never a crop of it
         assert shows(page, "No reference images: this prompt's dataset has none")
         screenshot(page, "submitter-compare")
+
+        # The comparison is in the address bar: a colleague who opens the link sees the same images.
+        example = next(job.id for job in store.queue.jobs() if job.model == EXAMPLE_MODEL and job.state == "FINISHED")
+        page.wait_for_function("id => location.search.includes('subs=' + id)", arg=example, timeout=10_000)
+        link = parse_qs(query(page))
+        assert link["tab"] == ["compare"] and link["subs"] == [example] and link["prompt"][0]
+        shared = open_page(browser, f"{url}?{query(page)}", shows="seed 0")
+        assert query(shared) == query(page)  # opening it changes nothing
+        chips = shared.locator("[role=tabpanel]:visible .token").all_inner_texts()  # the submissions picked
+        assert len(chips) == 1 and chips[0].startswith(f"{EXAMPLE_MODEL} · {example}"), chips
+        assert control(shared, "Prompt (type to filter)").input_value().startswith(link["prompt"][0])
+        screenshot(shared, "submitter-compare-link")
