@@ -541,13 +541,13 @@ class Views:
                 *self.compare_page(chosen, prompt_id)]
 
     def compare_page(self, chosen: list[str], prompt_id: str | None):
-        """``compare`` for the page: an empty gallery is hidden, and the note says why it is empty."""
+        """``compare`` for the page: an empty gallery or table is hidden, and the note says why it is empty."""
         gallery, references, table, pictures, note = self.compare(chosen, prompt_id)
         if gallery and not references:
             note += "\n\nNo reference images: this prompt's dataset has none (only the iconicity track's do)."
         elif references and not pictures:
             note += "".join(f"\n\nNo {kind.name}: {kind.empty}." for _, kind in track_pictures())
-        return *(shown_if_filled(v) for v in (gallery, references)), table, shown_if_filled(pictures), note
+        return *(shown_if_filled(v) for v in (gallery, references, table, pictures)), note
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
         try:
@@ -874,7 +874,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                            "elem_classes": ["cl-gallery"]}  # thumbnails whole, captions under them
                 c_refs = gr.Gallery(label="Reference image(s)", **gallery)
                 c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
-                c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"])
+                c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"],
+                                       visible=False)
                 c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]

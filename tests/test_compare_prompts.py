@@ -81,8 +81,9 @@ def test_a_compare_link_restores_its_submissions_and_prompt_and_drops_what_it_ca
     subs, prompt, *_, table, _, note = views.compare_link(f"nope,../../etc,{sid}", second)
     assert subs["value"] == [sid] and sid in [value for _, value in subs["choices"]]
     assert prompt["value"] == second and len(prompt["choices"]) == len(prompts)
-    assert list(table[LABEL]) == [0.25, 0.5]
+    assert list(table["value"][LABEL]) == [0.25, 0.5] and table["visible"]
     _, prompt, *_ = views.compare_link(sid, "not-a-prompt")
     assert prompt["value"] == prompt["choices"][0][1]  # the picker's first prompt, as when no prompt is named
-    subs, prompt, *_, note = views.compare_link("nope", second)
+    subs, prompt, *_, table, _, note = views.compare_link("nope", second)
     assert subs["value"] == [] and prompt["value"] is None and note.startswith("Pick 1-4 scored submissions")
+    assert not table["visible"]  # no empty table with made-up headers: the note says what to do

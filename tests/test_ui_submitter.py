@@ -155,3 +155,10 @@ def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
         assert len(chips) == 1 and chips[0].startswith(f"{EXAMPLE_MODEL} · {example}"), chips
         assert control(shared, "Prompt (type to filter)").input_value().startswith(link["prompt"][0])
         screenshot(shared, "submitter-compare-link")
+
+        # They remove the submission: the images and the table go, the hint comes back, the link forgets it.
+        shared.locator("[role=tabpanel]:visible .token .token-remove").first.click()
+        wait_for_text(shared, "Pick 1-4 scored submissions")
+        shared.wait_for_function("() => !location.search.includes('subs=')", timeout=10_000)
+        assert not shows(shared, "seed 0") and not shared.get_by_text("Per-image scores").is_visible()
+        screenshot(shared, "submitter-compare-cleared")
