@@ -64,12 +64,15 @@ th.header-cell { min-width: 4.5em; }
 """
 
 # The address bar holds the view: a person's own actions (a click on a tab, a change of a control) write it, never
-# the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks.
+# the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks. A
+# tab click is a step in the browser's history (a control's change is not), so Back and Forward go through the tabs
+# a person opened: the tab the address then names is opened again, as the person left it.
 HEAD = """
 <script>
 const TABS = %s;
 window.culturelens = {
   memory: {},
+  returning: false,  // a tab opened by Back or Forward: the address already names it
   write(tab, params) {
     const p = new URLSearchParams();
     p.set('tab', tab);
@@ -81,13 +84,25 @@ window.culturelens = {
 (() => {
   const opened = new URLSearchParams(location.search);
   window.culturelens.memory[opened.get('tab') || 'overview'] = opened.toString();
+  const openTab = () => document.querySelector('[role=tab][aria-selected=true]');
   document.addEventListener('click', (event) => {
     // A tab's button, or its entry in the "more tabs" menu of a narrow screen (named by its label only).
     const button = event.target.closest && event.target.closest('[data-tab-id], .overflow-dropdown button');
     const tab = button && (button.dataset.tabId || button.textContent.trim().toLowerCase());
-    if (!TABS.includes(tab)) return;
-    history.replaceState(null, '', '?' + (window.culturelens.memory[tab] || 'tab=' + tab));
+    if (!TABS.includes(tab) || window.culturelens.returning) return;
+    const shown = openTab();
+    if (shown && shown.dataset.tabId === tab) return;  // the open tab: no new step
+    history.pushState(null, '', '?' + (window.culturelens.memory[tab] || 'tab=' + tab));
   }, true);
+  window.addEventListener('popstate', () => {
+    const query = new URLSearchParams(location.search);
+    const tab = TABS.includes(query.get('tab')) ? query.get('tab') : 'overview';
+    window.culturelens.memory[tab] = location.search.slice(1);
+    const button = document.querySelector(`[role=tab][data-tab-id="${tab}"]`);
+    if (!button) { location.reload(); return; }  // a tab folded into a narrow screen's menu: draw the link afresh
+    window.culturelens.returning = true;
+    try { button.click(); } finally { window.culturelens.returning = false; }
+  });
 })();
 </script>
 """ % json.dumps(TABS)
@@ -958,7 +973,11 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             queued = views.queue() if tab == "queue" else [gr.update()] * 2
             compared = views.compare_link(state.get("subs"), state.get("prompt")) if tab == "compare" else \
                 [gr.update()] * (2 + len(c_outputs))
-            return (gr.Tabs(selected=tab), tab, views.results_version(), *over,
+            # A link that names no other tab leaves the tabs alone: the Overview is open at first paint, and a tab
+            # the person clicked while this ran stays open.
+            named = tab != "overview"
+            return (gr.Tabs(selected=tab) if named else gr.update(), tab if named else gr.update(),
+                    views.results_version(), *over,
                     state.get("models", "") if mine else gr.update(), *sliced,
                     state.get("models", "") if tab == "slices" else gr.update(), *queued, *compared)
 

@@ -111,6 +111,43 @@ def test_a_link_to_each_view_shows_it_and_stays_in_the_address_bar(paper_rows_ap
         assert control(page, "Metric").input_value().startswith("VR@k")
 
 
+def test_back_and_forward_go_through_the_tabs_a_person_opened(paper_rows_app):
+    """Back returns to the tab opened before, as the person left it, and its link; Forward goes on again. A tab
+    clicked at once on a bare address stays open (the first paint selects no tab of its own)."""
+    def at(page, expected: str) -> None:
+        page.wait_for_function("q => location.search === '?' + q", arg=expected, timeout=10_000)
+        page.wait_for_function("t => document.querySelector('[role=tab][aria-selected=true]').dataset.tabId === t",
+                               arg=expected.split("&")[0].removeprefix("tab="), timeout=10_000)
+
+    with chromium() as browser:
+        page = open_page(browser, f"{paper_rows_app}?tab=overview&track=iconicity", shows="CRT")
+        page.get_by_role("tab", name="Slices").click()
+        at(page, "tab=slices")
+        control(page, "Track").click()
+        page.get_by_role("option", name="expectations").click()
+        page.wait_for_function("() => location.search.includes('track=expectations')", timeout=10_000)
+        sliced = query(page)
+        page.get_by_role("tab", name="Metrics").click()
+        at(page, "tab=metrics")
+        page.go_back()
+        at(page, sliced)
+        assert control(page, "Track").input_value() == "Expectations (CulturalFrames)"  # as the person left it
+        page.go_back()
+        at(page, "tab=overview&track=iconicity")
+        assert shows(page, "CRT")
+        screenshot(page, "first-visit-back")
+        page.go_forward()
+        at(page, sliced)
+        page.go_back()
+        page.go_back()  # before the first page of the app: the browser leaves it (about:blank here)
+        assert page.url == "about:blank"
+
+        bare = open_page(browser, paper_rows_app, shows="CultureLens")
+        bare.get_by_role("tab", name="About").click()  # at once, while the first paint may still be computing
+        time.sleep(LINK_SECONDS)
+        assert open_tab(bare) == "about" and query(bare) == "tab=about"
+
+
 def test_every_registered_track_has_its_button_and_method_page(paper_rows_app):
     with chromium() as browser:
         page = open_page(browser, paper_rows_app + "?tab=metrics", shows="Method page")
