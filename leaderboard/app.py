@@ -99,7 +99,7 @@ window.culturelens = {
     const tab = TABS.includes(query.get('tab')) ? query.get('tab') : 'overview';
     window.culturelens.memory[tab] = location.search.slice(1);
     const button = document.querySelector(`[role=tab][data-tab-id="${tab}"]`);
-    if (!button) { location.reload(); return; }  // a tab folded into a narrow screen's menu: draw the link afresh
+    if (!button) { location.reload(); return; }  // no such tab button (other Gradio markup): draw the link afresh
     window.culturelens.returning = true;
     try { button.click(); } finally { window.culturelens.returning = false; }
   });
