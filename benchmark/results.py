@@ -120,6 +120,15 @@ def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
 
+def read_run(data: bytes) -> dict | None:
+    """A results folder's run record from its run.json bytes; None when they are not a JSON object."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
                  run: dict, *, replace: bool = False) -> Path:
     """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` as one folder,

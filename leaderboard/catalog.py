@@ -88,14 +88,15 @@ class Catalog:
                 self.unsorted = 0
 
     def _release_ids(self) -> set[str]:
-        """The submissions of the store's newest release (``snapshot.installed``), read again when its
-        latest.json changed: the rows of the release it replaced are dropped then."""
+        """The submissions of the store's newest release (``snapshot.installed``) as they still are (a re-run's
+        rows there are the run before's: ``snapshot.current``), read again when its latest.json changed: the rows
+        of the release it replaced are dropped then."""
         latest = self.store.root / snapshot.LATEST
         stamp = latest.stat().st_mtime_ns if latest.exists() else None
         if stamp != self.release_stamp:
             self._forget(set(self.from_release))
             self.release, self.release_stamp = snapshot.installed(self.store), stamp
-        return set(self.release[0].submissions) if self.release else set()
+        return snapshot.current(self.store, self.release[0]) if self.release else set()
 
     def _load_release(self, names: list[str]) -> None:
         """Insert the release's rows of these submissions (all but per-prompt, model-level curves). A release

@@ -12,8 +12,11 @@ with it, never by reading the whole repo:
   last round's (an unchanged repo costs one call), take a newer release another writer published, list
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
   remote GPU worker's new results), each checked as a restore checks it (``hub_sync.restore``) and renamed into
-  place whole; the catalog notices them at its next refresh. Every ``release_interval`` seconds it also
-  ``publish``es a release when the repo holds results the newest release lacks;
+  place whole; the catalog notices them at its next refresh. A submission re-run since the release was built
+  counts as one the release does not hold, and a folder is taken only once its run.json answers the
+  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder
+  of the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
+  repo holds results the newest release lacks;
 - ``fetch`` (a page needing per-image rows of a submission known only from the release: Compare, pictures):
   that submission's folder, on demand.
 
@@ -31,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmark import layout
+from benchmark import layout, results
 from benchmark.datasets.hub_layout import PushError
 from benchmark.layout import RESULT_FILES, is_submission_id
 from leaderboard import hub_sync, snapshot
@@ -69,31 +72,36 @@ def install_latest(store: Store, repo: ResultsRepo, revision: str | None = None)
 
 
 def missing(store: Store, repo: ResultsRepo, revision: str | None = None) -> list[str]:
-    """Ids of the repo's results folders that the store lacks and its release does not hold (nor its
-    quarantine: a folder set aside here is not fetched again). A name that is not a submission id is logged and
-    left out."""
+    """Ids of the repo's results folders that the store lacks and its release does not hold as they are now
+    (``snapshot.current``: a re-run's folder is fetched again), nor its quarantine (a folder set aside here is not
+    fetched again). A name that is not a submission id is logged and left out."""
     ids = repo.ids(revision)
     for name in ids:
         if not is_submission_id(name):
             log.warning("%s: results/%s is not a submission id: left out", repo.name, name[:200])
     have = snapshot.installed(store)
-    released = set(have[0].submissions) if have else set()
+    held = snapshot.current(store, have[0]) if have else set()
     aside = {entry.name for entry in store.quarantined() if entry.kind == "results"}
-    return [sid for sid in ids if is_submission_id(sid) and sid not in released and sid not in aside
+    return [sid for sid in ids if is_submission_id(sid) and sid not in held and sid not in aside
             and not store.results_folder(sid).exists()]
 
 
 def fetch(store: Store, repo: ResultsRepo, ids: list[str], revision: str | None = None) -> list[str]:
     """Download these results folders and add those the store lacks, each checked as a restore checks it and
-    renamed into place whole (``hub_sync.restore``). Returns the ids added; a damaged folder is logged with the
-    reason and left out (the others are added)."""
+    renamed into place whole (``hub_sync.restore``). Their run.json files come first: a folder whose run.json
+    does not answer the submission's newest request (a re-run not yet replaced) is not downloaded. Returns the ids
+    added; a damaged folder is logged with the reason and left out (the others are added)."""
     wanted = [sid for sid in ids if is_submission_id(sid) and not store.results_folder(sid).exists()]
     if not wanted:
         return []
     staged = Path(tempfile.mkdtemp(prefix="pickup-", dir=store.staging))
     try:
-        repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES], staged,
-                      revision)
+        runs = [f"{layout.RESULTS}/{sid}/{layout.RUN}" for sid in wanted]
+        repo.download(runs, staged, revision)
+        wanted = [sid for sid, run in zip(wanted, runs) if (staged / run).is_file()
+                  and store.queue.answered_by(sid, results.read_run((staged / run).read_bytes()))]
+        repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES
+                       if name != layout.RUN], staged, revision)
         for sid in wanted:
             one = staged / "one" / sid
             if (staged / layout.RESULTS / sid).is_dir():
@@ -116,8 +124,8 @@ def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Re
     revision = repo.revision()
     previous = _installed_or_none(store, repo, revision)
     fetch(store, repo, missing(store, repo, revision), revision)
-    ids = [sid for sid in repo.ids(revision) if is_submission_id(sid)
-           and (store.has_results(sid) or (previous is not None and sid in previous[0].submissions))]
+    held = snapshot.current(store, previous[0]) if previous is not None else set()
+    ids = [sid for sid in repo.ids(revision) if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
     if previous is not None and previous[0].submissions == digests:

@@ -12,7 +12,9 @@ its own (its embedding cache, the datasets it serves, the submission in hand). F
 4. ``forget``: the submission leaves the worker's disk.
 
 A worker killed between 3 and the end is covered by the queue's takeover rule: ``has_results`` also looks in the
-results repo, so the next worker marks the job FINISHED without scoring it again. A local folder laid out like a
+results repo, so the next worker marks the job FINISHED without scoring it again. Results there count only when
+they answer the job's newest request (run.json ``request``, ``Queue.answered_by``): a re-run replaces the
+folder of the run before, and is never taken as done by it. A local folder laid out like a
 repo stands in for either repo (tests, a backup), through the same code as the Hub.
 """
 
@@ -23,7 +25,7 @@ import shutil
 import time
 from collections.abc import Callable
 
-from benchmark import layout
+from benchmark import layout, results
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync
 from leaderboard.results_repo import open_repo
@@ -65,22 +67,22 @@ class Remote:
             alive()
             time.sleep(self.poll_seconds)
 
-    def has_results(self, submission_id: str) -> bool:
-        """Whether the results repo holds this submission's complete results folder: its run.json, committed
-        last (one lookup, not a listing of every submission's folder)."""
-        return self.results.holds(f"{layout.RESULTS}/{submission_id}/{layout.RUN}")
+    def run_record(self, submission_id: str) -> dict | None:
+        """The run.json of the submission's results folder in the results repo, committed last, so a complete
+        folder has one (one small download, not a listing of every submission's folder); None without one."""
+        data = self.results.read(f"{layout.RESULTS}/{submission_id}/{layout.RUN}")
+        return results.read_run(data) if data is not None else None
 
-    def publish(self, store: Store, submission_id: str) -> bool:
-        """Commit the store's ``results/<id>/`` to the results repo unless it holds that folder already; run.json,
-        the mark of a complete folder, goes last. Returns whether anything was committed."""
-        if self.has_results(submission_id):
-            return False
+    def publish(self, store: Store, submission_id: str) -> None:
+        """Commit the store's ``results/<id>/`` to the results repo, replacing the folder of an earlier run;
+        run.json, the mark of a complete folder, goes last."""
         folder = store.results_folder(submission_id)
         names = sorted(RESULT_FILES, key=lambda name: name == layout.RUN)
         self.results.commit({f"{layout.RESULTS}/{submission_id}/{name}": folder / name for name in names},
                             f"CultureLens worker: results of {submission_id}")
-        return True
 
     def forget(self, store: Store, submission_id: str) -> None:
-        """Remove the scored submission from the worker's disk (its results stay, and its embeddings stay cached)."""
+        """Remove the scored submission and its results from the worker's disk, once the results repo holds them
+        (its embeddings stay cached)."""
         shutil.rmtree(store.submissions / submission_id, ignore_errors=True)
+        shutil.rmtree(store.results_folder(submission_id), ignore_errors=True)

@@ -3,8 +3,8 @@
 Both kinds answer the same calls, so the pickup and the releases (``leaderboard.pickup``) run one code
 path, and tests run offline on a folder: ``revision`` (the Hub's commit sha, so an unchanged repo costs one
 call; None for a folder, listed every time), ``ids`` (the folder names under ``results/``, unchecked: the
-caller checks them), ``holds`` (whether one file is there), ``download`` (repo paths into a local folder laid out like the repo; a path the repo does
-not hold is left out) and ``commit`` (files added in one commit; a folder refuses to overwrite a release).
+caller checks them), ``read`` (one small file's bytes, or None: one lookup, not a listing), ``download`` (repo
+paths into a local folder laid out like the repo; a path the repo does not hold is left out) and ``commit`` (files added in one commit; a folder refuses to overwrite a release).
 Each records what it downloaded in ``downloaded``, so a start can say (and a test count) what it read.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 from benchmark import layout
@@ -39,8 +40,8 @@ class ResultsRepo:
     def ids(self, revision: str | None = None) -> list[str]:
         raise NotImplementedError
 
-    def holds(self, path: str) -> bool:
-        """Whether the repo holds the file ``path`` (one lookup, not a listing)."""
+    def read(self, path: str) -> bytes | None:
+        """The bytes of the small file ``path`` (a run.json), or None when the repo does not hold it."""
         raise NotImplementedError
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
@@ -65,9 +66,14 @@ class LocalRepo(ResultsRepo):
         root = self.folder / layout.RESULTS
         return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
-    def holds(self, path: str) -> bool:
+    def read(self, path: str) -> bytes | None:
         target = self.folder / path
-        return target.is_file() and not target.is_symlink() and target.resolve().is_relative_to(self.folder.resolve())
+        if not target.is_file() or target.is_symlink() or not target.resolve().is_relative_to(self.folder.resolve()):
+            return None
+        try:
+            return target.read_bytes()
+        except FileNotFoundError:  # replaced meanwhile
+            return None
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
         """Copy these files (regular files inside the folder only: a link is left out, as the Hub has none)."""
@@ -82,10 +88,11 @@ class LocalRepo(ResultsRepo):
             self.downloaded.append(path)
 
     def commit(self, files: dict[str, bytes | Path], message: str, parent: str | None = None) -> None:
-        """Write each file atomically, in the order given (a release file before the latest.json naming it)."""
+        """Write each file atomically, in the order given (a release file before the latest.json naming it; a
+        results folder's run.json last). A results folder is replaced by a re-run's; a release never is."""
         for path, content in files.items():
             target = self.folder / path
-            if path.endswith(".parquet") and target.exists():
+            if path.endswith(".parquet") and not path.startswith(f"{layout.RESULTS}/") and target.exists():
                 raise RepoError(f"{target} exists: a release is never overwritten (another writer made it?)")
             if isinstance(content, bytes):
                 atomic_write_bytes(target, content)
@@ -121,9 +128,17 @@ class HubRepo(ResultsRepo):
                 return []
         return sorted(e.path.split("/", 1)[1] for e in entries if isinstance(e, RepoFolder))
 
-    def holds(self, path: str) -> bool:
-        with hub_errors(self.name, "read the leaderboard's results from"):
-            return self._api().file_exists(self.name, path, repo_type="dataset")
+    def read(self, path: str) -> bytes | None:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        with hub_errors(self.name, "read the leaderboard's results from"), \
+                tempfile.TemporaryDirectory(prefix="results-repo-") as tmp:
+            try:
+                return Path(hf_hub_download(self.name, path, repo_type="dataset", local_dir=tmp,
+                                            token=self.token)).read_bytes()
+            except EntryNotFoundError:  # the Hub's RemoteEntryNotFoundError is one
+                return None
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
         from huggingface_hub import snapshot_download

@@ -137,6 +137,15 @@ def installed(store: Store) -> tuple[Release, Path] | None:
     return (release, file) if file.exists() else None
 
 
+def current(store: Store, release: Release) -> set[str]:
+    """The release's submissions as they still are: less those asked to be scored again (re-run) since it was
+    built (``Queue.requested_since``), whose rows in it are the run before's. (A release without its build time
+    cannot tell: all of its submissions count.)"""
+    if not release.created_at:
+        return set(release.submissions)
+    return set(release.submissions) - store.queue.requested_since(release.created_at)
+
+
 def install(store: Store, release: Release, file: Path) -> Path:
     """Move a checked release file (``read``) into the store, then write its latest.json (which switches the
     catalog to it), then remove the store's older release files. Returns where the file now is."""

@@ -361,6 +361,13 @@ class Store:
     def has_results(self, submission_id: str) -> bool:
         return (self.results_folder(submission_id) / layout.RUN).exists()
 
+    def run_record(self, submission_id: str) -> dict | None:
+        """The run.json of the submission's results folder (None without one, or one that is not a JSON object)."""
+        try:
+            return results.read_run((self.results_folder(submission_id) / layout.RUN).read_bytes())
+        except FileNotFoundError:
+            return None
+
     def write_results(self, submission_id: str, scores: Scores) -> Path:
         """Write one submission's results folder atomically (all files appear at once, or none)."""
         return results.write_folder(self.results_folder(submission_id), results.records(scores.per_image),

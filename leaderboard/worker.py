@@ -118,9 +118,11 @@ class Worker:
         return done
 
     def has_results(self, submission_id: str) -> bool:
-        """Whether the job's results exist: in this worker's store, or in the results repo of a remote worker."""
-        return self.store.has_results(submission_id) or (self.remote is not None and
-                                                         self.remote.has_results(submission_id))
+        """Whether results answering the job's newest request exist (``Queue.answered_by``: a re-run's are not
+        those of the run before): in this worker's store, or in the results repo of a remote worker."""
+        queue = self.store.queue
+        return queue.answered_by(submission_id, self.store.run_record(submission_id)) or (
+            self.remote is not None and queue.answered_by(submission_id, self.remote.run_record(submission_id)))
 
     def process(self, job: Job) -> None:
         queue = self.store.queue
@@ -133,8 +135,11 @@ class Worker:
                 queue.fail(job.id, self.id, f"its results could not be published: {error}")
                 return
             queue.finish(job.id, self.id, "scored (results from an earlier attempt)")
+            if self.remote is not None:
+                self.remote.forget(self.store, job.id)
             return
         self._remove_unfinished_results(job.id)
+        request = queue.request_number(job.id)  # recorded in the results: the request they answer
         heartbeat = _Heartbeat(self, job)
         heartbeat.start()
         try:
@@ -153,10 +158,12 @@ class Worker:
             if self.has_results(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
+            scores.run["request"] = request
+            self._remove_superseded_results(job.id)
             try:
                 self.store.write_results(job.id, scores)
             except OSError:
-                if not self.store.has_results(job.id):
+                if not queue.answered_by(job.id, self.store.run_record(job.id)):
                     raise
                 # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
@@ -183,10 +190,21 @@ class Worker:
             self.remote.forget(self.store, job.id)
 
     def _publish(self, submission_id: str) -> None:
-        """A remote worker's results go to the results repo before the job is FINISHED (the app reads them there)."""
-        if self.remote is not None and self.store.has_results(submission_id) and \
-                self.remote.publish(self.store, submission_id):
-            log.info("published the results of %s to %s", submission_id, self.remote.results.name)
+        """A remote worker's results go to the results repo before the job is FINISHED (the app reads them there),
+        unless the repo holds them already (an earlier attempt published them, then stopped)."""
+        if self.remote is None or not self.store.has_results(submission_id) or \
+                self.store.queue.answered_by(submission_id, self.remote.run_record(submission_id)):
+            return
+        self.remote.publish(self.store, submission_id)
+        log.info("published the results of %s to %s", submission_id, self.remote.results.name)
+
+    def _remove_superseded_results(self, submission_id: str) -> None:
+        """Delete this store's results of the submission that answer an earlier request (a re-run's worker that
+        kept the run before's): the new results take their place. This worker holds the job's lease."""
+        if self.store.has_results(submission_id) and \
+                not self.store.queue.answered_by(submission_id, self.store.run_record(submission_id)):
+            log.info("removing the results of an earlier run of %s", submission_id)
+            shutil.rmtree(self.store.results_folder(submission_id), ignore_errors=True)
 
     def _remove_unfinished_results(self, submission_id: str) -> None:
         """Delete the temporary results folders (``results/.<id>.*``, ``benchmark.atomic.leftovers``) a killed

@@ -283,6 +283,37 @@ def test_a_rerun_starts_afresh_and_counts_against_the_quota(queue):
     assert queue.get("a").state == "FINISHED"  # refused: rolled back
 
 
+def test_results_answer_a_submission_s_newest_request_only(queue):
+    """A re-run is the submission's second request: results of the first (run.json ``request`` 1, or no
+    ``request`` at all, as written before runs recorded it) no longer answer it, however soon it came."""
+    _add(queue, "a")
+    assert queue.request_number("a") == 1 and queue.request_number("nope") is None
+    first = {"submission_id": "a", "request": 1}
+    assert queue.answered_by("a", first) and queue.answered_by("a", {"submission_id": "a"})
+    assert not queue.answered_by("a", None)  # no run.json: no results
+    queue.claim("w", 60)
+    queue.finish("a", "w", "done")
+    assert queue.requeue("a", "alice")  # within the same second as the submission
+    assert queue.request_number("a") == 2
+    assert not queue.answered_by("a", first) and not queue.answered_by("a", {"submission_id": "a"})
+    assert queue.answered_by("a", {"submission_id": "a", "request": 2})
+    assert queue.answered_by("gone", first)  # a submission the queue does not know: nothing to tell them from
+
+
+def test_the_submissions_requested_since_a_time_are_those_submitted_or_re_run_then(queue):
+    _add(queue, "a")
+    _add(queue, "b")
+    run_sql(queue, "UPDATE submission_log SET at = '2020-01-01T00:00:00+00:00'")  # submitted in 2020
+    assert queue.requested_since("2019-12-31T23:59:59+00:00") == {"a", "b"}
+    assert queue.requested_since("2020-01-01T00:00:00+00:00") == {"a", "b"}  # the same second counts
+    assert queue.requested_since("2021-01-01T00:00:00+00:00") == set()
+    for _ in ("a", "b"):
+        job = queue.claim("w", 60)
+        queue.finish(job.id, "w", "done")
+    queue.requeue("b", "alice")  # now
+    assert queue.requested_since("2021-01-01T00:00:00+00:00") == {"b"}
+
+
 def test_a_job_not_being_scored_can_be_deleted_and_its_quota_stays_used(queue):
     _add(queue, "a")
     _add(queue, "b")

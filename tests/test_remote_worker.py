@@ -3,6 +3,7 @@ laid out like the Hub repos, read and written through the same code as the Hub's
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +71,7 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     published = results_repo / layout.RESULTS / job.id
     assert sorted(p.name for p in published.iterdir()) == sorted(RESULT_FILES)
     assert not (gpu_root / layout.SUBMISSIONS / job.id).exists()  # the scored submission left the worker's disk
+    assert not (gpu_root / layout.RESULTS / job.id).exists()  # published: its results did too
     assert not app.has_results(job.id)  # nothing reached the app's store through a shared disk
 
     # The app's next pickup round downloads that folder, and only it.
@@ -78,10 +80,27 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     assert pickup.fetch(app, repo, [job.id]) == [job.id]
     assert sorted(repo.downloaded) == sorted(f"{layout.RESULTS}/{job.id}/{name}" for name in RESULT_FILES)
     for name in RESULT_FILES:  # the worker's results, byte for byte
-        assert (app.results_folder(job.id) / name).read_bytes() == (gpu_root / layout.RESULTS / job.id / name).read_bytes()
+        assert (app.results_folder(job.id) / name).read_bytes() == (published / name).read_bytes()
     ours = pq.read_table(app.results_folder(job.id) / "aggregates.parquet")
     overall = ours.to_pandas().query("metric == 'clip_score' and slice == 'overall'")
     assert len(overall) == 1 and overall.iloc[0]["n"] == 6
+    assert json.loads((published / layout.RUN).read_text())["request"] == 1
+
+    # The owner asks for a re-run, after the app published a release holding the first run's results.
+    assert list(pickup.publish(app, repo).submissions) == [job.id]
+    app.rerun(job.id, "alice")
+    assert pickup.missing(app, repo) == [job.id]  # the release's rows of it are the run before's
+    assert pickup.fetch(app, repo, [job.id]) == []  # and so is the repo's folder, until the worker replaces it
+    rerun = subprocess.run(_culturelens("worker", "--store", gpu_root, "--once", "--queue", postgres_url,
+                                        "--backbones", backbones_file, "--hub-requests", requests_repo,
+                                        "--hub-results", results_repo),
+                           capture_output=True, text=True, timeout=240)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = app.queue.get(job.id)
+    assert again.state == "FINISHED" and again.message.startswith("scored 12 images"), again  # scored anew
+    assert json.loads((published / layout.RUN).read_text())["request"] == 2
+    assert pickup.fetch(app, repo, pickup.missing(app, repo)) == [job.id]
+    assert json.loads(app.results_folder(job.id).joinpath(layout.RUN).read_text())["request"] == 2
 
 
 def test_a_remote_worker_is_refused_without_the_shared_queue(tmp_path, backbones_file):

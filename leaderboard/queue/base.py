@@ -196,6 +196,33 @@ class Queue:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
 
+    def request_number(self, id: str) -> int | None:
+        """How many times submission ``id`` has been asked to be scored: 1 for its submission, one more for each
+        re-run (its entries in the submission log; 1 when the log has none, as in a queue restored from the Hub);
+        None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
+        are told from those of the run before, however soon the re-run came."""
+        with self._connect() as db:
+            job = db.execute("SELECT id FROM submissions WHERE id = ?", (id,)).fetchone()
+            logged = db.execute("SELECT count(*) AS n FROM submission_log WHERE submission = ?", (id,)).fetchone()
+        return max(1, logged["n"]) if job is not None else None
+
+    def answered_by(self, id: str, run: dict | None) -> bool:
+        """Whether results whose run.json is ``run`` answer submission ``id``'s newest request (``request_number``),
+        so that a re-run is never taken as done by the results of the run before. Results scored before run.json
+        recorded the request answer the first one; results of a submission this queue does not know cannot be
+        told from others and count; no run.json (None) answers nothing."""
+        if not isinstance(run, dict):
+            return False
+        number = self.request_number(id)
+        return number is None or run.get("request", 1) == number
+
+    def requested_since(self, stamp: str) -> set[str]:
+        """The submissions asked to be scored (submitted or re-run) at ``stamp`` or later (the same second
+        included)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT DISTINCT submission FROM submission_log WHERE at >= ?", (stamp,)).fetchall()
+        return {row["submission"] for row in rows}
+
     def wait(self, id: str, timeout: float = 300, poll: float = 0.5) -> Job:
         """Block until submission ``id`` is FINISHED or FAILED; TimeoutError after ``timeout`` seconds."""
         deadline = time.time() + timeout
