@@ -120,7 +120,8 @@ def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Re
     """Write the next release to the repo when the repo holds results its newest release lacks (or no longer
     holds some): built from the newest release and the store's folders (fetching first those it has neither
     of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
-    revision it was built from, then installed in the store. Returns it; None when nothing changed."""
+    revision it was built from, then installed in the store. Returns it; None when nothing changed (or the
+    repo holds neither results nor a release: no empty release 1)."""
     revision = repo.revision()
     previous = _installed_or_none(store, repo, revision)
     fetch(store, repo, missing(store, repo, revision), revision)
@@ -128,7 +129,7 @@ def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Re
     ids = [sid for sid in repo.ids(revision) if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
-    if previous is not None and previous[0].submissions == digests:
+    if (previous[0].submissions if previous is not None else {}) == digests:
         return None
     staged = Path(tempfile.mkdtemp(prefix="release-", dir=store.staging))
     try:

@@ -246,4 +246,9 @@ def test_culturelens_hub_snapshot_publishes_and_export_writes_a_release(original
     assert f"release 2 written to {folder}: 6 submissions" in result.stdout
     result = culturelens("hub", "snapshot", "--store", str(operator.root), "--results", "not a repo")
     assert result.returncode == 2 and "neither a folder nor a Hub dataset repo id" in result.stderr
+    empty = tmp_path / "empty-repo"
+    empty.mkdir()
+    result = culturelens("hub", "snapshot", "--store", str(_fresh(tmp_path, "new").root), "--results", str(empty))
+    assert result.returncode == 0, result.stderr
+    assert f"{empty}: no results yet; nothing written" in result.stdout and list(empty.iterdir()) == []
 

@@ -13,7 +13,7 @@ from culturelens import options
 
 
 def hub(args: argparse.Namespace) -> int:
-    from leaderboard import hub_sync, pickup
+    from leaderboard import hub_sync, pickup, snapshot
     from leaderboard.results_repo import LocalRepo, open_repo
     from leaderboard.store import Store
 
@@ -22,7 +22,8 @@ def hub(args: argparse.Namespace) -> int:
         repo = open_repo(args.results, token=args.token)
         release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")
         print(f"release {release.number} written to {repo.name}: {len(release.submissions)} submissions"
-              if release else f"{repo.name}: its newest release holds every result already; nothing written")
+              if release else f"{repo.name}: its newest release holds every result already; nothing written"
+              if snapshot.installed(store) else f"{repo.name}: no results yet; nothing written")
         return 0
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
