@@ -140,10 +140,15 @@ def installed(store: Store) -> tuple[Release, Path] | None:
 def current(store: Store, release: Release) -> set[str]:
     """The release's submissions as they still are: less those asked to be scored again (re-run) since it was
     built (``Queue.requested_since``), whose rows in it are the run before's. (A release without its build time
-    cannot tell: all of its submissions count.)"""
+    cannot tell, nor can a queue whose database is away: then all of its submissions count.)"""
     if not release.created_at:
         return set(release.submissions)
-    return set(release.submissions) - store.queue.requested_since(release.created_at)
+    try:
+        rerun = store.queue.requested_since(release.created_at)
+    except Exception as error:  # noqa: BLE001 - the leaderboard is still served while the queue's database is away
+        log.warning("cannot tell which submissions of release %d were re-run: %s", release.number, error)
+        return set(release.submissions)
+    return set(release.submissions) - rerun
 
 
 def install(store: Store, release: Release, file: Path) -> Path:
