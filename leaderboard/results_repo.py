@@ -4,7 +4,8 @@ Both kinds answer the same calls, so the pickup and the releases (``leaderboard.
 path, and tests run offline on a folder: ``revision`` (the Hub's commit sha, so an unchanged repo costs one
 call; None for a folder, listed every time), ``ids`` (the folder names under ``results/``, unchecked: the
 caller checks them), ``read`` (one small file's bytes, or None: one lookup, not a listing), ``download`` (repo
-paths into a local folder laid out like the repo; a path the repo does not hold is left out) and ``commit`` (files added in one commit; a folder refuses to overwrite a release).
+paths into a local folder laid out like the repo; a path the repo does not hold is left out) and ``commit``
+(files added in one commit; a folder refuses to overwrite a release).
 Each records what it downloaded in ``downloaded``, so a start can say (and a test count) what it read.
 """
 
@@ -130,14 +131,14 @@ class HubRepo(ResultsRepo):
 
     def read(self, path: str) -> bytes | None:
         from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub.errors import RemoteEntryNotFoundError
 
         with hub_errors(self.name, "read the leaderboard's results from"), \
                 tempfile.TemporaryDirectory(prefix="results-repo-") as tmp:
             try:
                 return Path(hf_hub_download(self.name, path, repo_type="dataset", local_dir=tmp,
                                             token=self.token)).read_bytes()
-            except EntryNotFoundError:  # the Hub's RemoteEntryNotFoundError is one
+            except RemoteEntryNotFoundError:  # the repo answered: no such file (the Hub away is an error)
                 return None
 
     def download(self, paths: list[str], into: Path, revision: str | None = None) -> None:
