@@ -218,6 +218,8 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
         assert "HF_HUB_OFFLINE" in lines[0]
         [line] = pickup.Pickup(fresh, HubRepo("org/culturelens-results")).start()
         assert line.startswith("warning: no leaderboard release from org/culturelens-results: HF_HUB_OFFLINE")
+        with pytest.raises(PushError, match="HF_HUB_OFFLINE"):  # not "no such file": a worker would score again
+            HubRepo("org/culturelens-results").read("results/x/run.json")
     finally:
         mirror.stop()  # its last push fails offline: logged, nothing raised
     assert not mirror.is_alive()
