@@ -242,8 +242,10 @@ def test_queue_details_rerun_and_failure_reason(live_app):
     assert "FINISHED" in details and per_image and pq.read_table(per_image).num_rows > 0
     # The owner re-runs it: the old results go, it is scored again and ends FINISHED.
     assert "queued again" in client.predict(submission_id, api_name="/rerun")
+    requests = store.queue.request_number(submission_id)
     row = _wait_for_state(client, submission_id)
     assert row["state"] == "FINISHED" and store.has_results(submission_id)
+    assert requests >= 2 and store.run_record(submission_id)["request"] == requests  # they answer the re-run
     # Someone else's submission cannot be deleted from this server's user.
     store.queue.add(id="foreign-1", content_hash="sha256:foreign", owner="someone-else", model="X", model_id="x",
                     model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
