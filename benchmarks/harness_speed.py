@@ -23,7 +23,8 @@ ViT-L/14 image features. With ``--judge`` (``tiny``: the tests' random Qwen2.5-V
 also the relevance track itself (CAIRE: each image linked in a small knowledge base built here, then judged
 for two culture labels), so cold / warm is a whole rescore including the VLM's outputs, and the warm run's
 VLM forward passes are counted (0 expected). ``--profile DIR`` runs one more cold harness under
-``torch.profiler`` (not timed) and writes its trace and the main process's top operations there. Without ``--real-size`` it builds small random open_clip and DINOv2 models
+``torch.profiler`` (not timed) and writes its trace and the main process's top operations there.
+Without ``--real-size`` it builds small random open_clip and DINOv2 models
 (CPU-sized); with it, the real architectures with random weights: open_clip ViT-B-32 and ViT-L-14
 with no pretrained tag and DINOv2-base from its configuration (facebook/dinov2-base's processor
 settings). Timing needs no trained weights; ``--backbones FILE`` times the ones a backbones JSON names.
