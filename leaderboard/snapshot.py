@@ -225,7 +225,7 @@ def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path
     con = duckdb.connect()
     try:
         # Each submission's run.json text goes on every row, but the sort carries only its number in ``runs``:
-        # sorting the texts too took two thirds of the time (1,000 submissions' rows: ~160 s with them).
+        # with the texts in the sort, 300 folders took 26-34 s instead of 15-18 s (benchmarks/README.md).
         runs = {sid: (store.results_folder(sid) / layout.RUN).read_text(encoding="utf-8") for sid in from_folders}
         if kept:
             runs.update(con.execute(f"SELECT submission_id, any_value(run) FROM read_parquet('{_quoted(old_file)}') "
@@ -240,7 +240,8 @@ def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path
                          f"list_contains({_list(kept)}, submission_id)")
         if from_folders:
             parts += _folder_parts(con, store, from_folders)
-        columns = ", ".join(f'CAST("{f.name}" AS {_sql_type(f.type)}) AS "{f.name}"' for f in SCHEMA if f.name != "run")
+        columns = ", ".join(f'CAST("{f.name}" AS {_sql_type(f.type)}) AS "{f.name}"'
+                            for f in SCHEMA if f.name != "run")
         query = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
         texts = "(SELECT list(run ORDER BY run_number) FROM runs)"
         con.execute(f"COPY (SELECT * EXCLUDE (run_number), {texts}[run_number] AS run FROM (SELECT {columns}, "
