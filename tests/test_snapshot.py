@@ -254,7 +254,8 @@ def test_culturelens_hub_snapshot_publishes_and_export_writes_a_release(original
 
 
 
-def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_while_the_queue_is_away(repo, tmp_path):
+def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_while_the_queue_is_away(original, repo,
+                                                                                                     tmp_path):
     """The app on PostgreSQL, started from release 1: a re-run drops that submission's rows of the release (they
     are the run before's) from the leaderboard; with the queue's database away the release is served whole."""
     from tests.postgres import PostgresServer, missing as no_postgres
@@ -266,21 +267,13 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
         app = Store(tmp_path / "app", queue=server.database())
         pickup.Pickup(app, LocalRepo(repo.folder), release_interval=None).start()
         chosen = sorted(snapshot.installed(app)[0].submissions)[0]
-        app.queue.restore(_finished(chosen))  # the app's queue knows the submission, as a deployment's does
+        job = original.queue.get(chosen)
+        assert app.queue.restore(job)  # the app's queue knows the submission, as a deployment's does
         assert len(tables.submissions(Views(app, "x").catalog)) == 5
-        app.rerun(chosen, "alice")
+        app.rerun(chosen, job.owner)
         assert chosen not in set(tables.submissions(Views(app, "x").catalog)["submission_id"])
         server.stop()  # the database goes away
         assert len(tables.submissions(Views(app, "x").catalog)) == 5
     finally:
         server.stop()
 
-
-def _finished(submission_id: str):
-    from leaderboard.queue import Job, now_iso
-
-    stamp = "2020-01-01T00:00:00+00:00"
-    return Job(id=submission_id, content_hash=f"sha256:{submission_id}", owner="alice", model="m", model_id=None,
-               model_revision=None, dataset="culturelens/cube-1k:cube_1k:test", state="FINISHED", created_at=stamp,
-               started_at=stamp, finished_at=stamp, updated_at=now_iso(), attempts=1, lease_owner=None,
-               lease_expires=None, progress=1.0, message="scored", error=None, log_excerpt=None)
