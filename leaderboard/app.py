@@ -76,7 +76,8 @@ window.culturelens = {
   write(tab, params) {
     const p = new URLSearchParams();
     p.set('tab', tab);
-    for (const [k, v] of Object.entries(params)) { if (v !== null && v !== undefined && v !== '') p.set(k, v); }
+    // a list (the picked submissions) is written comma-separated; an empty value is left out
+    for (const [k, v] of Object.entries(params)) { const text = v == null ? '' : String(v); if (text) p.set(k, text); }
     this.memory[tab] = p.toString();
     history.replaceState(null, '', '?' + this.memory[tab]);
   },
@@ -894,7 +895,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
-                c_link = "(subs, prompt) => window.culturelens.write('compare', {subs: (subs || []).join(','), prompt})"
+                c_link = _url_js("compare", ["subs", "prompt"])
                 c_subs.input(views.compare_prompts, c_subs, c_prompt, api_name=False).then(
                     views.compare_page, [c_subs, c_prompt], c_outputs, api_name=False).then(
                     None, [c_subs, c_prompt], None, js=c_link)
