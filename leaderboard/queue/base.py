@@ -220,7 +220,7 @@ class Queue:
         """The submissions asked to be scored (submitted or re-run) at ``stamp`` or later (the same second
         included)."""
         with self._connect() as db:
-            rows = db.execute("SELECT DISTINCT submission FROM submission_log WHERE at >= ?", (stamp,)).fetchall()
+            rows = db.execute("SELECT submission FROM submission_log WHERE at >= ?", (stamp,)).fetchall()
         return {row["submission"] for row in rows}
 
     def wait(self, id: str, timeout: float = 300, poll: float = 0.5) -> Job:

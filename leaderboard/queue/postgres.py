@@ -77,6 +77,9 @@ CREATE TABLE IF NOT EXISTS submission_log (
     kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
 );
 CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
+-- request_number counts a submission's requests; requested_since runs on the catalog's every refresh
+CREATE INDEX IF NOT EXISTS submission_log_by_submission ON submission_log (submission);
+CREATE INDEX IF NOT EXISTS submission_log_by_time ON submission_log (at);
 CREATE TABLE IF NOT EXISTS supervisors (
     id {C} PRIMARY KEY,
     state TEXT NOT NULL,

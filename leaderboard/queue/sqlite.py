@@ -63,6 +63,9 @@ CREATE TABLE IF NOT EXISTS submission_log (
     kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
 );
 CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
+-- request_number counts a submission's requests; requested_since runs on the catalog's every refresh
+CREATE INDEX IF NOT EXISTS submission_log_by_submission ON submission_log (submission);
+CREATE INDEX IF NOT EXISTS submission_log_by_time ON submission_log (at);
 -- A queue made before the log existed: its submissions start the log, so an upgrade gives no quota back.
 INSERT INTO submission_log (owner, at, submission, kind)
     SELECT owner, created_at, id, 'submission' FROM submissions WHERE NOT EXISTS (SELECT 1 FROM submission_log);
