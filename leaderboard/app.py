@@ -23,7 +23,7 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from benchmark import citations, layout
+from benchmark import layout
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
@@ -915,7 +915,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 m_page = gr.Markdown()
                 m_track.input(render.method_page, m_track, m_page, api_name="method")
                 with gr.Accordion("Cite (BibTeX)", open=False):
-                    gr.Code(citations.bibtex(), language=None)
+                    gr.Code(track_registry.bibtex(), language=None)
 
             with gr.Tab("Submit", id="submit") as submit_tab:
                 if on_space:
