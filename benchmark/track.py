@@ -224,12 +224,14 @@ class DetailPicture:
     (``Metric.details``) of ``metric``.
     ``draw(image, references, detail, value)`` receives the generated image, the prompt's reference images (may
     be empty), the detail as a dict and the image's value, and returns (picture, caption) or None when this image
-    has nothing to show. ``empty`` says why no image of a comparison may have one."""
+    has nothing to show. ``empty`` says why no image of a comparison may have one; ``label`` is what the Compare
+    gallery of these pictures is called (what a picture shows, and how to read it)."""
 
     name: str
     metric: str
     draw: Callable[..., tuple[object, str] | None]
     empty: str
+    label: str
 
 
 @dataclass(frozen=True)

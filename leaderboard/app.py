@@ -892,7 +892,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
                 c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"],
                                        visible=False)
-                c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
+                c_reuse = gr.Gallery(label=" · ".join(kind.label for _, kind in track_pictures()),
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
                 c_link = _url_js("compare", ["subs", "prompt"])

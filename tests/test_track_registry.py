@@ -23,7 +23,8 @@ TOY = textwrap.dedent('''
     import argparse
 
     from benchmark.settings import Setting
-    from benchmark.track import Chart, Paper, PaperCorrelation, PaperModel, PaperRow, Papers, Track, Verb
+    from benchmark.track import (Chart, DetailPicture, Paper, PaperCorrelation, PaperModel, PaperRow, Papers, Track,
+                                 Verb)
 
 
     def metrics(settings, backbones):
@@ -68,7 +69,9 @@ TOY = textwrap.dedent('''
         metrics=metrics,
         verbs=(Verb("toy-hello", "say hello from the toy track", "culturelens toy-hello --name you", _hello_options),),
         charts=(Chart("scatter", "Toy: value against twice the value", "value", "doubled", "no toy rows yet",
-                      points),))
+                      points),),
+        pictures=(DetailPicture("toy picture", "toy_seed", lambda image, references, detail, value: None,
+                                "toy images keep no detail", "Toy: each image's seed, drawn large"),))
 ''')
 
 
@@ -167,7 +170,7 @@ def test_a_toy_track_module_declares_its_paper_rows_correlations_and_bibtex(toy_
 @pytest.mark.slow  # a live `culturelens serve`
 def test_a_toy_track_module_shows_its_paper_row_and_bibtex_in_the_app(toy_track, tmp_path):
     """The toy's paper row is ranked in its Overview table with its citation linked to arXiv; its BibTeX is on the
-    Metrics tab and its reference on the About page."""
+    Metrics tab and its reference on the About page; its picture's label names the Compare gallery."""
     from gradio_client import Client
     from markdown_it import MarkdownIt
 
@@ -187,3 +190,6 @@ def test_a_toy_track_module_shows_its_paper_row_and_bibtex_in_the_app(toy_track,
         assert bibtex.endswith("\n\n" + TOY_BIBTEX)
         pages = [MarkdownIt("commonmark").render(p["value"]) for p in props if isinstance(p.get("value"), str)]
         assert any(f"<li>toy: {html.escape(TOY_CITATION)}</li>" in page for page in pages)  # the About page's papers
+        labels = [p.get("label") for p in props]
+        assert "Visual reuse: reused patches outlined (generated | best reference) · Toy: each image's seed, drawn " \
+               "large" in labels

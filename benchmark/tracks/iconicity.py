@@ -147,4 +147,5 @@ TRACK = Track(
                   recognition_vs_realisation),),
     pictures=(DetailPicture("visual-reuse picture", "vr_image", reuse_detail,
                             "no image of these submissions recognised a reference, and VR compares the patches of "
-                            "recognised images only"),))
+                            "recognised images only",
+                            "Visual reuse: reused patches outlined (generated | best reference)"),))
