@@ -2,8 +2,10 @@
 
 A track module (``benchmark/tracks/<name>.py``, or a module of a folder named in ``CULTURELENS_TRACK_PATH``)
 exports ``TRACK``, a ``Track``: what the leaderboard shows (title, question, method page, headline metric and the
-protocol its ranking assumes), what the harness runs (``settings`` and the ``metrics`` factory), the commands it adds
-to ``culturelens`` (``verbs``) and the charts and pictures it adds to the app (``charts``, ``pictures``).
+protocol its ranking assumes), its paper (``papers``: the record its citation and BibTeX are made from, and the
+numbers copied from the paper's tables, shown as reported rows), what the harness runs (``settings`` and the
+``metrics`` factory), the commands it adds to ``culturelens`` (``verbs``) and the charts and pictures it adds to the
+app (``charts``, ``pictures``).
 ``benchmark.tracks`` discovers the modules; the command line, the worker and the app only read that registry, as
 lm-evaluation-harness's task manager finds a task's folder.
 
@@ -62,6 +64,111 @@ class Protocol:
         return "; ".join(p for p in parts if p)
 
 
+@dataclass(frozen=True)
+class Paper:
+    """A paper's record, from which its reference text (method pages, cards, the About page), its short form (table
+    cells) and its BibTeX are all made, so they cannot disagree."""
+
+    key: str  # BibTeX key
+    title: str
+    authors: tuple[str, ...]  # "Last, First", as BibTeX writes them
+    arxiv: str
+    year: int
+    venue: str = ""  # where it was published, when not only on arXiv
+
+    @property
+    def surnames(self) -> list[str]:
+        return [a.split(",")[0] for a in self.authors]
+
+    @property
+    def text(self) -> str:
+        """The full reference: surnames, title, venue and arXiv id (a reported row's ``citation``)."""
+        names = self.surnames
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " & " + names[-1]
+        return ", ".join(p for p in (who, f'"{self.title}"', self.venue, f"arXiv:{self.arxiv}") if p)
+
+    @property
+    def short(self) -> str:
+        """For table cells: first author (and the second when there are two), arXiv id."""
+        names = self.surnames
+        who = " & ".join(names) if len(names) <= 2 else f"{names[0]} et al."
+        return f"{who}, arXiv:{self.arxiv}"
+
+    @property
+    def bibtex(self) -> str:
+        venue = f"  note = {{{self.venue}}},\n" if self.venue else ""
+        return (f"@article{{{self.key},\n  title = {{{self.title}}},\n  author = {{{' and '.join(self.authors)}}},\n"
+                f"  journal = {{arXiv preprint arXiv:{self.arxiv}}},\n{venue}  year = {{{self.year}}}\n}}")
+
+
+@dataclass(frozen=True)
+class PaperModel:
+    """A model as a paper's tables name it: ``id`` is its Hub id, or what the paper says of it when it is not on the
+    Hub ("Google Imagen 4 (API)"); ``type`` is "open" or "closed"."""
+
+    name: str
+    id: str
+    type: Literal["open", "closed"]
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One number a paper published, copied from its table or text (``source``: "Table 1", "Sec. 5, Fig. 3"), under
+    the track's metric and slice names so that it sits in one table with scored rows of that metric.
+    ``images_per_prompt``: the paper's images per prompt behind the number, where the paper states it."""
+
+    model: PaperModel
+    metric: str
+    label: str
+    higher_is_better: bool
+    value: float
+    source: str
+    slice: str = "overall"
+    slice_value: str = "all"
+    images_per_prompt: int | None = None
+
+
+@dataclass(frozen=True)
+class PaperCorrelation:
+    """A metric's Spearman correlation with human raters on one criterion, as a paper published it (a row of the
+    app's Metrics tab, beside those ``culturelens meta-eval`` computes), with the human ceiling on that criterion."""
+
+    metric: str
+    criterion: str
+    spearman: float
+    ceiling: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Papers:
+    """A track's paper and what it published: ``paper`` is the record the track cites (its citation and BibTeX);
+    ``rows`` the numbers the app shows as reported rows beside scored ones, each with its citation and source;
+    ``correlations`` the metric-human agreement the paper reported, shown in the Metrics tab."""
+
+    paper: Paper
+    rows: tuple[PaperRow, ...] = ()
+    correlations: tuple[PaperCorrelation, ...] = ()
+
+    def reported(self, source: str) -> dict:
+        """The provenance columns of a row copied from ``source`` of the paper."""
+        return {"provenance": "reported", "citation": self.paper.text, "source_table": source}
+
+    def record(self, row: PaperRow) -> dict:
+        """``row`` in the columns of the aggregate results (``benchmark.results.AGGREGATE``) but the track and the
+        protocol, which the reader adds."""
+        return {"model": row.model.name, "model_id": row.model.id, "model_type": row.model.type,
+                "metric": row.metric, "metric_label": row.label, "higher_is_better": row.higher_is_better,
+                "slice": row.slice, "slice_value": row.slice_value, "value": row.value, **self.reported(row.source)}
+
+    def correlation_record(self, correlation: PaperCorrelation) -> dict:
+        """``correlation`` in the columns of the Metrics tab's ranking table (``meta_eval.RANKING_COLUMNS``:
+        every country, no CI, count or rank), with its provenance."""
+        return {"metric": correlation.metric, "criterion": correlation.criterion, "country": "all",
+                "spearman": correlation.spearman, "ci_low": None, "ci_high": None, "n": None,
+                "ceiling": correlation.ceiling, "rank": None, **self.reported(correlation.source)}
+
+
 class MetricsUnavailable(CultureLensError):
     """A track's metrics cannot be built with these settings; ``name`` is what run.json lists as unavailable
     (the metric, or the track when none of it can run) and the message says how to make it available."""
@@ -117,17 +224,20 @@ class DetailPicture:
     (``Metric.details``) of ``metric``.
     ``draw(image, references, detail, value)`` receives the generated image, the prompt's reference images (may
     be empty), the detail as a dict and the image's value, and returns (picture, caption) or None when this image
-    has nothing to show. ``empty`` says why no image of a comparison may have one."""
+    has nothing to show. ``empty`` says why no image of a comparison may have one; ``label`` is what the Compare
+    gallery of these pictures is called (what a picture shows, and how to read it)."""
 
     name: str
     metric: str
     draw: Callable[..., tuple[object, str] | None]
     empty: str
+    label: str
 
 
 @dataclass(frozen=True)
 class Track:
-    """One track. ``headline``: the metric ranked in the win rates (and the Overview, unless ``overview_metric``);
+    """One track. ``papers``: its paper's record and published rows (none for a track no paper describes);
+    ``headline``: the metric ranked in the win rates (and the Overview, unless ``overview_metric``);
     ``overview_slice``: a slice whose every value the Overview ranks apart, for a paper that reports its table that
     way (CRT: still and moving). ``metrics(settings, backbones)`` builds the metrics (``MetricsUnavailable`` when
     these settings cannot); ``order`` places the track among the others (display order)."""
@@ -137,7 +247,7 @@ class Track:
     headline: str
     question: str
     method: str  # Markdown: formulas, parameters
-    citation: str  # a reference of ``benchmark.citations``
+    papers: Papers | None = None
     protocol: Protocol = field(default_factory=Protocol)
     overview_metric: str = ""
     overview_slice: str = "overall"
@@ -147,6 +257,11 @@ class Track:
     charts: tuple[Chart, ...] = ()
     pictures: tuple[DetailPicture, ...] = ()
     order: int = 100
+
+    @property
+    def citation(self) -> str:
+        """The reference text of the track's paper ("" without one)."""
+        return self.papers.paper.text if self.papers else ""
 
     @property
     def opens_on(self) -> str:

@@ -23,7 +23,7 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from benchmark import citations, layout
+from benchmark import layout
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
@@ -892,7 +892,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 c_gallery = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
                 c_table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"],
                                        visible=False)
-                c_reuse = gr.Gallery(label="Visual reuse: reused patches outlined (generated | best reference)",
+                c_reuse = gr.Gallery(label=" · ".join(kind.label for _, kind in track_pictures()),
                                      **{**gallery, "columns": 2})
                 c_outputs = [c_gallery, c_refs, c_table, c_reuse, c_note]
                 c_link = _url_js("compare", ["subs", "prompt"])
@@ -915,7 +915,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 m_page = gr.Markdown()
                 m_track.input(render.method_page, m_track, m_page, api_name="method")
                 with gr.Accordion("Cite (BibTeX)", open=False):
-                    gr.Code(citations.bibtex(), language=None)
+                    gr.Code(track_registry.bibtex(), language=None)
 
             with gr.Tab("Submit", id="submit") as submit_tab:
                 if on_space:

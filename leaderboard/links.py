@@ -3,7 +3,7 @@
 A submission's ``model.id`` is the submitter's text ("Hub id or URL of the model"): it becomes a link only when
 it is a Hugging Face repo id (``https://huggingface.co/ID``) or an absolute http(s) URL without user name or
 password; anything else (``javascript:``, a bare host, "Google Imagen 4 (API)") is shown as text. A paper row
-links to its paper through the arXiv id its citation names (``benchmark.citations``).
+links to its paper through the arXiv id its citation names (``benchmark.track.Paper.text``).
 """
 
 from __future__ import annotations

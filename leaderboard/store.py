@@ -415,11 +415,10 @@ class Store:
         return self.root / layout.META_EVAL
 
     def meta_evaluation(self) -> pd.DataFrame:
-        """The metric ranking table: rows computed here (``culturelens meta-eval --store``) and the paper's."""
-        from benchmark.expectations import published
-
+        """The metric ranking table: rows computed here (``culturelens meta-eval --store``) and the tracks' papers'
+        (``Track.papers``)."""
         frames = [pd.read_parquet(p).assign(provenance="scored") for p in sorted(self.meta_eval.glob("*.parquet"))]
-        frames.append(pd.DataFrame(published.ranking_rows()))
+        frames.append(pd.DataFrame(reported.ranking_rows()))
         table = pd.concat([f for f in frames if len(f)], ignore_index=True)
         table["source"] = table.pop("source_table").fillna("") if "source_table" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",

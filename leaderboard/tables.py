@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark import citations, results
+from benchmark import results
 from benchmark import tracks as track_registry
 from leaderboard import links, render
 from leaderboard.catalog import Catalog
@@ -348,7 +348,8 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
 def _sources(frame: pd.DataFrame) -> pd.Series:
     """Where each row comes from, as Markdown: the paper (linked to it on arXiv) and table, or the harness
     version, backbones and seeds."""
-    reported = pd.Series([render.link(citations.SHORT.get(c, c) if isinstance(c, str) else "", links.paper_url(c))
+    short = {text: paper.short for text, paper in track_registry.cited_papers().items()}
+    reported = pd.Series([render.link(short.get(c, c) if isinstance(c, str) else "", links.paper_url(c))
                           + ", " + render.plain(t if isinstance(t, str) else "")
                           for c, t in zip(frame["citation"], frame["source_table"])], index=frame.index)
     seeds = frame["seeds"].fillna("").str.split(",")

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from benchmark import citations, results
-from benchmark.expectations import human, meta_eval, published
+from benchmark import results
+from benchmark.expectations import human, meta_eval
+from benchmark.tracks.papers import culturalframes as published
 
 
 def synthetic_ratings(n_images: int = 120, *, noise: float = 0.6, seed: int = 0) -> pd.DataFrame:
@@ -311,7 +312,7 @@ def test_several_seeds_per_prompt_need_a_seed_choice():
 def test_published_rows_carry_their_citation_and_use_our_names():
     human_rows = published.human_rows()
     assert {r["statistic"] for r in human_rows} <= set(human.IMAGE_MEANS) | set(human.FAILURE_SHARES)
-    assert all(r["citation"] == citations.CULTURALFRAMES and r["provenance"] == "reported" for r in human_rows)
+    assert all(r["citation"] == published.PAPER.text and r["provenance"] == "reported" for r in human_rows)
     alignment = {r["model"]: r["value"] for r in human_rows if r["statistic"] == "mean_alignment"}
     assert alignment == {"GPT-Image": 0.85, "Imagen 3": 0.79, "SD-3.5-Large": 0.66, "FLUX.1-dev": 0.63}
     shares = {r["statistic"]: r["value"] for r in human_rows if r["model"] == "all"}

@@ -1,9 +1,10 @@
 """A track is one module: a toy track written to a folder named in CULTURELENS_TRACK_PATH, with no edit anywhere
-else, shows its verb and settings in `culturelens --help`, is scored by the worker of `culturelens serve`, and is
-ranked, charted and explained by the app."""
+else, shows its verb and settings in `culturelens --help`, is scored by the worker of `culturelens serve`, is
+ranked, charted and explained by the app, and its paper's row, correlation and BibTeX are shown beside the others'."""
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from benchmark import tracks
+from benchmark import results, tracks
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
 from tests.helpers import make_submission, serving, serving_tiny_cube
@@ -22,7 +23,8 @@ TOY = textwrap.dedent('''
     import argparse
 
     from benchmark.settings import Setting
-    from benchmark.track import Chart, Track, Verb
+    from benchmark.track import (Chart, DetailPicture, Paper, PaperCorrelation, PaperModel, PaperRow, Papers, Track,
+                                 Verb)
 
 
     def metrics(settings, backbones):
@@ -53,14 +55,23 @@ TOY = textwrap.dedent('''
         return rows.assign(doubled=2 * rows["value"])[["model", "value", "doubled"]]
 
 
+    PAPER = Paper("nobody2025toy", "Toy", ("Nobody, Ada",), "0000.00000", 2025)
+    # The paper's Table 1 (raters' share of liked seeds, on a metric of its own) and its Table 2 correlation.
+    PAPERS = Papers(
+        PAPER, (PaperRow(PaperModel("Paper Model", "org/paper-model", "open"), "toy_liked",
+                         "share of seeds raters liked (human)", True, 0.5, "Table 1"),),
+        (PaperCorrelation("Toy metric", "overall", 0.25, 0.5, "Table 2"),))
+
+
     TRACK = Track(
-        "toy", "Toy (seeds)", "toy_seed", "Which seeds did the model use?", "Toy method: **seed / divisor**.",
-        "Nobody, \\"Toy\\", arXiv:0000.00000",
+        "toy", "Toy (seeds)", "toy_seed", "Which seeds did the model use?", "Toy method: **seed / divisor**.", PAPERS,
         settings=(Setting("toy_divisor", 10.0, "toy: what each seed is divided by", type=float),),
         metrics=metrics,
         verbs=(Verb("toy-hello", "say hello from the toy track", "culturelens toy-hello --name you", _hello_options),),
         charts=(Chart("scatter", "Toy: value against twice the value", "value", "doubled", "no toy rows yet",
-                      points),))
+                      points),),
+        pictures=(DetailPicture("toy picture", "toy_seed", lambda image, references, detail, value: None,
+                                "toy images keep no detail", "Toy: each image's seed, drawn large"),))
 ''')
 
 
@@ -124,3 +135,61 @@ def test_a_toy_track_module_is_scored_ranked_charted_and_explained(toy_track, tm
         assert ["Toy (seeds)", "toy"] in [list(c) for c in track_picker["choices"]]
         method = client.predict("toy", api_name="/method")
         assert method.startswith("### Toy (seeds)") and "Toy method: **seed / divisor**." in method
+
+
+TOY_BIBTEX = """@article{nobody2025toy,
+  title = {Toy},
+  author = {Nobody, Ada},
+  journal = {arXiv preprint arXiv:0000.00000},
+  year = {2025}
+}"""
+TOY_CITATION = 'Nobody, "Toy", arXiv:0000.00000'
+
+
+def test_a_toy_track_module_declares_its_paper_rows_correlations_and_bibtex(toy_track, tmp_path):
+    """What the store seeds and the Metrics tab reads come from the toy module alone, beside the six tracks'."""
+    store = Store(tmp_path / "store")
+    seeded = store.seed_reported()
+    rows = pd.read_parquet(store.reported)
+    assert len(rows) == seeded == 230 + 1  # the six tracks' papers (tests/test_reported.py) and the toy's row
+    [toy] = rows[rows["track"] == "toy"].to_dict("records")
+    assert (toy["model"], toy["model_id"], toy["model_type"], toy["metric"], toy["value"]) == (
+        "Paper Model", "org/paper-model", "open", "toy_liked", 0.5)
+    assert (toy["provenance"], toy["citation"], toy["source_table"]) == ("reported", TOY_CITATION, "Table 1")
+    assert results.protocol_fields(toy["protocol"]) == {  # the paper's protocol: ranked with no scored row
+        "dataset": "as published in Nobody, arXiv:0000.00000", "images_per_prompt": None,
+        "metric_version": "paper (Table 1)", "backbones": []}
+    ranking = store.meta_evaluation()
+    toy_ranking = ranking[ranking["metric"] == "Toy metric"]
+    assert toy_ranking[["provenance", "criterion", "spearman", "ceiling", "source"]].values.tolist() == [
+        ["reported", "overall", 0.25, 0.5, "Table 2"]]
+    assert "VIEScore (GPT-4o)" in set(ranking["metric"])  # CulturalFrames' rows stay
+    assert tracks.bibtex().endswith("\n\n" + TOY_BIBTEX) and tracks.bibtex().count("@article{") == 6
+
+
+@pytest.mark.slow  # a live `culturelens serve`
+def test_a_toy_track_module_shows_its_paper_row_and_bibtex_in_the_app(toy_track, tmp_path):
+    """The toy's paper row is ranked in its Overview table with its citation linked to arXiv; its BibTeX is on the
+    Metrics tab and its reference on the About page; its picture's label names the Compare gallery."""
+    from gradio_client import Client
+    from markdown_it import MarkdownIt
+
+    with serving(tmp_path / "store", tmp_path / "serve.log", "--no-worker") as url:
+        client = Client(url, verbose=False)
+        [row] = client.predict("toy", "toy_liked", api_name="/leaderboard")
+        assert (row["model"], row["provenance"], row["value"], row["rank"]) == ("Paper Model", "reported", 0.5, 1)
+        assert (row["citation"], row["source_table"], row["paper_url"]) == (
+            TOY_CITATION, "Table 1", "https://arxiv.org/abs/0000.00000")
+        table = client.predict("toy", "toy_liked", "", [], None, None, "", [], [], None, api_name="/overview")[2]
+        [shown] = [dict(zip(table["headers"], r)) for r in table["data"]]
+        assert MarkdownIt("commonmark").renderInline(shown["Source"]) == \
+            '<a href="https://arxiv.org/abs/0000.00000">Nobody, arXiv:0000.00000</a>, Table 1'
+        assert "Paper Model" in shown["Model"] and shown["Provenance"] == "paper"
+        props = [c.get("props", {}) for c in client.config["components"]]
+        [bibtex] = [p["value"] for p in props if "@article{" in str(p.get("value"))]
+        assert bibtex.endswith("\n\n" + TOY_BIBTEX)
+        pages = [MarkdownIt("commonmark").render(p["value"]) for p in props if isinstance(p.get("value"), str)]
+        assert any(f"<li>toy: {html.escape(TOY_CITATION)}</li>" in page for page in pages)  # the About page's papers
+        labels = [p.get("label") for p in props]
+        assert "Visual reuse: reused patches outlined (generated | best reference) · Toy: each image's seed, drawn " \
+               "large" in labels

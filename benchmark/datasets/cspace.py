@@ -445,7 +445,7 @@ def _coverage(rows: list[dict]) -> dict[str, Counter]:
 
 def _write(out: Path, rows: list[dict], repo: str, license: str, **variables) -> Path:
     from benchmark import __version__
-    from benchmark.citations import CUBE
+    from benchmark.tracks.papers.cube import PAPER as CUBE
 
     if not rows:
         raise ValueError("the build found no artifact rows: nothing to write (check the input and the roots)")
@@ -460,7 +460,7 @@ def _write(out: Path, rows: list[dict], repo: str, license: str, **variables) ->
         source_datasets=["https://github.com/google-deepmind/cube"])
     card = hub_layout.render_card(
         "cube_cspace", data, version=__version__, repo=repo, config=CONFIG, split=SPLIT, n_rows=len(rows),
-        concepts=CONCEPTS, artifacts=artifacts, coverage=_coverage(rows), citation=CUBE, license=license,
+        concepts=CONCEPTS, artifacts=artifacts, coverage=_coverage(rows), citation=CUBE.text, license=license,
         multi_country=sum(1 for n in Counter((r["artifact_id"] or r["artifact"], r["concept"])
                                              for r in rows).values() if n > 1),
         **variables)

@@ -74,7 +74,7 @@ def features() -> datasets.Features:
 def build_diversity(out: Path, *, repo: str = HUB_REPO) -> Path:
     """Write the ``diversity`` prompt set as a Hub-layout folder with its card."""
     from benchmark import __version__
-    from benchmark.citations import CUBE
+    from benchmark.tracks.papers.cube import PAPER as CUBE
 
     rows = diversity_prompts()
     data = hub_layout.card_data(
@@ -85,6 +85,6 @@ def build_diversity(out: Path, *, repo: str = HUB_REPO) -> Path:
     card = hub_layout.render_card(
         "cube_diversity", data, version=__version__, repo=repo, config=CONFIG, split=SPLIT, rows=rows,
         concepts=CONCEPTS, seeds=SEEDS, batch_size=BATCH_SIZE, n_batches=len(batches),
-        per_concept=len(rows) // len(CONCEPTS), citation=CUBE, ours=OURS)
+        per_concept=len(rows) // len(CONCEPTS), citation=CUBE.text, ours=OURS)
     return hub_layout.write_folder(
         out, {(CONFIG, SPLIT): datasets.Dataset.from_list(rows, features=features())}, card)

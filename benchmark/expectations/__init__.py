@@ -1,2 +1,2 @@
-"""The expectations track (CulturalFrames, arXiv:2506.08835): human aggregates, metric meta-evaluation against
-the raters, and the paper's published numbers."""
+"""The expectations track (CulturalFrames, arXiv:2506.08835): human aggregates and metric meta-evaluation against
+the raters. The paper's published numbers are the track's own (``benchmark.tracks.papers.culturalframes``)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchmark.citations import CUBE, SHORT
+from benchmark.tracks.papers.cube import PAPER as CUBE
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 
@@ -61,7 +61,7 @@ class ArtifactRecognition(Metric):
         self.backbone, self.top, self.template = backbone, top, template
         self.info = MetricInfo(
             f"artifact_top{top}", f"Artifact recognised (top-{top}, zero-shot)", "awareness", "1", True,
-            "share", 0.0, 1.0, SHORT[CUBE] + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
+            "share", 0.0, 1.0, CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue
@@ -108,7 +108,7 @@ class CountryRecognition(Metric):
         self.backbone, self.nouns = backbone, nouns
         self.info = MetricInfo(
             "country_top1", "Country recognised (zero-shot)", "awareness", "1", True, "share", 0.0, 1.0,
-            SHORT[CUBE] + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
+            CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue
@@ -142,7 +142,7 @@ class HPSQuality(ClipCosine):
         super().__init__(backbone)
         self.info = MetricInfo(
             "hps_v2", "HPS v2 quality", "awareness", "1", True, "cosine", -1.0, 1.0,
-            "Wu et al., arXiv:2306.09341; " + SHORT[CUBE] + ", Eq. 3", self.info.needs)
+            "Wu et al., arXiv:2306.09341; " + CUBE.short + ", Eq. 3", self.info.needs)
 
 
 def metrics(clip: str = "clip-vit-b-32", quality: str = "hpsv2") -> list[Metric]:

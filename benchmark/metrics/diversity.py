@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from benchmark.citations import CUBE, SHORT
+from benchmark.tracks.papers.cube import PAPER as CUBE
 from benchmark.features.producers import LazyImages
 from benchmark.metrics.alignment import cosine_similarity
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
@@ -205,7 +205,7 @@ class NormalisedVendi(_Diversity):
         self.info = MetricInfo(
             self.name, f"Vendi score / N, {KERNEL_NAMES[kernel]} kernel {_weights_text(self.weights)}"
                        f"{self.label_suffix} (Table 5)", "diversity", self.version, True, "VS / N", 1 / self.size,
-            1.0, f"{SHORT[CUBE]}, Eq. 1 and 4", (Need(self.clip, "image"),), level="prompt")
+            1.0, f"{CUBE.short}, Eq. 1 and 4", (Need(self.clip, "image"),), level="prompt")
 
 
 class CulturalDiversity(_Diversity):
@@ -220,7 +220,7 @@ class CulturalDiversity(_Diversity):
         self.info = MetricInfo(
             self.name, f"Cultural diversity, HPS quality x Vendi / N, {KERNEL_NAMES[kernel]} kernel "
                        f"{_weights_text(self.weights)}{self.label_suffix} (Eq. 3)", "diversity", self.version, True,
-            "CD", 0.0, 1.0, f"{SHORT[CUBE]}, Eq. 3 and 4",
+            "CD", 0.0, 1.0, f"{CUBE.short}, Eq. 3 and 4",
             (Need(self.clip, "image"), Need(quality, "image"), Need(quality, "text")), level="prompt")
 
     def cosines(self, inputs: Inputs) -> np.ndarray:

@@ -38,11 +38,13 @@ from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.crt_protocol import (  # noqa: F401 - the protocol's names, where readers of this module look
     CITATION,
     COMPARISONS,
+    CRA_REFERENCE,
     CRT_FROM_MEANS,
     GRID,
     TAU,
     TAU_PATCH,
     VARIANTS,
+    VR,
     Protocol,
     protocol,
 )
@@ -396,7 +398,7 @@ class RecognitionPerImage(_Iconicity):
 
 
 class RecognitionPerReference(_Iconicity):
-    name, label, equation = "cra_reference", "CRA, share of references with a recognised image (Table 1)", "Table 1"
+    (name, label), equation = CRA_REFERENCE, "Table 1"
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         table = self.per_reference(inputs)
@@ -405,7 +407,7 @@ class RecognitionPerReference(_Iconicity):
 
 
 class VisualReuse(_Iconicity):
-    name, label, higher, equation = "vr", "VR, visual reuse of recognised images (Eq. 2)", False, "Eq. 2"
+    (name, label), higher, equation = VR, False, "Eq. 2"
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         table = self.per_reference(inputs)

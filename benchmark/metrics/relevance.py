@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from benchmark.citations import CAIRE, SHORT
+from benchmark.tracks.papers.caire import PAPER as CAIRE
 from benchmark.features.producers import LazyImages, produce
 from benchmark.judges.base import CAIRE_RUBRIC, Judge, JudgeRequest, Rubric
 from benchmark.judges.prompts import LABEL_CASES, case_label, cut_text
@@ -111,7 +111,7 @@ class CulturalRelevance(Metric):
             f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the submitter's culture labels",
             "relevance", f"2 (kb {knowledge_base.fingerprint}, judge {judge.id}, k {k}, linking {linking}, "
                          f"label {label_case}, text {text_chars or 'whole'})", True, "score", 1.0,
-            float(len(rubric.levels)), f"{SHORT[CAIRE]}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
+            float(len(rubric.levels)), f"{CAIRE.short}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
 
     def check(self, backbones: dict) -> str | None:
         try:

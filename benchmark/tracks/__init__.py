@@ -2,7 +2,8 @@
 (``os.pathsep``-separated), that exports ``TRACK`` (a ``benchmark.track.Track``).
 
 Adding a track is adding one module: the command line lists its verbs and settings, the harness builds its
-metrics, the worker scores them and the app shows its tab, method page and charts, with no edit elsewhere.
+metrics, the worker scores them and the app shows its tab, method page, charts, paper rows and BibTeX, with no edit
+elsewhere. The papers of this package's tracks are in ``benchmark.tracks.papers``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from types import ModuleType
 
 from benchmark.errors import CultureLensError
 from benchmark.settings import Setting, Settings
-from benchmark.track import MetricsUnavailable, Track, Unavailable
+from benchmark.track import MetricsUnavailable, Paper, Track, Unavailable
 
 ENV_TRACK_PATH = "CULTURELENS_TRACK_PATH"
 
@@ -65,12 +66,23 @@ def all_tracks() -> dict[str, Track]:
 def get(name: str) -> Track:
     """The registered track, or a plain one for a track only the results know (its first metric is its
     headline; no method page)."""
-    return all_tracks().get(name) or Track(name, name.capitalize(), "", "", "", "")
+    return all_tracks().get(name) or Track(name, name.capitalize(), "", "", "")
 
 
 def on_protocol(track: str, protocol: str | None) -> bool:
     """Whether a row of ``track`` scored under ``protocol`` counts in the track's headline ranking."""
     return get(track).protocol.admits(protocol)
+
+
+def cited_papers() -> dict[str, Paper]:
+    """The paper of every registered track, by its reference text (a reported row's ``citation``), each once (CUBE
+    is the paper of two tracks), in track order."""
+    return {t.papers.paper.text: t.papers.paper for t in all_tracks().values() if t.papers}
+
+
+def bibtex() -> str:
+    """BibTeX of the registered tracks' papers."""
+    return "\n\n".join(paper.bibtex for paper in cited_papers().values())
 
 
 def settings_declared() -> tuple[Setting, ...]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmark import citations, layout
+from benchmark import layout
 from benchmark.atomic import atomic_write
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Track, Verb
+from benchmark.tracks.papers.culturalframes import EXPECTATIONS
 
 def build_release(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
@@ -131,7 +132,7 @@ Three raters per image: alignment {0, ½, 1} with explicit / implicit error flag
 {0, ½, 1}, overall 1-5. Reported: mean alignment, failure rate (share < 1) and its explicit / implicit split;
 agreement by Krippendorff's α. The **Metrics** tab ranks automatic metrics by Spearman ρ with the human means
 per criterion, against the leave-one-rater-out human ceiling.
-""", citations.CULTURALFRAMES, order=60,
+""", EXPECTATIONS, order=60,
     verbs=(Verb("culturalframes", "CulturalFrames prompts, rated images and per-rater ratings from the authors' "
                 "release", "culturelens data build culturalframes --source mair-lab/CulturalFrames "
                 "--out data/culturalframes", _release_options, under=("data", "build")),

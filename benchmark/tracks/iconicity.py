@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmark import citations
 from benchmark import settings as declared
 from benchmark.datasets.names import ICONIC_REFERENCES
 from benchmark.errors import CultureLensError
 from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS
 from benchmark.settings import Setting
-from benchmark.track import Chart, DetailPicture, MetricsUnavailable, Protocol, Track, Verb
+from benchmark.track import Chart, DetailPicture, MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.tracks.papers import crt
 
 SETTINGS = (
     # The CRT paper used DINOv3 (gated on the Hub); DINOv2 is the open default. A None below: the variant's own.
@@ -131,7 +131,7 @@ TRACK = Track(
   reference patch is ≥ τ_patch = 0.6 (faiss search over the pool of reference patches).
 - **CRT** (Eq. 3) = CRA × (1 − VR): recognised and realised anew. VR@k restricts VR to the references every
   compared model recognised. Still and moving images are reported apart.
-""", citations.CRT,
+""", Papers(crt.PAPER, crt.TABLE_1),
     # Sec. 4: n = 10 images per title; the paper variant's thresholds and backbones.
     Protocol(str(ICONIC_REFERENCES), 10,
              VARIANTS["paper"].version, (VARIANTS["paper"].clip, VARIANTS["paper"].dino)),
@@ -147,4 +147,5 @@ TRACK = Track(
                   recognition_vs_realisation),),
     pictures=(DetailPicture("visual-reuse picture", "vr_image", reuse_detail,
                             "no image of these submissions recognised a reference, and VR compares the patches of "
-                            "recognised images only"),))
+                            "recognised images only",
+                            "Visual reuse: reused patches outlined (generated | best reference)"),))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmark import citations
 from benchmark import settings as declared
 from benchmark.settings import Setting, positive_int
-from benchmark.track import MetricsUnavailable, Track, Verb
+from benchmark.track import MetricsUnavailable, Papers, Track, Verb
+from benchmark.tracks.papers import caire
 
 ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
 
@@ -88,7 +88,7 @@ Visual entity linking: the top-20 knowledge-base images by cosine (mSigLIP), the
 whose name embedding is closest to the image chosen. A vision-language judge then reads the image, the entity's
 Wikipedia text, the rubric (1 not relevant … 5 highly relevant) and one culture label, and answers with the
 digit whose logit is highest among 1-5. Probe baseline: "This image is {level} to {culture}".
-""", citations.CAIRE,
+""", Papers(caire.PAPER),
     settings=SETTINGS, metrics=metrics, order=50,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
                 "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",
