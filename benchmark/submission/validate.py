@@ -29,7 +29,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.shards import MAX_SHARD_BYTES, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
-from benchmark.layout import IMAGES_DIR, MANIFEST, SubmissionLayout
+from benchmark.layout import IMAGES_DIR, MANIFEST, PARTS_DIR, SubmissionLayout
 from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
@@ -315,7 +315,11 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
     try:
         try:
-            entries = expand(folder, unpack(Path(source), folder, limits), limits)
+            entries = unpack(Path(source), folder, limits)
+            if any(e.part for e in entries):
+                raise Rejected(f"{PARTS_DIR}/: a suite submission, one folder per part; check it as one with "
+                               "`culturelens validate` (benchmark.submission.suite.stage)")
+            entries = expand(folder, entries, limits)
         except Rejected as error:
             report = Report()
             report.error(str(error))
