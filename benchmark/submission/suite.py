@@ -20,12 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.layout import PARTS_DIR, SuiteLayout, part_folder
-from benchmark.submission.archive import Entry, Limits, Rejected, storing, unpack
+from benchmark.submission.archive import Entry, Limits, storing
 from benchmark.submission.manifest import Manifest
 from benchmark.submission.shards import expand
-from benchmark.submission.validate import PromptLoader, Report, check_folder, read_manifest
+from benchmark.submission.validate import PromptLoader, Report, check_folder, read_manifest, stage_with
 from benchmark.suite import Part, Suite
 
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total), e.g. a ``benchmark.progress.Bars``
@@ -110,8 +111,6 @@ class SuiteReport:
             for name, report in self.parts.items():
                 report.keep(kept / part_folder(name))
             with storing():
-                from benchmark.atomic import publish
-
                 publish(kept, target)
         except BaseException:
             shutil.rmtree(kept, ignore_errors=True)
@@ -159,8 +158,7 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
                                      "(`culturelens suite build`)")
         return prompts
 
-    checked = check_folder(folder, expand(folder, entries, limits), pinned, limits, progress)
-    return checked
+    return check_folder(folder, expand(folder, entries, limits), pinned, limits, progress)
 
 
 def _seeds(seeds) -> str:
@@ -206,38 +204,16 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
 def stage(source: Path, staging_root: Path, suite: Suite, load_prompts: PromptLoader, limits: Limits = Limits(),
           progress: StageProgress | None = None) -> Report | SuiteReport:
     """Copy ``source`` (a folder or ``.zip``: a plain or a suite submission) into a new folder under
-    ``staging_root`` and validate it there: a ``SuiteReport`` for a suite submission (checked against
-    ``suite``), else the ``Report`` of ``benchmark.submission.validate.stage``.
+    ``staging_root`` and validate it there (``validate.stage_with``: what is left behind, and when): a
+    ``SuiteReport`` for a suite submission (checked against ``suite``), else the ``Report`` of a submission."""
 
-    As there, an accepted upload's staged copy is ``report.folder`` (the caller keeps or removes it); a rejected
-    one leaves nothing behind, and neither does our own disk failing (``ServerFault``)."""
-    with storing():
-        staging_root.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
-    try:
-        try:
-            entries = unpack(Path(source), folder, limits)
-            if not any(e.part for e in entries):
-                entries = expand(folder, entries, limits)
-        except Rejected as error:
-            report = Report()
-            report.error(str(error))
-        else:
-            if any(e.part for e in entries):
-                try:
-                    report = check_suite(folder, entries, suite, load_prompts, limits, progress)
-                except Rejected as error:  # a part's Parquet rows (``expand``)
-                    report = SuiteReport(suite, errors=[str(error)])
-            else:
-                report = check_folder(folder, entries, load_prompts, limits,
-                                      progress and (lambda done, total: progress("checking images", done, total)))
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    if not report.ok:
-        shutil.rmtree(folder, ignore_errors=True)
-        report.folder = None
-    return report
+    def check(folder: Path, entries: list[Entry]) -> Report | SuiteReport:
+        if any(e.part for e in entries):
+            return check_suite(folder, entries, suite, load_prompts, limits, progress)
+        return check_folder(folder, expand(folder, entries, limits), load_prompts, limits,
+                            progress and (lambda done, total: progress("checking images", done, total)))
+
+    return stage_with(source, staging_root, check, limits)
 
 
 def validated_hash(folder: Path) -> str:
