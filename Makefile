@@ -9,7 +9,7 @@ PORT ?= 7860
 # The authors' CUBE-1K file: a local copy if this checkout sits next to ../shared (as on the team's machines),
 # else its public URL.
 SHARED_CUBE := ../shared/data/cube/cube_1k.json
-CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json)
+CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/4ec2d350102dcfc03e41aa51ee0f2398d642a1a6/dataset/cube_1k.json)
 
 .PHONY: run test test-fast browser postgresql clean
 

@@ -16,7 +16,6 @@ process's.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from dataclasses import dataclass, replace
@@ -252,9 +251,8 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         "settings": settings,  # None: the caller did not say (culturelens reproduce refuses such a result)
         "backbone_specs": {b: x.spec.to_dict() for b, x in used.items()},
         # the prompt rows' content (the datasets fingerprint above stays the same when a local copy is rebuilt
-        # with other rows); benchmark.reproduce.prompts_digest computes the same
-        "dataset_digest": hashlib.sha256(prompts.table.to_json(orient="split", default_handler=str).encode()
-                                         ).hexdigest()[:16],
+        # with other rows)
+        "dataset_digest": prompts.digest,
         "batch_size": batch_size,
         "images": len(images),
         "missing": len(manifest.missing),

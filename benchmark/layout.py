@@ -6,6 +6,12 @@ A submission folder (an upload, ``culturelens generate``'s output, a validated c
     images/<prompt_id>/<seed>.<ext>      IMAGES_DIR, ``image_name``: an upload's images, one file each
     data/<name>.parquet                  DATA_DIR: or an upload's images as Parquet rows (``submission.shards``)
 
+A suite submission (``culturelens generate --suite``; ``benchmark.suite``) is one such submission folder per part
+of the suite, each manifest naming its part (``suite``); a part of the suite may be absent::
+
+    parts/<part>/manifest.json           PARTS_DIR, ``part_folder``
+    parts/<part>/images/<prompt_id>/<seed>.<ext>   (or parts/<part>/data/<name>.parquet)
+
 A validated submission (``STORE/submissions/<id>/``, ``culturelens score``'s ``OUT/submission/``) holds no
 image file: its images are rows of a few Parquet shards, in the ``datasets`` layout and with the ``Image``
 feature (``load_dataset("parquet", data_files=".../data/*.parquet")`` decodes them)::
@@ -15,6 +21,8 @@ feature (``load_dataset("parquet", data_files=".../data/*.parquet")`` decodes th
     ...                                  height; at most ``max_shard_bytes`` each (``benchmark.submission.shards``)
     images.parquet                       IMAGES_TABLE: the validated image list (no bytes), written last by
                                          ``Report.keep``
+
+and a validated suite submission holds such a folder for each part it has, ``parts/<part>/`` (``SuiteLayout``).
 
 A results folder (the worker's ``STORE/results/<id>/``, ``culturelens score``'s ``OUT/results/<id>/``, both
 ``results_folder``), written at once (``benchmark.atomic``) and never changed::
@@ -46,6 +54,8 @@ IMAGES_DIR = "images"
 """The folder of a submission's images, one subfolder per prompt id."""
 IMAGES_TABLE = "images.parquet"
 """A validated submission's image table (prompt_id, seed, path, sha256, width, height), beside its manifest."""
+PARTS_DIR = "parts"
+"""The folder of a suite submission's parts, one subfolder per part name (``benchmark.suite``)."""
 DATA_DIR = "data"
 """The folder of a submission's Parquet shards (the ``datasets`` convention for a repo's data files)."""
 SHARD_NAME = re.compile(r"images-(\d{5})-of-(\d{5})\.parquet")
@@ -87,6 +97,11 @@ def shard_name(index: int, count: int) -> str:
     return f"{DATA_DIR}/images-{index:05d}-of-{count:05d}.parquet"
 
 
+def part_folder(part: str) -> str:
+    """A suite part's folder inside a suite submission (POSIX): ``parts/<part>``."""
+    return f"{PARTS_DIR}/{part}"
+
+
 def results_folder(root: Path, submission_id: str) -> Path:
     """Where the results of ``submission_id`` go under ``root`` (a store or ``culturelens score``'s --out):
     ``root/results/<submission id>``, the id its run.json records."""
@@ -117,6 +132,29 @@ class SubmissionLayout:
     def is_validated(self) -> bool:
         """Whether the folder holds a validated submission: its image table is written last, by ``Report.keep``."""
         return self.images_table.exists()
+
+
+@dataclass(frozen=True)
+class SuiteLayout:
+    """The parts of one suite submission folder."""
+
+    folder: Path
+
+    @property
+    def parts(self) -> dict[str, SubmissionLayout]:
+        """Part name -> its folder, in name order; empty when the folder holds no part."""
+        root = self.folder / PARTS_DIR
+        return {p.name: SubmissionLayout(p) for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}
+
+    @property
+    def is_suite(self) -> bool:
+        return (self.folder / PARTS_DIR).is_dir()
+
+    @property
+    def is_validated(self) -> bool:
+        """Whether every part is validated (``SuiteReport.keep`` publishes them together)."""
+        parts = self.parts
+        return bool(parts) and all(p.is_validated for p in parts.values())
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ the aggregate values.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -51,11 +50,6 @@ def settings_record(args: argparse.Namespace) -> dict:
     return {"metric_settings": declared.from_args(tracks.settings_declared(), args).record(), "tracks": args.tracks}
 
 
-def prompts_digest(prompts) -> str:
-    """The content of a prompt set's rows, as ``harness.score`` records it in ``run["dataset_digest"]``."""
-    return hashlib.sha256(prompts.table.to_json(orient="split", default_handler=str).encode()).hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class Target:
     """Where a result, its submission, its datasets and its embedding cache are."""
@@ -83,6 +77,9 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     except (OSError, json.JSONDecodeError) as error:
         raise ReproduceError(f"{folder} holds no readable run.json ({error.__class__.__name__}): not a results "
                              "folder") from None
+    if run.get("suite"):
+        raise ReproduceError(f"{folder} is the result of a suite submission ({', '.join(run['suite']['parts'])}): "
+                             "reproduce does not redo suite results yet; its per-part records are in run.json")
     missing = [key for key in RECORDED if run.get(key) is None]
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
@@ -212,9 +209,9 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
     except DatasetUnavailable as error:
         raise ReproduceError(str(error)) from None
     dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
-    if dataset != run["dataset"] or prompts_digest(prompts) != run["dataset_digest"]:
+    if dataset != run["dataset"] or prompts.digest != run["dataset_digest"]:
         raise ReproduceError(f"the dataset changed since the result was scored: it was {run['dataset']} with rows "
-                             f"{run['dataset_digest']}, it is now {dataset} with rows {prompts_digest(prompts)}")
+                             f"{run['dataset_digest']}, it is now {dataset} with rows {prompts.digest}")
     if run["harness_version"] != __version__:
         _warn(f"the result was scored by harness {run['harness_version']}, this is {__version__}")
     try:

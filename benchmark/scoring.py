@@ -23,18 +23,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 
 from benchmark import harness, layout, results
-from benchmark.layout import ScoreOutput, SubmissionLayout
+from benchmark.layout import ScoreOutput, SubmissionLayout, SuiteLayout
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders.spec import BackboneSpec
 from benchmark.errors import CultureLensError
 from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
-from benchmark.submission import Manifest, stage
-from benchmark.submission.validate import ImageRecord, content_hash
+from benchmark.suite import SUITE_V1, Suite
 
 
 _LAUNCHED = "CULTURELENS_LAUNCHED"
@@ -57,20 +55,23 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
     return subprocess.call(command, env={**os.environ, _LAUNCHED: "1"})
 
 
-def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
-    """Validate ``submission`` into ``OUT/submission`` (or reuse an identical one there)."""
+def _stage_once(submission: Path, out: Path, datasets_root: Path, suite: Suite | None) -> bool:
+    """Validate ``submission`` (plain, or a suite submission checked against ``suite``) into ``OUT/submission``
+    (or reuse an identical one there)."""
+    from benchmark.submission.suite import stage, validated_hash
+
     output = ScoreOutput(out)
     staged = output.submission
     bars = Bars(unit="img")
-    report = stage(submission, output.staging, functools.partial(load_prompts_for, datasets_root=datasets_root),
-                   progress=bars.stage("checking images"))
+    report = stage(submission, output.staging, suite or SUITE_V1,
+                   functools.partial(load_prompts_for, datasets_root=datasets_root), progress=bars)
     bars.close()
     if not report.ok:
         print(report.text(), file=sys.stderr)
         return False
-    if staged.is_validated:
+    if _validated(staged.folder):
         shutil.rmtree(report.folder)
-        if _staged_hash(staged) != report.content_hash:
+        if validated_hash(staged.folder) != report.content_hash:
             print(f"error: {staged.folder} holds another submission; choose another --out", file=sys.stderr)
             return False
         return True
@@ -79,32 +80,33 @@ def _stage_once(submission: Path, out: Path, datasets_root: Path) -> bool:
     return True
 
 
-def _staged_hash(staged: SubmissionLayout) -> str:
-    manifest = Manifest.model_validate_json(staged.manifest.read_bytes())
-    images = pq.read_table(staged.images_table).to_pylist()
-    return content_hash(manifest, [ImageRecord(**row) for row in images])
+def _validated(folder: Path) -> bool:
+    return SubmissionLayout(folder).is_validated or SuiteLayout(folder).is_validated
 
 
 def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
          unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
-         num_workers: int | None, settings: dict | None = None) -> int:
+         num_workers: int | None, settings: dict | None = None, suite=None) -> int:
     """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission is refused; a user error
-    (CultureLensError) when its dataset cannot be loaded or no metric can run. ``settings``: how ``metrics`` were built, recorded in run.json (``culturelens reproduce``)."""
+    (CultureLensError) when its dataset cannot be loaded or no metric can run. ``settings``: how ``metrics`` were
+    built, recorded in run.json (``culturelens reproduce``). ``suite``: the suite (``suite_assets.SuiteRef``) a
+    suite submission answers, whose datasets root replaces the store's."""
     import torch
     from accelerate import PartialState
 
+    from benchmark import suite_scoring
+    from benchmark.submission.suite import validated_hash
+
     state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
     out.mkdir(parents=True, exist_ok=True)
-    datasets_root = store / layout.DATASETS
-    ok = _stage_once(submission, out, datasets_root) if state.is_local_main_process else True  # per machine
+    datasets_root = suite.datasets_root if suite is not None else store / layout.DATASETS
+    definition = suite.suite if suite is not None else None
+    ok = _stage_once(submission, out, datasets_root, definition) if state.is_local_main_process else True
     state.wait_for_everyone()
     output = ScoreOutput(out)
     staged = output.submission
-    if not ok or not staged.is_validated:
+    if not ok or not _validated(staged.folder):
         return 1
-    manifest = Manifest.model_validate_json(staged.manifest.read_bytes())
-    images = pq.read_table(staged.images_table).to_pandas()
-    prompts = load_prompts_for(manifest, datasets_root)  # DatasetUnavailable when it cannot be loaded
     backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
     unavailable = {**unavailable, **disabled}
     if state.is_main_process:
@@ -113,14 +115,14 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     if not metrics:
         raise CultureLensError("no metric can run: provide what the 'not scoring' lines above name, or choose "
                                "other --tracks")
-    submission_id = "local-" + _staged_hash(staged).removeprefix("sha256:")[:10]
+    submission_id = "local-" + validated_hash(staged.folder).removeprefix("sha256:")[:10]
     bars = Bars(enabled=state.is_main_process)
     try:
-        scores = harness.score(staged.folder, manifest, prompts, images, metrics, backbones,
-                               EmbeddingCache(cache or output.cache), submission_id=submission_id,
-                               batch_size=batch_size, num_workers=num_workers,
-                               shard=(state.process_index, state.num_processes),
-                               progress=bars, disabled=unavailable, settings=settings)
+        scores = suite_scoring.score(staged.folder, metrics, backbones, EmbeddingCache(cache or output.cache),
+                                     submission_id=submission_id, datasets_root=datasets_root,
+                                     suite=definition or SUITE_V1, batch_size=batch_size, num_workers=num_workers,
+                                     shard=(state.process_index, state.num_processes), progress=bars,
+                                     disabled=unavailable, settings=settings)
     finally:
         bars.close()
     if scores is None:
@@ -129,6 +131,8 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     target = results.write_folder(output.results(submission_id), results.records(scores.per_image),
                                   scores.aggregates, results.records(scores.curves), scores.run, replace=True)
     run = scores.run
-    print(f"scored {run['images']} images ({run['embeddings_computed']} embeddings computed, "
+    parts = f" of the parts {', '.join(run['suite']['parts'])} (missing: {', '.join(run['suite']['missing']) or 'none'})" \
+        if "suite" in run else ""
+    print(f"scored {run['images']} images{parts} ({run['embeddings_computed']} embeddings computed, "
           f"{run['embeddings_cached']} from the cache) -> {target}")
     return 0

@@ -44,13 +44,13 @@ def main() -> None:
     parser.add_argument("--backbones", default=None, help="a backbones file, or 'hub' (default: the tiny CLIP)")
     parser.add_argument("--timeout", type=float, default=1800, help="give up after this many seconds")
     args = parser.parse_args()
+    from benchmark.datasets import cube_1k
     from leaderboard.store import Store
 
     work = Path(tempfile.mkdtemp(prefix="culturelens-first-row-"))
     backbones = None if args.backbones == "hub" else args.backbones or str(tiny_backbone.write(work / "tiny"))
     store, port = work / "store", free_port()
-    source = str(CUBE_SOURCE) if CUBE_SOURCE.exists() else \
-        "https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json"
+    source = str(CUBE_SOURCE) if CUBE_SOURCE.exists() else cube_1k.DEFAULT_SOURCE
     serve = culturelens("serve", "--store", str(store), "--port", str(port), "--cube-source", source,
                         *(["--backbones", backbones] if backbones else []))
     log = open(work / "serve.log", "w")  # noqa: SIM115 - open while serve runs

@@ -26,6 +26,9 @@ GROUPS = {
     ("data",): ("build and publish datasets", "culturelens data build cube-1k --out data/cube-1k", "ACTION"),
     ("data", "build"): ("build a dataset folder laid out like its Hub repo (Parquet + card)",
                         "culturelens data build cube-1k --source cube_1k.json --out data/cube-1k", "DATASET"),
+    ("suite",): ("the suite: one benchmark definition for every track; build its datasets and assets, publish them",
+                 "culturelens suite build --out suite/ && culturelens suite push suite/ --repo culturelens/suite",
+                 "ACTION"),
     ("hub",): ("mirror the store's requests and results to Hub dataset repos, or restore from them",
                "culturelens hub push --requests my-org/culturelens-requests --results my-org/culturelens-results",
                "ACTION"),
@@ -81,9 +84,9 @@ def verbs() -> list[Verb]:
     """Every verb, in the order ``--help`` lists them: the command line's own, then each track's, then the Hub
     mirror's."""
     from benchmark import tracks
-    from culturelens.verbs import data, hub, scoring, service, submissions
+    from culturelens.verbs import data, hub, scoring, service, submissions, suite
 
-    own = [*data.VERBS, *submissions.VERBS, *service.VERBS[:1], *scoring.VERBS, *service.VERBS[1:]]
+    own = [*data.VERBS, *suite.VERBS, *submissions.VERBS, *service.VERBS[:1], *scoring.VERBS, *service.VERBS[1:]]
     return [*own, *(v for t in tracks.all_tracks().values() for v in t.verbs), *hub.VERBS]
 
 

@@ -60,6 +60,40 @@ def default_cube_source() -> str:
     return str(shared) if shared.is_file() else DEFAULT_SOURCE
 
 
+def default_w1kp_source() -> str:
+    """``suite build --w1kp-source``'s default: the authors' cdf-xy.pt next to this checkout
+    (``../shared/data/w1kp/cdf-xy.pt``) when present, else its pinned URL."""
+    from benchmark.suite import source
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "w1kp" / "cdf-xy.pt"
+    return str(shared) if shared.is_file() else source("w1kp-calibration").default
+
+
+def add_suite(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--suite REPO_OR_DIR``: the suite a suite submission answers, and its scoring assets."""
+    from benchmark.suite import SUITE_REPO
+
+    parser.add_argument("--suite", default=None, metavar="REPO_OR_DIR",
+                        help=f"the suite {what}: a folder from `culturelens suite build` or a Hub repo id (default "
+                             f"{SUITE_REPO}, its datasets from the store then the Hub)")
+
+
+def use_suite_assets(args: argparse.Namespace, assets) -> None:
+    """Give every metric setting the suite folder's assets imply (``Assets.settings``: artifact index, knowledge
+    base, W1KP calibration and its backbone) to ``args``, where neither its flag nor its environment variable set
+    one: what the operator says wins over the suite."""
+    import os
+
+    from benchmark import tracks
+
+    declared_settings = {s.name: s for s in tracks.settings_declared()}
+    for name, value in assets.settings().items():
+        setting = declared_settings[name]
+        given = getattr(args, name, None)
+        if (given is None or given == setting.default) and not (setting.env and os.environ.get(setting.env)):
+            setattr(args, name, value)
+
+
 def build_default_dataset(datasets_root: Path, source: str) -> Path | None:
     """Make sure the default dataset (CUBE-1K) can be loaded, as `make run` does: when neither a local copy under
     ``datasets_root`` nor the Hub repo is reachable, build it there from ``source``, saying so in one line (and

@@ -21,7 +21,7 @@ VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "bu
          ["calibrate"], ["serve"], ["data", "build", "cube-cspace"], ["data", "build", "cube-diversity"],
          ["data", "build", "culturalframes"], ["export-culturalframes"], ["artifact-index"], ["kb-index"],
          ["meta-eval"], ["human-aggregates"], ["hub"], ["hub", "push"], ["hub", "pull"], ["hub", "export"],
-         ["reproduce"]]
+         ["reproduce"], ["suite"], ["suite", "build"], ["suite", "push"]]
 
 
 def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

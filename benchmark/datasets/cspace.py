@@ -50,13 +50,11 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmark import geo
-from benchmark.datasets import hub_layout
+from benchmark.datasets import hub_layout, names
 from benchmark.datasets.cube_1k import CONCEPTS
 from benchmark.errors import CultureLensError
 
-HUB_REPO = "culturelens/cube-cspace"
-CONFIG = "cspace"
-SPLIT = "test"
+HUB_REPO, CONFIG, SPLIT = names.CUBE_CSPACE
 DEFAULT_HOPS = 4  # "We extract artifacts from up to H=4 hop distances from the initial root nodes" (Sec. 3.1)
 
 # Table 9 of arXiv:2407.06863 ("Wikidata IDs of the Root Nodes for Art, Cuisine and Tourism cultural

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark import geo
+from benchmark import geo, suite
+from benchmark.datasets import names
 from benchmark.errors import CultureLensError
 
 if TYPE_CHECKING:
@@ -41,13 +42,11 @@ if TYPE_CHECKING:
 # ``datasets`` and ``hub_layout`` (which loads huggingface_hub) are imported where a build needs them: the CLI
 # reads this module's names to describe its options, and `culturelens --help` must not wait for them.
 
-DEFAULT_SOURCE = "https://raw.githubusercontent.com/google-deepmind/cube/main/dataset/cube_1k.json"
-HUB_REPO = "culturelens/cube-1k"
-CONFIG = "cube_1k"
+DEFAULT_SOURCE = suite.source("cube-1k").default  # the authors' file at a pinned commit
+HUB_REPO, CONFIG, SPLIT = names.CUBE_1K
 CONFIG_ALL = "cube_1k_all"
 CONFIG_DEMO = "cube_1k_demo"
 DEMO_PER_CELL = 3  # prompts per country x concept in the demo config
-SPLIT = "test"
 CONCEPTS = ("cuisine", "landmarks", "art")
 
 # Upstream keys for the Wikidata properties, and the column names we publish them under.

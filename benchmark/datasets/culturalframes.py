@@ -49,13 +49,12 @@ import pyarrow.parquet as pq
 
 from benchmark import geo
 from benchmark.atomic import atomic_folder
-from benchmark.datasets import hub_layout
+from benchmark.datasets import hub_layout, names
 from benchmark.errors import CultureLensError, OutputExists
 from benchmark.layout import MANIFEST, image_name
 
 SOURCE_REPO = "mair-lab/CulturalFrames"
-HUB_REPO = "culturelens/culturalframes"
-SPLIT = "test"
+HUB_REPO, _, SPLIT = names.CULTURALFRAMES
 CONFIGS = ("prompts", "images", "ratings")
 ANNOTATIONS_FILE = "culturalframes_human_annotations.json"
 IMAGE_FILES = "data/train-*.parquet"

@@ -86,15 +86,17 @@ def _read(path: Path) -> str:
         return ""
 
 
-def push_folder(folder: Path, repo: str, *, token: str | None = None, private: bool = False) -> str:
-    """Publish a dataset folder to the Hub dataset repo ``repo``; return the repo URL."""
+def push_folder(folder: Path, repo: str, *, token: str | None = None, private: bool = False,
+                ignore: list[str] | None = None) -> str:
+    """Publish a dataset folder to the Hub dataset repo ``repo``, less the paths matching ``ignore`` (glob patterns,
+    as ``upload_folder`` takes them); return the repo URL."""
     folder = Path(folder)
     if not (folder / "README.md").exists():
         raise PushError(f"{folder} has no README.md: build it first with `culturelens data build`")
     api = HfApi(token=token)
     with hub_errors(repo, "publish to"):
         url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
-        api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset",
+        api.upload_folder(repo_id=repo, folder_path=str(folder), repo_type="dataset", ignore_patterns=ignore,
                           commit_message="Update dataset (culturelens data push)")
     return str(url)
 

@@ -9,7 +9,9 @@ canonical image (Wikidata P18), moving references several depictions, pruned of
 images whose mean CLIP similarity to the others is below 0.7.
 
 Input, offline: a records file (JSON Lines, one reference per line) and a
-folder with the images it names. ``--from-sparql`` makes both from Wikidata
+folder with the images it names. A record may name the Wikidata revision it was
+read at (``wikidata_revision``, written by ``--from-sparql``): the records file
+then pins the prompt set, whatever Wikidata holds later. ``--from-sparql`` makes both from Wikidata
 (the query is ``sparql/iconic_references.rq``) and Wikimedia Commons, where
 there is network. The paper's moving-image depictions were web images; from
 Wikidata alone a moving reference has its P18 image, plus whatever a
@@ -69,6 +71,7 @@ class Reference:
     description: str | None
     removed_by: list[str]
     images_pruned: int = 0
+    wikidata_revision: int | None = None
 
     @property
     def prompt_id(self) -> str:
@@ -114,7 +117,9 @@ def read_records(path: Path, images_root: Path) -> list[Reference]:
         references.append(Reference(
             record["qid"], " ".join(str(record["title"]).split()), kind, modality, int(record["sitelinks"]),
             int(record["year"]) if record.get("year") is not None else None, record.get("country"), images,
-            list(sources), list(licenses), record.get("synonym"), record.get("description"), []))
+            list(sources), list(licenses), record.get("synonym"), record.get("description"), [],
+            wikidata_revision=int(record["wikidata_revision"]) if record.get("wikidata_revision") is not None
+            else None))
     if not references:
         raise RecordsError(f"{path}: no records")
     return references
@@ -194,7 +199,8 @@ def records_from_sparql(bindings: list[dict]) -> list[dict]:
             "qid": qid, "title": title, "modality": row["modality"]["value"],
             "sitelinks": int(row["sitelinks"]["value"]),
             "year": _year(row.get("date", {}).get("value")),
-            "country": row.get("countryLabel", {}).get("value"), "images": [], "image_sources": []})
+            "country": row.get("countryLabel", {}).get("value"), "images": [], "image_sources": [],
+            **({"wikidata_revision": int(row["revision"]["value"])} if "revision" in row else {})})
         file_name = urllib.parse.unquote(row["image"]["value"].rsplit("/", 1)[-1])
         if file_name not in record["image_sources"]:
             record["image_sources"].append(file_name)
@@ -240,6 +246,7 @@ def _features() -> datasets.Features:
         "sitelinks": datasets.Value("int32"), "year": datasets.Value("int32"), "country": datasets.Value("string"),
         "images": datasets.List(datasets.Image()), "image_sources": datasets.List(datasets.Value("string")),
         "image_licenses": datasets.List(datasets.Value("string")), "images_pruned": datasets.Value("int32"),
+        "wikidata_revision": datasets.Value("int64"),
     })
 
 
@@ -249,7 +256,7 @@ def _row(reference: Reference, prompt: str) -> dict:
             "sitelinks": reference.sitelinks, "year": reference.year, "country": reference.country,
             "images": [{"bytes": p.read_bytes(), "path": p.name} for p in reference.images],
             "image_sources": reference.image_sources, "image_licenses": reference.image_licenses,
-            "images_pruned": reference.images_pruned}
+            "images_pruned": reference.images_pruned, "wikidata_revision": reference.wikidata_revision}
 
 
 def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | None = None, prune_backbone=None,

@@ -20,3 +20,7 @@ CUBE_DIVERSITY = DatasetName("culturelens/cube-diversity", "diversity")
 # Appendix H.1: "80 unique seed values per prompt, spanning the range from 0 to 79".
 CUBE_DIVERSITY_SEEDS = tuple(range(80))
 ICONIC_REFERENCES = DatasetName("culturelens/iconic-references", "references")
+CUBE_1K = DatasetName("culturelens/cube-1k", "cube_1k")
+CUBE_CSPACE = DatasetName("culturelens/cube-cspace", "cspace")
+# The CulturalFrames prompt set a model answers (its other configs hold the four models' rated images).
+CULTURALFRAMES = DatasetName("culturelens/culturalframes", "prompts")

@@ -48,6 +48,13 @@ class PromptSet:
         return f"{self.repo} ({self.config}, {self.split})"
 
     @property
+    def digest(self) -> str:
+        """The content of the prompt rows (the first 16 hex digits of a sha256): the same wherever the dataset is
+        served from (a local folder, the Hub), unlike ``fingerprint``; a result records it (``dataset_digest``) and
+        the suite pins it (``benchmark.suite``)."""
+        return hashlib.sha256(self.table.to_json(orient="split", default_handler=str).encode()).hexdigest()[:16]
+
+    @property
     def has_references(self) -> bool:
         return self.rows is not None and REFERENCE_COLUMN in self.rows.column_names
 

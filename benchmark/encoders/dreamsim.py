@@ -1,7 +1,8 @@
 """DreamSim perceptual embeddings (Fu, Tamir, Sundaram, Chai, Zhang, Dekel, Isola, "DreamSim: Learning New
 Dimensions of Human Visual Similarity using Synthetic Data", NeurIPS 2023, arXiv:2306.09344), the features of
-W1KP's DreamSim_l2 distance. Needs the optional ``dreamsim`` package (``pip install culturelens[dreamsim]``);
-its weights download on first use into ``weights`` (a folder) or DreamSim's default ``./models``.
+W1KP's DreamSim_l2 distance. Needs the ``dreamsim`` package (a dependency of culturelens; ``pip install
+culturelens[dreamsim]`` where it was left out); its weights download on first use into ``weights`` (a folder) or
+DreamSim's default ``./models``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ class DreamSimBackbone(Backbone):
         try:
             from dreamsim import dreamsim
         except ImportError:
-            raise BackboneUnavailable(f"backbone {backbone_id!r} needs the optional package `dreamsim`: "
-                                      "pip install 'culturelens[dreamsim]'") from None
+            raise BackboneUnavailable(f"backbone {backbone_id!r} needs the package `dreamsim` (a dependency of "
+                                      "culturelens, missing here): pip install 'culturelens[dreamsim]'") from None
         try:
             self.model, _ = dreamsim(pretrained=True, device=self.device, cache_dir=spec.weights or "./models",
                                      dreamsim_type=spec.model)

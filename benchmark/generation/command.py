@@ -7,6 +7,7 @@ import getpass
 from pathlib import Path
 
 from benchmark.generation.presets import CUBE_NEGATIVE_PROMPT, PRESETS
+from benchmark.suite import SUITE_REPO
 
 
 def default_contact() -> str:
@@ -32,13 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--cube-negative-prompt", action="store_true", help="use CUBE's negative prompt (Table 12)")
     model.add_argument("--dtype", choices=["auto", "float16", "bfloat16", "float32"], default="auto",
                        help="auto: the preset's half precision on GPU, float32 on CPU")
-    data = parser.add_argument_group("prompts")
-    data.add_argument("--dataset", required=True, help="dataset: Hub repo id or local folder")
+    data = parser.add_argument_group("prompts (or --suite)")
+    data.add_argument("--suite", nargs="?", const=SUITE_REPO, default=None, metavar="REPO_OR_DIR",
+                      help=f"every image of every part of the suite (default {SUITE_REPO}; a folder from `culturelens "
+                           "suite build` stands in for it), as one suite submission, OUT/parts/<part>/; the suite "
+                           "fixes the datasets and seeds")
+    data.add_argument("--parts", nargs="+", default=None, metavar="PART",
+                      help="with --suite: only these parts (a partial suite submission, scored on those)")
+    data.add_argument("--dataset", help="dataset: Hub repo id or local folder")
     data.add_argument("--dataset-repo", default=None,
                       help="Hub repo id to record for a local --dataset folder (default: from a folder named ORG__NAME)")
     data.add_argument("--config", default="cube_1k", help="dataset config")
     data.add_argument("--split", default="test", help="dataset split")
-    data.add_argument("--images-per-prompt", type=int, required=True, help="images per prompt")
+    data.add_argument("--images-per-prompt", type=int, help="images per prompt")
     data.add_argument("--seeds", default=None, help="seeds, e.g. '0-9' or '0,3,7' (default: 0..N-1)")
     data.add_argument("--limit", type=int, default=None, help="only the first N prompts (a partial submission)")
     data.add_argument("--prompts-where", action="append", default=[], metavar="COLUMN=VALUE",
@@ -88,7 +95,14 @@ def _dataset_repo(args: argparse.Namespace) -> tuple[str, Path | None]:
     raise GenerationError(f"{folder} is a local folder: say which Hub dataset it is with --dataset-repo ORG/NAME")
 
 
-def main(args: argparse.Namespace) -> int:
+def _model_record(args: argparse.Namespace, settings) -> dict:
+    return {"name": args.model_name or (PRESETS[args.preset].name if args.preset else Path(settings.model).name),
+            "id": settings.model, "revision": settings.revision, "type": args.model_type}
+
+
+def main(args: argparse.Namespace, suite=None) -> int:
+    """``culturelens generate``: one dataset config, or with ``suite`` (a ``benchmark.suite_assets.SuiteRef``)
+    every part of the suite."""
     import torch
 
     from benchmark.datasets.prompts import load_prompts
@@ -98,6 +112,12 @@ def main(args: argparse.Namespace) -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     settings = _settings(args, device)
+    if suite is not None:
+        from benchmark.generation.suite import generate_suite
+
+        return generate_suite(args, suite, settings, device)
+    if not args.dataset or not args.images_per_prompt:
+        raise GenerationError("give --dataset and --images-per-prompt (or --suite for every part of the suite)")
     seeds = parse_seeds(args.seeds) if args.seeds else list(range(args.images_per_prompt))
     if len(seeds) != args.images_per_prompt:
         raise GenerationError(f"--seeds gives {len(seeds)} seeds but --images-per-prompt is "
@@ -111,8 +131,7 @@ def main(args: argparse.Namespace) -> int:
                              attention_slicing=args.attention_slicing)
     manifest = {
         "format_version": 1,
-        "model": {"name": args.model_name or (PRESETS[args.preset].name if args.preset else Path(settings.model).name),
-                  "id": settings.model, "revision": settings.revision, "type": args.model_type},
+        "model": _model_record(args, settings),
         "dataset": {"repo": repo, "config": args.config, "split": args.split},
         "images_per_prompt": len(seeds),
         "seeds": seeds,

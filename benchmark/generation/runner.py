@@ -170,13 +170,15 @@ def _comparable(manifest: dict) -> dict:
 
 
 def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Settings, out: Path, manifest: dict,
-        *, progress: Callable[[int, int], None] | None = None) -> Outcome:
+        *, progress: Callable[[int, int], None] | None = None, tmp_dir: Path | None = None) -> Outcome:
     """Generate every (prompt, seed) not yet done into the submission folder ``out``.
 
-    ``prompts`` is [(prompt_id, text)]; ``manifest`` the manifest to write, without ``missing``.
+    ``prompts`` is [(prompt_id, text)]; ``manifest`` the manifest to write, without ``missing``. ``tmp_dir``:
+    where images are written before they are renamed into place (default ``.<out>.tmp`` beside ``out``), outside
+    the submission: a killed run leaves no stray file in it.
     """
     out.mkdir(parents=True, exist_ok=True)
-    tmp_dir = out.parent / f".{out.name}.tmp"  # outside the submission: a killed run leaves no stray file in it
+    tmp_dir = tmp_dir or out.parent / f".{out.name}.tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
     missing: dict[tuple[str, int], dict] = {}
     existing = out / MANIFEST

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from benchmark.errors import CultureLensError
-from benchmark.layout import DATA_DIR, IMAGES_DIR, MANIFEST
-from benchmark.submission.manifest import PROMPT_ID
+from benchmark.layout import DATA_DIR, IMAGES_DIR, MANIFEST, PARTS_DIR, part_folder
+from benchmark.submission.manifest import PART_NAME, PROMPT_ID
 
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
 _IMAGE_NAME = re.compile(r"(0|[1-9][0-9]{0,9})\.(png|jpg|jpeg|webp)")
@@ -87,13 +87,26 @@ def storing() -> Iterator[None]:
 class Entry:
     """A file of the submission, by its canonical relative path."""
 
-    path: str  # "manifest.json", "images/<prompt_id>/<seed>.<ext>" or "data/<name>.parquet"
-    prompt_id: str | None = None
+    path: str  # "manifest.json", "images/<prompt_id>/<seed>.<ext>" or "data/<name>.parquet", or one of them
+    prompt_id: str | None = None  # under "parts/<part>/" in a suite submission
     seed: int | None = None
+    part: str | None = None
+
+    @property
+    def local(self) -> Entry:
+        """The entry as its part's own submission folder names it (itself outside a suite submission)."""
+        if self.part is None:
+            return self
+        return Entry(self.path[len(part_folder(self.part)) + 1:], self.prompt_id, self.seed)
 
 
 def parse_name(name: str) -> Entry | None:
     """Canonical entry for a relative POSIX name, or None if it is not part of the layout."""
+    top, _, rest = name.partition("/")
+    if top == PARTS_DIR:
+        part, _, inner = rest.partition("/")
+        entry = parse_name(inner) if PART_NAME.fullmatch(part) and not inner.startswith(f"{PARTS_DIR}/") else None
+        return Entry(name, entry.prompt_id, entry.seed, part) if entry else None
     if name == MANIFEST:
         return Entry(MANIFEST)
     parts = name.split("/")
@@ -120,10 +133,10 @@ def _unsafe_reason(name: str) -> str | None:
     return None
 
 
-def _strip_wrapper(names: list[str]) -> str:
+def strip_wrapper(names: list[str]) -> str:
     """The single top-level folder all entries sit in (e.g. zipping a folder), or ''."""
     tops = {n.split("/", 1)[0] for n in names}
-    if len(tops) == 1 and all("/" in n for n in names) and not tops & {IMAGES_DIR, DATA_DIR}:
+    if len(tops) == 1 and all("/" in n for n in names) and not tops & {IMAGES_DIR, DATA_DIR, PARTS_DIR}:
         return tops.pop() + "/"
     return ""
 
@@ -152,7 +165,7 @@ def write_entry(dest: Path, entry: Entry, chunks: Iterator[bytes], limit: int, b
 
 
 def _limit_for(entry: Entry, limits: Limits) -> int:
-    if entry.path == MANIFEST:
+    if entry.local.path == MANIFEST:
         return limits.max_manifest_bytes
     return limits.max_file_bytes if entry.prompt_id is not None else limits.max_total_bytes  # a Parquet file
 
@@ -188,7 +201,7 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
             raise Rejected(f"{archive.name}: {declared / 2**30:.1f} GiB uncompressed, over the "
                            f"{limits.max_total_bytes / 2**30:.0f} GiB limit")
         files = [i for i in infos if not i.is_dir()]
-        wrapper = _strip_wrapper([i.filename for i in files])
+        wrapper = strip_wrapper([i.filename for i in files])
         plan: list[tuple[zipfile.ZipInfo, Entry]] = []
         for info in files:
             entry = parse_name(info.filename[len(wrapper):])
@@ -247,7 +260,8 @@ def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
 
 def _unexpected(name: str) -> str:
     return (f"{name!r}: unexpected file; a submission holds only manifest.json and "
-            f"images/<prompt_id>/<seed>.<{'|'.join(IMAGE_EXTENSIONS)}> (or, in Parquet form, data/<name>.parquet)")
+            f"images/<prompt_id>/<seed>.<{'|'.join(IMAGE_EXTENSIONS)}> (or, in Parquet form, data/<name>.parquet), "
+            f"or, a suite submission, the same under {PARTS_DIR}/<part>/ for each part")
 
 
 def unpack(source: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 FORMAT_VERSION = 1
 PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+PART_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # a suite part, e.g. "cube-1k": also a folder name
 
 
 def is_repo_id(text: str) -> bool:
@@ -130,6 +131,21 @@ class Generation(_Strict):
         default_factory=dict, max_length=64, description="Any other setting, flat key -> value")
 
 
+def _part_name(value: str) -> str:
+    if not PART_NAME.fullmatch(value):
+        raise ValueError("must be a suite part name: lower-case letters, digits and '-', e.g. 'cube-1k'")
+    return value
+
+
+class SuitePart(_Strict):
+    """The part of a suite this submission answers: in a suite submission, each part's manifest names it."""
+
+    repo: Annotated[str, AfterValidator(_repo_id), Field(description="The suite's Hub repo, e.g. 'culturelens/suite'")]
+    version: int = Field(ge=1, le=10_000, description="The suite's version, e.g. 1")
+    part: Annotated[str, AfterValidator(_part_name), Field(description="The part, e.g. 'cube-1k'; its folder in "
+                                                                       "the submission is parts/<part>/")]
+
+
 class MissingImage(_Strict):
     """An image the model did not produce: a refusal is a result, not a crash."""
 
@@ -152,6 +168,8 @@ class Manifest(_Strict):
     contact: Annotated[Line, Field(description="E-mail or Hugging Face user name of the submitter")]
     missing: list[MissingImage] = Field(default_factory=list, description="Images not produced, with the reason")
     notes: Text | None = None
+    suite: SuitePart | None = Field(
+        None, description="In a suite submission (parts/<part>/manifest.json), the suite part these images answer")
     culture_labels: list[ShortLine] = Field(
         default_factory=list, max_length=20,
         description="Cultures to score relevance against (CAIRE), free text, e.g. ['Japanese', 'Yoruba']")

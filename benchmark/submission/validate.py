@@ -29,7 +29,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.shards import MAX_SHARD_BYTES, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
-from benchmark.layout import IMAGES_DIR, MANIFEST, SubmissionLayout
+from benchmark.layout import IMAGES_DIR, MANIFEST, PARTS_DIR, SubmissionLayout
 from benchmark.submission.manifest import Manifest
 
 # PIL format name for each allowed extension.
@@ -302,25 +302,20 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     return report
 
 
-def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: Limits = Limits(),
-          progress: Progress | None = None) -> Report:
-    """Copy ``source`` into a new folder under ``staging_root`` and validate it there.
-
-    On success ``report.folder`` is the staged copy (the caller moves or removes it);
-    on rejection the staged copy is already gone, and so it is when our own disk fails
-    (``ServerFault``: not the uploader's fault, so not a rejection).
-    """
+def stage_with(source: Path, staging_root: Path, check: Callable[[Path, list[Entry]], Report], limits: Limits):
+    """Copy ``source`` into a new folder under ``staging_root`` and return ``check(folder, entries)``, the report
+    on the copy (a ``Rejected`` raised there is a rejection). On success ``report.folder`` is the staged copy (the
+    caller moves or removes it); on rejection the staged copy is already gone, and so it is when our own disk
+    fails (``ServerFault``: not the uploader's fault, so not a rejection)."""
     with storing():
         staging_root.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
     try:
         try:
-            entries = expand(folder, unpack(Path(source), folder, limits), limits)
+            report = check(folder, unpack(Path(source), folder, limits))
         except Rejected as error:
             report = Report()
             report.error(str(error))
-        else:
-            report = check_folder(folder, entries, load_prompts, limits, progress)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -328,3 +323,17 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
         shutil.rmtree(folder, ignore_errors=True)
         report.folder = None
     return report
+
+
+def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: Limits = Limits(),
+          progress: Progress | None = None) -> Report:
+    """Copy ``source`` into a new folder under ``staging_root`` and validate it there (``stage_with``). A suite
+    submission is refused here: ``benchmark.submission.suite.stage`` takes both kinds."""
+
+    def check(folder: Path, entries: list[Entry]) -> Report:
+        if any(e.part for e in entries):
+            raise Rejected(f"{PARTS_DIR}/: a suite submission, one folder per part; check it as one with "
+                           "`culturelens validate` (benchmark.submission.suite.stage)")
+        return check_folder(folder, expand(folder, entries, limits), load_prompts, limits, progress)
+
+    return stage_with(source, staging_root, check, limits)

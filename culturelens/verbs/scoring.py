@@ -19,9 +19,16 @@ def score(args: argparse.Namespace) -> int:
     from benchmark import scoring
     from benchmark.reproduce import settings_record
 
+    from benchmark.submission.suite import is_suite_upload
+    from benchmark.suite_assets import open_suite
+
     quiet_datasets()
-    # Before any relaunch: one process builds, the shards find the local copy.
-    options.build_default_dataset(Path(args.store) / "datasets", args.cube_source)
+    store_datasets = Path(args.store) / "datasets"
+    suite = open_suite(args.suite, store_datasets) if args.suite or is_suite_upload(Path(args.submission)) else None
+    if suite is not None and suite.assets is not None:
+        options.use_suite_assets(args, suite.assets)  # the index, knowledge base and calibration it holds
+    else:  # before any relaunch: one process builds, the shards find the local copy
+        options.build_default_dataset(store_datasets, args.cube_source)
     if args.num_processes > 1 and not scoring.launched_by_accelerate():
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
     registry = load_registry(args.backbones)
@@ -29,7 +36,8 @@ def score(args: argparse.Namespace) -> int:
     return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
                         unavailable=unavailable, store=Path(args.store),
                         cache=Path(args.cache) if args.cache else None, device=args.device,
-                        batch_size=args.batch_size, num_workers=args.num_workers, settings=settings_record(args))
+                        batch_size=args.batch_size, num_workers=args.num_workers, settings=settings_record(args),
+                        suite=suite)
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -60,13 +68,15 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def _score_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("submission", help="submission folder or .zip")
+    p.add_argument("submission", help="submission folder or .zip (a suite submission: every part with its tracks)")
     p.add_argument("--out", required=True, help="folder for submission/, results/ (and the cache by default)")
     options.add_store(p, "store whose datasets/ holds local datasets")
     p.add_argument("--cache", default=None, help="embedding cache file (default: OUT/cache.sqlite)")
     p.add_argument("--num-processes", type=int, default=1,
                    help="shard images over this many processes with `accelerate launch`")
     options.add_cube_source(p, "into the store")
+    options.add_suite(p, "a suite submission answers, whose scoring assets (artifact index, knowledge base, W1KP "
+                         "calibration) also set the metric settings not given")
     declared.add_runtime_options(p)
     options.add_metric_options(p)
     p.set_defaults(run=score, hub=True)

@@ -20,6 +20,9 @@ def generate(args: argparse.Namespace) -> int:
     from benchmark.generation import command
 
     quiet_datasets()
+    if args.suite:
+        ref = _suite(args.suite, Path(DEFAULT_STORE) / "datasets", args.cube_source)
+        return command.main(args, suite=ref)
     if args.dataset == HUB_REPO:
         folder = options.build_default_dataset(Path(DEFAULT_STORE) / "datasets", args.cube_source)
         if folder is not None:
@@ -27,21 +30,39 @@ def generate(args: argparse.Namespace) -> int:
     return command.main(args)
 
 
+def _suite(ref: str | None, store_datasets: Path, cube_source: str):
+    """The suite ``--suite`` names (``benchmark.suite_assets.open_suite``); without a suite folder, the default
+    dataset is built into the store as for any submission."""
+    from benchmark.suite_assets import open_suite
+
+    suite = open_suite(ref, store_datasets)
+    if suite.assets is None:
+        options.build_default_dataset(store_datasets, cube_source)
+    return suite
+
+
 def validate(args: argparse.Namespace) -> int:
     import functools
 
     from benchmark.datasets.prompts import load_prompts_for
     from benchmark.progress import Bars
-    from benchmark.submission import stage
+    from benchmark.submission.suite import is_suite_upload, stage
+    from benchmark.suite import SUITE_V1
 
     quiet_datasets()
     limits = options.limits(args)
-    options.build_default_dataset(Path(args.store) / "datasets", args.cube_source)
+    store_datasets = Path(args.store) / "datasets"
+    if args.suite or is_suite_upload(Path(args.path)):
+        ref = _suite(args.suite, store_datasets, args.cube_source)
+        suite, datasets_root = ref.suite, ref.datasets_root
+    else:
+        options.build_default_dataset(store_datasets, args.cube_source)
+        suite, datasets_root = SUITE_V1, store_datasets
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
     bars = Bars(unit="img")
-    loader = functools.partial(load_prompts_for, datasets_root=Path(args.store) / "datasets")
+    loader = functools.partial(load_prompts_for, datasets_root=datasets_root)
     try:
-        report = stage(Path(args.path), staging, loader, limits, progress=bars.stage("checking images"))
+        report = stage(Path(args.path), staging, suite, loader, limits, progress=bars)
     finally:
         bars.close()
         shutil.rmtree(staging, ignore_errors=True)  # validate never keeps anything
@@ -87,16 +108,21 @@ def _generate_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=generate, hub=True)
 
 
-def _validate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="submission folder or .zip")
+def _upload_options(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("path", help=help)
     options.add_store(p, "leaderboard store (its datasets/ holds local datasets)")
     options.add_cube_source(p, "into the store")
     options.add_limit(p)
+
+
+def _validate_options(p: argparse.ArgumentParser) -> None:
+    _upload_options(p, "submission folder or .zip (a suite submission: a report per part)")
+    options.add_suite(p, "a suite submission answers")
     p.set_defaults(run=validate, hub=True)
 
 
 def _submit_options(p: argparse.ArgumentParser) -> None:
-    _validate_options(p)
+    _upload_options(p, "submission folder or .zip")
     options.add_queue(p)
     p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
     p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
@@ -107,8 +133,9 @@ def _submit_options(p: argparse.ArgumentParser) -> None:
 
 
 VERBS = (
-    Verb("generate", "generate a submission with a diffusers pipeline (presets, seeds, resume)",
-         "culturelens generate --preset sdxl --dataset culturelens/cube-1k --images-per-prompt 10 --out subs/sdxl",
+    Verb("generate", "generate a submission with a diffusers pipeline (presets, seeds, resume): one dataset config, "
+                     "or every part of the suite (--suite)",
+         "culturelens generate --suite --preset sdxl --out subs/sdxl",
          _generate_options),
     Verb("validate", "check a submission (folder or .zip) without storing it",
          f"culturelens validate submissions/example --store {DEFAULT_STORE}", _validate_options),

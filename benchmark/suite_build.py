@@ -1,0 +1,339 @@
+"""``culturelens suite build`` and ``suite push``: every dataset and scoring asset of the suite (``benchmark.suite``),
+from public sources at pinned versions, into one suite folder (``benchmark.suite_assets``), and that folder
+published as Hub datasets.
+
+Each source is a path or a URL (``suite.SOURCES`` gives the pinned default); its bytes are checked against its pin
+(sha256, or the git blob id of a file in a pinned GitHub commit). The default URL serving other bytes is an
+error; a source the operator gives that is not the pinned one is built, recorded as not pinned (``suite.json``,
+the card), and said in one line: results on it are not the suite's. An asset whose source cannot be had (offline,
+none given where no public copy exists) is not built, with the reason; the others are. Building again replaces
+the assets built, one by one and atomically, and keeps the others (``--only``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from benchmark.atomic import atomic_folder, atomic_write_text
+from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.errors import CultureLensError, OutputExists
+from benchmark.layout import DATASETS
+from benchmark.suite import DEFINITION, SOURCES, SUITE_V1, Source, Suite, source
+from benchmark.suite_assets import ASSET_FOLDERS
+
+ORDER = tuple(s.asset for s in SOURCES)
+PART_OF_ASSET = {"cube-1k": "cube-1k", "cube-diversity": "cube-diversity", "iconic-references": "iconic-references",
+                 "culturalframes": "culturalframes"}
+"""The assets that are a part's dataset (the others are scoring assets)."""
+
+
+class SuiteBuildError(CultureLensError, RuntimeError):
+    """An asset cannot be built from the source given; the message says which, why and what to give instead."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one asset: built (``detail`` says where and from what) or not (``detail`` says why and how)."""
+
+    asset: str
+    built: bool
+    detail: str
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id git gives a file's bytes (``git hash-object``): sha1 of "blob <size>\\0" + bytes."""
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def pin_matches(data: bytes, pin: str | None) -> bool | None:
+    """Whether ``data`` are the bytes ``pin`` names ("sha256:<hex>" or "git-blob:<sha1>"); None without a pin."""
+    if pin is None:
+        return None
+    kind, _, value = pin.partition(":")
+    found = hashlib.sha256(data).hexdigest() if kind == "sha256" else git_blob_id(data)
+    return found == value
+
+
+def fetch(where: str, into: Path) -> Path:
+    """A local file with the bytes of ``where`` (a path, or an http(s) URL downloaded into ``into``)."""
+    if not re.match(r"https?://", where):
+        path = Path(where)
+        if not path.exists():
+            raise SuiteBuildError(f"{where}: no such file or folder")
+        return path
+    target = into / Path(urllib.request.urlparse(where).path).name
+    try:
+        with urllib.request.urlopen(where, timeout=60) as response, open(target, "wb") as out:  # noqa: S310
+            shutil.copyfileobj(response, out)
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise SuiteBuildError(f"cannot download {where}: {getattr(error, 'reason', error)}; offline, give a local "
+                              "copy instead") from None
+    return target
+
+
+def checked(asset: Source, where: str, path: Path) -> dict:
+    """The build record of a one-file source: where it came from, its sha256, and whether it is the pinned one
+    (the default's bytes must be)."""
+    data = path.read_bytes()
+    pinned = pin_matches(data, asset.pin)
+    if pinned is False and where == asset.default:
+        raise SuiteBuildError(f"{where} no longer serves the pinned bytes of {asset.asset} ({asset.pin}): the suite's "
+                              "source changed; do not build on it")
+    if pinned is False:
+        print(f"{asset.asset}: {where} is not the pinned source ({asset.pin}); results on what is built from it "
+              "are not the suite's", file=sys.stderr)
+    return {"source": where, "sha256": hashlib.sha256(data).hexdigest(), "pinned": pinned}
+
+
+class _Builder:
+    """One ``build`` call: the out folder, its definition so far, the backbones loaded once."""
+
+    def __init__(self, out: Path, registry: dict | None, device: str | None, batch_size: int):
+        self.out, self.registry, self.device, self.batch_size = out, registry, device, batch_size
+        self.backbones: dict = {}
+        self.suite, self.built = SUITE_V1, {}
+        if (out / DEFINITION).exists():  # an earlier build: keep what this one does not rebuild
+            record = json.loads((out / DEFINITION).read_text(encoding="utf-8"))
+            self.suite, self.built = Suite.from_dict(record["suite"]), record.get("built", {})
+        elif out.exists() and any(out.iterdir()):
+            raise OutputExists(f"{out} exists and is not a suite folder (no {DEFINITION}); choose another --out")
+        self.work = Path(tempfile.mkdtemp(prefix="culturelens-suite-"))
+
+    def backbone(self, backbone_id: str):
+        from benchmark.encoders import load_backbone
+        from benchmark.encoders.spec import load_registry
+
+        if backbone_id not in self.backbones:
+            registry = self.registry if self.registry is not None else load_registry()
+            self.backbones[backbone_id] = load_backbone(backbone_id, registry, self.device)
+        return self.backbones[backbone_id]
+
+    def dataset_folder(self, part: str) -> Path:
+        return local_folder(self.out / DATASETS, self.suite.part(part).dataset.repo)
+
+    def record_dataset(self, part: str, record: dict) -> dict:
+        """After a part's dataset is built: its prompt count and digest into the folder's definition, and whether
+        the digest is the one the suite pins."""
+        pin = SUITE_V1.part(part).dataset
+        prompts = load_prompts(pin.repo, pin.config, pin.split, folder=self.dataset_folder(part))
+        self.suite = self.suite.with_built(part, prompts=len(prompts), digest=prompts.digest)
+        matches = None if pin.digest is None else prompts.digest == pin.digest
+        pinned = record.get("pinned")
+        return {**record, "prompts": len(prompts), "digest": prompts.digest,
+                "pinned": False if False in (pinned, matches) else (True if True in (pinned, matches) else None)}
+
+
+def build(out: Path, sources: Mapping[str, object], *, only: list[str] | None = None, registry: dict | None = None,
+          device: str | None = None, batch_size: int = 32, prune: bool = True, ner: str | None = None,
+          culturalframes_revision: str | None = None) -> list[Outcome]:
+    """Build the assets ``only`` names (default: all, in ``ORDER``) into the suite folder ``out``.
+
+    ``sources``: asset -> where to take it from, replacing the default: a path or URL; for ``iconic-references``
+    and ``relevance-kb`` a (records file, images folder) pair (no default: not built without one). Writes the
+    folder's ``suite.json`` and card (``README.md``) at the end, whatever was built."""
+    out = Path(out).resolve()
+    builder = _Builder(out, registry, device, batch_size)
+    outcomes = []
+    try:
+        for asset in only or ORDER:
+            given = sources.get(asset)
+            try:
+                record = _BUILDERS[asset](builder, source(asset), given, prune=prune, ner=ner,
+                                          revision=culturalframes_revision)
+            except (CultureLensError, OSError, ValueError) as error:
+                outcomes.append(Outcome(asset, False, str(error)))
+                continue
+            record["built_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            if asset in PART_OF_ASSET:
+                record = builder.record_dataset(PART_OF_ASSET[asset], record)
+            builder.built[asset] = record
+            outcomes.append(Outcome(asset, True, f"from {record['source']}" + (
+                "" if record.get("pinned") is not False else " (not the pinned source)")))
+        write_definition(out, builder.suite, builder.built, {o.asset: o.detail for o in outcomes if not o.built})
+    finally:
+        shutil.rmtree(builder.work, ignore_errors=True)
+    return outcomes
+
+
+def _default(asset: Source, given) -> str:
+    where = given or asset.default
+    if where is None:
+        raise SuiteBuildError(f"no source for {asset.asset}: {asset.how}")
+    return str(where)
+
+
+def _cube_1k(b: _Builder, asset: Source, given, **_) -> dict:
+    from benchmark.datasets import cube_1k
+
+    where = _default(asset, given)
+    path = fetch(where, b.work)
+    record = checked(asset, where, path)
+    cube_1k.build(str(path), b.dataset_folder("cube-1k"))
+    return record
+
+
+def _cube_diversity(b: _Builder, asset: Source, given, **_) -> dict:
+    from benchmark.datasets import cube_diversity
+
+    cube_diversity.build_diversity(b.dataset_folder("cube-diversity"))
+    return {"source": "benchmark/datasets/cube_diversity.py", "sha256": None, "pinned": None}
+
+
+def _pair(asset: Source, given) -> tuple[Path, Path]:
+    if not given:
+        raise SuiteBuildError(f"no source for {asset.asset}: {asset.how}")
+    records, images = (Path(p) for p in given)
+    for path in (records, images):
+        if not path.exists():
+            raise SuiteBuildError(f"{asset.asset}: {path}: no such file or folder")
+    return records, images
+
+
+def _iconic_references(b: _Builder, asset: Source, given, *, prune: bool, ner: str | None, **_) -> dict:
+    from benchmark.datasets import iconic_references
+
+    records, images = _pair(asset, given)
+    iconic_references.build(records, images, b.dataset_folder("iconic-references"), ner_model=ner,
+                            prune_backbone=b.backbone("clip-vit-b-32") if prune else None)
+    return {"source": f"{records} with the images of {images}", "sha256": hashlib.sha256(records.read_bytes()
+                                                                                         ).hexdigest(),
+            "pinned": None}
+
+
+def _culturalframes(b: _Builder, asset: Source, given, *, revision: str | None, **_) -> dict:
+    from benchmark.datasets import culturalframes
+
+    where = _default(asset, given)
+    culturalframes.build(where, b.dataset_folder("culturalframes"), revision=revision)
+    return {"source": where + (f"@{revision}" if revision else ""), "sha256": None, "pinned": None}
+
+
+def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
+    import datasets
+
+    from benchmark.datasets import cspace
+    from benchmark.tagging import ArtifactIndex
+
+    where = _default(asset, given)
+    path = fetch(where, b.work)
+    record = checked(asset, where, path)
+    folder = local_folder(b.out / DATASETS, cspace.HUB_REPO)
+    cspace.build_cspace_from_file(path, folder)
+    table = datasets.load_dataset(str(folder), cspace.CONFIG, split=cspace.SPLIT,
+                                  cache_dir=str(b.work / "hf-cache")).to_pandas()
+    clip = b.backbone("clip-vit-b-32")
+    ArtifactIndex.from_backbone(table, clip, progress=False).save(b.out / ASSET_FOLDERS["artifact-index"])
+    return {**record, "artifacts": len(table), "backbone": clip.id}
+
+
+def _relevance_kb(b: _Builder, asset: Source, given, **_) -> dict:
+    from benchmark.relevance import kb
+
+    records, images = _pair(asset, given)
+    backbone = b.backbone(kb.DEFAULT_BACKBONE)
+    kb.build_index(records, images, b.out / ASSET_FOLDERS["relevance-kb"], backbone, batch_size=b.batch_size,
+                   show_progress=False)
+    return {"source": f"{records} with the images of {images}",
+            "sha256": hashlib.sha256(records.read_bytes()).hexdigest(), "pinned": None, "backbone": backbone.id}
+
+
+def _w1kp_calibration(b: _Builder, asset: Source, given, **_) -> dict:
+    from benchmark.metrics.variability import Calibration
+
+    where = _default(asset, given)
+    path = fetch(where, b.work)
+    record = checked(asset, where, path)
+    try:
+        calibration = Calibration.load(path)  # refuses a file that is no calibration, naming what it found
+    except ValueError as error:
+        raise SuiteBuildError(str(error)) from None
+    with atomic_folder(b.out / ASSET_FOLDERS["w1kp-calibration"], replace=True) as tmp:
+        shutil.copyfile(path, tmp / path.name)
+    return {**record, "backbone": calibration.fitted_for}
+
+
+_BUILDERS = {"cube-1k": _cube_1k, "cube-diversity": _cube_diversity, "iconic-references": _iconic_references,
+             "culturalframes": _culturalframes, "artifact-index": _artifact_index, "relevance-kb": _relevance_kb,
+             "w1kp-calibration": _w1kp_calibration}
+
+
+def write_definition(out: Path, suite: Suite, built: dict, not_built: dict[str, str]) -> None:
+    """The folder's ``suite.json`` and card, written last and atomically."""
+    from benchmark import __version__
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / DEFINITION, json.dumps({"culturelens": __version__, "suite": suite.to_dict(),
+                                                    "built": built}, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(out / "README.md", card(suite, built, not_built))
+
+
+def card(suite: Suite, built: dict | None = None, not_built: dict[str, str] | None = None) -> str:
+    """The suite's card (``data_cards/suite.md``), from the definition (and a build's record)."""
+    from huggingface_hub import DatasetCardData
+
+    from benchmark import __version__
+    from benchmark.datasets import hub_layout
+    from benchmark.suite import COSTS, CUBE_1K_SEEDS
+    from benchmark.tracks import cited_papers
+
+    pinned = {p.name: p for p in SUITE_V1.parts} if suite.version == SUITE_V1.version else {}
+    parts = [{"name": p.name, "dataset": pinned.get(p.name, p).dataset, "built": p.dataset.digest,
+              "images_per_prompt": p.images_per_prompt, "images": p.images, "tracks": p.tracks, "why": p.why,
+              "seed_text": f"seeds {p.seeds[0]}-{p.seeds[-1]}" if len(p.seeds) > 1 else f"seed {p.seeds[0]}"}
+             for p in suite.parts]
+    k = len(CUBE_1K_SEEDS)
+    extra = (20 - k) * (SUITE_V1.part("cube-1k").dataset.prompts or 0)
+    costs = [{**vars(c), "hours": suite.gpu_hours(c), "extra_hours": extra * c.seconds_per_image / 3600}
+             for c in COSTS]
+    data = DatasetCardData(pretty_name=f"CultureLens suite v{suite.version}", license="other",
+                           task_categories=["text-to-image"], tags=["culture", "benchmark", "cultural-competence"])
+    return hub_layout.render_card(
+        "suite", data, version=__version__, suite=suite, parts=parts, images=suite.images, costs=costs,
+        cube_seeds=k, pairs=k * (k - 1) // 2, extra_images=extra, sources=SOURCES, built=built or {},
+        not_built=not_built or {},
+        papers=list(cited_papers()))
+
+
+def push(folder: Path, repo: str, *, token: str | None = None, private: bool = False,
+         to_folder: Path | None = None) -> list[tuple[str, str]]:
+    """Publish a suite folder: its card, definition and scoring assets as the Hub dataset ``repo`` (ORG/NAME), and
+    each dataset it built as ``ORG/<its name>`` (``culturelens/cube-1k`` ... under ``--repo culturelens/suite``).
+    ``to_folder``: a folder standing in for the Hub, each repo written as ``<org>__<name>`` (the layout of a
+    store's ``datasets/``). Returns (what, where) per repo."""
+    from benchmark.datasets.hub_layout import push_folder
+    from benchmark.submission.manifest import is_repo_id
+
+    folder = Path(folder)
+    Suite.load(folder)  # a suite folder, or a SuiteError saying how to make one
+    if not is_repo_id(repo):
+        raise SuiteBuildError(f"--repo {repo}: not a Hub repo id (ORG/NAME)")
+    org = repo.split("/")[0]
+    targets = [(folder, repo, [f"{DATASETS}/**"])]
+    root = folder / DATASETS
+    for dataset in sorted(root.iterdir()) if root.is_dir() else []:
+        if (dataset / "README.md").exists():
+            targets.append((dataset, f"{org}/{dataset.name.split('__', 1)[-1]}", []))
+    published = []
+    for source_folder, target, ignore in targets:
+        if to_folder is None:
+            where = push_folder(source_folder, target, token=token, private=private, ignore=ignore)
+        else:
+            destination = local_folder(Path(to_folder), target)
+            with atomic_folder(destination, replace=True) as tmp:
+                shutil.copytree(source_folder, tmp, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns(DATASETS) if ignore else None)
+            where = str(destination)
+        published.append((source_folder.name if source_folder != folder else "suite", where))
+    return published
+
