@@ -29,9 +29,9 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.submission import ServerFault
-from benchmark.submission.manifest import json_schema
+from benchmark.submission.manifest import is_repo_id, json_schema
 from benchmark.track import Chart, DetailPicture
-from leaderboard import exports, quarantine, render, search, tables
+from leaderboard import bounds, exports, quarantine, render, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.store import PermissionDenied, Store
@@ -514,7 +514,8 @@ class Views:
             return [], [], pd.DataFrame(), [], f"Pick 1-{MAX_COMPARE} scored submissions and a prompt.{unknown}"
         rows = self.catalog.per_image(chosen, "prompt_id = ?", [prompt_id])
         if rows.empty:
-            return [], [], pd.DataFrame(), [], f"No image of prompt {render.code(prompt_id)} in these submissions."
+            return [], [], pd.DataFrame(), [], (f"No image of prompt {render.code(render.excerpt(prompt_id))} in these "
+                                                "submissions.")
         # The only images this view serves: those each submission's validated image table lists, read from its
         # shards (results name them by image_path, which a tampered results table could point anywhere).
         owned = {s: self.store.image_bytes(s, rows.loc[rows["submission_id"] == s, "image_path"].dropna().tolist())
@@ -600,6 +601,9 @@ class Views:
         hub_repo = (hub_repo or "").strip()
         if not file and not hub_repo:
             return "Choose a `.zip` file or name a Hub dataset of generations first."
+        if not file and not is_repo_id(hub_repo):  # checked here, so that the answer quotes only the text's start
+            return ("### Rejected: nothing was stored\n\n"
+                    f"- “{render.plain(render.excerpt(hub_repo))}” is not a Hub dataset repo id (ORG/NAME)")
 
         def report_progress(done: int, total: int) -> None:
             progress(done / total, desc=f"checking images {done}/{total}")
@@ -743,6 +747,8 @@ class Views:
         if owner is None:
             return "Not done: sign in with Hugging Face first."
         submission_id = (submission_id or "").strip()
+        if not layout.is_submission_id(submission_id):  # checked here, so that the answer quotes only the text's start
+            return f"Not done: no submission {render.code(render.excerpt(submission_id))}."
         try:
             (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
         except PermissionDenied as error:
@@ -813,7 +819,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     views = Views(store, owner, fetch)
     on_space = bool(os.environ.get("SPACE_ID"))
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
-    with gr.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
+    with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
         open_tab = gr.Textbox("overview", visible=False)  # the tab a person has open, for the timer
         seen, queue_seen = gr.State(""), gr.State("")  # what this page shows: results and queue digests

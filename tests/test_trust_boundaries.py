@@ -1,0 +1,121 @@
+"""Issue 30, trust at the repo boundary: what a visitor's text, a killed worker and earlier runs can leave behind.
+
+Bounded text: a real Gradio server (``build_app`` launched on loopback, in this process so that
+``time.process_time`` counts the server's CPU, the client's small share included) is sent megabytes in every box a
+visitor can type into, through gradio_client. Killed workers: a real supervisor and a real process killed with
+SIGKILL. Download folders: real `culturelens serve` processes sharing one temporary folder.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmark import results
+from benchmark.datasets import cube_1k
+from leaderboard import bounds, render, search, tables
+from leaderboard.app import Views, build_app, launch_options
+from leaderboard.store import Store
+from leaderboard.supervisor import Supervisor
+from tests.helpers import free_port, serving, serving_tiny_cube
+
+SCORED = "sub-bounded"  # a scored submission with aggregate rows only: Compare finds no image of any prompt
+# 5 MB of words a search could read (letters and spaces: ``render.plain`` shows them as they are).
+BIG = ("street food at night " * 250_000)[:5_000_000]
+DATASET = [cube_1k.HUB_REPO, cube_1k.CONFIG, "(any)", "(any)", "", ""]  # /datasets: repo, config, column, value,
+#                                                                           contains, semantic query
+OVERVIEW = ["awareness", None, "", [], None, None, "", [], tables.RANK_COLUMNS, None]
+SLICES = ["awareness", None, None, None, ""]
+
+
+def _aggregate_row() -> dict:
+    return {"provenance": "scored", "submission_id": SCORED, "model": "Bounded model", "model_id": "org/bounded",
+            "model_type": "open", "parameters_billions": 1.0, "track": "awareness", "metric": "clip_score",
+            "metric_label": "CLIPScore (2.5 max(cos, 0))", "metric_version": "1", "higher_is_better": True,
+            "harness_version": "0.1.0", "backbone": "clip-vit-b-32", "dataset": "culturelens/cube-1k:cube_1k:test",
+            "seeds": "0,1", "scored_at": "2026-02-03T04:05:06+00:00", "slice": "overall", "slice_value": "all",
+            "value": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": 6, "excluded": 0}
+
+
+@pytest.fixture(scope="module")
+def bounded_app(tmp_path_factory, tiny_upstream):
+    from gradio_client import Client
+
+    store = serving_tiny_cube(Store(tmp_path_factory.mktemp("bounded") / "store"), tiny_upstream)
+    results.write_folder(store.results / SCORED, [], [_aggregate_row()], [], {"submission_id": SCORED})
+    app = build_app(store, owner="visitor")
+    port = free_port()
+    app.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port,
+                                                  prevent_thread_lock=True, quiet=True, **launch_options(store))
+    try:
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        app.close()
+
+
+def _cpu_seconds(client, *args, api_name: str):
+    """The reply of one call (or the error it got), and the CPU seconds this process (server and client) spent."""
+    from gradio_client.exceptions import AppError
+
+    start = time.process_time()
+    try:
+        reply = client.predict(*args, api_name=api_name)
+    except AppError as error:  # a picker's refusal of a value that is not one of its choices
+        reply = error.message
+    return reply, time.process_time() - start
+
+
+def test_a_5_mb_semantic_query_takes_under_1_cpu_second_and_its_note_quotes_at_most_200_characters(bounded_app):
+    prefix = BIG[:search.MAX_QUERY_CHARS]
+    # The search by the query's first 200 characters (this call also loads the model and builds the index).
+    *_, expected, _, _ = bounded_app.predict(*DATASET[:5], prefix, api_name="/datasets")
+    (*_, table, note, _), cpu = _cpu_seconds(bounded_app, *DATASET[:5], BIG, api_name="/datasets")
+    assert cpu < 1.0, f"{cpu:.2f} CPU-s"
+    assert table == expected and len(table["data"]) == 6  # what was searched: the first 200 characters
+    note = html.unescape(note)
+    assert f"“{BIG[:200]}…” (all-MiniLM-L6-v2, which read its first 200 characters)" in note
+    assert BIG[:201] not in note and len(note) < 1000
+
+
+BOXES = {  # every box a visitor can type into, by the API call that reads it: (api name, arguments)
+    "overview track": ("/overview", [BIG, *OVERVIEW[1:]]),
+    "overview metric": ("/overview", [*OVERVIEW[:1], BIG, *OVERVIEW[2:]]),
+    "overview model search": ("/overview", [*OVERVIEW[:2], BIG, *OVERVIEW[3:]]),
+    "overview scored since": ("/overview", [*OVERVIEW[:6], BIG, *OVERVIEW[7:]]),
+    "overview protocol": ("/overview", [*OVERVIEW[:9], BIG]),
+    "overview download": ("/download", [*OVERVIEW[:2], BIG, *OVERVIEW[3:]]),
+    "slices track": ("/slices", [BIG, *SLICES[1:]]),
+    "slices metric": ("/slices", [*SLICES[:1], BIG, *SLICES[2:]]),
+    "slices slice": ("/slices", [*SLICES[:2], BIG, *SLICES[3:]]),
+    "slices value": ("/slices", [*SLICES[:3], BIG, *SLICES[4:]]),
+    "slices model search": ("/slices", [*SLICES[:4], BIG]),
+    "compare submissions": ("/compare", [[BIG, SCORED], "p1"]),
+    "compare prompt": ("/compare", [[SCORED], BIG]),
+    "datasets dataset": ("/datasets", [BIG, *DATASET[1:]]),
+    "datasets config": ("/datasets", [*DATASET[:1], BIG, *DATASET[2:]]),
+    "datasets column": ("/datasets", [*DATASET[:2], BIG, *DATASET[3:]]),
+    "datasets value": ("/datasets", [*DATASET[:3], BIG, *DATASET[4:]]),
+    "datasets contains": ("/datasets", [*DATASET[:4], BIG, ""]),
+    "metrics method page": ("/method", [BIG]),
+    "submit hub repo": ("/submit_form", [None, BIG]),
+    "queue details": ("/details", [BIG]),
+    "queue re-run": ("/rerun", [BIG]),
+    "queue delete": ("/delete", [BIG]),
+}
+
+
+@pytest.mark.parametrize("box", BOXES)
+def test_every_box_reads_5_mb_in_under_1_cpu_second_and_quotes_at_most_200_characters(bounded_app, box):
+    api_name, args = BOXES[box]
+    reply, cpu = _cpu_seconds(bounded_app, *args, api_name=api_name)
+    assert cpu < 1.0, f"{box}: {cpu:.2f} CPU-s"
+    text = html.unescape(json.dumps(reply, ensure_ascii=False, default=str))
+    assert BIG[:render.QUOTE_CHARS + 1] not in text and len(text) < 100_000, f"{box}: {len(text)} characters back"
