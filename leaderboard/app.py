@@ -14,8 +14,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +32,7 @@ from benchmark.track import Chart, DetailPicture
 from leaderboard import bounds, exports, quarantine, render, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
+from leaderboard.downloads import DownloadFolder
 from leaderboard.store import PermissionDenied, Store
 
 OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
@@ -236,7 +235,7 @@ class Views:
         self.places = render.server_places(store.root)
         self.catalog = Catalog(store, fetch)
         self.browser = DatasetBrowser(store)
-        self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
+        self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit
 
     def public(self, text: object) -> str:
         """Server-side text (a reason, an error) for visitors: server folders hidden, then escaped."""
@@ -347,18 +346,10 @@ class Views:
             return self._files(frame, track if track in track_registry.all_tracks() else "track")
         return self._files(exports.overall_rows(self.catalog, filters, protocol), "overall")
 
-    def _folder(self) -> Path:
-        """A fresh folder under this app's temporary folder for files handed to Gradio (which copies them to
-        its cache, emptied by ``delete_cache``); folders older than an hour are removed here."""
-        for old in self.downloads.iterdir():
-            if old.stat().st_mtime < time.time() - 3600:
-                shutil.rmtree(old, ignore_errors=True)
-        return Path(tempfile.mkdtemp(dir=self.downloads))
-
     def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
         """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised) and Parquet
         (typed, as is) files to download, named ``culturelens-<stem>``."""
-        folder = self._folder()
+        folder = self.downloads.fresh()
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
         render.spreadsheet_safe(frame).to_csv(csv, index=False)
         frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(parquet, index=False)
@@ -368,7 +359,7 @@ class Views:
         """Store files to show or download (under ``names``, default ``<n>-<file name>``), as links (or copies)
         in a folder of this app's: Gradio is blocked from the whole store (``launch_options``), so a visitor
         gets exactly the files a view picked."""
-        folder, served = self._folder(), []
+        folder, served = self.downloads.fresh(), []
         for i, path in enumerate(paths):
             target = folder / (names[i] if names else f"{i}-{path.name}")
             try:
@@ -381,7 +372,7 @@ class Views:
     def _serve_images(self, images: list[tuple[str, bytes]]) -> list[str]:
         """Images of submissions (name in the submission, bytes from its shards) to show, written as files in a
         folder of this app's (``<n>-<seed>.<ext>``): what Gradio serves is a copy, never a store file."""
-        folder, served = self._folder(), []
+        folder, served = self.downloads.fresh(), []
         for i, (name, data) in enumerate(images):
             target = folder / f"{i}-{PurePosixPath(name).name}"
             target.write_bytes(data)
@@ -578,7 +569,7 @@ class Views:
 
     def schema_file(self) -> str:
         """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
-        path = self._folder() / "manifest.schema.json"
+        path = self.downloads.fresh() / "manifest.schema.json"
         path.write_text(json_schema(), encoding="utf-8")
         return str(path)
 

@@ -12,21 +12,22 @@ import html
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
-from leaderboard import bounds, render, search, tables
+from leaderboard import search, tables
 from leaderboard.app import Views, build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 from tests.helpers import free_port, serving, serving_tiny_cube
 
+QUOTED = 200  # characters of a visitor's text that a reply may repeat (issue 30)
 SCORED = "sub-bounded"  # a scored submission with aggregate rows only: Compare finds no image of any prompt
 # 5 MB of words a search could read (letters and spaces: ``render.plain`` shows them as they are).
 BIG = ("street food at night " * 250_000)[:5_000_000]
@@ -118,4 +119,97 @@ def test_every_box_reads_5_mb_in_under_1_cpu_second_and_quotes_at_most_200_chara
     reply, cpu = _cpu_seconds(bounded_app, *args, api_name=api_name)
     assert cpu < 1.0, f"{box}: {cpu:.2f} CPU-s"
     text = html.unescape(json.dumps(reply, ensure_ascii=False, default=str))
-    assert BIG[:render.QUOTE_CHARS + 1] not in text and len(text) < 100_000, f"{box}: {len(text)} characters back"
+    assert BIG[:QUOTED + 1] not in text and len(text) < 100_000, f"{box}: {len(text)} characters back"
+
+
+# --- finding 5: a killed worker's entry, and the download folders of earlier runs -----------------------------------
+SCORING_WORKER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from leaderboard.queue import Queue
+
+    Queue(Path(sys.argv[1])).set_worker(sys.argv[-1], "scoring", "scoring sub-1")  # the last: its --supervised id
+    time.sleep(600)
+""")
+
+
+def _until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
+@pytest.mark.slow
+def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
+    store = Store(tmp_path / "store")
+    queue, views = store.queue, Views(store, "ada")
+    supervisor = Supervisor([sys.executable, "-c", SCORING_WORKER, str(store.root / "queue.sqlite")], queue,
+                            first_delay=600, beat=0.2)  # no restart while the test looks
+    supervisor.start()
+    try:
+        _until(lambda: [w for w in queue.workers() if w["state"] == "scoring"], 60, "the worker says it scores")
+        assert "is up: scoring" in views.workers_markdown()
+        os.kill(queue.supervisors()[0]["pid"], signal.SIGKILL)
+        # Its heartbeat is a second old: only the supervisor, which reaped it, can say it is gone.
+        _until(lambda: queue.workers()[0]["state"] == "stopped", 5, "the killed worker's entry ends")
+        assert [(w["state"], w["message"]) for w in views.queue_api()["workers"]] == \
+            [("stopped", "its process ended (killed by SIGKILL)")]
+        assert "scoring" not in views.workers_markdown()
+    finally:
+        supervisor.stop()
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from leaderboard.app import build_app
+    from leaderboard.store import Store
+
+    build_app(Store(Path(sys.argv[1])))  # what `culturelens serve` does before it listens
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+def _holder(store: Store) -> subprocess.Popen:
+    """A process that built the app over ``store`` (so made its download folder) and waits."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(store.root)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+@pytest.mark.slow
+def test_start_up_removes_the_download_folders_of_earlier_runs_and_never_a_live_servers(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the servers' system temporary folder
+    store = Store(tmp_path / "store")
+
+    def folders() -> set[str]:
+        return {p.name for p in temp.glob("culturelens-downloads-*")}
+
+    killed = _holder(store)
+    killed.kill()  # SIGKILL: no code of its own runs, its folder stays behind
+    killed.wait()
+    # Folders of an earlier version (no lock): one unused for two days, one written to now (a server may use it).
+    for name in ("culturelens-downloads-old", "culturelens-downloads-recent"):
+        (temp / name / "tmp1").mkdir(parents=True)
+        (temp / name / "tmp1" / "culturelens-overall.csv").write_text("model\n", encoding="utf-8")
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(temp / "culturelens-downloads-old", (two_days_ago, two_days_ago))
+    assert len(folders()) == 3
+    before = folders()
+    with serving(store.root, tmp_path / "serve.log", "--no-worker"):
+        served = folders() - before
+        assert len(served) == 1 and folders() == served | {"culturelens-downloads-recent"}
+        live = _holder(store)  # a second server on this machine, started while the first runs
+        try:
+            assert len(folders()) == 3 and served <= folders()  # the running server's folder is left alone
+        finally:
+            live.send_signal(signal.SIGINT)  # stopped as Ctrl-C stops it: its own folder goes at exit
+            live.wait(timeout=60)
+        assert folders() == served | {"culturelens-downloads-recent"}
+    assert folders() == {"culturelens-downloads-recent"}  # serve's SIGTERM: its folder is removed at exit
