@@ -13,14 +13,17 @@ lock, are removed once nothing has been written to them for a day.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import logging
 import os
 import shutil
 import stat
 import tempfile
 import time
-import weakref
 from pathlib import Path
+
+log = logging.getLogger("culturelens.downloads")
 
 PREFIX = "culturelens-downloads-"
 MAKING = ".culturelens-downloads-making-"  # a folder being made: not yet locked, never removed by another server
@@ -30,30 +33,30 @@ UNLOCKED_SECONDS = 24 * 3600  # a folder of an earlier version (no lock) unused 
 
 
 class DownloadFolder:
-    """This server's download folder under ``parent`` (default: the system's temporary folder), made at once;
-    ``removed`` names the folders of servers that are gone, removed first. Removed with its files when this object
-    is closed, collected, or at exit."""
+    """This server's download folder, made at once under the system's temporary folder after the folders of servers
+    that are gone are removed; removed with its files at exit (not before: a path a view returned stays good)."""
 
-    def __init__(self, parent: Path | None = None):
-        parent = Path(parent or tempfile.gettempdir())
-        self.removed = remove_abandoned(parent)
+    def __init__(self):
+        parent = Path(tempfile.gettempdir())
+        if removed := remove_abandoned(parent):
+            log.info("removed %d download folder(s) of servers that are gone: %s", len(removed), ", ".join(removed))
         making = Path(tempfile.mkdtemp(prefix=MAKING, dir=parent))
         lock = open(making / LOCK, "wb")
         fcntl.flock(lock, fcntl.LOCK_EX)  # held until this process closes it or ends
         self.root = parent / (PREFIX + making.name.removeprefix(MAKING))
         os.rename(making, self.root)
-        self._finalizer = weakref.finalize(self, _remove, self.root, lock)
+        atexit.register(_remove, self.root, lock)
 
     def fresh(self) -> Path:
         """A new folder for one view's files; those of views older than ``KEEP_SECONDS`` are removed here."""
         for old in self.root.iterdir():
-            if old.name != LOCK and old.stat().st_mtime < time.time() - KEEP_SECONDS:
+            try:
+                stale = old.name != LOCK and old.stat().st_mtime < time.time() - KEEP_SECONDS
+            except FileNotFoundError:  # removed by another view's call meanwhile
+                continue
+            if stale:
                 shutil.rmtree(old, ignore_errors=True)
         return Path(tempfile.mkdtemp(dir=self.root))
-
-    def close(self) -> None:
-        """Remove the folder and release its lock (done at exit anyway)."""
-        self._finalizer()
 
 
 def _remove(root: Path, lock) -> None:
