@@ -74,6 +74,7 @@ def _cpu_seconds(client, *args, api_name: str):
     return reply, time.process_time() - start
 
 
+@pytest.mark.slow  # loads the sentence model and builds its index
 def test_a_5_mb_semantic_query_takes_under_1_cpu_second_and_its_note_quotes_at_most_200_characters(bounded_app):
     prefix = BIG[:search.MAX_QUERY_CHARS]
     # The search by the query's first 200 characters (this call also loads the model and builds the index).
