@@ -14,8 +14,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -29,11 +27,12 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.submission import ServerFault
-from benchmark.submission.manifest import json_schema
+from benchmark.submission.manifest import is_repo_id, json_schema
 from benchmark.track import Chart, DetailPicture
-from leaderboard import exports, quarantine, render, search, tables
+from leaderboard import bounds, exports, quarantine, render, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
+from leaderboard.downloads import DownloadFolder
 from leaderboard.store import PermissionDenied, Store
 
 OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
@@ -236,7 +235,7 @@ class Views:
         self.places = render.server_places(store.root)
         self.catalog = Catalog(store, fetch)
         self.browser = DatasetBrowser(store)
-        self.downloads = Path(tempfile.mkdtemp(prefix="culturelens-downloads-"))
+        self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit
 
     def public(self, text: object) -> str:
         """Server-side text (a reason, an error) for visitors: server folders hidden, then escaped."""
@@ -347,18 +346,10 @@ class Views:
             return self._files(frame, track if track in track_registry.all_tracks() else "track")
         return self._files(exports.overall_rows(self.catalog, filters, protocol), "overall")
 
-    def _folder(self) -> Path:
-        """A fresh folder under this app's temporary folder for files handed to Gradio (which copies them to
-        its cache, emptied by ``delete_cache``); folders older than an hour are removed here."""
-        for old in self.downloads.iterdir():
-            if old.stat().st_mtime < time.time() - 3600:
-                shutil.rmtree(old, ignore_errors=True)
-        return Path(tempfile.mkdtemp(dir=self.downloads))
-
     def _files(self, frame: pd.DataFrame, stem: str) -> list[str]:
         """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised) and Parquet
         (typed, as is) files to download, named ``culturelens-<stem>``."""
-        folder = self._folder()
+        folder = self.downloads.fresh()
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
         render.spreadsheet_safe(frame).to_csv(csv, index=False)
         frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(parquet, index=False)
@@ -368,7 +359,7 @@ class Views:
         """Store files to show or download (under ``names``, default ``<n>-<file name>``), as links (or copies)
         in a folder of this app's: Gradio is blocked from the whole store (``launch_options``), so a visitor
         gets exactly the files a view picked."""
-        folder, served = self._folder(), []
+        folder, served = self.downloads.fresh(), []
         for i, path in enumerate(paths):
             target = folder / (names[i] if names else f"{i}-{path.name}")
             try:
@@ -381,7 +372,7 @@ class Views:
     def _serve_images(self, images: list[tuple[str, bytes]]) -> list[str]:
         """Images of submissions (name in the submission, bytes from its shards) to show, written as files in a
         folder of this app's (``<n>-<seed>.<ext>``): what Gradio serves is a copy, never a store file."""
-        folder, served = self._folder(), []
+        folder, served = self.downloads.fresh(), []
         for i, (name, data) in enumerate(images):
             target = folder / f"{i}-{PurePosixPath(name).name}"
             target.write_bytes(data)
@@ -514,7 +505,8 @@ class Views:
             return [], [], pd.DataFrame(), [], f"Pick 1-{MAX_COMPARE} scored submissions and a prompt.{unknown}"
         rows = self.catalog.per_image(chosen, "prompt_id = ?", [prompt_id])
         if rows.empty:
-            return [], [], pd.DataFrame(), [], f"No image of prompt {render.code(prompt_id)} in these submissions."
+            return [], [], pd.DataFrame(), [], (f"No image of prompt {render.code(render.excerpt(prompt_id))} in these "
+                                                "submissions.")
         # The only images this view serves: those each submission's validated image table lists, read from its
         # shards (results name them by image_path, which a tampered results table could point anywhere).
         owned = {s: self.store.image_bytes(s, rows.loc[rows["submission_id"] == s, "image_path"].dropna().tolist())
@@ -577,7 +569,7 @@ class Views:
 
     def schema_file(self) -> str:
         """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
-        path = self._folder() / "manifest.schema.json"
+        path = self.downloads.fresh() / "manifest.schema.json"
         path.write_text(json_schema(), encoding="utf-8")
         return str(path)
 
@@ -600,6 +592,9 @@ class Views:
         hub_repo = (hub_repo or "").strip()
         if not file and not hub_repo:
             return "Choose a `.zip` file or name a Hub dataset of generations first."
+        if not file and not is_repo_id(hub_repo):  # checked here, so that the answer quotes only the text's start
+            return ("### Rejected: nothing was stored\n\n"
+                    f"- “{render.plain(render.excerpt(hub_repo))}” is not a Hub dataset repo id (ORG/NAME)")
 
         def report_progress(done: int, total: int) -> None:
             progress(done / total, desc=f"checking images {done}/{total}")
@@ -743,6 +738,8 @@ class Views:
         if owner is None:
             return "Not done: sign in with Hugging Face first."
         submission_id = (submission_id or "").strip()
+        if not layout.is_submission_id(submission_id):  # checked here, so that the answer quotes only the text's start
+            return f"Not done: no submission {render.code(render.excerpt(submission_id))}."
         try:
             (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
         except PermissionDenied as error:
@@ -813,7 +810,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     views = Views(store, owner, fetch)
     on_space = bool(os.environ.get("SPACE_ID"))
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
-    with gr.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
+    with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
         open_tab = gr.Textbox("overview", visible=False)  # the tab a person has open, for the timer
         seen, queue_seen = gr.State(""), gr.State("")  # what this page shows: results and queue digests

@@ -83,7 +83,10 @@ class DatasetBrowser:
             ranked = search.search(fingerprint, frame, query, k=len(frame))
             found = ranked[ranked.index.isin(shown.index)].head(20)
             shown = found
-            note += f"; the {len(found)} closest in meaning to “{render.plain(query)}” (all-MiniLM-L6-v2)"
+            cut = f", which read its first {search.MAX_QUERY_CHARS} characters" \
+                if len(query) > search.MAX_QUERY_CHARS else ""
+            note += (f"; the {len(found)} closest in meaning to “{render.plain(render.excerpt(query))}” "
+                     f"(all-MiniLM-L6-v2{cut})")
         if len(shown) > PREVIEW_ROWS:
             note += f"; the first {PREVIEW_ROWS} shown (download the dataset for all)"
         if images:

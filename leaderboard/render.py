@@ -28,6 +28,17 @@ def plain(text: object) -> str:
     return "".join(f"&#{ord(ch)};" if ch in _PUNCTUATION else ch for ch in text)
 
 
+QUOTE_CHARS = 200  # of a visitor's text, that a note may quote
+
+
+def excerpt(text: object) -> str:
+    """A visitor's text as a note quotes it: its first ``QUOTE_CHARS`` characters, and "…" when it had more. A note
+    never repeats a whole query back: what was typed may be megabytes (``leaderboard.bounds``). Still text: show it
+    with ``plain`` or ``code``."""
+    text = str(text)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…"
+
+
 def code(text: object) -> str:
     """User text in monospace (an id, a file name): ``plain`` inside an HTML ``<code>`` element, because inside
     a Markdown code span character references would show as typed (``&#95;``) instead of the character."""
@@ -122,7 +133,7 @@ def slice_label(name: str) -> str:
 def method_page(name: str) -> str:
     track = tracks.get(name)
     if not track.method:
-        return f"### {plain(track.title)}\n\nNo method page is registered for this track."
+        return f"### {plain(excerpt(track.title))}\n\nNo method page is registered for this track."
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
             f"Paper: {track.citation}. Headline metric: `{track.headline}`. Headline ranking protocol (rows scored "
             f"otherwise are ranked under their own, marked off-protocol; About explains): "

@@ -17,7 +17,7 @@ import pandas as pd
 
 
 _lock = threading.Lock()
-MAX_QUERY_CHARS = 200  # of a word search: a prompt is shorter
+MAX_QUERY_CHARS = 200  # characters of a query a search reads, by words or by meaning: a prompt is shorter
 
 
 def folded(text: object) -> str:
@@ -62,9 +62,11 @@ def _index(fingerprint: str, prompts: tuple[str, ...]) -> faiss.IndexFlatIP:
 
 
 def search(fingerprint: str, table: pd.DataFrame, query: str, k: int = 20) -> pd.DataFrame:
-    """The ``k`` rows of ``table`` whose ``prompt`` is closest in meaning to ``query``, with the cosine
-    similarity, best first. ``fingerprint`` identifies the table's content (the index is kept per fingerprint)."""
-    query = (query or "").strip()
+    """The ``k`` rows of ``table`` whose ``prompt`` is closest in meaning to the first ``MAX_QUERY_CHARS``
+    characters of ``query``, with the cosine similarity, best first. ``fingerprint`` identifies the table's content
+    (the index is kept per fingerprint). Only the prefix is read: the tokenizer's work grows with the whole text
+    (0.7 CPU-s per MB measured) although the model reads 256 tokens at most."""
+    query = (query or "")[:MAX_QUERY_CHARS].strip()
     if not query:
         raise ValueError("type something to search for")
     with _lock:  # one build per table even when several visitors search at once

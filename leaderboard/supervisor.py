@@ -2,9 +2,11 @@
 
 A thread in the serve process. Whenever the worker exits (a crash, an SQLite
 ``disk I/O error`` or a lost PostgreSQL connection, a full disk, the out-of-memory killer's SIGKILL), the
-supervisor reaps it (no zombie), expires the leases it held so its job is
-taken over by the next worker at once rather than after the lease (the attempt
-still counts: a job that keeps killing its worker still ends FAILED), and
+supervisor reaps it (no zombie), ends its entry in the queue's worker table
+(the Queue tab never shows a worker scoring whose process is gone), expires the
+leases it held so its job is taken over by the next worker at once rather than
+after the lease (the attempt still counts: a job that keeps killing its worker
+still ends FAILED), and
 starts a new one after a delay that doubles from ``first_delay`` up to
 ``max_delay``, back to ``first_delay`` once a worker ran ``healthy_after``
 seconds. Exit code 2 means "no metric can run" (``worker.main``): a new worker
@@ -102,12 +104,16 @@ class Supervisor(threading.Thread):
                 self._record("running", process.pid)
                 beaten = time.monotonic()
         try:
+            # Its entry ends now: a killed worker cannot say so itself, and must not be shown scoring until it ages
+            # out. Not one that cannot score: its entry says why, for the Queue tab.
+            if code != NO_METRIC_CAN_RUN:
+                self.queue.set_worker(worker_id, "stopped", f"its process ended ({describe_exit(code)})")
             taken = self.queue.expire_leases(worker_id, f"its worker stopped ({describe_exit(code)}): waiting for "
                                                         "another to take it over")
             if taken:
                 log.warning("the worker held %d job(s); their leases are expired for the next worker", taken)
-        except self.queue.errors as error:  # the leases then expire by themselves
-            log.warning("could not expire the stopped worker's leases: %s", error)
+        except self.queue.errors as error:  # the entry ages out and the leases expire by themselves
+            log.warning("could not record that the worker stopped: %s", error)
         return code
 
     def _hold(self, state: str, message: str) -> None:
