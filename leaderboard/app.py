@@ -218,7 +218,7 @@ def _padded_limits(points: pd.DataFrame, chart: Chart, pad: float = 0.05) -> dic
 def linked_table(frame: pd.DataFrame) -> dict:
     """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
     others by ``tables.DATATYPES``. The API returns the frame itself."""
-    return gr.update(value=frame, datatype=tables.datatypes(frame.columns))
+    return gr.update(value=frame, datatype=tables.datatypes(frame))
 
 
 def shown_if_filled(value, **options) -> dict:
@@ -458,8 +458,7 @@ class Views:
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
-        per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks", "win_low", "win_high",
-                                       "rank_low", "rank_high"], errors="ignore").set_index(who)
+        per_track = wide.drop(columns=list(tables.WIDE_COLUMNS), errors="ignore").set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = self.catalog.query("SELECT * FROM curves ORDER BY model, x")
