@@ -9,7 +9,7 @@ values for every track, with intervals chosen by their measured coverage at smal
 - a mean of values (``mean_ci``): Student-t, Wilson's for values that are all 0 or 1 (events);
 - a mean of paired differences (``difference_ci``): Student-t, and Bonett & Price's adjusted interval for
   differences that are all -1, 0 or 1 (two models' 0/1 events on the same prompts). Wilson's interval is for a
-  proportion only: on such differences it covered 0.74 at n = 10.
+  proportion only: given such differences it covered as little as 0.40 at n = 10.
 
 Holm's correction runs over every test of one comparison (every pair of every metric), not within a metric.
 """
@@ -92,9 +92,9 @@ def difference_ci(differences: np.ndarray, *, confidence: float = 0.95) -> tuple
       d -/+ q sqrt((p+ + p- - d^2) / (n + 2)), here with q Student's t quantile on n + 1 degrees of freedom in
       place of the normal one (with the normal one its coverage dips to 0.89 at n = 10). Its exact coverage,
       enumerated over every trinomial with probabilities on a 0.05 grid (``benchmarks/coverage.py``), is at
-      least 0.935 from n = 5 to 50; there the t interval falls to 0.40 at n = 10 when few prompts differ (an
-      all-zero sample gives it the point (0, 0)), and Wilson's interval, which took such differences for a
-      proportion, to 0.74;
+      least 0.935 from n = 5 to 50 (0.949 at n = 10); there the t interval and the BCa bootstrap fall to 0.40
+      at n = 10 when few prompts differ (an all-zero sample gives the point (0, 0)), and so does the rule used
+      before, which took differences without a -1 for a proportion (Wilson's interval);
     - otherwise the Student-t interval of the differences' mean, as ``mean_ci``'s.
     """
     d = np.asarray(differences, dtype=np.float64)
