@@ -184,11 +184,13 @@ def overview_slice(cat: Catalog, track: str, metric: str) -> tuple[str, list[str
     return name, values[name]
 
 
-def datatypes(frame: pd.DataFrame) -> list[str]:
-    """The Dataframe datatypes of a display table's columns (``DATATYPES``; text otherwise, and for a number
-    column that holds text, such as a censored score "> 10")."""
-    return [DATATYPES.get(c, "str") if frame[c].dtype != object or DATATYPES.get(c) != "number" else "str"
-            for c in frame.columns]
+def datatypes(columns, frame: pd.DataFrame | None = None) -> list[str]:
+    """The Dataframe datatypes of these display columns (``DATATYPES``; text otherwise); with the table shown,
+    also text for a number column that holds text (a censored score, "> 10")."""
+    def holds_text(column) -> bool:
+        return frame is not None and frame[column].map(lambda v: isinstance(v, str)).any()
+
+    return [DATATYPES.get(c, "str") if not holds_text(c) else "str" for c in columns]
 
 
 def metric_labels(cat: Catalog, submission_ids: list[str]) -> dict[str, str]:
@@ -515,8 +517,9 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=RANK_COLUMNS)
     ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
     low, high = (frame[c].astype("Float64").astype("Int64") for c in ("rank_low", "rank_high"))
-    ranges = [rank_range(lo, hi) if not why else f"not ranked: {why}"
-              for lo, hi, why in zip(low, high, frame["not_ranked"].fillna(""))]
+    why = frame["not_ranked"] if "not_ranked" in frame.columns else pd.Series("", index=frame.index)
+    why = why.fillna("").where(~frame["beside"].fillna(False).astype(bool), "other protocol")
+    ranges = [rank_range(lo, hi) if not reason else f"not ranked: {reason}" for lo, hi, reason in zip(low, high, why)]
     protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
     above = censored(frame)
     score = frame["value"].round(3)
@@ -719,3 +722,25 @@ def submissions(cat: Catalog) -> pd.DataFrame:
     """Scored submissions: id, model, dataset, scored_at (for pickers)."""
     return cat.query("SELECT DISTINCT submission_id, model, dataset, max(scored_at) AS scored_at FROM aggregates "
                      "WHERE provenance = 'scored' GROUP BY submission_id, model, dataset ORDER BY model, scored_at")
+
+
+# What each row of the metric-agreement table measures (the Metrics tab), by provenance.
+AGREEMENT_MEASURES = {
+    "scored": "Spearman with the mean of the other raters, one rater left out in turn (like for like with the "
+              "ceiling)",
+    "reported": "Spearman with the human ratings as the paper pooled them (not stated; Fig. 7)",
+}
+
+
+def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The metric-agreement table (``Store.meta_evaluation``) for the Metrics tab: a ``measures`` column saying
+    what each row's Spearman is (``AGREEMENT_MEASURES``), the scored rows first, each criterion and country's
+    sorted by Spearman, then the paper's rows of another definition, by criterion: never ordered together."""
+    if frame.empty:
+        return frame
+    frame = frame.assign(measures=frame["provenance"].map(AGREEMENT_MEASURES).fillna(""),
+                         _paper=frame["provenance"] != "scored")
+    frame = frame.sort_values(["_paper", "criterion", "country", "spearman"], ascending=[True, True, True, False],
+                              kind="stable", na_position="last")
+    columns = ["provenance", "measures", *[c for c in frame.columns if c not in ("provenance", "measures", "_paper")]]
+    return frame[columns].reset_index(drop=True)
