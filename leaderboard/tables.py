@@ -38,7 +38,7 @@ UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols wer
 REPLICATES = 1000  # bootstrap replicates of a rank interval
 SEED = 0  # the bootstrap's seed: the same rows always give the same intervals
 # Below this many prompts shared by the ranked models no rank interval is given: a percentile bootstrap over
-# fewer prompts is too narrow (its interval of a mean covers 0.82 of the nominal 0.95 at 5 values, 0.91 at 10:
+# fewer prompts is too narrow (its interval of a mean covers 0.83 of the nominal 0.95 at 5 values, 0.91 at 10:
 # benchmarks/README.md, "coverage.py").
 MIN_SHARED_PROMPTS = 10
 # A model that answered fewer than this share of the prompts a table's models answered between them is listed
@@ -349,8 +349,8 @@ def basis(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name
       without interval."""
     rng = rng if rng is not None else np.random.default_rng(SEED)
     rows = len(frame)
-    value, n = frame["value"].to_numpy(float).copy(), frame["n"].to_numpy(float).copy()
-    low, high = frame["ci_low"].to_numpy(float).copy(), frame["ci_high"].to_numpy(float).copy()
+    value, n, low, high = (frame[c].astype("Float64").to_numpy(float, na_value=np.nan)
+                           for c in ("value", "n", "ci_low", "ci_high"))
     not_ranked = np.full(rows, "", dtype=object)
     composite = next((f for f in track_registry.get(track).from_means if f.metric == metric), None)
     inputs = composite.inputs if composite else (metric,)
