@@ -190,7 +190,7 @@ def datatypes(columns, frame: pd.DataFrame | None = None) -> list[str]:
     def holds_text(column) -> bool:
         return frame is not None and frame[column].map(lambda v: isinstance(v, str)).any()
 
-    return [DATATYPES.get(c, "str") if not holds_text(c) else "str" for c in columns]
+    return ["str" if DATATYPES.get(c) == "number" and holds_text(c) else DATATYPES.get(c, "str") for c in columns]
 
 
 def metric_labels(cat: Catalog, submission_ids: list[str]) -> dict[str, str]:

@@ -356,7 +356,8 @@ def test_rankings_a_never_used_up_model_ranks_first_on_reusability(store):
     assert pd.isna(noise["value"]) and noise["ci_low"] == 10.0  # censored: more than 10 seeds
     shown = tables.display(frame)
     assert list(shown["Score"]) == ["> 10", 6.0, 3.0] and shown.loc[0, "95% CI"] == ""
-    assert tables.datatypes(shown.columns, shown)[shown.columns.get_loc("Score")] == "str"
+    kinds = dict(zip(shown.columns, tables.datatypes(shown.columns, shown)))
+    assert kinds["Score"] == "str" and kinds["Model"] == "markdown" and kinds["Rank"] == "number"
     assert "ranked on its own value" in note  # a model-level value: no per-prompt values, no interval
 
 
