@@ -63,7 +63,7 @@ def _matching(frame: pd.DataFrame, where: dict) -> int:
 
 def aggregate_curves(per_prompt: pd.DataFrame) -> pd.DataFrame:
     """Per-prompt curves (metric, prompt_id, x, value) -> the model's curve: per metric and x, the mean over
-    prompts with a bootstrap CI over prompts (prompt_id null on these rows)."""
+    prompts with its CI over prompts (``mean_ci``; prompt_id null on these rows)."""
     rows = []
     for (metric, x), group in per_prompt.groupby(["metric", "x"], sort=True):
         values = group["value"].to_numpy()

@@ -1,8 +1,9 @@
 """``culturelens compare``: statistics across scored submissions.
 
 - Paired tests: for each metric, every pair of models on the prompts both
-  answered, two-sided Wilcoxon signed-rank with Holm correction and a bootstrap
-  CI of the mean difference (as the CRT paper does, Sec. 5).
+  answered, two-sided Wilcoxon signed-rank tests (as the CRT paper does, Sec. 5)
+  with Holm's correction over every test printed (all pairs of all metrics), and
+  a CI of the mean difference (``benchmark.stats.difference_ci``).
 - VR@k: visual reuse on the references every model recognised (CRT, Sec. 5.2).
 - Perturbations: delta-CRA and delta-CRT of each model between its results on
   the original prompts and on a perturbed config (CRT, Sec. 5.4).
@@ -60,11 +61,13 @@ def main(results: list[Path], perturbed: list[Path] | None, metrics: list[str] |
     present = sorted(set.intersection(*(set(f["metric"].dropna()) for f in frames)))
     wanted = [m for m in (metrics or present) if m in present]
     pd.set_option("display.width", 160)
-    if len(frames) >= 2:
-        for metric in wanted:
-            table = paired_comparisons(per_prompt(frames, metric))
-            print(f"\n== {metric}: paired Wilcoxon signed-rank, Holm-corrected over {len(table)} pairs")
-            print(table.round(4).to_string(index=False))
+    if len(frames) >= 2 and wanted:
+        tests = paired_comparisons(pd.concat([per_prompt(frames, metric).assign(metric=metric) for metric in wanted],
+                                             ignore_index=True))
+        for metric, table in tests.groupby("metric", sort=False):
+            print(f"\n== {metric}: paired Wilcoxon signed-rank; p_holm is Holm-corrected over all {len(tests)} "
+                  f"tests below ({len(wanted)} metric(s))")
+            print(table.drop(columns="metric").round(4).to_string(index=False))
     if "vr" in present and len(frames) >= 2:
         print("\n== VR@k: visual reuse on the references every model recognised")
         print(vr_at_k(per_prompt(frames, "vr").rename(columns={"value": "vr"})).round(4).to_string(index=False))

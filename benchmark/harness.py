@@ -66,6 +66,12 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
+def images_present(rows: pd.DataFrame) -> int:
+    """The images per prompt a protocol records: the fewest any answered prompt has (seeds declared but refused
+    or missing do not count), so that a submission of 5 images per prompt is never ranked with 10-image ones."""
+    return int(rows.groupby("prompt_id").size().min())
+
+
 def image_rows(images: pd.DataFrame, prompts: PromptSet) -> pd.DataFrame:
     """A submission's images (prompt_id, seed, path, sha256) in (prompt, seed) order, with their prompt columns."""
     if images.empty:
@@ -275,15 +281,19 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         return {"backbone": "+".join(f"{b}={used[b].spec.uid}" for b in ids),
                 "backbone_revision": "+".join(used[b].revision for b in ids)}
 
+    present = images_present(rows)
+
     def with_protocol(row: dict, version: str) -> dict:
         """The row with the protocol its value was scored under (``results.protocol_columns``): dataset without
-        its local fingerprint, images per prompt, the metric's version (``version`` where the row names none:
-        its thresholds, variant, calibration, tagger) and each backbone's uid@revision."""
+        its local fingerprint and the digest of its prompt rows, the images per prompt present, the metric's
+        version (``version`` where the row names none: its thresholds, variant, calibration, tagger, N) and each
+        backbone's uid@revision."""
         backbones = [f"{b}@{r}" for b, r in zip((row.get("backbone") or "").split("+"),
                                                  (row.get("backbone_revision") or "").split("+")) if b]
         return {**row, **results.protocol_columns({
-            "dataset": run["dataset"].split("@")[0], "images_per_prompt": len(manifest.seeds),
-            "metric_version": row.get("metric_version") or version, "backbones": backbones})}
+            "dataset": run["dataset"].split("@")[0], "dataset_revision": run["dataset_digest"],
+            "images_per_prompt": present, "metric_version": row.get("metric_version") or version,
+            "backbones": backbones})}
 
     aggregates = []
     for row in aggregate(per_image):

@@ -125,20 +125,27 @@ def registry_for(run: dict, backbones_file: str | None) -> dict:
 
 @dataclass(frozen=True)
 class Difference:
-    """One metric's largest absolute differences (None: no such rows; inf: a value on one side only)."""
+    """One metric's largest absolute differences (None: no such rows; inf: a value on one side only), and how
+    many of its per-image and aggregate rows one side has and the other lacks: a row that is not there is
+    reported missing, never taken for a null value and so for an equal one."""
 
     metric: str
     per_image: float | None
     aggregate: float | None
+    per_image_missing: int = 0
+    aggregate_missing: int = 0
 
     def within(self, tolerance: float) -> bool:
-        return all(d is None or d <= tolerance for d in (self.per_image, self.aggregate))
+        return not (self.per_image_missing or self.aggregate_missing) and \
+            all(d is None or d <= tolerance for d in (self.per_image, self.aggregate))
 
 
-def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: list[str]) -> dict[str, float]:
-    """Metric -> the largest |value difference| between rows matched on ``keys`` (and their order among rows with
-    the same keys). Two missing values are equal; a value missing on one side, or a row on one side only, is an
-    infinite difference."""
+def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: list[str]
+                        ) -> dict[str, tuple[float | None, int]]:
+    """Metric -> (the largest |value difference| between rows matched on ``keys`` and their order among rows with
+    the same keys, or None when no row is on both sides; how many rows are on one side only). Two missing values
+    are equal; a value missing on one side is an infinite difference; a row on one side only is missing, whatever
+    its value (a recorded null with no reproduced row is not 'equal')."""
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame[[*keys, "value"]].copy()
         for key in keys:
@@ -146,36 +153,48 @@ def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: 
         return frame.assign(occurrence=frame.groupby(keys).cumcount())
 
     both = keyed(recorded).merge(keyed(reproduced), on=[*keys, "occurrence"], how="outer",
-                                 suffixes=("_recorded", "_reproduced"))
+                                 suffixes=("_recorded", "_reproduced"), indicator=True)
     a, b = both["value_recorded"].astype(float), both["value_reproduced"].astype(float)
     gap = (a - b).abs().where(a.notna() & b.notna(), float("inf")).where(a.notna() | b.notna(), 0.0)
-    return {str(metric): float(value) for metric, value in gap.groupby(both["metric"]).max().items()}
+    paired = both["_merge"] == "both"
+    out = {}
+    for metric, rows in both.groupby("metric").groups.items():
+        matched = gap[rows][paired[rows]]
+        out[str(metric)] = (float(matched.max()) if len(matched) else None, int((~paired[rows]).sum()))
+    return out
 
 
 def compare(recorded: Path, reproduced: Path) -> list[Difference]:
-    """Per metric (of either results folder), the largest differences of the per-image and aggregate values."""
+    """Per metric (of either results folder), the largest differences of the per-image and aggregate values, and
+    the rows present on one side only."""
     per_image = largest_differences(pd.read_parquet(recorded / layout.PER_IMAGE),
                                     pd.read_parquet(reproduced / layout.PER_IMAGE),
                                     ["metric", "prompt_id", "seed", "image_sha256"])
     aggregates = largest_differences(pd.read_parquet(recorded / layout.AGGREGATES),
                                      pd.read_parquet(reproduced / layout.AGGREGATES),
                                      ["metric", "slice", "slice_value"])
-    return [Difference(metric, per_image.get(metric), aggregates.get(metric))
+    none = (None, 0)
+    return [Difference(metric, per_image.get(metric, none)[0], aggregates.get(metric, none)[0],
+                       per_image.get(metric, none)[1], aggregates.get(metric, none)[1])
             for metric in sorted(per_image.keys() | aggregates.keys())]
 
 
 def report(differences: list[Difference], tolerance: float) -> str:
-    """The comparison as a table, one line per metric, and a closing verdict."""
-    def number(value: float | None) -> str:
-        return "-" if value is None else f"{value:.6g}"
+    """The comparison as a table, one line per metric ('missing' where rows are on one side only), and a closing
+    verdict."""
+    def number(value: float | None, missing: int) -> str:
+        return "missing" if missing else "-" if value is None else f"{value:.6g}"
 
     width = max([len("metric"), *(len(d.metric) for d in differences)])
     lines = [f"{'metric':<{width}}  {'per-image max |diff|':>20}  {'aggregate max |diff|':>20}  equal"]
-    lines += [f"{d.metric:<{width}}  {number(d.per_image):>20}  {number(d.aggregate):>20}  "
-              f"{'yes' if d.within(tolerance) else 'NO'}" for d in differences]
+    lines += [f"{d.metric:<{width}}  {number(d.per_image, d.per_image_missing):>20}  "
+              f"{number(d.aggregate, d.aggregate_missing):>20}  {'yes' if d.within(tolerance) else 'NO'}"
+              for d in differences]
     differing = sum(not d.within(tolerance) for d in differences)
-    lines.append(f"{differing} of {len(differences)} metrics differ by more than {tolerance:g}" if differing else
-                 f"every metric reproduced within {tolerance:g}")
+    missing = sum(d.per_image_missing + d.aggregate_missing for d in differences)
+    lines.append((f"{differing} of {len(differences)} metrics differ by more than {tolerance:g}" if differing else
+                  f"every metric reproduced within {tolerance:g}")
+                 + (f"; {missing} row(s) are on one side only (missing)" if missing else ""))
     return "\n".join(lines)
 
 

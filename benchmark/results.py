@@ -60,8 +60,9 @@ AGGREGATE = pa.schema([
     ("slice", pa.string()),             # "overall", "country", "concept", "prompt", "subset", ...
     ("slice_value", pa.string()),       # "all" for overall
     ("value", pa.float64()),
-    ("ci_low", pa.float64()),
-    ("ci_high", pa.float64()),
+    ("ci_low", pa.float64()),           # 95% CI; on a right-censored row (value null: beyond every value that
+    ("ci_high", pa.float64()),          # could be measured, e.g. W1KP reusability never reached) ci_low is the
+                                        # bound the value exceeds and ci_high is null
     ("n", pa.int64()),                  # prompts (images, for slice "prompt") the value averages over
     ("excluded", pa.int64()),           # images (or prompts) left out for errors (per-image ``error``); null if unknown
     ("citation", pa.string()),          # reported: paper title, authors, arXiv id
@@ -71,8 +72,9 @@ AGGREGATE = pa.schema([
     ("backbone_revision", pa.string()),
     ("dataset", pa.string()),
     ("seeds", pa.string()),             # comma-separated generation seeds of the submission
-    ("protocol", pa.string()),          # what the value assumes, canonical JSON: dataset (repo:config:split), images
-                                        # per prompt, the metric's version (its settings) and backbones (uid@revision)
+    ("protocol", pa.string()),          # what the value assumes, canonical JSON (``protocol_columns``): dataset
+                                        # (repo:config:split) and its revision, images per prompt present, the
+                                        # metric's version (its settings) and backbones (uid@revision)
     ("protocol_id", pa.string()),       # the first 12 hex digits of the sha256 of ``protocol``
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
@@ -86,16 +88,23 @@ CURVES = pa.schema([
     ("x", pa.float64()),
     ("value", pa.float64()),
     ("standard_error", pa.float64()),
-    ("ci_low", pa.float64()),
-    ("ci_high", pa.float64()),
+    ("ci_low", pa.float64()),           # 95% CI; on a right-censored row (value null: beyond every value that
+    ("ci_high", pa.float64()),          # could be measured, e.g. W1KP reusability never reached) ci_low is the
+                                        # bound the value exceeds and ci_high is null
     ("n", pa.int64()),
 ])
 
 
 def protocol_columns(fields: dict) -> dict:
-    """``protocol`` (canonical JSON of ``fields``: dataset, images per prompt, metric version, backbones) and
-    ``protocol_id`` (the first 12 hex digits of its sha256), as every aggregate row carries them: scored rows
-    (the harness), the papers' rows (``leaderboard.reported``) and synthetic stores alike."""
+    """``protocol`` (canonical JSON of ``fields``) and ``protocol_id`` (the first 12 hex digits of its sha256), as
+    every aggregate row carries them: scored rows (the harness), the papers' rows (``leaderboard.reported``) and
+    synthetic stores alike. Two rows are ranked together only when every field is equal, so the fields are
+    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the
+    prompt rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the images the
+    submission holds for each prompt it answered: the fewest, not the seeds it declared, as a prompt's CRA per
+    reference, 1 - (1 - p)^n, depends on it), ``metric_version`` (which names the metric's settings: thresholds,
+    variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what the paper
+    states."""
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return {"protocol": text, "protocol_id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 

@@ -235,12 +235,28 @@ class DetailPicture:
 
 
 @dataclass(frozen=True)
+class FromMeans:
+    """A metric that is a function of other metrics' means over prompts, not a mean itself (CRT's Table 1:
+    CRA per reference x (1 - VR), Eq. 3 on the column means). A ranking recomputes it from the per-prompt values
+    of ``inputs`` on any set of prompts (the prompts its models share, each bootstrap draw of them):
+    ``combine(*means)`` takes one array of means per input (the first input defines which prompts a model
+    answered; a later one may be undefined on some, e.g. VR where nothing was recognised, and its mean is over
+    the others: nan where there are none) and returns the metric."""
+
+    metric: str
+    inputs: tuple[str, ...]
+    combine: Callable[..., object]
+
+
+@dataclass(frozen=True)
 class Track:
     """One track. ``papers``: its paper's record and published rows (none for a track no paper describes);
     ``headline``: the metric ranked in the win rates (and the Overview, unless ``overview_metric``);
     ``overview_slice``: a slice whose every value the Overview ranks apart, for a paper that reports its table that
     way (CRT: still and moving). ``metrics(settings, backbones)`` builds the metrics (``MetricsUnavailable`` when
-    these settings cannot); ``order`` places the track among the others (display order)."""
+    these settings cannot); ``order`` places the track among the others (display order). ``from_means``: its
+    metrics that are functions of other metrics' means (``FromMeans``). ``not_in_overall``: why the headline is
+    left out of the overall mean win rate ('' when it counts), said on the page."""
 
     name: str
     title: str
@@ -257,6 +273,8 @@ class Track:
     charts: tuple[Chart, ...] = ()
     pictures: tuple[DetailPicture, ...] = ()
     order: int = 100
+    from_means: tuple[FromMeans, ...] = ()
+    not_in_overall: str = ""
 
     @property
     def citation(self) -> str:

@@ -163,25 +163,48 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) ->
               f"ranking, which assumes {render.plain(track_registry.get(track).protocol.describe())}")
     return (f"Protocol {render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
             + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
-               if others else "") +
-            "**Rank** is shown with its 95% interval, e.g. 3 (2-5), from a paired bootstrap over the prompts the "
-            f"scored models share ({tables.REPLICATES} replicates); rows in one **tie group** have overlapping "
-            "intervals. Paper rows of other protocols are listed below, not ranked.")
+               if others else "") + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, not ranked.")
 
 
-def overall_note(chosen: str, sets: list[tuple[str, int]], off: int) -> str:
-    """The overall view's note: the rule, the track set shown and the others, rows other protocols leave out."""
+# How a ranked table's ranks, intervals and tie groups are read (the Overview and Slices notes; About says more).
+RANKS_IN_WORDS = (
+    "**One set of prompts**: each model's score, rank and 95% rank interval come from the same prompts, those "
+    "every ranked model answered (the note below gives their number, and n is it); a model that answered fewer "
+    f"than {tables.MIN_COVERAGE:.0%} of the table's prompts is listed apart, not ranked, and with fewer than "
+    f"{tables.MIN_SHARED_PROMPTS} shared prompts no rank interval is given. **Rank range**, e.g. 2-5: the middle "
+    f"95% of the model's ranks over {tables.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading "
+    "down, models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring "
+    "groups may still overlap: read the ranges).")
+
+
+METRICS_INTRO = (
+    "### Which automatic metric agrees with human raters?\nOn CulturalFrames images, per criterion. **scored** "
+    "rows (computed here, `culturelens meta-eval`): Spearman ρ of a metric's per-image scores with the mean of "
+    "the other raters, each rater left out in turn and the correlations averaged, with a 95% CI from a bootstrap "
+    "over prompts; **ceiling** is the same for one rater against the others, so a metric as good as one more rater "
+    "reaches it. **reported** rows are the paper's Fig. 7 (Nayak et al.): a Spearman ρ with the human ratings whose "
+    "pooling the paper does not state, so they follow the scored rows and are never ordered among them. The "
+    "**measures** column says which each row is.")
+
+
+def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
+    """The overall view's note: the rule, the track set shown and the others, the tracks left out, what each
+    track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other protocols leave out."""
     if not sets:
         return "No results for this choice yet."
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
+    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}."
+                        for t in track_registry.all_tracks().values() if t.not_in_overall)
     return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
-            "slice, the track's chosen protocol), the share of the other models a model beats, ties counting "
-            "half; a model without a value on a track leaves that track's comparison. Only models scored on the "
-            f"same set of tracks are ranked together: here **{render.plain(chosen)}**" +
-            (f"; other sets (models): {others}" if others else "") +
+            "slice, the track's chosen protocol), the share of the other models a model beats on the prompts they "
+            "all answered, ties counting half; a model without a value on a track leaves that track's comparison. "
+            "Only models scored on the same set of tracks are ranked together: here "
+            f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
             "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
-            "apart." + (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
+            "apart. " + left_out +
+            (f" {render.plain(basis[:1].upper() + basis[1:])}." if basis else "") +
+            (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
 def empty_track_note(track: str) -> str:
@@ -217,7 +240,7 @@ def _padded_limits(points: pd.DataFrame, chart: Chart, pad: float = 0.05) -> dic
 def linked_table(frame: pd.DataFrame) -> dict:
     """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
     others by ``tables.DATATYPES``. The API returns the frame itself."""
-    return gr.update(value=frame, datatype=tables.datatypes(frame.columns))
+    return gr.update(value=frame, datatype=tables.datatypes(frame.columns, frame))
 
 
 def shown_if_filled(value, **options) -> dict:
@@ -282,7 +305,8 @@ class Views:
         """The mean win rate over tracks: table, note, metric and track-set picker updates, what filters hid."""
         _, hidden = filters.apply(tables.headline_rows(self.catalog))
         wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
-        return (tables.display_win_rates(wide, tables.model_ids(self.catalog)), overall_note(chosen, sets, off),
+        return (tables.display_win_rates(wide, tables.model_ids(self.catalog)),
+                overall_note(chosen, sets, off, wide.attrs.get("note", "")),
                 gr.update(choices=[], value=None, visible=False),
                 gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
                           value=chosen or None), hidden)
@@ -306,7 +330,8 @@ class Views:
             "tab shows one value at a time)")
         note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), "
                 f"{'higher' if higher else 'lower'} is better. " + protocol_note(table, chosen, track) +
-                " 95% CI over prompts: Student-t (Wilson for 0/1 values); none below 5 prompts, too few to cover."
+                " 95% CI over the same prompts: Student-t (Wilson for 0/1 values; for a metric computed from means, "
+                "such as CRT from column means, the bootstrap's); none below 5 prompts, too few to cover."
                 if len(shown) else "No results for this choice yet.")
         return shown, note, metric_update, gr.update(label="Protocol", choices=protocol_choices(table),
                                                      value=chosen), hidden
@@ -444,29 +469,33 @@ class Views:
 
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
-        (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...): the
-        ``CHART_MODELS`` best models by mean win rate, unless a search names others."""
+        (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
+        the one protocol its track's Overview ranks (``tables.chart_protocol``): the ``CHART_MODELS`` best models by
+        mean win rate, unless a search names others (curves: those first, then others by name, up to as many)."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
-        per_track = wide.drop(columns=["model", "provenance", "win_rate", "tracks", "win_low", "win_high",
-                                       "rank_low", "rank_high"], errors="ignore").set_index(who)
+        per_track = wide.drop(columns=list(tables.WIDE_COLUMNS), errors="ignore").set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = self.catalog.query("SELECT * FROM curves ORDER BY model, x")
-        curves = curves[curves["model"].isin(wide["model"])]
-        if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
-            curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
         points = []
-        empty = [] if len(bars) else ["no model has a headline score on a track yet (or the filters hide them all)"]
+        notes = [] if len(bars) else ["no model has a headline score on a track yet (or the filters hide them all)"]
         for track, chart in track_charts():
-            aggregates, _ = filters.apply(self.catalog.query("SELECT * FROM aggregates WHERE track = ?", [track]))
+            # One protocol per chart, the one the track's Overview ranks: points scored otherwise never mix in.
+            chosen = tables.chart_protocol(self.catalog, track)
+            aggregates, _ = filters.apply(self.catalog.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ?",
+                                                             [track]))
+            aggregates = aggregates[aggregates["protocol_id"] == chosen]
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
-                               curves)
+                               _chart_curves(curves[curves["submission_id"].isin(aggregates["submission_id"])],
+                                             list(wide["model"])))
             points.append(frame)
             if frame.empty:
-                empty.append(chart.empty)
-        return bars, profile if len(bars) else "", *points, "".join(f"- {why}.\n" for why in empty)
+                notes.append(chart.empty)
+            elif chosen:
+                notes.append(f"{chart.label}: protocol {chosen} only, the one the Overview ranks for this track")
+        return bars, profile if len(bars) else "", *points, "".join(f"- {why}.\n" for why in notes)
 
     # --- compare -------------------------------------------------------------------------------------------
     def submission_choices(self) -> list[tuple[str, str]]:
@@ -753,7 +782,7 @@ class Views:
         choices = self.track_choices()
         first = choices[0][1] if choices else None
         return (gr.update(choices=choices, value=first), render.method_page(first) if first else "",
-                self.store.meta_evaluation())
+                tables.agreement_table(self.store.meta_evaluation()))
 
     # --- refreshing an open page ---------------------------------------------------------------------------
     def results_version(self) -> str:
@@ -792,6 +821,16 @@ class Views:
             return exports.records(exports.overall_ranking(self.catalog, track_set))
         except exports.UnknownChoice as error:
             raise gr.Error(str(error)) from None
+
+
+def _chart_curves(curves: pd.DataFrame, best: list[str]) -> pd.DataFrame:
+    """The curves a chart draws: of at most ``CHART_MODELS`` models (those of ``best`` first, in its order, then
+    the others by name), a model name that several submissions share marked with the submission's id's end."""
+    names = list(dict.fromkeys([m for m in best if m in set(curves["model"])] + sorted(set(curves["model"]))))
+    curves = curves[curves["model"].isin(names[:CHART_MODELS])]
+    if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
+        curves = curves.assign(model=curves["model"] + " · " + curves["submission_id"].str[-6:])
+    return curves
 
 
 def _selected_id(event: gr.SelectData) -> str:
@@ -903,10 +942,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 d_inputs, d_outputs = views.browser.build()
 
             with gr.Tab("Metrics", id="metrics") as metrics_tab:
-                gr.Markdown("### Which automatic metric agrees with human raters?\nSpearman ρ between each metric "
-                            "and the human mean per criterion on CulturalFrames images, with bootstrap 95% CIs, "
-                            "beside the leave-one-rater-out human ceiling. Rows marked *reported* are the paper's; "
-                            "*scored* rows were computed here (`culturelens meta-eval`).")
+                gr.Markdown(METRICS_INTRO)
                 m_table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
                 m_track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
                 m_page = gr.Markdown()
@@ -1086,21 +1122,47 @@ Iconic references, the iconicity track's titles and reference images: `culturele
 ## Protocols and rank intervals
 
 A score only compares with scores made the same way. Every result records its **protocol**: the dataset (repo,
-config, split), the images per prompt (seeds), the metric's version (which names its settings: thresholds,
-variant, calibration file, tagger) and each backbone with its revision; its short id is the first 12 hex digits
-of the protocol's sha256. A ranking holds one protocol only: the Overview shows the track's headline protocol
-(the paper's: e.g. CRT with 10 images per title and the paper's thresholds) and the **Protocol** picker lists the
-others with their row counts. A submission made differently (4 seeds, another dataset, another backbone) is
-scored and ranked under its own protocol, marked *off-protocol*. Paper rows carry their paper's protocol: they
-are ranked among themselves and listed, not ranked, beside the others. Results scored before protocols were
-recorded form the protocol `unrecorded`.
+config, split) and the revision of its prompt rows, the images per prompt the submission actually holds (the fewest
+of any prompt it answered, not the seeds it declared: a prompt's recognition rate depends on how many images
+it has), the metric's version (which names every setting that changes its values: thresholds, variant,
+calibration file, tagger; for diversity the set size N and how sets are drawn) and each backbone with its
+revision; its short id is the first 12 hex digits of the protocol's sha256. A ranking holds one protocol only:
+the Overview shows the track's headline protocol (the paper's: e.g. CRT with 10 images per title and the
+paper's thresholds, CUBE's diversity with N = 8 in seed batches) and the **Protocol** picker lists the others
+with their row counts. A submission made differently (4 seeds, another dataset, diversity at N = 4) is scored
+and ranked under its own protocol, marked *off-protocol*. Paper rows carry their paper's protocol: they are
+ranked among themselves and listed, not ranked, beside the others. Results scored before protocols were
+recorded form the protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike.
+The charts of the Slices tab show one protocol each, the one the track's Overview ranks.
 
-Each **rank** comes with a 95% interval, e.g. `3 (2-5)`: the prompts every scored model of the table answered
-are resampled 1,000 times (the same draw for every model), the models are ranked in each draw, and the interval
-holds the middle 95% of a model's ranks. Models whose intervals overlap share a **tie group**: the data cannot
-tell them apart. Paper rows have no per-prompt values, so their rank has no interval. The **overall** ranking
-averages win rates only over models scored on the same set of tracks (the picker offers the other sets), with
-the same kind of interval on the mean win rate.
+**How to read a ranked table.** Every number of a ranked row comes from one set of prompts: those every ranked
+model answered. A model's **score** is its mean over them (the note gives their number, and so does n), its
+**rank** orders those scores, and its **rank range**, e.g. `2-5`, is the middle 95% of its ranks when those
+prompts are resampled 1,000 times (the same draw for every model, all models ranked in each draw). So a model that
+declined its hardest prompts is compared with the others on the prompts it did answer, never on easier ones than
+theirs. A model that answered fewer than {tables.MIN_COVERAGE:.0%} of the prompts the table's models answered
+between them (say 3 of 200) is listed below, not ranked, with the reason: ranking it would shrink every other
+model's comparison to its few prompts. With fewer than {tables.MIN_SHARED_PROMPTS} shared prompts there is a rank
+but no range: a bootstrap over a handful of prompts would give ranges too narrow to trust. Paper rows have no
+per-prompt values: they are ranked by their published value, without a range.
+
+A **tie group** collects, reading down the table, models whose rank ranges all contain one same rank: the data
+cannot put them in order. A model whose range shares no rank with all of the current group starts the next
+group, so ranges of 1-2, 2-3, 3-4 and 4-5 make two groups, not one chain; models of neighbouring groups may still
+overlap, and their ranges say by how much. A value that could not be measured because it lies beyond the range
+measured is shown as such: a model never "used up" within the seeds W1KP can compare has a reusability of
+"> k" (k the most seeds counted) and ranks first on reusability.
+
+The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
+track's shared prompts) only over models scored on the same set of tracks (the picker offers the other sets),
+with the same kind of range on the mean win rate. Variability (W1KP) is not part of it: more variable images
+are not better in themselves (pure noise is the most variable), nor are less variable ones, so it has no
+direction to win on; its own table orders models by W1KP.
+
+`culturelens compare` tests every pair of models on every metric (Wilcoxon signed-rank) and corrects the
+p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Student-t,
+or Bonett and Price's interval where the differences are -1, 0 or 1 (both models' values are 0/1 events): a
+proportion's interval (Wilson's) is not one of a difference.
 
 ## Submitting
 

@@ -1,7 +1,9 @@
 """Typed rows for downloads and the API: one row per model x metric x slice (and protocol), numbers as numbers.
 
 What a script or a spreadsheet reads back: ids, never labels (track, metric, slice), each value with its 95%
-CI and n, the rank with its 95% interval and tie group where the view ranks the row, the protocol in columns,
+CI and n (for a ranked table's rows: on the prompts its ranked models share, ``tables.basis``), the rank with
+its 95% interval and tie group where the view ranks the row (or why a row of that table is not ranked), the
+protocol in columns,
 the provenance as stored (``scored`` / ``reported``), the submission and the model with links. The strings
 people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``tables.display``.
 """
@@ -23,6 +25,7 @@ COLUMNS = {
     "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
     "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
+    "not_ranked": "string",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
     "metric_version": "string", "backbones": "string",
     "scored_at": "datetime64[us, UTC]", "harness_version": "string", "backbone": "string", "seeds": "string",
@@ -63,6 +66,7 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         model_url=_per_value(out["model_id"], links.model_url),
         paper_url=_per_value(out["citation"], links.paper_url),
         scored_at=pd.to_datetime(out["scored_at"], utc=True, errors="coerce", format="ISO8601"),
+        not_ranked=[v if isinstance(v, str) and v else None for v in out["not_ranked"]],
     )
     return out[list(COLUMNS)].astype(COLUMNS)
 
@@ -129,13 +133,15 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
                           "metric_label": "Overall win rate (HEIM's mean win rate over tracks)",
                           "slice_value": chosen, "model_id": model_id, "value": wide["win_rate"],
                           "ci_low": wide.get("win_low"), "ci_high": wide.get("win_high"), "rank": rank,
-                          "rank_low": wide.get("rank_low"), "rank_high": wide.get("rank_high")})]
+                          "rank_low": wide.get("rank_low"), "rank_high": wide.get("rank_high"),
+                          "not_ranked": wide["not_ranked"]})]
     for track in chosen.split(" + "):
         rows.append(pd.DataFrame({**common, "track": track, "metric": WIN_RATE, "slice_value": "all",
                                   "metric_label": f"Win rate on {track_registry.get(track).title}'s headline metric",
                                   "model_id": model_id, "value": wide[track]}))
     frame, _ = tables.headline_protocol_rows(cat, tables.headline_rows(cat, filters))
-    frame = frame.merge(wide[["model", "provenance"]], on=["model", "provenance"])
+    frame = frame[frame["track"].isin(chosen.split(" + "))].merge(wide[["model", "provenance"]],
+                                                                   on=["model", "provenance"])
     frame = frame.sort_values(["track", "model"], kind="stable")
     return typed(pd.concat([*rows, frame], ignore_index=True))
 

@@ -116,7 +116,9 @@ WIN_RATE_FOOTNOTE = (
     "**Overall win rate**: on each track's headline metric, the share of the other models a model beats (a tie "
     "counts half), averaged over the tracks it has a score on. This is the \"mean win rate\" of HEIM (Lee et al., "
     "Holistic Evaluation of Text-to-Image Models, arXiv:2311.04287): a model without a score on a track leaves "
-    "that track's comparison, and only models scored on the same set of tracks are ranked together."
+    "that track's comparison, and only models scored on the same set of tracks are ranked together. On each "
+    "track the models are compared on the prompts they all answered. A track with no better end (variability: "
+    "pure noise is the most variable) is not part of it."
 )
 
 # The slices whose name alone would not say what they are, for people; every other slice keeps its name.
@@ -137,7 +139,8 @@ def method_page(name: str) -> str:
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
             f"Paper: {track.citation}. Headline metric: `{track.headline}`. Headline ranking protocol (rows scored "
             f"otherwise are ranked under their own, marked off-protocol; About explains): "
-            f"{plain(track.protocol.describe())}.")
+            f"{plain(track.protocol.describe())}." +
+            (f" Not in the overall win rate: {plain(track.not_in_overall)}." if track.not_in_overall else ""))
 
 
 def _colour(t: float) -> str:

@@ -1,16 +1,21 @@
 """The leaderboard's tables, as queries over the catalog (all reads; results on disk are never modified).
 
-Protocols: a ranking compares the rows of one protocol only (``protocol_id``: dataset, images per prompt, the
-metric's version with its settings, backbones; ``unrecorded`` for results scored before protocols were recorded).
-By default it is the track's headline protocol (``benchmark.tracks``) when it has rows, else the largest; the
-others are one choice away, and paper-reported rows of other protocols are listed beside, not ranked.
+Protocols: a ranking compares the rows of one protocol only (``protocol_id``: dataset and its revision, images
+per prompt present, the metric's version with its settings, backbones). By default it is the track's headline
+protocol (``benchmark.tracks``) when it has rows, else the largest; the others are one choice away, and
+paper-reported rows of other protocols are listed beside, not ranked. Rows scored before protocols were
+recorded (``unrecorded``) are listed, never ranked.
 
-Ranking: best first by the metric's direction, ties share a rank. Each rank has a 95% interval from a paired
-bootstrap over the prompts the scored models share (the same resampled prompts for every model; each replicate
-ranked), and rows whose intervals overlap form a tie group. Win rate (HEIM's "mean win rate"): for each
-track's headline metric on the overall slice, the share of the other models a model beats (ties count half; a
-null value leaves the comparison); the overall score is the mean over the tracks a model has a score on, and
-only models scored on the same set of tracks are ranked together.
+One set of prompts per ranking (``basis``): a model's score, its rank and its rank interval all come from the
+prompts every ranked model answered, whose count the note gives; a model that answered fewer than
+``MIN_COVERAGE`` of the table's prompts is listed apart, not ranked, and below ``MIN_SHARED_PROMPTS`` shared
+prompts no rank interval is given. Ranking: best first by the metric's direction, ties share a rank. Each rank
+has a 95% interval from a paired bootstrap over the shared prompts (the same resampled prompts for every model;
+each replicate ranked), and tie groups collect models whose intervals all hold one common rank (``tie_groups``).
+Win rate (HEIM's "mean win rate"): for each track's headline metric on the overall slice, the share of the other
+models a model beats on that track's shared prompts (ties count half; a null value leaves the comparison); the
+overall score is the mean over the tracks a model has a score on, only models scored on the same set of tracks
+are ranked together, and tracks with no direction to win on (variability) are left out.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from scipy import stats
 
 from benchmark import results
 from benchmark import tracks as track_registry
+from benchmark.stats import mean_ci
 from leaderboard import links, render
 from leaderboard.catalog import Catalog
 
@@ -31,6 +37,13 @@ OVERALL = "overall"
 UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols were recorded
 REPLICATES = 1000  # bootstrap replicates of a rank interval
 SEED = 0  # the bootstrap's seed: the same rows always give the same intervals
+# Below this many prompts shared by the ranked models no rank interval is given: a percentile bootstrap over
+# fewer prompts is too narrow (its interval of a mean covers 0.83 of the nominal 0.95 at 5 values, 0.91 at 10:
+# benchmarks/README.md, "coverage.py").
+MIN_SHARED_PROMPTS = 10
+# A model that answered fewer than this share of the prompts a table's models answered between them is listed
+# apart, not ranked: ranking it would shrink every other model's prompt set to its own.
+MIN_COVERAGE = 0.9
 # The columns the views read (never SELECT *: the catalog holds every provenance field).
 COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
            "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
@@ -40,6 +53,9 @@ HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (f
 RANK_COLUMNS = ["Rank", "Rank range (95%)", "Tie group", "Model", "Score", "95% CI", "n", "Type", "Size (B)", "Date",
                 "Provenance", "Protocol", "Source", "Submission"]
 WIN_COLUMNS = ["Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"]
+# The columns of ``win_rates`` that are not a track's win rate.
+WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank_low",
+                "rank_high")
 # How a Dataframe shows each column of ``display`` and ``display_win_rates`` (others: text). The Markdown ones
 # carry links around ``render.plain`` text: show them with math off (``latex_delimiters=[]``).
 DATATYPES = {"Rank": "number", "Model": "markdown", "Score": "number", "n": "number", "Size (B)": "number",
@@ -168,9 +184,13 @@ def overview_slice(cat: Catalog, track: str, metric: str) -> tuple[str, list[str
     return name, values[name]
 
 
-def datatypes(columns) -> list[str]:
-    """The Dataframe datatypes of these display columns (``DATATYPES``; text otherwise)."""
-    return [DATATYPES.get(c, "str") for c in columns]
+def datatypes(columns, frame: pd.DataFrame | None = None) -> list[str]:
+    """The Dataframe datatypes of these display columns (``DATATYPES``; text otherwise); with the table shown,
+    also text for a number column that holds text (a censored score, "> 10")."""
+    def holds_text(column) -> bool:
+        return frame is not None and frame[column].map(lambda v: isinstance(v, str)).any()
+
+    return ["str" if DATATYPES.get(c) == "number" and holds_text(c) else DATATYPES.get(c, "str") for c in columns]
 
 
 def metric_labels(cat: Catalog, submission_ids: list[str]) -> dict[str, str]:
@@ -200,18 +220,20 @@ def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list
 def protocols(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL,
               slice_value: str = "all") -> pd.DataFrame:
     """The protocols the rows of one metric and slice were scored under: protocol_id, protocol, rows,
-    provenance and on_protocol (the track's headline protocol); on-protocol first, then the largest."""
+    provenance and on_protocol (the track's headline protocol); on-protocol first, then recorded ones, the
+    largest first, then ``unrecorded``."""
     frame = cat.query(f"SELECT coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, any_value(protocol) AS protocol, "
                       "count(*) AS rows, min(provenance) AS provenance FROM aggregates WHERE track = ? AND metric = ? "
                       "AND slice = ? AND slice_value = ? GROUP BY 1", [track, metric, slice_name, slice_value])
     frame["on_protocol"] = [track_registry.on_protocol(track, p) for p in frame["protocol"]]
-    return frame.sort_values(["on_protocol", "rows", "protocol_id"], ascending=[False, False, True],
-                             ignore_index=True)
+    frame["recorded"] = frame["protocol_id"] != UNRECORDED
+    return frame.sort_values(["on_protocol", "recorded", "rows", "protocol_id"], ascending=[False, False, False, True],
+                             ignore_index=True).drop(columns="recorded")
 
 
 def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
     """``wanted`` if ``protocols`` lists it, else the track's headline protocol when it has rows, else the
-    protocol with the most rows (None without rows)."""
+    recorded protocol with the most rows, else ``unrecorded`` (None without rows)."""
     ids = list(table["protocol_id"])
     return wanted if wanted in ids else (ids[0] if ids else None)
 
@@ -223,26 +245,19 @@ def describe_protocol(protocol: str | None) -> str:
         return "unrecorded (scored before protocols were recorded, or not readable)"
     images = fields.get("images_per_prompt")
     backbones = ", ".join(fields.get("backbones") or []) or "none"
-    return (f"dataset {fields.get('dataset')}; {images if images is not None else 'unstated'} images per prompt; "
-            f"metric version {fields.get('metric_version')}; backbones {backbones}")
+    revision = f" (prompt rows {fields['dataset_revision']})" if fields.get("dataset_revision") else ""
+    return (f"dataset {fields.get('dataset')}{revision}; {images if images is not None else 'unstated'} images per "
+            f"prompt; metric version {fields.get('metric_version')}; backbones {backbones}")
 
 
-def resampled(point: np.ndarray, per_prompt: np.ndarray, has: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """Replicates x rows of a paired bootstrap: a row with per-prompt values (``has``; their rows of
-    ``per_prompt``, rows x shared prompts, in order) takes its mean over each replicate's drawn prompts (``draws``,
-    replicates x prompts: the same prompts for every row); any other row keeps its ``point`` value."""
-    out = np.tile(np.asarray(point, dtype=float), (len(draws), 1))
-    if has.any():
-        counts = np.stack([np.bincount(d, minlength=draws.shape[1]) for d in draws])
-        out[:, has] = counts @ per_prompt.T / draws.shape[1]
-    return out
-
-
-def replicate_ranks(values: np.ndarray, higher: bool) -> np.ndarray:
-    """Per replicate (row of ``values``), each model's rank: 1 + the models strictly better; null stays null."""
-    key = np.where(np.isnan(values), np.nan, -values if higher else values)
-    ranks = stats.rankdata(key, axis=1, method="min", nan_policy="omit")
-    return np.where(np.isnan(values), np.nan, ranks)
+def chart_protocol(cat: Catalog, track: str) -> str | None:
+    """The one protocol a track's charts show: the one its Overview opens on (``metric_id``, ``overview_slice``,
+    ``pick_protocol``), so that a chart never mixes rows scored under different protocols; None without rows."""
+    metric = metric_id(cat, track, None)
+    if metric is None:
+        return None
+    name, values = overview_slice(cat, track, metric)
+    return pick_protocol(protocols(cat, track, metric, name, values[0])) if values else None
 
 
 def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,95 +269,205 @@ def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+def replicate_ranks(values: np.ndarray, higher: bool) -> np.ndarray:
+    """Per replicate (row of ``values``), each model's rank: 1 + the models strictly better; null stays null."""
+    key = np.where(np.isnan(values), np.nan, -values if higher else values)
+    ranks = stats.rankdata(key, axis=1, method="min", nan_policy="omit")
+    return np.where(np.isnan(values), np.nan, ranks)
+
+
 def tie_groups(low: pd.Series, high: pd.Series) -> pd.Series:
-    """Rows in rank order -> their tie group (1, 2, ...): a row starts a new group when its interval starts after
-    every interval of the current group ends; rows without an interval have none."""
-    groups, group, reach = [], 0, -np.inf
+    """Rows in rank order -> their tie group (1, 2, ...): reading down, a group takes the next row while some rank
+    lies inside every interval of the group and that row's (the largest low bound <= the smallest high bound);
+    a row whose interval would leave no rank common to all starts the next group. So every group is a set of
+    models that may all hold one same rank, and intervals 1-2, 2-3, 3-4, 4-5 make two groups ({1-2, 2-3} share
+    rank 2, {3-4, 4-5} rank 4), not one chain. Rows without an interval have none."""
+    groups, group, top, bottom = [], 0, np.inf, -np.inf  # the ranks common to the current group: [top, bottom]
     for lo, hi in zip(low, high):
         if pd.isna(lo):
             groups.append(pd.NA)
             continue
-        if lo > reach:
-            group += 1
-        reach = max(reach, hi)
+        if max(top, lo) > min(bottom, hi):  # always for the first row: no group yet, no common rank
+            group, top, bottom = group + 1, lo, hi
+        else:
+            top, bottom = max(top, lo), min(bottom, hi)
         groups.append(group)
     return pd.Series(groups, index=low.index, dtype="Int64")
 
 
-def _draws(n_prompts: int, rng: np.random.Generator) -> np.ndarray:
-    """Replicates x prompts: the prompt indices each bootstrap replicate draws (with replacement)."""
-    return rng.integers(0, n_prompts, size=(REPLICATES, n_prompts))
+@dataclass
+class Basis:
+    """What one ranking (one protocol's rows of a metric on one slice value) rests on: per row, the value it is
+    ranked on with its CI and n, why it is not ranked ('' when it is), and ``REPLICATES`` bootstrap values of
+    the ranked rows (None: no interval); all from one set of prompts. ``note`` says which, in words."""
+
+    value: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    n: np.ndarray
+    not_ranked: np.ndarray
+    replicates: np.ndarray | None
+    note: str
 
 
-def _shared(cat: Catalog, frame: pd.DataFrame, metric: str, slice_name: str, slice_value: str
-            ) -> tuple[np.ndarray, pd.DataFrame, str]:
-    """Which rows of ``frame`` have per-prompt values, their values on the prompts all of them share (prompts x
-    submissions), and why rows have none ('' if every scored row has them)."""
-    has = np.zeros(len(frame), dtype=bool)
-    scored = frame["provenance"].eq("scored") & frame["value"].notna() & frame["submission_id"].notna()
-    values = cat.per_prompt(list(frame.loc[scored, "submission_id"]), metric)
+def _per_prompt(cat: Catalog, submissions: list[str], metric: str, slice_name: str, slice_value: str
+                ) -> pd.DataFrame:
+    """Prompts x submissions: the per-prompt values of ``metric`` (nan where a submission has none) of the
+    prompts in the slice value (its prompts are read from the first submission's rows: a prompt's slice is its
+    dataset's, the same in every submission of a protocol)."""
+    values = cat.per_prompt(submissions, metric)
     if len(values) and slice_name != OVERALL:
         inside = cat.prompts_in_slice(values["submission_id"].iloc[0], metric, slice_name, slice_value)
         values = values[values["prompt_id"].isin(inside or set())]
-    wide = values.pivot_table(index="prompt_id", columns="submission_id", values="value")
-    has[:] = scored.to_numpy() & frame["submission_id"].isin(wide.columns).to_numpy()
-    shared = wide[list(frame.loc[has, "submission_id"])].dropna() if has.any() else wide.iloc[0:0]
-    why = []
-    if (scored.to_numpy() & ~has).any():
-        why.append(f"{int((scored.to_numpy() & ~has).sum())} scored row(s) have no per-prompt values for this metric")
-    if has.sum() > 1 and shared.empty:
-        why.append("the scored models share no prompts, so there is no paired bootstrap")
-        has[:] = False
-    return has, shared, "; ".join(why)
+    return values.pivot_table(index="prompt_id", columns="submission_id", values="value")
+
+
+def _means(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted means of each column of ``matrix`` (prompts x rows) with ``weights`` (draws x prompts: how often
+    each draw takes each prompt), leaving out its nan cells: draws x rows, nan where a draw takes none."""
+    present = ~np.isnan(matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ np.where(present, matrix, 0.0)) / (weights @ present)
+
+
+def basis(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name: str = OVERALL,
+          slice_value: str = "all", rng: np.random.Generator | None = None) -> Basis:
+    """One set of prompts for the score, rank and interval of every row of ``frame`` (one protocol's rows of
+    ``metric`` on one slice value).
+
+    - Scored rows with per-prompt values are ranked on the prompts they all answered (the shared prompts): each
+      score is its mean over them (for a ``benchmark.track.FromMeans`` metric, such as CRT from column means, the
+      metric recomputed from its inputs' means over them), with its CI over them and n = their count. A row that
+      answered exactly those prompts keeps its stored value, CI and n (the same numbers).
+    - A scored row that answered fewer than ``MIN_COVERAGE`` of the prompts the table's models answered between
+      them (a submission of 3 prompts out of 200) is listed apart, not ranked, rather than shrink every other
+      model's prompt set to its own; so is a row without per-prompt values beside rows with them.
+    - With at least ``MIN_SHARED_PROMPTS`` shared prompts, ``REPLICATES`` bootstrap draws of them (the same draw
+      for every row, from ``rng``, default seeded ``SEED``) give each row's replicate values; with fewer, no
+      interval (a percentile bootstrap over a handful of prompts covers poorly).
+    - When no row has per-prompt values (paper rows, a model-level metric), each is ranked on its own value,
+      without interval."""
+    rng = rng if rng is not None else np.random.default_rng(SEED)
+    rows = len(frame)
+    value, n, low, high = (frame[c].astype("Float64").to_numpy(float, na_value=np.nan)
+                           for c in ("value", "n", "ci_low", "ci_high"))
+    not_ranked = np.full(rows, "", dtype=object)
+    composite = next((f for f in track_registry.get(track).from_means if f.metric == metric), None)
+    inputs = composite.inputs if composite else (metric,)
+    scored = (frame["provenance"].eq("scored") & frame["submission_id"].notna()).to_numpy()
+    ids = frame["submission_id"].to_numpy(object)
+    wide = {i: _per_prompt(cat, list(ids[scored]), i, slice_name, slice_value) for i in inputs}
+    answered = {s: set(wide[inputs[0]][s].dropna().index) for s in wide[inputs[0]].columns}
+    has = scored & np.array([bool(answered.get(s)) for s in ids], dtype=bool)
+    if not has.any():
+        why = []
+        if scored.any():
+            why.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
+        if (~scored).any():
+            why.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
+        note = ("; ".join(why) + ": each is ranked on its own value, with no rank interval") if why else ""
+        return Basis(value, low, high, n, not_ranked, None, note)
+    not_ranked[~has] = "no per-prompt values for this metric"
+    union = set().union(*(answered[s] for s in ids[has]))
+    counts = np.array([len(answered.get(s, ())) for s in ids])
+    thin = has & (counts < MIN_COVERAGE * len(union))
+    for i in np.flatnonzero(thin):
+        not_ranked[i] = f"answered {counts[i]} of the {len(union)} prompts the models of this table answered"
+    ranked = has & ~thin
+    notes = [f"{int(thin.sum())} model(s) answered fewer than {MIN_COVERAGE:.0%} of the {len(union)} prompts "
+             "this table's models answered between them: listed apart, not ranked"] if thin.any() else []
+    if (~has).any():
+        notes.append(f"{int((~has).sum())} row(s) without per-prompt values: listed apart, not ranked")
+    shared = sorted(set.intersection(*(answered[s] for s in ids[ranked]))) if ranked.any() else []
+    if not shared:
+        not_ranked[ranked] = "the models share no prompt"
+        notes.insert(0, "the models share no prompt: none is ranked" if ranked.any() else "no model is ranked")
+        return Basis(value, low, high, n, not_ranked, None, "; ".join(notes))
+    where = np.flatnonzero(ranked)
+    matrices = [wide[i].reindex(index=shared, columns=ids[ranked]).to_numpy(float) for i in inputs]
+    combine = composite.combine if composite else (lambda mean: mean)
+    point = combine(*(_means(m, np.ones((1, len(shared))))[0] for m in matrices))
+    replicates = None
+    if len(shared) >= MIN_SHARED_PROMPTS:
+        draws = rng.integers(0, len(shared), size=(REPLICATES, len(shared)))
+        weights = np.stack([np.bincount(d, minlength=len(shared)) for d in draws]).astype(float)
+        replicates = np.full((REPLICATES, rows), np.nan)
+        replicates[:, where] = combine(*(_means(m, weights) for m in matrices))
+    boot_low, boot_high = interval(replicates[:, where]) if replicates is not None else (None, None)
+    for j, i in enumerate(where):
+        if answered[ids[i]] != set(shared):
+            value[i], n[i] = point[j], len(shared)
+            low[i], high[i] = (np.nan, np.nan) if composite else mean_ci(matrices[0][:, j])
+        if composite and np.isnan(low[i]) and boot_low is not None:
+            low[i], high[i] = boot_low[j], boot_high[j]  # CRT from means: a bootstrap CI over references
+    notes.insert(0, f"score, rank and interval of the {int(ranked.sum())} ranked model(s) all come from the "
+                    f"{len(shared)} prompts they all answered" +
+                 ("" if replicates is not None else
+                  f"; with fewer than {MIN_SHARED_PROMPTS} shared prompts there is no rank interval"))
+    return Basis(value, low, high, n, not_ranked, replicates, "; ".join(notes))
 
 
 def _rank(frame: pd.DataFrame, higher: bool) -> pd.DataFrame:
-    """Rows ranked best first by value (ties share a rank; a null value has none and sorts last)."""
-    key = -frame["value"] if higher else frame["value"]
-    return frame.assign(rank=key.rank(method="min").astype("Int64")).sort_values(
-        ["rank", "model"], kind="stable", na_position="last", ignore_index=True)
+    """Rows ranked best first by value among the rows ranked (``not_ranked`` empty; ties share a rank); a
+    right-censored value (null, with the bound it exceeds in ci_low: ``benchmark.results``) counts as above every
+    value, a plain null has no rank. Ranked rows first, then the rows listed apart, best first."""
+    censored = frame["value"].isna() & frame["ci_low"].notna() & frame["ci_high"].isna()
+    value = frame["value"].where(~censored, np.inf)
+    key = -value if higher else value
+    ranked = frame["not_ranked"].eq("")
+    rank = key.where(ranked).rank(method="min").astype("Int64")
+    return frame.assign(rank=rank, _apart=~ranked, _key=key).sort_values(
+        ["_apart", "rank", "_key", "model"], kind="stable", na_position="last", ignore_index=True).drop(
+        columns=["_apart", "_key"])
 
 
 def rank_with_intervals(cat: Catalog, frame: pd.DataFrame, metric: str, slice_name: str = OVERALL,
                         slice_value: str = "all") -> tuple[pd.DataFrame, str]:
-    """Rows of one protocol ranked, each with a 95% rank interval (rank_low, rank_high) from a paired bootstrap
-    over the prompts the scored models share (``REPLICATES`` replicates, seed ``SEED``; rows without per-prompt
-    values keep their value in every replicate and get no interval) and its tie group; and a note on the
-    rows without an interval."""
+    """Rows of one protocol ranked on one set of prompts (``basis``: value, CI and n replaced by those on the
+    shared prompts; ``not_ranked`` says why a row listed apart is not ranked), each ranked row with a 95% rank
+    interval (rank_low, rank_high: the 2.5% and 97.5% order statistics of its ranks over the bootstrap draws)
+    and its tie group (``tie_groups``); and a note that says which prompts, how many, and what is listed apart."""
     higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
-    frame = _rank(frame, higher)
-    has, shared, why = _shared(cat, frame, metric, slice_name, slice_value)
+    track = frame["track"].iloc[0]
+    b = basis(cat, frame.reset_index(drop=True), track, metric, slice_name, slice_value)
+    frame = frame.reset_index(drop=True).assign(value=b.value, ci_low=b.ci_low, ci_high=b.ci_high, n=b.n,
+                                                not_ranked=b.not_ranked)
     low = high = np.full(len(frame), np.nan)
-    if has.any():
-        draws = _draws(len(shared), np.random.default_rng(SEED))
-        ranks = replicate_ranks(resampled(frame["value"].to_numpy(), shared.to_numpy().T, has, draws), higher)
-        low, high = (np.where(has, bound, np.nan) for bound in interval(ranks))
+    if b.replicates is not None:
+        low, high = interval(replicate_ranks(b.replicates, higher))
     frame = frame.assign(rank_low=pd.array(low, dtype="Float64").astype("Int64"),
                          rank_high=pd.array(high, dtype="Float64").astype("Int64"))
-    reported = int(frame["provenance"].eq("reported").sum())
-    notes = [why] if why else []
-    if reported:
-        notes.append(f"{reported} paper-reported row(s) have no per-prompt values: ranked by their value, no interval")
-    return frame.assign(tie_group=tie_groups(frame["rank_low"], frame["rank_high"])), "; ".join(notes)
+    frame = _rank(frame, higher)
+    return frame.assign(tie_group=tie_groups(frame["rank_low"], frame["rank_high"])), b.note
 
 
 def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, slice_value: str = "all",
            filters: Filters = Filters(), protocol_id: str | None = None) -> tuple[pd.DataFrame, str]:
     """The rows of one metric, slice and protocol (``pick_protocol``), after filters, ranked with rank intervals
     (``rank_with_intervals``), then the paper-reported rows of other protocols, unranked (``beside``); and the
-    note on what the filters hid and which rows have no interval."""
+    note on what the filters hid and on what the ranking rests (which prompts, how many, what is apart). Rows
+    of the ``unrecorded`` protocol are listed, never ranked: nothing says how they were scored."""
     chosen = pick_protocol(protocols(cat, track, metric, slice_name, slice_value), protocol_id)
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                       "slice_value = ?", [track, metric, slice_name, slice_value])
     frame, note = filters.apply(frame)
     frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
     mine = frame["protocol_id"] == chosen
-    ranks, why = rank_with_intervals(cat, frame[mine], metric, slice_name, slice_value) if mine.any() else \
-        (frame[mine].assign(rank=pd.Series(dtype="Int64")), "")
-    beside = frame[~mine & (frame["provenance"] == "reported")].assign(beside=True)
+    why = ""
+    if chosen == UNRECORDED:
+        ranks = _rank(frame[mine].assign(not_ranked="scored before protocols were recorded"), True).assign(
+            rank_low=pd.NA, rank_high=pd.NA, tie_group=pd.NA)
+        why = ("These rows were scored before protocols were recorded, so nothing says they were scored alike: "
+               "they are listed, never ranked.")
+    elif mine.any():
+        ranks, why = rank_with_intervals(cat, frame[mine], metric, slice_name, slice_value)
+        why = why[:1].upper() + why[1:] + "." if why else ""
+    else:
+        ranks = frame[mine].assign(rank=pd.Series(dtype="Int64"), not_ranked=pd.Series(dtype=object))
+    beside = frame[~mine & (frame["provenance"] == "reported")].assign(beside=True, not_ranked="other protocol")
     out = pd.concat([ranks.assign(beside=False), beside], ignore_index=True) if len(beside) else \
         ranks.assign(beside=False)
-    return out, " ".join(n for n in (note, why and f"No rank interval: {why}.") if n)
+    return out, " ".join(n for n in (note, why) if n)
 
 
 def _sources(frame: pd.DataFrame) -> pd.Series:
@@ -378,24 +503,37 @@ def who(frame: pd.DataFrame) -> pd.Series:
     return frame["model"] + np.where(frame["provenance"] == "reported", " (paper)", "")
 
 
+def censored(frame: pd.DataFrame) -> pd.Series:
+    """Which rows hold a right-censored value: null, with the bound it exceeds in ``ci_low`` (``benchmark.results``:
+    e.g. a W1KP reusability never reached, shown "> k")."""
+    return frame["value"].isna() & frame["ci_low"].notna() & frame["ci_high"].isna()
+
+
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """``ranked`` rows for people: the rank and its 95% range, tie group, the model linked to its page, rounded
-    scores, the CI as text, the provenance as a word, the protocol (headline or off-protocol; rows beside marked
-    not ranked), a source per row (Markdown columns: ``DATATYPES``). Typed rows: ``leaderboard.exports``."""
+    """``ranked`` rows for people: the rank and its 95% range (or why the row is not ranked), tie group, the model
+    linked to its page, rounded scores ("> k" for a censored value), the CI as text, the provenance as a word,
+    the protocol (headline or off-protocol), a source per row (Markdown columns: ``DATATYPES``). Typed rows:
+    ``leaderboard.exports``."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
     ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
     low, high = (frame[c].astype("Float64").astype("Int64") for c in ("rank_low", "rank_high"))
-    ranges = [rank_range(lo, hi) for lo, hi in zip(low, high)]
+    why = frame["not_ranked"] if "not_ranked" in frame.columns else pd.Series("", index=frame.index)
+    why = why.fillna("").where(~frame["beside"].fillna(False).astype(bool), "other protocol")
+    ranges = [rank_range(lo, hi) if not reason else f"not ranked: {reason}" for lo, hi, reason in zip(low, high, why)]
     protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
+    above = censored(frame)
+    score = frame["value"].round(3)
+    if above.any():  # a text column then: "> 10" beside the numbers
+        score = score.astype(object).where(~above, "> " + frame["ci_low"].map("{:g}".format))
     return pd.DataFrame({
         "Rank": frame["rank"].astype("Float64").astype("Int64"),
-        "Rank range (95%)": np.where(frame["beside"], "not ranked: other protocol", ranges),
+        "Rank range (95%)": ranges,
         "Tie group": frame["tie_group"].astype("Int64").astype("string").fillna(""),
         "Model": model_links(frame),
-        "Score": frame["value"].round(3),
-        "95% CI": ci.where(frame["ci_low"].notna(), ""),
-        "n": frame["n"].astype("Int64"),
+        "Score": score,
+        "95% CI": ci.where(frame["ci_low"].notna() & ~above, ""),
+        "n": frame["n"].astype("Float64").astype("Int64"),
         "Type": frame["model_type"].fillna(""),
         "Size (B)": frame["parameters_billions"],
         "Date": frame["scored_at"].fillna("").str[:10],
@@ -421,12 +559,17 @@ def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = 
 
 
 def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """``headline_rows`` kept to each track's chosen protocol (``pick_protocol``), and how many were left out."""
+    """``headline_rows`` of the tracks in the overall (``benchmark.track.Track.not_in_overall`` empty) kept to each
+    track's chosen protocol (``pick_protocol``; never the ``unrecorded`` one), and how many were left out."""
     keep = pd.Series(False, index=frame.index)
     for track in frame["track"].unique():
+        if track_registry.get(track).not_in_overall:
+            continue
         chosen = pick_protocol(protocols(cat, track, track_registry.get(track).headline))
-        keep |= (frame["track"] == track) & (frame["protocol_id"] == chosen)
-    return frame[keep], int((~keep).sum())
+        if chosen != UNRECORDED:
+            keep |= (frame["track"] == track) & (frame["protocol_id"] == chosen)
+    left_out = frame["track"].map(lambda t: bool(track_registry.get(t).not_in_overall)).astype(bool)
+    return frame[keep], int((~keep & ~left_out).sum())
 
 
 def track_win_rates(values: np.ndarray, higher: bool) -> np.ndarray:
@@ -449,33 +592,44 @@ def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
 
 def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
     """Per (model, provenance): win rate on each track, their mean (HEIM's mean win rate) over the tracks it has
-    one on, and ``tracks``; best first. With ``cat``, also a 95% interval on the mean win rate (win_low,
-    win_high) and on the rank, from a paired bootstrap over each track's shared prompts (``REPLICATES``, seed
-    ``SEED``, tracks in name order): the models without per-prompt values keep their value and get none."""
+    one on, and ``tracks``; best first. With ``cat``, each track's win rates come from one set of prompts
+    (``basis``: the models' scores on the prompts they all answered; a model listed apart on a track is listed
+    apart here too, ``not_ranked`` saying why), with a 95% interval on the mean win rate (win_low, win_high) and
+    on the rank from the paired bootstrap over each track's shared prompts (``REPLICATES``, seed ``SEED``, tracks
+    in name order), given only when every track has one. ``attrs["note"]`` says what the ranking rests on."""
     entities = frame[["model", "provenance"]].drop_duplicates().reset_index(drop=True)
     if entities.empty:
         return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
     index = {key: i for i, key in enumerate(zip(entities["model"], entities["provenance"]))}
     rng = np.random.default_rng(SEED)
-    point, boot, intervals = {}, [], np.ones(len(entities), dtype=bool)
+    point, boot, notes = {}, [], []
+    not_ranked = np.full(len(entities), "", dtype=object)
     for track, group in sorted(frame.groupby("track"), key=lambda item: item[0]):
+        group = group.reset_index(drop=True)
         higher = bool(group["higher_is_better"].dropna().iloc[0]) if group["higher_is_better"].notna().any() else True
-        where = [index[key] for key in zip(group["model"], group["provenance"])]
+        where = np.array([index[key] for key in zip(group["model"], group["provenance"])])
         values = np.full((1, len(entities)), np.nan)
         values[0, where] = group["value"].to_numpy(dtype=float)
+        if cat is not None:
+            b = basis(cat, group, track, track_registry.get(track).headline, OVERALL, "all", rng)
+            values[0, where] = np.where(b.not_ranked == "", b.value, np.nan)
+            title = track_registry.get(track).title
+            for i, why in zip(where, b.not_ranked):
+                if why and not not_ranked[i]:
+                    not_ranked[i] = f"{title}: {why}"
+            notes.append(f"{title}: {b.note}")
+            if b.replicates is None:
+                boot = None
+            elif boot is not None:
+                replicates = np.full((REPLICATES, len(entities)), np.nan)
+                replicates[:, where] = np.where(b.not_ranked == "", b.replicates, np.nan)
+                boot.append(track_win_rates(replicates, higher))
         point[track] = track_win_rates(values, higher)[0]
-        if cat is None:
-            continue
-        has, shared, _ = _shared(cat, group.reset_index(drop=True), track_registry.get(track).headline, OVERALL, "all")
-        intervals[where] &= has
-        draws = _draws(len(shared), rng) if has.any() else np.zeros((REPLICATES, 0), dtype=int)
-        replicates = np.full((REPLICATES, len(entities)), np.nan)
-        replicates[:, where] = resampled(group["value"].to_numpy(dtype=float), shared.to_numpy().T, has, draws)
-        boot.append(track_win_rates(replicates, higher))
     wide = entities.assign(**{t: v for t, v in point.items()})
     rates = wide[list(point)]
-    wide["win_rate"] = rates.mean(axis=1)
     wide["tracks"] = rates.notna().sum(axis=1)
+    wide["win_rate"] = rates.mean(axis=1).where(not_ranked == "")
+    wide["not_ranked"] = not_ranked
     if boot:
         stacked = np.stack(boot)  # tracks x replicates x models
         counted = (~np.isnan(stacked)).sum(axis=0)
@@ -484,17 +638,22 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
         rank_low, rank_high = interval(replicate_ranks(means, True))
         win_low, win_high = interval(means)
         bounds = {"win_low": win_low, "win_high": win_high, "rank_low": rank_low, "rank_high": rank_high}
-        wide = wide.assign(**{name: np.where(intervals, bound, np.nan) for name, bound in bounds.items()})
-    wide = wide[wide["tracks"] > 0]
-    return wide.sort_values(["win_rate", "model"], ascending=[False, True]).reset_index(drop=True)
+        wide = wide.assign(**{name: np.where(not_ranked == "", bound, np.nan) for name, bound in bounds.items()})
+    elif cat is not None:
+        notes.append("no interval on the mean win rate: a track above has none")
+    wide = wide[(wide["tracks"] > 0) | (wide["not_ranked"] != "")]
+    wide = wide.sort_values(["win_rate", "model"], ascending=[False, True], na_position="last").reset_index(drop=True)
+    wide.attrs["note"] = "; ".join(notes)
+    return wide
 
 
 def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = None
             ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, int]:
-    """The overall ranking: each track's headline rows under its chosen protocol, the models scored on one
-    set of tracks (``track_set``; default: of the sets with at least two models, the one with the most tracks,
-    then the most models) ranked by mean win rate with intervals. Returns the ``win_rates`` table, every set with
-    its model count (in that order), the set shown, and how many headline rows other protocols left out."""
+    """The overall ranking: each track's headline rows under its chosen protocol (the tracks in the overall
+    only), the models scored on one set of tracks (``track_set``; default: of the sets with at least two models,
+    the one with the most tracks, then the most models) ranked by mean win rate with intervals. Returns the
+    ``win_rates`` table, every set with its model count (in that order), the set shown, and how many headline
+    rows other protocols left out."""
     frame, off = headline_protocol_rows(cat, headline_rows(cat, filters))
     if frame.empty:
         return win_rates(frame), [], "", off
@@ -520,16 +679,16 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
     what a win rate is)."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
-    track_columns = [c for c in wide.columns if c not in ("model", "provenance", "win_rate", "tracks", "win_low",
-                                                          "win_high", "rank_low", "rank_high")]
-    rank = wide["win_rate"].rank(ascending=False, method="min").astype(int)
+    track_columns = [c for c in wide.columns if c not in WIDE_COLUMNS]
+    rank = wide["win_rate"].rank(ascending=False, method="min").astype("Int64")
+    why = wide.get("not_ranked", pd.Series("", index=wide.index)).fillna("")
     low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     high = wide.get("rank_high", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     win_low, win_high = (wide.get(c, pd.Series(np.nan, index=wide.index)) for c in ("win_low", "win_high"))
     ids = ids or {}
     shown = pd.DataFrame({
         "Rank": rank,
-        "Rank range (95%)": [rank_range(lo, hi) for lo, hi in zip(low, high)],
+        "Rank range (95%)": [f"not ranked: {w}" if w else rank_range(lo, hi) for lo, hi, w in zip(low, high, why)],
         "Model": model_links(wide.assign(model_id=[ids.get(k) for k in zip(wide["model"], wide["provenance"])])),
         "Provenance": wide["provenance"].map(render.PROVENANCE),
         "Overall win rate": wide["win_rate"].round(3),
@@ -564,3 +723,25 @@ def submissions(cat: Catalog) -> pd.DataFrame:
     """Scored submissions: id, model, dataset, scored_at (for pickers)."""
     return cat.query("SELECT DISTINCT submission_id, model, dataset, max(scored_at) AS scored_at FROM aggregates "
                      "WHERE provenance = 'scored' GROUP BY submission_id, model, dataset ORDER BY model, scored_at")
+
+
+# What each row of the metric-agreement table measures (the Metrics tab), by provenance.
+AGREEMENT_MEASURES = {
+    "scored": "Spearman with the mean of the other raters, one rater left out in turn (like for like with the "
+              "ceiling)",
+    "reported": "Spearman with the human ratings as the paper pooled them (not stated; Fig. 7)",
+}
+
+
+def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The metric-agreement table (``Store.meta_evaluation``) for the Metrics tab: a ``measures`` column saying
+    what each row's Spearman is (``AGREEMENT_MEASURES``), the scored rows first, each criterion and country's
+    sorted by Spearman, then the paper's rows of another definition, by criterion: never ordered together."""
+    if frame.empty:
+        return frame
+    frame = frame.assign(measures=frame["provenance"].map(AGREEMENT_MEASURES).fillna(""),
+                         _paper=frame["provenance"] != "scored")
+    frame = frame.sort_values(["_paper", "criterion", "country", "spearman"], ascending=[True, True, True, False],
+                              kind="stable", na_position="last")
+    columns = ["provenance", "measures", *[c for c in frame.columns if c not in ("provenance", "measures", "_paper")]]
+    return frame[columns].reset_index(drop=True)

@@ -22,15 +22,18 @@ FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
 CUBE = "culturelens/cube-1k:cube_1k:test"
 PROTOCOL = results.protocol_columns({"dataset": CUBE, "images_per_prompt": 2, "metric_version": "1",
                                      "backbones": ["clip-vit-b-32=openai/clip@r1"]})
-# model: (submission id, model id, per-prompt CLIPScores of Brazil's prompts b1-b3 and Nigeria's n1-n3)
+# model: (submission id, model id, per-prompt CLIPScores of Brazil's prompts b1-b7 and Nigeria's n1-n3: ten in
+# all, as the overall rank and win-rate intervals need tables.MIN_SHARED_PROMPTS)
+BRAZIL = ["b1", "b2", "b3", "b4", "b5", "b6", "b7"]
 MODELS = {
-    "Alpha": ("sub-alpha", "org/alpha", {"b1": 0.875, "b2": 0.75, "b3": 0.875, "n1": 0.75, "n2": 0.875, "n3": 0.75}),
-    "Beta": ("sub-beta", "https://example.org/beta", {"b1": 0.5, "b2": 0.625, "b3": 0.5, "n1": 0.625, "n2": 0.5,
-                                                        "n3": 0.625}),
-    FORMULA: ("sub-formula", "javascript:alert(1)", {"b1": 0.125, "b2": 0.25, "b3": 0.125, "n1": 0.25, "n2": 0.125,
-                                                      "n3": 0.25}),
+    "Alpha": ("sub-alpha", "org/alpha", {"b1": 0.875, "b2": 0.75, "b3": 0.875, "b4": 0.75, "b5": 0.875, "b6": 0.75,
+                                         "b7": 0.875, "n1": 0.75, "n2": 0.875, "n3": 0.75}),
+    "Beta": ("sub-beta", "https://example.org/beta", {"b1": 0.5, "b2": 0.625, "b3": 0.5, "b4": 0.625, "b5": 0.5,
+                                                        "b6": 0.625, "b7": 0.5, "n1": 0.625, "n2": 0.5, "n3": 0.625}),
+    FORMULA: ("sub-formula", "javascript:alert(1)", {"b1": 0.125, "b2": 0.25, "b3": 0.125, "b4": 0.25, "b5": 0.125,
+                                                      "b6": 0.25, "b7": 0.125, "n1": 0.25, "n2": 0.125, "n3": 0.25}),
 }
-SLICES = {("overall", "all"): ["b1", "b2", "b3", "n1", "n2", "n3"], ("country", "Brazil"): ["b1", "b2", "b3"],
+SLICES = {("overall", "all"): [*BRAZIL, "n1", "n2", "n3"], ("country", "Brazil"): BRAZIL,
           ("country", "Nigeria"): ["n1", "n2", "n3"]}
 
 
@@ -151,7 +154,7 @@ def test_the_overall_download_and_api_give_win_rates_as_numbers(served):
     per_track = rows[rows["metric"] == exports.WIN_RATE]
     assert dict(zip(per_track["model"], per_track["value"])) == {"Alpha": 1.0, "Beta": 0.5, FORMULA: 0.0}
     headline = rows[rows["metric"] == "clip_score"]
-    assert dict(zip(headline["model"], headline["value"])) == {m: sum(v[2].values()) / 6 for m, v in MODELS.items()}
+    assert dict(zip(headline["model"], headline["value"])) == {m: sum(v[2].values()) / 10 for m, v in MODELS.items()}
     csv, parquet = client.predict("overall", None, "", [], None, None, "", [], ["Rank"], "awareness",
                                   api_name="/download")
     assert pd.read_parquet(parquet)["value"].tolist() == rows["value"].tolist()

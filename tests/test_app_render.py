@@ -81,7 +81,7 @@ def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folde
     snippet = Views(store, "ada").browser.view(cube_1k.HUB_REPO, cube_1k.CONFIG, None, None, "", "")[-1]
     assert f'load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}", split="test")' in snippet
     assert 'load_dataset("STORE/datasets/culturelens__cube-1k", "cube_1k")' in snippet
-    about = about_markdown(store)
+    about = " ".join(about_markdown(store).split())  # as read: line breaks are spaces
     assert "built locally in `STORE/datasets/culturelens__cube-1k`" in about
     assert str(store.root) not in snippet + about and str(tmp_path) not in snippet + about
 
@@ -125,3 +125,75 @@ def test_method_pages_and_the_header_render_without_literal_backslashes():
     renderer = MarkdownIt("commonmark")
     for page in [render.HEADER, render.WIN_RATE_FOOTNOTE, *(render.method_page(t) for t in tracks.all_tracks())]:
         assert "\\" not in _text(renderer.render(page)), page[:80]
+
+
+def _rows(sid: str, model: str, track: str, metrics: dict[str, float], fields: dict, slice_=("overall", "all")):
+    from benchmark import results
+
+    protocol = results.protocol_columns(fields)
+    return [{"provenance": "scored", "submission_id": sid, "model": model, "track": track, "metric": metric,
+             "slice": slice_[0], "slice_value": slice_[1], "value": value, "n": 20, "higher_is_better": True,
+             "metric_version": fields["metric_version"], **protocol} for metric, value in metrics.items()]
+
+
+def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
+    """Two iconicity submissions, 10 images per title (the headline protocol) and 4, and two variability ones
+    under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
+    from benchmark import results, tracks
+    from benchmark.metrics.crt_protocol import VARIANTS
+    from leaderboard import tables
+    from leaderboard.app import Views
+    from leaderboard.store import Store
+
+    store = Store(tmp_path / "store")
+    crt = {"dataset": tracks.get("iconicity").protocol.dataset, "metric_version": VARIANTS["paper"].version,
+           "backbones": [f"{VARIANTS['paper'].clip}=c@r", f"{VARIANTS['paper'].dino}=d@r"]}
+    for sid, model, images in (("i10", "Ten", 10), ("i4", "Four", 4)):
+        fields = {**crt, "images_per_prompt": images}
+        rows = _rows(sid, model, "iconicity", {"cra_reference": 0.5, "vr": 0.25}, fields)
+        rows += _rows(sid, model, "iconicity", {"crt_from_means": 0.375}, fields, ("kind", "still"))
+        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+    for sid, model, sha in (("w1", "Calibrated", "ab"), ("w2", "Other calibration", "cd")):
+        fields = {"dataset": "x", "images_per_prompt": 10, "backbones": ["dreamsim=d@r"],
+                  "metric_version": f"1 (paper; calibration sha256 {sha} for dreamsim)"}
+        curve = [{"submission_id": sid, "model": model, "metric": "w1kp", "prompt_id": None, "x": k, "value": 0.5,
+                  "n": 20} for k in range(2, 6)]
+        results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,
+                             {"submission_id": sid})
+    views = Views(store, "local")
+    bars, profile, scatter, curves, note = views.charts(tables.Filters())
+    assert set(scatter["model"]) == {"Ten"}
+    chosen = tables.chart_protocol(views.catalog, "variability")
+    assert len(set(curves["model"])) == 1 and set(curves["model"]) <= {"Calibrated", "Other calibration"}
+    assert f"protocol {chosen} only" in note
+    four = tables.protocols(views.catalog, "iconicity", "crt_from_means", "kind", "still")
+    assert tables.chart_protocol(views.catalog, "iconicity") == four.loc[four["on_protocol"], "protocol_id"].iloc[0]
+
+
+def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tmp_path):
+    import pandas as pd
+
+    from benchmark.layout import META_EVAL
+    from leaderboard import tables
+    from leaderboard.app import METRICS_INTRO, about_markdown
+    from leaderboard.store import Store
+
+    store = Store(tmp_path / "store")
+    about = " ".join(about_markdown(store).split())  # as read: line breaks are spaces
+    for words in ("Every number of a ranked row comes from one set of prompts", "fewer than 90%",
+                  "fewer than 10 shared prompts there is a rank but no range", "contain one same rank",
+                  "make two groups, not one chain", "never ranked", "\"> k\"", "Variability (W1KP) is not part of it",
+                  "Holm's method over all those tests at once"):
+        assert words in about, words
+    # Metrics: the scored rows (leave-one-rater-out agreement) first, the paper's rows (another definition) after,
+    # never sorted among them, each row saying what it measures.
+    (store.root / META_EVAL).mkdir()
+    pd.DataFrame({"metric": ["mine", "weak"], "criterion": "alignment", "country": "all", "spearman": [0.9, 0.1],
+                  "ci_low": [0.8, 0.0], "ci_high": [0.95, 0.2], "n": 100, "ceiling": 0.4, "rank": [1, 2]}).to_parquet(
+        store.root / META_EVAL / "mine.parquet")
+    table = tables.agreement_table(store.meta_evaluation())
+    alignment = table[table["criterion"] == "alignment"]
+    assert list(alignment["provenance"])[:2] == ["scored", "scored"] and set(alignment["provenance"][2:]) == {"reported"}
+    assert alignment["measures"].iloc[0].startswith("Spearman with the mean of the other raters")
+    assert "with the mean of the other raters, each rater left out in turn" in METRICS_INTRO
+    assert "never ordered among them" in METRICS_INTRO and "human mean" not in METRICS_INTRO

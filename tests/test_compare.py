@@ -7,6 +7,7 @@ import io
 import re
 
 import numpy as np
+import pytest
 import pyarrow.parquet as pq
 from scipy import stats as scipy_stats
 
@@ -61,3 +62,30 @@ def test_compare_explains_bad_inputs(tmp_path):
     b = _results(tmp_path / "b", "same", {"vr": {"p1": 0.2}})
     code, text = _run(str(a), str(b))
     assert code == 2 and "for the same model name" in text
+
+
+def test_holm_runs_over_every_test_compare_prints(tmp_path):
+    """Three models and two metrics: six tests, one family. Each printed p_holm is Holm's over all six raw
+    p-values (computed here from scipy's Wilcoxon), not over a metric's three."""
+    from benchmark.stats import holm
+
+    rng = np.random.default_rng(5)
+    prompts = [f"r{i}" for i in range(15)]
+    values = {model: {metric: dict(zip(prompts, rng.normal(centre, 0.1, 15).round(6)))
+                      for metric, centre in (("crt", 0.5 + shift), ("vr", 0.3 - shift))}
+              for model, shift in (("A", 0.1), ("B", 0.0), ("C", 0.05))}
+    folders = [str(_results(tmp_path / m, m, per_metric)) for m, per_metric in values.items()]
+    code, text = _run(*folders, "--metrics", "crt", "vr")
+    assert code == 0, text
+    raw = [scipy_stats.wilcoxon(list(values[a][metric].values()), list(values[b][metric].values())).pvalue
+           for metric in ("crt", "vr") for a, b in (("A", "B"), ("A", "C"), ("B", "C"))]
+    adjusted = holm(raw)
+    assert text.count("Holm-corrected over all 6 tests below") == 2
+    printed = []
+    for section in text.split("== ")[1:]:
+        for line in section.splitlines():
+            cells = line.split()
+            if len(cells) == 8 and cells[0] in "ABC":
+                printed.append((float(cells[6]), float(cells[7])))
+    assert [p for p, _ in printed] == pytest.approx([round(p, 4) for p in raw], abs=1e-4)
+    assert [h for _, h in printed] == pytest.approx([round(h, 4) for h in adjusted], abs=1e-4)

@@ -390,6 +390,29 @@ def test_intervals_resample_images_not_ratings(hand):
     assert not np.isnan(mean_ci(hand["alignment"].to_numpy())[0])
 
 
+def test_the_all_models_interval_resamples_prompts_not_their_images():
+    """8 prompts, each drawn by 4 models whose images got the same ratings: 32 images but 8 independent values.
+    Pooling every model, the interval is the cluster bootstrap over prompts (``ratio_ci`` of the per-prompt sums
+    and counts), about twice as wide as one that takes the 32 images as independent; per model (one image per
+    prompt) it stays ``mean_ci`` over images."""
+    overall = [1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 5.0, 5.0]
+    rows = [{"image_id": f"{p}-{m}-{i}", "prompt_id": f"p{p}", "model": m, "country": "X", "domain": "Y",
+             "alignment": 1.0, "explicit_error": False, "implicit_error": False, "quality": 1.0,
+             "overall": score, "stereotype": False}
+            for p, score in enumerate(overall) for m in "ABCD" for i in range(3)]
+    ratings = pd.DataFrame(rows).assign(image_id=lambda t: t["image_id"].str.rsplit("-", n=1).str[0])
+    table = human.human_aggregates(ratings, n_resamples=1000, seed=5)
+    pooled = value(table, "mean_overall")
+    images = np.repeat(overall, 4)
+    assert pooled.value == pytest.approx(images.mean()) and pooled.n_images == 32
+    clustered = human.ratio_ci(np.array(overall) * 4, np.full(8, 4.0), n_resamples=1000, seed=5)
+    assert (pooled.ci_low, pooled.ci_high) == pytest.approx(clustered[1:])
+    naive_low, naive_high = mean_ci(images)
+    assert pooled.ci_high - pooled.ci_low > 1.6 * (naive_high - naive_low)
+    one_model = value(table, "mean_overall", model="A")
+    assert (one_model.ci_low, one_model.ci_high) == pytest.approx(mean_ci(np.array(overall)))
+
+
 def test_ratio_interval_is_degenerate_when_every_image_has_the_same_share():
     assert human.ratio_ci(np.array([1, 2, 0]), np.array([2, 4, 0])) == (0.5, 0.5, 0.5)
     value_, low, high = human.ratio_ci(np.array([1, 0, 2, 3]), np.array([2, 1, 2, 3]), n_resamples=500)

@@ -156,3 +156,24 @@ def test_reproducing_a_score_output(tmp_path, tiny_upstream, backbones_file):
     assert result.returncode == 0, result.stderr
     assert "with the stored embedding cache" in result.stdout
     assert all(line == ["0", "0", "yes"] for line in metric_lines(result.stdout).values()), result.stdout
+
+
+def test_a_row_on_one_side_only_is_reported_missing_even_where_its_recorded_value_was_null(tmp_path):
+    """The recorded result has a VR row whose value is null (no image recognised); the rescore has no such row.
+    Two nulls would compare equal, but a row that is not there is missing: 'missing', NO, exit 1."""
+    from benchmark import reproduce, results
+
+    def folder(name: str, aggregates: list[dict]) -> Path:
+        per_image = [{"metric": "crt", "prompt_id": "p1", "seed": 0, "image_sha256": "a", "value": 0.5}]
+        return results.write_folder(tmp_path / name, per_image, aggregates, [], {})
+
+    crt = {"metric": "crt", "slice": "overall", "slice_value": "all", "value": 0.5}
+    vr = {"metric": "vr", "slice": "overall", "slice_value": "all", "value": None}
+    differences = reproduce.compare(folder("recorded", [crt, vr]), folder("reproduced", [crt]))
+    by_metric = {d.metric: d for d in differences}
+    assert by_metric["vr"].aggregate_missing == 1 and by_metric["vr"].aggregate is None
+    assert by_metric["crt"] == reproduce.Difference("crt", 0.0, 0.0, 0, 0)
+    text = reproduce.report(differences, 0.0)
+    assert metric_lines(text)["vr"] == ["-", "missing", "NO"] and metric_lines(text)["crt"] == ["0", "0", "yes"]
+    assert text.splitlines()[-1] == ("1 of 2 metrics differ by more than 0; 1 row(s) are on one side only "
+                                     "(missing)")

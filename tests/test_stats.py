@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchmark.stats import MIN_CI_N, holm, mean_ci, paired_comparisons, wilson_interval
+from benchmark.stats import MIN_CI_N, difference_ci, holm, mean_ci, paired_comparisons, wilson_interval
 
 SAMPLE = np.array([0.21, 0.35, 0.18, 0.42, 0.30, 0.27, 0.33, 0.25])
 
@@ -82,3 +82,54 @@ def test_paired_comparisons_use_shared_prompts_wilcoxon_and_holm():
     assert table.loc[("A", "C")]["p_value"] == 1.0  # identical on every shared prompt
     assert table["p_holm"].to_numpy() == pytest.approx(holm(table["p_value"].to_numpy()))
     assert ab["ci_low"] < ab["mean_difference"] < ab["ci_high"]
+
+
+def test_differences_of_paired_events_get_bonett_prices_interval_not_wilsons():
+    # Model a beats b on 2 of 10 prompts and never loses. Wilson's interval of a proportion, [0.057, 0.510], would
+    # exclude 0 while Wilcoxon gives p = 0.5. Bonett & Price: p+ = 3/12, p- = 1/12, d = 1/6,
+    # se = sqrt((4/12 - 1/36) / 12) = 0.1595712, t_11 = 2.2009852, half-width 0.3512138: [-0.1845471, 0.5178805].
+    differences = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+    low, high = difference_ci(differences)
+    assert (low, high) == pytest.approx((-0.1845471, 0.5178805), abs=1e-7)
+    assert low < 0 < high
+    assert scipy_stats.wilcoxon(differences).pvalue == pytest.approx(0.5)
+    # Every pair tied: the interval is not the point (0, 0) (the t interval's), as a sparse difference may hide.
+    # p+ = p- = 1/12: half-width t_11 sqrt((2/12) / 12) = 2.2009852 x 0.1178511 = 0.2593886.
+    assert difference_ci(np.zeros(10)) == pytest.approx((-0.2593886, 0.2593886), abs=1e-7)
+    # Fractional differences (shares, scores) get the Student-t interval, as means do.
+    assert difference_ci(SAMPLE - 0.3) == pytest.approx(mean_ci(SAMPLE - 0.3))
+    assert np.isnan(difference_ci(np.ones(MIN_CI_N - 1))).all()
+
+
+def test_paired_difference_interval_covers_95_percent_at_n_10_on_minus_one_zero_one_data():
+    """Exact coverage (every outcome of n = 10 trinomial draws enumerated, as benchmarks/coverage.py does) at
+    trinomials where the t interval and Wilson's fail: few differing prompts, and +/-1 coin flips."""
+    n = 10
+    for minus, plus in ((0.0, 0.1), (0.05, 0.0), (0.0, 0.3), (0.5, 0.5), (0.2, 0.2), (0.1, 0.6)):
+        covered = 0.0
+        for wins in range(n + 1):
+            for losses in range(n + 1 - wins):
+                sample = np.array([1.0] * wins + [-1.0] * losses + [0.0] * (n - wins - losses))
+                low, high = difference_ci(sample)
+                if low <= plus - minus <= high:
+                    covered += scipy_stats.multinomial.pmf([wins, losses, n - wins - losses], n,
+                                                           [plus, minus, 1 - plus - minus])
+        assert covered >= 0.93, (minus, plus, covered)
+
+
+def test_holm_runs_over_every_pair_of_every_metric():
+    rng = np.random.default_rng(4)
+    prompts = [f"p{i}" for i in range(20)]
+    rows = []
+    for metric, shift in (("crt", 0.1), ("vr", 0.0), ("cra_image", 0.02)):
+        base = rng.normal(0.5, 0.1, 20)
+        for model, offset in (("A", shift), ("B", 0.0), ("C", rng.normal(0, 0.01))):
+            rows.append(pd.DataFrame({"metric": metric, "model": model, "prompt_id": prompts,
+                                      "value": base + offset + rng.normal(0, 0.02, 20)}))
+    table = paired_comparisons(pd.concat(rows, ignore_index=True))
+    assert len(table) == 9 and set(table["metric"]) == {"crt", "vr", "cra_image"}
+    assert table["p_holm"].to_numpy() == pytest.approx(holm(table["p_value"].to_numpy()))  # one family of 9
+    within = paired_comparisons(pd.concat(rows[:3], ignore_index=True))  # crt alone: a family of 3
+    crt = table[table["metric"] == "crt"].reset_index(drop=True)
+    assert (crt["p_value"] == within["p_value"]).all() and (crt["p_holm"] >= within["p_holm"]).all()
+    assert (crt["p_holm"] > within["p_holm"]).any()

@@ -253,8 +253,9 @@ def test_reusability_is_not_decided_by_the_one_prompt_with_extra_seeds():
     metric = W1KP(dataclasses.replace(IDENTITY, backbone="x"), backbone="x")
     [row] = metric.derived([], model_curve)
     assert row["metric"] == "w1kp_reusability" and row["value"] is None and row["n"] == 21
+    assert row["ci_low"] == 10.0 and row["ci_high"] is None  # censored: more than 10, the largest k counted
     assert row["metric_label"] == ("W1KP reusability: seeds until W1KP_k >= 0.85, over the k that at least 11 of "
-                                   "the 21 prompts reach (empty: not within k = 10)")
+                                   "the 21 prompts reach (> 10 where no k up to 10 reaches it)")
     # Where all 21 prompts reach 0.9 at k = 6 (mean 0.9 over 21), reusability is 6.
     [row] = metric.derived([], aggregate_curves(_prompt_curves(lambda p, k: 0.9 if k >= 6 else 0.5)))
     assert row["value"] == 6.0

@@ -11,9 +11,17 @@ Input: the ``ratings`` config of ``benchmark.datasets.culturalframes`` (one row
 per rater: image_id, model, country, domain, alignment, explicit_error,
 implicit_error, stereotype, quality, overall), as a DataFrame.
 
-Unit of resampling: the image. Every confidence interval is a percentile
-bootstrap over images (an image's ratings stay together), never over ratings:
-the three ratings of one image are not independent.
+Unit of resampling: the prompt. An image's ratings are not independent (its
+three raters saw the same picture), and neither are the images of one prompt
+when a group pools models (the four models drew the same prompt): every interval
+resamples prompts, whole. Where each prompt has one image in the group (one
+model), that is the image: a mean gets ``mean_ci`` over images, a share a
+percentile bootstrap over them; where a prompt has several (every model
+together), both are a percentile bootstrap over prompts of the ratio of the
+per-prompt sums (``ratio_ci``). On simulated CulturalFrames-like ratings
+(``benchmarks/meta_eval_coverage.py``), the all-models mean's 95% interval
+covered 0.88 when the four images of a prompt were taken as independent, 0.96
+resampling prompts.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark.stats import mean_ci
+from benchmark.stats import MIN_CI_N, mean_ci
 
 ALL = "all"
 DIMENSIONS = ("model", "country", "domain")
@@ -56,7 +64,8 @@ COLUMNS = [*DIMENSIONS, "statistic", "value", "ci_low", "ci_high", "n_images", "
 
 
 def per_image(ratings: pd.DataFrame) -> pd.DataFrame:
-    """One row per image: its model, country, domain, and the means of its ratings.
+    """One row per image: its model, country, domain, prompt (its image id where the ratings name no prompt), and
+    the means of its ratings.
 
     ``alignment``, ``quality``, ``overall``: mean score of the image's raters;
     ``failure_rate``: share of its alignment ratings below 1; ``stereotype_rate``:
@@ -84,11 +93,13 @@ def per_image(ratings: pd.DataFrame) -> pd.DataFrame:
         "both": (explicit & implicit).astype(int),
         "unflagged": (failed.to_numpy() & ~explicit & ~implicit).astype(int),
     })
+    # The prompt an image answers (its cluster); a ratings table without prompt ids: each image its own.
+    frame["prompt_id"] = ratings["prompt_id"].to_numpy() if "prompt_id" in ratings else frame["image_id"]
     grouped = frame.groupby("image_id", sort=True)
     means = grouped[[*CRITERIA, "failure_rate", "stereotype_rate"]].mean()
     counts = grouped[[*CRITERIA, "stereotype_rate"]].count().add_prefix("n_")
     sums = grouped[["failures", "explicit_only", "implicit_only", "both", "unflagged"]].sum()
-    first = grouped[list(DIMENSIONS)].first()
+    first = grouped[[*DIMENSIONS, "prompt_id"]].first()
     return pd.concat([first, grouped.size().rename("n_ratings"), means, counts, sums], axis=1).reset_index()
 
 
@@ -113,18 +124,34 @@ def ratio_ci(numerators: np.ndarray, denominators: np.ndarray, *, confidence: fl
 
 
 def _group_rows(images: pd.DataFrame, key: dict, confidence: float, n_resamples: int, seed: int) -> list[dict]:
+    """One group's rows; intervals over its prompts (see the module: clustered where a prompt has several
+    images in the group)."""
+    clustered = bool(images["prompt_id"].duplicated().any())
+    by_prompt = images.groupby("prompt_id", sort=True)
     rows = []
     for statistic, column in IMAGE_MEANS.items():
         values = images[column].dropna().to_numpy(float)
-        low, high = mean_ci(values, confidence=confidence)
+        if clustered:
+            present = images[column].notna()
+            sums, counts = by_prompt[column].sum().to_numpy(float), by_prompt[column].count().to_numpy(float)
+            low, high = ratio_ci(sums, counts, confidence=confidence, n_resamples=n_resamples, seed=seed)[1:] \
+                if images.loc[present, "prompt_id"].nunique() >= MIN_CI_N else (float("nan"), float("nan"))
+        else:
+            low, high = mean_ci(values, confidence=confidence)
         count = "n_alignment" if column == "failure_rate" else f"n_{column}"
         rows.append({**key, "statistic": statistic, "value": float(values.mean()) if values.size else float("nan"),
                      "ci_low": low, "ci_high": high, "n_images": int(values.size),
                      "n_ratings": int(images[count].sum())})
-    failures = images["failures"].to_numpy(float)
+    failures = images["failures"]
     for statistic, kinds in FAILURE_SHARES.items():
-        value, low, high = ratio_ci(images[list(kinds)].sum(axis=1).to_numpy(float), failures,
-                                    confidence=confidence, n_resamples=n_resamples, seed=seed)
+        flagged = images[list(kinds)].sum(axis=1)
+        if clustered:  # (flagged, failures) summed per prompt: the pairs resampled
+            value, low, high = ratio_ci(flagged.groupby(images["prompt_id"]).sum().to_numpy(float),
+                                        by_prompt["failures"].sum().to_numpy(float), confidence=confidence,
+                                        n_resamples=n_resamples, seed=seed)
+        else:
+            value, low, high = ratio_ci(flagged.to_numpy(float), failures.to_numpy(float), confidence=confidence,
+                                        n_resamples=n_resamples, seed=seed)
         rows.append({**key, "statistic": statistic, "value": value, "ci_low": low, "ci_high": high,
                      "n_images": int((failures > 0).sum()), "n_ratings": int(failures.sum())})
     return rows
@@ -132,7 +159,9 @@ def _group_rows(images: pd.DataFrame, key: dict, confidence: float, n_resamples:
 
 def human_aggregates(ratings: pd.DataFrame, *, groupings=GROUPINGS, confidence: float = 0.95,
                      n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Tidy table of human statistics per group, with CIs over images (``mean_ci``; shares: percentile bootstrap).
+    """Tidy table of human statistics per group, with CIs over prompts (see the module: ``mean_ci`` over images
+    where each prompt has one image in the group, else a cluster bootstrap over prompts; shares: percentile
+    bootstrap).
 
     One row per (group, statistic); columns ``model``, ``country``, ``domain``
     (``"all"`` where the grouping pools over that dimension), ``statistic``,
@@ -142,14 +171,15 @@ def human_aggregates(ratings: pd.DataFrame, *, groupings=GROUPINGS, confidence: 
       (share of alignment ratings < 1), ``stereotype_rate``: the mean over images
       of the per-image mean of its ratings (``per_image``), so each image counts
       once; with the release's three ratings per image this equals the mean over
-      ratings. CI: ``benchmark.stats.mean_ci`` over the per-image values.
+      ratings. CI: ``benchmark.stats.mean_ci`` over the per-image values, or over prompts (``ratio_ci`` of the
+      per-prompt sums) where a prompt has several images in the group.
     - Among failures (alignment < 1): ``explicit_only_share``,
       ``implicit_only_share``, ``both_share``, ``unflagged_share`` (no flag set),
       ``explicit_share`` (= explicit only + both; the paper's 68%) and
       ``implicit_share`` (= implicit only + both; the paper's 49%): failures of
       that type / all failures, summed over the group's ratings (Sec. 5, Fig. 5).
-      CI: ``ratio_ci`` over the images that have a failure. ``n_images`` and
-      ``n_ratings`` count those images and the failures.
+      CI: ``ratio_ci`` over the images (or prompts) that have a failure. ``n_images``
+      and ``n_ratings`` count those images and the failures.
     """
     images = per_image(ratings)
     rows = []

@@ -18,6 +18,15 @@ CITATION = "De Rosa Palmini & Cetinic, arXiv:2511.11435"
 COMPARISONS = (">", ">=")
 
 
+def crt_from_means(cra, vr):
+    """Table 1's CRT: Eq. 3 applied to the column means, mean CRA per reference x (1 - mean VR), on numbers or
+    arrays. VR is defined only on recognised references; where none was (a mean VR of nan) the mean CRA is 0,
+    and so is CRT."""
+    import numpy as np  # only when a ranking computes it: the registry imports this module
+
+    return cra * (1 - np.nan_to_num(vr))
+
+
 @dataclass(frozen=True)
 class Protocol:
     """The settings of one CRT scoring: which backbones, and when an image counts as recognised.

@@ -110,13 +110,22 @@ def prompt_draws(inputs: Inputs, tagger: Tagger, clip: str, q: float, size: int,
     return result
 
 
+def version(tagger: str, size: int, draws: int, seed: int, sampling: str) -> str:
+    """The diversity metrics' version: what changes their values besides the images. Sets first (N; the paper's
+    seed batches, or how many random draws and their seed), then the tagger. The track's headline protocol
+    (``benchmark.tracks.diversity``) is the prefix that N = 8 seed batches with the artifact index give."""
+    sets = "seed batches" if sampling == "seed_batches" else f"{draws} random draws, seed {seed}"
+    return f"1 (N = {size}, {sets}; tagger {tagger}; tagging accuracy not measured)"
+
+
 class _Diversity(Metric):
     """Shared settings of the diversity metrics: the tagger (an ``ArtifactIndex``, or a ``VLMTagger`` wrapping
     one), the tagging backbone (``clip``: the index's backbone), the Vendi order q, the set size N, and how sets
     are drawn (``sampling``; for random sets, how many and their seed).
 
-    The version names the tagger (its ``id``; a VLM's with the index it picks from) and its tagging accuracy,
-    "not measured": an artifact index ships no images with known artifacts, so ``benchmark.tagging.
+    The version (``version``) names how the sets are drawn (N, and for random sets how many and their seed: VS / N
+    halves from N = 4 to N = 8 on the same images, so results of two N never share a ranking), the tagger (its
+    ``id``; a VLM's with the index it picks from) and its tagging accuracy, "not measured": an artifact index ships no images with known artifacts, so ``benchmark.tagging.
     tagger_accuracy`` has nothing to score it on (measure it on a labelled sample, see README, 'Diversity').
     A tagger other than the index itself (CUBE App. H.2's VLM choice) is also named in every note, so that
     results of two taggers are never taken for one another."""
@@ -135,7 +144,7 @@ class _Diversity(Metric):
         self.tagger, self.index, self.kernel, self.clip = tagger, tagger.index, kernel, clip
         self.tagged_by = None if tagger is tagger.index else tagger.id
         over = "" if self.tagged_by is None else f" over {tagger.index.id}"
-        self.version = f"1 (tagger {tagger.id}{over}; tagging accuracy not measured)"
+        self.version = version(f"{tagger.id}{over}", size, draws, seed, sampling)
         self.q, self.size, self.draws, self.seed, self.sampling = q, size, draws, seed, sampling
         self.column = list(KERNELS).index(kernel)
         self.weights = KERNELS[kernel]

@@ -46,6 +46,7 @@ from benchmark.metrics.crt_protocol import (  # noqa: F401 - the protocol's name
     VARIANTS,
     VR,
     Protocol,
+    crt_from_means,
     protocol,
 )
 from benchmark.results import ERROR_NOTE
@@ -288,20 +289,21 @@ def vr_at_k(per_reference: pd.DataFrame) -> pd.DataFrame:
 
 def perturbation_deltas(before: pd.DataFrame, after: pd.DataFrame) -> dict:
     """Delta-CRA and delta-CRT of one model under a prompt perturbation (Sec. 5.4, Fig. 5), with 95% CIs over
-    references (``benchmark.stats.mean_ci``). Delta-CRT only over references still recognised after (CRA > 0).
+    references of a mean of paired differences (``benchmark.stats.difference_ci``). Delta-CRT only over references
+    still recognised after (CRA > 0).
 
     ``before`` and ``after``: columns prompt_id, cra, crt (per reference).
     """
-    from benchmark.stats import mean_ci
+    from benchmark.stats import difference_ci
 
     paired = before.merge(after, on="prompt_id", suffixes=("_before", "_after"))
     delta_cra = (paired["cra_after"] - paired["cra_before"]).to_numpy()
     kept = paired[paired["cra_after"] > 0]
     delta_crt = (kept["crt_after"] - kept["crt_before"]).to_numpy()
     result = {"references": len(paired), "delta_cra": float(delta_cra.mean()) if len(paired) else None,
-              "delta_cra_ci": mean_ci(delta_cra), "references_recognised_after": len(kept),
+              "delta_cra_ci": difference_ci(delta_cra), "references_recognised_after": len(kept),
               "delta_crt": float(delta_crt.mean()) if len(kept) else None,
-              "delta_crt_ci": mean_ci(delta_crt)}
+              "delta_crt_ci": difference_ci(delta_crt)}
     return result
 
 
@@ -447,7 +449,8 @@ class Transformation(_Iconicity):
         return pd.DataFrame({"prompt_id": table.index, "value": values, "note": None})
 
     def derived(self, aggregates: list[dict], curves) -> list[dict]:
-        """Table 1's CRT: Eq. 3 on the column means, cra_reference x (1 - vr), for every slice."""
+        """Table 1's CRT: Eq. 3 on the column means, cra_reference x (1 - vr), for every slice. It has no CI here:
+        a ranking bootstraps it over the references its models share (``leaderboard.tables``)."""
         by = {(r["metric"], r["slice"], r["slice_value"]): r for r in aggregates}
         rows = []
         for (metric, slice_name, slice_value), cra in by.items():
@@ -455,8 +458,8 @@ class Transformation(_Iconicity):
             if metric != "cra_reference" or vr is None or vr["value"] is None or slice_name == "prompt":
                 continue
             rows.append({"track": "iconicity", "metric": CRT_FROM_MEANS[0], "slice": slice_name,
-                         "slice_value": slice_value, "value": cra["value"] * (1 - vr["value"]), "ci_low": None,
-                         "ci_high": None, "n": cra["n"], "higher_is_better": True,
+                         "slice_value": slice_value, "value": float(crt_from_means(cra["value"], vr["value"])),
+                         "ci_low": None, "ci_high": None, "n": cra["n"], "higher_is_better": True,
                          "metric_version": self.info.version, "metric_label": _labelled(CRT_FROM_MEANS[1], self.settings)})
         return rows
 

@@ -22,7 +22,8 @@ Generation", arXiv:2406.08482.
 - W1KP score = 1 - eta (higher = more similar = less variable); levels high
   [0.85, 1], medium [0.4, 0.85), low [0.2, 0.4), none [0, 0.2) (Sec. 3.2).
 - Reusability (Sec. 4.1): the smallest k at which 1 - eta_k >= 0.85. Here the model's curve at k is the mean
-  over the prompts with at least k images, so only the k that enough prompts reach count (``supported``).
+  over the prompts with at least k images, so only the k that enough prompts reach count (``supported``); a
+  model never used up within them has a right-censored reusability, "> k_max" (``W1KP.derived``).
 - A calibration is fitted for one backbone's distances: a file records the backbone id (and its weights'
   ``Backbone.key``) it was fitted for; the authors' published files record none and are DreamSim_l2's
   (``AUTHORS_BACKBONE``). ``W1KP`` refuses a calibration fitted for another backbone.
@@ -418,8 +419,13 @@ class W1KP(Metric):
 
     def derived(self, aggregates: list[dict], curves: pd.DataFrame | None) -> list[dict]:
         """Reusability (Sec. 4.1): the first k where the model's mean W1KP_k curve (this variant's) reaches 0.85,
-        among the k that enough prompts reach (``supported``: n at k >= max(2, half of n at k = 2)); None (empty)
-        where no such k reaches it, the label saying up to which k it was looked for."""
+        among the k that enough prompts reach (``supported``: n at k >= max(2, half of n at k = 2)).
+
+        Where no supported k reaches it, the model was never used up within the seeds measured: its reusability
+        is right-censored, known only to exceed the largest supported k_max. The row then has no value and
+        ``ci_low`` = k_max, the bound it exceeds (``benchmark.results``: a censored row), so that it is shown as
+        "> k_max" and ranked as the most reusable rather than left out. With no supported k at all, nothing is
+        known: no value and no bound."""
         if curves is None or curves.empty:
             return []
         model_curve = curves.sort_values("x")
@@ -427,9 +433,12 @@ class W1KP(Metric):
         counted = model_curve[supported(prompts)]
         k = reusability(counted["x"].to_numpy(), counted["value"].to_numpy())
         needed = max(MIN_PROMPTS, math.ceil(MIN_SHARE * prompts.max()))
-        within = f"not within k = {int(counted['x'].max())}" if len(counted) else "no k has enough prompts"
+        k_max = int(counted["x"].max()) if len(counted) else None
+        within = f"> {k_max} where no k up to {k_max} reaches it" if k_max is not None else \
+            "empty: no k has enough prompts"
         return [{"track": self.info.track, "metric": f"w1kp_reusability{self.suffix}", "slice": "overall",
-                 "slice_value": "all", "value": float(k) if k is not None else None, "ci_low": None, "ci_high": None,
+                 "slice_value": "all", "value": float(k) if k is not None else None,
+                 "ci_low": float(k_max) if k is None and k_max is not None else None, "ci_high": None,
                  "n": int(prompts.max()), "higher_is_better": True, "metric_version": self.info.version,
                  "metric_label": f"W1KP reusability: seeds until W1KP_k >= {HIGH}, over the k that at least "
-                                 f"{needed} of the {int(prompts.max())} prompts reach (empty: {within})"}]
+                                 f"{needed} of the {int(prompts.max())} prompts reach ({within})"}]

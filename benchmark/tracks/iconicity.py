@@ -9,9 +9,9 @@ from pathlib import Path
 from benchmark import settings as declared
 from benchmark.datasets.names import ICONIC_REFERENCES
 from benchmark.errors import CultureLensError
-from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS
+from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS, crt_from_means
 from benchmark.settings import Setting
-from benchmark.track import Chart, DetailPicture, MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.track import Chart, DetailPicture, FromMeans, MetricsUnavailable, Papers, Protocol, Track, Verb
 from benchmark.tracks.papers import crt
 
 SETTINGS = (
@@ -138,6 +138,8 @@ TRACK = Track(
     # The Overview opens on Table 1 itself (CRT from the column means, still and moving apart): the paper's rows and
     # scored rows meet there; `crt` per reference, the headline of the win rates, is one choice away.
     overview_metric=CRT_FROM_MEANS[0], overview_slice="kind",
+    # Its rankings recompute it on the prompts the models share, and bootstrap it over references (score, interval).
+    from_means=(FromMeans(CRT_FROM_MEANS[0], ("cra_reference", "vr"), crt_from_means),),
     settings=SETTINGS, metrics=metrics, order=30,
     verbs=(Verb("iconic-references", "iconic references (titles + reference images) for the iconicity track",
                 "culturelens data build iconic-references --records refs.jsonl --images refs/ --out data/iconic",

@@ -49,6 +49,11 @@ W1KP_k ≥ 0.85.
     # The paper variant over DreamSim (any calibration of it); dataset and images per prompt are not pinned here.
     Protocol("", None, "1 (paper; calibration", ("dreamsim",)),
     settings=SETTINGS, metrics=metrics, order=40,
+    # W1KP measures variability, which has no better end: pure noise is the most variable (and would win), a model
+    # that draws one image for every seed the least. Its table orders by W1KP, lower first; it has no win rate.
+    not_in_overall=("variability (W1KP) is left out: more variable is not better in itself (pure noise is the "
+                    "most variable of all) and less variable is not either, so it has no direction to win on; its "
+                    "own table orders models by W1KP"),
     charts=(Chart("line", "W1KP reusability curves: W1KP_k over k seeds (0.85 = prompt used up)", "k", "W1KP_k",
                   "no W1KP reusability curves: no submission has been scored on the variability track yet",
                   reusability_curves),))
