@@ -423,8 +423,9 @@ class Store:
         table = pd.concat([f for f in frames if len(f)], ignore_index=True)
         table["source"] = table.pop("source_table").fillna("") if "source_table" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
-                   "source"]
+                   "source", "metric_version"]
         table = table.reindex(columns=columns)
+        table["metric_version"] = table["metric_version"].fillna("")  # the paper's rows and uploaded files: none
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)
 
