@@ -422,10 +422,11 @@ class Store:
         frames.append(pd.DataFrame(published.ranking_rows()))
         table = pd.concat([f for f in frames if len(f)], ignore_index=True)
         table["source"] = table.pop("source_table").fillna("") if "source_table" in table else ""
+        # the paper's rows, uploaded files and tables written before versions were recorded: none
+        table["metric_version"] = table["metric_version"].fillna("") if "metric_version" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
                    "source", "metric_version"]
         table = table.reindex(columns=columns)
-        table["metric_version"] = table["metric_version"].fillna("")  # the paper's rows and uploaded files: none
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)
 
