@@ -319,19 +319,18 @@ def test_each_metric_is_recorded_with_the_version_its_results_were_scored_under(
     assert meta_eval.metric_versions([a, b / "per_image.parquet"], ["expectations_met", "clip_score", "m"]) == {
         "expectations_met": "1 (judge org/vlm@c1)", "clip_score": "1", "m": ""}
     with pytest.raises(meta_eval.ScoresError, match=r"expectations_met: the results folders were scored under "
-                                                    r"different versions \(1 \(judge org/other@c9\); 1 \(judge org/vlm"):
+                       r"different versions \(1 \(judge org/other@c9\); 1 \(judge org/vlm"):
         meta_eval.metric_versions([a, other], ["expectations_met"])
 
 
 def test_the_agreement_shown_beside_a_metric_is_its_pooled_computed_row():
-    table = pd.DataFrame([
-        {"provenance": "reported", "metric": "m", "criterion": "alignment", "country": "all", "spearman": 0.3, "n": None},
-        {"provenance": "scored", "metric": "m", "criterion": "alignment", "country": "Japan", "spearman": 0.5, "n": 40},
-        {"provenance": "scored", "metric": "m", "criterion": "overall", "country": "all", "spearman": 0.4, "n": 90},
-        {"provenance": "scored", "metric": "m", "criterion": "alignment", "country": "all", "spearman": 0.2, "n": 90},
-        {"provenance": "scored", "metric": "m", "criterion": "alignment", "country": "all", "spearman": 0.1, "n": 30},
-        {"provenance": "scored", "metric": "other", "criterion": "alignment", "country": "all", "spearman": 0.9,
-         "n": 90}])
+    columns = ["provenance", "metric", "criterion", "country", "spearman", "n"]
+    table = pd.DataFrame([("reported", "m", "alignment", "all", 0.3, None),
+                          ("scored", "m", "alignment", "Japan", 0.5, 40),
+                          ("scored", "m", "overall", "all", 0.4, 90),
+                          ("scored", "m", "alignment", "all", 0.2, 90),
+                          ("scored", "m", "alignment", "all", 0.1, 30),
+                          ("scored", "other", "alignment", "all", 0.9, 90)], columns=columns)
     assert meta_eval.agreement(table, "m")["spearman"] == 0.2  # computed, every country, alignment, most images
     assert meta_eval.agreement(table, "m", "overall")["spearman"] == 0.4
     assert meta_eval.agreement(table, "absent") is None

@@ -20,5 +20,5 @@ CUBE_DIVERSITY = DatasetName("culturelens/cube-diversity", "diversity")
 # Appendix H.1: "80 unique seed values per prompt, spanning the range from 0 to 79".
 CUBE_DIVERSITY_SEEDS = tuple(range(80))
 ICONIC_REFERENCES = DatasetName("culturelens/iconic-references", "references")
-# The prompt set of the expectations track: CulturalFrames' 983 prompts, one image each (Nayak et al., Sec. 3.2).
+# The prompt set of the expectations track: CulturalFrames' 983 prompts, one image each (Nayak et al., Sec. 3.3, 4).
 CULTURALFRAMES_PROMPTS = DatasetName("culturelens/culturalframes", "prompts")

@@ -82,7 +82,8 @@ def analyse(inputs: Inputs, judge: ExpectationsJudge, chunk: int = 16) -> pd.Dat
     if inputs.open_image is None:
         raise RuntimeError("the expectations judge reads pixels: the harness must give Inputs.open_image")
     prompts = inputs.images["prompt"].tolist()
-    items = [(row, ExpectationRequest(prompts[row], kind)) for row in range(len(prompts)) for kind in EXPECTATION_KINDS]
+    items = [(row, ExpectationRequest(prompts[row], kind)) for row in range(len(prompts))
+             for kind in EXPECTATION_KINDS]
     shas = inputs.images["image_sha256"].tolist() if inputs.products is not None else None
     evidence = produce(judge, items, LazyImages(inputs.open_image, len(prompts)), shas, inputs.products, chunk,
                        "judging expectations")
@@ -114,11 +115,6 @@ class ExpectationsRating(Metric):
             name, LABELS[name], "expectations", f"{VERSION} (judge {judge.id})", True, "score", 0.0,
             float(VIESCORE_LEVELS[-1]), f"{SHORT[CULTURALFRAMES]}, Sec. 3.3 and Fig. 24; Ku et al., "
             "arXiv:2312.14867, Sec. 3; Liu et al., arXiv:2303.16634, Sec. 2", ())
-
-    def applies(self, inputs: Inputs) -> str | None:
-        if "prompt" not in inputs.images.columns:
-            return "the prompt set has no prompt text: the judge rates each image against its prompt"
-        return None
 
     def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
         frame = analyse(inputs, self.judge, self.chunk)

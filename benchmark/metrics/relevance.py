@@ -144,7 +144,7 @@ class CulturalRelevance(Metric):
             return str(error)
         return None
 
-    def settings(self) -> dict:
+    def _settings(self) -> dict:
         return {"k": self.k, "rubric": self.rubric, "chunk": self.chunk, "linking": self.linking,
                 "label_case": self.label_case, "text_chars": self.text_chars}
 
@@ -154,8 +154,8 @@ class CulturalRelevance(Metric):
         labels = culture_labels(catalogue)
         if self.label is not None or not labels:
             return [self]
-        return [*metrics(labels, self.kb, self.judge, **self.settings()),
-                IntendedRelevance(labels, self.kb, self.judge, **self.settings())]
+        return [*metrics(labels, self.kb, self.judge, **self._settings()),
+                IntendedRelevance(labels, self.kb, self.judge, **self._settings())]
 
     def applies(self, inputs: Inputs) -> str | None:
         return NO_LABELS if self.label is None else None

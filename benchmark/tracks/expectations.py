@@ -66,7 +66,9 @@ def export_submission(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
-    print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
+    print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out} "
+          f"--out OUT --tracks expectations --expectations-judge {PROTOCOL_JUDGE}` and compare the judge with the "
+          "raters with `culturelens meta-eval --results OUT/results/*`")
     return 0
 
 
