@@ -476,3 +476,15 @@ def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_
     ranked, sets, chosen, _ = tables.overall(Catalog(store))
     assert chosen == "relevance" and sets == [("relevance", 2)]
     assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["relevance"].tolist() == [0.5, 0.5]
+
+
+def test_every_cube_1k_image_is_scored_against_its_eight_countries(cube_file, tmp_path):
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import load_prompts, local_folder
+    from benchmark.metrics.relevance import culture_labels
+
+    cube_1k.build(str(cube_file), local_folder(tmp_path, cube_1k.HUB_REPO))
+    for config in (cube_1k.CONFIG, cube_1k.CONFIG_DEMO):  # the demo's labels are the full set's: rows compare
+        prompts = load_prompts(cube_1k.HUB_REPO, config, local_root=tmp_path)
+        assert culture_labels(prompts.table) == ["Brazil", "France", "India", "Italy", "Japan", "Nigeria", "Turkey",
+                                                 "United States"]
