@@ -189,7 +189,7 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
     ``run["skipped"]`` says why, together with the ``disabled`` ones the caller could not run at all.
     """
-    metrics = [m for metric in metrics for m in metric.for_submission(manifest)]
+    metrics = [m for metric in metrics for m in metric.for_submission(manifest, prompts.table)]
     rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
     probe = Inputs(rows, {}, {}, reference_counts=counts, catalogue=prompts.table)

@@ -10,7 +10,8 @@ Measured in one run, on the same requests (CAIRE prompt with a ~200-word entity 
   rendered, processor run, rows grouped by length as the judge groups them), i.e. the model's own cost;
 - judge: ``VLMJudge.judge_batch`` end to end (prompt building, in-context tokenisation of the answers,
   processor, forward pass, constrained softmax). Ratio judge / baseline: the judge's overhead;
-- VIEScore (0-10; "10]" needs a second pass) and P(Yes), per (image, prompt), for comparison.
+- VIEScore (0-10; "10]" needs a second pass) and P(Yes), per (image, prompt), for comparison; and the
+  expectations track's two ratings per image (explicit and implicit, each a VIEScore-style 0-10 distribution).
 
 Without ``--judge`` the model is the tiny random Qwen2.5-VL of the tests (2 layers, width 32), so the
 forward pass is nearly free and the ratio shows the judge's fixed costs at their most visible. The 7B figure
@@ -36,7 +37,8 @@ import torch
 from PIL import Image
 
 from benchmark.judges.base import CAIRE_RUBRIC, JudgeRequest
-from benchmark.judges.prompts import CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, caire_prompt
+from benchmark.judges.expectations import ExpectationRequest, ExpectationsJudge
+from benchmark.judges.prompts import CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, EXPECTATION_KINDS, caire_prompt
 from benchmark.judges.vlm import VLMJudge
 
 WORDS = "pysanka ukrainian easter egg decorated with wax resist batik folk designs ".split()
@@ -198,6 +200,11 @@ def main() -> None:
         yes = best_of(args.repeats, lambda: judge.p_yes_batch(images, ["Is this Japanese?"] * len(work)))
         print(f"  VIEScore 0-10            {vie / n * 1e3:8.1f} ms per image-prompt  ratio {vie / baseline:.2f}")
         print(f"  P(Yes)                   {yes / n * 1e3:8.1f} ms per image-question ratio {yes / baseline:.2f}")
+        kinds = [ExpectationRequest("A wedding in Chile", kind) for kind in EXPECTATION_KINDS]
+        expectations = ExpectationsJudge(judge)
+        both = best_of(args.repeats, lambda: expectations.produce_batch([i for i in images for _ in kinds],
+                                                                        kinds * len(images)))
+        print(f"  expectations, 2 kinds    {both / n * 1e3:8.1f} ms per image         ratio {both / baseline:.2f}")
     estimate_7b()
 
 

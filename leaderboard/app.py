@@ -207,6 +207,24 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
             (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
+def agreement_note(table: pd.DataFrame, metric: str) -> str:
+    """The sentence beside a metric's ranking on how far the metric itself agrees with human raters, when
+    ``culturelens meta-eval --store`` measured it (``meta_eval.agreement``: alignment, every country); else ""."""
+    from benchmark.expectations import meta_eval
+
+    row = meta_eval.agreement(table, metric)
+    if row is None:
+        return ""
+    if pd.isna(row["spearman"]):
+        rho = "undefined (the metric's values or the raters' do not vary)"
+    else:
+        interval = f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]" if pd.notna(row["ci_low"]) else ""
+        rho = f"{row['spearman']:.2f}{interval}"
+    ceiling = f", against {row['ceiling']:.2f} between raters" if pd.notna(row["ceiling"]) else ""
+    return (f" **Agreement with the CulturalFrames raters** (alignment, `culturelens meta-eval`): Spearman ρ {rho} "
+            f"over {int(row['n']):,} images{ceiling} (Metrics tab, with the version measured).")
+
+
 def empty_track_note(track: str) -> str:
     """Why a registered track shows no rows: nothing scored on it yet, and no paper table copied for it."""
     title = render.plain(track_registry.get(track).title)
@@ -332,6 +350,7 @@ class Views:
                 f"{'higher' if higher else 'lower'} is better. " + protocol_note(table, chosen, track) +
                 " 95% CI over the same prompts: Student-t (Wilson for 0/1 values; for a metric computed from means, "
                 "such as CRT from column means, the bootstrap's); none below 5 prompts, too few to cover."
+                + agreement_note(self.store.meta_evaluation(), metric)
                 if len(shown) else "No results for this choice yet.")
         return shown, note, metric_update, gr.update(label="Protocol", choices=protocol_choices(table),
                                                      value=chosen), hidden

@@ -421,8 +421,10 @@ class Store:
         frames.append(pd.DataFrame(reported.ranking_rows()))
         table = pd.concat([f for f in frames if len(f)], ignore_index=True)
         table["source"] = table.pop("source_table").fillna("") if "source_table" in table else ""
+        # the paper's rows, uploaded files and tables written before versions were recorded: none
+        table["metric_version"] = table["metric_version"].fillna("") if "metric_version" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
-                   "source"]
+                   "source", "metric_version"]
         table = table.reindex(columns=columns)
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)

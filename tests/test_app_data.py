@@ -174,7 +174,7 @@ def test_leaderboard_api_takes_ids_and_returns_records(served):
 
 
 @pytest.mark.parametrize("arguments, names", [
-    (("iconicity + awareness",), "no track set 'iconicity + awareness'; valid track set ids: awareness, "),
+    (("iconicity + awareness",), "no track set 'iconicity + awareness'; valid track set ids: awareness"),
     (("awareness", "CLIPScore (2.5 max(cos, 0))"), "no metric 'CLIPScore (2.5 max(cos, 0))' in track 'awareness'; "
                                                    "valid metric ids: clip_score, "),
     (("Awareness (CUBE)", "clip_score"), "no track 'Awareness (CUBE)'; valid track ids: awareness, "),

@@ -151,7 +151,8 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
 
     client = Client(live_app[0], verbose=False)
     _scored_submission(client)
-    # The overall view: mean win rate over tracks; CulturalFrames' reported alignment ranks GPT-Image first there.
+    # The overall view: mean win rate over tracks (the papers report no track's headline on the overall slice:
+    # CulturalFrames' raters rank under their own metric, human_alignment; its headline is the judge's).
     _, _, table, note = _overview(client, "overall")
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert "Overall win rate" in frame.columns and "win rate" in note
@@ -302,12 +303,13 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
         page.get_by_role("tab", name="Slices").click()
         page.wait_for_function(visible, arg="Model × slice heatmap", timeout=10_000)
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
-        # The win-rate bars and the CRT scatter (the papers' rows) have points; a chart draws once scrolled into
-        # view, as a person scrolling down sees it: wait until both are drawn.
+        # The CRT scatter (the papers' rows) has points (the win-rate bars need two models scored on one track set:
+        # one model is scored here, and no paper reports a headline on the overall slice); a chart draws once
+        # scrolled into view, as a person scrolling down sees it: wait until it is drawn.
         page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
         page.wait_for_function("""() => {
             const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
-            return shown.length >= 2 && shown.every(chart => chart.querySelector('canvas, svg'));
+            return shown.length >= 1 && shown.every(chart => chart.querySelector('canvas, svg'));
         }""", timeout=30_000)
         page.screenshot(path=str(SCREENSHOTS / "slices.png"), full_page=True)
 

@@ -97,7 +97,8 @@ def test_markers_are_words_that_render_without_an_emoji_font(tmp_path):
     ranked = tables.display(tables.ranked(cat, "iconicity", "cra_reference", "kind", "still")[0])
     overall = tables.display_win_rates(tables.overall(cat)[0])
     heatmap = tables.heatmap(cat, "iconicity", "crt_from_means", "kind")
-    assert set(ranked["Provenance"]) == set(overall["Provenance"]) == {"paper"}
+    assert set(ranked["Provenance"]) == {"paper"}
+    assert overall.empty  # no paper reports a track's headline on the overall slice (CulturalFrames: human_alignment)
     assert list(heatmap.index)[0] == "Imagen 4 (paper)"  # the best CRT of Table 1, marked by a word
     texts = [ranked.to_csv(), overall.to_csv(), heatmap.to_csv(), render.HEADER, render.badge("FAILED")]
     assert [_symbols(t) for t in texts] == [[]] * len(texts)

@@ -308,6 +308,36 @@ def test_several_seeds_per_prompt_need_a_seed_choice():
         "image_id": ["p2_SD35"], "score": [1.0]}
 
 
+def test_each_metric_is_recorded_with_the_version_its_results_were_scored_under(tmp_path):
+    """A judge's correlation belongs to that judge: versions come from run.json, and folders scored under two
+    versions of one metric are not pooled."""
+    def folder(name, versions):
+        return results.write_folder(tmp_path / name, [], [], [], {"metrics": versions})
+
+    a = folder("a", {"expectations_met": "1 (judge org/vlm@c1)", "clip_score": "1"})
+    b = folder("b", {"expectations_met": "1 (judge org/vlm@c1)"})
+    other = folder("c", {"expectations_met": "1 (judge org/other@c9)"})
+    assert meta_eval.metric_versions([a, b / "per_image.parquet"], ["expectations_met", "clip_score", "m"]) == {
+        "expectations_met": "1 (judge org/vlm@c1)", "clip_score": "1", "m": ""}
+    with pytest.raises(meta_eval.ScoresError, match=r"expectations_met: the results folders were scored under "
+                       r"different versions \(1 \(judge org/other@c9\); 1 \(judge org/vlm"):
+        meta_eval.metric_versions([a, other], ["expectations_met"])
+
+
+def test_the_agreement_shown_beside_a_metric_is_its_pooled_computed_row():
+    columns = ["provenance", "metric", "criterion", "country", "spearman", "n"]
+    table = pd.DataFrame([("reported", "m", "alignment", "all", 0.3, None),
+                          ("scored", "m", "alignment", "Japan", 0.5, 40),
+                          ("scored", "m", "overall", "all", 0.4, 90),
+                          ("scored", "m", "alignment", "all", 0.2, 90),
+                          ("scored", "m", "alignment", "all", 0.1, 30),
+                          ("scored", "other", "alignment", "all", 0.9, 90)], columns=columns)
+    assert meta_eval.agreement(table, "m")["spearman"] == 0.2  # computed, every country, alignment, most images
+    assert meta_eval.agreement(table, "m", "overall")["spearman"] == 0.4
+    assert meta_eval.agreement(table, "absent") is None
+    assert meta_eval.agreement(table[table["provenance"] == "reported"], "m") is None
+
+
 # --- published numbers -------------------------------------------------------------------------------
 def test_published_rows_carry_their_citation_and_use_our_names():
     human_rows = published.human_rows()

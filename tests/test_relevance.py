@@ -336,7 +336,7 @@ def test_relevance_without_labels_says_why(kb, backbone):
 
     (metric,) = metrics([], kb[0], ProbeJudge(backbone))
     assert metric.info.name == "relevance"
-    assert "culture_labels" in metric.applies(Inputs(pd.DataFrame(), {}, {}))
+    assert "country" in metric.applies(Inputs(pd.DataFrame(), {}, {}))
 
 
 def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_path):
@@ -396,3 +396,95 @@ def test_kb_index_verb_names_the_flag_score_takes(tmp_path, tiny_clip):
     flag = built.stdout.split("score relevance with ")[1].split()[0]
     assert flag == "--relevance-kb"
     assert flag in subprocess.run([*run, "score", "--help"], capture_output=True, text=True).stdout
+
+
+# --- labels from the prompt set, and the headline -------------------------------------------------------------
+def test_culture_labels_are_every_country_of_the_prompt_set():
+    from benchmark.metrics.relevance import culture_labels
+
+    catalogue = pd.DataFrame({"country": ["Nigeria", "Brazil", "Nigeria", None], "prompt": list("abcd")})
+    assert culture_labels(catalogue) == ["Brazil", "Nigeria"]  # every prompt's, once each, sorted; none is no label
+    assert culture_labels(catalogue[["prompt"]]) == [] and culture_labels(None) == []
+
+
+@pytest.fixture(scope="module")
+def cube_submission(tmp_path_factory, tiny_upstream):
+    """A staged tiny CUBE-1K submission (6 prompts of Brazil and Nigeria, seeds 0 and 1) whose manifest names
+    culture labels of its own."""
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import load_prompts, local_folder
+    from benchmark.submission import stage
+    from tests.helpers import make_submission
+
+    root = tmp_path_factory.mktemp("relevance-cube")
+    datasets_root = root / "datasets"
+    cube_1k.build(str(tiny_upstream), local_folder(datasets_root, cube_1k.HUB_REPO))
+    ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table.index)
+    folder = make_submission(root / "source", ids, culture_labels=["Yoruba", "Japanese"])
+    report = stage(folder, root / "staging", lambda m: load_prompts(m.dataset.repo, m.dataset.config,
+                                                                   local_root=datasets_root))
+    assert report.ok, report.errors
+    return report.keep(root / "staged"), report.manifest, report.prompts
+
+
+def _score_cube(cube_submission, kb, backbone, manifest):
+    from benchmark import harness
+    from benchmark.judges.probe import ProbeJudge
+    from benchmark.metrics.relevance import metrics
+
+    staged, _, prompts = cube_submission
+    (relevance,) = metrics([], kb[0], ProbeJudge(backbone))  # what the track's factory builds
+    images = pq.read_table(staged / "images.parquet").to_pandas()
+    return harness.score(staged, manifest, prompts, images, [relevance], {"msiglip-so400m": backbone},
+                         submission_id=manifest.model.name.replace(" ", "-"), batch_size=4)
+
+
+def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_own_country(
+        kb, backbone, cube_submission, tmp_path):
+    """Every image is scored against Brazil and Nigeria (the tiny CUBE-1K's countries), never against the labels
+    the manifest names; relevance_intended is each image's score for its own prompt's country; a submission
+    without labels gets the same metrics and values; the headline enters the overall ranking."""
+    from benchmark import results, tracks
+    from leaderboard import tables
+    from leaderboard.catalog import Catalog
+    from leaderboard.store import Store
+
+    _, manifest, _ = cube_submission
+    scores = _score_cube(cube_submission, kb, backbone, manifest)
+    rows = scores.per_image
+    assert sorted(rows["metric"].unique()) == ["relevance[Brazil]", "relevance[Nigeria]", "relevance_intended"]
+    wide = rows.pivot_table(index=["prompt_id", "seed"], columns="metric", values="value")
+    country = rows.drop_duplicates(["prompt_id", "seed"]).set_index(["prompt_id", "seed"])["country"]
+    assert sorted(set(country)) == ["Brazil", "Nigeria"]
+    assert wide["relevance_intended"].tolist() == [wide.loc[key, f"relevance[{country[key]}]"] for key in wide.index]
+    headline = tracks.get("relevance").headline
+    assert headline == "relevance_intended"
+    overall = [r for r in scores.aggregates if r["metric"] == headline and r["slice"] == "overall"]
+    assert len(overall) == 1 and overall[0]["higher_is_better"] and overall[0]["value"] == pytest.approx(
+        wide.groupby(level="prompt_id")["relevance_intended"].mean().mean())
+
+    plain = manifest.model_copy(update={"culture_labels": [], "model": manifest.model.model_copy(
+        update={"name": "Other Model"})})
+    again = _score_cube(cube_submission, kb, backbone, plain)
+    assert again.per_image[["metric", "value"]].equals(rows[["metric", "value"]])  # the same labels, comparable
+
+    store = Store(tmp_path / "store")
+    for outcome in (scores, again):
+        sid = outcome.run["submission_id"]
+        results.write_folder(store.results / sid, results.records(outcome.per_image), outcome.aggregates,
+                             results.records(outcome.curves), outcome.run)
+    ranked, sets, chosen, _ = tables.overall(Catalog(store))
+    assert chosen == "relevance" and sets == [("relevance", 2)]
+    assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["relevance"].tolist() == [0.5, 0.5]
+
+
+def test_every_cube_1k_image_is_scored_against_its_eight_countries(cube_file, tmp_path):
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import load_prompts, local_folder
+    from benchmark.metrics.relevance import culture_labels
+
+    cube_1k.build(str(cube_file), local_folder(tmp_path, cube_1k.HUB_REPO))
+    for config in (cube_1k.CONFIG, cube_1k.CONFIG_DEMO):  # the demo's labels are the full set's: rows compare
+        prompts = load_prompts(cube_1k.HUB_REPO, config, local_root=tmp_path)
+        assert culture_labels(prompts.table) == ["Brazil", "France", "India", "Italy", "Japan", "Nigeria", "Turkey",
+                                                 "United States"]

@@ -77,6 +77,20 @@ def test_content_hash_changes_with_any_image_byte(store, prompt_ids, tmp_path):
     assert a.report.ok and b.report.ok and a.report.content_hash != b.report.content_hash
 
 
+def test_culture_labels_of_an_older_manifest_are_accepted_ignored_and_said_so(store, prompt_ids, tmp_path):
+    """Relevance scores every image against the prompt set's countries: a manifest's own labels (repeated ones
+    too) no longer refuse or change anything, and validation says they are ignored."""
+    outcome = store.submit(make_submission(tmp_path / "sub", prompt_ids, culture_labels=["Yoruba", "yoruba"]),
+                           "alice")
+    assert outcome.report.ok, outcome.report.errors
+    assert outcome.report.warnings == ["manifest.json: culture_labels is ignored: relevance scores every image "
+                                       "against each country of the prompt set, the same labels for every "
+                                       "submission; remove the field"]
+    assert "warning: manifest.json: culture_labels is ignored" in outcome.report.text()
+    plain = store.submit(make_submission(tmp_path / "plain", prompt_ids), "alice")
+    assert plain.report.ok and plain.report.warnings == []
+
+
 def test_published_json_schema_is_current():
     published = (REPO_ROOT / "submissions" / "manifest.schema.json").read_text(encoding="utf-8")
     assert published == json_schema(), "run: culturelens schema --out submissions/manifest.schema.json"

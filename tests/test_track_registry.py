@@ -108,7 +108,7 @@ def test_a_toy_track_module_appears_in_the_command_line(toy_track):
     assert said.returncode == 0 and said.stdout == "hello Ada from the toy track\n"
     score_help = culturelens("score", "--help").stdout
     assert "toy (Toy (seeds)):" in score_help and "--toy-divisor" in score_help
-    assert "relevance, toy (default: every track that can run)" in " ".join(score_help.split())
+    assert "relevance, expectations, toy (default: every track that can run)" in " ".join(score_help.split())
 
 
 @pytest.mark.slow  # a live `culturelens serve` scores a submission

@@ -54,8 +54,8 @@ from benchmark.errors import CultureLensError, OutputExists
 from benchmark.layout import MANIFEST, image_name
 
 SOURCE_REPO = "mair-lab/CulturalFrames"
-HUB_REPO, _, SPLIT = names.CULTURALFRAMES
-CONFIGS = ("prompts", "images", "ratings")
+HUB_REPO, PROMPTS_CONFIG, SPLIT = names.CULTURALFRAMES
+CONFIGS = (PROMPTS_CONFIG, "images", "ratings")
 ANNOTATIONS_FILE = "culturalframes_human_annotations.json"
 IMAGE_FILES = "data/train-*.parquet"
 
@@ -524,7 +524,7 @@ def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: 
             format_version=FORMAT_VERSION,
             model=Model(name=model, id=f"CulturalFrames images of {model} ({SOURCE_REPO})",
                         type="closed" if model in ("GPT-Image", "Imagen 3") else "open"),
-            dataset=Dataset(repo=repo, config="prompts", split=SPLIT), images_per_prompt=1, seeds=[0],
+            dataset=Dataset(repo=repo, config=PROMPTS_CONFIG, split=SPLIT), images_per_prompt=1, seeds=[0],
             generation=Generation(width=1024, height=1024,
                                   extra={"source": f"{SOURCE_REPO}, arXiv:2506.08835 App. A.4"}),
             license="see the CulturalFrames release and the model provider's terms", contact=contact,

@@ -22,5 +22,6 @@ CUBE_DIVERSITY_SEEDS = tuple(range(80))
 ICONIC_REFERENCES = DatasetName("culturelens/iconic-references", "references")
 CUBE_1K = DatasetName("culturelens/cube-1k", "cube_1k")
 CUBE_CSPACE = DatasetName("culturelens/cube-cspace", "cspace")
-# The CulturalFrames prompt set a model answers (its other configs hold the four models' rated images).
+# The CulturalFrames prompt set a model answers, one image each (Nayak et al., Sec. 3.3, 4); its other configs
+# hold the four models' rated images.
 CULTURALFRAMES = DatasetName("culturelens/culturalframes", "prompts")

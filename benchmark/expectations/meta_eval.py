@@ -16,7 +16,10 @@ lower-is-better metric first): from an uploaded CSV/Parquet file
 (``read_scores``) or from CultureLens per-image results of a submission made of
 the CulturalFrames images themselves (``scores_from_results``). The output is a
 ranking table of metrics: metric, criterion, country, spearman, ci_low, ci_high,
-n, ceiling, rank.
+n, ceiling, rank; ``culturelens meta-eval`` adds each metric's version as its
+results record it (``metric_versions``: a VLM judge's scores are worth what that
+judge is worth), and the leaderboard shows a metric's pooled agreement beside its
+ranking (``agreement``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import pandas as pd
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
 from benchmark.errors import CultureLensError
-from benchmark.layout import PER_IMAGE
+from benchmark.layout import PER_IMAGE, RUN
+from benchmark.results import read_run
 
 CRITERIA = ("alignment", "quality", "overall")
 ALL = "all"
@@ -385,3 +389,35 @@ def collect_scores(dataset: str | Path, *, files: Mapping[str, str | Path] | Non
     if not scores:
         raise ScoresError("no scores to meta-evaluate: give a scores file or results folders with metrics")
     return scores
+
+
+def metric_versions(results: Sequence[str | Path], metrics: Sequence[str]) -> dict[str, str]:
+    """Metric -> its version as the ``run.json`` of the results folders records it ("" where none records one).
+    ScoresError if two folders scored a metric under different versions (e.g. two judges): their values do not
+    belong in one correlation."""
+    versions: dict[str, set[str]] = {metric: set() for metric in metrics}
+    for folder in results:
+        path = Path(folder) / RUN if Path(folder).is_dir() else Path(folder).with_name(RUN)
+        run = read_run(path.read_bytes()) if path.is_file() else None
+        recorded = (run or {}).get("metrics") or {}
+        for metric in metrics:
+            if isinstance(recorded.get(metric), str):
+                versions[metric].add(recorded[metric])
+    mixed = {metric: sorted(found) for metric, found in versions.items() if len(found) > 1}
+    if mixed:
+        metric, found = next(iter(mixed.items()))
+        raise ScoresError(f"{metric}: the results folders were scored under different versions ({'; '.join(found)}); "
+                          "meta-evaluate the folders of one version at a time")
+    return {metric: next(iter(found), "") for metric, found in versions.items()}
+
+
+def agreement(table: pd.DataFrame, metric: str, criterion: str = "alignment") -> dict | None:
+    """The row of a ranking table (``meta_evaluate``'s, or the store's with provenance) that says how far
+    ``metric`` agrees with the raters on ``criterion`` over every country (``ALL``), computed here rather than
+    reported; None if there is none. With several (re-runs), the one over the most images."""
+    rows = table[(table["metric"] == metric) & (table["criterion"] == criterion) & (table["country"] == ALL)]
+    if "provenance" in rows:
+        rows = rows[rows["provenance"] == "scored"]
+    if rows.empty:
+        return None
+    return rows.sort_values("n", ascending=False, kind="stable").iloc[0].to_dict()

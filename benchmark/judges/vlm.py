@@ -10,7 +10,8 @@ closed set of answers (``benchmark.judges.constrained``); three uses sit on it:
   ``exp(z_Yes) / (exp(z_Yes) + exp(z_No))`` (the original reads P("Yes") from the full vocabulary).
 - ``viescore``: VIEScore-style 0-10 rating (Ku et al., arXiv:2312.14867) with CulturalFrames' explicit
   instructions (Nayak et al., arXiv:2506.08835, Fig. 24), the score read in one constrained step rather than
-  after a generated reasoning.
+  after a generated reasoning; ``benchmark.judges.expectations`` rates explicit and implicit expectations apart
+  with the same core, as a cached producer.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from PIL import Image
 from benchmark.judges.base import Context, Judge, Judgement, JudgeRequest, JudgeUnavailable, how_to_provide_judge
 from benchmark.judges.constrained import Tokens, answer_probabilities, branching_nodes
 from benchmark.judges.prompts import (CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, VIESCORE_ANSWER_PREFIX,
-                                      VIESCORE_ANSWER_SUFFIX, VIESCORE_LEVELS, caire_prompt, viescore_prompt,
+                                      VIESCORE_ANSWERS, VIESCORE_LEVELS, caire_prompt, viescore_prompt,
                                       vqascore_question)
 
 DEFAULT_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's best scorer (Table 1: F1 65.5 with Wikipedia text)
@@ -188,8 +189,7 @@ class VLMJudge(Judge):
         """0-10 ratings (argmax over the 11 constrained answers) with their probabilities."""
         rendered = [self.render(viescore_prompt(p, explicit_example, implicit_example),
                                 answer_prefix=VIESCORE_ANSWER_PREFIX) for p in prompts]
-        answers = [f"{k}{VIESCORE_ANSWER_SUFFIX}" for k in VIESCORE_LEVELS]
-        probabilities = self.answer_distribution(images, rendered, answers)
+        probabilities = self.answer_distribution(images, rendered, VIESCORE_ANSWERS)
         return [Judgement(VIESCORE_LEVELS[int(np.argmax(p))], tuple(float(x) for x in p)) for p in probabilities]
 
     def viescore(self, image: Image.Image, prompt: str, explicit_example: str = "",

@@ -69,9 +69,9 @@ class Inputs:
 class Metric(ABC):
     info: MetricInfo
 
-    def for_submission(self, manifest) -> list[Metric]:
-        """The metrics this one stands for on one submission (default: itself); e.g. one relevance metric per
-        culture label the submitter named."""
+    def for_submission(self, manifest, catalogue: pd.DataFrame | None = None) -> list[Metric]:
+        """The metrics this one stands for on one submission (default: itself), given its manifest and its prompt
+        set's every prompt (``Inputs.catalogue``); e.g. one relevance metric per country of the prompt set."""
         return [self]
 
     def check(self, backbones: dict) -> str | None:

@@ -1,14 +1,22 @@
-"""Relevance: how relevant each generated image is to each culture label the submitter named, on CAIRE's 1-5
-scale (Yayavaram et al., arXiv:2506.09109).
+"""Relevance: how relevant each generated image is to each culture of its prompt set, on CAIRE's 1-5 scale
+(Yayavaram et al., arXiv:2506.09109).
 
 Per image: visual entity linking against a knowledge base (Eq. 1 and 2, ``benchmark.relevance.linking``), then
 a judge scores the image against each label with the linked entity's Wikipedia text (Eq. 3,
 ``benchmark.judges``). The math lives in those modules; this adapter only feeds them.
 
-One metric per label, named ``relevance[<label>]`` (e.g. ``relevance[Japanese]``), each with one value per
+The labels come from the prompt set, never from the submitter (``culture_labels``): every image is scored
+against each country of its prompt set, as CAIRE's universal set has every image rated for relevance to each of
+its 10 countries (Sec. 4.2), so that two submissions on one prompt set are scored against the same labels.
+
+One metric per label, named ``relevance[<label>]`` (e.g. ``relevance[Japan]``), each with one value per
 image: the harness stores one value per (image, metric), and a per-label metric keeps CAIRE's point that every
-label is scored independently. It also makes the usual aggregates meaningful: the mean relevance to "Japanese"
+label is scored independently. It also makes the usual aggregates meaningful: the mean relevance to "Japan"
 over all images, or over the images of prompts about Brazil (a country slice), with a confidence interval.
+The track's headline is ``relevance_intended``: each image's relevance to its own prompt's country
+(``IntendedRelevance``), the quantity CAIRE validates against people (annotators rated each image's relevance to
+their own country; Pearson 0.56-0.66 with CAIRE's score, Sec. 4.2 and Table 2), on the same 1-5 scale (4-5 =
+relevant, Sec. 5.4).
 Linking and judging run once per scoring run for all labels together, shared through ``Inputs.memo``; the judge's
 evidence comes through ``benchmark.features.producers.produce``, cached across runs by image, judge, prompt and
 label in ``Inputs.products`` (when the harness gives one), so a rescore or one more label reruns no VLM call.
@@ -22,6 +30,7 @@ it whole, the VLM judge still cutting it to its token budget): ``benchmark.judge
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -34,13 +43,27 @@ from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.relevance.kb import KnowledgeBase
 from benchmark.relevance.linking import DEFAULT_LINKING, LINKING_RULES, TOP_K
 
-NO_LABELS = ("the submission names no culture labels (manifest 'culture_labels', e.g. [\"Japanese\", \"Yoruba\"]); "
-             "relevance scores images against them")
+NO_LABELS = ("the prompt set names no country per prompt (a 'country' column): relevance scores every image against "
+             "each country of its prompt set")
 CANDIDATES_KEPT = 5  # candidates listed in each row's detail
+INTENDED = "relevance_intended"
 
 
 def metric_name(label: str) -> str:
     return f"relevance[{label}]"
+
+
+def culture_labels(catalogue: pd.DataFrame | None) -> list[str]:
+    """The culture labels every image of a prompt set is scored against: each distinct value of the prompt set's
+    ``country`` column (all its prompts, not only those a submission answered), sorted; none without the column.
+
+    CAIRE's universal set rates every image for relevance to each of its 10 countries, and its labels are the
+    countries' names (Sec. 4.2; Fig. 3's label sets, Table 2's columns). CUBE-1K's and CulturalFrames' rows name
+    their country the same way ("Brazil", "United States", "Japan"), so the labels are those names as they stand,
+    read by the judge in "how culturally relevant the image is to {label}" (Fig. 9)."""
+    if catalogue is None or "country" not in catalogue.columns:
+        return []
+    return sorted(catalogue["country"].dropna().astype(str).unique())
 
 
 def analyse(inputs: Inputs, kb: KnowledgeBase, judge: Judge, labels: Sequence[str], k: int = TOP_K,
@@ -91,8 +114,9 @@ def _note(r) -> str:
 
 
 class CulturalRelevance(Metric):
-    """CAIRE's 1-5 relevance of each image to one culture label (``label`` None: no labels were given, and the
-    metric records why it does not apply)."""
+    """CAIRE's 1-5 relevance of each image to one culture label (``label`` None: the track's metric before a
+    prompt set gives the labels; it stands for one per label, and records why it does not apply when there are
+    none)."""
 
     def __init__(self, label: str | None, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, *,
                  k: int = TOP_K, rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16, linking: str = DEFAULT_LINKING,
@@ -108,7 +132,7 @@ class CulturalRelevance(Metric):
         self.linking, self.label_case, self.text_chars = linking, label_case, text_chars
         self.info = MetricInfo(
             metric_name(label) if label else "relevance",
-            f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the submitter's culture labels",
+            f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the prompt set's countries",
             "relevance", f"2 (kb {knowledge_base.fingerprint}, judge {judge.id}, k {k}, linking {linking}, "
                          f"label {label_case}, text {text_chars or 'whole'})", True, "score", 1.0,
             float(len(rubric.levels)), f"{CAIRE.short}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
@@ -120,12 +144,18 @@ class CulturalRelevance(Metric):
             return str(error)
         return None
 
-    def for_submission(self, manifest) -> list[Metric]:
-        """One metric per culture label of the submission's manifest (this one if it names none)."""
-        if self.label is not None or not manifest.culture_labels:
+    def _settings(self) -> dict:
+        return {"k": self.k, "rubric": self.rubric, "chunk": self.chunk, "linking": self.linking,
+                "label_case": self.label_case, "text_chars": self.text_chars}
+
+    def for_submission(self, manifest, catalogue: pd.DataFrame | None = None) -> list[Metric]:
+        """One metric per country of the prompt set (``culture_labels``; the manifest's own ``culture_labels`` are
+        ignored) and the headline ``relevance_intended``; this one if the prompt set names no country."""
+        labels = culture_labels(catalogue)
+        if self.label is not None or not labels:
             return [self]
-        return metrics(manifest.culture_labels, self.kb, self.judge, k=self.k, rubric=self.rubric, chunk=self.chunk,
-                       linking=self.linking, label_case=self.label_case, text_chars=self.text_chars)
+        return [*metrics(labels, self.kb, self.judge, **self._settings()),
+                IntendedRelevance(labels, self.kb, self.judge, **self._settings())]
 
     def applies(self, inputs: Inputs) -> str | None:
         return NO_LABELS if self.label is None else None
@@ -145,10 +175,41 @@ class CulturalRelevance(Metric):
                  "truncated": r.truncated} for r in self._rows(inputs).itertuples()]
 
 
-def metrics(culture_labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, **settings) -> list[Metric]:
+class IntendedRelevance(CulturalRelevance):
+    """CAIRE's 1-5 relevance of each image to its own prompt's country, among ``labels`` (all scored in one
+    analysis, shared with the per-label metrics): the track's headline, higher is better."""
+
+    def __init__(self, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, **settings):
+        super().__init__(None, labels, knowledge_base, judge, **settings)
+        self.info = replace(self.info, name=INTENDED, label="CAIRE relevance to the prompt's own country (1-5)")
+
+    def for_submission(self, manifest, catalogue: pd.DataFrame | None = None) -> list[Metric]:
+        return [self]
+
+    def applies(self, inputs: Inputs) -> str | None:
+        return None if self.labels and "country" in inputs.images.columns else NO_LABELS
+
+    def _rows(self, inputs: Inputs) -> pd.DataFrame:
+        """Each image's analysis row for its own country (``label`` == the row's ``country``); all-null where the
+        prompt names none."""
+        analysis = analyse(inputs, self.kb, self.judge, self.labels, self.k, self.rubric, self.chunk, self.linking,
+                           self.label_case, self.text_chars)
+        own = inputs.images["country"].astype(object).to_numpy()[analysis["row"].to_numpy()]
+        return analysis[analysis["label"].to_numpy() == own].set_index("row").reindex(range(len(inputs.images)))
+
+    def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
+        rows = self._rows(inputs)
+        notes = [_note(r) if isinstance(r.label, str) else "the prompt names no country" for r in rows.itertuples()]
+        return rows["score"].to_numpy(dtype=float), notes
+
+    def details(self, inputs: Inputs) -> list[dict | None]:
+        return [detail if isinstance(detail["label"], str) else None for detail in super().details(inputs)]
+
+
+def metrics(labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, **settings) -> list[Metric]:
     """One ``relevance[<label>]`` metric per culture label; with no labels, one ``relevance`` metric that does not
     apply and says why."""
-    labels = list(culture_labels)
+    labels = list(labels)
     if len({label.casefold() for label in labels}) != len(labels):
         raise ValueError(f"culture labels repeat: {labels}")
     if not labels:

@@ -171,8 +171,9 @@ class Manifest(_Strict):
     suite: SuitePart | None = Field(
         None, description="In a suite submission (parts/<part>/manifest.json), the suite part these images answer")
     culture_labels: list[ShortLine] = Field(
-        default_factory=list, max_length=20,
-        description="Cultures to score relevance against (CAIRE), free text, e.g. ['Japanese', 'Yoruba']")
+        default_factory=list, max_length=20, json_schema_extra={"deprecated": True},
+        description="Ignored (validation warns): relevance scores every image against each country of the prompt "
+                    "set, the same labels for every submission. Accepted so that older manifests stay valid")
 
     @model_validator(mode="after")
     def _seeds_match_images_per_prompt(self) -> Manifest:
@@ -186,8 +187,6 @@ class Manifest(_Strict):
         unknown = sorted({m.seed for m in self.missing} - set(self.seeds))
         if unknown:
             raise ValueError(f"missing names seeds {unknown} that are not in seeds")
-        if len({label.casefold() for label in self.culture_labels}) != len(self.culture_labels):
-            raise ValueError("culture_labels lists the same label twice")
         return self
 
 

@@ -260,6 +260,9 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     manifest = report.manifest = read_manifest(folder, report)
     if manifest is None:
         return report
+    if manifest.culture_labels:  # accepted, so that older manifests stay valid, but never read
+        report.warnings.append("manifest.json: culture_labels is ignored: relevance scores every image against each "
+                               "country of the prompt set, the same labels for every submission; remove the field")
     if not SPLIT_NAME.fullmatch(manifest.dataset.split):
         report.error(f"manifest.json: dataset.split: {manifest.dataset.split!r} is not a split name such as 'test' "
                      "(letters, digits, '_', '.'); a submission answers every prompt of a split, so slices are refused")

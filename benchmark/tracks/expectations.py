@@ -1,7 +1,9 @@
 """Expectations (CulturalFrames, Nayak et al., arXiv:2506.08835): does the image meet the explicit and implicit
-cultural expectations of its prompt, as raters judge? Its rows are the raters' (published and recomputed from the
-release); its commands build the release, export a model's rated images as a submission, and meta-evaluate
-automatic metrics against the raters."""
+cultural expectations of its prompt? A new model is scored by a VIEScore-style VLM judge on CulturalFrames'
+prompts (``benchmark.metrics.expectations``; headline ``expectations_met``); the paper's four models keep the
+raters' rows (published and recomputed from the release), under the paper's own protocol. Its commands build the
+release, export a model's rated images as a submission, and meta-evaluate automatic metrics (the judge's too)
+against the raters."""
 
 from __future__ import annotations
 
@@ -10,10 +12,43 @@ from pathlib import Path
 
 from benchmark import layout
 from benchmark.atomic import atomic_write
+from benchmark.datasets import names
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
-from benchmark.track import Track, Verb
+from benchmark.settings import Setting
+from benchmark.track import MetricsUnavailable, Protocol, Track, Verb
 from benchmark.tracks.papers.culturalframes import EXPECTATIONS
+
+ENV_EXPECTATIONS_JUDGE = "CULTURELENS_EXPECTATIONS_JUDGE"
+# The judge of the headline protocol: the open VLM CAIRE found best (Table 1), of the family the paper's TIFA
+# answered with (Qwen2.5-VL, Sec. 6). Off unless asked for: 16 GB of weights, two calls per image.
+PROTOCOL_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"
+
+SETTINGS = (
+    Setting("expectations_judge", None, "expectations: VLM judge (Hub id or folder) of the VIEScore-style explicit "
+            f"and implicit ratings; the headline protocol's is {PROTOCOL_JUDGE}", env=ENV_EXPECTATIONS_JUDGE,
+            path=True),
+)
+
+
+def metrics(settings, backbones) -> list:
+    """Explicit, implicit and both-met expectations (0-10) rated by the VLM the settings name; unavailable
+    without one, or when it cannot be loaded."""
+    from benchmark.judges import JudgeUnavailable
+    from benchmark.judges.expectations import ExpectationsJudge
+    from benchmark.judges.vlm import VLMJudge
+    from benchmark.metrics import expectations
+
+    if not settings.expectations_judge:
+        raise MetricsUnavailable("expectations", (
+            f"no judge: pass --expectations-judge HUB_ID_OR_FOLDER (the headline protocol's: {PROTOCOL_JUDGE}) or "
+            f"set {ENV_EXPECTATIONS_JUDGE} (see README, 'Expectations')"))
+    try:
+        judge = VLMJudge(settings.expectations_judge)
+    except (JudgeUnavailable, ValueError, OSError) as error:  # the message names the model and how to provide it
+        raise MetricsUnavailable("expectations", str(error)) from None
+    return expectations.metrics(ExpectationsJudge(judge))
+
 
 def build_release(args: argparse.Namespace) -> int:
     from benchmark.datasets import culturalframes
@@ -32,7 +67,9 @@ def export_submission(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
-    print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
+    print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out} "
+          f"--out OUT --tracks expectations --expectations-judge {PROTOCOL_JUDGE}` and compare the judge with the "
+          "raters with `culturelens meta-eval --results OUT/results/*`")
     return 0
 
 
@@ -53,6 +90,8 @@ def meta_evaluate(args: argparse.Namespace) -> int:
     table = meta_eval.meta_evaluate(scores, culturalframes.load_config(args.ratings, "ratings"),
                                     criteria=args.criteria, by_country=not args.no_countries,
                                     min_images=args.min_images, n_resamples=args.resamples)
+    versions = meta_eval.metric_versions(args.results or [], args.metrics or [])
+    table["metric_version"] = table["metric"].map(versions).fillna("")  # uploaded files record none
     if args.store:
         folder = Path(args.store) / layout.META_EVAL
         folder.mkdir(parents=True, exist_ok=True)
@@ -125,14 +164,25 @@ def _human_options(humans: argparse.ArgumentParser) -> None:
 
 
 TRACK = Track(
-    "expectations", "Expectations (CulturalFrames)", "human_alignment",
-    "Does the image meet the explicit and implicit cultural expectations of its prompt, as raters judge?",
+    "expectations", "Expectations (CulturalFrames)", "expectations_met",
+    "Does the image meet the explicit and implicit cultural expectations of its prompt?",
     r"""
-Three raters per image: alignment {0, ½, 1} with explicit / implicit error flags, stereotype flag, quality
-{0, ½, 1}, overall 1-5. Reported: mean alignment, failure rate (share < 1) and its explicit / implicit split;
-agreement by Krippendorff's α. The **Metrics** tab ranks automatic metrics by Spearman ρ with the human means
-per criterion, against the leave-one-rater-out human ceiling.
-""", EXPECTATIONS, order=60,
+CulturalFrames' 983 prompts (10 countries, 5 domains), one image each. A VLM judge (VIEScore-style, with the
+paper's Fig. 24 rater instructions narrowed to one kind) rates each image 0-10 twice: **explicit** expectations
+(the elements the prompt's words state) and **implicit** ones (what the cultural context calls for: attire, food,
+gestures, setting). Headline **expectations met** = min(explicit, implicit), as VIEScore combines sub-scores and
+as the raters give full alignment only when both kinds are met. Each rating is the judge's expected answer,
+Σ k·P(k) over the answers 0..10 read by constrained decoding (G-Eval's scoring function). Headline protocol:
+judge Qwen2.5-VL-7B-Instruct.
+
+The paper's four models keep the raters' rows (their own protocol): three raters per image, alignment {0, ½, 1}
+with explicit / implicit error flags, stereotype flag, quality {0, ½, 1}, overall 1-5; mean alignment, failure
+rate (share < 1) and its explicit / implicit split; agreement by Krippendorff's α. The **Metrics** tab ranks
+automatic metrics, this judge's included, by Spearman ρ with the raters per criterion, against the
+leave-one-rater-out human ceiling.
+""", EXPECTATIONS,
+    Protocol(str(names.CULTURALFRAMES), 1, f"1 (judge {PROTOCOL_JUDGE}@"),
+    settings=SETTINGS, metrics=metrics, order=60,
     verbs=(Verb("culturalframes", "CulturalFrames prompts, rated images and per-rater ratings from the authors' "
                 "release", "culturelens data build culturalframes --source mair-lab/CulturalFrames "
                 "--out data/culturalframes", _release_options, under=("data", "build")),

@@ -1,5 +1,5 @@
-"""Relevance (CAIRE, Yayavaram et al., arXiv:2506.09109): how relevant is the image to the cultures its submitter
-names (1-5)?"""
+"""Relevance (CAIRE, Yayavaram et al., arXiv:2506.09109): how relevant is the image to each culture of its prompt set,
+and to its own prompt's country above all (1-5)?"""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ SETTINGS = (
 
 
 def metrics(settings, backbones) -> list:
-    """One relevance metric per culture label, judged by a VLM (or the CLIP probe) on the entity visual entity
-    linking finds in the knowledge base; unavailable without a knowledge base or a judge."""
+    """The relevance metric, judged by a VLM (or the CLIP probe) on the entity visual entity linking finds in the
+    knowledge base; on a submission it stands for one metric per country of the prompt set and the headline
+    ``relevance_intended``. Unavailable without a knowledge base or a judge."""
     from benchmark.encoders import load_backbone
     from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneUnavailable
     from benchmark.judges import JudgeUnavailable
@@ -81,13 +82,18 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
 
 
 TRACK = Track(
-    "relevance", "Relevance (CAIRE)", "",
-    "How relevant is the image to the cultures its submitter names (1-5)?",
+    "relevance", "Relevance (CAIRE)", "relevance_intended",
+    "How relevant is the image to its prompt's own culture, and to each other culture of the prompt set (1-5)?",
     r"""
 Visual entity linking: the top-20 knowledge-base images by cosine (mSigLIP), their entities pooled, the entity
 whose name embedding is closest to the image chosen. A vision-language judge then reads the image, the entity's
 Wikipedia text, the rubric (1 not relevant … 5 highly relevant) and one culture label, and answers with the
 digit whose logit is highest among 1-5. Probe baseline: "This image is {level} to {culture}".
+
+The labels come from the prompt set, the same for every submission: every country of its prompts (CUBE-1K: 8),
+as CAIRE's universal set scores each image against each of its 10 countries. One metric per label,
+`relevance[<country>]`; the headline **relevance_intended** is each image's relevance to its own prompt's
+country (higher is better), the judgement CAIRE validates against raters of that country (Table 2).
 """, Papers(caire.PAPER),
     settings=SETTINGS, metrics=metrics, order=50,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
