@@ -34,7 +34,8 @@ from benchmark.track import Chart, DetailPicture
 from leaderboard import exports, quarantine, render, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
-from leaderboard.store import PermissionDenied, Store
+from leaderboard.intake import PermissionDenied
+from leaderboard.store import Store
 
 OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
 OVERALL_LABEL = "All tracks (mean win rate)"
