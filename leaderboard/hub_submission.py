@@ -4,7 +4,8 @@ The repo holds a submission in either form: ``manifest.json`` and ``images/``, o
 ``data/*.parquet`` (the Parquet form, ``benchmark.submission.shards``). Through the repo interface
 (``leaderboard.repo``): the name must be a Hub dataset repo id (a submitter never names a server folder), the
 repo's listing is checked against the leaderboard's upload limits before anything is downloaded, and only those
-files, at the commit listed, are downloaded, into ``staging/``, where the upload validator takes them as it takes an upload.
+files, at the commit listed, are downloaded, into ``staging/``, where the upload validator takes them as it
+takes an upload.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ with it, never by reading the whole repo:
   last round's (an unchanged repo costs one call), take a newer release another writer published, list
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
   remote GPU worker's new results), each checked as every folder taken from a repo is (``Results.add``) and
-  renamed into place whole; the catalog notices them at its next refresh. A submission re-run since the release was built
-  counts as one the release does not hold, and a folder is taken only once its run.json answers the
-  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder
-  of the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
+  renamed into place whole; the catalog notices them at its next refresh. A submission re-run since the release
+  was built counts as one the release does not hold, and a folder is taken only once its run.json answers the
+  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder of
+  the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
   repo holds results the newest release lacks;
 - ``fetch`` (a page needing per-image rows of a submission known only from the release: Compare, pictures):
   that submission's folder, on demand.
@@ -122,7 +122,8 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
     previous = _installed_or_none(store, repo, revision)
     fetch(store, repo, missing(store, repo, revision), revision)
     held = snapshot.current(store, previous[0]) if previous is not None else set()
-    ids = [sid for sid in repo.folders(layout.RESULTS, revision) if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
+    ids = [sid for sid in repo.folders(layout.RESULTS, revision)
+           if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
     if (previous[0].submissions if previous is not None else {}) == digests:

@@ -54,6 +54,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
     PostgreSQL URL, or None for the store's own queue file. ``say`` hears what an operator should read in the
     log. A repo name that is not a Hub dataset repo id is a RepoError, before anything else is done."""
+    # The names first: a bad one is said before any work, and before the app's libraries load.
     repos = {kind: hub_repo(name, private=kind == "requests") for kind, name in (hub_repos or {}).items() if name}
     from leaderboard.app import build_app
 
