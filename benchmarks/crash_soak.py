@@ -61,7 +61,7 @@ from benchmark.datasets import cube_1k  # noqa: E402
 from benchmark.datasets.prompts import local_folder  # noqa: E402
 from leaderboard import hub_sync, pickup  # noqa: E402
 from leaderboard.catalog import Catalog  # noqa: E402
-from leaderboard.results_repo import LocalRepo  # noqa: E402
+from leaderboard.repo import LocalRepo  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
 from tests.helpers import TINY_UPSTREAM, manifest, write_image  # noqa: E402
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from leaderboard import hub_sync, pickup
 from leaderboard.app import Views
-from leaderboard.results_repo import LocalRepo
+from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 
 HERE = Path(__file__).resolve().parent

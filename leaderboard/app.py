@@ -27,13 +27,14 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable, local_folder
 from benchmark.images import open_as_viewed
 from benchmark.submission import ServerFault
-from benchmark.submission.manifest import is_repo_id, json_schema
+from benchmark.submission.manifest import json_schema
 from benchmark.track import Chart, DetailPicture
-from leaderboard import bounds, exports, quarantine, render, search, tables
+from leaderboard import bounds, exports, quarantine, render, repo, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.downloads import DownloadFolder
-from leaderboard.store import PermissionDenied, Store
+from leaderboard.intake import PermissionDenied
+from leaderboard.store import Store
 
 OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
 OVERALL_LABEL = "All tracks (mean win rate)"
@@ -640,9 +641,11 @@ class Views:
         hub_repo = (hub_repo or "").strip()
         if not file and not hub_repo:
             return "Choose a `.zip` file or name a Hub dataset of generations first."
-        if not file and not is_repo_id(hub_repo):  # checked here, so that the answer quotes only the text's start
-            return ("### Rejected: nothing was stored\n\n"
-                    f"- “{render.plain(render.excerpt(hub_repo))}” is not a Hub dataset repo id (ORG/NAME)")
+        if not file:
+            try:  # checked before the store: a name that is not a repo id costs no upload attempt
+                repo.hub_repo(hub_repo)
+            except repo.RepoError as error:
+                return f"### Rejected: nothing was stored\n\n- {render.plain(error)}"
 
         def report_progress(done: int, total: int) -> None:
             progress(done / total, desc=f"checking images {done}/{total}")

@@ -18,13 +18,15 @@ files, not 9,920 images. A worker on another machine fetches one submission, and
 ``leaderboard.pickup``, which also keeps an app's store in step with the results repo (its newest release at
 start, then only the folders it lacks): results are never restored whole at start.
 
-``push`` commits what changed since the last push, in commits of at most 1,000 files (``CommitOperationAdd``
-and ``CommitOperationDelete``; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a
-file it did not push itself. ``pull`` downloads a repo snapshot (or reads a local copy of one, e.g. from
-``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload:
-ids are checked, JSON and Parquet are parsed (never unpickled), a submission goes through the upload validator
-as an upload in Parquet form (every row's name, sha256 and uniqueness, then every check an upload's files meet;
-a refused one is left out, the others restored), and everything appears by one rename.
+Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a local folder laid out like one: the
+same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
+deletions; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a file it did not push
+itself. ``pull`` downloads a repo snapshot (a Hub repo, or a local copy of one, e.g. from ``export``) and
+``restore`` adds to the store whatever it lacks, validating every file as it would an upload: ids are checked,
+JSON and Parquet are parsed (never unpickled), a results folder is checked as every folder taken from a repo is
+(``Results.add``), a submission is accepted as an upload in Parquet form is (``Intake.accept``: every row's name,
+sha256 and uniqueness, then every check an upload's files meet; a refused one is left out, the others restored),
+and everything appears by one rename. A repo that cannot be taken is a ``RepoError``, whatever the verb.
 ``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
 ``leaderboard.pickup``), then every minute pushes both and runs its ``rounds`` (the results pickup).
 """
@@ -47,14 +49,12 @@ import pyarrow.parquet as pq
 
 from benchmark import layout
 from benchmark.atomic import atomic_folder, atomic_write_text
-from benchmark.datasets.hub_layout import PushError, hub_errors
+from benchmark.datasets.hub_layout import PushError
 from benchmark.errors import CultureLensError
-from benchmark.layout import RESULT_FILES, SubmissionLayout
-from benchmark.submission import stage
+from benchmark.layout import RESULT_FILES, SubmissionLayout, is_submission_id
 from benchmark.submission.shards import Shards
-from benchmark.submission.validate import Report
 from leaderboard.queue import Job
-from benchmark.layout import is_submission_id
+from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.hub_sync")
@@ -102,11 +102,7 @@ carries the same licence. Mirrored by `culturelens hub push` (leaderboard/hub_sy
 """
 
 
-class SyncError(CultureLensError, ValueError):
-    """A repo snapshot holds something the store cannot take; the message names the file and the reason."""
-
-
-class SubmissionMissing(SyncError):
+class SubmissionMissing(RepoError):
     """The requests repo holds no such submission (yet: the app's mirror pushes it within a minute)."""
 
 
@@ -196,81 +192,73 @@ def _save_state(store: Store, state: dict) -> None:
     atomic_write_text(_state_path(store), json.dumps(state, indent=1, sort_keys=True))
 
 
-def push(store: Store, kind: str, repo: str, *, token: str | None = None) -> int:
-    """Commit to ``repo`` what changed in this store's ``kind`` since the last push; returns files changed.
-    PushError (offline, refused, unreachable) with what to do; what was not committed is tried again next time."""
-    from huggingface_hub import HfApi
+def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None) -> int:
+    """Commit to ``repo`` (a Hub dataset repo id, or a ``Repo``) what changed in this store's ``kind`` since the
+    last push; returns files changed. RepoError for a name that is not a Hub dataset repo id (a folder is written
+    by ``export``); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
+    again next time. The requests repo is made private when a push creates it."""
+    from huggingface_hub import CommitOperationAdd
 
-    check_repo_id(repo)
+    repo = hub_repo(repo, token, private=kind == "requests")
     state = _load_state(store)
-    key = f"{kind}:{repo}"
+    key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
-    operations, now = plan(mirror_files(store, kind, repo), pushed, kept_on_the_hub(store, kind))
-    if not operations:
-        return 0
-    api = HfApi(token=token)
-    with hub_errors(repo, "push the leaderboard's " + kind + " to"):
-        api.create_repo(repo, repo_type="dataset", private=kind == "requests", exist_ok=True)
-        for start in range(0, len(operations), MAX_OPERATIONS):
-            part = operations[start:start + MAX_OPERATIONS]
-            api.create_commit(repo, part, commit_message=f"CultureLens leaderboard: {len(part)} {kind} files",
-                              repo_type="dataset")
-            for operation in part:  # remember each committed part, so a failure later re-sends only the rest
-                if operation.path_in_repo in now:
-                    pushed[operation.path_in_repo] = now[operation.path_in_repo]
-                else:
-                    pushed.pop(operation.path_in_repo, None)
-            state[key] = pushed
-            _save_state(store, state)
+    operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
+    for start in range(0, len(operations), MAX_OPERATIONS):
+        part = operations[start:start + MAX_OPERATIONS]
+        repo.commit({op.path_in_repo: op.path_or_fileobj if isinstance(op.path_or_fileobj, bytes)
+                     else Path(op.path_or_fileobj) for op in part if isinstance(op, CommitOperationAdd)},
+                    f"CultureLens leaderboard: {len(part)} {kind} files",
+                    delete=[op.path_in_repo for op in part if not isinstance(op, CommitOperationAdd)])
+        for operation in part:  # remember each committed part, so a failure later re-sends only the rest
+            if operation.path_in_repo in now:
+                pushed[operation.path_in_repo] = now[operation.path_in_repo]
+            else:
+                pushed.pop(operation.path_in_repo, None)
+        state[key] = pushed
+        _save_state(store, state)
     return len(operations)
 
 
 # --- pull and restore ------------------------------------------------------------------------------------------
-def pull(store: Store, kind: str, source: str, *, token: str | None = None) -> dict[str, int]:
-    """Restore from ``source``: a local folder laid out like the repo, or a Hub dataset repo id (downloaded).
-    Returns counts of what was added and skipped; SyncError / PushError with the reason."""
-    patterns = [f"{layout.RESULTS}/*"] if kind == "results" else None  # releases and the card: ``pickup``
-    with _snapshot(source, store.staging, kind, token=token, allow_patterns=patterns) as (folder, downloaded):
+def pull(store: Store, kind: str, source: str | Path | Repo, *, token: str | None = None) -> dict[str, int]:
+    """Restore from ``source``: a Hub dataset repo id, a local folder laid out like the repo, or a ``Repo``.
+    Returns counts of what was added and skipped; RepoError (a bad name, a damaged snapshot) / PushError with the
+    reason."""
+    repo = open_repo(source, token)
+    patterns = [f"{layout.RESULTS}/*"] if kind == "results" else ["*"]  # releases and the card: ``pickup``
+    with _snapshot(repo, store.staging, kind, patterns) as folder:
         counts = restore(store, kind, folder)
-        if downloaded:  # what the repo holds and the store now has need not be pushed back
-            have = {str(p.relative_to(folder).as_posix()) for p in folder.rglob("*") if p.is_file()}
-            files = mirror_files(store, kind, source)
-            state = _load_state(store)
-            state.setdefault(f"{kind}:{source}", {}).update(
-                {path: signature(content) for path, content in files.items()
-                 if path in have and (not isinstance(content, bytes) or (folder / path).read_bytes() == content)})
-            _save_state(store, state)
+        # What the repo holds and the store now has need not be pushed back.
+        have = {str(p.relative_to(folder).as_posix()) for p in folder.rglob("*") if p.is_file()}
+        files = mirror_files(store, kind, repo.name)
+        state = _load_state(store)
+        state.setdefault(f"{kind}:{repo.name}", {}).update(
+            {path: signature(content) for path, content in files.items()
+             if path in have and (not isinstance(content, bytes) or (folder / path).read_bytes() == content)})
+        _save_state(store, state)
         return counts
 
 
 @contextlib.contextmanager
-def _snapshot(source: str, staging: Path, kind: str, *, token: str | None = None,
-              allow_patterns: list[str] | None = None) -> Iterator[tuple[Path, bool]]:
-    """``source`` as a folder laid out like the ``kind`` repo, and whether it was downloaded: a local folder as it
-    is, or a Hub dataset repo id downloaded (only ``allow_patterns``, if given) into a temporary folder under
-    ``staging``, removed afterwards. What ``pull`` and ``download_submission`` read."""
-    if Path(source).is_dir():
-        yield Path(source), False
-        return
-    from huggingface_hub import snapshot_download
-
-    check_repo_id(source, "neither a folder nor ")
+def _snapshot(repo: Repo, staging: Path, kind: str, patterns: list[str]) -> Iterator[Path]:
+    """The files of ``repo`` that ``patterns`` select, downloaded into a temporary folder under ``staging`` laid out
+    like the repo, removed afterwards. What ``pull`` and ``download_submission`` read."""
     staging.mkdir(parents=True, exist_ok=True)
     target = Path(tempfile.mkdtemp(prefix=f"hub-{kind}-", dir=staging))
     try:
-        with hub_errors(source, "pull the leaderboard's " + kind + " from"):
-            snapshot_download(source, repo_type="dataset", local_dir=target, token=token,
-                              allow_patterns=allow_patterns)
-        yield target, True
+        repo.download(patterns, target)
+        yield target
     finally:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def download_submission(source: str, submission_id: str, dest: Path, *, token: str | None = None) -> Path:
+def download_submission(source: str | Path | Repo, submission_id: str, dest: Path, *,
+                        token: str | None = None) -> Path:
     """Download exactly one submission from a requests repo, for a worker on another machine: its manifest and
     its Parquet shards (``submissions/<id>/manifest.json``, ``submissions/<id>/data/*.parquet``), nothing else
-    of the repo. ``source``: a Hub dataset repo id, or a local folder laid out like the repo (``pull``'s rule,
-    through the same code: ``_snapshot``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
+    of the repo. ``source``: a Hub dataset repo id, a local folder laid out like the repo, or a ``Repo`` (the
+    same calls: ``leaderboard.repo``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
     or not at all. The shards must be a complete set and every row's bytes must have the row's sha256; the
     folder then gets its image table (``images.parquet``), so it is laid out as a store's ``submissions/<id>/``
     and the worker scores it as a local one does::
@@ -281,45 +269,38 @@ def download_submission(source: str, submission_id: str, dest: Path, *, token: s
         scores = harness.score(folder, manifest, prompts, images, metrics, backbones, cache, submission_id=job_id)
 
     Images by row: ``benchmark.submission.shards.Shards(folder)`` (``read(path)``, ``rows()``). Returns ``dest``;
-    SyncError when the repo holds no such submission or its files are not intact, PushError when the Hub
-    cannot be reached."""
+    RepoError when the repo holds no such submission (``SubmissionMissing``) or its files are not intact,
+    PushError when the Hub cannot be reached."""
+    repo = open_repo(source, token)
     dest = Path(dest)
-    prefix = f"{layout.SUBMISSIONS}/{_checked_id(submission_id, Path(source))}"
+    prefix = f"{layout.SUBMISSIONS}/{_checked_id(submission_id, repo.name)}"
     patterns = [f"{prefix}/{layout.MANIFEST}", f"{prefix}/{layout.DATA_DIR}/*.parquet"]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _snapshot(source, dest.parent, "requests", token=token, allow_patterns=patterns) as (folder, downloaded):
+    with _snapshot(repo, dest.parent, "requests", patterns) as folder:
         files = folder / prefix
         found = sorted(p for p in files.rglob("*") if not p.is_dir()) if files.is_dir() else []
         if not found:
-            raise SubmissionMissing(f"{source}: no submission {submission_id} ({prefix}/ is missing or empty)")
+            raise SubmissionMissing(f"{repo.name}: no submission {submission_id} ({prefix}/ is missing or empty)")
         with atomic_folder(dest) as tmp:
             for path in found:
                 name = path.relative_to(files).as_posix()
-                if path.is_symlink() or not (name == layout.MANIFEST or (
+                if not (name == layout.MANIFEST or (
                         name.startswith(f"{layout.DATA_DIR}/") and layout.SHARD_NAME.fullmatch(name[5:]))):
-                    raise SyncError(f"{prefix}/{name}: not a file of a submission (manifest.json, "
+                    raise RepoError(f"{prefix}/{name}: not a file of a submission (manifest.json, "
                                     f"{layout.shard_name(0, 1)} ...)")
                 (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-                (shutil.move if downloaded else shutil.copyfile)(path, tmp / name)
+                shutil.move(path, tmp / name)
             try:
                 shards = Shards(tmp)
                 table = shards.table()
                 broken = next((row["path"] for row, data in shards.rows()
                                if hashlib.sha256(data).hexdigest() != row["sha256"]), None)
             except (ValueError, OSError, pa.ArrowException) as error:  # ShardError is a ValueError
-                raise SyncError(f"{prefix}: its shards cannot be read ({error})") from None
+                raise RepoError(f"{prefix}: its shards cannot be read ({error})") from None
             if broken is not None:
-                raise SyncError(f"{prefix}: {broken}: its bytes do not have the sha256 its row records")
+                raise RepoError(f"{prefix}: {broken}: its bytes do not have the sha256 its row records")
             pq.write_table(table, tmp / layout.IMAGES_TABLE)
     return dest
-
-
-def check_repo_id(repo: str, alternatives: str = "") -> None:
-    """SyncError unless ``repo`` is a Hub dataset repo id (ORG/NAME)."""
-    from benchmark.submission.manifest import is_repo_id
-
-    if not is_repo_id(repo):
-        raise SyncError(f"{repo!r} is {alternatives or 'not '}a Hub dataset repo id (ORG/NAME)")
 
 
 def restore(store: Store, kind: str, folder: Path) -> dict[str, int]:
@@ -331,38 +312,30 @@ def restore(store: Store, kind: str, folder: Path) -> dict[str, int]:
     raise ValueError(f"unknown repo kind {kind!r} (one of {', '.join(KINDS)})")
 
 
-def _checked_id(name: str, where: Path) -> str:
+def _checked_id(name: str, where: str | Path) -> str:
     if not is_submission_id(name):
-        raise SyncError(f"{where}: {name!r} is not a submission id (letters, digits, '-' and '_')")
+        raise RepoError(f"{where}: {name!r} is not a submission id (letters, digits, '-' and '_')")
     return name
 
 
 def _restore_results(store: Store, folder: Path) -> dict[str, int]:
+    """Every results folder the store lacks, all checked before any is added (``Results.check``): a damaged
+    snapshot restores nothing (RepoError)."""
     root = folder / layout.RESULTS
     sources = [source for source in (sorted(root.iterdir()) if root.is_dir() else [])
-               if not (store.results / _checked_id(source.name, source)).exists()]
-    for source in sources:  # check everything before adding anything: a damaged snapshot restores nothing
-        names = sorted(p.name for p in source.iterdir())
-        if names != sorted(RESULT_FILES) or any((source / n).is_symlink() for n in names):
-            raise SyncError(f"{source}: a results folder holds exactly {', '.join(RESULT_FILES)}; found "
-                            f"{', '.join(names) or 'nothing'}")
-        for name in layout.RESULT_PARQUET:
-            try:
-                pq.read_schema(source / name)
-            except Exception as error:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
-                raise SyncError(f"{source / name}: not a readable Parquet file ({error})") from None
-        _read_json(source / layout.RUN)
+               if not store.results_folder(_checked_id(source.name, source)).exists()]
     for source in sources:
-        _copy_into_place(source, store.results / source.name)
+        store.results_folders.check(source)
+    added = sum(store.results_folders.add(source) for source in sources)
     present = len(list(root.iterdir())) - len(sources) if root.is_dir() else 0
-    return {"added": len(sources), "present": present}
+    return {"added": added, "present": present}
 
 
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
     """Records first, all checked before anything is added: a record that is not one of ours (bad id, fields,
-    JSON) means the snapshot is not a requests repo, and it restores nothing (SyncError). Then each submission
-    the store lacks is validated as an upload is (``_stage_submission``): one that fails is refused, its record
-    and files left out and the reasons logged, and the others are restored (counted as ``refused``)."""
+    JSON) means the snapshot is not a requests repo, and it restores nothing (RepoError). Then each submission
+    the store lacks is accepted as an upload is (``Intake.accept`` with its record): one that fails is refused,
+    its record and files left out and the reasons logged, and the others are restored (counted as ``refused``)."""
     root = folder / "requests"
     names = {f.name for f in fields(Job)}
     jobs = []
@@ -370,10 +343,10 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
         record = _read_json(path)
         if (not isinstance(record, dict) or not set(record) <= names or record.get("state") not in STATES
                 or not all(v is None or isinstance(v, (str, int, float)) for v in record.values())):
-            raise SyncError(f"{path}: not a submission record (fields: {', '.join(sorted(names))}; state one of "
+            raise RepoError(f"{path}: not a submission record (fields: {', '.join(sorted(names))}; state one of "
                             f"{', '.join(STATES)})")
         if record.get("id") != path.stem:
-            raise SyncError(f"{path}: the record's id {record.get('id')!r} is not its file name")
+            raise RepoError(f"{path}: the record's id {record.get('id')!r} is not its file name")
         _checked_id(path.stem, path)
         job = Job(**{name: record.get(name) for name in names})
         files = folder / layout.SUBMISSIONS / job.id
@@ -386,66 +359,40 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
         if store.queue.get(job.id) is not None or store.queue.find_by_hash(job.content_hash) is not None:
             counts["present"] += 1
             continue
-        target = store.submissions / job.id
-        if files is not None and not target.exists():  # files first: a worker may claim the record at once
-            report, refusal = _stage_submission(store, files, job)
-            if refusal:
-                log.warning("hub restore: refused submission %s: %s", job.id, refusal)
+        if files is not None and not (store.submissions / job.id).exists():  # a worker may claim it at once
+            outcome = store.intake.accept(files, record=job)
+            if not outcome.report.ok:
+                log.warning("hub restore: refused submission %s: %s", job.id, _refusal(outcome.report.errors))
                 counts["refused"] += 1
-                continue
-            report.keep(target, store.max_shard_bytes)  # validated copy, shards rewritten, renamed into place
-        if store.queue.restore(job):
+            else:
+                counts["added" if outcome.job is not None else "present"] += 1
+        elif store.queue.restore(job):
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
             counts["present"] += 1
     return counts
 
 
-def _copy_into_place(source: Path, target: Path) -> None:
-    """Copy a checked folder next to ``target`` and rename it into place: it appears whole, as a worker's
-    results and a validated upload do, or not at all."""
-    with atomic_folder(target) as tmp:
-        shutil.copytree(source, tmp, dirs_exist_ok=True)
-
-
-def _stage_submission(store: Store, files: Path, job: Job) -> tuple[Report | None, str | None]:
-    """Validate a snapshot's submission folder (its manifest and Parquet shards) as an upload in Parquet form is
-    validated, on a copy in ``staging/`` (``validate.stage``): exactly those files, within the store's size
-    limits; every row's file name, sha256 and (prompt_id, seed) unique (``shards.expand``); then the manifest,
-    the dataset served here, coverage of its prompts and every image decoded under ``store.limits``; and the
-    content hash must be the record's. Returns the accepted report (its staged copy ready for ``Report.keep``)
-    and None, or None and the reasons, naming the files (the staged copy removed)."""
-    report = stage(files, store.staging, store.prompts_for, store.limits)
-    problems = list(report.errors)
-    if report.ok and report.content_hash != job.content_hash:
-        problems.append(f"its content hash {report.content_hash} is not the record's {job.content_hash}")
-    elif any(error.startswith("manifest.json: dataset: ") for error in report.errors):
-        problems.append("restore or build that dataset in this store's datasets/ first, then pull again")
-    if problems:
-        if report.folder is not None:
-            shutil.rmtree(report.folder, ignore_errors=True)
-        return None, "; ".join(problems)
-    return report, None
+def _refusal(errors: list[str]) -> str:
+    """Why a restored submission was refused, with what to do when it names a dataset not served here."""
+    if any(error.startswith("manifest.json: dataset: ") for error in errors):
+        errors = [*errors, "restore or build that dataset in this store's datasets/ first, then pull again"]
+    return "; ".join(errors)
 
 
 def _read_json(path: Path):
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError) as error:
-        raise SyncError(f"{path}: not readable JSON ({error})") from None
+        raise RepoError(f"{path}: not readable JSON ({error})") from None
 
 
-def export(store: Store, kind: str, out: Path, repo: str = "ORG/NAME") -> int:
-    """Write the ``kind`` repo's files into ``out`` (a backup, or a folder to inspect or upload by hand)."""
+def export(store: Store, kind: str, out: str | Path, repo: str = "ORG/NAME") -> int:
+    """Write the ``kind`` repo's files into the folder ``out`` (a backup, or a folder to inspect or upload by
+    hand; created if missing, RepoError if it is not a folder), through the repo interface as a commit."""
     files = mirror_files(store, kind, repo)
-    Path(out).mkdir(parents=True, exist_ok=True)  # an empty repo is still a repo to pull from
-    for path, content in files.items():
-        target = Path(out) / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            shutil.copyfile(content.path, target)
+    folder_repo(out).commit({path: content if isinstance(content, bytes) else content.path
+                             for path, content in files.items()}, f"CultureLens leaderboard: {kind} exported")
     return len(files)
 
 
@@ -454,10 +401,10 @@ class Mirror(threading.Thread):
     each of ``rounds`` (the results pickup: ``leaderboard.pickup.Pickup.round``), the first time at once; a
     failed push or round is logged and retried next time, the leaderboard keeps working on its local store."""
 
-    def __init__(self, store: Store, repos: dict[str, str], *, interval: float = 60, token: str | None = None,
+    def __init__(self, store: Store, repos: dict[str, Repo], *, interval: float = 60,
                  rounds: tuple[Callable[[], None], ...] = ()):
         super().__init__(daemon=True, name="hub-mirror")
-        self.store, self.repos, self.interval, self.token = store, repos, interval, token
+        self.store, self.repos, self.interval = store, repos, interval
         self.rounds = rounds
         self.stopped = threading.Event()
 
@@ -468,15 +415,15 @@ class Mirror(threading.Thread):
     def _push(self) -> None:
         for kind, repo in self.repos.items():
             try:
-                changed = push(self.store, kind, repo, token=self.token)
-            except (PushError, SyncError) as error:
+                changed = push(self.store, kind, repo)
+            except (PushError, RepoError) as error:
                 log.warning("hub mirror: %s", error)
                 continue
             except Exception:  # noqa: BLE001 - the mirror must outlive any one failed push; the store is intact
-                log.exception("hub mirror: pushing %s to %s failed", kind, repo)
+                log.exception("hub mirror: pushing %s to %s failed", kind, repo.name)
                 continue
             if changed:
-                log.info("hub mirror: %d %s files pushed to %s", changed, kind, repo)
+                log.info("hub mirror: %d %s files pushed to %s", changed, kind, repo.name)
 
     def _rounds(self) -> None:
         for round_ in self.rounds:
@@ -498,26 +445,25 @@ class Mirror(threading.Thread):
         self._push()  # what landed since the last round
 
 
-def start(store: Store, repos: dict[str, str | None], *, interval: float = 60, token: str | None = None,
+def start(store: Store, repos: dict[str, str | Repo | None], *, interval: float = 60, token: str | None = None,
           rounds: tuple[Callable[[], None], ...] = ()) -> tuple[Mirror | None, list[str]]:
-    """Restore the store's requests from their repo, then start a ``Mirror`` pushing to the named repos and
-    running ``rounds``. The results are not restored here: ``leaderboard.pickup`` installs the newest release
-    and fetches the folders it lacks (``leaderboard.service`` starts it first, so a restored request finds its
-    scores). Returns the mirror (None when no repo is named) and what happened, in words; an unreachable repo is
-    reported and the app starts anyway on what the store has."""
-    repos = {kind: repos[kind] for kind in ("results", "requests") if repos.get(kind)}
+    """Restore the store's requests from their repo, then start a ``Mirror`` pushing to the named repos (Hub
+    dataset repos only: RepoError for any other name) and running ``rounds``. The results are not restored here:
+    ``leaderboard.pickup`` installs the newest release and fetches the folders it lacks (``leaderboard.service``
+    starts it first, so a restored request finds its scores). Returns the mirror (None when no repo is named) and
+    what happened, in words; an unreachable repo is reported and the app starts anyway on what the store has."""
+    repos = {kind: hub_repo(repos[kind], token, private=kind == "requests")
+             for kind in ("results", "requests") if repos.get(kind)}
     if not repos:
         return None, []
-    for repo in repos.values():
-        check_repo_id(repo)
     lines = []
     if "requests" in repos:
+        name = repos["requests"].name
         try:
-            counts = pull(store, "requests", repos["requests"], token=token)
-            lines.append(f"restored requests from {repos['requests']}: "
-                         + ", ".join(f"{n} {what}" for what, n in counts.items()))
-        except (PushError, SyncError) as error:
-            lines.append(f"warning: could not restore requests from {repos['requests']}: {error}")
-    mirror = Mirror(store, repos, interval=interval, token=token, rounds=rounds)
+            counts = pull(store, "requests", repos["requests"])
+            lines.append(f"restored requests from {name}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+        except (PushError, RepoError) as error:
+            lines.append(f"warning: could not restore requests from {name}: {error}")
+    mirror = Mirror(store, repos, interval=interval, rounds=rounds)
     mirror.start()
     return mirror, lines

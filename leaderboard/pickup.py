@@ -1,6 +1,6 @@
 """How results reach an app whose disk does not last: from the newest release at start, then folder by folder.
 
-A results repo (``leaderboard.results_repo``: the Hub, or a local folder standing in for it) holds one folder per
+A results repo (``leaderboard.repo``: the Hub, or a local folder standing in for it) holds one folder per
 scored submission and the leaderboard's releases (``leaderboard.snapshot``). ``Pickup`` keeps a store in step
 with it, never by reading the whole repo:
 
@@ -11,18 +11,18 @@ with it, never by reading the whole repo:
 - ``round`` (every ``--hub-interval`` seconds, after the mirror's push): compare the repo's commit sha with the
   last round's (an unchanged repo costs one call), take a newer release another writer published, list
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
-  remote GPU worker's new results), each checked as a restore checks it (``hub_sync.restore``) and renamed into
-  place whole; the catalog notices them at its next refresh. A submission re-run since the release was built
-  counts as one the release does not hold, and a folder is taken only once its run.json answers the
-  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder
-  of the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
+  remote GPU worker's new results), each checked as every folder taken from a repo is (``Results.add``) and
+  renamed into place whole; the catalog notices them at its next refresh. A submission re-run since the release
+  was built counts as one the release does not hold, and a folder is taken only once its run.json answers the
+  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder of
+  the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
   repo holds results the newest release lacks;
 - ``fetch`` (a page needing per-image rows of a submission known only from the release: Compare, pictures):
   that submission's folder, on demand.
 
-A remote worker pushes ``results/<id>/`` (``hub_sync.push(store, "results", repo)`` from its own store) and
-nothing else: the app picks the folder up, and its next release holds it. ``culturelens hub snapshot`` publishes
-a release at once.
+A remote worker (``leaderboard.remote``) publishes ``results/<id>/`` and nothing else, in one commit through the
+repo interface (``Remote.publish``: ``Repo.commit``, run.json last): the app picks the folder up, and its next
+release holds it. ``culturelens hub snapshot`` publishes a release at once.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from benchmark import layout, results
 from benchmark.datasets.hub_layout import PushError
 from benchmark.layout import RESULT_FILES, is_submission_id
 from leaderboard import hub_sync, snapshot
-from leaderboard.results_repo import RepoError, ResultsRepo
+from leaderboard.repo import Repo, RepoError
 from leaderboard.snapshot import Release, SnapshotError
 from leaderboard.store import Store
 
@@ -47,7 +47,7 @@ log = logging.getLogger("culturelens.pickup")
 RELEASE_SECONDS = 3600.0  # at most one release an hour: each is a new file in the repo, kept for citation
 
 
-def install_latest(store: Store, repo: ResultsRepo, revision: str | None = None) -> Release | None:
+def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Release | None:
     """Make the repo's newest release the store's: latest.json, then its file unless the store holds that
     release already. Returns it (None when the repo has none yet); SnapshotError when latest.json or the file
     is not a release this leaderboard can take (nothing installed)."""
@@ -71,11 +71,11 @@ def install_latest(store: Store, repo: ResultsRepo, revision: str | None = None)
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def missing(store: Store, repo: ResultsRepo, revision: str | None = None) -> list[str]:
+def missing(store: Store, repo: Repo, revision: str | None = None) -> list[str]:
     """Ids of the repo's results folders that the store lacks and its release does not hold as they are now
     (``snapshot.current``: a re-run's folder is fetched again), nor its quarantine (a folder set aside here is not
     fetched again). A name that is not a submission id is logged and left out."""
-    ids = repo.ids(revision)
+    ids = repo.folders(layout.RESULTS, revision)
     for name in ids:
         if not is_submission_id(name):
             log.warning("%s: results/%s is not a submission id: left out", repo.name, name[:200])
@@ -86,11 +86,11 @@ def missing(store: Store, repo: ResultsRepo, revision: str | None = None) -> lis
             and not store.results_folder(sid).exists()]
 
 
-def fetch(store: Store, repo: ResultsRepo, ids: list[str], revision: str | None = None) -> list[str]:
-    """Download these results folders and add those the store lacks, each checked as a restore checks it and
-    renamed into place whole (``hub_sync.restore``). Their run.json files come first: a folder whose run.json
-    does not answer the submission's newest request (a re-run not yet replaced) is not downloaded. Returns the ids
-    added; a damaged folder is logged with the reason and left out (the others are added)."""
+def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None) -> list[str]:
+    """Download these results folders and add those the store lacks, each checked and renamed into place whole
+    (``Results.add``). Their run.json files come first: a folder whose run.json does not answer the submission's
+    newest request (``Queue.answered_by``: a re-run not yet replaced) is not downloaded. Returns the ids added; a
+    damaged folder is logged with the reason and left out (the others are added)."""
     wanted = [sid for sid in ids if is_submission_id(sid) and not store.results_folder(sid).exists()]
     if not wanted:
         return []
@@ -103,20 +103,16 @@ def fetch(store: Store, repo: ResultsRepo, ids: list[str], revision: str | None 
         repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES
                        if name != layout.RUN], staged, revision)
         for sid in wanted:
-            one = staged / "one" / sid
-            if (staged / layout.RESULTS / sid).is_dir():
-                (one / layout.RESULTS).mkdir(parents=True)
-                (staged / layout.RESULTS / sid).rename(one / layout.RESULTS / sid)
             try:
-                hub_sync.restore(store, "results", one)
-            except hub_sync.SyncError as error:
+                store.results_folders.add(staged / layout.RESULTS / sid)
+            except RepoError as error:
                 log.warning("%s: results/%s left out: %s", repo.name, sid, error)
         return [sid for sid in wanted if store.has_results(sid)]
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Release | None:
+def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release | None:
     """Write the next release to the repo when the repo holds results its newest release lacks (or no longer
     holds some): built from the newest release and the store's folders (fetching first those it has neither
     of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
@@ -126,7 +122,8 @@ def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Re
     previous = _installed_or_none(store, repo, revision)
     fetch(store, repo, missing(store, repo, revision), revision)
     held = snapshot.current(store, previous[0]) if previous is not None else set()
-    ids = [sid for sid in repo.ids(revision) if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
+    ids = [sid for sid in repo.folders(layout.RESULTS, revision)
+           if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
     if (previous[0].submissions if previous is not None else {}) == digests:
@@ -138,14 +135,14 @@ def publish(store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME") -> Re
         snapshot.read(file, release)  # what others will check, checked before it leaves
         card = hub_sync.RESULTS_CARD.replace("{repo}", repo_id).replace("{release}", release.file)
         repo.commit({release.file: file, snapshot.LATEST: release.to_json().encode(), "README.md": card.encode()},
-                    f"CultureLens leaderboard: release {release.number} ({len(ids)} submissions)", revision)
+                    f"CultureLens leaderboard: release {release.number} ({len(ids)} submissions)", parent=revision)
         snapshot.install(store, release, file)
         return release
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def _installed_or_none(store: Store, repo: ResultsRepo, revision: str | None) -> tuple[Release, Path] | None:
+def _installed_or_none(store: Store, repo: Repo, revision: str | None) -> tuple[Release, Path] | None:
     """The repo's newest release, installed; a release that cannot be read is said and built past (the next
     release then holds the store's folders only)."""
     try:
@@ -161,7 +158,7 @@ class Pickup:
     thread calls it after its push), ``fetch`` for a page. ``release_interval``: seconds between releases
     this app publishes (None: it publishes none)."""
 
-    def __init__(self, store: Store, repo: ResultsRepo, *, repo_id: str = "ORG/NAME",
+    def __init__(self, store: Store, repo: Repo, *, repo_id: str = "ORG/NAME",
                  release_interval: float | None = RELEASE_SECONDS):
         self.store, self.repo, self.repo_id, self.release_interval = store, repo, repo_id, release_interval
         self.seen: str | None = None

@@ -2,13 +2,16 @@
 
 A results folder is final once it is in ``results/`` (written to a hidden temporary folder and renamed into
 place), so a Parquet file in it that cannot be read is damaged (a disk full, a bad copy, a hand edit), not half
-written. ``Store.quarantine`` moves it out of ``results/`` in one rename, to
-``STORE/quarantine/<kind>-<name>-<when>/``, with a ``reason.txt`` saying why; ``Store.quarantined`` lists
-what is there, for the operator, who may repair a folder and move it back, re-run the submission, or delete it.
+written. ``move`` (``Store.quarantine``) takes it out of ``results/`` in one rename, to
+``STORE/quarantine/<kind>-<name>-<when>/``, with a ``reason.txt`` saying why; ``listing`` (``Store.quarantined``)
+lists what is there, for the operator, who may repair a folder and move it back, re-run the submission, or
+delete it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,6 +37,26 @@ class Quarantined:
 def folder_name(kind: str, name: str, when: datetime) -> str:
     """``<kind>-<name>-<when>``: the stamp holds no '-', so the last '-' splits it off again."""
     return f"{kind}-{name}-{when.strftime(STAMP)}"
+
+
+def move(root: Path, kind: str, path: Path, reason: str) -> Path | None:
+    """Move ``path`` (a folder, or a file: it gets a folder of its own) out of the readers' sight in one rename,
+    to ``root/<kind>-<name>-<when>/`` with a ``reason.txt``. Returns where it went, or None when ``path`` was
+    already gone (a re-run or a deletion removed it meanwhile)."""
+    path = Path(path)
+    root.mkdir(exist_ok=True)
+    target = root / folder_name(kind, path.name, datetime.now(timezone.utc))
+    try:
+        if path.is_dir():
+            os.rename(path, target)
+        else:
+            target.mkdir()
+            os.rename(path, target / path.name)
+    except FileNotFoundError:
+        shutil.rmtree(target, ignore_errors=True)
+        return None
+    (target / REASON).write_text(reason + "\n", encoding="utf-8")
+    return target
 
 
 def listing(root: Path) -> list[Quarantined]:

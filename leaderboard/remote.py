@@ -1,21 +1,24 @@
 """A worker on another machine: it shares the queue (PostgreSQL) and the two Hub repos with the app, no disk.
 
 ``culturelens worker --queue postgresql://... --hub-requests ORG/A --hub-results ORG/B`` scores with a store of
-its own (its embedding cache, the datasets it serves, the submission in hand). For each job it claims:
+its own (its embedding cache, the datasets it serves, the submission in hand), built with the results repo
+(``Store(..., results_repo=remote.results)``). For each job it claims:
 
 1. ``fetch``: the submission's manifest and Parquet shards, and nothing else, from the requests repo
    (``hub_sync.download_submission``). The app's mirror pushes a new submission within a minute, so a
    submission not there yet is waited for (the lease renewed meanwhile) up to ``wait_seconds``.
 2. the harness scores it into the worker's store (``leaderboard.worker``);
-3. ``publish``: its ``results/<id>/`` folder, in one commit, to the results repo, before the job is marked
-   FINISHED; the app's pickup (``leaderboard.pickup``) downloads that folder, and only it, on its next round.
+3. ``publish``: its ``results/<id>/`` folder, in one commit (``Repo.commit``), to the results repo, before the
+   job is marked FINISHED; the app's pickup (``leaderboard.pickup``) downloads that folder, and only it, on its
+   next round.
 4. ``forget``: the submission leaves the worker's disk.
 
-A worker killed between 3 and the end is covered by the queue's takeover rule: ``has_results`` also looks in the
-results repo, so the next worker marks the job FINISHED without scoring it again. Results there count only when
-they answer the job's newest request (run.json ``request``, ``Queue.answered_by``): a re-run replaces the
-folder of the run before, and is never taken as done by it. A local folder laid out like a
-repo stands in for either repo (tests, a backup), through the same code as the Hub.
+A worker killed between 3 and the end is covered by the queue's takeover rule: the store's results
+(``leaderboard.results_folders.Results``) include the results repo, so the next worker marks the job FINISHED
+without scoring it again. Results there count only when they answer the job's newest request (run.json
+``request``): a re-run replaces the folder of the run before, and is never taken as done by it. Both repos are
+``leaderboard.repo`` objects: a local folder laid out like a repo stands in for either (tests, a backup),
+through the same code as the Hub.
 """
 
 from __future__ import annotations
@@ -25,27 +28,25 @@ import shutil
 import time
 from collections.abc import Callable
 
-from benchmark import layout, results
+from benchmark import layout
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync
-from leaderboard.results_repo import open_repo
+from leaderboard.repo import Repo
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.remote")
 
 
 class Remote:
-    """The requests and results repos of a worker that shares no disk with the app. ``requests``/``results``: Hub
-    dataset repo ids, or folders laid out like them; ``token``: a Hub token (default: HF_TOKEN or the login)."""
+    """The requests and results repos of a worker that shares no disk with the app (``leaderboard.repo``: Hub
+    dataset repos, or folders laid out like them; ``open_repo`` checks the names the worker is given)."""
 
-    def __init__(self, requests: str, results: str, *, token: str | None = None, wait_seconds: float = 600,
-                 poll_seconds: float = 5):
-        self.requests, self.token = requests, token
-        self.results = open_repo(results, token)
+    def __init__(self, requests: Repo, results: Repo, *, wait_seconds: float = 600, poll_seconds: float = 5):
+        self.requests, self.results = requests, results
         self.wait_seconds, self.poll_seconds = wait_seconds, poll_seconds
 
     def __repr__(self) -> str:
-        return f"requests {self.requests}, results {self.results.name}"
+        return f"requests {self.requests.name}, results {self.results.name}"
 
     def fetch(self, store: Store, submission_id: str, alive: Callable[[], None]) -> None:
         """Bring ``submissions/<id>/`` into ``store`` (kept from an earlier attempt if complete). ``alive`` is
@@ -57,21 +58,15 @@ class Remote:
         deadline = time.monotonic() + self.wait_seconds
         while True:
             try:
-                hub_sync.download_submission(self.requests, submission_id, target, token=self.token)
+                hub_sync.download_submission(self.requests, submission_id, target)
                 return
             except hub_sync.SubmissionMissing:
                 if time.monotonic() >= deadline:
                     raise
-                log.info("%s is not in %s yet; trying again in %.0f s", submission_id, self.requests,
+                log.info("%s is not in %s yet; trying again in %.0f s", submission_id, self.requests.name,
                          self.poll_seconds)
             alive()
             time.sleep(self.poll_seconds)
-
-    def run_record(self, submission_id: str) -> dict | None:
-        """The run.json of the submission's results folder in the results repo, committed last, so a complete
-        folder has one (one small download, not a listing of every submission's folder); None without one."""
-        data = self.results.read(f"{layout.RESULTS}/{submission_id}/{layout.RUN}")
-        return results.read_run(data) if data is not None else None
 
     def publish(self, store: Store, submission_id: str) -> None:
         """Commit the store's ``results/<id>/`` to the results repo, replacing the folder of an earlier run;

@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
 from leaderboard import hub_sync, pickup, quarantine
-from leaderboard.results_repo import HubRepo
+from leaderboard.repo import hub_repo
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
@@ -53,7 +53,9 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``:
     the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
     PostgreSQL URL, or None for the store's own queue file. ``say`` hears what an operator should read in the
-    log."""
+    log. A repo name that is not a Hub dataset repo id is a RepoError, before anything else is done."""
+    # The names first: a bad one is said before any work, and before the app's libraries load.
+    repos = {kind: hub_repo(name, private=kind == "requests") for kind, name in (hub_repos or {}).items() if name}
     from leaderboard.app import build_app
 
     store = Store(root, limits, **quota, queue=queue)
@@ -67,15 +69,13 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     if cube_source:
         _ensure_default_dataset(store, cube_source, say)
     say(f"submissions as {user}: {store.quota_note}")
-    hub_repos = {kind: repo for kind, repo in (hub_repos or {}).items() if repo}
     results = None
-    if hub_repos.get("results"):
-        hub_sync.check_repo_id(hub_repos["results"])
-        results = pickup.Pickup(store, HubRepo(hub_repos["results"]), repo_id=hub_repos["results"],
+    if "results" in repos:
+        results = pickup.Pickup(store, repos["results"], repo_id=repos["results"].name,
                                 release_interval=release_interval)
         for line in results.start():
             say(line)
-    mirror, lines = hub_sync.start(store, hub_repos, interval=hub_interval,
+    mirror, lines = hub_sync.start(store, repos, interval=hub_interval,
                                    rounds=(results.round,) if results else ())
     for line in lines:
         say(line)

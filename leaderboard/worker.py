@@ -62,11 +62,14 @@ class Worker:
                  settings: dict | None = None, remote: Remote | None = None):
         """``settings``: how ``metrics`` were built (``benchmark.reproduce.settings_record``), recorded in every
         result's run.json so that ``culturelens reproduce`` can redo the scoring. ``remote``: the repos of a
-        worker that shares no disk with the app; the queue's takeover rule then also counts results found there."""
+        worker that shares no disk with the app; its ``store`` must be built with its results repo
+        (``Store(..., results_repo=remote.results)``), so that results there count, for this worker and for the
+        queue's takeover rule."""
+        if remote is not None and store.results_folders.repo is not remote.results:
+            raise ValueError("a worker on another machine needs a store built with its results repo: "
+                             "Store(..., results_repo=remote.results)")
         self.store, self.registry, self.metrics = store, registry, metrics
         self.remote = remote
-        if remote is not None:
-            store.queue.has_results = self.has_results
         self.settings = settings
         self.disabled: dict[str, str] = dict(unavailable or {})
         self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -117,20 +120,15 @@ class Worker:
             done += 1
         return done
 
-    def has_results(self, submission_id: str) -> bool:
-        """Whether results answering the job's newest request exist (``Queue.answered_by``: a re-run's are not
-        those of the run before): in this worker's store, or in the results repo of a remote worker."""
-        queue = self.store.queue
-        return queue.answered_by(submission_id, self.store.run_record(submission_id)) or (
-            self.remote is not None and queue.answered_by(submission_id, self.remote.run_record(submission_id)))
-
     def process(self, job: Job) -> None:
-        queue = self.store.queue
+        queue, results = self.store.queue, self.store.results_folders
         queue.set_worker(self.id, "scoring", f"scoring {job.id}")
         log.info("scoring %s (%s), attempt %d", job.id, job.model, job.attempts)
-        if self.has_results(job.id):  # a previous attempt wrote them, then stopped before FINISHED
+        # The request the results must answer (and will record): a re-run's are not those of the run before.
+        request = queue.request_number(job.id)
+        if results.answered(job.id, request):  # a previous attempt wrote them, then stopped before FINISHED
             try:
-                self._publish(job.id)
+                self._publish(job.id, request)
             except CultureLensError as error:  # the Hub refused or is away: the job says so
                 queue.fail(job.id, self.id, f"its results could not be published: {error}")
                 return
@@ -139,7 +137,6 @@ class Worker:
                 self.remote.forget(self.store, job.id)
             return
         self._remove_unfinished_results(job.id)
-        request = queue.request_number(job.id)  # recorded in the results: the request they answer
         heartbeat = _Heartbeat(self, job)
         heartbeat.start()
         try:
@@ -155,20 +152,20 @@ class Worker:
                                    settings=self.settings)
             heartbeat.check()
             log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
-            if self.has_results(job.id):  # a worker that took over before us finished first
+            if results.answered(job.id, request):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
             scores.run["request"] = request
-            self._remove_superseded_results(job.id)
+            self._remove_superseded_results(job.id, request)
             try:
-                self.store.write_results(job.id, scores)
+                results.write(job.id, scores)
             except OSError:
-                if not queue.answered_by(job.id, self.store.run_record(job.id)):
+                if not results.answered_here(job.id, request):
                     raise
                 # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            self._publish(job.id)  # even if the lease was just lost: a worker that took over then finds them
+            self._publish(job.id, request)  # even if the lease was just lost: a worker that took over then finds them
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
             return
@@ -189,20 +186,20 @@ class Worker:
         if self.remote is not None:
             self.remote.forget(self.store, job.id)
 
-    def _publish(self, submission_id: str) -> None:
+    def _publish(self, submission_id: str, request: int | None) -> None:
         """A remote worker's results go to the results repo before the job is FINISHED (the app reads them there),
         unless the repo holds them already (an earlier attempt published them, then stopped)."""
-        if self.remote is None or not self.store.has_results(submission_id) or \
-                self.store.queue.answered_by(submission_id, self.remote.run_record(submission_id)):
+        results = self.store.results_folders
+        if self.remote is None or not results.has(submission_id) or results.answered_in_repo(submission_id, request):
             return
         self.remote.publish(self.store, submission_id)
         log.info("published the results of %s to %s", submission_id, self.remote.results.name)
 
-    def _remove_superseded_results(self, submission_id: str) -> None:
+    def _remove_superseded_results(self, submission_id: str, request: int | None) -> None:
         """Delete this store's results of the submission that answer an earlier request (a re-run's worker that
         kept the run before's): the new results take their place. This worker holds the job's lease."""
-        if self.store.has_results(submission_id) and \
-                not self.store.queue.answered_by(submission_id, self.store.run_record(submission_id)):
+        results = self.store.results_folders
+        if results.has(submission_id) and not results.answered_here(submission_id, request):
             log.info("removing the results of an earlier run of %s", submission_id)
             shutil.rmtree(self.store.results_folder(submission_id), ignore_errors=True)
 

@@ -110,13 +110,13 @@ def test_every_error_a_verb_reports_is_a_culturelens_error():
 
     classes = {f"{c.__module__}.{c.__qualname__}": c for c in exception_classes()}
     assert {"benchmark.datasets.cube_1k.CubeSourceError", "benchmark.datasets.culturalframes.CulturalFramesSourceError",
-            "leaderboard.store.PermissionDenied", "benchmark.errors.OutputExists"} <= set(classes)
+            "leaderboard.intake.PermissionDenied", "benchmark.errors.OutputExists"} <= set(classes)
     assert INTERNAL_SIGNALS <= set(classes)
     assert sorted(name for name, c in classes.items()
                   if not issubclass(c, CultureLensError) and name not in INTERNAL_SIGNALS) == []
     assert not any(issubclass(classes[name], CultureLensError) for name in INTERNAL_SIGNALS)
     assert len({c.__name__ for c in classes.values()}) == len(classes)  # no two share a name
-    assert issubclass(classes["leaderboard.store.PermissionDenied"], PermissionError)
+    assert issubclass(classes["leaderboard.intake.PermissionDenied"], PermissionError)
 
 
 def test_a_user_error_is_one_line_and_status_2(tmp_path, capsys):

@@ -23,7 +23,7 @@ from benchmark.encoders.spec import load_registry
 from benchmark.metrics.alignment import ClipCosine
 from leaderboard import hub_sync, pickup
 from leaderboard.catalog import Catalog
-from leaderboard.results_repo import HubRepo, LocalRepo
+from leaderboard.repo import HubRepo, LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.worker import Worker
 from tests.helpers import make_submission, serving_tiny_cube
@@ -177,7 +177,7 @@ def test_a_snapshot_whose_records_are_damaged_or_hostile_is_refused_whole(scored
         ("requests", lambda f: (f / "requests" / f"{done}.json").write_text("{not json"), "not readable JSON"),
     ]
     for kind, change, message in cases:
-        with pytest.raises(hub_sync.SyncError, match=message):
+        with pytest.raises(RepoError, match=message):
             hub_sync.pull(fresh, kind, str(damaged(change)))
     assert fresh.queue.jobs() == [] and list(fresh.results.iterdir()) == []  # nothing half-restored
 
@@ -206,7 +206,7 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
     folder = tmp_path / "repo-results"
     hub_sync.export(store, "results", folder)
     fresh = _store(tmp_path / "fresh", tiny_upstream)
-    with pytest.raises(hub_sync.SyncError, match="not a Hub dataset repo id"):
+    with pytest.raises(RepoError, match="not a Hub dataset repo id"):
         hub_sync.start(fresh, {"results": str(folder)})  # a folder can be pulled from, not mirrored to
     result = culturelens("serve", "--store", str(fresh.root), "--no-worker", "--hub-results", "not a repo")
     assert result.returncode == 2 and "not a Hub dataset repo id" in result.stderr

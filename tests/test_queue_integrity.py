@@ -21,7 +21,9 @@ from benchmark.datasets.prompts import local_folder
 from leaderboard import render
 from leaderboard.app import Views
 from leaderboard.queue import Queue
-from leaderboard.store import REBUILT_OWNER, PermissionDenied, Store
+from leaderboard.intake import PermissionDenied
+from leaderboard.queue_rebuild import REBUILT_OWNER
+from leaderboard.store import Store
 from tests.helpers import make_submission, write_image
 
 REPO = Path(__file__).resolve().parents[1]

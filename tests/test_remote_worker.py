@@ -35,7 +35,7 @@ def _build_dataset(root, source) -> None:
 def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_results_up(
         tmp_path, tiny_upstream, backbones_file, postgres_url):
     from leaderboard import hub_sync, pickup
-    from leaderboard.results_repo import LocalRepo
+    from leaderboard.repo import LocalRepo
     from leaderboard.store import Store
 
     app_root, gpu_root = tmp_path / "app", tmp_path / "gpu"

@@ -24,6 +24,7 @@ from benchmark.submission import stage
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards, write_shards
 from benchmark.submission.validate import ImageRecord
 from leaderboard import hub_sync
+from leaderboard.repo import RepoError
 from leaderboard.store import Store
 from tests.helpers import make_submission, serving_tiny_cube, write_image, zip_folder
 
@@ -254,22 +255,22 @@ def test_a_worker_downloads_exactly_one_submission_from_a_requests_repo(store, p
 
     with pytest.raises(FileExistsError):
         hub_sync.download_submission(str(repo), second.id, folder)
-    with pytest.raises(hub_sync.SyncError, match=f"no submission {first.id}x"):
+    with pytest.raises(RepoError, match=f"no submission {first.id}x"):
         hub_sync.download_submission(str(repo), first.id + "x", tmp_path / "work" / "x")
-    with pytest.raises(hub_sync.SyncError, match="is not a submission id"):
+    with pytest.raises(RepoError, match="is not a submission id"):
         hub_sync.download_submission(str(repo), "../requests", tmp_path / "work" / "y")
     shard = repo / "submissions" / first.id / "data" / "images-00000-of-00001.parquet"
     table = pq.read_table(shard)
     sha = table.column("sha256").to_pylist()
     pq.write_table(table.set_column(table.schema.get_field_index("sha256"), "sha256", pa.array(sha[1:] + sha[:1])),
                    shard)
-    with pytest.raises(hub_sync.SyncError, match=r"images/\S+/0.png: its bytes do not have the sha256 its row"):
+    with pytest.raises(RepoError, match=r"images/\S+/0.png: its bytes do not have the sha256 its row"):
         hub_sync.download_submission(str(repo), first.id, tmp_path / "work" / first.id)
     assert not (tmp_path / "work" / first.id).exists()
     (repo / "submissions" / first.id / "data" / "images-00001-of-00002.parquet").write_bytes(b"")
     shard.rename(shard.with_name("images-00000-of-00002.parquet"))
     shard.with_name("images-00000-of-00002.parquet").unlink()
-    with pytest.raises(hub_sync.SyncError, match="not a complete set of shards"):
+    with pytest.raises(RepoError, match="not a complete set of shards"):
         hub_sync.download_submission(str(repo), first.id, tmp_path / "work" / first.id)
 
 

@@ -1,7 +1,7 @@
 """Leaderboard releases and the results pickup: an app on an empty disk starts from one release file and then
 fetches only the results folders it lacks.
 
-The results repo is a local folder laid out like the Hub repo (``results_repo.LocalRepo``: the same calls the
+The results repo is a local folder laid out like the Hub repo (``repo.LocalRepo``: the same calls the
 Hub repo answers), filled with synthetic results written by ``benchmarks/make_store.py`` (real Parquet, the
 store's layout); the tables compared are the app's own (``Views``), built over real DuckDB catalogs."""
 
@@ -21,7 +21,7 @@ import pytest
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync, pickup, snapshot, tables
 from leaderboard.app import Views
-from leaderboard.results_repo import LocalRepo
+from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,8 @@ import pytest
 
 from benchmark.datasets import cube_1k
 from leaderboard.catalog import Catalog
-from leaderboard.store import PermissionDenied, Store
+from leaderboard.intake import PermissionDenied
+from leaderboard.store import Store
 from tests.helpers import make_submission, serving_tiny_cube
 
 

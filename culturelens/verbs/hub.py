@@ -14,7 +14,7 @@ from culturelens import options
 
 def hub(args: argparse.Namespace) -> int:
     from leaderboard import hub_sync, pickup, snapshot
-    from leaderboard.results_repo import LocalRepo, open_repo
+    from leaderboard.repo import folder_repo, open_repo
     from leaderboard.store import Store
 
     store = Store(Path(args.store), queue=options.queue(args))
@@ -28,19 +28,19 @@ def hub(args: argparse.Namespace) -> int:
     repos = {kind: getattr(args, kind) for kind in hub_sync.KINDS if getattr(args, kind)}
     if not repos:
         raise CultureLensError("name at least one of --requests and --results")
-    for kind, repo in repos.items():  # a PushError or SyncError says which repo and why
+    for kind, repo in repos.items():  # a PushError or RepoError says which repo and why
         if args.action == "push":
             print(f"{kind}: {hub_sync.push(store, kind, repo, token=args.token)} files changed in {repo}")
         elif args.action == "pull":
             counts = hub_sync.pull(store, kind, repo, token=args.token)
             print(f"{kind} from {repo}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         else:
-            out = Path(repo)
-            print(f"{kind}: {hub_sync.export(store, kind, out)} files written to {out}")
+            out = folder_repo(repo)
+            print(f"{kind}: {hub_sync.export(store, kind, out.folder)} files written to {out.name}")
             if kind == "results":  # with the card and a release of the folders exported
-                release = pickup.publish(store, LocalRepo(out))
-                print(f"results: release {release.number} written to {out}" if release else
-                      f"results: the newest release in {out} is up to date")
+                release = pickup.publish(store, out)
+                print(f"results: release {release.number} written to {out.name}" if release else
+                      f"results: the newest release in {out.name} is up to date")
     return 0
 
 

@@ -32,7 +32,8 @@ def worker(args: argparse.Namespace) -> int:
     remote = _remote(args, queue)  # its options checked before any model library loads
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=queue)
+    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=queue,
+                  results_repo=remote.results if remote is not None else None)
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
                        lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args),
@@ -40,7 +41,8 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def _remote(args: argparse.Namespace, queue: str | None):
-    """The repos of a worker on another machine than the app (``leaderboard.remote``), or None."""
+    """The repos of a worker on another machine than the app (``leaderboard.remote``), or None; a name that is
+    neither a folder nor a Hub dataset repo id is a RepoError, before any model library loads."""
     if not (args.hub_requests or args.hub_results):
         return None
     if not (args.hub_requests and args.hub_results):
@@ -51,8 +53,9 @@ def _remote(args: argparse.Namespace, queue: str | None):
                                "postgresql://... (or CULTURELENS_QUEUE); the store's own queue file holds no job "
                                "of the app's")
     from leaderboard.remote import Remote
+    from leaderboard.repo import open_repo
 
-    return Remote(args.hub_requests, args.hub_results, wait_seconds=args.hub_wait)
+    return Remote(open_repo(args.hub_requests), open_repo(args.hub_results), wait_seconds=args.hub_wait)
 
 
 def serve(args: argparse.Namespace) -> int:

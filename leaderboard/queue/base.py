@@ -5,7 +5,9 @@ lease and renews it while it works; a job whose lease expired (its worker
 died) is claimed again by the next worker, up to ``max_attempts`` times, then
 FAILED with that reason, unless ``has_results`` says the last attempt wrote its
 results before it died: then the job is FINISHED (results are written before
-the state changes, so a kill between the two must not throw them away).
+the state changes, so a kill between the two must not throw them away). The
+results may be in a Hub repo (a worker on another machine): ``has_results`` is
+asked outside any transaction, never while the queue's write lock is held.
 
 Lease expiries and heartbeats are times of the database's clock (``DB_NOW`` in
 the SQL below, which each backend turns into its own clock expression), never of
@@ -39,6 +41,16 @@ def now_iso() -> str:
 
 def _times(n: int) -> str:
     return f"{n} time" + ("s" if n != 1 else "")
+
+
+def answers(run: dict | None, request: int | None) -> bool:
+    """Whether results whose run.json is ``run`` answer request number ``request`` of their submission
+    (``Queue.request_number``), so that a re-run is never taken as done by the results of the run before.
+    Results scored before run.json recorded the request answer the first one; for a submission the queue does
+    not know (``request`` None) results cannot be told from others and count; no run.json (None) answers nothing."""
+    if not isinstance(run, dict):
+        return False
+    return request is None or run.get("request", 1) == request
 
 
 class QuotaExceeded(CultureLensError):
@@ -128,6 +140,8 @@ class Queue:
 
     def __init__(self, location: str | Path, *, max_attempts: int = 3,
                  has_results: Callable[[str], bool] = lambda id: False):
+        """``has_results(id)``: whether results answering submission ``id``'s newest request exist (a store's
+        ``Results.answered``, through ``Store``); asked outside any transaction, as it may read a repo."""
         self.max_attempts = max_attempts
         self.has_results = has_results
 
@@ -207,14 +221,8 @@ class Queue:
         return max(1, logged["n"]) if job is not None else None
 
     def answered_by(self, id: str, run: dict | None) -> bool:
-        """Whether results whose run.json is ``run`` answer submission ``id``'s newest request (``request_number``),
-        so that a re-run is never taken as done by the results of the run before. Results scored before run.json
-        recorded the request answer the first one; results of a submission this queue does not know cannot be
-        told from others and count; no run.json (None) answers nothing."""
-        if not isinstance(run, dict):
-            return False
-        number = self.request_number(id)
-        return number is None or run.get("request", 1) == number
+        """Whether results whose run.json is ``run`` answer submission ``id``'s newest request (``answers``)."""
+        return answers(run, self.request_number(id)) if isinstance(run, dict) else False
 
     def requested_since(self, stamp: str) -> set[str]:
         """The submissions asked to be scored (submitted or re-run) at ``stamp`` or later (the same second
@@ -243,12 +251,9 @@ class Queue:
     def claim(self, worker: str, lease_seconds: float) -> Job | None:
         """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired. A job whose lease expired
         on its last attempt is not taken: it ends FINISHED if that attempt wrote its results, else FAILED."""
+        self._end_exhausted()
         stamp = now_iso()
         with self._transaction() as db:
-            exhausted = db.execute("SELECT id, attempts FROM submissions WHERE state = 'RUNNING' AND lease_expires"
-                                   " < DB_NOW AND attempts >= ?" + self._skip_locked, (self.max_attempts,)).fetchall()
-            for row in exhausted:
-                self._end_exhausted(db, row["id"], row["attempts"], stamp)
             row = db.execute(
                 "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < DB_NOW"
                 " AND attempts < ?) ORDER BY created_at, id LIMIT 1" + self._skip_locked,
@@ -262,17 +267,30 @@ class Queue:
                 (worker, lease_seconds, stamp, stamp, f"claimed by worker {worker}", row["id"]))
         return self.get(row["id"])
 
-    def _end_exhausted(self, db: Session, id: str, attempts: int, stamp: str) -> None:
-        """A job whose worker died on its last attempt: FINISHED if that attempt wrote its results, else FAILED."""
-        if self.has_results(id):
-            db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, updated_at = ?,"
-                       " lease_owner = NULL, progress = 1, message = 'scored (the last attempt wrote its"
-                       " results, then stopped)' WHERE id = ?", (stamp, stamp, id))
-        else:
-            db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
-                       " lease_owner = NULL, error = ? WHERE id = ?",
-                       (stamp, stamp, f"the worker stopped {_times(attempts)} while scoring this submission"
-                        " (crash or out of memory?); a maintainer can re-run it", id))
+    def _end_exhausted(self) -> None:
+        """End the jobs whose worker died on their last attempt: FINISHED if that attempt wrote its results, else
+        FAILED. ``has_results`` is asked between transactions (it may download from a repo: the queue's write lock
+        must not wait on the network); each job is then ended in a transaction only if it is still as it was seen
+        (RUNNING, its lease expired, the same attempt), so a job another claimer ended, or whose worker came back,
+        is left alone."""
+        with self._connect() as db:
+            exhausted = db.execute("SELECT id, attempts FROM submissions WHERE state = 'RUNNING' AND lease_expires"
+                                   " < DB_NOW AND attempts >= ?", (self.max_attempts,)).fetchall()
+        for row in exhausted:
+            done = self.has_results(row["id"])
+            stamp = now_iso()
+            unchanged = " WHERE id = ? AND state = 'RUNNING' AND lease_expires < DB_NOW AND attempts = ?"
+            with self._transaction() as db:
+                if done:
+                    db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, updated_at = ?,"
+                               " lease_owner = NULL, progress = 1, message = 'scored (the last attempt wrote its"
+                               " results, then stopped)'" + unchanged, (stamp, stamp, row["id"], row["attempts"]))
+                else:
+                    db.execute("UPDATE submissions SET state = 'FAILED', finished_at = ?, updated_at = ?,"
+                               " lease_owner = NULL, error = ?" + unchanged,
+                               (stamp, stamp, f"the worker stopped {_times(row['attempts'])} while scoring this"
+                                " submission (crash or out of memory?); a maintainer can re-run it", row["id"],
+                                row["attempts"]))
 
     def _update_own(self, id: str, worker: str, assignments: str, values: tuple) -> bool:
         with self._transaction() as db:
