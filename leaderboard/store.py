@@ -45,7 +45,7 @@ from benchmark.errors import CultureLensError
 from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from leaderboard import reported
-from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, now_iso
+from leaderboard.queue import DuplicateSubmission, Job, QuotaExceeded, now_iso, open_queue
 
 if TYPE_CHECKING:
     from benchmark.harness import Scores
@@ -96,8 +96,8 @@ class Store:
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        self.queue = Queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
-                           has_results=self.has_results)
+        self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
+                                has_results=self.has_results)
         # What the operator must hear when the (SQLite) queue file was found damaged and rebuilt here; else None.
         self.rebuilt: str | None = self._rebuild_queue() if self.queue.damaged else None
 

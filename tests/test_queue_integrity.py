@@ -20,7 +20,7 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard import render
 from leaderboard.app import Views
-from leaderboard.queue import Queue
+from leaderboard.queue import open_queue
 from leaderboard.store import REBUILT_OWNER, PermissionDenied, Store
 from tests.helpers import make_submission, write_image
 
@@ -112,9 +112,9 @@ def test_a_queue_from_before_the_submission_log_keeps_its_quota(tmp_path):
             db.execute("INSERT INTO submissions (id, content_hash, owner, model, dataset, state, created_at,"
                        " updated_at) VALUES (?, ?, ?, 'm', 'd', 'FINISHED', ?, ?)",
                        (f"s{n}", f"sha256:{n}", owner, f"2026-11-2{n}T00:00:00+00:00", "2026-11-22T00:00:00+00:00"))
-    queue = Queue(path)
+    queue = open_queue(path)
     assert queue.count_since("ada", "2026-11-01") == 2 and queue.count_since("grace", "2026-11-01") == 1
-    assert Queue(path).count_since("ada", "2026-11-01") == 2  # opened again: logged once
+    assert open_queue(path).count_since("ada", "2026-11-01") == 2  # opened again: logged once
     assert queue.count_since("ada", "2026-11-21") == 1  # the log keeps each submission's own date
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.crash_soak import Soak, build_store, worker_env
 from leaderboard.app import Views
-from leaderboard.queue import Queue
+from leaderboard.queue import Queue, open_queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
@@ -67,7 +67,7 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
 
 
 def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
-    queue = Queue(tmp_path / "q.sqlite")
+    queue = open_queue(tmp_path / "q.sqlite")
     supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(1)"], queue, first_delay=1.0, max_delay=2.0,
                             beat=0.2)
     delays = []
@@ -143,10 +143,10 @@ def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, 
 PARENT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from leaderboard.queue import Queue
+    from leaderboard.queue import open_queue
     from leaderboard.supervisor import Supervisor
 
-    Supervisor(sys.argv[2:], Queue(Path(sys.argv[1])), beat=0.2).start()
+    Supervisor(sys.argv[2:], open_queue(Path(sys.argv[1])), beat=0.2).start()
     time.sleep(600)
 """)
 
