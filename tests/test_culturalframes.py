@@ -21,6 +21,7 @@ from benchmark.datasets import culturalframes as cf
 from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.expectations import human, meta_eval
+from benchmark.expectations.rated_images import export_submission
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.stats import mean_ci
 from benchmark.submission.validate import stage
@@ -255,7 +256,7 @@ def test_model_names_map_to_the_leaderboard_names():
 
 def score_export(out, model, tiny_clip, tmp_path):
     """Export one model's images as a submission, validate and score it with the harness (CLIP cosine, tiny CLIP)."""
-    folder = cf.export_submission(out, model, tmp_path / f"export-{model}")
+    folder = export_submission(out, model, tmp_path / f"export-{model}")
     report = stage(folder, tmp_path / f"staging-{model}",
                    lambda m: load_prompts(m.dataset.repo, m.dataset.config, folder=out))
     assert report.ok, report.errors
@@ -281,7 +282,7 @@ def test_exported_images_are_scored_by_the_harness_and_map_back_to_image_ids(bui
     expected = rated.set_index("image_id")["prompt_id"].map(by_prompt)
     assert mapped.set_index("image_id")["score"].to_dict() == expected.to_dict()
     with pytest.raises(cf.CulturalFramesSourceError, match="no CulturalFrames image is from 'GPT-Image'; models: FLUX.1-dev, "):
-        cf.export_submission(out, "gpt-image", tmp_path / "gpt")
+        export_submission(out, "gpt-image", tmp_path / "gpt")
     assert not (tmp_path / "gpt").exists()
 
 

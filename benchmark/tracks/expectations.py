@@ -27,10 +27,10 @@ def build_release(args: argparse.Namespace) -> int:
 
 
 def export_submission(args: argparse.Namespace) -> int:
-    from benchmark.datasets import culturalframes
+    from benchmark.expectations import rated_images
 
     quiet_datasets()
-    out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
+    out = rated_images.export_submission(args.dataset, args.model, Path(args.out))
     print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out}`")
     return 0
 
