@@ -17,21 +17,18 @@ from pathlib import Path
 import pytest
 
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard import render
 from leaderboard.app import Views
 from leaderboard.queue import open_queue
 from leaderboard.store import REBUILT_OWNER, PermissionDenied, Store
-from tests.helpers import make_submission, write_image
+from tests.helpers import make_submission, serving_tiny_cube, write_image
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 # --- the quota ---------------------------------------------------------------------------------------------
 def _store(root: Path, tiny_upstream: Path, queue: str | None = None) -> Store:
-    store = Store(root, quota=5, quota_hours=24, attempt_quota=50, queue=queue)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
-    return store
+    return serving_tiny_cube(Store(root, quota=5, quota_hours=24, attempt_quota=50, queue=queue), tiny_upstream)
 
 
 @pytest.fixture()

@@ -19,6 +19,7 @@ from leaderboard.app import Views
 from leaderboard.queue import Queue, open_queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
+from tests.helpers import culturelens_command
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts worker and serve processes
 
@@ -104,8 +105,8 @@ def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
     can run; it must end with status 2 (not die at shutdown with SIGABRT, which reads as a crash and restarts it
     forever)."""
     store = Store(tmp_path / "store")
-    supervisor = Supervisor([sys.executable, "-m", "culturelens", "worker", "--store", str(store.root), "--tracks",
-                             "awareness"], store.queue, env=ENV, first_delay=0.1, beat=0.2)
+    supervisor = Supervisor(culturelens_command("worker", "--store", store.root, "--tracks", "awareness"),
+                            store.queue, env=ENV, first_delay=0.1, beat=0.2)
     supervisor.start()
     try:
         row = _until(lambda: (r := _row(store.queue)) and r["state"] == "gave up" and r, 120, "the supervisor gives up")
@@ -115,8 +116,8 @@ def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
 
 
 def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[str]:
-    return [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--backbones",
-            str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
+    return culturelens_command("worker", "--store", store.root, "--backbones", backbones_file, "--lease-seconds",
+                               lease_seconds, "--batch-size", "2", "--tracks", "awareness")
 
 
 def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, backbones_file, store_queue):

@@ -4,9 +4,6 @@ ranked, charted and explained by the app."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pandas as pd
@@ -15,7 +12,7 @@ import pytest
 from benchmark import tracks
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving, serving_tiny_cube
+from tests.helpers import culturelens, make_submission, serving, serving_tiny_cube
 
 TOY = textwrap.dedent('''
     """Toy: the seed of each image, divided by --toy-divisor (a value known before scoring)."""
@@ -75,11 +72,6 @@ def toy_track(tmp_path, monkeypatch):
     yield folder
     monkeypatch.delenv(tracks.ENV_TRACK_PATH)
     tracks.all_tracks.cache_clear()
-
-
-def culturelens(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "culturelens", *args], capture_output=True, text=True, timeout=300,
-                          env=os.environ.copy())
 
 
 def test_the_registry_lists_the_six_tracks_in_order_and_knows_each_setting_once():
