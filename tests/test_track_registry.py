@@ -11,6 +11,7 @@ import pytest
 
 from benchmark import tracks
 from benchmark.datasets import cube_1k
+from benchmark.settings import TRACK_PATH
 from leaderboard.store import Store
 from tests.helpers import culturelens, make_submission, serving, serving_tiny_cube
 
@@ -67,11 +68,8 @@ def toy_track(tmp_path, monkeypatch):
     folder = tmp_path / "more_tracks"
     folder.mkdir()
     (folder / "toy.py").write_text(TOY, encoding="utf-8")
-    monkeypatch.setenv(tracks.ENV_TRACK_PATH, str(folder))
-    tracks.all_tracks.cache_clear()
-    yield folder
-    monkeypatch.delenv(tracks.ENV_TRACK_PATH)
-    tracks.all_tracks.cache_clear()
+    monkeypatch.setenv(TRACK_PATH.env, str(folder))  # the registry reads it at each call
+    return folder
 
 
 def test_the_registry_lists_the_six_tracks_in_order_and_knows_each_setting_once():

@@ -17,7 +17,7 @@ def hub(args: argparse.Namespace) -> int:
     from leaderboard.results_repo import LocalRepo, open_repo
     from leaderboard.store import Store
 
-    store = Store(Path(args.store), queue=options.queue(args))
+    store = Store(options.store(args), queue=options.queue(args))
     if args.action == "snapshot":
         repo = open_repo(args.results, token=args.token)
         release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")
