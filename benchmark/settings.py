@@ -58,9 +58,8 @@ class Setting:
         variable, and the default unless the help does."""
         text = help or self.help
         if self.env:
-            unshown = self.default in (None, False, "") or "default" in text  # nothing to show, or said
-            shown = "" if unshown else f"; default {_shown(self.default)}"
-            text = f"{text} (env {self.env}{shown})"
+            silent = self.default in (None, False, "") or "default" in text  # none to show, or the help says it
+            text = f"{text} (env {self.env}{'' if silent else f'; default {_shown(self.default)}'})"
         group.add_argument(self.flag, dest=self.name, type=self.type, choices=self.choices or None,
                            default=None if self.env else self.default, metavar=self.metavar, help=text, **options)
 

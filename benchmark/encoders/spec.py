@@ -18,6 +18,7 @@ from typing import Literal
 
 from benchmark.errors import CultureLensError
 from benchmark.settings import BACKBONES
+
 LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 FAMILIES = ("open_clip", "hf_vision", "dreamsim")
 POOLINGS = ("cls", "mean")  # the first is the default
