@@ -8,22 +8,19 @@ CULTURELENS_HUB_RESULTS (dataset repo ids) and a write token in HF_TOKEN: at sta
 the newest leaderboard release is read (never every results folder), then every minute the store is pushed and
 new results folders are picked up, and the store is pushed once more when the Space stops. The default dataset
 (CUBE-1K) is built at start from CULTURELENS_CUBE_SOURCE (default: the authors' public file) when the store lacks
-it. README.md, "Deployment", walks through a CPU Space with a GPU worker elsewhere.
+it. Every other setting of `culturelens serve` is read from its environment variable too (README.md,
+"Environment"). README.md, "Deployment", walks through a CPU Space with a GPU worker elsewhere.
 """
-
-import os
-from pathlib import Path
 
 from benchmark.datasets.cube_1k import DEFAULT_SOURCE
 from leaderboard import operator_settings, service
 
-# A public deployment: the public quota, unless CULTURELENS_QUOTA... and CULTURELENS_LIMITS say otherwise.
-running = service.start(Path(os.environ.get("CULTURELENS_STORE", ".culturelens")), limits=operator_settings.limits(),
-                        quota=operator_settings.quota(public=True), user=os.environ.get("CULTURELENS_USER", "local"),
-                        cube_source=os.environ.get("CULTURELENS_CUBE_SOURCE", DEFAULT_SOURCE),
-                        hub_repos={"requests": os.environ.get("CULTURELENS_HUB_REQUESTS"),
-                                   "results": os.environ.get("CULTURELENS_HUB_RESULTS")},
-                        queue=operator_settings.queue())
+# A public deployment: `culturelens serve`'s settings (leaderboard.operator_settings.SERVICE) from the environment
+# alone, the public quota unless CULTURELENS_QUOTA... say otherwise.
+chosen = operator_settings.service(public=True)
+running = service.start(chosen.store, limits=chosen.limits, quota=chosen.quota, user=chosen.user,
+                        cube_source=chosen.cube_source or DEFAULT_SOURCE,  # a Space's disk starts empty
+                        hub_repos=chosen.hub_repos, queue=chosen.queue)
 demo = running.app
 
 if __name__ == "__main__":

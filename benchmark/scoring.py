@@ -17,7 +17,6 @@ writes the results, which equal a one-process run's.
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
 import sys
@@ -33,14 +32,12 @@ from benchmark.errors import CultureLensError
 from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
 from benchmark.suite import SUITE_V1, Suite
-
-
-_LAUNCHED = "CULTURELENS_LAUNCHED"
+from benchmark.settings import LAUNCHED, WORLD_SIZE, child_environment
 
 
 def launched_by_accelerate() -> bool:
     """True inside a process started by ``accelerate launch`` / torchrun (or by our own relaunch)."""
-    return "WORLD_SIZE" in os.environ or _LAUNCHED in os.environ
+    return WORLD_SIZE.resolve() is not None or LAUNCHED.resolve() is not None
 
 
 def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
@@ -52,7 +49,7 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
                str(num_processes), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
                "-m", "culturelens.cli", *argv]
-    return subprocess.call(command, env={**os.environ, _LAUNCHED: "1"})
+    return subprocess.call(command, env=child_environment({LAUNCHED: "1"}))
 
 
 def _stage_once(submission: Path, out: Path, datasets_root: Path, suite: Suite | None) -> bool:

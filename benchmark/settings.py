@@ -1,27 +1,42 @@
 """Settings declared once: a name, a default, a type, a help line and, for some, an environment variable.
 
 A track declares the settings its metrics read (``benchmark.tracks.Track.settings``); the harness declares how it
-runs (``RUNTIME``). From these declarations come the command line's flags (``add_options``), the environment
-fallbacks and the values run.json records (``from_args``), so a setting is written in one place only.
+runs (``RUNTIME``); the service declares what an operator sets (``leaderboard.operator_settings``). From these
+declarations come the command line's flags (``add_options``), the environment fallbacks and the values run.json
+records (``from_args``), so a setting is written in one place only.
+
+The process environment is read (and written, for a child process) here and nowhere else: every variable the code
+reads is a ``Setting`` with an ``env``, the library's in ``ENVIRONMENT`` below, the service's in
+``leaderboard.operator_settings``, the tracks' in their settings; README.md's "Environment" table lists them all
+(``tests/test_settings.py`` checks it against these declarations).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.encoders.spec import ENV_BACKBONES
 from benchmark.errors import CultureLensError
+
+
+class SettingError(CultureLensError):
+    """A setting that cannot be read; the message names the setting, where it was set and what it accepts."""
+
+
+def _environment(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
 
 
 @dataclass(frozen=True)
 class Setting:
     """One choice a user makes: ``--name-with-dashes`` on the command line, ``env`` when the flag is not given,
     else ``default``. ``path``: the value may name a local file or folder, recorded as an absolute path so that a
-    reproduction from another working directory reads the same one."""
+    reproduction from another working directory reads the same one. ``metavar``: the flag's value in ``--help``.
+    A setting only the environment gives (``SPACE_ID``, ``WORLD_SIZE``) is declared the same way and never
+    added as a flag."""
 
     name: str
     default: object
@@ -30,25 +45,68 @@ class Setting:
     choices: tuple = ()
     env: str = ""
     path: bool = False
+    metavar: str | None = None
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-    def add_to(self, group: argparse._ActionsContainer) -> None:
-        """This setting as an option of ``group``. One with an environment variable defaults to None, so that
-        ``from_args`` can tell a flag given from one left out (and then read the environment)."""
+    def add_to(self, group: argparse._ActionsContainer, help: str | None = None, **options) -> None:
+        """This setting as an option of ``group`` (``help``: a verb's own wording; ``options``: more of
+        ``add_argument``'s, e.g. ``action="append"``). One with an environment variable defaults to None, so that
+        ``resolve`` can tell a flag given from one left out (and then read the environment); its help names the
+        variable, and the default unless the help does."""
+        text = help or self.help
+        if self.env:
+            silent = self.default in (None, False, "") or "default" in text  # none to show, or the help says it
+            text = f"{text} (env {self.env}{'' if silent else f'; default {_shown(self.default)}'})"
         group.add_argument(self.flag, dest=self.name, type=self.type, choices=self.choices or None,
-                           default=None if self.env else self.default,
-                           help=f"{self.help} (env {self.env})" if self.env else self.help)
+                           default=None if self.env else self.default, metavar=self.metavar, help=text, **options)
 
-    def resolve(self, given: object, environ: Mapping[str, str]) -> object:
-        """The value used: the flag's, else the environment's, else the default."""
-        if given is not None:
-            return given
+    def given(self, flag: object = None, environ: Mapping[str, str] | None = None) -> tuple[object, str]:
+        """(the value set, where: "its flag" or the environment variable) for a flag whose value is ``flag``
+        (None: not given); (None, "") when neither sets it. The environment's value is the raw text."""
+        environ = _environment(environ)
+        if flag is not None:
+            return flag, "its flag"
         if self.env and environ.get(self.env):
-            return self.type(environ[self.env])
-        return self.default
+            return environ[self.env], self.env
+        return None, ""
+
+    def resolve(self, given: object = None, environ: Mapping[str, str] | None = None) -> object:
+        """The value used: the flag's (``given``), else the environment's (read with ``type``), else the
+        default. An environment value ``type`` refuses is a SettingError naming the variable."""
+        value, where = self.given(given, environ)
+        if value is None:
+            return self.default
+        if where != self.env:
+            return value
+        try:
+            return self.type(value)
+        except (ValueError, argparse.ArgumentTypeError) as error:
+            raise SettingError(f"{self.env}: {value!r} cannot be read ({error})") from None
+
+    def put(self, value: str | None, environ: MutableMapping[str, str] | None = None) -> None:
+        """Set this setting's variable to ``value`` (None: remove it) in ``environ``, a child's environment
+        (``child_environment``), or by default this process's (which its children inherit)."""
+        environ = os.environ if environ is None else environ
+        if value is None:
+            environ.pop(self.env, None)
+        else:
+            environ[self.env] = value
+
+
+def _shown(value: object) -> str:
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
+def child_environment(changes: Mapping[Setting, str | None] | None = None) -> dict[str, str]:
+    """A copy of this process's environment for a child process, each setting of ``changes`` set to its value
+    (None: removed)."""
+    environ = dict(os.environ)
+    for setting, value in (changes or {}).items():
+        setting.put(value, environ)
+    return environ
 
 
 class Settings(Mapping):
@@ -106,7 +164,7 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(declared: Iterable[Setting], args: argparse.Namespace,
-              environ: Mapping[str, str] = os.environ) -> Settings:
+              environ: Mapping[str, str] | None = None) -> Settings:
     """The settings a command line chose, with the environment's fallbacks resolved."""
     declared = list(declared)
     return Settings(declared, {s.name: s.resolve(getattr(args, s.name, None), environ) for s in declared})
@@ -119,12 +177,33 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+BACKBONES = Setting("backbones", None, "JSON file pointing backbone ids at local weights or adding ids",
+                    env="CULTURELENS_BACKBONES", path=True)
+
 # How the harness runs: the same options on every verb that loads backbones.
 RUNTIME = (
-    Setting("backbones", None, "JSON file pointing backbone ids at local weights or adding ids",
-            env=ENV_BACKBONES, path=True),
+    BACKBONES,
     Setting("device", None, "torch device (default: cuda if available, else cpu)"),
     Setting("batch_size", 32, "images per forward pass", type=positive_int),
     Setting("num_workers", None, "DataLoader processes decoding images (default: one per core on a GPU, one per 4 "
                                  "cores on a CPU, none on fewer)", type=int),
 )
+
+TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true in HF_HUB_OFFLINE
+
+# The variables only the environment gives (no flag), read by the library and the command line.
+TRACK_PATH = Setting("track_path", "", "folders of more track modules, separated by " + repr(os.pathsep),
+                     env="CULTURELENS_TRACK_PATH")
+HUB_OFFLINE = Setting("hub_offline", False, "Hugging Face's offline mode: local files and the Hugging Face cache "
+                      "only (set for a verb's process, and serve's worker, when the Hub cannot be reached)",
+                      type=lambda text: text.strip().upper() in TRUE_VALUES, env="HF_HUB_OFFLINE")
+HUB_ENDPOINT = Setting("hub_endpoint", "https://huggingface.co", "the Hugging Face Hub's address (a mirror's)",
+                       env="HF_ENDPOINT")
+WORLD_SIZE = Setting("world_size", None, "set by accelerate (torchrun) in each process of a multi-process run",
+                     env="WORLD_SIZE")
+LAUNCHED = Setting("launched", None, "set by `culturelens score --num-processes N` in the processes it starts",
+                   env="CULTURELENS_LAUNCHED")
+
+ENVIRONMENT = (BACKBONES, TRACK_PATH, HUB_OFFLINE, HUB_ENDPOINT, WORLD_SIZE, LAUNCHED)
+"""Every environment variable the library and the command line read, but the tracks' settings (theirs) and the
+service's (``leaderboard.operator_settings``)."""

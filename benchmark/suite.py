@@ -221,12 +221,11 @@ class Source:
     how: str = ""
 
 
-CUBE_COMMIT = "4ec2d350102dcfc03e41aa51ee0f2398d642a1a6"  # github.com/google-deepmind/cube, 20 Jan 2025
+CUBE_COMMIT = names.CUBE_COMMIT
 W1KP_COMMIT = "0a33166633c6f9342ae41ae6d77626041a9bc995"  # github.com/castorini/w1kp, 14 Nov 2024
 
 SOURCES = (
-    Source("cube-1k", "the CUBE authors' cube_1k.json",
-           f"https://raw.githubusercontent.com/google-deepmind/cube/{CUBE_COMMIT}/dataset/cube_1k.json",
+    Source("cube-1k", "the CUBE authors' cube_1k.json", names.CUBE_1K_SOURCE,
            "sha256:bdb5b477bb75f54112d44a540b064ae6cbb5600e3b719c47a645b459b140db76", "CC BY-NC-SA 4.0"),
     Source("cube-diversity", "CUBE's diversity prompts, written in this package (benchmark/datasets/cube_diversity.py)",
            None, None, "CC BY 4.0", how="nothing to give: built from the package"),

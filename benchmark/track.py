@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from benchmark.errors import CultureLensError
+from benchmark.papers import Paper  # noqa: F401 - the record a track's ``Papers`` cites
 from benchmark.settings import Setting
 
 if TYPE_CHECKING:  # for annotations only: importing them loads torch
@@ -62,43 +63,6 @@ class Protocol:
                  f"metric version {self.version}…" if self.version else "",
                  f"backbones {', '.join(self.backbones)}" if self.backbones else ""]
         return "; ".join(p for p in parts if p)
-
-
-@dataclass(frozen=True)
-class Paper:
-    """A paper's record, from which its reference text (method pages, cards, the About page), its short form (table
-    cells) and its BibTeX are all made, so they cannot disagree."""
-
-    key: str  # BibTeX key
-    title: str
-    authors: tuple[str, ...]  # "Last, First", as BibTeX writes them
-    arxiv: str
-    year: int
-    venue: str = ""  # where it was published, when not only on arXiv
-
-    @property
-    def surnames(self) -> list[str]:
-        return [a.split(",")[0] for a in self.authors]
-
-    @property
-    def text(self) -> str:
-        """The full reference: surnames, title, venue and arXiv id (a reported row's ``citation``)."""
-        names = self.surnames
-        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " & " + names[-1]
-        return ", ".join(p for p in (who, f'"{self.title}"', self.venue, f"arXiv:{self.arxiv}") if p)
-
-    @property
-    def short(self) -> str:
-        """For table cells: first author (and the second when there are two), arXiv id."""
-        names = self.surnames
-        who = " & ".join(names) if len(names) <= 2 else f"{names[0]} et al."
-        return f"{who}, arXiv:{self.arxiv}"
-
-    @property
-    def bibtex(self) -> str:
-        venue = f"  note = {{{self.venue}}},\n" if self.venue else ""
-        return (f"@article{{{self.key},\n  title = {{{self.title}}},\n  author = {{{' and '.join(self.authors)}}},\n"
-                f"  journal = {{arXiv preprint arXiv:{self.arxiv}}},\n{venue}  year = {{{self.year}}}\n}}")
 
 
 @dataclass(frozen=True)

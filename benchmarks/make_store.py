@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from benchmark import __version__, results
 from benchmark.datasets import cube_1k
-from leaderboard.queue import Queue
+from leaderboard.queue import open_queue
 from leaderboard.store import Store
 
 COUNTRIES = {  # CUBE's countries: name -> (ISO code, continent)
@@ -411,7 +411,7 @@ def main() -> None:
         tmp.rename(folder)
         records.append((sid, content_hash.hexdigest(), OWNERS[i % len(OWNERS)], model, stamp, scored))
     queue_started = time.perf_counter()
-    queue = Queue(store.root / "queue.sqlite")
+    queue = open_queue(store.root / "queue.sqlite")
     for sid, digest, owner, model, _, _ in records:
         queue.add(id=sid, content_hash=f"sha256:{digest}", owner=owner, model=model["model"],
                   model_id=model["model_id"], model_revision=model["model_revision"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
 from benchmark import __version__
@@ -40,12 +41,7 @@ EPILOG = """example:
   culturelens serve
 
 exit status: 0 done; 1 a check said no (a submission rejected, a job failed, a result not reproduced within
---tolerance); 2 an error, said in one sentence on stderr.
-
-environment: HF_HUB_OFFLINE=1 (work from local files and the cache; set for you when the Hub cannot be
-reached), CULTURELENS_BACKBONES, CULTURELENS_QUOTA, CULTURELENS_QUOTA_HOURS, CULTURELENS_ATTEMPT_QUOTA,
-CULTURELENS_LIMITS, CULTURELENS_MAX_ATTEMPTS, CULTURELENS_TRACK_PATH (folders of extra track modules), and
-each metric setting's own (see each verb's --help)."""
+--tolerance); 2 an error, said in one sentence on stderr."""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -90,9 +86,18 @@ def verbs() -> list[Verb]:
     return [*own, *(v for t in tracks.all_tracks().values() for v in t.verbs), *hub.VERBS]
 
 
+def environment_note() -> str:
+    """The epilog's last paragraph: every environment variable read (``leaderboard.operator_settings``)."""
+    from leaderboard.operator_settings import environment
+
+    names = ", ".join(sorted({s.env for s in environment()}))
+    return textwrap.fill(f"environment (where a flag exists, the variable is its fallback; README.md, "
+                         f"\"Environment\", says what each does): {names}.", width=110)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line. Each verb's options are added only when that verb is chosen (``_Verbs``)."""
-    root = _Parser(prog="culturelens", epilog=EPILOG,
+    root = _Parser(prog="culturelens", epilog=f"{EPILOG}\n\n{environment_note()}",
                    description="CultureLens: benchmark and leaderboard for the cultural competence of text-to-image "
                                "models.")
     root.add_argument("--version", action="version", version=f"culturelens {__version__}")

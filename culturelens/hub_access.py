@@ -6,10 +6,10 @@ offline, from local files and the cache (``HF_HUB_OFFLINE=1``), instead of retry
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import MutableMapping
 
-TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true in HF_HUB_OFFLINE
+from benchmark.settings import HUB_ENDPOINT, HUB_OFFLINE
 
 
 def offline_requested() -> bool:
@@ -18,7 +18,7 @@ def offline_requested() -> bool:
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
         return bool(constants.HF_HUB_OFFLINE)
-    return os.environ.get("HF_HUB_OFFLINE", "").upper() in TRUE_VALUES
+    return HUB_OFFLINE.resolve()
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -30,7 +30,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
     if offline_requested():
         return False
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    endpoint = HUB_ENDPOINT.resolve()
     try:
         opener = urllib.request.build_opener()  # reads the proxy settings now (urlopen's opener keeps its first)
         with opener.open(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout) as response:
@@ -41,17 +41,17 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def offline_unless_hub_reachable(environ: dict | os._Environ = os.environ) -> bool:
-    """Check the Hub once; when it cannot be reached, set ``HF_HUB_OFFLINE=1`` in ``environ`` (this process's
-    environment, or a child's) and say so in one line. Returns whether the work goes offline."""
+def offline_unless_hub_reachable(environ: MutableMapping[str, str] | None = None) -> bool:
+    """Check the Hub once; when it cannot be reached, set ``HF_HUB_OFFLINE=1`` in ``environ`` (a child's; None:
+    this process's) and say so in one line. Returns whether the work goes offline."""
     if offline_requested():
         return True
     if hub_reachable():
         return False
     print("the Hugging Face Hub cannot be reached: working offline, from local files and the Hugging Face cache "
           "only (HF_HUB_OFFLINE=1)", file=sys.stderr)
-    environ["HF_HUB_OFFLINE"] = "1"
-    if environ is os.environ:  # libraries imported already read the variable once, at import
+    HUB_OFFLINE.put("1", environ)
+    if environ is None:  # this process: libraries imported already read the variable once, at import
         for module, names in (("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
                               ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))):
             if module in sys.modules:

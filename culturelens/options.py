@@ -1,6 +1,7 @@
 """Options and checks that several verbs share: the store, the default dataset's source, the operator's limits
-and quota, the backbones and the metric settings (generated from the tracks' declarations, ``benchmark.settings``).
-Each turns a bad value into a ``CultureLensError`` naming it."""
+and quota, the backbones and the metric settings. Each option is a declared setting (``benchmark.settings``: the
+tracks', the harness's; ``leaderboard.operator_settings``: the service's), its flag and environment fallback made
+from the declaration; each turns a bad value into a ``CultureLensError`` naming it."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ from pathlib import Path
 from benchmark import settings as declared
 from benchmark.errors import CultureLensError, OutputExists
 from culturelens.hub_access import hub_has_dataset
-
-DEFAULT_STORE = ".culturelens"
+from leaderboard import operator_settings as service
 
 
 def add_store(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--store", default=DEFAULT_STORE, help=help)
+    service.STORE.add_to(parser, help=help)
+
+
+def store(args: argparse.Namespace | None = None) -> Path:
+    """The store ``--store`` names, else ``CULTURELENS_STORE``, else ``.culturelens`` (``args`` None: a verb
+    without the flag)."""
+    return Path(service.STORE.resolve(getattr(args, "store", None)))
 
 
 def add_metric_options(parser: argparse.ArgumentParser) -> None:
@@ -46,9 +52,14 @@ def chosen_metrics(args: argparse.Namespace, backbones: dict):
 
 def add_cube_source(parser: argparse.ArgumentParser, where: str) -> None:
     """``--cube-source``: where the default dataset is built from when neither a local copy nor the Hub has it."""
-    parser.add_argument("--cube-source", default=default_cube_source(),
-                        help=f"the authors' cube_1k.json (path or URL) to build the default dataset from, {where}, "
-                             "when neither a local copy nor the Hub repo is reachable")
+    service.CUBE_SOURCE.add_to(parser, help=f"the authors' cube_1k.json (path or URL) to build the default dataset "
+                                            f"from, {where}, when neither a local copy nor the Hub repo is reachable "
+                                            f"(default: {default_cube_source()})")
+
+
+def cube_source(args: argparse.Namespace) -> str:
+    """``--cube-source``, else ``CULTURELENS_CUBE_SOURCE``, else ``default_cube_source()``."""
+    return service.CUBE_SOURCE.resolve(args.cube_source) or default_cube_source()
 
 
 def default_cube_source() -> str:
@@ -82,15 +93,13 @@ def use_suite_assets(args: argparse.Namespace, assets) -> None:
     """Give every metric setting the suite folder's assets imply (``Assets.settings``: artifact index, knowledge
     base, W1KP calibration and its backbone) to ``args``, where neither its flag nor its environment variable set
     one: what the operator says wins over the suite."""
-    import os
-
     from benchmark import tracks
 
     declared_settings = {s.name: s for s in tracks.settings_declared()}
     for name, value in assets.settings().items():
         setting = declared_settings[name]
-        given = getattr(args, name, None)
-        if (given is None or given == setting.default) and not (setting.env and os.environ.get(setting.env)):
+        flag = getattr(args, name, None)
+        if setting.given(None if flag == setting.default else flag)[0] is None:
             setattr(args, name, value)
 
 
@@ -123,66 +132,38 @@ def build_default_dataset(datasets_root: Path, source: str) -> Path | None:
 
 
 def add_limit(parser: argparse.ArgumentParser) -> None:
-    from leaderboard.operator_settings import ENV_LIMITS, describe_limits
-
-    parser.add_argument("--limit", action="append", default=None, metavar="NAME=VALUE",
-                        help=f"change an upload limit (repeatable; env {ENV_LIMITS}=NAME=VALUE,...); names and "
-                             f"defaults: {describe_limits()}")
+    service.LIMITS.add_to(parser, help="change an upload limit (repeatable; the variable holds NAME=VALUE,...); "
+                                       f"names and defaults: {service.describe_limits()}", action="append")
 
 
 def add_quota(parser: argparse.ArgumentParser, who: str) -> None:
-    from leaderboard import operator_settings as o
-
-    group = parser.add_argument_group("quota", f"{who} A number, or '{o.NO_LIMIT}' for no limit.")
-    group.add_argument("--quota", default=None, metavar="N",
-                       help=f"accepted submissions (re-runs included) per user and window (env {o.ENV_QUOTA})")
-    group.add_argument("--attempt-quota", default=None, metavar="N",
-                       help=f"uploads sent for validation, rejected ones included, per user and window "
-                            f"(env {o.ENV_ATTEMPT_QUOTA})")
-    group.add_argument("--quota-hours", default=None, metavar="H",
-                       help=f"the window in hours (env {o.ENV_QUOTA_HOURS}; default {o.QUOTA_HOURS:g})")
+    group = parser.add_argument_group("quota", f"{who} A number, or '{service.NO_LIMIT}' for no limit.")
+    for setting in (service.QUOTA, service.ATTEMPT_QUOTA, service.QUOTA_HOURS):
+        setting.add_to(group)
 
 
 def add_max_attempts(parser: argparse.ArgumentParser) -> None:
-    from leaderboard import operator_settings as o
-
-    parser.add_argument("--max-attempts", default=None, metavar="N",
-                        help=f"claims of one job before it is FAILED with its last reason (env {o.ENV_MAX_ATTEMPTS}; "
-                             f"default {o.MAX_ATTEMPTS})")
+    service.MAX_ATTEMPTS.add_to(parser)
 
 
 def add_queue(parser: argparse.ArgumentParser) -> None:
-    from leaderboard import operator_settings as o
-
-    parser.add_argument("--queue", default=None, metavar="URL",
-                        help=f"the queue on a PostgreSQL server, postgresql://USER@HOST/DATABASE, shared by workers "
-                             f"on other machines (env {o.ENV_QUEUE}; default: the store's queue.sqlite). Keep the "
-                             "password out of the command line: PGPASSWORD, ~/.pgpass or the environment variable")
+    service.QUEUE.add_to(parser)
 
 
 def queue(args: argparse.Namespace) -> str | None:
-    """The queue location ``--queue`` or ``CULTURELENS_QUEUE`` sets (``leaderboard.operator_settings``), or None."""
-    from leaderboard import operator_settings
-
-    return operator_settings.queue(args.queue)
+    """The queue location ``--queue`` or ``CULTURELENS_QUEUE`` sets, or None."""
+    return service.queue(args.queue)
 
 
 def max_attempts(args: argparse.Namespace) -> int:
-    from leaderboard import operator_settings
-
-    return operator_settings.max_attempts(args.max_attempts)
+    return service.max_attempts(args.max_attempts)
 
 
 def limits(args: argparse.Namespace):
-    """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set (``leaderboard.operator_settings``)."""
-    from leaderboard import operator_settings
-
-    return operator_settings.limits(args.limit)
+    """The upload limits ``--limit`` and ``CULTURELENS_LIMITS`` set."""
+    return service.limits(args.limit)
 
 
 def quota(args: argparse.Namespace, *, public: bool) -> dict:
     """``Store``'s quota keywords from ``--quota``, ``--quota-hours``, ``--attempt-quota`` and the environment."""
-    from leaderboard import operator_settings
-
-    return operator_settings.quota(public=public, submissions=args.quota, hours=args.quota_hours,
-                                   attempts=args.attempt_quota)
+    return service.quota(public=public, submissions=args.quota, hours=args.quota_hours, attempts=args.attempt_quota)

@@ -29,7 +29,7 @@ from benchmark.images import open_as_viewed
 from benchmark.submission import ServerFault
 from benchmark.submission.manifest import json_schema
 from benchmark.track import Chart, DetailPicture
-from leaderboard import bounds, exports, quarantine, render, repo, search, tables
+from leaderboard import bounds, exports, operator_settings, quarantine, render, repo, search, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.downloads import DownloadFolder
@@ -625,7 +625,7 @@ class Views:
     # --- submit and queue ----------------------------------------------------------------------------------
     def who(self, profile: gr.OAuthProfile | None) -> str | None:
         """The signed-in Hugging Face user on a Space (OAuth), else the configured local user."""
-        if os.environ.get("SPACE_ID"):
+        if operator_settings.on_space():
             return profile.username if profile is not None else None
         return self.owner
 
@@ -869,7 +869,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
     brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``)."""
     views = Views(store, owner, fetch)
-    on_space = bool(os.environ.get("SPACE_ID"))
+    on_space = operator_settings.on_space()
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
     with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)

@@ -1,5 +1,8 @@
-"""The quota, upload limits and queue location an operator sets: a command-line flag first, then an environment
-variable, then the built-in default.
+"""What an operator sets for the service, declared once as ``benchmark.settings.Setting`` records: where the store
+and the queue are, who owns local uploads, the Hub repos it mirrors to, the quota, the upload limits and the
+attempts a job gets. Each is a flag of `culturelens serve` (and of the other verbs that need it), else an
+environment variable, else the default; ``app.py`` (a Space, no command line) resolves the same records from the
+environment alone (``service``). ``SERVICE`` lists them, ``environment()`` every variable CultureLens reads.
 
 Who is held to the quota follows SECURITY.md's threat model. Visitors of a server that other machines can reach
 (`culturelens serve --host 0.0.0.0`, or `app.py` on a Space) are: off a Space there is no sign-in, so every visitor
@@ -11,29 +14,76 @@ environment) applies everywhere.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import ipaddress
-import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from benchmark.errors import CultureLensError
-from benchmark.submission import Limits
+from benchmark import settings as declared
+from benchmark.settings import Setting, SettingError
 
-ENV_QUOTA = "CULTURELENS_QUOTA"
-ENV_QUOTA_HOURS = "CULTURELENS_QUOTA_HOURS"
-ENV_ATTEMPT_QUOTA = "CULTURELENS_ATTEMPT_QUOTA"
-ENV_LIMITS = "CULTURELENS_LIMITS"
-ENV_MAX_ATTEMPTS = "CULTURELENS_MAX_ATTEMPTS"
-ENV_QUEUE = "CULTURELENS_QUEUE"
+if TYPE_CHECKING:
+    from benchmark.submission import Limits
+
 PUBLIC_QUOTA = 5  # accepted submissions (re-runs included) per user and window
 PUBLIC_ATTEMPT_QUOTA = 20  # uploads sent for validation (rejected ones included) per user and window
-QUOTA_HOURS = 24.0
-MAX_ATTEMPTS = 3  # claims of one job (a worker that died holding it counts) before it is FAILED
 NO_LIMIT = "none"
 
+STORE = Setting("store", ".culturelens", "the leaderboard store", env="CULTURELENS_STORE")
+QUEUE = Setting("queue", None, "the queue on a PostgreSQL server, postgresql://USER@HOST/DATABASE, shared by workers "
+                               "on other machines (default: the store's queue.sqlite); keep the password out of the "
+                               "command line: PGPASSWORD, ~/.pgpass or the environment variable",
+                env="CULTURELENS_QUEUE", metavar="URL")
+LOGIN = Setting("login", "local", "your login name: who owns what you submit (`submit --owner`) and, unless "
+                                  "CULTURELENS_USER says otherwise, a served app's uploads", env="USER")
+USER = Setting("user", None, "local user submissions are owned by (default: your login name, $USER)",
+               env="CULTURELENS_USER")
+CUBE_SOURCE = Setting("cube_source", None, "build the default CUBE-1K dataset from this JSON (path or URL) if the "
+                                           "store lacks it (app.py: the authors' public file when not set)",
+                      env="CULTURELENS_CUBE_SOURCE")
+HUB_REQUESTS = Setting("hub_requests", None, "Hub dataset repo mirroring the queue and submitted files (pulled at "
+                                             "start, then pushed)", env="CULTURELENS_HUB_REQUESTS")
+HUB_RESULTS = Setting("hub_results", None, "Hub dataset repo mirroring the results (its newest leaderboard release "
+                                           "read at start, new results folders picked up, then pushed)",
+                      env="CULTURELENS_HUB_RESULTS")
+QUOTA = Setting("quota", None, "accepted submissions (re-runs included) per user and window", env="CULTURELENS_QUOTA",
+                metavar="N")
+ATTEMPT_QUOTA = Setting("attempt_quota", None, "uploads sent for validation, rejected ones included, per user and "
+                                               "window", env="CULTURELENS_ATTEMPT_QUOTA", metavar="N")
+QUOTA_HOURS = Setting("quota_hours", 24.0, "the window in hours", env="CULTURELENS_QUOTA_HOURS", metavar="H")
+LIMITS = Setting("limit", None, "change an upload limit (repeatable; the variable: NAME=VALUE,...)",
+                 env="CULTURELENS_LIMITS", metavar="NAME=VALUE")
+MAX_ATTEMPTS = Setting("max_attempts", 3, "claims of one job (a worker that died holding it counts) before it is "
+                                          "FAILED with its last reason", env="CULTURELENS_MAX_ATTEMPTS", metavar="N")
+SPACE_ID = Setting("space_id", None, "set by Hugging Face Spaces: visitors sign in with Hugging Face and own their "
+                                     "uploads", env="SPACE_ID")
 
-class SettingError(CultureLensError):
-    """A quota or limit setting that cannot be read; the message names the setting and what it accepts."""
+SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS, LIMITS)
+"""The settings `culturelens serve` and app.py share (``service``); serve has a flag for each."""
+OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID)
+"""The service's other variables: the worker's attempts, the login name, and the Space's own."""
+
+
+def environment() -> list[Setting]:
+    """Every setting read from an environment variable: the library's, the tracks' and the service's, in that
+    order (README.md's "Environment" table lists the same)."""
+    from benchmark import tracks
+
+    every = [*declared.ENVIRONMENT, *tracks.settings_declared(), *SERVICE, *OTHERS]
+    return [s for s in every if s.env]
+
+
+def on_space(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the app runs on a Hugging Face Space (where visitors sign in)."""
+    return bool(SPACE_ID.resolve(None, environ))
+
+
+def login(environ: Mapping[str, str] | None = None) -> str:
+    """The login name ($USER), else "local"."""
+    return LOGIN.resolve(None, environ)
 
 
 def is_loopback(host: str) -> bool:
@@ -44,13 +94,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name: it may resolve to any interface
         return False
-
-
-def _setting(flag: str | None, name: str, environ: Mapping[str, str]) -> tuple[str | None, str]:
-    """(the value set, where it was set) for a flag whose environment variable is ``name``."""
-    if flag is not None:
-        return flag, "its flag"
-    return environ.get(name) or None, name
 
 
 def _count(value: str, where: str) -> int | None:
@@ -66,19 +109,19 @@ def _count(value: str, where: str) -> int | None:
 
 
 def quota(*, public: bool, submissions: str | None = None, hours: str | None = None, attempts: str | None = None,
-          environ: Mapping[str, str] = os.environ) -> dict:
+          environ: Mapping[str, str] | None = None) -> dict:
     """``Store``'s quota keywords (``quota``, ``quota_hours``, ``attempt_quota``) from the flags' values (None:
     not given), else ``CULTURELENS_QUOTA``, ``CULTURELENS_QUOTA_HOURS`` and ``CULTURELENS_ATTEMPT_QUOTA``, else
     the public defaults where ``public`` and no quota where not. ``none`` is no limit."""
-    submissions, s_where = _setting(submissions, ENV_QUOTA, environ)
-    attempts, a_where = _setting(attempts, ENV_ATTEMPT_QUOTA, environ)
-    hours, h_where = _setting(hours, ENV_QUOTA_HOURS, environ)
+    submissions, s_where = QUOTA.given(submissions, environ)
+    attempts, a_where = ATTEMPT_QUOTA.given(attempts, environ)
+    hours, h_where = QUOTA_HOURS.given(hours, environ)
     settings = {
         "quota": _count(submissions, f"quota ({s_where})") if submissions is not None
         else (PUBLIC_QUOTA if public else None),
         "attempt_quota": _count(attempts, f"attempt quota ({a_where})") if attempts is not None
         else (PUBLIC_ATTEMPT_QUOTA if public else None),
-        "quota_hours": QUOTA_HOURS,
+        "quota_hours": QUOTA_HOURS.default,
     }
     if hours is not None:
         try:
@@ -90,23 +133,23 @@ def quota(*, public: bool, submissions: str | None = None, hours: str | None = N
     return settings
 
 
-def max_attempts(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> int:
+def max_attempts(flag: str | None = None, environ: Mapping[str, str] | None = None) -> int:
     """How many times a worker may claim one job before it is FAILED with the last reason: ``--max-attempts``,
     else ``CULTURELENS_MAX_ATTEMPTS``, else 3."""
-    value, where = _setting(flag, ENV_MAX_ATTEMPTS, environ)
+    value, where = MAX_ATTEMPTS.given(flag, environ)
     if value is None:
-        return MAX_ATTEMPTS
+        return MAX_ATTEMPTS.default
     if not value.strip().isdigit() or int(value) < 1:
         raise SettingError(f"max attempts ({where}): {value!r} is not a whole number >= 1")
     return int(value)
 
 
-def queue(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+def queue(flag: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
     """Where the queue lives: ``--queue``, else ``CULTURELENS_QUEUE``, else None (the store's own SQLite file). A
     URL must be a ``postgresql://`` one the driver can read (SettingError, the password hidden, otherwise)."""
     from leaderboard.queue.location import QueueLocationError, check_url, is_url
 
-    value, where = _setting(flag, ENV_QUEUE, environ)
+    value, where = QUEUE.given(flag, environ)
     if value is None or not value.strip():
         return None
     if not is_url(value):
@@ -118,13 +161,16 @@ def queue(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> s
         raise SettingError(f"queue ({where}): {error}") from None
 
 
-def limits(items: list[str] | None = None, environ: Mapping[str, str] = os.environ) -> Limits:
+def limits(items: list[str] | None = None, environ: Mapping[str, str] | None = None) -> Limits:
     """The upload limits: the defaults of ``Limits``, changed by ``CULTURELENS_LIMITS`` (``NAME=VALUE,...``),
     then by each ``NAME=VALUE`` of ``items`` (the ``--limit`` flags)."""
+    from benchmark.submission import Limits
+
     defaults = Limits()
     known = {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Limits)}
     changes = {}
-    sources = [(item, ENV_LIMITS) for item in (environ.get(ENV_LIMITS) or "").split(",") if item.strip()]
+    listed, where = LIMITS.given(None, environ)  # the flags do not replace the variable: they change it further
+    sources = [(item, where) for item in (listed or "").split(",") if item.strip()]
     for item, where in [*sources, *((item, "--limit") for item in items or [])]:
         name, _, value = item.partition("=")
         name = name.strip()
@@ -142,6 +188,41 @@ def limits(items: list[str] | None = None, environ: Mapping[str, str] = os.envir
 
 def describe_limits() -> str:
     """The limit names with their defaults, for ``--help``."""
+    from benchmark.submission import Limits
+
     defaults = Limits()
     return ", ".join(f"{f.name} ({format(getattr(defaults, f.name), 'g' if f.type == 'float' else 'd')})"
                      for f in dataclasses.fields(Limits))
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """The service's settings, resolved: what ``leaderboard.service.start`` is given."""
+
+    store: Path
+    queue: str | None
+    user: str
+    cube_source: str | None
+    hub_repos: dict[str, str | None]
+    limits: Limits
+    quota: dict
+
+
+def service(args: argparse.Namespace | None = None, *, public: bool,
+            environ: Mapping[str, str] | None = None) -> ServiceSettings:
+    """The ``SERVICE`` settings: `culturelens serve`'s flags (``args``), else the environment, else the defaults;
+    app.py, which has no command line, passes no ``args``. ``public``: whether visitors other than the operator
+    reach it (then the public quota applies unless one is set)."""
+    def flag(setting: Setting) -> object:
+        return getattr(args, setting.name, None)
+
+    return ServiceSettings(
+        store=Path(STORE.resolve(flag(STORE), environ)),
+        queue=queue(flag(QUEUE), environ),
+        user=USER.resolve(flag(USER), environ) or login(environ),
+        cube_source=CUBE_SOURCE.resolve(flag(CUBE_SOURCE), environ),
+        hub_repos={"requests": HUB_REQUESTS.resolve(flag(HUB_REQUESTS), environ),
+                   "results": HUB_RESULTS.resolve(flag(HUB_RESULTS), environ)},
+        limits=limits(flag(LIMITS), environ),
+        quota=quota(public=public, submissions=flag(QUOTA), hours=flag(QUOTA_HOURS), attempts=flag(ATTEMPT_QUOTA),
+                    environ=environ))

@@ -44,7 +44,7 @@ from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from leaderboard import hub_submission, quarantine, reported
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
-from leaderboard.queue import Queue
+from leaderboard.queue import open_queue
 from leaderboard.queue_rebuild import rebuild
 from leaderboard.repo import Repo
 from leaderboard.results_folders import Results
@@ -77,7 +77,8 @@ class Store:
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
         self.results_folders = Results(self.root, results_repo)
-        self.queue = Queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts, has_results=self._answered)
+        self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
+                                has_results=self._answered)
         self.quotas = Quota(quota, quota_hours, attempt_quota)
         self.intake = Intake(self.queue, staging=self.staging, submissions=self.submissions,
                              prompts_for=self.prompts_for, limits=limits, quota=self.quotas,

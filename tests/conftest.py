@@ -13,7 +13,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 from benchmarks import tiny_backbone
-from tests.helpers import CUBE_FILE, TINY_UPSTREAM
+from tests.helpers import CUBE_FILE, TINY_UPSTREAM, tiny_cube
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +78,7 @@ def tiny_upstream(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_dataset_root(tmp_path_factory, tiny_upstream) -> Path:
     """A datasets/ root holding a 6-prompt CUBE-format dataset under the default repo name."""
-    from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import local_folder
-
-    root = tmp_path_factory.mktemp("datasets")
-    cube_1k.build(str(tiny_upstream), local_folder(root, cube_1k.HUB_REPO))
-    return root
+    return tiny_cube(tmp_path_factory.mktemp("datasets"), tiny_upstream)
 
 
 # --- queue backends: SQLite (the store's file) and a real PostgreSQL server (tests/postgres.py) ---------------

@@ -39,6 +39,20 @@ for _record in TINY_UPSTREAM:
         _record.setdefault(_key, "nan")
 
 
+def culturelens_command(*args) -> list[str]:
+    """The command line of ``culturelens ARGS`` run by this interpreter (so of this checkout: the tests'
+    PYTHONPATH is inherited), for a process that runs beside the test (``subprocess.Popen``, a supervisor)."""
+    return [sys.executable, "-m", "culturelens.cli", *map(str, args)]
+
+
+def culturelens(*args, env: dict | None = None, cwd: Path | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``culturelens ARGS`` to its end, with this process's environment changed by ``env``; its output
+    captured as text."""
+    return subprocess.run(culturelens_command(*args), capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -54,8 +68,7 @@ def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 18
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "culturelens.cli", "serve", "--store", str(store_root), "--port", str(port),
-             *options], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+            culturelens_command("serve", "--store", store_root, "--port", port, *options), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
         url = f"http://127.0.0.1:{port}/"
         try:
             deadline = time.time() + timeout
@@ -190,11 +203,18 @@ def save_tiny_stable_diffusion(folder: Path, flag_everything: bool = False) -> P
     return folder
 
 
-def serving_tiny_cube(store, upstream: Path):
-    """``store`` (a ``leaderboard.store.Store``) with the 6-prompt CUBE-format dataset built from ``upstream`` (the
-    ``tiny_upstream`` fixture's file) under the default repo name, as ``culturelens serve --cube-source`` builds it."""
+def tiny_cube(datasets_root: Path, upstream: Path) -> Path:
+    """``datasets_root`` (a store's ``datasets/``) holding the 6-prompt CUBE-format dataset built from ``upstream``
+    (the ``tiny_upstream`` fixture's file) under the default repo name, as ``culturelens serve --cube-source``
+    builds it. Every test that needs that dataset builds it here (``serving_tiny_cube`` for a ``Store``)."""
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import local_folder
 
-    cube_1k.build(str(upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    cube_1k.build(str(upstream), local_folder(datasets_root, cube_1k.HUB_REPO))
+    return datasets_root
+
+
+def serving_tiny_cube(store, upstream: Path):
+    """``store`` (a ``leaderboard.store.Store``) with the tiny CUBE dataset (``tiny_cube``) in its datasets."""
+    tiny_cube(store.datasets, upstream)
     return store

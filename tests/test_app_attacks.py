@@ -11,7 +11,6 @@ import html
 import io
 import os
 import shutil
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -26,7 +25,8 @@ import pytest
 from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
-from tests.helpers import free_port, make_submission, serving, serving_tiny_cube
+from tests.browser import chromium, screenshot, wait_for_text
+from tests.helpers import culturelens, free_port, make_submission, serving, serving_tiny_cube
 
 pytestmark = pytest.mark.slow  # a live `culturelens serve` and a scoring worker for the module (~20 s)
 
@@ -44,8 +44,8 @@ def attacked_app(tmp_path_factory, tiny_upstream, backbones_file):
         outcome = store.submit(make_submission(root / f"sub-{len(ids)}", prompt_ids, model_name=name), "mallory")
         assert outcome.job is not None, outcome.report.text()
         ids[name] = outcome.job.id
-    subprocess.run([sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--once",
-                    "--backbones", str(backbones_file)], check=True, capture_output=True, timeout=300)
+    worker = culturelens("worker", "--store", store.root, "--once", "--backbones", backbones_file)
+    assert worker.returncode == 0, worker.stderr
     assert all(store.has_results(i) for i in ids.values())
     with serving(store.root, root / "serve.log", "--user", "mallory", "--no-worker") as url:
         yield url, store, ids
@@ -179,35 +179,24 @@ def test_uploads_over_the_validators_limit_are_refused_by_the_server(tmp_path):
 
 @pytest.mark.browser
 def test_model_names_render_as_plain_text_in_a_browser(attacked_app):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
-    from playwright.sync_api import sync_playwright
-
     url, store, ids = attacked_app
-    visible = "text => document.body.innerText.includes(text)"
-    shots = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url + "?tab=queue")
-        page.wait_for_function(visible, arg="FINISHED", timeout=30_000)
+        wait_for_text(page, "FINISHED")
         page.get_by_label("Submission ID").fill(ids[LINKS_AND_MATH])
         page.get_by_role("button", name="Details").click()
-        page.wait_for_function(visible, arg="attempts", timeout=30_000)
+        wait_for_text(page, "attempts")
         details = page.locator(".prose", has_text="attempts").last
         assert LINKS_AND_MATH in details.inner_text()  # every character shown as typed
         assert details.locator("a").count() == 0 and details.locator(".katex").count() == 0
         assert details.locator("em").count() == 0  # *b* is not emphasis
-        page.screenshot(path=str(shots / "attack-details.png"), full_page=True)
+        screenshot(page, "attack-details")
         # The same names in the ranked table: each the text of one link, to the model page its manifest names
         # (model.id, a Hub id here); nothing in a name makes a link, math or emphasis of its own.
         page.goto(url + "?tab=overview&track=awareness")
-        page.wait_for_function(visible, arg="Top model", timeout=30_000)
+        wait_for_text(page, "Top model")
         links = page.evaluate("() => [...document.querySelectorAll('table a')].map(a => [a.textContent, a.href])")
         assert links and all(href == "https://huggingface.co/local/tiny" for _, href in links), links
         assert {text for text, _ in links} <= {FORMULA, LINKS_AND_MATH}
         assert page.locator("table .katex").count() == 0 and page.locator("table em").count() == 0
-        browser.close()

@@ -10,9 +10,7 @@ from __future__ import annotations
 import html
 import io
 import re
-import shutil
 import time
-from pathlib import Path
 
 import open_clip
 import pandas as pd
@@ -23,9 +21,9 @@ from PIL import Image
 from safetensors.torch import load_file
 
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving, zip_folder
+from tests.browser import SCREENSHOTS, chromium, screenshot, wait_for_text
+from tests.helpers import make_submission, serving, serving_tiny_cube, zip_folder
 
 pytestmark = pytest.mark.slow  # a live app scoring uploads, and Chromium
 
@@ -33,8 +31,7 @@ pytestmark = pytest.mark.slow  # a live app scoring uploads, and Chromium
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory, tiny_upstream, backbones_file):
     root = tmp_path_factory.mktemp("live")
-    store = Store(root / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     with serving(store.root, root / "serve.log", "--user", "e2e-tester", "--backbones", str(backbones_file)) as url:
         yield url, store, root
 
@@ -276,32 +273,20 @@ def test_a_hostile_upload_is_rejected_in_the_ui_and_stores_nothing(live_app, tmp
     assert list(store.staging.iterdir()) == []
 
 
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
-
-
 @pytest.mark.browser
 def test_a_visitor_browses_every_tab_in_a_browser(live_app):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
-    from playwright.sync_api import sync_playwright
-
     url, store, _ = live_app
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    visible = "text => document.body.innerText.includes(text)"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # A link restores a view: the awareness track, filtered to one model.
         page.goto(url + "?tab=overview&track=awareness&models=E2E")
         page.get_by_text("How well do text-to-image models know the world's cultures?").wait_for(timeout=30_000)
-        page.wait_for_function(visible, arg="E2E Model", timeout=30_000)
-        page.wait_for_function(visible, arg="CLIPScore (2.5 max(cos, 0))", timeout=10_000)  # the track's headline
-        page.screenshot(path=str(SCREENSHOTS / "overview.png"), full_page=True)
+        wait_for_text(page, "E2E Model", timeout=30_000)
+        wait_for_text(page, "CLIPScore (2.5 max(cos, 0))", timeout=10_000)  # the track's headline
+        screenshot(page, "overview")
 
         page.get_by_role("tab", name="Slices").click()
-        page.wait_for_function(visible, arg="Model × slice heatmap", timeout=10_000)
+        wait_for_text(page, "Model × slice heatmap", timeout=10_000)
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
         # The CRT scatter (the papers' rows) has points (the win-rate bars need two models scored on one track set:
         # one model is scored here, and no paper reports a headline on the overall slice); a chart draws once
@@ -311,24 +296,23 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
             const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
             return shown.length >= 1 && shown.every(chart => chart.querySelector('canvas, svg'));
         }""", timeout=30_000)
-        page.screenshot(path=str(SCREENSHOTS / "slices.png"), full_page=True)
+        screenshot(page, "slices")
 
         page.get_by_role("tab", name="Compare").click()
         picker = page.get_by_label("Submissions (up to 4)")
         picker.click()
         page.get_by_role("option").first.click()
         page.keyboard.press("Escape")
-        page.wait_for_function(visible, arg="seed 0", timeout=30_000)
-        page.screenshot(path=str(SCREENSHOTS / "compare.png"), full_page=True)
+        wait_for_text(page, "seed 0", timeout=30_000)
+        screenshot(page, "compare")
 
         for tab, shows, timeout in (("Datasets", "load_dataset", 30_000), ("Metrics", "VIEScore", 10_000),
                                     ("Submit", "quota", 10_000), ("Queue", "FINISHED", 30_000)):
             page.get_by_role("tab", name=tab).click()
-            page.wait_for_function(visible, arg=shows, timeout=timeout)
-            page.screenshot(path=str(SCREENSHOTS / f"{tab.lower()}.png"), full_page=True)
+            wait_for_text(page, shows, timeout=timeout)
+            screenshot(page, tab.lower())
 
         page.get_by_role("tab", name="About").click()
-        page.wait_for_function(visible, arg="CC BY-NC-SA 4.0", timeout=10_000)
-        browser.close()
+        wait_for_text(page, "CC BY-NC-SA 4.0", timeout=10_000)
     for name in ("overview", "slices", "compare", "datasets", "metrics", "submit", "queue"):
         assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000, name

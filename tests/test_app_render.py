@@ -70,14 +70,14 @@ def _symbols(text: str) -> list[str]:
 
 def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folder(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import local_folder
     from leaderboard.app import Views, about_markdown
     from leaderboard.store import Store
+    from tests.helpers import serving_tiny_cube
 
     store = Store(tmp_path / "store")
     about = about_markdown(store)  # not built yet: the command to build it names the store, not its folder
     assert "--out STORE/datasets/culturelens__cube-1k" in about and str(store.root) not in about
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    serving_tiny_cube(store, tiny_upstream)
     snippet = Views(store, "ada").browser.view(cube_1k.HUB_REPO, cube_1k.CONFIG, None, None, "", "")[-1]
     assert f'load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}", split="test")' in snippet
     assert 'load_dataset("STORE/datasets/culturelens__cube-1k", "cube_1k")' in snippet

@@ -11,12 +11,12 @@ import pytest
 from benchmark import harness
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.metrics import awareness
 from benchmark.metrics.base import Inputs, Need
 from benchmark.submission import stage
-from tests.helpers import make_submission
+from tests.helpers import make_submission, tiny_cube
 
 
 def test_rank_of_truth_counts_ties_against_the_truth_and_respects_allowed():
@@ -104,7 +104,7 @@ def test_recognition_explains_datasets_it_cannot_score():
 def test_recognition_through_the_harness_with_a_tiny_clip(tmp_path, tiny_upstream, tiny_clip):
     """The production path: dataset catalogue, text embeddings through the cache, one row per image."""
     datasets_root = tmp_path / "datasets"
-    cube_1k.build(str(tiny_upstream), local_folder(datasets_root, cube_1k.HUB_REPO))
+    tiny_cube(datasets_root, tiny_upstream)
     prompts = load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root)
     ids = list(prompts.table.index)
     report = stage(make_submission(tmp_path / "source", ids, seeds=(0, 1)), tmp_path / "staging",

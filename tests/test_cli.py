@@ -6,7 +6,6 @@ import argparse
 import ast
 import contextlib
 import importlib
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_UPSTREAM
+from tests.helpers import TINY_UPSTREAM, culturelens
 
 VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "build", "iconic-references"],
          ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
@@ -22,11 +21,6 @@ VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "bu
          ["data", "build", "culturalframes"], ["export-culturalframes"], ["artifact-index"], ["kb-index"],
          ["meta-eval"], ["human-aggregates"], ["hub"], ["hub", "push"], ["hub", "pull"], ["hub", "export"],
          ["reproduce"], ["suite"], ["suite", "build"], ["suite", "push"]]
-
-
-def culturelens(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "culturelens.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
 
 
 def help_text(capsys, monkeypatch, *args: str) -> str:

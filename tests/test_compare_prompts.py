@@ -13,10 +13,9 @@ import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard import search
 from leaderboard.store import Store
-from tests.helpers import manifest
+from tests.helpers import manifest, serving_tiny_cube
 
 LABEL = "CLIPScore (2.5 max(cos, 0))"
 
@@ -25,8 +24,7 @@ LABEL = "CLIPScore (2.5 max(cos, 0))"
 def compared(tmp_path_factory, tiny_upstream):
     from leaderboard.app import Views
 
-    store = Store(tmp_path_factory.mktemp("compare") / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path_factory.mktemp("compare") / "store"), tiny_upstream)
     prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table
     sid = "sub-compare"
     (store.submissions / sid).mkdir(parents=True)

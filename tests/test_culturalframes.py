@@ -21,6 +21,7 @@ from benchmark.datasets import culturalframes as cf
 from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.expectations import human, meta_eval
+from benchmark.expectations.rated_images import export_submission
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.stats import mean_ci
 from benchmark.submission.validate import stage
@@ -255,7 +256,7 @@ def test_model_names_map_to_the_leaderboard_names():
 
 def score_export(out, model, tiny_clip, tmp_path):
     """Export one model's images as a submission, validate and score it with the harness (CLIP cosine, tiny CLIP)."""
-    folder = cf.export_submission(out, model, tmp_path / f"export-{model}")
+    folder = export_submission(out, model, tmp_path / f"export-{model}")
     report = stage(folder, tmp_path / f"staging-{model}",
                    lambda m: load_prompts(m.dataset.repo, m.dataset.config, folder=out))
     assert report.ok, report.errors
@@ -281,7 +282,7 @@ def test_exported_images_are_scored_by_the_harness_and_map_back_to_image_ids(bui
     expected = rated.set_index("image_id")["prompt_id"].map(by_prompt)
     assert mapped.set_index("image_id")["score"].to_dict() == expected.to_dict()
     with pytest.raises(cf.CulturalFramesSourceError, match="no CulturalFrames image is from 'GPT-Image'; models: FLUX.1-dev, "):
-        cf.export_submission(out, "gpt-image", tmp_path / "gpt")
+        export_submission(out, "gpt-image", tmp_path / "gpt")
     assert not (tmp_path / "gpt").exists()
 
 
@@ -456,10 +457,8 @@ def test_fractional_overall_scores_are_interval_values_in_1_to_5(hand):
 def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     """The console verbs over the built folder: a score file ranked against the raters into a store's Metrics
     table; human aggregates and alpha as CSV; a malformed --scores is a clear error."""
-    import subprocess
-    import sys
-
     from leaderboard.store import Store
+    from tests.helpers import culturelens
 
     out, _ = built
     ratings = cf.load_config(out, "ratings")
@@ -467,21 +466,17 @@ def test_cli_meta_eval_and_human_aggregates_on_the_built_copy(built, tmp_path):
     scores = tmp_path / "scores.csv"
     pd.DataFrame({"image_id": means.index, "score": means.to_numpy()}).to_csv(scores, index=False)
 
-    def run(*argv):
-        return subprocess.run([sys.executable, "-m", "culturelens.cli", *argv], capture_output=True, text=True,
-                              timeout=300)
-
     store = tmp_path / "store"
-    result = run("meta-eval", "--ratings", str(out), "--scores", f"oracle={scores}", "--min-images", "3",
+    result = culturelens("meta-eval", "--ratings", str(out), "--scores", f"oracle={scores}", "--min-images", "3",
                  "--resamples", "50", "--no-countries", "--store", str(store))
     assert result.returncode == 0, result.stderr
     table = Store(store).meta_evaluation()
     oracle = table[(table["metric"] == "oracle") & (table["criterion"] == "overall")]
     assert oracle["spearman"].iloc[0] == pytest.approx(1.0)  # the human mean itself correlates perfectly
     assert {"reported", "scored"} == set(table["provenance"])  # beside the paper's numbers
-    bad = run("meta-eval", "--ratings", str(out), "--scores", str(scores))
+    bad = culturelens("meta-eval", "--ratings", str(out), "--scores", str(scores))
     assert bad.returncode == 2 and "expected NAME=FILE" in bad.stderr and "Traceback" not in bad.stderr
-    result = run("human-aggregates", "--ratings", str(out), "--resamples", "50", "--out", str(tmp_path / "h"))
+    result = culturelens("human-aggregates", "--ratings", str(out), "--resamples", "50", "--out", str(tmp_path / "h"))
     assert result.returncode == 0, result.stderr
     aggregates = pd.read_csv(tmp_path / "h" / "human_aggregates.csv")
     assert {"model", "country", "domain", "statistic", "value", "ci_low", "ci_high"} <= set(aggregates.columns)

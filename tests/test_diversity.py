@@ -443,11 +443,11 @@ def staged_submission(tiny_upstream, tmp_path):
     import pyarrow.parquet as pq
 
     from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import load_prompts, local_folder
+    from benchmark.datasets.prompts import load_prompts
     from benchmark.submission import stage
-    from tests.helpers import make_submission
+    from tests.helpers import make_submission, tiny_cube
 
-    cube_1k.build(str(tiny_upstream), local_folder(tmp_path / "datasets", cube_1k.HUB_REPO))
+    tiny_cube(tmp_path / "datasets", tiny_upstream)
     prompts = load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=tmp_path / "datasets")
     folder = make_submission(tmp_path / "submission", list(prompts.table.index), seeds=range(8))
     report = stage(folder, tmp_path / "staging", lambda m: prompts)

@@ -7,7 +7,6 @@ import io
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
 from benchmark.generation.runner import GenerationError, parse_seeds
 from benchmark.submission import stage
-from tests.helpers import save_tiny_stable_diffusion
+from tests.helpers import culturelens, culturelens_command, save_tiny_stable_diffusion, tiny_cube
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = ["--width", "64", "--height", "64", "--steps", "2", "--guidance-scale", "7.5"]
@@ -38,9 +37,7 @@ def refusing_sd(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def datasets_root(tmp_path_factory, tiny_upstream) -> Path:
-    root = tmp_path_factory.mktemp("gen-datasets")
-    cube_1k.build(str(tiny_upstream), local_folder(root, cube_1k.HUB_REPO))
-    return root
+    return tiny_cube(tmp_path_factory.mktemp("gen-datasets"), tiny_upstream)
 
 
 def generate(datasets_root: Path, model: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -109,10 +106,10 @@ def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datase
 @pytest.mark.slow
 def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
     out = tmp_path / "resumed"
-    command = [sys.executable, "-m", "culturelens.cli", "generate", "--model", str(tiny_sd), "--dataset",
-               str(local_folder(datasets_root, cube_1k.HUB_REPO)), "--out", str(out), "--device", "cpu", *SIZE,
-               "--images-per-prompt", "4"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["generate", "--model", str(tiny_sd), "--dataset", str(local_folder(datasets_root, cube_1k.HUB_REPO)),
+            "--out", str(out), "--device", "cpu", *SIZE, "--images-per-prompt", "4"]
+    process = subprocess.Popen(culturelens_command(*args), cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     images = out / "images"
     while process.poll() is None and len(list(images.rglob("*.png"))) < 5:
         pass
@@ -121,7 +118,7 @@ def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path)
     written = sorted(images.rglob("*.png"))
     assert 5 <= len(written) < 24, "the run must be cut midway for this test to mean something"
     before = {p: p.stat().st_mtime_ns for p in written}
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+    resumed = culturelens(*args, cwd=REPO, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{24 - len(written)} images generated, {len(written)} already done" in resumed.stdout
     assert all(p.stat().st_mtime_ns == t for p, t in before.items()), "finished images were regenerated"

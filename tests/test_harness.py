@@ -16,13 +16,13 @@ import pytest
 from benchmark import harness
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.features import embeddings
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import stage
-from tests.helpers import make_submission
+from tests.helpers import culturelens, make_submission, tiny_cube
 
 
 class GridSpread(Metric):
@@ -41,7 +41,7 @@ def submission(tmp_path_factory, tiny_upstream):
     """A staged submission (6 prompts x 3 seeds) and its dataset."""
     root = tmp_path_factory.mktemp("harness")
     datasets_root = root / "datasets"
-    cube_1k.build(str(tiny_upstream), local_folder(datasets_root, cube_1k.HUB_REPO))
+    tiny_cube(datasets_root, tiny_upstream)
 
     def loader(m):
         return load_prompts(m.dataset.repo, m.dataset.config, local_root=datasets_root)
@@ -183,11 +183,9 @@ def test_two_processes_give_exactly_the_one_process_results(submission, backbone
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"out{processes}"
-        result = subprocess.run(
-            [sys.executable, "-m", "culturelens.cli", "score", str(source), "--out", str(out), "--store",
-             str(datasets_root.parent), "--backbones", str(backbones_file), "--device", "cpu", "--batch-size", "4",
-             "--num-processes", str(processes)],
-            capture_output=True, text=True, timeout=600)
+        result = culturelens("score", source, "--out", out, "--store", datasets_root.parent, "--backbones",
+                             backbones_file, "--device", "cpu", "--batch-size", "4", "--num-processes", processes,
+                             timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         (folder,) = (out / "results").iterdir()
         outputs[processes] = folder

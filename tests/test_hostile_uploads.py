@@ -14,7 +14,6 @@ import io
 import json
 import os
 import re
-import shutil
 import stat
 import struct
 import tempfile
@@ -28,7 +27,6 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from benchmark.encoders.spec import load_registry
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.submission import Limits, Manifest, Rejected, Report
@@ -36,7 +34,8 @@ from benchmark.submission.archive import Entry, unpack
 from benchmark.submission.validate import check_image, read_manifest
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import make_submission, manifest, serving, zip_folder
+from tests.browser import chromium, wait_for_text
+from tests.helpers import make_submission, manifest, serving, serving_tiny_cube, zip_folder
 from tests.test_submission import _hostile_cases, _png, _png_header_claiming, _symlink_member
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -48,8 +47,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # 
 def populated(tmp_path_factory, tiny_upstream, backbones_file):
     """(store, prompt ids, id of the kept submission, its source folder): scored by a real worker (tiny CLIP)."""
     root = tmp_path_factory.mktemp("hostile")
-    store = Store(root / "store", attempt_quota=10**6)  # the corpus tests validation; the upload limit has its own
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    # the corpus tests validation; the upload limit has its own
+    store = serving_tiny_cube(Store(root / "store", attempt_quota=10**6), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     source = make_submission(root / "kept", prompt_ids, model_name="Kept Model",
                              model={"name": "Kept Model", "id": "local/kept", "revision": "1", "type": "open"})
@@ -563,14 +562,9 @@ def test_damaged_uploads_through_the_store_change_nothing(populated, data):
 def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstream):
     """Through the live app: the verdict, the details and the Queue tab (in Chromium) show the submitted HTML
     as text; no element it describes is created and its script never runs."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does it)")
     from gradio_client import Client, handle_file
-    from playwright.sync_api import sync_playwright
 
-    store = Store(tmp_path / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     name = HTML_NAME[:100]
     archive = zip_folder(make_submission(tmp_path / "html", prompt_ids, model_name=name, model={
@@ -582,14 +576,10 @@ def test_html_in_a_model_name_is_shown_as_text_in_the_app(tmp_path, tiny_upstrea
         job_id = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
         details = client.predict(job_id, api_name="/details")[0]
         assert "<img" not in details and "&#60;img src&#61;x" in details, details
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        with chromium() as browser:
             page = browser.new_page()
             page.goto(url + "?tab=queue")  # the view lives in the URL; a click could race the page's restore
-            page.wait_for_function("text => document.body.innerText.includes(text)", arg='<img src=x onerror="',
-                                   timeout=60_000)
+            wait_for_text(page, '<img src=x onerror="', timeout=60_000)
             assert page.evaluate("window.__xss") is None
             assert page.locator('img[src="x"]').count() == 0
             assert page.locator("a[href='https://example.org']").count() == 0
-            browser.close()

@@ -26,8 +26,7 @@ from leaderboard.catalog import Catalog
 from leaderboard.repo import HubRepo, LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import make_submission, serving_tiny_cube
-from tests.test_cli import culturelens
+from tests.helpers import culturelens, make_submission, serving_tiny_cube
 
 QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
 

@@ -22,7 +22,7 @@ from benchmark.metrics import iconicity
 from benchmark.submission import stage
 from leaderboard.app import Views
 from leaderboard.store import Store
-from tests.helpers import make_submission
+from tests.helpers import make_submission, tiny_cube
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -226,7 +226,7 @@ def test_iconicity_is_skipped_with_a_reason_on_a_dataset_without_references(tiny
                                                                             tmp_path):
     from benchmark.datasets import cube_1k
 
-    cube_1k.build(str(tiny_upstream), local_folder(tmp_path / "d", cube_1k.HUB_REPO))
+    tiny_cube(tmp_path / "d", tiny_upstream)
     ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=tmp_path / "d").table.index)
     report = stage(make_submission(tmp_path / "s", ids), tmp_path / "staging",
                    lambda m: load_prompts(m.dataset.repo, m.dataset.config, local_root=tmp_path / "d"))

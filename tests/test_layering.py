@@ -1,76 +1,110 @@
 """The packages import in one direction: `culturelens` (the command line) on top of `leaderboard` (the service),
-on top of `benchmark` (the library); and no two modules import each other at load time, directly or round a
-cycle. Read from the source, so a new module is checked too."""
+on top of `benchmark` (the library); no two modules import each other, directly or round a cycle, and no two
+subpackages do (inside `benchmark`: the datasets below the submission format, below the encoders, metrics and
+harness, below the tracks; README.md, "Architecture"). Every import counts: at load time, inside a function, or
+only for type checking (``if TYPE_CHECKING``), since each says which module needs which. Read from the source, so
+a new module is checked too."""
 
 from __future__ import annotations
 
 import ast
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("benchmark", "leaderboard", "culturelens")
 
 
-def _module(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, *, load_time_only: bool) -> set[str]:
-    """Project modules ``path`` imports: all of them, or only those imported when it loads (not inside a
-    function, nor under ``if TYPE_CHECKING``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = ast.walk(tree) if not load_time_only else _load_time(tree.body)
+def _imports(path: Path, module: str, packages: tuple[str, ...]) -> set[str]:
+    """The modules of ``packages`` that ``module`` (the file ``path``) imports anywhere in it: at load time, in a
+    function, or under ``if TYPE_CHECKING``; relative imports made absolute."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in nodes:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                above = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*above, *([base] if base else [])])
+            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.split(".")[0] in packages}
 
 
-def _load_time(body: list[ast.stmt]):
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                yield from _load_time([child])
+def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES, depth: int | None = None) -> dict:
+    """{module: the modules it imports}, or with ``depth`` {unit: the units it imports}, a unit being a module
+    name cut to ``depth`` parts (2: each subpackage taken whole, e.g. ``benchmark.datasets``)."""
+    sources = {_module(p, root): p for package in packages for p in (root / package).rglob("*.py")}
+
+    def unit(name: str) -> str:
+        return ".".join(name.split(".")[:depth]) if depth else name
+
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        imported = {name if name in sources else name.rsplit(".", 1)[0] for name in _imports(path, module, packages)}
+        graph.setdefault(unit(module), set()).update(unit(name) for name in imported & sources.keys())
+    return {node: edges - {node} for node, edges in graph.items()}
 
 
-def _sources() -> dict[str, Path]:
-    return {_module(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+def cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Every cycle a depth-first walk of ``graph`` closes, as "a -> b -> a"."""
+    found, state = [], {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for name in sorted(graph[node]):
+            if state.get(name) == "open":
+                found.append(" -> ".join([*trail[trail.index(name):], name]))
+            elif name not in state:
+                visit(name, [*trail, name])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
 
 
 def test_the_library_imports_neither_the_service_nor_the_command_line_and_the_service_not_the_command_line():
     below = {"benchmark": ("leaderboard", "culturelens"), "leaderboard": ("culturelens",), "culturelens": ()}
-    wrong = sorted(f"{module} imports {name}" for module, path in _sources().items()
-                   for name in _imports(path, load_time_only=False)
+    wrong = sorted(f"{module} imports {name}" for module, names in import_graph().items() for name in names
                    if name.split(".")[0] in below[module.split(".")[0]])
     assert wrong == []
 
 
-def test_no_module_is_part_of_an_import_cycle_at_load_time():
-    sources = _sources()
-    graph = {module: {name if name in sources else name.rsplit(".", 1)[0] for name in
-                      _imports(path, load_time_only=True)} & sources.keys() - {module}
-             for module, path in sources.items()}
-    cycles, state = [], {}
+def test_no_module_is_part_of_an_import_cycle():
+    assert cycles(import_graph()) == []
 
-    def visit(module: str, trail: list[str]) -> None:
-        state[module] = "open"
-        for name in sorted(graph[module]):
-            if state.get(name) == "open":
-                cycles.append(" -> ".join([*trail[trail.index(name):], name]))
-            elif name not in state:
-                visit(name, [*trail, name])
-        state[module] = "done"
 
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    assert cycles == []
+def test_no_subpackage_imports_one_that_imports_it():
+    """Subpackages are layers: `benchmark.submission` validates against a prompt set of `benchmark.datasets`, so no
+    dataset module may build a submission (`benchmark.expectations.rated_images` does, above both)."""
+    assert cycles(import_graph(depth=2)) == []
+
+
+def test_the_checks_find_a_type_only_cycle_a_lazy_one_a_relative_one_and_one_between_subpackages(tmp_path):
+    """Planted in a package of its own: each kind of cycle the repository must not have is found."""
+    files = {
+        "toy/__init__.py": "",
+        # a needs b only for type checking; b imports a inside a function
+        "toy/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy.b import B\nclass A: ...\n",
+        "toy/b.py": "class B:\n    def make(self):\n        from toy.a import A\n        return A()\n",
+        # c imports d at load time, d imports c back relatively inside a function
+        "toy/c.py": "import toy.d\n",
+        "toy/d.py": "def f():\n    from . import c\n    return c\n",
+        # no module cycle, but the two subpackages import each other
+        "toy/low/__init__.py": "", "toy/low/x.py": "from toy.high import y\n", "toy/low/w.py": "",
+        "toy/high/__init__.py": "", "toy/high/y.py": "", "toy/high/z.py": "def f():\n    import toy.low.w\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    assert cycles(import_graph(tmp_path, ("toy",))) == ["toy.a -> toy.b -> toy.a", "toy.c -> toy.d -> toy.c"]
+    assert cycles(import_graph(tmp_path, ("toy",), depth=2)) == ["toy.a -> toy.b -> toy.a", "toy.c -> toy.d -> toy.c",
+                                                                 "toy.high -> toy.low -> toy.high"]

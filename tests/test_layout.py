@@ -138,13 +138,11 @@ def test_score_and_the_worker_name_a_results_folder_alike(tmp_path, tiny_upstrea
     """`culturelens score --out OUT` and the worker both write ``<root>/results/<the submission id run.json
     records>``; scoring again into the same OUT replaces that folder whole (still one folder)."""
     from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import local_folder
     from leaderboard.store import Store
-    from tests.helpers import make_submission
-    from tests.test_cli import culturelens
+    from tests.helpers import make_submission, serving_tiny_cube
+    from tests.helpers import culturelens
 
-    store = Store(tmp_path / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     submission = make_submission(tmp_path / "sub", ids)
     job = store.submit(submission, "tester").job

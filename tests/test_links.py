@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from benchmark.tracks.papers import crt, cube
+from benchmark.papers import CRT, CUBE
 from leaderboard import links, tables
 
 
@@ -30,8 +30,8 @@ def test_a_model_links_only_to_a_hub_page_or_an_http_address(model_id, url):
 
 
 def test_paper_rows_link_to_the_arxiv_page_their_citation_names():
-    assert links.paper_url(crt.PAPER.text) == "https://arxiv.org/abs/2511.11435"
-    assert links.paper_url(cube.PAPER.text) == "https://arxiv.org/abs/2407.06863"
+    assert links.paper_url(CRT.text) == "https://arxiv.org/abs/2511.11435"
+    assert links.paper_url(CUBE.text) == "https://arxiv.org/abs/2407.06863"
     assert links.paper_url("a paper without an arXiv id") is None and links.paper_url(None) is None
 
 
@@ -51,7 +51,7 @@ def test_ranked_table_links_model_names_and_paper_sources():
         "ci_high": [0.6, None, 0.4], "n": [10, None, 10], "rank": [1, 2, 3], "rank_low": [1, None, 2],
         "rank_high": [2, None, 3], "tie_group": [1, None, 1], "beside": False, "model_type": "open",
         "parameters_billions": None, "scored_at": None, "protocol_id": "p", "on_protocol": True,
-        "citation": [None, crt.PAPER.text, None], "source_table": [None, "Table 1", None],
+        "citation": [None, CRT.text, None], "source_table": [None, "Table 1", None],
         "harness_version": "0.1", "backbone": "clip", "seeds": "0,1", "submission_id": None})
     shown = tables.display(frame)
     assert _rendered_links(shown.loc[0, "Model"]) == [("https://huggingface.co/org/sd", html.escape(name))]

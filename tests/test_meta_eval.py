@@ -9,6 +9,7 @@ from scipy import stats
 
 from benchmark import results
 from benchmark.expectations import human, meta_eval
+from benchmark.papers import CULTURALFRAMES
 from benchmark.tracks.papers import culturalframes as published
 
 
@@ -342,7 +343,7 @@ def test_the_agreement_shown_beside_a_metric_is_its_pooled_computed_row():
 def test_published_rows_carry_their_citation_and_use_our_names():
     human_rows = published.human_rows()
     assert {r["statistic"] for r in human_rows} <= set(human.IMAGE_MEANS) | set(human.FAILURE_SHARES)
-    assert all(r["citation"] == published.PAPER.text and r["provenance"] == "reported" for r in human_rows)
+    assert all(r["citation"] == CULTURALFRAMES.text and r["provenance"] == "reported" for r in human_rows)
     alignment = {r["model"]: r["value"] for r in human_rows if r["statistic"] == "mean_alignment"}
     assert alignment == {"GPT-Image": 0.85, "Imagen 3": 0.79, "SD-3.5-Large": 0.66, "FLUX.1-dev": 0.63}
     shares = {r["statistic"]: r["value"] for r in human_rows if r["model"] == "all"}

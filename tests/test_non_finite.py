@@ -14,7 +14,7 @@ from PIL import Image
 from benchmark import harness, results
 from benchmark.aggregate import aggregate
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
@@ -24,7 +24,7 @@ from benchmark.metrics.iconicity import (
     patch_similarity,
 )
 from benchmark.submission import stage
-from tests.helpers import make_submission
+from tests.helpers import make_submission, tiny_cube
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -78,7 +78,7 @@ def submission(tmp_path_factory, tiny_upstream):
     """6 prompts x 3 seeds of grey noise (pixels 100..150), except one white image (``WHITE``)."""
     root = tmp_path_factory.mktemp("non-finite")
     datasets_root = root / "datasets"
-    cube_1k.build(str(tiny_upstream), local_folder(datasets_root, cube_1k.HUB_REPO))
+    tiny_cube(datasets_root, tiny_upstream)
     ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table.index)
     assert {WHITE[0], NIGERIAN} <= set(ids)  # the dataset's stable prompt ids
     folder = make_submission(root / "source", ids, seeds=(0, 1, 2))

@@ -16,6 +16,7 @@ from dataclasses import replace
 import pytest
 
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
+from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
 
@@ -28,11 +29,11 @@ def location(store_queue, tmp_path):
 
 @pytest.fixture()
 def open_queue(location):
-    """Queue(location, **options), closed after the test."""
+    """``leaderboard.queue.open_queue(location, **options)``, closed after the test."""
     opened = []
 
     def open_(**options) -> Queue:
-        opened.append(Queue(location, **options))
+        opened.append(open_backend(location, **options))
         return opened[-1]
     yield open_
     for queue in opened:
@@ -87,7 +88,7 @@ def _race(n: int, action) -> list:
 
 
 def test_the_location_picks_the_backend(tmp_path, postgres_url):
-    sqlite, postgres = Queue(tmp_path / "q.sqlite"), Queue(postgres_url)
+    sqlite, postgres = open_backend(tmp_path / "q.sqlite"), open_backend(postgres_url)
     assert type(sqlite) is SQLiteQueue and isinstance(sqlite, Queue) and sqlite.location == str(tmp_path / "q.sqlite")
     assert type(postgres) is PostgresQueue and isinstance(postgres, Queue) and postgres.location == postgres_url
     postgres.close()
@@ -450,7 +451,7 @@ def test_a_postgresql_server_whose_clock_differs_from_the_workers_times_every_le
                    "$$ SELECT pg_catalog.clock_timestamp() + interval '1 hour' $$")
         name = db.execute("SELECT current_database()").fetchone()[0]
         db.execute(f'ALTER DATABASE "{name}" SET search_path = public, fast_clock, pg_catalog')
-    queue = Queue(postgres_url)
+    queue = open_backend(postgres_url)
     try:
         _add(queue, "a")
         job = queue.claim("w", 60)

@@ -17,23 +17,20 @@ from pathlib import Path
 import pytest
 
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import local_folder
 from leaderboard import render
 from leaderboard.app import Views
-from leaderboard.queue import Queue
 from leaderboard.intake import PermissionDenied
+from leaderboard.queue import open_queue
 from leaderboard.queue_rebuild import REBUILT_OWNER
 from leaderboard.store import Store
-from tests.helpers import make_submission, write_image
+from tests.helpers import make_submission, serving_tiny_cube, write_image
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 # --- the quota ---------------------------------------------------------------------------------------------
 def _store(root: Path, tiny_upstream: Path, queue: str | None = None) -> Store:
-    store = Store(root, quota=5, quota_hours=24, attempt_quota=50, queue=queue)
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
-    return store
+    return serving_tiny_cube(Store(root, quota=5, quota_hours=24, attempt_quota=50, queue=queue), tiny_upstream)
 
 
 @pytest.fixture()
@@ -114,9 +111,9 @@ def test_a_queue_from_before_the_submission_log_keeps_its_quota(tmp_path):
             db.execute("INSERT INTO submissions (id, content_hash, owner, model, dataset, state, created_at,"
                        " updated_at) VALUES (?, ?, ?, 'm', 'd', 'FINISHED', ?, ?)",
                        (f"s{n}", f"sha256:{n}", owner, f"2026-11-2{n}T00:00:00+00:00", "2026-11-22T00:00:00+00:00"))
-    queue = Queue(path)
+    queue = open_queue(path)
     assert queue.count_since("ada", "2026-11-01") == 2 and queue.count_since("grace", "2026-11-01") == 1
-    assert Queue(path).count_since("ada", "2026-11-01") == 2  # opened again: logged once
+    assert open_queue(path).count_since("ada", "2026-11-01") == 2  # opened again: logged once
     assert queue.count_since("ada", "2026-11-21") == 1  # the log keeps each submission's own date
 
 

@@ -383,19 +383,18 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
 def test_kb_index_verb_names_the_flag_score_takes(tmp_path, tiny_clip):
     """`culturelens kb-index` ends by saying how to score with the index: the flag it names is one `score` has."""
     import json
-    import subprocess
-    import sys
+
+    from tests.helpers import culturelens
 
     records, images = write_kb_inputs(tmp_path)
     backbones = tmp_path / "backbones.json"
     backbones.write_text(json.dumps({"msiglip-so400m": tiny_clip.to_dict()}))
-    run = [sys.executable, "-m", "culturelens.cli"]
-    built = subprocess.run([*run, "kb-index", "--records", str(records), "--images", str(images), "--out",
-                            str(tmp_path / "kb"), "--backbones", str(backbones)], capture_output=True, text=True)
+    built = culturelens("kb-index", "--records", str(records), "--images", str(images), "--out",
+                        str(tmp_path / "kb"), "--backbones", str(backbones))
     assert built.returncode == 0, built.stderr
     flag = built.stdout.split("score relevance with ")[1].split()[0]
     assert flag == "--relevance-kb"
-    assert flag in subprocess.run([*run, "score", "--help"], capture_output=True, text=True).stdout
+    assert flag in culturelens("score", "--help").stdout
 
 
 # --- labels from the prompt set, and the headline -------------------------------------------------------------

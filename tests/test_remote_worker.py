@@ -4,9 +4,7 @@ laid out like the Hub repos, read and written through the same code as the Hub's
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 
 import pyarrow.parquet as pq
@@ -14,21 +12,16 @@ import pytest
 
 from benchmark import layout
 from benchmark.layout import RESULT_FILES
-from tests.helpers import make_submission
+from tests.helpers import culturelens, culturelens_command, make_submission
 
 pytestmark = pytest.mark.slow
 
 CUBE = "culturelens__cube-1k"
 
 
-def _culturelens(*args: str) -> list[str]:
-    return [sys.executable, "-m", "culturelens", *map(str, args)]
-
-
 def _build_dataset(root, source) -> None:
     """What the operator does on each machine: build the dataset the leaderboard serves into the store."""
-    built = subprocess.run(_culturelens("data", "build", "cube-1k", "--source", source, "--out",
-                                        root / "datasets" / CUBE), capture_output=True, text=True, timeout=300)
+    built = culturelens("data", "build", "cube-1k", "--source", source, "--out", root / "datasets" / CUBE)
     assert built.returncode == 0, built.stderr
 
 
@@ -50,8 +43,9 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
 
     # The worker claims the job before the app's mirror has pushed the submission: it waits for it.
     worker = subprocess.Popen(
-        _culturelens("worker", "--store", gpu_root, "--once", "--queue", postgres_url, "--backbones", backbones_file,
-                     "--hub-requests", requests_repo, "--hub-results", results_repo, "--hub-wait", 120),
+        culturelens_command("worker", "--store", gpu_root, "--once", "--queue", postgres_url, "--backbones",
+                            backbones_file, "--hub-requests", requests_repo, "--hub-results", results_repo,
+                            "--hub-wait", 120),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while app.queue.get(job.id).state == "PENDING" and time.monotonic() < deadline:
@@ -91,10 +85,8 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     app.rerun(job.id, "alice")
     assert pickup.missing(app, repo) == [job.id]  # the release's rows of it are the run before's
     assert pickup.fetch(app, repo, [job.id]) == []  # and so is the repo's folder, until the worker replaces it
-    rerun = subprocess.run(_culturelens("worker", "--store", gpu_root, "--once", "--queue", postgres_url,
-                                        "--backbones", backbones_file, "--hub-requests", requests_repo,
-                                        "--hub-results", results_repo),
-                           capture_output=True, text=True, timeout=240)
+    rerun = culturelens("worker", "--store", gpu_root, "--once", "--queue", postgres_url, "--backbones",
+                        backbones_file, "--hub-requests", requests_repo, "--hub-results", results_repo, timeout=240)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     again = app.queue.get(job.id)
     assert again.state == "FINISHED" and again.message.startswith("scored 12 images"), again  # scored anew
@@ -104,10 +96,9 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
 
 
 def test_a_remote_worker_is_refused_without_the_shared_queue(tmp_path, backbones_file):
-    result = subprocess.run(_culturelens("worker", "--store", tmp_path / "gpu", "--once", "--backbones",
-                                         backbones_file, "--hub-requests", tmp_path, "--hub-results", tmp_path),
-                            capture_output=True, text=True, timeout=120,
-                            env={k: v for k, v in os.environ.items() if k != "CULTURELENS_QUEUE"})
+    result = culturelens("worker", "--store", tmp_path / "gpu", "--once", "--backbones", backbones_file,
+                         "--hub-requests", tmp_path, "--hub-results", tmp_path, env={"CULTURELENS_QUEUE": ""},
+                         timeout=120)
     assert result.returncode == 2
     assert "needs the app's queue: --queue postgresql://" in result.stderr
     assert "Traceback" not in result.stderr

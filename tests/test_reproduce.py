@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.test_cli import culturelens
+from tests.helpers import culturelens
 
 # slow: each test scores a submission with the tiny backbones and reproduces it (6 to 30 s)
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
@@ -20,13 +20,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 def scored(tmp_path_factory, tiny_upstream, backbones_file) -> tuple[Path, str]:
     """A store holding one submission scored by `culturelens worker` (awareness track, tiny CLIP): (store, id)."""
     from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import local_folder
     from leaderboard.store import Store
-    from tests.helpers import make_submission
+    from tests.helpers import make_submission, serving_tiny_cube
 
     root = tmp_path_factory.mktemp("reproduce")
-    store = Store(root / "store")
-    cube_1k.build(str(tiny_upstream), local_folder(store.datasets, cube_1k.HUB_REPO))
+    store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     outcome = store.submit(make_submission(root / "sub", ids), "tester")
     assert outcome.job is not None, outcome.report.text()
@@ -110,15 +108,13 @@ def test_a_result_without_recorded_settings_is_refused(scored, tmp_path):
 
 def test_a_changed_dataset_is_refused(scored, tmp_path):
     """Rebuilt with one prompt reworded (same prompt ids): the datasets fingerprint stays, the rows' digest does not."""
-    from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import local_folder
-    from tests.helpers import TINY_UPSTREAM
+    from tests.helpers import TINY_UPSTREAM, tiny_cube
 
     store = copy_of(scored[0], tmp_path)
     upstream = [dict(record) for record in TINY_UPSTREAM]
     upstream[0]["prompt"] = upstream[0]["prompt"].replace("realistic", "photorealistic")
     (tmp_path / "reworded.json").write_text(json.dumps(upstream), encoding="utf-8")
-    cube_1k.build(str(tmp_path / "reworded.json"), local_folder(store / "datasets", cube_1k.HUB_REPO))
+    tiny_cube(store / "datasets", tmp_path / "reworded.json")
     result = culturelens("reproduce", scored[1], "--store", str(store))
     assert result.returncode == 2
     assert result.stderr.startswith("error: the dataset changed since the result was scored: it was "
@@ -141,11 +137,11 @@ def test_other_weights_for_a_recorded_backbone_are_refused(scored, tmp_path, tin
 def test_reproducing_a_score_output(tmp_path, tiny_upstream, backbones_file):
     """`culturelens score --out OUT` then `reproduce OUT/results/ID` (the submission found in OUT/submission)."""
     from benchmark.datasets import cube_1k
-    from benchmark.datasets.prompts import load_prompts, local_folder
-    from tests.helpers import make_submission
+    from benchmark.datasets.prompts import load_prompts
+    from tests.helpers import make_submission, tiny_cube
 
     store = tmp_path / "store"
-    cube_1k.build(str(tiny_upstream), local_folder(store / "datasets", cube_1k.HUB_REPO))
+    tiny_cube(store / "datasets", tiny_upstream)
     ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=store / "datasets").table.index)
     out = tmp_path / "out"
     scored = culturelens("score", str(make_submission(tmp_path / "sub", ids)), "--out", str(out), "--store",

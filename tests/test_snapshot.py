@@ -233,7 +233,7 @@ def test_a_damaged_or_misnamed_results_folder_is_left_out_and_the_others_picked_
 
 
 def test_culturelens_hub_snapshot_publishes_and_export_writes_a_release(original, newcomer, tmp_path):
-    from tests.test_cli import culturelens
+    from tests.helpers import culturelens
 
     folder = tmp_path / "backup"
     result = culturelens("hub", "export", "--store", str(original.root), "--results", str(folder))

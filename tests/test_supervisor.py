@@ -16,9 +16,10 @@ import pytest
 
 from benchmarks.crash_soak import Soak, build_store, worker_env
 from leaderboard.app import Views
-from leaderboard.queue import Queue
+from leaderboard.queue import Queue, open_queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
+from tests.helpers import culturelens_command
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts worker and serve processes
 
@@ -67,7 +68,7 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
 
 
 def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
-    queue = Queue(tmp_path / "q.sqlite")
+    queue = open_queue(tmp_path / "q.sqlite")
     supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(1)"], queue, first_delay=1.0, max_delay=2.0,
                             beat=0.2)
     delays = []
@@ -104,8 +105,8 @@ def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
     can run; it must end with status 2 (not die at shutdown with SIGABRT, which reads as a crash and restarts it
     forever)."""
     store = Store(tmp_path / "store")
-    supervisor = Supervisor([sys.executable, "-m", "culturelens", "worker", "--store", str(store.root), "--tracks",
-                             "awareness"], store.queue, env=ENV, first_delay=0.1, beat=0.2)
+    supervisor = Supervisor(culturelens_command("worker", "--store", store.root, "--tracks", "awareness"),
+                            store.queue, env=ENV, first_delay=0.1, beat=0.2)
     supervisor.start()
     try:
         row = _until(lambda: (r := _row(store.queue)) and r["state"] == "gave up" and r, 120, "the supervisor gives up")
@@ -115,8 +116,8 @@ def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
 
 
 def _worker_command(store, backbones_file: Path, lease_seconds: float) -> list[str]:
-    return [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store.root), "--backbones",
-            str(backbones_file), "--lease-seconds", str(lease_seconds), "--batch-size", "2", "--tracks", "awareness"]
+    return culturelens_command("worker", "--store", store.root, "--backbones", backbones_file, "--lease-seconds",
+                               lease_seconds, "--batch-size", "2", "--tracks", "awareness")
 
 
 def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, backbones_file, store_queue):
@@ -143,10 +144,10 @@ def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, 
 PARENT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from leaderboard.queue import Queue
+    from leaderboard.queue import open_queue
     from leaderboard.supervisor import Supervisor
 
-    Supervisor(sys.argv[2:], Queue(Path(sys.argv[1])), beat=0.2).start()
+    Supervisor(sys.argv[2:], open_queue(Path(sys.argv[1])), beat=0.2).start()
     time.sleep(600)
 """)
 

@@ -5,9 +5,6 @@ ranked, charted and explained by the app, and its paper's row, correlation and B
 from __future__ import annotations
 
 import html
-import os
-import subprocess
-import sys
 import textwrap
 
 import pandas as pd
@@ -15,8 +12,9 @@ import pytest
 
 from benchmark import results, tracks
 from benchmark.datasets import cube_1k
+from benchmark.settings import TRACK_PATH
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving, serving_tiny_cube
+from tests.helpers import culturelens, make_submission, serving, serving_tiny_cube
 
 TOY = textwrap.dedent('''
     """Toy: the seed of each image, divided by --toy-divisor (a value known before scoring)."""
@@ -81,16 +79,8 @@ def toy_track(tmp_path, monkeypatch):
     folder = tmp_path / "more_tracks"
     folder.mkdir()
     (folder / "toy.py").write_text(TOY, encoding="utf-8")
-    monkeypatch.setenv(tracks.ENV_TRACK_PATH, str(folder))
-    tracks.all_tracks.cache_clear()
-    yield folder
-    monkeypatch.delenv(tracks.ENV_TRACK_PATH)
-    tracks.all_tracks.cache_clear()
-
-
-def culturelens(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "culturelens", *args], capture_output=True, text=True, timeout=300,
-                          env=os.environ.copy())
+    monkeypatch.setenv(TRACK_PATH.env, str(folder))  # the registry reads it at each call
+    return folder
 
 
 def test_the_registry_lists_the_six_tracks_in_order_and_knows_each_setting_once():

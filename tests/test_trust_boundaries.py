@@ -127,9 +127,9 @@ def test_every_box_reads_5_mb_in_under_1_cpu_second_and_quotes_at_most_200_chara
 SCORING_WORKER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from leaderboard.queue import Queue
+    from leaderboard.queue import open_queue
 
-    Queue(Path(sys.argv[1])).set_worker(sys.argv[-1], "scoring", "scoring sub-1")  # the last: its --supervised id
+    open_queue(Path(sys.argv[1])).set_worker(sys.argv[-1], "scoring", "scoring sub-1")  # the last: its --supervised id
     time.sleep(600)
 """)
 

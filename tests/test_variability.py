@@ -21,7 +21,7 @@ from culturelens import cli
 from benchmark import harness
 from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
-from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.tracks import build, metric_settings
 from benchmark.metrics.base import Inputs, Need
@@ -29,7 +29,7 @@ from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k
                                            eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability,
                                            supported)
 from benchmark.submission import stage
-from tests.helpers import SHARED_DATA, make_submission, write_image
+from tests.helpers import SHARED_DATA, make_submission, tiny_cube, write_image
 
 W1KP_FILE = SHARED_DATA / "w1kp" / "cdf_xy.npz"
 W1KP_PT = SHARED_DATA / "w1kp" / "cdf-xy.pt"  # the authors' torch.save((cdf_x, cdf_y)), as published
@@ -308,7 +308,7 @@ def test_the_authors_code_variant_through_the_metric():
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, tiny_upstream):
     root = tmp_path_factory.mktemp("w1kp")
-    cube_1k.build(str(tiny_upstream), local_folder(root / "datasets", cube_1k.HUB_REPO))
+    tiny_cube(root / "datasets", tiny_upstream)
     ids = list(load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=root / "datasets").table.index)
     folder = make_submission(root / "sample", ids, seeds=(0, 1, 2, 3))
     for seed in (1, 2, 3):  # the first prompt's seeds are all the same picture

@@ -443,7 +443,7 @@ def _coverage(rows: list[dict]) -> dict[str, Counter]:
 
 def _write(out: Path, rows: list[dict], repo: str, license: str, **variables) -> Path:
     from benchmark import __version__
-    from benchmark.tracks.papers.cube import PAPER as CUBE
+    from benchmark.papers import CUBE
 
     if not rows:
         raise ValueError("the build found no artifact rows: nothing to write (check the input and the roots)")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark import geo, suite
+from benchmark import geo
 from benchmark.datasets import names
 from benchmark.errors import CultureLensError
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # ``datasets`` and ``hub_layout`` (which loads huggingface_hub) are imported where a build needs them: the CLI
 # reads this module's names to describe its options, and `culturelens --help` must not wait for them.
 
-DEFAULT_SOURCE = suite.source("cube-1k").default  # the authors' file at a pinned commit
+DEFAULT_SOURCE = names.CUBE_1K_SOURCE  # the authors' file at the commit the suite pins
 HUB_REPO, CONFIG, SPLIT = names.CUBE_1K
 CONFIG_ALL = "cube_1k_all"
 CONFIG_DEMO = "cube_1k_demo"

@@ -74,7 +74,7 @@ def features() -> datasets.Features:
 def build_diversity(out: Path, *, repo: str = HUB_REPO) -> Path:
     """Write the ``diversity`` prompt set as a Hub-layout folder with its card."""
     from benchmark import __version__
-    from benchmark.tracks.papers.cube import PAPER as CUBE
+    from benchmark.papers import CUBE
 
     rows = diversity_prompts()
     data = hub_layout.card_data(

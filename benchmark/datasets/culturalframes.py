@@ -34,7 +34,6 @@ the rating and the column.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import shutil
@@ -48,10 +47,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchmark import geo
-from benchmark.atomic import atomic_folder
 from benchmark.datasets import hub_layout, names
-from benchmark.errors import CultureLensError, OutputExists
-from benchmark.layout import MANIFEST, image_name
+from benchmark.errors import CultureLensError
 
 SOURCE_REPO = "mair-lab/CulturalFrames"
 HUB_REPO, PROMPTS_CONFIG, SPLIT = names.CULTURALFRAMES
@@ -483,53 +480,10 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
     return (table.select_columns(columns) if columns else table).to_pandas()
 
 
-def _images_of(folder: Path, model: str):
+def images_of(folder: Path, model: str):
     """(image_id, prompt_id, image bytes) of one model's images in a built folder, streamed."""
     for batch in pq.ParquetFile(_local_file(folder, "images")).iter_batches(
             batch_size=64, columns=["image_id", "prompt_id", "model", "image"]):
         for row in batch.to_pylist():
             if row["model"] == model:
                 yield row["image_id"], row["prompt_id"], row["image"]["bytes"]
-
-
-def export_submission(folder: str | Path, model: str, out: Path | str, *, repo: str = HUB_REPO,
-                      contact: str = "culturelens maintainers") -> Path:
-    """One model's images of a built CulturalFrames ``folder`` as a CultureLens submission (seed 0), so that the
-    harness scores the rated images themselves; prompts without an image of that model are listed as
-    ``missing`` (safety filter: the paper reports 290 refusals for Imagen 3 and 5 for GPT-Image, Sec. 4)."""
-    from PIL import Image
-
-    from benchmark.submission.manifest import (FORMAT_VERSION, Dataset, Generation, Manifest, MissingImage,
-                                               Model)
-
-    model, folder, out = canonical_model(model), Path(folder), Path(out)
-    if out.exists():
-        raise OutputExists(f"{out} exists; choose another folder")
-    prompts = load_config(folder, "prompts", columns=["prompt_id"])["prompt_id"]
-    with atomic_folder(out) as staging:  # appears complete, or not at all
-        answered = set()
-        for image_id, prompt, data in _images_of(folder, model):
-            with Image.open(io.BytesIO(data)) as picture:
-                extension = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp"}.get(picture.format)
-            if extension is None:
-                raise CulturalFramesSourceError(f"image {image_id}: format {picture.format} cannot be submitted")
-            target = staging / image_name(prompt, 0, extension)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            answered.add(prompt)
-        if not answered:
-            models = sorted(set(load_config(folder, "images", columns=["model"])["model"]))
-            raise CulturalFramesSourceError(f"no CulturalFrames image is from {model!r}; models: {', '.join(models)}")
-        manifest = Manifest(
-            format_version=FORMAT_VERSION,
-            model=Model(name=model, id=f"CulturalFrames images of {model} ({SOURCE_REPO})",
-                        type="closed" if model in ("GPT-Image", "Imagen 3") else "open"),
-            dataset=Dataset(repo=repo, config=PROMPTS_CONFIG, split=SPLIT), images_per_prompt=1, seeds=[0],
-            generation=Generation(width=1024, height=1024,
-                                  extra={"source": f"{SOURCE_REPO}, arXiv:2506.08835 App. A.4"}),
-            license="see the CulturalFrames release and the model provider's terms", contact=contact,
-            missing=[MissingImage(prompt_id=p, seed=0, reason="safety_filter",
-                                  detail="no image of this model in the CulturalFrames release")
-                     for p in sorted(set(prompts) - answered)])
-        (staging / MANIFEST).write_text(manifest.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
-    return out

@@ -25,3 +25,8 @@ CUBE_CSPACE = DatasetName("culturelens/cube-cspace", "cspace")
 # The CulturalFrames prompt set a model answers, one image each (Nayak et al., Sec. 3.3, 4); its other configs
 # hold the four models' rated images.
 CULTURALFRAMES = DatasetName("culturelens/culturalframes", "prompts")
+
+# The CUBE authors' repository at the commit the suite pins (github.com/google-deepmind/cube, 20 Jan 2025), and
+# its CUBE-1K file there: where CUBE-1K is built from by default (``benchmark.suite.SOURCES`` pins its bytes).
+CUBE_COMMIT = "4ec2d350102dcfc03e41aa51ee0f2398d642a1a6"
+CUBE_1K_SOURCE = f"https://raw.githubusercontent.com/google-deepmind/cube/{CUBE_COMMIT}/dataset/cube_1k.json"

@@ -12,14 +12,13 @@ weights (a local checkpoint, a mirror) or add ids, e.g.::
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
 from benchmark.errors import CultureLensError
+from benchmark.settings import BACKBONES
 
-ENV_BACKBONES = "CULTURELENS_BACKBONES"
 LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 FAMILIES = ("open_clip", "hf_vision", "dreamsim")
 POOLINGS = ("cls", "mean")  # the first is the default
@@ -122,9 +121,10 @@ DEFAULT_REGISTRY: dict[str, BackboneSpec] = {
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, BackboneSpec]:
-    """The default registry, updated from the JSON file ``path`` (or $CULTURELENS_BACKBONES)."""
+    """The default registry, updated from the JSON file ``path`` (None: the one ``CULTURELENS_BACKBONES`` names,
+    ``benchmark.settings.BACKBONES``)."""
     registry = dict(DEFAULT_REGISTRY)
-    path = path or os.environ.get(ENV_BACKBONES)
+    path = BACKBONES.resolve(path or None)
     if not path:
         return registry
     try:

@@ -328,7 +328,7 @@ def scores_from_results(per_image: str | Path | pd.DataFrame, images: pd.DataFra
 
     Join key: (prompt_id, model). A CulturalFrames image is the one image of a
     prompt by a model, and a submission made of those images (see
-    ``benchmark.datasets.culturalframes.export_submission``) keeps the dataset's
+    ``benchmark.expectations.rated_images.export_submission``) keeps the dataset's
     prompt ids; models are matched by their canonical name (``canonical_model``),
     or all rows are taken as ``model`` when given (e.g. a submission named
     differently). The join is then checked on content: where both sides have an

@@ -115,7 +115,7 @@ def main(args: argparse.Namespace, suite=None) -> int:
     if suite is not None:
         from benchmark.generation.suite import generate_suite
 
-        return generate_suite(args, suite, settings, device)
+        return generate_suite(args, suite, settings, device, _model_record(args, settings))
     if not args.dataset or not args.images_per_prompt:
         raise GenerationError("give --dataset and --images-per-prompt (or --suite for every part of the suite)")
     seeds = parse_seeds(args.seeds) if args.seeds else list(range(args.images_per_prompt))

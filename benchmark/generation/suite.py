@@ -12,11 +12,11 @@ from pathlib import Path
 from benchmark.layout import part_folder
 
 
-def generate_suite(args: argparse.Namespace, ref, settings, device: str) -> int:
+def generate_suite(args: argparse.Namespace, ref, settings, device: str, model: dict) -> int:
     """Generate the parts ``args.parts`` (default: all) of the suite ``ref`` (``suite_assets.SuiteRef``) into
-    ``args.out``, with the pipeline and settings ``settings`` (``runner.Settings``)."""
+    ``args.out``, with the pipeline and settings ``settings`` (``runner.Settings``), the manifests naming
+    ``model`` (the manifest's model record)."""
     from benchmark.datasets.prompts import load_prompts
-    from benchmark.generation.command import _model_record
     from benchmark.generation.runner import GenerationError, generation_record, load_pipeline, run
     from benchmark.progress import Bars
 
@@ -35,7 +35,7 @@ def generate_suite(args: argparse.Namespace, ref, settings, device: str) -> int:
                                               local_root=ref.datasets_root)
     pipeline = load_pipeline(settings, device=device, cpu_offload=args.cpu_offload,
                              attention_slicing=args.attention_slicing)
-    common = {"format_version": 1, "model": _model_record(args, settings),
+    common = {"format_version": 1, "model": model,
               "generation": generation_record(pipeline, settings, args.preset), "license": args.license,
               "contact": args.contact}
     out = Path(args.out)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchmark.tracks.papers.cube import PAPER as CUBE
+from benchmark.papers import CUBE
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 

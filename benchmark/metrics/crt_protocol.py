@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from benchmark.papers import CRT
+
 TAU = 0.7
 TAU_PATCH = 0.6
 # (name, label) of the metrics the paper's Table 1 reports, shared by the scored metrics and the paper's rows so
@@ -14,7 +16,7 @@ CRA_REFERENCE = ("cra_reference", "CRA, share of references with a recognised im
 VR = ("vr", "VR, visual reuse of recognised images (Eq. 2)")
 CRT_FROM_MEANS = ("crt_from_means", "CRT from column means, CRA_reference x (1 - VR) (Table 1)")
 GRID = 4
-CITATION = "De Rosa Palmini & Cetinic, arXiv:2511.11435"
+CITATION = CRT.short
 COMPARISONS = (">", ">=")
 
 

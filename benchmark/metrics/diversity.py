@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from benchmark.tracks.papers.cube import PAPER as CUBE
+from benchmark.papers import CUBE
 from benchmark.features.producers import LazyImages
 from benchmark.metrics.alignment import cosine_similarity
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need

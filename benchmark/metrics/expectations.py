@@ -37,7 +37,7 @@ from benchmark.features.producers import LazyImages, produce
 from benchmark.judges.expectations import ExpectationRequest, ExpectationsJudge
 from benchmark.judges.prompts import EXPECTATION_KINDS, VIESCORE_LEVELS
 from benchmark.metrics.base import Inputs, Metric, MetricInfo
-from benchmark.tracks.papers.culturalframes import PAPER as CULTURALFRAMES
+from benchmark.papers import CULTURALFRAMES
 
 METRICS = ("expectations_explicit", "expectations_implicit", "expectations_met")
 LABELS = {

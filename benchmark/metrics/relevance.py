@@ -35,7 +35,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from benchmark.tracks.papers.caire import PAPER as CAIRE
+from benchmark.papers import CAIRE
 from benchmark.features.producers import LazyImages, produce
 from benchmark.judges.base import CAIRE_RUBRIC, Judge, JudgeRequest, Rubric
 from benchmark.judges.prompts import LABEL_CASES, case_label, cut_text

@@ -25,8 +25,8 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,9 +51,6 @@ from benchmark.submission.archive import (
 )
 from benchmark.submission.manifest import PROMPT_ID
 
-if TYPE_CHECKING:
-    from benchmark.submission.validate import ImageRecord
-
 MAX_SHARD_BYTES = 2 * 2**30
 """Default bound on a shard's size: a 10-seed CUBE-1K submission of 1024 px PNGs (~15 GB) is 8 shards, so its
 folder in the requests repo holds 9 files with the manifest (the Hub advises < 10,000 a folder, < 100,000 a
@@ -68,6 +65,18 @@ _FOOTER_BYTES = 64 * 2**10  # reserved in every shard for the footer: schema, fe
 _GROUP_FOOTER_BYTES = 4 * 2**10  # ... and each row group's column chunk metadata
 _ROW_BYTES = 256  # page headers and lengths, per row, beyond its values
 _SMALL_COLUMNS = ["prompt_id", "seed", "image.path", "sha256", "width", "height"]
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """One validated image: a row of the image table (``images.parquet``), and of the shards but for the bytes."""
+
+    prompt_id: str
+    seed: int
+    path: str  # relative to the submission folder
+    sha256: str
+    width: int
+    height: int
 
 
 class ShardError(CultureLensError, ValueError):

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import ALLOWED_FORMATS, as_viewed
-from benchmark.submission.shards import MAX_SHARD_BYTES, expand, write_shards
+from benchmark.submission.shards import MAX_SHARD_BYTES, ImageRecord, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
 from benchmark.layout import IMAGES_DIR, MANIFEST, PARTS_DIR, SubmissionLayout
 from benchmark.submission.manifest import Manifest
@@ -44,16 +44,6 @@ IMAGES_SCHEMA = pa.schema([("prompt_id", pa.string()), ("seed", pa.int64()), ("p
 
 PromptLoader = Callable[[Manifest], PromptSet]
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class ImageRecord:
-    prompt_id: str
-    seed: int
-    path: str  # relative to the submission folder
-    sha256: str
-    width: int
-    height: int
 
 
 def _count(n: int, noun: str) -> str:

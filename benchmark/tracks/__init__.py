@@ -18,10 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmark.errors import CultureLensError
-from benchmark.settings import Setting, Settings
+from benchmark.settings import TRACK_PATH, Setting, Settings
 from benchmark.track import MetricsUnavailable, Paper, Track, Unavailable
-
-ENV_TRACK_PATH = "CULTURELENS_TRACK_PATH"
 
 # Settings more than one track reads: recognition and alignment (awareness, iconicity) and image quality
 # (awareness, and the s of CUBE's Eq. 3 in diversity).
@@ -37,12 +35,12 @@ class UnknownTrack(CultureLensError):
     """A track name the registry does not know; the message lists the ones it knows."""
 
 
-def _modules() -> Iterable[ModuleType]:
-    """This package's track modules, then those of the folders in ``CULTURELENS_TRACK_PATH``, each folder's files
-    in name order."""
+def _modules(track_path: str) -> Iterable[ModuleType]:
+    """This package's track modules, then those of the folders in ``track_path`` (``os.pathsep``-separated), each
+    folder's files in name order."""
     for info in pkgutil.iter_modules(__path__):
         yield importlib.import_module(f"{__name__}.{info.name}")
-    for folder in filter(None, os.environ.get(ENV_TRACK_PATH, "").split(os.pathsep)):
+    for folder in filter(None, track_path.split(os.pathsep)):
         for path in sorted(Path(folder).glob("*.py")):
             spec = importlib.util.spec_from_file_location(f"culturelens_tracks.{path.stem}", path)
             module = importlib.util.module_from_spec(spec)
@@ -50,11 +48,16 @@ def _modules() -> Iterable[ModuleType]:
             yield module
 
 
-@functools.cache
 def all_tracks() -> dict[str, Track]:
-    """Every registered track by name, in display order (``Track.order``, then name)."""
+    """Every registered track by name, in display order (``Track.order``, then name), with the modules of the
+    folders ``CULTURELENS_TRACK_PATH`` names now."""
+    return _registry(TRACK_PATH.resolve())
+
+
+@functools.cache  # one registry per track path: a path set later (a test, a child's) is read, not an old one
+def _registry(track_path: str) -> dict[str, Track]:
     found: dict[str, Track] = {}
-    for module in _modules():
+    for module in _modules(track_path):
         track = getattr(module, "TRACK", None)
         if isinstance(track, Track):
             if track.name in found:

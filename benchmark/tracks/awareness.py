@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from benchmark.datasets import cube_1k
 from benchmark.track import Papers, Protocol, Track
+from benchmark.papers import CUBE
 from benchmark.tracks.papers import cube
 
 
@@ -30,7 +31,7 @@ CUBE-1K prompts (cuisine, landmarks, art; 8 countries). Automatic proxies for th
 
 Prompt = unit: a prompt's score is the mean over its seeds; a slice's is the mean over its prompts, with a
 95% CI over prompts (Student-t; Wilson for 0/1 values; none below 5 prompts). Reported rows: the paper's human Tables 3 and 4.
-""", Papers(cube.PAPER, cube.AWARENESS),
+""", Papers(CUBE, cube.AWARENESS),
     # Images per prompt not pinned: CUBE's awareness count is not recorded here yet.
     Protocol(f"{cube_1k.HUB_REPO}:{cube_1k.CONFIG}:{cube_1k.SPLIT}", None, "1", ("clip-vit-b-32",)),
     metrics=metrics, order=10)

@@ -12,6 +12,7 @@ from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.settings import Setting, positive_int
 from benchmark.track import MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.papers import CUBE
 from benchmark.tracks.papers import cube
 
 ENV_ARTIFACT_INDEX = "CULTURELENS_ARTIFACT_INDEX"
@@ -158,7 +159,7 @@ Shannon entropy). Kernel on tags (continent, country, artifact): k = w₁[same c
 w₃[same artifact] for (1,0,0), (0,1,0), (0,0,1), (½,½,0), (⅓,⅓,⅓). Cultural diversity (Eq. 3):
 CD = mean HPS-v2 quality × VS / N, in [0, 1]. Protocol: 5 rephrasings per concept, seeds 0-79, N = 8 images per
 score, mean over 50 draws. Images are tagged by nearest CSpace artifact (faiss over artifact-name embeddings).
-""", Papers(cube.PAPER, cube.DIVERSITY),
+""", Papers(CUBE, cube.DIVERSITY),
     # App. H.1: seeds 0-79 per rephrasing, ten batches of N = 8; the default tagger (the artifact index).
     Protocol(str(CUBE_DIVERSITY), len(CUBE_DIVERSITY_SEEDS), "1 (N = 8, seed batches; tagger index of "),
     settings=SETTINGS, metrics=metrics, order=20,

@@ -63,10 +63,10 @@ def build_release(args: argparse.Namespace) -> int:
 
 
 def export_submission(args: argparse.Namespace) -> int:
-    from benchmark.datasets import culturalframes
+    from benchmark.expectations import rated_images
 
     quiet_datasets()
-    out = culturalframes.export_submission(args.dataset, args.model, Path(args.out))
+    out = rated_images.export_submission(args.dataset, args.model, Path(args.out))
     print(f"wrote a submission of {args.model}'s rated images to {out}; score it with `culturelens score {out} "
           f"--out OUT --tracks expectations --expectations-judge {PROTOCOL_JUDGE}` and compare the judge with the "
           "raters with `culturelens meta-eval --results OUT/results/*`")

@@ -12,6 +12,7 @@ from benchmark.errors import CultureLensError
 from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS, crt_from_means
 from benchmark.settings import Setting
 from benchmark.track import Chart, DetailPicture, FromMeans, MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.papers import CRT
 from benchmark.tracks.papers import crt
 
 SETTINGS = (
@@ -131,7 +132,7 @@ TRACK = Track(
   reference patch is ≥ τ_patch = 0.6 (faiss search over the pool of reference patches).
 - **CRT** (Eq. 3) = CRA × (1 − VR): recognised and realised anew. VR@k restricts VR to the references every
   compared model recognised. Still and moving images are reported apart.
-""", Papers(crt.PAPER, crt.TABLE_1),
+""", Papers(CRT, crt.TABLE_1),
     # Sec. 4: n = 10 images per title; the paper variant's thresholds and backbones.
     Protocol(str(ICONIC_REFERENCES), 10,
              VARIANTS["paper"].version, (VARIANTS["paper"].clip, VARIANTS["paper"].dino)),

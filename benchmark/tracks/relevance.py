@@ -9,7 +9,7 @@ from pathlib import Path
 from benchmark import settings as declared
 from benchmark.settings import Setting, positive_int
 from benchmark.track import MetricsUnavailable, Papers, Track, Verb
-from benchmark.tracks.papers import caire
+from benchmark.papers import CAIRE
 
 ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
 
@@ -94,7 +94,7 @@ The labels come from the prompt set, the same for every submission: every countr
 as CAIRE's universal set scores each image against each of its 10 countries. One metric per label,
 `relevance[<country>]`; the headline **relevance_intended** is each image's relevance to its own prompt's
 country (higher is better), the judgement CAIRE validates against raters of that country (Table 2).
-""", Papers(caire.PAPER),
+""", Papers(CAIRE),
     settings=SETTINGS, metrics=metrics, order=50,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
                 "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",

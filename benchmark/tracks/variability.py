@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchmark.settings import Setting
 from benchmark.track import Chart, MetricsUnavailable, Papers, Protocol, Track
-from benchmark.tracks.papers import w1kp
+from benchmark.papers import W1KP
 
 ENV_W1KP_CALIBRATION = "CULTURELENS_W1KP_CALIBRATION"
 
@@ -45,7 +45,7 @@ Pairwise DreamSim-ℓ2 distances between a prompt's images, each mapped through 
 reference sample (d* = F(d)). W1KP = 1 − mean d* over all pairs (U-statistic); W1KP_k = 1 − E[min d* over a
 random k-subset]. Levels: high ≥ 0.85, medium ≥ 0.4, low ≥ 0.2. Reusability: the smallest k at which
 W1KP_k ≥ 0.85.
-""", Papers(w1kp.PAPER),
+""", Papers(W1KP),
     # The paper variant over DreamSim (any calibration of it); dataset and images per prompt are not pinned here.
     Protocol("", None, "1 (paper; calibration", ("dreamsim",)),
     settings=SETTINGS, metrics=metrics, order=40,

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from benchmark.errors import CultureLensError
 from benchmark.track import Verb
@@ -17,7 +16,7 @@ def hub(args: argparse.Namespace) -> int:
     from leaderboard.repo import folder_repo, open_repo
     from leaderboard.store import Store
 
-    store = Store(Path(args.store), queue=options.queue(args))
+    store = Store(options.store(args), queue=options.queue(args))
     if args.action == "snapshot":
         repo = open_repo(args.results, token=args.token)
         release = pickup.publish(store, repo, repo_id=args.results if repo.name == args.results else "ORG/NAME")

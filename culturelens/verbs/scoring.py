@@ -12,7 +12,7 @@ from benchmark.encoders.spec import load_registry
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
-from culturelens.options import DEFAULT_STORE
+from leaderboard.operator_settings import STORE
 
 
 def score(args: argparse.Namespace) -> int:
@@ -23,18 +23,18 @@ def score(args: argparse.Namespace) -> int:
     from benchmark.suite_assets import open_suite
 
     quiet_datasets()
-    store_datasets = Path(args.store) / "datasets"
+    store_datasets = options.store(args) / "datasets"
     suite = open_suite(args.suite, store_datasets) if args.suite or is_suite_upload(Path(args.submission)) else None
     if suite is not None and suite.assets is not None:
         options.use_suite_assets(args, suite.assets)  # the index, knowledge base and calibration it holds
     else:  # before any relaunch: one process builds, the shards find the local copy
-        options.build_default_dataset(store_datasets, args.cube_source)
+        options.build_default_dataset(store_datasets, options.cube_source(args))
     if args.num_processes > 1 and not scoring.launched_by_accelerate():
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
     return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
-                        unavailable=unavailable, store=Path(args.store),
+                        unavailable=unavailable, store=options.store(args),
                         cache=Path(args.cache) if args.cache else None, device=args.device,
                         batch_size=args.batch_size, num_workers=args.num_workers, settings=settings_record(args),
                         suite=suite)
@@ -46,7 +46,7 @@ def reproduce(args: argparse.Namespace) -> int:
     from benchmark import reproduce
 
     quiet_datasets()
-    return reproduce.main(args.result, store=Path(args.store), submission=args.submission,
+    return reproduce.main(args.result, store=options.store(args), submission=args.submission,
                           backbones=args.backbones, device=args.device, batch_size=args.batch_size,
                           num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache)
 
@@ -56,7 +56,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     return calibrate.main(Path(args.sample), Path(args.out), backbone_id=args.backbone,
-                          registry=load_registry(args.backbones), datasets_root=Path(args.store) / "datasets",
+                          registry=load_registry(args.backbones), datasets_root=options.store(args) / "datasets",
                           device=args.device, batch_size=args.batch_size, num_workers=args.num_workers, cdf=args.cdf)
 
 
@@ -124,7 +124,7 @@ VERBS = (
          "culturelens compare runs/sdxl/results/X runs/sd3/results/Y --metrics crt vr", _compare_options),
     Verb("reproduce", "re-run the scoring a result's run.json records (settings, backbones, dataset, seeds) on its "
                       "stored submission and print the largest difference per metric",
-         f"culturelens reproduce SUBMISSION_ID --store {DEFAULT_STORE}", _reproduce_options),
+         f"culturelens reproduce SUBMISSION_ID --store {STORE.default}", _reproduce_options),
     Verb("calibrate", "fit a W1KP distance calibration for a backbone from a reference sample",
          "culturelens calibrate reference_sample/ --backbone dinov2-base --out dinov2-w1kp.npz", _calibrate_options),
 )

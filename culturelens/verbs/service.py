@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.encoders.spec import load_registry
@@ -16,7 +14,7 @@ from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
 from culturelens.hub_access import offline_unless_hub_reachable
-from culturelens.options import DEFAULT_STORE
+from leaderboard import operator_settings
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -32,7 +30,7 @@ def worker(args: argparse.Namespace) -> int:
     remote = _remote(args, queue)  # its options checked before any model library loads
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    store = Store(Path(args.store), max_attempts=options.max_attempts(args), queue=queue,
+    store = Store(options.store(args), max_attempts=options.max_attempts(args), queue=queue,
                   results_repo=remote.results if remote is not None else None)
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
@@ -59,18 +57,17 @@ def _remote(args: argparse.Namespace, queue: str | None):
 
 
 def serve(args: argparse.Namespace) -> int:
-    from leaderboard import operator_settings, service
+    from leaderboard import service
 
     quiet_datasets()
     # Off a Space there is no sign-in: on loopback the one user is the operator at this machine; reachable from
     # other machines, every visitor acts as --user, and the quota bounds the work they can ask for.
-    public = not operator_settings.is_loopback(args.host)
-    limits, quota, queue = options.limits(args), options.quota(args, public=public), options.queue(args)
-    command, env = (None, None) if args.no_worker else local_worker(args, queue)
-    running = service.start(Path(args.store), limits=limits, quota=quota, user=args.user, cube_source=args.cube_source,
-                            hub_repos={"results": args.hub_results, "requests": args.hub_requests},
+    chosen = operator_settings.service(args, public=not operator_settings.is_loopback(args.host))
+    command, env = (None, None) if args.no_worker else local_worker(args, chosen.queue)
+    running = service.start(chosen.store, limits=chosen.limits, quota=chosen.quota, user=chosen.user,
+                            cube_source=chosen.cube_source, hub_repos=chosen.hub_repos,
                             hub_interval=args.hub_interval, release_interval=args.hub_release_interval or None,
-                            worker=command, worker_env=env, queue=queue)
+                            worker=command, worker_env=env, queue=chosen.queue)
     service.serve(running, host=args.host, port=args.port)
     return 0
 
@@ -78,14 +75,9 @@ def serve(args: argparse.Namespace) -> int:
 def local_worker(args: argparse.Namespace, queue: str | None) -> tuple[list[str], dict[str, str]]:
     """The command and environment of ``serve``'s supervised worker: the same store and queue as serve's (the
     queue in the environment, ``CULTURELENS_QUEUE``: a command line is visible to every user of the machine)."""
-    from leaderboard.operator_settings import ENV_QUEUE
-
-    command = [sys.executable, "-m", "culturelens", "worker", "--store", str(Path(args.store)),
+    command = [sys.executable, "-m", "culturelens", "worker", "--store", str(options.store(args)),
                *(["--backbones", args.backbones] if args.backbones else [])]
-    env = dict(os.environ)
-    env.pop(ENV_QUEUE, None)
-    if queue:
-        env[ENV_QUEUE] = queue
+    env = declared.child_environment({operator_settings.QUEUE: queue})
     # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to say
     # it cannot load them. Offline mode reads the local cache only, and fails at once if it must. Only the
     # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
@@ -121,16 +113,12 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
                    help="address to listen on; any other than loopback opens the app, without sign-in, to other "
                         "machines (see SECURITY.md)")
     p.add_argument("--port", type=int, default=7860, help="port to listen on")
-    p.add_argument("--user", default=os.environ.get("USER", "local"), help="local user submissions are owned by")
+    operator_settings.USER.add_to(p)
     p.add_argument("--no-worker", action="store_true", help="do not start a local worker")
-    p.add_argument("--cube-source", default=None,
-                   help="build the default CUBE-1K dataset from this JSON (path or URL) if the store lacks it")
-    p.add_argument("--backbones", default=None, help="backbones JSON file passed to the worker")
-    p.add_argument("--hub-requests", default=None,
-                   help="Hub dataset repo mirroring the queue and submitted files (pulled at start, then pushed)")
-    p.add_argument("--hub-results", default=None,
-                   help="Hub dataset repo mirroring the results (its newest leaderboard release read at start, new "
-                        "results folders picked up, then pushed)")
+    operator_settings.CUBE_SOURCE.add_to(p)
+    declared.BACKBONES.add_to(p, help="backbones JSON file passed to the worker")
+    operator_settings.HUB_REQUESTS.add_to(p)
+    operator_settings.HUB_RESULTS.add_to(p)
     p.add_argument("--hub-interval", type=float, default=60,
                    help="seconds between pushes to the Hub repos and pickups of new results")
     p.add_argument("--hub-release-interval", type=float, default=3600,
@@ -144,7 +132,7 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
 
 VERBS = (
     Verb("worker", "score queued submissions (run next to the app, or on a GPU machine)",
-         f"culturelens worker --store {DEFAULT_STORE}", _worker_options),
+         f"culturelens worker --store {operator_settings.STORE.default}", _worker_options),
     Verb("serve", "run the leaderboard app and a local worker",
-         f"culturelens serve --store {DEFAULT_STORE} --port 7860", _serve_options),
+         f"culturelens serve --store {operator_settings.STORE.default} --port 7860", _serve_options),
 )

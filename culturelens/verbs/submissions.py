@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -12,7 +11,8 @@ from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
 from culturelens import options
-from culturelens.options import DEFAULT_STORE
+from leaderboard import operator_settings
+from leaderboard.operator_settings import STORE
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -21,10 +21,10 @@ def generate(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     if args.suite:
-        ref = _suite(args.suite, Path(DEFAULT_STORE) / "datasets", args.cube_source)
+        ref = _suite(args.suite, options.store() / "datasets", options.cube_source(args))
         return command.main(args, suite=ref)
     if args.dataset == HUB_REPO:
-        folder = options.build_default_dataset(Path(DEFAULT_STORE) / "datasets", args.cube_source)
+        folder = options.build_default_dataset(options.store() / "datasets", options.cube_source(args))
         if folder is not None:
             args.dataset, args.dataset_repo = str(folder), HUB_REPO
     return command.main(args)
@@ -51,12 +51,12 @@ def validate(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     limits = options.limits(args)
-    store_datasets = Path(args.store) / "datasets"
+    store_datasets = options.store(args) / "datasets"
     if args.suite or is_suite_upload(Path(args.path)):
-        ref = _suite(args.suite, store_datasets, args.cube_source)
+        ref = _suite(args.suite, store_datasets, options.cube_source(args))
         suite, datasets_root = ref.suite, ref.datasets_root
     else:
-        options.build_default_dataset(store_datasets, args.cube_source)
+        options.build_default_dataset(store_datasets, options.cube_source(args))
         suite, datasets_root = SUITE_V1, store_datasets
     staging = Path(tempfile.mkdtemp(prefix="culturelens-validate-"))
     bars = Bars(unit="img")
@@ -76,9 +76,9 @@ def submit(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
-    store = Store(Path(args.store), options.limits(args), **options.quota(args, public=False),
+    store = Store(options.store(args), options.limits(args), **options.quota(args, public=False),
                   queue=options.queue(args))
-    options.build_default_dataset(store.datasets, args.cube_source)
+    options.build_default_dataset(store.datasets, options.cube_source(args))
     bars = Bars(unit="img")
     try:  # PermissionDenied (over the quota) and ServerFault (the server could not store it) are user errors
         outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
@@ -104,7 +104,8 @@ def _generate_options(p: argparse.ArgumentParser) -> None:
     from benchmark.generation.command import add_arguments
 
     add_arguments(p)
-    options.add_cube_source(p, f"(into {DEFAULT_STORE}/datasets) when --dataset is {HUB_REPO}")
+    options.add_cube_source(p, f"(into {STORE.default}/datasets, or the store {STORE.env} names) when "
+                               f"--dataset is {HUB_REPO}")
     p.set_defaults(run=generate, hub=True)
 
 
@@ -124,7 +125,8 @@ def _validate_options(p: argparse.ArgumentParser) -> None:
 def _submit_options(p: argparse.ArgumentParser) -> None:
     _upload_options(p, "submission folder or .zip")
     options.add_queue(p)
-    p.add_argument("--owner", default=os.environ.get("USER", "local"), help="who submits")
+    p.add_argument("--owner", default=operator_settings.login(), help="who submits (default: your login name, "
+                                                                      "$USER)")
     p.add_argument("--wait", action="store_true", help="wait until a worker has scored it")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait with --wait")
     options.add_quota(p, "You hold the store's disk, so no quota applies unless you set one here or in the "
@@ -138,7 +140,7 @@ VERBS = (
          "culturelens generate --suite --preset sdxl --out subs/sdxl",
          _generate_options),
     Verb("validate", "check a submission (folder or .zip) without storing it",
-         f"culturelens validate submissions/example --store {DEFAULT_STORE}", _validate_options),
+         f"culturelens validate submissions/example --store {STORE.default}", _validate_options),
     Verb("submit", "validate a submission and queue it for scoring",
-         f"culturelens submit submissions/example --store {DEFAULT_STORE} --wait", _submit_options),
+         f"culturelens submit submissions/example --store {STORE.default} --wait", _submit_options),
 )

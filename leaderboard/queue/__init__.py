@@ -1,14 +1,29 @@
 """The submission queue: records, atomic state transitions, leases for crashed workers.
 
-``Queue(location)`` opens it: a path gives the embedded SQLite backend (``sqlite``, the default,
+``open_queue(location)`` opens it: a path gives the embedded SQLite backend (``sqlite``, the default,
 ``STORE/queue.sqlite``), a ``postgresql://`` URL the PostgreSQL one (``postgres``), for workers on many machines.
 Both run the semantics written once in ``base``: states PENDING -> RUNNING -> FINISHED | FAILED, leases on the
 database's clock, attempts and takeover, the per-user quota in the inserting transaction. ``location`` checks a
 location and keeps a URL's password out of every message.
 """
 
+from pathlib import Path
+
 from leaderboard.queue.base import DuplicateSubmission, Job, Queue, QueueUnavailable, QuotaExceeded, now_iso
-from leaderboard.queue.location import QueueLocationError
+from leaderboard.queue.location import QueueLocationError, is_url
 
 __all__ = ["DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable", "QuotaExceeded",
-           "now_iso"]
+           "now_iso", "open_queue"]
+
+
+def open_queue(location: str | Path, **options) -> Queue:
+    """The queue at ``location``: a ``postgresql://`` URL opens ``postgres.PostgresQueue``, a path
+    ``sqlite.SQLiteQueue``; ``options`` go to its constructor (``max_attempts``, ...). Each backend is imported
+    only when chosen (psycopg is not loaded for a file)."""
+    if is_url(location):
+        from leaderboard.queue.postgres import PostgresQueue
+
+        return PostgresQueue(location, **options)
+    from leaderboard.queue.sqlite import SQLiteQueue
+
+    return SQLiteQueue(location, **options)

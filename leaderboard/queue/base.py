@@ -114,9 +114,8 @@ class Session(Protocol):
 class Queue:
     """Submission records, safe to use from many processes (and, for PostgreSQL, many machines).
 
-    ``Queue(location)`` opens the backend ``location`` names, as ``pathlib.Path(...)`` gives the path class of
-    the system: a ``postgresql://`` URL gives ``postgres.PostgresQueue``, a path ``sqlite.SQLiteQueue``.
-    ``damaged``: where an SQLite file was kept if it was found damaged at start (this process then created an
+    ``leaderboard.queue.open_queue(location)`` opens the backend ``location`` names: a ``postgresql://`` URL
+    gives ``postgres.PostgresQueue``, a path ``sqlite.SQLiteQueue``. ``damaged``: where an SQLite file was kept if it was found damaged at start (this process then created an
     empty queue in its place, and the caller should rebuild what it can); None normally, and always for
     PostgreSQL. ``errors``: the exceptions the backend's database raises (a caller that must survive a
     database fault catches these). ``location``: where it lives, safe to show (no password).
@@ -127,16 +126,6 @@ class Queue:
     location: str
     _integrity_errors: tuple[type[Exception], ...] = ()
     _skip_locked = ""  # appended to a SELECT that picks rows to change: lock them, skip those others hold
-
-    def __new__(cls, location: str | Path | None = None, **options):
-        if cls is Queue:
-            from leaderboard.queue.location import is_url
-
-            if is_url(location):
-                from leaderboard.queue.postgres import PostgresQueue as cls
-            else:
-                from leaderboard.queue.sqlite import SQLiteQueue as cls
-        return super().__new__(cls)
 
     def __init__(self, location: str | Path, *, max_attempts: int = 3,
                  has_results: Callable[[str], bool] = lambda id: False):

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from benchmark.metrics.crt_protocol import CRA_REFERENCE, CRT_FROM_MEANS, VR
-from benchmark.track import Paper, PaperModel, PaperRow
+from benchmark.track import PaperModel, PaperRow
 
-PAPER = Paper("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal "
-              "Iconicity in Diffusion Models", ("De Rosa Palmini, Maria-Teresa", "Cetinic, Eva"), "2511.11435", 2025)
 
 MODELS = {m.name: m for m in (
     PaperModel("FLUX.1-schnell", "black-forest-labs/FLUX.1-schnell", "open"),

@@ -3,11 +3,8 @@ judgements of Tables 3 and 4 (awareness) and the diversity of Tables 5 and 6."""
 
 from __future__ import annotations
 
-from benchmark.track import Paper, PaperModel, PaperRow
+from benchmark.track import PaperModel, PaperRow
 
-PAPER = Paper("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
-              ("Kannen, Nithish", "Ahmad, Arif", "Andreetto, Marco", "Prabhakaran, Vinodkumar", "Prabhu, Utsav",
-               "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024, "NeurIPS 2024 D&B")
 
 MODELS = {m.name: m for m in (
     PaperModel("Imagen 2", "Google Imagen 2 (Vertex AI)", "closed"),

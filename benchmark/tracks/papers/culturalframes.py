@@ -13,13 +13,9 @@ reported and computed rows line up.
 
 from __future__ import annotations
 
-from benchmark.track import Paper, PaperCorrelation, PaperModel, PaperRow, Papers
+from benchmark.papers import CULTURALFRAMES
+from benchmark.track import PaperCorrelation, PaperModel, PaperRow, Papers
 
-PAPER = Paper("nayak2025culturalframes", "CulturalFrames: Assessing Cultural Expectation Alignment in Text-to-Image "
-              "Models and Evaluation Metrics",
-              ("Nayak, Shravan", "Bhatia, Mehar", "Zhang, Xiaofeng", "Rieser, Verena", "Hendricks, Lisa Anne",
-               "van Steenkiste, Sjoerd", "Goyal, Yash", "Stańczak, Karolina", "Agrawal, Aishwarya"), "2506.08835",
-              2025)
 
 ALL = "all"
 # The models as the paper names them (``benchmark.datasets.culturalframes.MODEL_NAMES`` maps the release's names).
@@ -71,7 +67,7 @@ _LEADERBOARD = {"mean_alignment": ("human_alignment", "mean human alignment scor
                                     False)}
 
 EXPECTATIONS = Papers(
-    PAPER,
+    CULTURALFRAMES,
     rows=tuple(PaperRow(MODELS[model], *_LEADERBOARD[statistic], value, source)
                for model, statistic, value, source in HUMAN if model != ALL),
     correlations=(
