@@ -745,3 +745,16 @@ def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
                               kind="stable", na_position="last")
     columns = ["provenance", "measures", *[c for c in frame.columns if c not in ("provenance", "measures", "_paper")]]
     return frame[columns].reset_index(drop=True)
+
+
+def rows(cat: Catalog, track: str, metric: str | None = None, slice_name: str | None = None) -> pd.DataFrame:
+    """The rows (``COLUMNS``) of a track, or of one of its metrics, or of that metric on one slice (every value)."""
+    where = " AND ".join(["track = ?"] + [f"{column} = ?" for column, value in (("metric", metric),
+                                                                             ("slice", slice_name)) if value])
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE {where}",
+                     [track, *(value for value in (metric, slice_name) if value)])
+
+
+def curves(cat: Catalog) -> pd.DataFrame:
+    """Every model-level curve the catalog holds (W1KP_k...), by model and x."""
+    return cat.query("SELECT * FROM curves ORDER BY model, x")

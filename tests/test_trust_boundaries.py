@@ -22,9 +22,11 @@ import pytest
 from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard import search, tables
-from leaderboard.app import Views, build_app, launch_options
+from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
+from leaderboard.ui.queue import QueueTab
+from leaderboard.ui.site import Site
 from tests.helpers import free_port, serving, serving_tiny_cube
 
 QUOTED = 200  # characters of a visitor's text that a reply may repeat (issue 30)
@@ -146,7 +148,7 @@ def _until(condition, timeout: float, what: str):
 @pytest.mark.slow
 def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
     store = Store(tmp_path / "store")
-    queue, views = store.queue, Views(store, "ada")
+    queue, views = store.queue, QueueTab(Site(store, "ada"))
     supervisor = Supervisor([sys.executable, "-c", SCORING_WORKER, str(store.root / "queue.sqlite")], queue,
                             first_delay=600, beat=0.2)  # no restart while the test looks
     supervisor.start()

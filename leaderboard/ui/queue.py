@@ -1,0 +1,180 @@
+"""The Queue tab: every submission's state (PENDING, RUNNING with progress, FINISHED, FAILED with the reason), the
+workers and what they can score, a submission's details and per-image scores, and its owner's re-run and delete."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from benchmark import layout
+from leaderboard import quarantine, render
+from leaderboard.intake import PermissionDenied
+from leaderboard.ui.site import Site
+from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
+
+QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
+QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
+
+
+class QueueTab:
+    """The Queue tab's views over ``site``; ``build`` makes its components."""
+
+    def __init__(self, site: Site):
+        self.site = site
+        self.parts = Parts()
+
+    @property
+    def store(self):
+        return self.site.store
+
+    @property
+    def places(self):
+        return self.site.places
+
+    def public(self, text: object) -> str:
+        return self.site.public(text)
+
+    def queue_api(self) -> dict:
+        """The queue as data, nothing escaped, server folders hidden: ``jobs``, newest first (at most
+        ``QUEUE_ROWS``; any other by ``/details``): id, state, model, model_id, owner, dataset, submitted_at,
+        started_at, finished_at (ISO 8601), progress (0-1, while RUNNING), message, reason (why it FAILED),
+        attempts; and ``workers`` heard from in the last hour: id, state, seconds_since_heard, message."""
+        jobs = [{"id": job.id, "state": job.state, "model": job.model, "model_id": job.model_id, "owner": job.owner,
+                 "dataset": job.dataset, "submitted_at": job.created_at, "started_at": job.started_at,
+                 "finished_at": job.finished_at, "progress": job.progress if job.state == "RUNNING" else None,
+                 "message": render.hide_paths(job.message, self.places) if job.message else None,
+                 "reason": render.hide_paths(job.error, self.places) if job.state == "FAILED" and job.error else None,
+                 "attempts": job.attempts} for job in self.store.queue.jobs()[:QUEUE_ROWS]]
+        workers = [{"id": w["id"], "state": w["state"], "seconds_since_heard": round(float(w["age"]), 1),
+                    "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
+                   for w in self.store.queue.workers(within_seconds=3600)]
+        return {"jobs": jobs, "workers": workers}
+
+    def queue(self):
+        rows = []
+        for job in self.store.queue.jobs()[:QUEUE_ROWS]:
+            progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
+            details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
+            rows.append([job.created_at, job.id, job.model, job.owner, job.state, progress,
+                         job.started_at or "", job.finished_at or "", details])
+        empty = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one." if not rows else ""
+        return self.workers_markdown() + empty, pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+
+    def workers_markdown(self) -> str:
+        """Notices (a rebuilt queue), the worker supervisor's view and each worker's state, as Markdown. Ages
+        come from the queue's own clock, so a worker machine's clock cannot make a worker look dead or alive."""
+        queue = self.store.queue
+        notices = [f"> **Notice:** {render.plain(notice)}" for notice in queue.notices()]
+        if note := quarantine.note(self.store.quarantined()):
+            notices.append(f"> **Notice:** {render.plain(note)}")
+        workers = queue.workers(within_seconds=3600)
+        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
+        lines = [line for s in queue.supervisors() if (line := self._supervisor_line(s))]
+        for w in workers:
+            if w["state"] == "unavailable":
+                if not live:  # a worker that could not score, while none scores now; once one does, it is history
+                    lines.append(f"- worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
+            elif w in live:
+                lines.append(f"- worker {render.code(w['id'])} is up: {render.plain(w['state'])} "
+                             f"({self.public(w['message'] or '')})")
+            elif w["age"] < 600 and w["state"] != "stopped":
+                lines.append(f"- worker {render.code(w['id'])} silent for {w['age']:.0f} s "
+                             f"(last: {render.plain(w['state'])})")
+        if not live:
+            lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
+                            "(`culturelens worker --store DIR`).")
+        return "\n".join(notices + lines) or "No worker has been seen."
+
+    @staticmethod
+    def _supervisor_line(s: dict) -> str | None:
+        """One line for a worker supervisor (``leaderboard.supervisor``); None once it stopped."""
+        restarts = f"restarted {s['restarts']} time{'s' if s['restarts'] != 1 else ''}"
+        last = f", last exit: {s['last_exit']}" if s["last_exit"] else ""
+        if s["state"] == "running":
+            return f"- supervisor: worker pid {s['pid']} running ({restarts}{last})"
+        if s["state"] == "restarting":
+            return (f"- **restarting**: the worker stopped ({s['last_exit']}); restarting it in "
+                    f"{max(s['retry_in'] or 0, 0):.0f} s ({restarts} so far)")
+        if s["state"] == "gave up":
+            return f"- **supervisor gave up** ({restarts}{last}): {render.plain(s['message'] or '')}"
+        return None
+
+    def details(self, submission_id: str):
+        """One submission: state, reason and log excerpt, and its per-image scores to download."""
+        job = self.store.queue.get((submission_id or "").strip())
+        if job is None:
+            return "Type or paste a submission ID from the table.", None
+        lines = [f"### `{job.id}`: {job.state}",  # ids the store made are safe in a code span
+                 f"- model **{render.plain(job.model)}**, owner {render.plain(job.owner)}, dataset "
+                 f"{render.plain(job.dataset)}",
+                 f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
+                 f" attempts {job.attempts}"]
+        if job.state == "FAILED":
+            lines.append(f"- **reason**: {self.public(job.error)}")
+        run = self.store.run_record(job.id) or {}  # it counts the images left out for errors (non-finite values)
+        if errors := run.get("errors"):
+            reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in errors.items())
+            lines.append(f"- **{run.get('excluded', sum(errors.values()))} images excluded**: {reasons}")
+        if job.log_excerpt:
+            excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
+            lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")
+        per_image = self.store.per_image_file(job.id)
+        return "\n".join(lines), (self.site.serve([per_image], [f"culturelens-{job.id}-per_image.parquet"])[0]
+                                   if per_image else None)
+
+    def details_page(self, submission_id: str):
+        """``details`` for the page: the file box only when there is a file."""
+        text, path = self.details(submission_id)
+        return text, shown_if_filled(path)
+
+    def rerun(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
+        """Queue one of your finished or failed submissions again (its old results are replaced)."""
+        return self.owner_action("rerun", submission_id, profile)
+
+    def delete(self, submission_id: str, profile: gr.OAuthProfile | None = None) -> str:
+        """Delete one of your submissions with its images and results."""
+        return self.owner_action("delete", submission_id, profile)
+
+    def owner_action(self, action: str, submission_id: str, profile: gr.OAuthProfile | None) -> str:
+        owner = self.site.who(profile)
+        if owner is None:
+            return "Not done: sign in with Hugging Face first."
+        submission_id = (submission_id or "").strip()
+        if not layout.is_submission_id(submission_id):  # checked here, so that the answer quotes only the text's start
+            return f"Not done: no submission {render.code(render.excerpt(submission_id))}."
+        try:
+            (self.store.rerun if action == "rerun" else self.store.delete)(submission_id, owner)
+        except PermissionDenied as error:
+            return f"Not done: {render.plain(error)}"
+        return f"Done: {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
+
+    def page(self) -> dict:
+        """``queue`` by output name."""
+        workers, table = self.queue()
+        return {"workers": workers, "table": table}
+
+    def build(self) -> Parts:
+        """The tab's components and events (called inside a ``gr.Tab``)."""
+        workers = text_markdown()
+        table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True, elem_classes=["cl-table"])
+        with gr.Row():
+            submission = gr.Textbox(label="Submission ID", scale=3)
+            show = gr.Button("Details", scale=1)
+            rerun = gr.Button("Re-run (owner)", scale=1)
+            delete = gr.Button("Delete (owner)", variant="stop", scale=1)
+        result = text_markdown()
+        details = text_markdown()
+        per_image = gr.File(label="Per-image scores (Parquet)", visible=False)
+        show.click(self.details_page, submission, [details, per_image], api_name=False)
+        submission.submit(self.details_page, submission, [details, per_image], api_name=False)
+        rerun.click(self.rerun, submission, result, api_name="rerun")
+        delete.click(self.delete, submission, result, api_name="delete")
+        table.select(selected_id, None, submission, api_name=False)
+        self.parts = Parts(inputs={"submission": submission},
+                           outputs={"workers": workers, "table": table, "details": details, "per_image": per_image})
+        return self.parts
+
+
+def selected_id(event: gr.SelectData) -> str:
+    """The ID column of the queue row a visitor clicked."""
+    return event.row_value[1] if event.row_value else ""
