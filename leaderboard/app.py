@@ -664,8 +664,8 @@ class Views:
             except repo.RepoError as error:
                 return f"### Rejected: nothing was stored\n\n- {render.plain(error)}"
 
-        def report_progress(done: int, total: int) -> None:
-            progress(done / total, desc=f"checking images {done}/{total}")
+        def report_progress(stage: str, done: int, total: int) -> None:
+            progress(done / total, desc=f"{stage} {done}/{total}")
 
         try:
             if file:

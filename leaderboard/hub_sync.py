@@ -260,8 +260,8 @@ def download_submission(source: str | Path | Repo, submission_id: str, dest: Pat
                         token: str | None = None) -> Path:
     """Download exactly one submission from a requests repo, for a worker on another machine: its manifest and
     its Parquet shards (``submissions/<id>/manifest.json``, ``submissions/<id>/data/*.parquet``; a suite
-    submission's, ``parts/<part>/`` each), nothing else of the repo. ``source``: a Hub dataset repo id, a local folder laid out like the repo, or a ``Repo`` (the
-    same calls: ``leaderboard.repo``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
+    submission's, ``parts/<part>/`` each), nothing else of the repo. ``source``: a Hub dataset repo id, a local
+    folder laid out like the repo, or a ``Repo`` (the same calls: ``leaderboard.repo``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
     or not at all. The shards must be a complete set and every row's bytes must have the row's sha256; the
     folder then gets its image table (``images.parquet``), so it is laid out as a store's ``submissions/<id>/``
     and the worker scores it as a local one does::

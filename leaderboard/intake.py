@@ -117,6 +117,8 @@ class Intake:
 
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
         """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
+        ``progress(stage, done, total)`` hears how validation goes (a ``benchmark.progress.Bars``, say; a suite
+        submission's stages name their part).
 
         PermissionDenied if ``owner`` is over the quota (before any work, and again, atomically, when queuing).
         Each call counts as an attempt, except when the server cannot store the upload (a full disk): then

@@ -1,6 +1,6 @@
 """What an operator sets for the service, declared once as ``benchmark.settings.Setting`` records: where the store
-and the queue are, who owns local uploads, the suite it serves, the Hub repos it mirrors to, the quota, the upload limits and the
-attempts a job gets. Each is a flag of `culturelens serve` (and of the other verbs that need it), else an
+and the queue are, who owns local uploads, the suite it serves, the Hub repos it mirrors to, the quota, the upload
+limits and the attempts a job gets. Each is a flag of `culturelens serve` (and of the other verbs that need it), else an
 environment variable, else the default; ``app.py`` (a Space, no command line) resolves the same records from the
 environment alone (``service``). ``SERVICE`` lists them, ``environment()`` every variable CultureLens reads.
 
@@ -58,9 +58,10 @@ LIMITS = Setting("limit", None, "change an upload limit (repeatable; the variabl
                  env="CULTURELENS_LIMITS", metavar="NAME=VALUE")
 MAX_ATTEMPTS = Setting("max_attempts", 3, "claims of one job (a worker that died holding it counts) before it is "
                                           "FAILED with its last reason", env="CULTURELENS_MAX_ATTEMPTS", metavar="N")
-SUITE = Setting("suite", None, "the suite served (a folder from `culturelens suite build`, or its Hub repo): submissions "
-                               "answer its definition, the store serves its datasets, and every track whose scoring "
-                               "assets it holds is on (default: the definition v1 in this package, no assets)",
+SUITE = Setting("suite", None, "the suite served (a folder from `culturelens suite build`, or its Hub repo): "
+                               "submissions answer its definition, the store serves its datasets, and every track "
+                               "whose scoring assets it holds is on (default: the definition v1 in this package, no "
+                               "assets)",
                 env="CULTURELENS_SUITE", metavar="REPO_OR_DIR")
 SPACE_ID = Setting("space_id", None, "set by Hugging Face Spaces: visitors sign in with Hugging Face and own their "
                                      "uploads", env="SPACE_ID")

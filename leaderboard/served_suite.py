@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.datasets.prompts import local_folder
+from benchmark.errors import CultureLensError
 from benchmark.suite import SCORING_ASSETS, SUITE_V1, Suite
 from benchmark.suite_assets import SETTINGS, Assets, open_suite
 
@@ -79,21 +80,20 @@ def open_served(ref: str | None, store_datasets: Path, say: Callable[[str], None
     if ref is None:
         return ServedSuite()
     opened = open_suite(ref, store_datasets)
-    served = ServedSuite(opened.suite, opened.assets, ref)
+    local = Path(ref).is_dir()  # a suite folder holds its datasets; the Hub suite's are repos of their own
     for part in opened.suite.parts:
         target = local_folder(store_datasets, part.dataset.repo)
-        source = opened.assets.dataset(part.name) if opened.assets is not None else None
+        source = opened.assets.dataset(part.name) if local else None
         if source is not None and source.resolve() == target.resolve():
             continue
         if (target / "README.md").exists() and not target.is_symlink():
             _check_kept(target, part, say)
-            continue
-        if source is not None:
+        elif source is not None:
             _link(source, target)
             say(f"suite {opened.suite.label}: serving {part.dataset.repo} (part {part.name}) from {source}")
-        elif not (target / "README.md").exists():
+        elif not local and not (target / "README.md").exists():
             say(_download(part, target))
-    return served
+    return ServedSuite(opened.suite, opened.assets, ref)
 
 
 def _link(source: Path, target: Path) -> None:
@@ -109,13 +109,13 @@ def _download(part, target: Path) -> str:
     """A part's dataset, as pinned, from the Hub into the store; what happened, in words (a failure is said, and
     the service starts without it: the Queue tab then names the part among what is off)."""
     from benchmark.atomic import atomic_folder
-    from leaderboard.repo import RepoError, hub_repo
+    from leaderboard.repo import hub_repo
 
     pin = part.dataset
     try:
         with atomic_folder(target) as folder:
             hub_repo(pin.repo).download(["*"], folder, pin.revision)
-    except (RepoError, OSError) as error:
+    except (CultureLensError, OSError) as error:  # offline, absent, refused (PushError), our disk
         return f"warning: the dataset {pin.repo} of part {part.name} is not served ({error})"
     return f"downloaded {pin.repo} (part {part.name}) into {target}"
 

@@ -88,7 +88,7 @@ def submit(args: argparse.Namespace) -> int:
     options.build_default_dataset(store.datasets, options.cube_source(args))
     bars = Bars(unit="img")
     try:  # PermissionDenied (over the quota) and ServerFault (the server could not store it) are user errors
-        outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
+        outcome = store.submit(Path(args.path), args.owner, bars)
     finally:
         bars.close()
     print(outcome.report.text())

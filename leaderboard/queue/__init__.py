@@ -20,8 +20,8 @@ from leaderboard.queue.base import (
 )
 from leaderboard.queue.location import QueueLocationError, is_url
 
-__all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable", "QuotaExceeded",
-           "now_iso", "open_queue"]
+__all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable",
+           "QuotaExceeded", "now_iso", "open_queue"]
 
 
 def open_queue(location: str | Path, **options) -> Queue:
