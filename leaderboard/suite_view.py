@@ -45,7 +45,7 @@ def submit_guide(suite: Suite, demo_prompts: int | None) -> tuple[str, str]:
     demo_size = f"{demo_prompts} prompts" if demo_prompts else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
     steps = f"""### Take part: one generate, one submit
 
-**The benchmark is the suite** `{render.plain(suite.label)}`: one submission scores a model on every track. For
+**The benchmark is the suite** {render.code(suite.label)}: one submission scores a model on every track. For
 each track it says which prompts to answer and how many images each (one seed per image):
 
 {parts_table(suite)}
@@ -128,4 +128,4 @@ def tracks_off_markdown(off: dict[str, str]) -> str:
     if not off:
         return ""
     lines = [f"- **{render.plain(track)}** is off: {text}" for track, text in off.items()]
-    return "**Tracks this leaderboard cannot score yet** (this server's suite and settings):\n" + "\n".join(lines)
+    return "**Tracks still off here** (this server's suite and settings), and what turns each on:\n" + "\n".join(lines)

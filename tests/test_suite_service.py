@@ -341,7 +341,7 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     given = {"w1kp_calibration": "/models/cdf-xy.pt", "expectations_judge": None}
     assert "variability" not in served.tracks_off(store.datasets, given)
     text = Views(store, "ada", suite=served, metric_settings={}).workers_markdown()
-    assert "**Tracks this leaderboard cannot score yet**" in text
+    assert "**Tracks still off here** (this server's suite and settings), and what turns each on:" in text
     assert "- **diversity** is off: no artifact-index: `culturelens suite build --out SUITE --only artifact-index`, " \
            "then restart" in text and str(folder) not in text  # the server's folder is not shown
     # Without a suite folder: the build, then serve with it.
