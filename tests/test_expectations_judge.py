@@ -185,7 +185,8 @@ def scored(tmp_path_factory, vlm_folder, tiny_upstream):
     from benchmark.datasets import cube_1k
     from benchmark.datasets import culturalframes as cf
     from benchmark.datasets.prompts import local_folder
-    from tests.test_cli import culturelens
+    from benchmark.expectations.rated_images import export_submission
+    from tests.helpers import culturelens
     from tests.test_culturalframes import release_rows, write_release
 
     root = tmp_path_factory.mktemp("expectations-cli")
@@ -195,7 +196,7 @@ def scored(tmp_path_factory, vlm_folder, tiny_upstream):
     cf.build(write_release(root / "release", *release_rows()), dataset)
     folders = {}
     for model in ("flux", "SD35"):
-        submission = cf.export_submission(dataset, model, root / f"submission-{model}")
+        submission = export_submission(dataset, model, root / f"submission-{model}")
         out = root / f"out-{model}"
         run = culturelens("score", str(submission), "--out", str(out), "--store", str(store), "--tracks",
                           "expectations", "--expectations-judge", str(vlm_folder), "--device", "cpu")

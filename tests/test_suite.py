@@ -248,7 +248,7 @@ def test_suite_push_to_a_folder_publishes_the_suite_repo_and_one_repo_per_datase
 
 def test_suite_push_to_the_hub_offline_is_a_clear_error(tmp_path):
     culturelens("suite", "build", "--out", tmp_path / "suite", "--only", "cube-diversity")
-    from tests.test_cli import culturelens as run_cli
+    from tests.helpers import culturelens as run_cli
 
     result = run_cli("suite", "push", str(tmp_path / "suite"), "--repo", "org/suite", env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 2 and "Traceback" not in result.stderr
