@@ -536,7 +536,7 @@ class Views:
     # --- compare -------------------------------------------------------------------------------------------
     def submission_choices(self) -> list[tuple[str, str]]:
         frame = tables.submissions(self.catalog)
-        return [(f"{m} · {s} ({d.split('@')[0]})", s) for m, s, d in
+        return [(f"{m} · {s} ({' + '.join(part.split('@')[0] for part in d.split(' + '))})", s) for m, s, d in
                 zip(frame["model"], frame["submission_id"], frame["dataset"].fillna(""))]
 
     def scored(self, chosen) -> list[str]:

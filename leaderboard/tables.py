@@ -759,9 +759,11 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
 
 
 def submissions(cat: Catalog) -> pd.DataFrame:
-    """Scored submissions: id, model, dataset, scored_at (for pickers)."""
-    return cat.query("SELECT DISTINCT submission_id, model, dataset, max(scored_at) AS scored_at FROM aggregates "
-                     "WHERE provenance = 'scored' GROUP BY submission_id, model, dataset ORDER BY model, scored_at")
+    """Scored submissions, one row each (for pickers): id, model, dataset (a suite submission's parts' datasets,
+    joined by " + "), scored_at."""
+    return cat.query("SELECT submission_id, model, string_agg(DISTINCT dataset, ' + ' ORDER BY dataset) AS dataset, "
+                     "max(scored_at) AS scored_at FROM aggregates WHERE provenance = 'scored' "
+                     "GROUP BY submission_id, model ORDER BY model, scored_at")
 
 
 # What each row of the metric-agreement table measures (the Metrics tab), by provenance.

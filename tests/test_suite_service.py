@@ -144,6 +144,13 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
         assert suite.answered_by(track, fields), (track, fields)  # the suite's part protocol
     run = json.loads((store.results_folder(jobs["Tiny SD"]) / "run.json").read_text())
     assert run["suite"]["parts"] == suite.names and run["suite"]["missing"] == []
+    # Compare finds its images in whichever part holds them, and a reference prompt's reference images.
+    picked = tables.submissions(Catalog(store)).set_index("submission_id")
+    assert picked.loc[jobs["Tiny SD"], "dataset"].count(" + ") == 3  # one submission, its four parts' datasets
+    reference = aggregates.loc[(aggregates["track"] == "iconicity") & (aggregates["slice"] == "prompt"),
+                               "slice_value"].iloc[0]
+    gallery, references, _, _, _ = client.predict([jobs["Tiny SD"]], reference, api_name="/compare")
+    assert len(gallery) == 2 and len(references) >= 1  # its two seeds; the title's reference image(s)
 
     # /overall: both suite models in one track set, ranked; each with a win rate on five tracks, and the headline
     # rows behind them: six tracks, variability's W1KP beside the mean.
@@ -386,6 +393,13 @@ def test_a_suite_submission_goes_through_the_requests_repo_whole(small, tmp_path
     assert SuiteLayout(fetched).is_validated and validated_hash(fetched) == outcome.job.content_hash
     kept = pq.read_table(store.submissions / outcome.job.id / "parts" / "cube-1k" / "images.parquet")
     assert pq.read_table(fetched / "parts" / "cube-1k" / "images.parquet").equals(kept)
+    # A store restored from the repo takes it back as it took the upload (validated part by part, same hash).
+    fresh = Store(tmp_path / "fresh", suite=store.suite)
+    for dataset in store.datasets.iterdir():
+        (fresh.datasets / dataset.name).symlink_to(dataset.resolve())
+    assert hub_sync.pull(fresh, "requests", repo)["added"] == 1
+    assert fresh.queue.get(outcome.job.id).dataset == outcome.job.dataset
+    assert validated_hash(fresh.submissions / outcome.job.id) == outcome.job.content_hash
 
 
 def test_serve_passes_the_suite_and_its_metric_options_on_to_its_worker(tmp_path):
