@@ -1174,9 +1174,11 @@ measured is shown as such: a model never "used up" within the seeds W1KP can com
 
 The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
 track's shared prompts) only over models scored on the same set of tracks (the picker offers the other sets),
-with the same kind of range on the mean win rate. Variability (W1KP) is not part of it: more variable images
-are not better in themselves (pure noise is the most variable), nor are less variable ones, so it has no
-direction to win on; its own table orders models by W1KP.
+with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the suite's part
+for that track when it has rows (so a model's suite submission is one row across the tracks), else the track's
+headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not better in
+themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win on; its
+W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
 
 `culturelens compare` tests every pair of models on every metric (Wilcoxon signed-rank) and corrects the
 p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Student-t,

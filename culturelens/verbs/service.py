@@ -168,5 +168,5 @@ VERBS = (
     Verb("worker", "score queued submissions (run next to the app, or on a GPU machine)",
          f"culturelens worker --store {operator_settings.STORE.default}", _worker_options),
     Verb("serve", "run the leaderboard app and a local worker",
-         f"culturelens serve --store {operator_settings.STORE.default} --port 7860", _serve_options),
+         f"culturelens serve --store {operator_settings.STORE.default} --suite suite/ --port 7860", _serve_options),
 )
