@@ -29,11 +29,12 @@ from benchmark.images import open_as_viewed
 from benchmark.submission import ServerFault
 from benchmark.submission.manifest import json_schema
 from benchmark.track import Chart, DetailPicture
-from leaderboard import bounds, exports, operator_settings, quarantine, render, repo, search, tables
+from leaderboard import bounds, exports, operator_settings, quarantine, render, repo, search, suite_view, tables
 from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.downloads import DownloadFolder
 from leaderboard.intake import PermissionDenied
+from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 
 OVERALL_VIEW = "overall"  # the Track picker's value for the mean win rate over tracks
@@ -44,7 +45,6 @@ MAX_COMPARE = 4
 CHART_MODELS = 20
 MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; downloads have all)
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
-GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
@@ -148,9 +148,10 @@ def _pick(value, choices, default=None):
 
 def protocol_choices(table: pd.DataFrame) -> list[tuple[str, str]]:
     """The protocol picker's (label, id) pairs: id, rows, headline or off-protocol, and what it is."""
-    return [(f"{pid} · {rows} row(s) · {'headline' if on else 'off-protocol'} · {tables.describe_protocol(text)}"[:200],
-             pid) for pid, rows, on, text in zip(table["protocol_id"], table["rows"], table["on_protocol"],
-                                                 table["protocol"])]
+    return [(f"{pid} · {rows} row(s) · {'suite, ' if suite else ''}{'headline' if on else 'off-protocol'} · "
+             f"{tables.describe_protocol(text)}"[:200], pid)
+            for pid, rows, suite, on, text in zip(table["protocol_id"], table["rows"], table["suite"],
+                                                  table["on_protocol"], table["protocol"])]
 
 
 def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) -> str:
@@ -162,6 +163,8 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) ->
     others = len(table) - 1
     status = ("the track's headline protocol" if row["on_protocol"] else "**off-protocol** for the headline "
               f"ranking, which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+    if row["suite"]:
+        status = f"the suite's protocol for this track, and {status}"
     return (f"Protocol {render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
             + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
                if others else "") + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, not ranked.")
@@ -189,16 +192,21 @@ METRICS_INTRO = (
 
 
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
-    """The overall view's note: the rule, the track set shown and the others, the tracks left out, what each
-    track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other protocols leave out."""
+    """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
+    shown beside), what each track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other
+    protocols leave out."""
     if not sets:
         return "No results for this choice yet."
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
-    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}."
+    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}; its "
+                        f"{render.plain(t.headline)} is shown in its own column, beside the mean."
                         for t in track_registry.all_tracks().values() if t.not_in_overall)
     return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
-            "slice, the track's chosen protocol), the share of the other models a model beats on the prompts they "
-            "all answered, ties counting half; a model without a value on a track leaves that track's comparison. "
+            "slice; the track's rows of one protocol: the suite's part for that track when it has rows, so a "
+            "model's suite submission is one row across the tracks, else the track's headline protocol, else the "
+            "papers'; never the metric scored on other prompts), the share of the other models a model beats on the "
+            "prompts they all answered, ties counting half; a model without a value on a track leaves that track's "
+            "comparison. "
             "Only models scored on the same set of tracks are ranked together: here "
             f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
@@ -272,9 +280,17 @@ def shown_if_filled(value, **options) -> dict:
 class Views:
     """The functions behind the components, one per view; pure reads of the store and catalog."""
 
-    def __init__(self, store: Store, owner: str, fetch: Callable[[list[str]], object] | None = None):
+    def __init__(self, store: Store, owner: str, fetch: Callable[[list[str]], object] | None = None,
+                 suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None):
+        """``suite``: the suite served (default: the package's definition, no assets); ``metric_settings``: the
+        metric settings the service's worker scores with (default: as the environment sets them)."""
         self.store, self.owner = store, owner
+        self.suite = suite or ServedSuite(store.suite)
+        self.metric_settings = metric_settings if metric_settings is not None else default_metric_settings()
         self.places = render.server_places(store.root)
+        if self.suite.assets is not None:  # the suite folder is a server folder too
+            self.places[str(self.suite.assets.folder)] = "SUITE"
+            self.places[str(self.suite.assets.folder.resolve())] = "SUITE"
         self.catalog = Catalog(store, fetch)
         self.browser = DatasetBrowser(store)
         self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit
@@ -495,7 +511,7 @@ class Views:
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
-        per_track = wide.drop(columns=list(tables.WIDE_COLUMNS), errors="ignore").set_index(who)
+        per_track = wide[tables.win_rate_columns(wide)].set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = self.catalog.query("SELECT * FROM curves ORDER BY model, x")
@@ -520,7 +536,7 @@ class Views:
     # --- compare -------------------------------------------------------------------------------------------
     def submission_choices(self) -> list[tuple[str, str]]:
         frame = tables.submissions(self.catalog)
-        return [(f"{m} · {s} ({d.split('@')[0]})", s) for m, s, d in
+        return [(f"{m} · {s} ({' + '.join(part.split('@')[0] for part in d.split(' + '))})", s) for m, s, d in
                 zip(frame["model"], frame["submission_id"], frame["dataset"].fillna(""))]
 
     def scored(self, chosen) -> list[str]:
@@ -608,10 +624,11 @@ class Views:
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
         try:
-            prompts = self.store.prompts_for(self.store.manifest(submission_id))
+            sets = self.store.prompt_sets(submission_id)
         except (DatasetUnavailable, OSError, ValueError):
             return []
-        if not prompts.has_references:
+        prompts = next((p for p in sets if p.has_references and prompt_id in p.table.index), None)
+        if prompts is None:
             return []
         source, table = prompts.references({prompt_id})
         return [open_as_viewed(source(i), formats=None) for i in range(len(table))]
@@ -647,8 +664,8 @@ class Views:
             except repo.RepoError as error:
                 return f"### Rejected: nothing was stored\n\n- {render.plain(error)}"
 
-        def report_progress(done: int, total: int) -> None:
-            progress(done / total, desc=f"checking images {done}/{total}")
+        def report_progress(stage: str, done: int, total: int) -> None:
+            progress(done / total, desc=f"{stage} {done}/{total}")
 
         try:
             if file:
@@ -663,16 +680,15 @@ class Views:
         if outcome.job is None:
             # Validation names only the submission's own entries, exactly as the upload holds them: nothing to
             # hide, and rewriting a name an attacker chose would tell which server folders exist.
-            problems = "\n".join(f"- {render.plain(e)}" for e in report.errors)
+            problems = "\n".join(f"- {render.plain(e)}" for e in suite_view.problems(report))
             summary = report.summary.removeprefix("REJECTED: ")
             return f"### Rejected: nothing was stored\n\n**{render.plain(summary)}**\n\nThe details:\n\n{problems}"
         m = report.manifest
         warnings = "".join(f"\n- warning: {render.plain(w)}" for w in report.warnings)
+        held = "".join(f"- {line}\n" for line in suite_view.accepted_lines(report))
         return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
                 f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
-                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n"
-                f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
-                f"prompts of {render.plain(report.prompts.label)}\n"
+                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n{held}"
                 f"- content hash: `{report.content_hash}`{warnings}\n\n"
                 "It is queued: follow it in the **Queue** tab.")
 
@@ -729,7 +745,15 @@ class Views:
         if not live:
             lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
                             "(`culturelens worker --store DIR`).")
-        return "\n".join(notices + lines) or "No worker has been seen."
+        tracks = self.tracks_off()
+        text = "\n".join(notices + lines) or "No worker has been seen."
+        return text + (f"\n\n{tracks}" if tracks else "")
+
+    def tracks_off(self) -> str:
+        """The Queue tab's lines on the tracks this server cannot score yet (``ServedSuite.tracks_off``), server
+        folders hidden."""
+        off = self.suite.tracks_off(self.store.datasets, self.metric_settings)
+        return render.hide_paths(suite_view.tracks_off_markdown(off), self.places)
 
     @staticmethod
     def _supervisor_line(s: dict) -> str | None:
@@ -761,6 +785,7 @@ class Views:
             run = json.loads((self.store.results / job.id / layout.RUN).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             run = {}
+        lines += suite_view.run_parts_lines(run)
         if errors := run.get("errors") if isinstance(run, dict) else None:
             reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in errors.items())
             lines.append(f"- **{run.get('excluded', sum(errors.values()))} images excluded**: {reasons}")
@@ -864,11 +889,13 @@ def _url_state(request: gr.Request | None) -> dict:
     return dict(request.query_params) if request is not None else {}
 
 
-def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None) -> gr.Blocks:
+def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
+              suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None) -> gr.Blocks:
     """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
-    brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``)."""
-    views = Views(store, owner, fetch)
+    brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``).
+    ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``Views``)."""
+    views = Views(store, owner, fetch, suite, metric_settings)
     on_space = operator_settings.on_space()
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
     with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
@@ -978,12 +1005,13 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                     who = "the Hugging Face account you sign in with"
                 else:
                     who = f"**{render.plain(owner)}** (this server's local user)"
-                steps, command = submit_guide(store)
+                steps, demo = suite_view.submit_guide(views.suite.suite, prompt_count(store, cube_1k.CONFIG_DEMO))
                 gr.Markdown(steps)
                 gr.DownloadButton("Manifest schema (JSON Schema)", value=views.schema_file(), size="sm")
-                gr.Markdown(command)
-                gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding one. It is checked at once; "
-                            f"if it passes it joins the queue. You submit as {who}; {store.quota_note}.")
+                gr.Markdown(demo)
+                gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding the submission (a suite "
+                            f"submission's `parts/`, or one dataset config's). It is checked at once; if it passes "
+                            f"it joins the queue. You submit as {who}; {store.quota_note}.")
                 with gr.Row():
                     upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
                     hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")
@@ -1081,49 +1109,18 @@ def _on_change(control):
     return control.submit if isinstance(control, gr.Textbox) else control.input
 
 
+def default_metric_settings() -> dict[str, object]:
+    """The metric settings as this process's environment sets them, by name (app.py: a Space's worker runs
+    elsewhere, with its own)."""
+    return {s.name: s.resolve() for s in track_registry.settings_declared()}
+
+
 def prompt_count(store: Store, config: str) -> int | None:
     """How many prompts a config of the default dataset has on this server (None when it is not built)."""
     try:
         return len(store.prompts(cube_1k.HUB_REPO, config))
     except (DatasetUnavailable, OSError, ValueError):
         return None
-
-
-def submit_guide(store: Store, seeds: int = GUIDE_SEEDS) -> tuple[str, str]:
-    """The Submit tab's steps, in the order a submitter needs them: which dataset to answer (with its
-    ``load_dataset`` line), how many images, the format (the schema button goes between the two parts), and a
-    ready ``culturelens generate`` command."""
-    repo, config, demo = cube_1k.HUB_REPO, cube_1k.CONFIG, cube_1k.CONFIG_DEMO
-    count, demo_count = prompt_count(store, config), prompt_count(store, demo)
-    prompts = f"{count:,} prompts" if count else "its prompts"
-    images = f"{count:,} prompts × {seeds} seeds = **{count * seeds:,} images**" if count else \
-        f"every prompt × {seeds} seeds"
-    demo_size = f"{demo_count} prompts" if demo_count else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
-    return f"""### Take part in four steps
-
-**1. Answer the prompts of a dataset config.** The benchmark is CUBE-1K (`{repo}`, config `{config}`): {prompts},
-each naming one cultural artifact (8 countries × cuisine, landmarks, art). To try the whole path in minutes, answer
-its demo config `{demo}` ({demo_size}; demo rows are ranked only among themselves): `submissions/example` in the
-repository is a complete demo submission to zip and upload.
-
-```python
-from datasets import load_dataset
-prompts = load_dataset("{repo}", "{config}", split="test")   # or "{demo}"
-```
-
-**2. Make one image per prompt and seed**, the same seeds for every prompt: {images}. An image the model refused
-or a safety filter blocked is listed in the manifest's `missing` list, not left out silently.
-
-**3. Lay them out as the format says:** a `.zip` of `manifest.json` and `images/<prompt_id>/<seed>.png`. The
-manifest's schema is the button below (`culturelens schema` prints it; `submissions/README.md` explains each field).
-""", f"""**4. Generate and check them** with any diffusers pipeline (`--preset` carries a paper's settings):
-
-```bash
-culturelens generate --preset sdxl --dataset {repo} --config {config} --images-per-prompt {seeds} --seeds 0-{seeds - 1} --out subs/my-model
-culturelens validate subs/my-model
-(cd subs/my-model && zip -r ../my-model.zip .)
-```
-"""
 
 
 def about_markdown(store: Store) -> str:
@@ -1177,9 +1174,11 @@ measured is shown as such: a model never "used up" within the seeds W1KP can com
 
 The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
 track's shared prompts) only over models scored on the same set of tracks (the picker offers the other sets),
-with the same kind of range on the mean win rate. Variability (W1KP) is not part of it: more variable images
-are not better in themselves (pure noise is the most variable), nor are less variable ones, so it has no
-direction to win on; its own table orders models by W1KP.
+with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the suite's part
+for that track when it has rows (so a model's suite submission is one row across the tracks), else the track's
+headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not better in
+themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win on; its
+W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
 
 `culturelens compare` tests every pair of models on every metric (Wilcoxon signed-rank) and corrects the
 p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Student-t,
@@ -1188,11 +1187,12 @@ proportion's interval (Wilson's) is not one of a difference.
 
 ## Submitting
 
-1. Generate images for every prompt of the dataset config, one per seed (`culturelens generate`).
-2. Lay them out as `images/<prompt_id>/<seed>.png` next to a `manifest.json` (schema:
-   `culturelens schema`; format: `submissions/README.md`), and zip the folder.
-3. Check it with `culturelens validate FILE.zip`, then upload it in the **Submit** tab (or run
-   `culturelens submit FILE.zip --store DIR`). Follow it in the **Queue** tab.
+1. Generate every image of every part of the suite with one command (`culturelens generate --suite --preset NAME
+   --out DIR`): it lays them out as `parts/<part>/images/<prompt_id>/<seed>.png`, each part with its
+   `manifest.json` (format: `submissions/README.md`).
+2. Check it with `culturelens validate DIR`, then zip it and upload it in the **Submit** tab, name it there as a
+   Hub dataset, or run `culturelens submit DIR --store STORE`. Follow it in the **Queue** tab.
+3. To try the path first, a submission for one dataset config (CUBE-1K's demo config, 72 prompts) takes minutes.
 
 ## Papers
 
