@@ -10,6 +10,10 @@ PORT ?= 7860
 # else its public URL.
 SHARED_CUBE := ../shared/data/cube/cube_1k.json
 CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/4ec2d350102dcfc03e41aa51ee0f2398d642a1a6/dataset/cube_1k.json)
+# The suite folder `culturelens suite build --out suite` makes: served when it is there (its datasets, and every track
+# whose scoring assets it holds). Without one the app serves CUBE-1K (built from CUBE_SOURCE) and scores awareness;
+# its Queue tab names the command that turns each other track on.
+SUITE ?= $(if $(wildcard suite/suite.json),suite)
 
 .PHONY: run test test-fast browser postgresql clean
 
@@ -20,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 
 run: $(VENV)/.installed
 	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE) \
-		$(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES))
+		$(if $(SUITE),--suite $(SUITE)) $(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES))
 
 # Browser tests need Debian's chromium; install it when possible (root + apt), else they skip with a reason.
 browser:

@@ -20,7 +20,7 @@ from leaderboard import operator_settings, service
 chosen = operator_settings.service(public=True)
 running = service.start(chosen.store, limits=chosen.limits, quota=chosen.quota, user=chosen.user,
                         cube_source=chosen.cube_source or DEFAULT_SOURCE,  # a Space's disk starts empty
-                        hub_repos=chosen.hub_repos, queue=chosen.queue)
+                        suite=chosen.suite, hub_repos=chosen.hub_repos, queue=chosen.queue)
 demo = running.app
 
 if __name__ == "__main__":

@@ -157,6 +157,11 @@ class SuiteLayout:
         return bool(parts) and all(p.is_validated for p in parts.values())
 
 
+def submission_layouts(folder: Path) -> dict[str | None, SubmissionLayout]:
+    """Part -> its submission folder: {None: ``folder``} for a submission, one per part for a suite submission."""
+    return SuiteLayout(Path(folder)).parts or {None: SubmissionLayout(Path(folder))}
+
+
 @dataclass(frozen=True)
 class ScoreOutput:
     """``culturelens score --out OUT``: the validated copy, the upload staging, the cache and the results."""

@@ -141,6 +141,17 @@ class Suite:
         """The part a track is scored on (None if no part has it)."""
         return next((p for p in self.parts if track in p.tracks), None)
 
+    def answered_by(self, track: str, protocol: dict) -> bool:
+        """Whether a result of ``track`` scored under ``protocol`` (the fields of its protocol, as results record
+        them) answers this suite's part for the track: its dataset, the prompt rows the part pins (when pinned)
+        and the part's images per prompt. Such rows are the ones the overall ranking compares."""
+        part = self.part_of_track(track)
+        if part is None:
+            return False
+        pin = part.dataset
+        return (protocol.get("dataset") == str(pin) and protocol.get("images_per_prompt") == part.images_per_prompt
+                and (pin.digest is None or protocol.get("dataset_revision") == pin.digest))
+
     @property
     def images(self) -> int | None:
         """Images a complete suite submission holds (None while a part's prompt count is not pinned)."""

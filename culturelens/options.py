@@ -81,12 +81,17 @@ def default_w1kp_source() -> str:
 
 
 def add_suite(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--suite REPO_OR_DIR``: the suite a suite submission answers, and its scoring assets."""
+    """``--suite REPO_OR_DIR`` (else ``CULTURELENS_SUITE``): the suite a suite submission answers, and its scoring
+    assets."""
     from benchmark.suite import SUITE_REPO
 
-    parser.add_argument("--suite", default=None, metavar="REPO_OR_DIR",
-                        help=f"the suite {what}: a folder from `culturelens suite build` or a Hub repo id (default "
-                             f"{SUITE_REPO}, its datasets from the store then the Hub)")
+    service.SUITE.add_to(parser, help=f"the suite {what}: a folder from `culturelens suite build` or a Hub repo id "
+                                      f"(default {SUITE_REPO}, its datasets from the store then the Hub)")
+
+
+def suite(args: argparse.Namespace) -> str | None:
+    """The suite ``--suite`` or ``CULTURELENS_SUITE`` names, or None."""
+    return service.SUITE.resolve(getattr(args, "suite", None))
 
 
 def use_suite_assets(args: argparse.Namespace, assets) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import gradio as gr
 
 from leaderboard import bounds, render
+from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
 from leaderboard.ui.compare import CompareTab
@@ -51,11 +52,13 @@ def launch_options(store: Store) -> dict:
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD}
 
 
-def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None) -> gr.Blocks:
+def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
+              suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None) -> gr.Blocks:
     """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
-    brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``)."""
-    site = Site(store, owner, fetch)
+    brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``).
+    ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``ui.site.Site``)."""
+    site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.

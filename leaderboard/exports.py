@@ -120,7 +120,8 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
                  ) -> pd.DataFrame:
     """The overall ranking's download: per model of the track set shown (``tables.overall``) a row of metric
     ``mean_win_rate`` (track ``overall``, slice value the track set; value, 95% interval, rank and its
-    interval), a ``win_rate`` row per track, then the headline rows the win rates were computed from."""
+    interval), a ``win_rate`` row per track, then the headline rows the win rates were computed from, and those of
+    the tracks shown beside the mean win rate (variability: its headline value, not in the mean)."""
     wide, _, chosen, _ = tables.overall(cat, filters, track_set)
     if wide.empty:
         return typed(pd.DataFrame())
@@ -139,9 +140,11 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
         rows.append(pd.DataFrame({**common, "track": track, "metric": WIN_RATE, "slice_value": "all",
                                   "metric_label": f"Win rate on {track_registry.get(track).title}'s headline metric",
                                   "model_id": model_id, "value": wide[track]}))
-    frame, _ = tables.headline_protocol_rows(cat, tables.headline_rows(cat, filters))
-    frame = frame[frame["track"].isin(chosen.split(" + "))].merge(wide[["model", "provenance"]],
-                                                                   on=["model", "provenance"])
+    headline = tables.headline_rows(cat, filters)
+    frame = pd.concat([tables.headline_protocol_rows(cat, headline)[0],
+                       tables.headline_protocol_rows(cat, headline, beside=True)[0]])
+    shown = [*chosen.split(" + "), *(c.removesuffix(tables.BESIDE) for c in tables.beside_columns(wide))]
+    frame = frame[frame["track"].isin(shown)].merge(wide[["model", "provenance"]], on=["model", "provenance"])
     frame = frame.sort_values(["track", "model"], kind="stable")
     return typed(pd.concat([*rows, frame], ignore_index=True))
 

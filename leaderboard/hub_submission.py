@@ -1,7 +1,8 @@
 """Submit from the Hub: a submitter names a Hub dataset repo holding a submission, and it is fetched to validate.
 
 The repo holds a submission in either form: ``manifest.json`` and ``images/``, or ``manifest.json`` and
-``data/*.parquet`` (the Parquet form, ``benchmark.submission.shards``). Through the repo interface
+``data/*.parquet`` (the Parquet form, ``benchmark.submission.shards``); a suite submission holds either form for
+each part under ``parts/<part>/`` (``benchmark.layout``). Through the repo interface
 (``leaderboard.repo``): the name must be a Hub dataset repo id (a submitter never names a server folder), the
 repo's listing is checked against the leaderboard's upload limits before anything is downloaded, and only those
 files, at the commit listed, are downloaded, into ``staging/``, where the upload validator takes them as it
@@ -19,7 +20,9 @@ from benchmark.datasets.hub_layout import PushError
 from benchmark.submission import Limits
 from leaderboard.repo import Repo, RepoError, hub_repo
 
-PATTERNS = [layout.MANIFEST, f"{layout.IMAGES_DIR}/*", f"{layout.DATA_DIR}/*.parquet"]
+PATTERNS = [layout.MANIFEST, f"{layout.IMAGES_DIR}/*", f"{layout.DATA_DIR}/*.parquet",
+            f"{layout.PARTS_DIR}/*/{layout.MANIFEST}", f"{layout.PARTS_DIR}/*/{layout.IMAGES_DIR}/**",
+            f"{layout.PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]
 
 
 def fetch(name: str | Repo, staging: Path, limits: Limits) -> Path:

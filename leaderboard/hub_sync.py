@@ -8,6 +8,7 @@ dataset repos, as the Hugging Face leaderboard template does::
       requests/<id>.json                  queue record     README.md                  card; configs leaderboard,
       submissions/<id>/manifest.json                       results/<id>/*.parquet   aggregates, per_image, curves
       submissions/<id>/data/images-00000-of-00008.parquet  results/<id>/run.json    (``load_dataset(repo, ...)``)
+      submissions/<id>/parts/<part>/manifest.json, .../data/*.parquet   (a suite submission: each part's)
       ...                                                  leaderboard/leaderboard-<NNNNN>.parquet  release N
                                                            leaderboard/latest.json  the newest release
 
@@ -51,7 +52,8 @@ from benchmark import layout
 from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError
 from benchmark.errors import CultureLensError
-from benchmark.layout import RESULT_FILES, SubmissionLayout, is_submission_id
+from benchmark.layout import PARTS_DIR, RESULT_FILES, is_submission_id, submission_layouts
+from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards
 from leaderboard.queue import Job
 from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo
@@ -128,10 +130,11 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
         for job in store.queue.jobs():
             record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires")}
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
-            folder = SubmissionLayout(store.submissions / job.id)
-            if folder.is_validated:  # its manifest and shards; the image table is rebuilt when it is restored
-                for path in (folder.manifest, *folder.shards):
-                    name = path.relative_to(folder.folder).as_posix()
+            folder = store.submissions / job.id
+            parts = submission_layouts(folder).values()  # one, or a suite submission's parts, kept together
+            if all(part.is_validated for part in parts):  # manifests and shards; image tables rebuilt on restore
+                for path in (path for part in parts for path in (part.manifest, *part.shards)):
+                    name = path.relative_to(folder).as_posix()
                     files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
     elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
@@ -256,9 +259,9 @@ def _snapshot(repo: Repo, staging: Path, kind: str, patterns: list[str]) -> Iter
 def download_submission(source: str | Path | Repo, submission_id: str, dest: Path, *,
                         token: str | None = None) -> Path:
     """Download exactly one submission from a requests repo, for a worker on another machine: its manifest and
-    its Parquet shards (``submissions/<id>/manifest.json``, ``submissions/<id>/data/*.parquet``), nothing else
-    of the repo. ``source``: a Hub dataset repo id, a local folder laid out like the repo, or a ``Repo`` (the
-    same calls: ``leaderboard.repo``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
+    its Parquet shards (``submissions/<id>/manifest.json``, ``submissions/<id>/data/*.parquet``; a suite
+    submission's, ``parts/<part>/`` each), nothing else of the repo. ``source``: a Hub dataset repo id, a local
+    folder laid out like the repo, or a ``Repo`` (the same calls: ``leaderboard.repo``). ``dest`` must not exist: the folder appears whole (``atomic_folder``)
     or not at all. The shards must be a complete set and every row's bytes must have the row's sha256; the
     folder then gets its image table (``images.parquet``), so it is laid out as a store's ``submissions/<id>/``
     and the worker scores it as a local one does::
@@ -274,7 +277,8 @@ def download_submission(source: str | Path | Repo, submission_id: str, dest: Pat
     repo = open_repo(source, token)
     dest = Path(dest)
     prefix = f"{layout.SUBMISSIONS}/{_checked_id(submission_id, repo.name)}"
-    patterns = [f"{prefix}/{layout.MANIFEST}", f"{prefix}/{layout.DATA_DIR}/*.parquet"]
+    patterns = [f"{prefix}/{layout.MANIFEST}", f"{prefix}/{layout.DATA_DIR}/*.parquet",
+                f"{prefix}/{PARTS_DIR}/*/{layout.MANIFEST}", f"{prefix}/{PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]
     dest.parent.mkdir(parents=True, exist_ok=True)
     with _snapshot(repo, dest.parent, "requests", patterns) as folder:
         files = folder / prefix
@@ -284,23 +288,35 @@ def download_submission(source: str | Path | Repo, submission_id: str, dest: Pat
         with atomic_folder(dest) as tmp:
             for path in found:
                 name = path.relative_to(files).as_posix()
-                if not (name == layout.MANIFEST or (
-                        name.startswith(f"{layout.DATA_DIR}/") and layout.SHARD_NAME.fullmatch(name[5:]))):
+                if not _submission_file(name):
                     raise RepoError(f"{prefix}/{name}: not a file of a submission (manifest.json, "
-                                    f"{layout.shard_name(0, 1)} ...)")
+                                    f"{layout.shard_name(0, 1)} ..., or these under {PARTS_DIR}/<part>/)")
                 (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(path, tmp / name)
-            try:
-                shards = Shards(tmp)
-                table = shards.table()
-                broken = next((row["path"] for row, data in shards.rows()
-                               if hashlib.sha256(data).hexdigest() != row["sha256"]), None)
-            except (ValueError, OSError, pa.ArrowException) as error:  # ShardError is a ValueError
-                raise RepoError(f"{prefix}: its shards cannot be read ({error})") from None
-            if broken is not None:
-                raise RepoError(f"{prefix}: {broken}: its bytes do not have the sha256 its row records")
-            pq.write_table(table, tmp / layout.IMAGES_TABLE)
+            for part in submission_layouts(tmp).values():
+                where = f"{prefix}/{part.folder.relative_to(tmp).as_posix()}".removesuffix("/.")
+                try:
+                    shards = Shards(part.folder)
+                    table = shards.table()
+                    broken = next((row["path"] for row, data in shards.rows()
+                                   if hashlib.sha256(data).hexdigest() != row["sha256"]), None)
+                except (ValueError, OSError, pa.ArrowException) as error:  # ShardError is a ValueError
+                    raise RepoError(f"{where}: its shards cannot be read ({error})") from None
+                if broken is not None:
+                    raise RepoError(f"{where}: {broken}: its bytes do not have the sha256 its row records")
+                pq.write_table(table, part.images_table)
     return dest
+
+
+def _submission_file(name: str) -> bool:
+    """Whether ``name`` is a file a kept submission pushes: its manifest or a shard, or those of a suite part."""
+    top, _, rest = name.partition("/")
+    if top == PARTS_DIR:
+        part, _, name = rest.partition("/")
+        if not PART_NAME.fullmatch(part):
+            return False
+    return name == layout.MANIFEST or (name.startswith(f"{layout.DATA_DIR}/")
+                                       and bool(layout.SHARD_NAME.fullmatch(name[len(layout.DATA_DIR) + 1:])))
 
 
 def restore(store: Store, kind: str, folder: Path) -> dict[str, int]:

@@ -2,9 +2,12 @@
 
 An upload (``submit``, or ``submit_from_hub`` for a Hub dataset repo, ``leaderboard.hub_submission``) and a
 submission restored from the requests repo (``leaderboard.hub_sync``) both go through ``Intake.accept``: staged
-and validated in ``staging/`` as an upload is (``benchmark.submission.stage``), kept in ``submissions/<id>/``
-with its images as Parquet shards (``Report.keep``), and queued. They differ only in what they start from: an
-upload gets a new id, is refused when its content or its model revision is known, and is queued with the
+and validated in ``staging/`` as an upload is (``benchmark.submission.suite.stage``: one dataset config, or a suite
+submission with a folder per part of the suite served, ``leaderboard.served_suite``), kept in
+``submissions/<id>/`` with its images as Parquet shards (``Report.keep``; a suite submission's under
+``parts/<part>/``), and queued as one job. They differ only in what they start from: an
+upload gets a new id, is refused when its content is known or its model revision was submitted for one of its
+datasets (a suite submission: any of its parts'), and is queued with the
 owner's quota counted in the queuing transaction; a restored submission keeps its id and its record, whose
 content hash it must have.
 
@@ -25,9 +28,11 @@ from pathlib import Path
 
 from benchmark.datasets.prompts import PromptSet
 from benchmark.errors import CultureLensError
-from benchmark.submission import Limits, Manifest, Report, ServerFault, stage
+from benchmark.submission import Limits, Manifest, Report, ServerFault
+from benchmark.submission.suite import SuiteReport, stage
+from benchmark.suite import SUITE_V1, Suite
 from leaderboard import hub_submission
-from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
+from leaderboard.queue import DATASETS_JOINED, DuplicateSubmission, Job, Queue, QuotaExceeded
 
 
 class PermissionDenied(CultureLensError, PermissionError):
@@ -36,14 +41,21 @@ class PermissionDenied(CultureLensError, PermissionError):
 
 @dataclass
 class SubmitOutcome:
-    report: Report
+    report: Report | SuiteReport
     job: Job | None = None
 
 
 def dataset_label(manifest: Manifest) -> str:
-    """The queue's ``dataset`` field: ``repo:config:split``."""
+    """A dataset as the queue names it: ``repo:config:split``."""
     d = manifest.dataset
     return f"{d.repo}:{d.config}:{d.split}"
+
+
+def datasets_of(report: Report | SuiteReport) -> list[str]:
+    """The datasets an accepted submission answers (``dataset_label``): a suite submission's, one per part."""
+    if isinstance(report, SuiteReport):
+        return [dataset_label(r.manifest) for r in report.parts.values()]
+    return [dataset_label(report.manifest)]
 
 
 @dataclass
@@ -95,15 +107,18 @@ class Quota:
 class Intake:
     """Submissions entering a store: uploads into ``staging``, accepted ones kept in ``submissions`` and queued in
     ``queue``. ``prompts_for``: the prompt set a manifest names, among the datasets the store serves; ``limits``:
-    what an upload may hold; ``max_shard_bytes``: the largest Parquet shard an accepted submission is kept in."""
+    what an upload may hold; ``max_shard_bytes``: the largest Parquet shard an accepted submission is kept in;
+    ``suite``: the suite definition a suite submission answers (``leaderboard.served_suite``)."""
 
     def __init__(self, queue: Queue, *, staging: Path, submissions: Path, prompts_for: Callable[[Manifest], PromptSet],
-                 limits: Limits, quota: Quota, max_shard_bytes: int):
+                 limits: Limits, quota: Quota, max_shard_bytes: int, suite: Suite = SUITE_V1):
         self.queue, self.staging, self.submissions, self.prompts_for = queue, staging, submissions, prompts_for
-        self.limits, self.quota, self.max_shard_bytes = limits, quota, max_shard_bytes
+        self.limits, self.quota, self.max_shard_bytes, self.suite = limits, quota, max_shard_bytes, suite
 
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
         """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
+        ``progress(stage, done, total)`` hears how validation goes (a ``benchmark.progress.Bars``, say; a suite
+        submission's stages name their part).
 
         PermissionDenied if ``owner`` is over the quota (before any work, and again, atomically, when queuing).
         Each call counts as an attempt, except when the server cannot store the upload (a full disk): then
@@ -141,7 +156,7 @@ class Intake:
         None, with no error, when the queue has that record already). A refusal keeps nothing: the outcome's
         report says why. ServerFault when our own disk fails (an upload's attempt is then not counted)."""
         try:
-            report = stage(source, self.staging, self.prompts_for, self.limits, progress)
+            report = stage(source, self.staging, self.suite, self.prompts_for, self.limits, progress)
         except OSError as error:  # the server could not write the staged copy (stage removed it)
             raise self._fault(error, attempt) from None
         if report.ok:
@@ -162,8 +177,8 @@ class Intake:
         m = report.manifest
         try:
             job = self.queue.add(id=submission_id, content_hash=report.content_hash, owner=owner, model=m.model.name,
-                                 model_id=m.model.id, model_revision=m.model.revision, dataset=dataset_label(m),
-                                 quota=self.quota.window())
+                                 model_id=m.model.id, model_revision=m.model.revision,
+                                 dataset=DATASETS_JOINED.join(datasets_of(report)), quota=self.quota.window())
         except BaseException as error:
             # Not queued: its folder goes too (a queue rebuilt from the folders would bring it back).
             shutil.rmtree(target, ignore_errors=True)
@@ -180,21 +195,24 @@ class Intake:
         """A failure of our own disk: an upload's attempt is not counted (ServerFault); a restore's passes on."""
         return self._server_fault(error, attempt) if attempt is not None else error
 
-    def _refuse_known(self, report: Report, record: Job | None) -> None:
+    def _refuse_known(self, report: Report | SuiteReport, record: Job | None) -> None:
         """Add the reason to ``report`` when a validated submission must not be queued: a restored one whose content
-        is not its record's; an upload whose content, or model revision for the same dataset, was submitted before."""
+        is not its record's; an upload whose content was submitted before, or whose model revision was submitted
+        for one of its datasets (alone or as a suite submission's part)."""
         if record is not None:
             if report.content_hash != record.content_hash:
                 report.error(f"its content hash {report.content_hash} is not the record's {record.content_hash}")
             return
         m = report.manifest
-        dataset = dataset_label(m)
         if existing := self.queue.find_by_hash(report.content_hash):
             report.error(f"identical to submission {existing.id} ({existing.state}, submitted "
                          f"{existing.created_at}): nothing new to score")
-        elif m.model.revision and (same := self.queue.find_model(m.model.id, m.model.revision, dataset)):
-            report.error(f"{m.model.id} at revision {m.model.revision} was already submitted for {dataset} "
-                         f"(submission {same.id}, {same.state}); its owner can re-run or delete it")
+            return
+        for dataset in datasets_of(report) if m.model.revision else []:
+            if same := self.queue.find_model(m.model.id, m.model.revision, dataset):
+                report.error(f"{m.model.id} at revision {m.model.revision} was already submitted for {dataset} "
+                             f"(submission {same.id}, {same.state}); its owner can re-run or delete it")
+                return
 
     def sweep_staging(self, older_than_hours: float = 6) -> list[str]:
         """Remove what uploads left in ``staging/`` when the app died while validating them (a finished
@@ -212,7 +230,7 @@ class Intake:
         return removed
 
 
-def _new_id(report: Report) -> str:
+def _new_id(report: Report | SuiteReport) -> str:
     """A new submission's id: when it was accepted, the start of its content hash, and a random tail."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{report.content_hash.removeprefix('sha256:')[:10]}-{uuid.uuid4().hex[:4]}"

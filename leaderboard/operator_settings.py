@@ -1,6 +1,6 @@
 """What an operator sets for the service, declared once as ``benchmark.settings.Setting`` records: where the store
-and the queue are, who owns local uploads, the Hub repos it mirrors to, the quota, the upload limits and the
-attempts a job gets. Each is a flag of `culturelens serve` (and of the other verbs that need it), else an
+and the queue are, who owns local uploads, the suite it serves, the Hub repos it mirrors to, the quota, the upload
+limits and the attempts a job gets. Each is a flag of `culturelens serve` (and of the other verbs that need it), else an
 environment variable, else the default; ``app.py`` (a Space, no command line) resolves the same records from the
 environment alone (``service``). ``SERVICE`` lists them, ``environment()`` every variable CultureLens reads.
 
@@ -58,10 +58,16 @@ LIMITS = Setting("limit", None, "change an upload limit (repeatable; the variabl
                  env="CULTURELENS_LIMITS", metavar="NAME=VALUE")
 MAX_ATTEMPTS = Setting("max_attempts", 3, "claims of one job (a worker that died holding it counts) before it is "
                                           "FAILED with its last reason", env="CULTURELENS_MAX_ATTEMPTS", metavar="N")
+SUITE = Setting("suite", None, "the suite served (a folder from `culturelens suite build`, or its Hub repo): "
+                               "submissions answer its definition, the store serves its datasets, and every track "
+                               "whose scoring assets it holds is on (default: the definition v1 in this package, no "
+                               "assets)",
+                env="CULTURELENS_SUITE", metavar="REPO_OR_DIR")
 SPACE_ID = Setting("space_id", None, "set by Hugging Face Spaces: visitors sign in with Hugging Face and own their "
                                      "uploads", env="SPACE_ID")
 
-SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS, LIMITS)
+SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, SUITE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS,
+           LIMITS)
 """The settings `culturelens serve` and app.py share (``service``); serve has a flag for each."""
 OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID)
 """The service's other variables: the worker's attempts, the login name, and the Space's own."""
@@ -203,6 +209,7 @@ class ServiceSettings:
     queue: str | None
     user: str
     cube_source: str | None
+    suite: str | None
     hub_repos: dict[str, str | None]
     limits: Limits
     quota: dict
@@ -221,6 +228,7 @@ def service(args: argparse.Namespace | None = None, *, public: bool,
         queue=queue(flag(QUEUE), environ),
         user=USER.resolve(flag(USER), environ) or login(environ),
         cube_source=CUBE_SOURCE.resolve(flag(CUBE_SOURCE), environ),
+        suite=SUITE.resolve(flag(SUITE), environ),
         hub_repos={"requests": HUB_REQUESTS.resolve(flag(HUB_REQUESTS), environ),
                    "results": HUB_RESULTS.resolve(flag(HUB_RESULTS), environ)},
         limits=limits(flag(LIMITS), environ),

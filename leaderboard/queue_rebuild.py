@@ -11,14 +11,12 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from benchmark import layout
-from benchmark.layout import is_submission_id
-from benchmark.submission import ImageRecord, Manifest
-from benchmark.submission.validate import content_hash
+from benchmark.layout import is_submission_id, submission_layouts
+from benchmark.submission import Manifest
+from benchmark.submission.suite import validated_hash
 from leaderboard.intake import dataset_label
-from leaderboard.queue import Job, Queue, now_iso
+from leaderboard.queue import DATASETS_JOINED, Job, Queue, now_iso
 from leaderboard.results_folders import Results
 
 log = logging.getLogger("culturelens.store")
@@ -39,16 +37,18 @@ def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
         if not is_submission_id(folder.name):
             skipped.append(folder.name)
             continue
-        try:
-            manifest = Manifest.model_validate_json((folder / layout.MANIFEST).read_bytes())
-            images = [ImageRecord(**row) for row in pq.read_table(folder / layout.IMAGES_TABLE).to_pylist()]
+        try:  # a submission, or a suite submission's parts (the model is every part's)
+            manifests = [Manifest.model_validate_json(part.manifest.read_bytes())
+                         for part in submission_layouts(folder).values()]
+            digest = validated_hash(folder)
         except (OSError, ValueError):  # not a complete submission folder (ValueError: pydantic, pyarrow)
             skipped.append(folder.name)
             continue
         done = results.has(folder.name)
-        job = Job(id=folder.name, content_hash=content_hash(manifest, images), owner=REBUILT_OWNER,
+        manifest = manifests[0]
+        job = Job(id=folder.name, content_hash=digest, owner=REBUILT_OWNER,
                   model=manifest.model.name, model_id=manifest.model.id, model_revision=manifest.model.revision,
-                  dataset=dataset_label(manifest), state="FINISHED" if done else "PENDING",
+                  dataset=DATASETS_JOINED.join(map(dataset_label, manifests)), state="FINISHED" if done else "PENDING",
                   created_at=mtime(folder), started_at=None,
                   finished_at=mtime(results.folder(folder.name) / layout.RUN) if done else None,
                   updated_at=now_iso(), attempts=0, lease_owner=None, lease_expires=None,

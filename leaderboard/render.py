@@ -118,7 +118,7 @@ WIN_RATE_FOOTNOTE = (
     "Holistic Evaluation of Text-to-Image Models, arXiv:2311.04287): a model without a score on a track leaves "
     "that track's comparison, and only models scored on the same set of tracks are ranked together. On each "
     "track the models are compared on the prompts they all answered. A track with no better end (variability: "
-    "pure noise is the most variable) is not part of it."
+    "pure noise is the most variable) is not part of it: its headline value is shown beside."
 )
 
 # The slices whose name alone would not say what they are, for people; every other slice keeps its name.

@@ -1,8 +1,9 @@
 """Starting and stopping the leaderboard service: the one start-up that `culturelens serve` and `app.py` (a
 Hugging Face Space's entry point) share.
 
-``start`` opens the store (a damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an
-earlier run left half-validated, builds the default dataset if asked, installs the results repo's newest
+``start`` opens the suite served (``leaderboard.served_suite``: its datasets put in the store), opens the store (a
+damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an earlier run left
+half-validated, builds the default dataset if asked, installs the results repo's newest
 leaderboard release and restores the requests from the Hub (``leaderboard.pickup``, ``leaderboard.hub_sync``),
 keeps pushing to them and picking up new results, starts a supervised local worker if given its command, and builds the app. ``serve``
 launches it and, however it ends (Ctrl-C, SIGTERM), stops the worker and pushes what the mirror has not pushed yet.
@@ -16,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark import layout
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
 from leaderboard import hub_sync, pickup, quarantine
 from leaderboard.repo import hub_repo
+from leaderboard.served_suite import open_served
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
@@ -44,11 +47,14 @@ class Service:
 
 
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
+          suite: str | None = None, metric_settings: dict[str, object] | None = None,
           hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
           release_interval: float | None = pickup.RELEASE_SECONDS,
           worker: list[str] | None = None, worker_env: dict[str, str] | None = None, queue: str | None = None,
           say: Callable[[str], None] = _say) -> Service:
-    """The service over the store at ``root``, ready to launch. ``quota``: ``Store``'s quota keywords;
+    """The service over the store at ``root``, ready to launch. ``suite``: the suite served (a suite folder or its
+    Hub repo; None: the definition in this package), ``metric_settings``: the metric settings its worker scores with
+    (by name: the Queue tab says which tracks are off and how to turn them on); ``quota``: ``Store``'s quota keywords;
     ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to (``hub_interval``: seconds
     between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``:
     the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
@@ -58,7 +64,8 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     repos = {kind: hub_repo(name, private=kind == "requests") for kind, name in (hub_repos or {}).items() if name}
     from leaderboard.app import build_app
 
-    store = Store(root, limits, **quota, queue=queue)
+    served = open_served(suite, Path(root) / layout.DATASETS, say)
+    store = Store(root, limits, **quota, queue=queue, suite=served.suite)
     if queue:
         say(f"queue: {store.queue.location}")  # without its password
     if store.rebuilt:
@@ -84,7 +91,8 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
         if worker is not None:  # restarted when it dies, reaped, and stopped with the service
             service.supervisor = Supervisor(worker, store.queue, env=worker_env)
             service.supervisor.start()
-        service.app = build_app(store, owner=user, fetch=results.fetch if results else None)
+        service.app = build_app(store, owner=user, fetch=results.fetch if results else None, suite=served,
+                                metric_settings=metric_settings)
         if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
             say(note)
     except BaseException:

@@ -6,7 +6,8 @@ Layout::
       datasets/<org>__<name>/       local Hub-layout dataset folders (e.g. culturelens__cube-1k)
       staging/                      uploads being validated (removed on rejection)
       submissions/<id>/             accepted submissions: manifest.json, data/images-*-of-*.parquet (the images,
-                                    as Parquet shards: ``benchmark.submission.shards``), images.parquet
+                                    as Parquet shards: ``benchmark.submission.shards``), images.parquet; a suite
+                                    submission: the same under parts/<part>/ for each part it holds
       queue.sqlite                  submission records (see ``queue``), unless the queue is on a PostgreSQL server
       results/<id>/                 per_image, aggregates, curves (.parquet), run.json (written once, atomically)
       cache/embeddings.sqlite       embeddings by content (see ``benchmark.cache``), shared by workers
@@ -38,9 +39,10 @@ from benchmark import layout, results
 from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
-from benchmark.layout import is_submission_id
+from benchmark.layout import SubmissionLayout, is_submission_id
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
+from benchmark.suite import SUITE_V1, Suite
 from leaderboard import hub_submission, quarantine, reported
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
@@ -63,11 +65,13 @@ class Store:
     the queue lives (``leaderboard.queue``): None for ``queue.sqlite`` in the store, or a ``postgresql://`` URL
     shared by workers on other machines. ``results_repo``: the results repo of a worker on another machine
     (``leaderboard.remote``), where results count too when the queue asks whether a job was answered.
+    ``suite``: the suite definition suite submissions answer (``leaderboard.served_suite``; its datasets must be in
+    ``datasets/``).
     """
 
     def __init__(self, root: Path, limits: Limits = Limits(), *, quota: int | None = 5, quota_hours: float = 24,
                  attempt_quota: int | None = 20, max_attempts: int = 3, max_shard_bytes: int = MAX_SHARD_BYTES,
-                 queue: str | None = None, results_repo: Repo | None = None):
+                 queue: str | None = None, results_repo: Repo | None = None, suite: Suite = SUITE_V1):
         self.root = Path(root).resolve()
         self.datasets = self.root / layout.DATASETS
         self.staging = self.root / "staging"
@@ -80,9 +84,10 @@ class Store:
         self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
                                 has_results=self._answered)
         self.quotas = Quota(quota, quota_hours, attempt_quota)
+        self.suite = suite
         self.intake = Intake(self.queue, staging=self.staging, submissions=self.submissions,
                              prompts_for=self.prompts_for, limits=limits, quota=self.quotas,
-                             max_shard_bytes=max_shard_bytes)
+                             max_shard_bytes=max_shard_bytes, suite=suite)
         self.ownership = Ownership(self.queue, self.results_folders, self.submissions, self.quotas)
         # What the operator must hear when the (SQLite) queue file was found damaged and rebuilt here; else None.
         self.rebuilt: str | None = (rebuild(self.queue, self.submissions, self.results_folders)
@@ -138,6 +143,11 @@ class Store:
         """Where ``datasets`` caches what it read of a served dataset folder whose content is ``fingerprint``."""
         return self.datasets / ".hf-cache" / fingerprint
 
+    def prompt_sets(self, submission_id: str) -> list[PromptSet]:
+        """The prompt sets an accepted submission answers, as this store serves them: one, or a suite submission's,
+        one per part (DatasetUnavailable when one is no longer served)."""
+        return [self.prompts_for(manifest) for manifest in self.manifests(submission_id).values()]
+
     # --- submissions: ``leaderboard.intake`` and ``leaderboard.ownership`` --------------------
     @property
     def quota_note(self) -> str:
@@ -167,7 +177,18 @@ class Store:
         self.ownership.delete(submission_id, owner)
 
     def manifest(self, submission_id: str) -> Manifest:
-        return Manifest.model_validate_json((self._folder(submission_id) / layout.MANIFEST).read_bytes())
+        """The manifest of an accepted submission: of a suite submission, its first part's (every part names the
+        same model)."""
+        return next(iter(self.manifests(submission_id).values()))
+
+    def manifests(self, submission_id: str) -> dict[str | None, Manifest]:
+        """Part -> manifest of an accepted submission: {None: its manifest}, or one per part of a suite submission."""
+        return {part: Manifest.model_validate_json(folder.manifest.read_bytes())
+                for part, folder in self._layouts(submission_id).items()}
+
+    def _layouts(self, submission_id: str) -> dict[str | None, SubmissionLayout]:
+        """Part -> folder of a submission: {None: itself}, or its parts (``layout.submission_layouts``)."""
+        return layout.submission_layouts(self._folder(submission_id))
 
     def _folder(self, submission_id: str) -> Path:
         """``submissions/<id>`` for a well-formed id; ValueError for anything else (a path, '..', a URL)."""
@@ -177,16 +198,20 @@ class Store:
 
     def image_bytes(self, submission_id: str, names: list[str]) -> dict[str, bytes]:
         """The images ``names`` (their paths in the submission, ``images/<prompt_id>/<seed>.<ext>``, as results
-        name them) of an accepted submission, read from its shards: name -> the image's bytes, for exactly the
-        names its validated image table lists. Empty for an unknown or malformed id: no other file of the store
-        is ever read from here, and the app serves copies of these bytes, never a store file."""
+        name them; a suite submission's in the part that lists them) of an accepted submission, read from its
+        shards: name -> the image's bytes, for exactly the names its validated image tables list. Empty for an
+        unknown or malformed id: no other file of the store is ever read from here, and the app serves copies of
+        these bytes, never a store file."""
+        found: dict[str, bytes] = {}
         try:
-            folder = self._folder(submission_id)
-            listed = set(pq.read_table(folder / layout.IMAGES_TABLE, columns=["path"]).column("path").to_pylist())
-            shards = Shards(folder)
-            return {name: shards.read(name) for name in dict.fromkeys(names) if name in listed}
+            for folder in self._layouts(submission_id).values():
+                listed = set(pq.read_table(folder.images_table, columns=["path"]).column("path").to_pylist())
+                shards = Shards(folder.folder)
+                found |= {name: shards.read(name) for name in dict.fromkeys(names)
+                          if name in listed and name not in found}
         except (ValueError, OSError, KeyError, pa.ArrowException):  # ShardError is a ValueError
             return {}
+        return found
 
     # --- results: ``leaderboard.results_folders`` ---------------------------------------------
     def results_folder(self, submission_id: str) -> Path:

@@ -1,10 +1,12 @@
 """The leaderboard's tables, as queries over the catalog (all reads; results on disk are never modified).
 
 Protocols: a ranking compares the rows of one protocol only (``protocol_id``: dataset and its revision, images
-per prompt present, the metric's version with its settings, backbones). By default it is the track's headline
-protocol (``benchmark.tracks``) when it has rows, else the largest; the others are one choice away, and
-paper-reported rows of other protocols are listed beside, not ranked. Rows scored before protocols were
-recorded (``unrecorded``) are listed, never ranked.
+per prompt present, the metric's version with its settings, backbones). By default it is the suite's: the one of
+the track's part of the suite the store serves (``benchmark.suite.Suite.answered_by``: that dataset, its pinned
+prompt rows, that many images per prompt) when it has rows, then the track's headline protocol
+(``benchmark.tracks``), else the largest; the others are one choice away, and paper-reported rows of other
+protocols are listed beside, not ranked. Rows scored before protocols were recorded (``unrecorded``) are listed,
+never ranked.
 
 One set of prompts per ranking (``basis``): a model's score, its rank and its rank interval all come from the
 prompts every ranked model answered, whose count the note gives; a model that answered fewer than
@@ -15,7 +17,9 @@ each replicate ranked), and tie groups collect models whose intervals all hold o
 Win rate (HEIM's "mean win rate"): for each track's headline metric on the overall slice, the share of the other
 models a model beats on that track's shared prompts (ties count half; a null value leaves the comparison); the
 overall score is the mean over the tracks a model has a score on, only models scored on the same set of tracks
-are ranked together, and tracks with no direction to win on (variability) are left out.
+are ranked together, and tracks with no direction to win on (variability) are left out of the mean, their
+headline value shown beside it. Each track's rows come from one protocol (``overall_protocol``): the suite's, else
+the track's headline one, else the papers'; a protocol on other prompts never stands in for a track's.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ WIN_COLUMNS = ["Rank", "Rank range (95%)", "Model", "Provenance", "Overall win r
 # The columns of ``win_rates`` that are not a track's win rate.
 WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank_low",
                 "rank_high")
+BESIDE = ":value"  # ``overall``'s column "<track>:value": a track's headline value shown beside the win rates
 # How a Dataframe shows each column of ``display`` and ``display_win_rates`` (others: text). The Markdown ones
 # carry links around ``render.plain`` text: show them with math off (``latex_delimiters=[]``).
 DATATYPES = {"Rank": "number", "Model": "markdown", "Score": "number", "n": "number", "Size (B)": "number",
@@ -220,22 +225,36 @@ def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list
 def protocols(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL,
               slice_value: str = "all") -> pd.DataFrame:
     """The protocols the rows of one metric and slice were scored under: protocol_id, protocol, rows,
-    provenance and on_protocol (the track's headline protocol); on-protocol first, then recorded ones, the
-    largest first, then ``unrecorded``."""
+    provenance, suite (the track's part of the suite the store serves: ``Suite.answered_by``) and on_protocol
+    (the track's headline protocol); the suite's first, then on-protocol ones, then recorded ones, the largest
+    first, then ``unrecorded``."""
     frame = cat.query(f"SELECT coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, any_value(protocol) AS protocol, "
                       "count(*) AS rows, min(provenance) AS provenance FROM aggregates WHERE track = ? AND metric = ? "
                       "AND slice = ? AND slice_value = ? GROUP BY 1", [track, metric, slice_name, slice_value])
+    suite = cat.store.suite
+    frame["suite"] = [suite.answered_by(track, results.protocol_fields(p) or {}) for p in frame["protocol"]]
     frame["on_protocol"] = [track_registry.on_protocol(track, p) for p in frame["protocol"]]
     frame["recorded"] = frame["protocol_id"] != UNRECORDED
-    return frame.sort_values(["on_protocol", "recorded", "rows", "protocol_id"], ascending=[False, False, False, True],
-                             ignore_index=True).drop(columns="recorded")
+    return frame.sort_values(["suite", "on_protocol", "recorded", "rows", "protocol_id"],
+                             ascending=[False, False, False, False, True], ignore_index=True).drop(columns="recorded")
 
 
 def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
-    """``wanted`` if ``protocols`` lists it, else the track's headline protocol when it has rows, else the
-    recorded protocol with the most rows, else ``unrecorded`` (None without rows)."""
+    """``wanted`` if ``protocols`` lists it, else the suite's when it has rows, else the track's headline protocol
+    when it has rows, else the recorded protocol with the most rows, else ``unrecorded`` (None without rows)."""
     ids = list(table["protocol_id"])
     return wanted if wanted in ids else (ids[0] if ids else None)
+
+
+def overall_protocol(cat: Catalog, track: str) -> str | None:
+    """The protocol of a track's headline rows in the overall ranking: the suite's when it has rows, else the
+    track's headline protocol, else the papers' (``protocols``' order); never another protocol of scored rows (the
+    headline metric scored on other prompts, say CLIPScore on the diversity prompts, is not awareness), nor
+    ``unrecorded``. None when the track has no such rows."""
+    table = protocols(cat, track, track_registry.get(track).headline)
+    eligible = table[(table["suite"] | table["on_protocol"] | (table["provenance"] == "reported"))
+                     & (table["protocol_id"] != UNRECORDED)]
+    return eligible["protocol_id"].iloc[0] if len(eligible) else None
 
 
 def describe_protocol(protocol: str | None) -> str:
@@ -558,18 +577,19 @@ def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = 
         ["track", "model", "provenance", "protocol_id"], keep="last")
 
 
-def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """``headline_rows`` of the tracks in the overall (``benchmark.track.Track.not_in_overall`` empty) kept to each
-    track's chosen protocol (``pick_protocol``; never the ``unrecorded`` one), and how many were left out."""
+def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = False) -> tuple[pd.DataFrame, int]:
+    """``headline_rows`` of the tracks in the overall (``benchmark.track.Track.not_in_overall`` empty; with
+    ``beside``, of those shown beside it instead) kept to each track's ``overall_protocol``, and how many rows of
+    those tracks other protocols left out."""
     keep = pd.Series(False, index=frame.index)
+    chosen_tracks = pd.Series(False, index=frame.index)
     for track in frame["track"].unique():
-        if track_registry.get(track).not_in_overall:
+        if bool(track_registry.get(track).not_in_overall) != beside:
             continue
-        chosen = pick_protocol(protocols(cat, track, track_registry.get(track).headline))
-        if chosen != UNRECORDED:
+        chosen_tracks |= frame["track"] == track
+        if (chosen := overall_protocol(cat, track)) is not None:
             keep |= (frame["track"] == track) & (frame["protocol_id"] == chosen)
-    left_out = frame["track"].map(lambda t: bool(track_registry.get(t).not_in_overall)).astype(bool)
-    return frame[keep], int((~keep & ~left_out).sum())
+    return frame[keep], int((~keep & chosen_tracks).sum())
 
 
 def track_win_rates(values: np.ndarray, higher: bool) -> np.ndarray:
@@ -654,7 +674,8 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     the one with the most tracks, then the most models) ranked by mean win rate with intervals. Returns the
     ``win_rates`` table, every set with its model count (in that order), the set shown, and how many headline
     rows other protocols left out."""
-    frame, off = headline_protocol_rows(cat, headline_rows(cat, filters))
+    headline = headline_rows(cat, filters)
+    frame, off = headline_protocol_rows(cat, headline)
     if frame.empty:
         return win_rates(frame), [], "", off
     sets = track_sets(frame)
@@ -663,7 +684,23 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     chosen = track_set if track_set in counts else choices[0][0]
     members = sets[sets["track_set"] == chosen]
     frame = frame.merge(members[["model", "provenance"]], on=["model", "provenance"])
-    return win_rates(frame, cat), choices, chosen, off
+    wide = win_rates(frame, cat)
+    beside, _ = headline_protocol_rows(cat, headline, beside=True)
+    for track, group in beside.groupby("track", sort=False):
+        values = dict(zip(zip(group["model"], group["provenance"]), group["value"]))
+        wide[track + BESIDE] = [values.get(key, np.nan) for key in zip(wide["model"], wide["provenance"])]
+    return wide, choices, chosen, off
+
+
+def win_rate_columns(wide: pd.DataFrame) -> list[str]:
+    """The tracks of an ``overall`` table that have a win rate (in its mean)."""
+    return [c for c in wide.columns if c not in WIDE_COLUMNS and not c.endswith(BESIDE)]
+
+
+def beside_columns(wide: pd.DataFrame) -> list[str]:
+    """The columns of an ``overall`` table holding a track's headline value beside the win rates, not in their mean
+    (``Track.not_in_overall``: variability), as "<track>:value"."""
+    return [c for c in wide.columns if c.endswith(BESIDE)]
 
 
 def model_ids(cat: Catalog) -> dict[tuple[str, str], str]:
@@ -679,7 +716,6 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
     what a win rate is)."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
-    track_columns = [c for c in wide.columns if c not in WIDE_COLUMNS]
     rank = wide["win_rate"].rank(ascending=False, method="min").astype("Int64")
     why = wide.get("not_ranked", pd.Series("", index=wide.index)).fillna("")
     low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
@@ -695,8 +731,11 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
         "95% interval": [f"[{lo:.3f}, {hi:.3f}]" if pd.notna(lo) else "" for lo, hi in zip(win_low, win_high)],
         "Tracks": wide["tracks"].astype(int),
     })
-    for column in track_columns:
+    for column in win_rate_columns(wide):
         shown[track_registry.get(column).title] = wide[column].round(3)
+    for column in beside_columns(wide):
+        track = track_registry.get(column.removesuffix(BESIDE))
+        shown[f"{track.title}: {track.headline} (not in the mean)"] = wide[column].round(3)
     return shown
 
 
@@ -720,9 +759,11 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
 
 
 def submissions(cat: Catalog) -> pd.DataFrame:
-    """Scored submissions: id, model, dataset, scored_at (for pickers)."""
-    return cat.query("SELECT DISTINCT submission_id, model, dataset, max(scored_at) AS scored_at FROM aggregates "
-                     "WHERE provenance = 'scored' GROUP BY submission_id, model, dataset ORDER BY model, scored_at")
+    """Scored submissions, one row each (for pickers): id, model, dataset (a suite submission's parts' datasets,
+    joined by " + "), scored_at."""
+    return cat.query("SELECT submission_id, model, string_agg(DISTINCT dataset, ' + ' ORDER BY dataset) AS dataset, "
+                     "max(scored_at) AS scored_at FROM aggregates WHERE provenance = 'scored' "
+                     "GROUP BY submission_id, model ORDER BY model, scored_at")
 
 
 # What each row of the metric-agreement table measures (the Metrics tab), by provenance.

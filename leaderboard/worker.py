@@ -1,7 +1,9 @@
 """The scoring worker: claims queued submissions, runs the harness, writes results atomically.
 
 Run it as its own process (``culturelens worker --store DIR``); ``culturelens
-serve`` starts one next to the app. On another machine, with the queue on
+serve`` starts one next to the app. It scores a submission, or a suite submission part by part against the suite
+its store serves (``benchmark.suite_scoring.score``: each part with its tracks, one results folder; the parts
+missing named in run.json and in the job's message). On another machine, with the queue on
 PostgreSQL and the submissions and results in Hub repos (``leaderboard.remote``),
 it fetches each job's submission and publishes its results. The worker loads the
 backbones its metrics need once, at start. A metric whose backbone or setting is missing is disabled,
@@ -33,15 +35,12 @@ import time
 import traceback
 import uuid
 
-import pyarrow.parquet as pq
-
-from benchmark import harness
+from benchmark import harness, suite_scoring
 from benchmark.atomic import leftovers
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
 from benchmark.encoders.spec import BackboneSpec
 from benchmark.errors import CultureLensError
-from benchmark.layout import SubmissionLayout
 from benchmark.metrics.base import Metric
 from leaderboard.queue import Job, Queue
 from leaderboard.remote import Remote
@@ -142,14 +141,11 @@ class Worker:
         try:
             if self.remote is not None:
                 self.remote.fetch(self.store, job.id, heartbeat.check)
-            manifest = self.store.manifest(job.id)
-            prompts = self.store.prompts_for(manifest)
-            folder = self.store.submissions / job.id
-            images = pq.read_table(SubmissionLayout(folder).images_table).to_pandas()
-            scores = harness.score(folder, manifest, prompts, images, self.metrics, self.backbones,
-                                   self.store.cache, submission_id=job.id, batch_size=self.batch_size,
-                                   num_workers=self.num_workers, progress=heartbeat.report, disabled=self.disabled,
-                                   settings=self.settings)
+            scores = suite_scoring.score(self.store.submissions / job.id, self.metrics, self.backbones,
+                                         self.store.cache, submission_id=job.id, datasets_root=self.store.datasets,
+                                         suite=self.store.suite, local_only=True, batch_size=self.batch_size,
+                                         num_workers=self.num_workers, progress=heartbeat.report,
+                                         disabled=self.disabled, settings=self.settings)
             heartbeat.check()
             log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
             if results.answered(job.id, request):  # a worker that took over before us finished first
@@ -180,9 +176,11 @@ class Worker:
         finally:
             heartbeat.stop()
         run = scores.run
+        missing = (run.get("suite") or {}).get("missing")
+        parts = f"; parts missing: {', '.join(missing)}" if missing else ""
         skipped = f"; not scored: {', '.join(sorted(run['skipped']))}" if run["skipped"] else ""
         queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
-                                      f"computed, {run['embeddings_cached']} from the cache){skipped}")
+                                      f"computed, {run['embeddings_cached']} from the cache){parts}{skipped}")
         if self.remote is not None:
             self.remote.forget(self.store, job.id)
 

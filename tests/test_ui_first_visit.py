@@ -70,7 +70,7 @@ LINKS = {  # a link to each view, and what that view shows (a paper row, a note)
     "tab=compare": "Pick 1-4 scored submissions",
     "tab=datasets": "load_dataset",
     "tab=metrics": "VIEScore",
-    "tab=submit": "Take part in four steps",
+    "tab=submit": "Take part: one generate, one submit",
     "tab=queue": "No worker is running right now",
     "tab=about": "CC BY-NC-SA 4.0",
 }

@@ -75,13 +75,17 @@ def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_pat
     _score_first(url, store, tmp_path)
     with chromium() as browser:
         visitor = open_page(browser, url + "?tab=overview&track=awareness", shows="Early Model")
-        submitter = open_page(browser, url + "?tab=submit", shows="Take part in four steps")
+        submitter = open_page(browser, url + "?tab=submit", shows="Take part: one generate, one submit")
 
-        # The steps, in the order a submitter needs them.
+        # The steps, in the order a submitter needs them: the suite (what it holds and costs), one generate, one
+        # submit, the format and its schema, then the demo config to try the path.
         steps = submitter.locator("[role=tabpanel]:visible").inner_text()
-        order = [steps.index(s) for s in ('load_dataset("culturelens/cube-1k", "cube_1k"', "992 prompts × 2 seeds = "
-                                          "1,984 images", "Manifest schema", "culturelens generate --preset")]
+        order = [steps.index(s) for s in ("992 × 10 (seeds 0-9)", "19,773 images", "culturelens generate --suite "
+                                          "--preset sdxl", "parts/<part>/manifest.json", "Manifest schema",
+                                          'load_dataset("culturelens/cube-1k", "cube_1k_demo"',
+                                          "culturelens generate --preset sdxl --dataset culturelens/cube-1k")]
         assert order == sorted(order), steps
+        assert "about 13.7 GPU-hours with sdxl" in steps and "not measured here" in steps
         assert "cube_1k_demo (72 prompts" in steps
 
         # A first try: three prompts answered. The summary comes before the list of what is missing.

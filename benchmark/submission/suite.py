@@ -25,7 +25,7 @@ from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.layout import PARTS_DIR, SuiteLayout, part_folder
 from benchmark.submission.archive import Entry, Limits, storing
 from benchmark.submission.manifest import Manifest
-from benchmark.submission.shards import expand
+from benchmark.submission.shards import MAX_SHARD_BYTES, expand
 from benchmark.submission.validate import PromptLoader, Report, check_folder, read_manifest, stage_with
 from benchmark.suite import Part, Suite
 
@@ -46,6 +46,10 @@ class SuiteReport:
     @property
     def ok(self) -> bool:
         return bool(self.parts) and not self.errors and all(r.ok for r in self.parts.values())
+
+    def error(self, message: str) -> None:
+        """A problem of the whole (the intake's: the same content submitted before, say)."""
+        self.errors.append(message)
 
     @property
     def missing(self) -> list[str]:
@@ -97,10 +101,10 @@ class SuiteReport:
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def keep(self, target: Path) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
         """Keep the staged copy of an accepted suite submission at ``target``: each part as ``Report.keep``
-        keeps a submission (Parquet shards and image table) under ``target/parts/<part>``, all published
-        together (a reader sees every part or none)."""
+        keeps a submission (Parquet shards of at most ``max_shard_bytes``, and image table) under
+        ``target/parts/<part>``, all published together (a reader sees every part or none)."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged suite submission can be kept")
         staged = self.folder
@@ -109,7 +113,7 @@ class SuiteReport:
             (kept / PARTS_DIR).mkdir()
         try:
             for name, report in self.parts.items():
-                report.keep(kept / part_folder(name))
+                report.keep(kept / part_folder(name), max_shard_bytes)
             with storing():
                 publish(kept, target)
         except BaseException:

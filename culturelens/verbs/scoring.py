@@ -24,7 +24,8 @@ def score(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     store_datasets = options.store(args) / "datasets"
-    suite = open_suite(args.suite, store_datasets) if args.suite or is_suite_upload(Path(args.submission)) else None
+    named = options.suite(args)
+    suite = open_suite(named, store_datasets) if named or is_suite_upload(Path(args.submission)) else None
     if suite is not None and suite.assets is not None:
         options.use_suite_assets(args, suite.assets)  # the index, knowledge base and calibration it holds
     else:  # before any relaunch: one process builds, the shards find the local copy

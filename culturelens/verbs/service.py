@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.encoders.spec import load_registry
@@ -18,8 +19,10 @@ from leaderboard import operator_settings
 
 
 def worker(args: argparse.Namespace) -> int:
+    from benchmark import layout
     from benchmark.reproduce import settings_record
     from leaderboard import worker
+    from leaderboard.served_suite import open_served
     from leaderboard.store import Store
 
     quiet_datasets()
@@ -28,10 +31,14 @@ def worker(args: argparse.Namespace) -> int:
         worker.stop_when_parent_dies()
     queue = options.queue(args)
     remote = _remote(args, queue)  # its options checked before any model library loads
+    root = options.store(args)
+    served = open_served(options.suite(args), root / layout.DATASETS, logging.getLogger("culturelens.worker").info)
+    if served.assets is not None:
+        options.use_suite_assets(args, served.assets)  # every track whose assets the suite holds is on
     registry = load_registry(args.backbones)
     metrics, unavailable = options.chosen_metrics(args, registry)
-    store = Store(options.store(args), max_attempts=options.max_attempts(args), queue=queue,
-                  results_repo=remote.results if remote is not None else None)
+    store = Store(root, max_attempts=options.max_attempts(args), queue=queue,
+                  results_repo=remote.results if remote is not None else None, suite=served.suite)
     return worker.main(store, registry, metrics, unavailable, once=args.once,
                        batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
                        lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args),
@@ -63,21 +70,42 @@ def serve(args: argparse.Namespace) -> int:
     # Off a Space there is no sign-in: on loopback the one user is the operator at this machine; reachable from
     # other machines, every visitor acts as --user, and the quota bounds the work they can ask for.
     chosen = operator_settings.service(args, public=not operator_settings.is_loopback(args.host))
-    command, env = (None, None) if args.no_worker else local_worker(args, chosen.queue)
+    command, env = (None, None) if args.no_worker else local_worker(args, chosen.queue, chosen.suite)
     running = service.start(chosen.store, limits=chosen.limits, quota=chosen.quota, user=chosen.user,
-                            cube_source=chosen.cube_source, hub_repos=chosen.hub_repos,
-                            hub_interval=args.hub_interval, release_interval=args.hub_release_interval or None,
-                            worker=command, worker_env=env, queue=chosen.queue)
+                            cube_source=chosen.cube_source, suite=chosen.suite, metric_settings=metric_settings(args),
+                            hub_repos=chosen.hub_repos, hub_interval=args.hub_interval,
+                            release_interval=args.hub_release_interval or None, worker=command, worker_env=env,
+                            queue=chosen.queue)
     service.serve(running, host=args.host, port=args.port)
     return 0
 
 
-def local_worker(args: argparse.Namespace, queue: str | None) -> tuple[list[str], dict[str, str]]:
-    """The command and environment of ``serve``'s supervised worker: the same store and queue as serve's (the
-    queue in the environment, ``CULTURELENS_QUEUE``: a command line is visible to every user of the machine)."""
+def metric_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The metric settings serve's flags (else their environment variables) give, by name: what its worker scores
+    with, as the app's Queue tab tells it."""
+    from benchmark import tracks
+
+    return {s.name: s.resolve(getattr(args, s.name, None)) for s in tracks.settings_declared()}
+
+
+def local_worker(args: argparse.Namespace, queue: str | None,
+                 suite: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of ``serve``'s supervised worker: the same store, queue and suite as serve's
+    (the queue and the suite in the environment, ``CULTURELENS_QUEUE`` and ``CULTURELENS_SUITE``: a command line is
+    visible to every user of the machine), and the metric options serve was given that are not their defaults."""
+    from benchmark import tracks
+
     command = [sys.executable, "-m", "culturelens", "worker", "--store", str(options.store(args)),
                *(["--backbones", args.backbones] if args.backbones else [])]
-    env = declared.child_environment({operator_settings.QUEUE: queue})
+    for setting in tracks.settings_declared():
+        value = getattr(args, setting.name, None)
+        if value is not None and value != setting.default:
+            command += [setting.flag, str(value)]
+    if getattr(args, "tracks", None):
+        command += ["--tracks", *args.tracks]
+    local = suite is not None and Path(suite).is_dir()  # the worker may start elsewhere than serve's folder
+    env = declared.child_environment({operator_settings.QUEUE: queue,
+                                      operator_settings.SUITE: str(Path(suite).resolve()) if local else suite})
     # Unreachable, the Hub client retries every weights file for ~25 s: the worker would take minutes to say
     # it cannot load them. Offline mode reads the local cache only, and fails at once if it must. Only the
     # worker goes offline: the app's Hub mirror keeps trying, and recovers when the network does.
@@ -101,6 +129,10 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hub-wait", type=float, default=600,
                    help="seconds to wait for a claimed submission to reach the requests repo (the app pushes "
                         "every --hub-interval)")
+    operator_settings.SUITE.add_to(p, help="the suite whose submissions this worker scores (a folder from "
+                                           "`culturelens suite build`, or its Hub repo): its scoring assets turn its "
+                                           "tracks on, where no flag or variable sets them, and the store serves its "
+                                           "datasets (default: the definition v1 in this package, no assets)")
     declared.add_runtime_options(p)
     options.add_metric_options(p)
     p.set_defaults(run=worker, hub=True)
@@ -116,6 +148,7 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     operator_settings.USER.add_to(p)
     p.add_argument("--no-worker", action="store_true", help="do not start a local worker")
     operator_settings.CUBE_SOURCE.add_to(p)
+    operator_settings.SUITE.add_to(p)
     declared.BACKBONES.add_to(p, help="backbones JSON file passed to the worker")
     operator_settings.HUB_REQUESTS.add_to(p)
     operator_settings.HUB_RESULTS.add_to(p)
@@ -127,6 +160,7 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     options.add_quota(p, "Bound to loopback (the default) the one user is you, the operator: no quota unless you "
                          "set one. With any other --host every visitor acts as --user and the quota defaults to 5 "
                          "accepted submissions and 20 uploads per user and 24 h.")
+    options.add_metric_options(p)  # passed on to the local worker
     p.set_defaults(run=serve)
 
 
@@ -134,5 +168,5 @@ VERBS = (
     Verb("worker", "score queued submissions (run next to the app, or on a GPU machine)",
          f"culturelens worker --store {operator_settings.STORE.default}", _worker_options),
     Verb("serve", "run the leaderboard app and a local worker",
-         f"culturelens serve --store {operator_settings.STORE.default} --port 7860", _serve_options),
+         f"culturelens serve --store {operator_settings.STORE.default} --suite suite/ --port 7860", _serve_options),
 )

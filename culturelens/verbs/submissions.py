@@ -52,8 +52,9 @@ def validate(args: argparse.Namespace) -> int:
     quiet_datasets()
     limits = options.limits(args)
     store_datasets = options.store(args) / "datasets"
-    if args.suite or is_suite_upload(Path(args.path)):
-        ref = _suite(args.suite, store_datasets, options.cube_source(args))
+    named = options.suite(args)
+    if named or is_suite_upload(Path(args.path)):
+        ref = _suite(named, store_datasets, options.cube_source(args))
         suite, datasets_root = ref.suite, ref.datasets_root
     else:
         options.build_default_dataset(store_datasets, options.cube_source(args))
@@ -71,17 +72,23 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def submit(args: argparse.Namespace) -> int:
+    import sys
+
+    from benchmark import layout
     from benchmark.progress import Bars
+    from leaderboard.served_suite import open_served
     from leaderboard.store import Store
 
     quiet_datasets()
+    root = options.store(args)
+    served = open_served(options.suite(args), root / layout.DATASETS, lambda line: print(line, file=sys.stderr))
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
-    store = Store(options.store(args), options.limits(args), **options.quota(args, public=False),
-                  queue=options.queue(args))
+    store = Store(root, options.limits(args), **options.quota(args, public=False), queue=options.queue(args),
+                  suite=served.suite)
     options.build_default_dataset(store.datasets, options.cube_source(args))
     bars = Bars(unit="img")
     try:  # PermissionDenied (over the quota) and ServerFault (the server could not store it) are user errors
-        outcome = store.submit(Path(args.path), args.owner, bars.stage("checking images"))
+        outcome = store.submit(Path(args.path), args.owner, bars)
     finally:
         bars.close()
     print(outcome.report.text())
@@ -123,7 +130,8 @@ def _validate_options(p: argparse.ArgumentParser) -> None:
 
 
 def _submit_options(p: argparse.ArgumentParser) -> None:
-    _upload_options(p, "submission folder or .zip")
+    _upload_options(p, "submission folder or .zip (a suite submission: every part it holds, one job)")
+    options.add_suite(p, "a suite submission answers, as the leaderboard serves it (`serve --suite`: the same one)")
     options.add_queue(p)
     p.add_argument("--owner", default=operator_settings.login(), help="who submits (default: your login name, "
                                                                       "$USER)")

@@ -9,11 +9,19 @@ location and keeps a URL's password out of every message.
 
 from pathlib import Path
 
-from leaderboard.queue.base import DuplicateSubmission, Job, Queue, QueueUnavailable, QuotaExceeded, now_iso
+from leaderboard.queue.base import (
+    DATASETS_JOINED,
+    DuplicateSubmission,
+    Job,
+    Queue,
+    QueueUnavailable,
+    QuotaExceeded,
+    now_iso,
+)
 from leaderboard.queue.location import QueueLocationError, is_url
 
-__all__ = ["DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable", "QuotaExceeded",
-           "now_iso", "open_queue"]
+__all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable",
+           "QuotaExceeded", "now_iso", "open_queue"]
 
 
 def open_queue(location: str | Path, **options) -> Queue:

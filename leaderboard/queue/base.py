@@ -74,6 +74,9 @@ class QueueUnavailable(CultureLensError):
     """The queue's database cannot be reached or set up; the message names it (without a password) and why."""
 
 
+DATASETS_JOINED = " + "  # a suite submission's ``dataset``: its parts' datasets (repo:config:split), joined
+
+
 @dataclass(frozen=True)
 class Job:
     id: str
@@ -95,6 +98,11 @@ class Job:
     message: str | None
     error: str | None
     log_excerpt: str | None
+
+    @property
+    def datasets(self) -> list[str]:
+        """The datasets it answers: one, or a suite submission's parts' (``DATASETS_JOINED``)."""
+        return self.dataset.split(DATASETS_JOINED)
 
 
 class Cursor(Protocol):
@@ -381,12 +389,12 @@ class Queue:
                               (owner, since_iso)).fetchone()["n"]
 
     def find_model(self, model_id: str, model_revision: str, dataset: str) -> Job | None:
-        """A live (not FAILED) submission of the same model revision for the same dataset, if any."""
+        """A live (not FAILED) submission of the same model revision for the same dataset, alone or as a part of a
+        suite submission (``Job.datasets``), if any."""
         with self._connect() as db:
-            row = db.execute("SELECT * FROM submissions WHERE model_id = ? AND model_revision = ? AND dataset = ?"
-                             " AND state <> 'FAILED' ORDER BY created_at LIMIT 1",
-                             (model_id, model_revision, dataset)).fetchone()
-        return Job(**row) if row else None
+            rows = db.execute("SELECT * FROM submissions WHERE model_id = ? AND model_revision = ? AND state <> "
+                              "'FAILED' ORDER BY created_at", (model_id, model_revision)).fetchall()
+        return next((job for job in (Job(**row) for row in rows) if dataset in job.datasets), None)
 
     def requeue(self, id: str, owner: str, quota: tuple[int, str] | None = None) -> bool:
         """FINISHED or FAILED -> PENDING with a fresh attempt count (a re-run by ``owner``, logged against the

@@ -62,9 +62,11 @@ measured is shown as such: a model never "used up" within the seeds W1KP can com
 
 The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
 track's shared prompts) only over models scored on the same set of tracks (the picker offers the other sets),
-with the same kind of range on the mean win rate. Variability (W1KP) is not part of it: more variable images
-are not better in themselves (pure noise is the most variable), nor are less variable ones, so it has no
-direction to win on; its own table orders models by W1KP.
+with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the suite's part
+for that track when it has rows (so a model's suite submission is one row across the tracks), else the track's
+headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not better in
+themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win on; its
+W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
 
 `culturelens compare` tests every pair of models on every metric (Wilcoxon signed-rank) and corrects the
 p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Student-t,
@@ -73,11 +75,12 @@ proportion's interval (Wilson's) is not one of a difference.
 
 ## Submitting
 
-1. Generate images for every prompt of the dataset config, one per seed (`culturelens generate`).
-2. Lay them out as `images/<prompt_id>/<seed>.png` next to a `manifest.json` (schema:
-   `culturelens schema`; format: `submissions/README.md`), and zip the folder.
-3. Check it with `culturelens validate FILE.zip`, then upload it in the **Submit** tab (or run
-   `culturelens submit FILE.zip --store DIR`). Follow it in the **Queue** tab.
+1. Generate every image of every part of the suite with one command (`culturelens generate --suite --preset NAME
+   --out DIR`): it lays them out as `parts/<part>/images/<prompt_id>/<seed>.png`, each part with its
+   `manifest.json` (format: `submissions/README.md`).
+2. Check it with `culturelens validate DIR`, then zip it and upload it in the **Submit** tab, name it there as a
+   Hub dataset, or run `culturelens submit DIR --store STORE`. Follow it in the **Queue** tab.
+3. To try the path first, a submission for one dataset config (CUBE-1K's demo config, 72 prompts) takes minutes.
 
 ## Papers
 

@@ -43,7 +43,7 @@ class CompareTab:
 
     def submission_choices(self) -> list[tuple[str, str]]:
         frame = tables.submissions(self.catalog)
-        return [(f"{m} · {s} ({d.split('@')[0]})", s) for m, s, d in
+        return [(f"{m} · {s} ({' + '.join(part.split('@')[0] for part in d.split(' + '))})", s) for m, s, d in
                 zip(frame["model"], frame["submission_id"], frame["dataset"].fillna(""))]
 
     def scored(self, chosen) -> list[str]:
@@ -146,10 +146,11 @@ class CompareTab:
 
     def references(self, submission_id: str, prompt_id: str) -> list[Image.Image]:
         try:
-            prompts = self.site.store.prompts_for(self.site.store.manifest(submission_id))
+            sets = self.site.store.prompt_sets(submission_id)
         except (DatasetUnavailable, OSError, ValueError):
             return []
-        if not prompts.has_references:
+        prompts = next((p for p in sets if p.has_references and prompt_id in p.table.index), None)
+        if prompts is None:
             return []
         source, table = prompts.references({prompt_id})
         return [open_as_viewed(source(i), formats=None) for i in range(len(table))]

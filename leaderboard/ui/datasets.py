@@ -119,10 +119,10 @@ class DatasetBrowser:
         return [p for p in pictures if p is not None]
 
     def prompt_table(self, submission_id: str) -> pd.DataFrame | None:
-        """The prompts of the dataset a submission answered, indexed by prompt_id (None if its dataset is no
-        longer served)."""
+        """The prompts of the dataset a submission answered (a suite submission's: of every part), indexed by
+        prompt_id (None if its dataset is no longer served)."""
         try:
-            return self.store.prompts_for(self.store.manifest(submission_id)).table
+            return pd.concat([prompts.table for prompts in self.store.prompt_sets(submission_id)])
         except Exception:  # the dataset may have been removed since; the images still show
             return None
 

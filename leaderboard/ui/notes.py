@@ -11,9 +11,10 @@ from leaderboard import render, tables
 
 def protocol_choices(table: pd.DataFrame) -> list[tuple[str, str]]:
     """The protocol picker's (label, id) pairs: id, rows, headline or off-protocol, and what it is."""
-    return [(f"{pid} · {rows} row(s) · {'headline' if on else 'off-protocol'} · {tables.describe_protocol(text)}"[:200],
-             pid) for pid, rows, on, text in zip(table["protocol_id"], table["rows"], table["on_protocol"],
-                                                 table["protocol"])]
+    return [(f"{pid} · {rows} row(s) · {'suite, ' if suite else ''}{'headline' if on else 'off-protocol'} · "
+             f"{tables.describe_protocol(text)}"[:200], pid)
+            for pid, rows, suite, on, text in zip(table["protocol_id"], table["rows"], table["suite"],
+                                                  table["on_protocol"], table["protocol"])]
 
 
 def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) -> str:
@@ -25,6 +26,8 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) ->
     others = len(table) - 1
     status = ("the track's headline protocol" if row["on_protocol"] else "**off-protocol** for the headline "
               f"ranking, which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+    if row["suite"]:
+        status = f"the suite's protocol for this track, and {status}"
     return (f"Protocol {render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
             + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
                if others else "") + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, not ranked.")
@@ -42,16 +45,21 @@ RANKS_IN_WORDS = (
 
 
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
-    """The overall view's note: the rule, the track set shown and the others, the tracks left out, what each
-    track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other protocols leave out."""
+    """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
+    shown beside), what each track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other
+    protocols leave out."""
     if not sets:
         return "No results for this choice yet."
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
-    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}."
+    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}; its "
+                        f"{render.plain(t.headline)} is shown in its own column, beside the mean."
                         for t in track_registry.all_tracks().values() if t.not_in_overall)
     return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
-            "slice, the track's chosen protocol), the share of the other models a model beats on the prompts they "
-            "all answered, ties counting half; a model without a value on a track leaves that track's comparison. "
+            "slice; the track's rows of one protocol: the suite's part for that track when it has rows, so a "
+            "model's suite submission is one row across the tracks, else the track's headline protocol, else the "
+            "papers'; never the metric scored on other prompts), the share of the other models a model beats on the "
+            "prompts they all answered, ties counting half; a model without a value on a track leaves that track's "
+            "comparison. "
             "Only models scored on the same set of tracks are ranked together: here "
             f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
             ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "

@@ -7,7 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from benchmark import layout
-from leaderboard import quarantine, render
+from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.ui.site import Site
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
@@ -83,7 +83,15 @@ class QueueTab:
         if not live:
             lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
                             "(`culturelens worker --store DIR`).")
-        return "\n".join(notices + lines) or "No worker has been seen."
+        tracks = self.tracks_off()
+        text = "\n".join(notices + lines) or "No worker has been seen."
+        return text + (f"\n\n{tracks}" if tracks else "")
+
+    def tracks_off(self) -> str:
+        """The Queue tab's lines on the tracks this server cannot score yet (``ServedSuite.tracks_off``), server
+        folders hidden."""
+        off = self.site.suite.tracks_off(self.store.datasets, self.site.metric_settings)
+        return render.hide_paths(suite_view.tracks_off_markdown(off), self.places)
 
     @staticmethod
     def _supervisor_line(s: dict) -> str | None:
@@ -112,6 +120,7 @@ class QueueTab:
         if job.state == "FAILED":
             lines.append(f"- **reason**: {self.public(job.error)}")
         run = self.store.run_record(job.id) or {}  # it counts the images left out for errors (non-finite values)
+        lines += suite_view.run_parts_lines(run)
         if errors := run.get("errors"):
             reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in errors.items())
             lines.append(f"- **{run.get('excluded', sum(errors.values()))} images excluded**: {reasons}")

@@ -15,16 +15,25 @@ from benchmark import tracks as track_registry
 from leaderboard import operator_settings, render, tables
 from leaderboard.catalog import Catalog
 from leaderboard.downloads import DownloadFolder
+from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 
 
 class Site:
     """One app's reads and hand-outs: ``store``, its ``catalog`` (``fetch`` brings results folders the store knows
-    only from a leaderboard release), the download folder (``leaderboard.downloads``) and the local ``owner``."""
+    only from a leaderboard release), the download folder (``leaderboard.downloads``) and the local ``owner``;
+    ``suite``, the suite served (default: the package's definition, no assets), and ``metric_settings``, the metric
+    settings the service's worker scores with (default: as the environment sets them)."""
 
-    def __init__(self, store: Store, owner: str = "local", fetch: Callable[[list[str]], object] | None = None):
+    def __init__(self, store: Store, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
+                 suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None):
         self.store, self.owner = store, owner
+        self.suite = suite or ServedSuite(store.suite)
+        self.metric_settings = metric_settings if metric_settings is not None else default_metric_settings()
         self.places = render.server_places(store.root)
+        if self.suite.assets is not None:  # the suite folder is a server folder too
+            self.places[str(self.suite.assets.folder)] = "SUITE"
+            self.places[str(self.suite.assets.folder.resolve())] = "SUITE"
         self.catalog = Catalog(store, fetch)
         self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit
 
@@ -91,3 +100,9 @@ class Site:
         path = self.downloads.fresh() / name
         path.write_text(text, encoding="utf-8")
         return str(path)
+
+
+def default_metric_settings() -> dict[str, object]:
+    """The metric settings as this process's environment sets them, by name (app.py: a Space's worker runs
+    elsewhere, with its own)."""
+    return {s.name: s.resolve() for s in track_registry.settings_declared()}

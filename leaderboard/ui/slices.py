@@ -98,7 +98,7 @@ class SlicesTab:
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
-        per_track = wide.drop(columns=list(tables.WIDE_COLUMNS), errors="ignore").set_index(who)
+        per_track = wide[tables.win_rate_columns(wide)].set_index(who)
         per_track.columns = [track_registry.get(c).title for c in per_track.columns]
         profile = render.heatmap_html(per_track, True, "win rate per track (darker = better; – = no score)")
         curves = tables.curves(self.catalog)

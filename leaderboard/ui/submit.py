@@ -11,13 +11,11 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.submission import ServerFault
 from benchmark.submission.manifest import json_schema
-from leaderboard import operator_settings, render, repo
+from leaderboard import operator_settings, render, repo, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.store import Store
 from leaderboard.ui.site import Site
 from leaderboard.ui.widgets import Parts, text_markdown
-
-GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 
 
 class SubmitTab:
@@ -53,8 +51,8 @@ class SubmitTab:
             except repo.RepoError as error:
                 return f"### Rejected: nothing was stored\n\n- {render.plain(error)}"
 
-        def report_progress(done: int, total: int) -> None:
-            progress(done / total, desc=f"checking images {done}/{total}")
+        def report_progress(stage: str, done: int, total: int) -> None:
+            progress(done / total, desc=f"{stage} {done}/{total}")
 
         try:
             if file:
@@ -69,16 +67,15 @@ class SubmitTab:
         if outcome.job is None:
             # Validation names only the submission's own entries, exactly as the upload holds them: nothing to
             # hide, and rewriting a name an attacker chose would tell which server folders exist.
-            problems = "\n".join(f"- {render.plain(e)}" for e in report.errors)
+            problems = "\n".join(f"- {render.plain(e)}" for e in suite_view.problems(report))
             summary = report.summary.removeprefix("REJECTED: ")
             return f"### Rejected: nothing was stored\n\n**{render.plain(summary)}**\n\nThe details:\n\n{problems}"
         m = report.manifest
         warnings = "".join(f"\n- warning: {render.plain(w)}" for w in report.warnings)
+        held = "".join(f"- {line}\n" for line in suite_view.accepted_lines(report))
         return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
                 f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
-                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n"
-                f"- {len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} "
-                f"prompts of {render.plain(report.prompts.label)}\n"
+                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n{held}"
                 f"- content hash: `{report.content_hash}`{warnings}\n\n"
                 "It is queued: follow it in the **Queue** tab.")
 
@@ -94,12 +91,13 @@ class SubmitTab:
             who = "the Hugging Face account you sign in with"
         else:
             who = f"**{render.plain(self.site.owner)}** (this server's local user)"
-        steps, command = submit_guide(store)
+        steps, demo = suite_view.submit_guide(self.site.suite.suite, prompt_count(store, cube_1k.CONFIG_DEMO))
         gr.Markdown(steps)
         gr.DownloadButton("Manifest schema (JSON Schema)", value=self.schema_file(), size="sm")
-        gr.Markdown(command)
-        gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding one. It is checked at once; "
-                    f"if it passes it joins the queue. You submit as {who}; {store.quota_note}.")
+        gr.Markdown(demo)
+        gr.Markdown(f"Upload the `.zip` below, or name a Hub dataset repo holding the submission (a suite "
+                    f"submission's `parts/`, or one dataset config's). It is checked at once; if it passes "
+                    f"it joins the queue. You submit as {who}; {store.quota_note}.")
         with gr.Row():
             upload = gr.File(label="Submission (.zip)", file_types=[".zip"], type="filepath")
             hub_repo = gr.Textbox(label="…or a Hub dataset of generations (ORG/NAME)")
@@ -117,40 +115,3 @@ def prompt_count(store: Store, config: str) -> int | None:
         return len(store.prompts(cube_1k.HUB_REPO, config))
     except (DatasetUnavailable, OSError, ValueError):
         return None
-
-
-def submit_guide(store: Store, seeds: int = GUIDE_SEEDS) -> tuple[str, str]:
-    """The Submit tab's steps, in the order a submitter needs them: which dataset to answer (with its
-    ``load_dataset`` line), how many images, the format (the schema button goes between the two parts), and a
-    ready ``culturelens generate`` command."""
-    repo, config, demo = cube_1k.HUB_REPO, cube_1k.CONFIG, cube_1k.CONFIG_DEMO
-    count, demo_count = prompt_count(store, config), prompt_count(store, demo)
-    prompts = f"{count:,} prompts" if count else "its prompts"
-    images = f"{count:,} prompts × {seeds} seeds = **{count * seeds:,} images**" if count else \
-        f"every prompt × {seeds} seeds"
-    demo_size = f"{demo_count} prompts" if demo_count else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
-    return f"""### Take part in four steps
-
-**1. Answer the prompts of a dataset config.** The benchmark is CUBE-1K (`{repo}`, config `{config}`): {prompts},
-each naming one cultural artifact (8 countries × cuisine, landmarks, art). To try the whole path in minutes, answer
-its demo config `{demo}` ({demo_size}; demo rows are ranked only among themselves): `submissions/example` in the
-repository is a complete demo submission to zip and upload.
-
-```python
-from datasets import load_dataset
-prompts = load_dataset("{repo}", "{config}", split="test")   # or "{demo}"
-```
-
-**2. Make one image per prompt and seed**, the same seeds for every prompt: {images}. An image the model refused
-or a safety filter blocked is listed in the manifest's `missing` list, not left out silently.
-
-**3. Lay them out as the format says:** a `.zip` of `manifest.json` and `images/<prompt_id>/<seed>.png`. The
-manifest's schema is the button below (`culturelens schema` prints it; `submissions/README.md` explains each field).
-""", f"""**4. Generate and check them** with any diffusers pipeline (`--preset` carries a paper's settings):
-
-```bash
-culturelens generate --preset sdxl --dataset {repo} --config {config} --images-per-prompt {seeds} --seeds 0-{seeds - 1} --out subs/my-model
-culturelens validate subs/my-model
-(cd subs/my-model && zip -r ../my-model.zip .)
-```
-"""

@@ -1,0 +1,131 @@
+"""What the app says about the suite it serves (``leaderboard.served_suite``): the Submit tab's recipe (the suite
+first, the demo config as the way to try the path), a suite submission's verdict, its parts in the Queue tab's
+details, and the tracks still off with the command that turns each on. Markdown; text a submitter chose goes
+through ``render.plain``."""
+
+from __future__ import annotations
+
+from benchmark.datasets import cube_1k
+from benchmark.submission import Report
+from benchmark.submission.suite import SuiteReport
+from benchmark.suite import COSTS, Suite
+from leaderboard import render
+
+TRY_COMMAND = (f"culturelens generate --preset sdxl --dataset {cube_1k.HUB_REPO} --config {cube_1k.CONFIG_DEMO} "
+               "--images-per-prompt 1 --out subs/demo")
+
+
+def _seeds(part) -> str:
+    return f"seeds {part.seeds[0]}-{part.seeds[-1]}" if len(part.seeds) > 1 else f"seed {part.seeds[0]}"
+
+
+def _count(value: int | None) -> str:
+    return f"{value:,}" if value is not None else "not pinned yet"
+
+
+def parts_table(suite: Suite) -> str:
+    """The suite's parts: prompts x images per prompt, and the tracks each is scored on."""
+    rows = [f"| `{p.name}` | {_count(p.dataset.prompts)} × {p.images_per_prompt} ({_seeds(p)}) | "
+            f"{', '.join(p.tracks)} |" for p in suite.parts]
+    return "\n".join(["| part | prompts × images | tracks |", "|---|---|---|", *rows])
+
+
+def generation_cost(suite: Suite) -> str:
+    """The suite's images and the GPU-hours to generate them, per preset, marked as estimates where they are."""
+    hours = [f"{suite.gpu_hours(c):,.1f} GPU-hours with {c.preset} on an {c.gpu}" for c in COSTS
+             if suite.gpu_hours(c) is not None]
+    measured = all(c.measured for c in COSTS)
+    return (f"**{_count(suite.images)} images** in all" + (f": about {' and '.join(hours)}" if hours else "") +
+            ("" if measured else " (estimates from published per-image times, not measured here: the suite's card)"))
+
+
+def submit_guide(suite: Suite, demo_prompts: int | None) -> tuple[str, str]:
+    """The Submit tab's text, in the order a submitter needs it: the suite, one generate, one submit, the format
+    (the schema button goes between the two parts), then the demo config to try the path in minutes."""
+    demo_size = f"{demo_prompts} prompts" if demo_prompts else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
+    steps = f"""### Take part: one generate, one submit
+
+**The benchmark is the suite** {render.code(suite.label)}: one submission scores a model on every track. For
+each track it says which prompts to answer and how many images each (one seed per image):
+
+{parts_table(suite)}
+
+{generation_cost(suite)}.
+
+**1. Generate every part** with any diffusers pipeline (`--preset` carries a paper's settings; rerun the same command
+to resume):
+
+```bash
+culturelens generate --suite --preset sdxl --out subs/my-model
+culturelens validate subs/my-model       # a report per part; the parts missing are named
+```
+
+**2. Submit it**, one submission for every part: zip the folder and upload it below, or push it as a Hub dataset
+repo and name it below, or run `culturelens submit subs/my-model` where the leaderboard runs. A submission holding
+some parts only (`--parts cube-1k cube-diversity`) is scored on those, and its Queue details name the missing ones.
+An image the model refused or a safety filter blocked is listed in its part's manifest (`missing`), not left out
+silently.
+
+**The format:** `parts/<part>/manifest.json` and `parts/<part>/images/<prompt_id>/<seed>.png`, one folder per part,
+each manifest naming its part (`submissions/README.md` explains each field; the button below gives the manifest's
+JSON Schema, and `culturelens schema` prints it).
+"""
+    demo = f"""**To try the path in minutes**, answer CUBE-1K's demo config `{cube_1k.CONFIG_DEMO}` ({demo_size}, one
+image each; demo rows are ranked only among themselves): `submissions/example` in the repository is a complete demo
+submission to zip and upload.
+
+```python
+from datasets import load_dataset
+prompts = load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG_DEMO}", split="test")
+```
+
+```bash
+{TRY_COMMAND}
+(cd subs/demo && zip -r ../demo.zip .)
+```
+"""
+    return steps, demo
+
+
+def accepted_lines(report: Report | SuiteReport) -> list[str]:
+    """What an accepted submission holds, one Markdown line each: its images for its prompts, or a suite
+    submission's, part by part, and the parts it lacks."""
+    if not isinstance(report, SuiteReport):
+        m = report.manifest
+        return [f"{len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} prompts "
+                f"of {render.plain(report.prompts.label)}"]
+    lines = [f"part `{name}`: {len(part.images)} images, {len(part.manifest.missing)} declared missing, for "
+             f"{len(part.prompts)} prompts of {render.plain(part.prompts.label)}"
+             for name, part in report.parts.items()]
+    if report.missing:
+        lines.append(f"parts missing (it is scored without them): {', '.join(report.missing)}")
+    return lines
+
+
+def problems(report: Report | SuiteReport) -> list[str]:
+    """Every problem a rejected submission has: its own, or each part's (named) and the whole's."""
+    if not isinstance(report, SuiteReport):
+        return list(report.errors)
+    return [f"part {name}: {error}" for name, part in report.parts.items() for error in part.errors] + report.errors
+
+
+def run_parts_lines(run: dict) -> list[str]:
+    """The Queue details' lines on a suite submission's results (run.json ``suite``): the parts scored, and those
+    missing, which the submission did not hold."""
+    record = run.get("suite") if isinstance(run, dict) else None
+    if not isinstance(record, dict):
+        return []
+    lines = [f"- suite {render.plain(record.get('repo'))} v{render.plain(record.get('version'))}: parts scored "
+             f"{render.plain(', '.join(record.get('parts') or []) or 'none')}"]
+    if record.get("missing"):
+        lines.append(f"- **parts missing**: {render.plain(', '.join(record['missing']))} (not in the submission: "
+                     "their tracks have no value)")
+    return lines
+
+
+def tracks_off_markdown(off: dict[str, str]) -> str:
+    """The Queue tab's lines on the tracks still off, one per track, each with what turns it on."""
+    if not off:
+        return ""
+    lines = [f"- **{render.plain(track)}** is off: {text}" for track, text in off.items()]
+    return "**Tracks still off here** (this server's suite and settings), and what turns each on:\n" + "\n".join(lines)
