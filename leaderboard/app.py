@@ -39,6 +39,18 @@ th.header-cell { min-width: 4.5em; }
   text-overflow: clip !important; max-width: 100% !important; }
 .cl-gallery .thumbnail-item img { object-fit: contain !important; background: #fff; }
 .cl-scroll { overflow-x: auto; max-width: 100%; }
+.cl-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 480px), 1fr)); gap: 12px; }
+.cl-card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 14px; min-width: 0; }
+.cl-card p { margin: 4px 0; }
+.cl-card-what { font-style: italic; }
+.cl-card-metric, .cl-card-source { font-size: 0.9em; color: var(--body-text-color-subdued); }
+.cl-card-head b { font-variant: normal; font-size: 1.05em; }
+.cl-card-table { width: 100%; border-collapse: collapse; margin: 6px 0 !important; font-size: 0.95em; }
+.cl-card-table th, .cl-card-table td { padding: 2px 6px !important; text-align: right; border: none !important;
+  border-bottom: 1px solid var(--border-color-primary) !important; white-space: nowrap; }
+.cl-card-table th:nth-child(2), .cl-card-table td.cl-model { text-align: left; white-space: normal; min-width: 7em; }
+.cl-card-table a { padding: 0 !important; }
+.cl-submit { max-width: 22em; }
 """
 
 
@@ -112,10 +124,11 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                           (queue_tab, "queue"), (about_tab, "about")):
             tab.select(None, None, open_tab, js=f"() => '{name}'")
         slices_tab.select(s.wire(slices.page), s_in, list(s.outputs.values()), api_name=False)
-        compare_tab.select(c.wire(compare.opened), None, [c.outputs["subs"]], api_name=False)
+        compare_tab.select(c.wire(compare.opened), c.inputs["subs"], list(c.outputs.values()), api_name=False)
         datasets_tab.select(browser.view, list(d.inputs.values()), list(d.outputs.values()), api_name=False)
         metrics_tab.select(m.wire(metrics.page), None, list(m.outputs.values()), api_name=False)
-        queue_tab.select(q.wire(queue.page), None, [q.outputs["workers"], q.outputs["table"]], api_name=False)
+        shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
+        queue_tab.select(q.wire(queue.page), None, shown_queue, api_name=False)
         gr.api(queue.queue_api, api_name="queue")
         gr.api(overview.overall_api, api_name="overall")
         # The API's endpoints return data (the page's own events return what to show and hide): a button no one
@@ -139,12 +152,13 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                     shown.update(s.updates(slices.page(*values[len(o_in):])))
             if tab == "queue":
                 listed = queue.page()
-                digest = hashlib.sha1((listed["workers"] + listed["table"].to_csv()).encode()).hexdigest()[:16]
+                digest = hashlib.sha1((listed["workers"] + listed["worker_details"] + listed["table"].to_csv()
+                                       ).encode()).hexdigest()[:16]
                 if digest != queue_digest:
                     shown.update({queue_seen: digest, **q.updates(listed)})
             return shown or {seen: gr.skip()}  # Gradio takes an empty dict for one value, not for no update
 
         gr.Timer(POLL_SECONDS).tick(tick, [open_tab, seen, queue_seen, *o_in, *s_in],
-                                    [seen, queue_seen, *o.outputs.values(), *s.outputs.values(), q.outputs["workers"],
-                                     q.outputs["table"]], show_progress="hidden", api_name=False)
+                                    [seen, queue_seen, *o.outputs.values(), *s.outputs.values(), *shown_queue],
+                                    show_progress="hidden", api_name=False)
     return app

@@ -144,7 +144,7 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
     from benchmark import results, tracks
     from benchmark.metrics.crt_protocol import VARIANTS
-    from leaderboard import tables
+    from leaderboard import protocol_names, tables
     from leaderboard.store import Store
     from leaderboard.ui.site import Site
     from leaderboard.ui.slices import SlicesTab
@@ -169,7 +169,9 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     assert set(scatter["model"]) == {"Ten"}
     chosen = tables.chart_protocol(views.catalog, "variability")
     assert len(set(curves["model"])) == 1 and set(curves["model"]) <= {"Calibrated", "Other calibration"}
-    assert f"protocol {chosen} only" in note
+    named = protocol_names.protocol_names("variability", tables.protocols(views.catalog, "variability", "w1kp"),
+                                          store.suite)
+    assert f"{named[chosen]} only, the protocol the Overview ranks" in note  # its name, not its id
     four = tables.protocols(views.catalog, "iconicity", "crt_from_means", "kind", "still")
     assert tables.chart_protocol(views.catalog, "iconicity") == four.loc[four["on_protocol"], "protocol_id"].iloc[0]
 

@@ -27,6 +27,10 @@ window.culturelens = {
     this.memory[tab] = p.toString();
     history.replaceState(null, '', '?' + this.memory[tab]);
   },
+  open(tab) {  // a tab opened from inside the page (the Overview's way in to submit), as a click on it would
+    const button = document.querySelector(`[role=tab][data-tab-id="${tab}"]`);
+    if (button) button.click(); else location.search = '?tab=' + tab;
+  },
 };
 (() => {
   const opened = new URLSearchParams(location.search);

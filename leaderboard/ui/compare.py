@@ -21,6 +21,7 @@ from leaderboard.ui.site import Site
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
 MAX_COMPARE = 4
+MAX_CANDIDATES = 20  # submissions looked at for one that shares a prompt with the newest, when the tab opens
 HINT = f"Pick 1-{MAX_COMPARE} scored submissions, then a prompt: their images side by side."
 
 
@@ -113,16 +114,37 @@ class CompareTab:
         note = f"**{render.plain(prompt_id)}**: {render.plain(prompt)}" if prompt else ""
         return gallery, [(r, f"reference {i}") for i, r in enumerate(references)], table, pictures, note
 
+    def default(self) -> tuple[list[str], str | None]:
+        """What the tab opens on when nothing is picked: the two most recently scored submissions that share a
+        prompt (the newest and the next newest that shares one with it, the same dataset's first) and the first
+        prompt they share; the newest alone and its first prompt when none shares one; nothing without any."""
+        frame = tables.submissions(self.catalog).sort_values(["scored_at", "submission_id"], ascending=False)
+        if frame.empty:
+            return [], None
+        newest = frame.iloc[0]
+        mine = set(self.catalog.prompts_of(newest["submission_id"])["prompt_id"])
+        others = frame.iloc[1:MAX_CANDIDATES + 1]
+        alike = others["dataset"] == newest["dataset"]
+        others = pd.concat([others[alike], others[~alike]])
+        for other in others["submission_id"]:
+            if shared := mine & set(self.catalog.prompts_of(other)["prompt_id"]):
+                return [newest["submission_id"], other], min(shared)
+        return [newest["submission_id"]], min(mine) if mine else None
+
     def compare_link(self, subs: str | None, prompt_id: str | None) -> list:
         """The Compare tab as a link names it (``?tab=compare&subs=ID,ID&prompt=ID``): the submissions picker with
         those of the ids that are scored submissions, the prompt picker with that prompt (the first one when the
-        link names none, or one the submissions lack), and ``compare_page``'s outputs."""
+        link names none, or one the submissions lack), and ``compare_page``'s outputs. A link that names no
+        submission opens on ``default``."""
+        if not subs:
+            subs, prompt_id = self.default()
+            subs = ",".join(subs)
         chosen = self.scored((subs or "").split(","))
         prompts = self.compare_prompts(chosen)
         ids = [value for _, value in prompts.get("choices", [])]
         prompt_id = prompt_id if prompt_id in ids else prompts.get("value")
-        return [gr.update(choices=self.submission_choices(), value=chosen), gr.update(**{**prompts, "value": prompt_id}),
-                *self.compare_page(chosen, prompt_id)]
+        return [gr.update(choices=self.submission_choices(), value=chosen),
+                gr.update(**{**prompts, "value": prompt_id}), *self.compare_page(chosen, prompt_id)]
 
     def compare_page(self, chosen: list[str], prompt_id: str | None):
         """``compare`` for the page: an empty gallery or table is hidden, and the note says why it is empty."""
@@ -186,6 +208,9 @@ class CompareTab:
         """The ``/compare`` API's outputs, in ``compare``'s order."""
         return [self.parts.outputs[name] for name in ("gallery", "references", "table", "pictures", "note")]
 
-    def opened(self) -> dict:
-        """The tab opened by a click, by output name: the submissions picker's choices brought up to date."""
-        return {"subs": gr.update(choices=self.submission_choices())}
+    def opened(self, picked) -> dict:
+        """The tab opened by a click, by output name: the submissions picker's choices brought up to date, and, when
+        nothing is picked yet, the comparison it opens on (``default``)."""
+        if picked:
+            return {"subs": gr.update(choices=self.submission_choices())}
+        return self.link({})

@@ -6,29 +6,37 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmark import tracks as track_registry
-from leaderboard import render, tables
+from benchmark.suite import Suite
+from leaderboard import protocol_names, render, tables
 
 
-def protocol_choices(table: pd.DataFrame) -> list[tuple[str, str]]:
-    """The protocol picker's (label, id) pairs: id, rows, headline or off-protocol, and what it is."""
-    return [(f"{pid} · {rows} row(s) · {'suite, ' if suite else ''}{'headline' if on else 'off-protocol'} · "
-             f"{tables.describe_protocol(text)}"[:200], pid)
-            for pid, rows, suite, on, text in zip(table["protocol_id"], table["rows"], table["suite"],
-                                                  table["on_protocol"], table["protocol"])]
+def protocol_choices(table: pd.DataFrame, names: dict[str, str]) -> list[tuple[str, str]]:
+    """The protocol picker's (label, id) pairs: the protocol's name (``protocol_names``) and its row count."""
+    return [(f"{names[pid]} · {rows} row(s)"[:200], pid) for pid, rows in zip(table["protocol_id"], table["rows"])]
 
 
-def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str) -> str:
-    """The note's sentence on the protocol shown (Markdown; the dataset is the submitter's text, escaped) and on
-    rank intervals."""
+def protocol_line(chosen: str, table: pd.DataFrame, names: dict[str, str], track: str, suite: Suite) -> str:
+    """The note's one line on the protocol a table is ranked under: its name and how it differs from the suite's
+    (Markdown; a submitter's dataset name is escaped)."""
+    row = table[table["protocol_id"] == chosen].iloc[0]
+    return (f"Ranked under **{render.plain(names[chosen])}**: "
+            f"{render.plain(protocol_names.difference(track, row['protocol'], suite))}")
+
+
+def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
+                  names: dict[str, str] | None = None) -> str:
+    """The details of the protocol shown (Markdown; the dataset is the submitter's text, escaped) and how rank
+    intervals are read: what the note's line says in full, one click away."""
     if table is None or chosen is None:
         return ""
     row = table[table["protocol_id"] == chosen].iloc[0]
     others = len(table) - 1
-    status = ("the track's headline protocol" if row["on_protocol"] else "**off-protocol** for the headline "
-              f"ranking, which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+    status = ("the track's headline protocol" if row["on_protocol"] else "not the track's headline protocol, "
+              f"which assumes {render.plain(track_registry.get(track).protocol.describe())}")
     if row["suite"]:
         status = f"the suite's protocol for this track, and {status}"
-    return (f"Protocol {render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
+    name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
+    return (f"{name}{render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
             + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
                if others else "") + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, not ranked.")
 
@@ -69,6 +77,18 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
             (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
+def overall_line(chosen: str, protocols: dict[str, str]) -> str:
+    """The overall view's first line: what the ranking is, over which tracks, and under which protocol each track's
+    rows are (``protocols``: track -> the protocol's name), said once when they all share it."""
+    titles = {t: track_registry.get(t).title for t in chosen.split(" + ")}
+    named = set(protocols.values())
+    under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
+             "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
+    return (f"**Mean win rate** over {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}): on each, the "
+            "share of the other models a model beats on the prompts they all answered; higher is better. "
+            f"Ranked on {under}.")
+
+
 def agreement_note(table: pd.DataFrame, metric: str) -> str:
     """The sentence beside a metric's ranking on how far the metric itself agrees with human raters, when
     ``culturelens meta-eval --store`` measured it (``meta_eval.agreement``: alignment, every country); else ""."""
@@ -100,7 +120,7 @@ def filters_label(filters: tables.Filters, columns) -> str:
     active = [name for name, on in (("model search", filters.models), ("model type", filters.types),
                                     ("size", filters.size_min is not None or filters.size_max is not None),
                                     ("date", filters.since), ("provenance", filters.provenance)) if on]
-    if columns and len(columns) < len(tables.RANK_COLUMNS):
-        active.append(f"{len(columns)} of {len(tables.RANK_COLUMNS)} columns shown")
+    if columns and set(columns) != set(tables.SHOWN_COLUMNS):
+        active.append(f"{len(columns)} of {len(tables.RANK_COLUMNS)} columns chosen")
     return "Filters and columns (" + (f"{len(active)} active: {', '.join(active)}" if active else
                                       "none active: every row is shown") + ")"

@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from benchmark import layout
+from benchmark import tracks as track_registry
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.ui.site import Site
@@ -14,6 +15,7 @@ from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
 QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
+EMPTY = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one."
 
 
 class QueueTab:
@@ -51,17 +53,29 @@ class QueueTab:
         return {"jobs": jobs, "workers": workers}
 
     def queue(self):
+        """The worker state in full (``workers_markdown``) and the newest submissions (``table``)."""
+        frame = self.table()
+        return self.workers_markdown() + (EMPTY if frame.empty else ""), frame
+
+    def table(self) -> pd.DataFrame:
+        """The newest ``QUEUE_ROWS`` submissions: state, progress, times and why one failed."""
         rows = []
         for job in self.store.queue.jobs()[:QUEUE_ROWS]:
             progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
             details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
             rows.append([job.created_at, job.id, job.model, job.owner, job.state, progress,
                          job.started_at or "", job.finished_at or "", details])
-        empty = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one." if not rows else ""
-        return self.workers_markdown() + empty, pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+        return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
     def workers_markdown(self) -> str:
-        """Notices (a rebuilt queue), the worker supervisor's view and each worker's state, as Markdown. Ages
+        """The worker state as Markdown, both parts of ``status`` (what the page shows, then what it folds)."""
+        shown, folded = self.status()
+        return shown + (f"\n\n{folded}" if folded else "")
+
+    def status(self) -> tuple[str, str]:
+        """The worker state in two parts. Shown: notices (a rebuilt queue, quarantined results), whether a worker
+        runs (one short line each, or why none scores), and one line per track: on, or off with why and the one
+        command that turns it on (``track_lines``). Folded: the supervisor and what each worker said in full. Ages
         come from the queue's own clock, so a worker machine's clock cannot make a worker look dead or alive."""
         queue = self.store.queue
         notices = [f"> **Notice:** {render.plain(notice)}" for notice in queue.notices()]
@@ -69,29 +83,51 @@ class QueueTab:
             notices.append(f"> **Notice:** {render.plain(note)}")
         workers = queue.workers(within_seconds=3600)
         live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
-        lines = [line for s in queue.supervisors() if (line := self._supervisor_line(s))]
+        supervisors = [(s, line) for s in queue.supervisors() if (line := self._supervisor_line(s))]
+        shown = [line for s, line in supervisors if s["state"] != "running"]  # restarting, gave up
+        folded = [line for s, line in supervisors if s["state"] == "running"]
+        heard = []  # workers whose word on the tracks counts: the live ones, else those that could not score
         for w in workers:
+            worker = f"- worker {render.code(w['id'])}"
             if w["state"] == "unavailable":
                 if not live:  # a worker that could not score, while none scores now; once one does, it is history
-                    lines.append(f"- worker {render.code(w['id'])} cannot score: {self.public(w['message'])}")
+                    shown.append(f"{worker} cannot score: {self.public(_first_clause(w['message'] or ''))}")
+                    folded.append(f"{worker} cannot score: {self.public(w['message'])}")
+                    heard.append(w["id"])
             elif w in live:
-                lines.append(f"- worker {render.code(w['id'])} is up: {render.plain(w['state'])} "
-                             f"({self.public(w['message'] or '')})")
+                shown.append(f"{worker} is up: {render.plain(w['state'])}")
+                folded.append(f"{worker}: {self.public(w['message'] or '')}")
+                heard.append(w["id"])
             elif w["age"] < 600 and w["state"] != "stopped":
-                lines.append(f"- worker {render.code(w['id'])} silent for {w['age']:.0f} s "
-                             f"(last: {render.plain(w['state'])})")
+                shown.append(f"{worker} silent for {w['age']:.0f} s (last: {render.plain(w['state'])})")
         if not live:
-            lines.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
+            shown.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
                             "(`culturelens worker --store DIR`).")
-        tracks = self.tracks_off()
-        text = "\n".join(notices + lines) or "No worker has been seen."
-        return text + (f"\n\n{tracks}" if tracks else "")
+        tracks = self.track_lines(heard)
+        text = "\n".join(notices + shown) or "No worker has been seen."
+        return text + (f"\n\n{tracks}" if tracks else ""), "\n".join(folded)
 
-    def tracks_off(self) -> str:
-        """The Queue tab's lines on the tracks this server cannot score yet (``ServedSuite.tracks_off``), server
-        folders hidden."""
+    def track_lines(self, workers: list[str] | None = None) -> str:
+        """One line per track: on (a worker among ``workers`` scores it), or off with why: what the suite this
+        server serves lacks for it, with the one command that turns it on (``ServedSuite.tracks_off``), else what
+        the workers said (their disabled metrics, ``Worker.track_states``); a track no worker spoke of waits for
+        one. Server folders hidden."""
         off = self.site.suite.tracks_off(self.store.datasets, self.site.metric_settings)
-        return render.hide_paths(suite_view.tracks_off_markdown(off), self.places)
+        said = self.store.queue.worker_tracks(workers or [])
+        lines = []
+        for name, track in track_registry.all_tracks().items():
+            states = [tracks[name] for tracks in said.values() if name in tracks]
+            if name in off:
+                state = f"is off: {render.hide_paths(off[name], self.places)}"  # our commands, in code spans
+            elif None in states:
+                state = "is on"
+            elif states:
+                state = "is off: " + self.public("; ".join(dict.fromkeys(_first_clause(r) for r in states)))
+            else:
+                state = "waits for a worker"
+            lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
+        return "**Tracks on this server** (its suite, settings and workers), and what turns each on:\n" + \
+            "\n".join(lines) if lines else ""
 
     @staticmethod
     def _supervisor_line(s: dict) -> str | None:
@@ -158,13 +194,17 @@ class QueueTab:
         return f"Done: {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
 
     def page(self) -> dict:
-        """``queue`` by output name."""
-        workers, table = self.queue()
-        return {"workers": workers, "table": table}
+        """The tab by output name: the worker state's lines, its details folded, the submissions."""
+        shown, folded = self.status()
+        frame = self.table()
+        return {"workers": shown + (EMPTY if frame.empty else ""), "worker_details": folded or "Nothing more.",
+                "table": frame}
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         workers = text_markdown()
+        with gr.Accordion("Worker details", open=False, elem_classes=["cl-details"]):
+            worker_details = text_markdown()
         table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True, elem_classes=["cl-table"])
         with gr.Row():
             submission = gr.Textbox(label="Submission ID", scale=3)
@@ -180,8 +220,15 @@ class QueueTab:
         delete.click(self.delete, submission, result, api_name="delete")
         table.select(selected_id, None, submission, api_name=False)
         self.parts = Parts(inputs={"submission": submission},
-                           outputs={"workers": workers, "table": table, "details": details, "per_image": per_image})
+                           outputs={"workers": workers, "worker_details": worker_details, "table": table,
+                                    "details": details, "per_image": per_image})
         return self.parts
+
+
+def _first_clause(reason: str) -> str:
+    """A reason's first clause ("no artifact index" of "no artifact index: pass --artifact-index DIR ..."): what the
+    line says; the rest is in the folded details."""
+    return reason.split(": ", 1)[0]
 
 
 def selected_id(event: gr.SelectData) -> str:

@@ -8,14 +8,23 @@ import pandas as pd
 
 from benchmark import tracks as track_registry
 from benchmark.track import Chart
-from leaderboard import render, tables
+from leaderboard import protocol_names, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Site
-from leaderboard.ui.widgets import Parts, linked_table, on_change, pick, shown_if_filled, text_markdown
+from leaderboard.ui.widgets import (
+    Parts,
+    compact_table,
+    linked_table,
+    on_change,
+    pick,
+    shown_if_filled,
+    text_markdown,
+)
 
 CHART_MODELS = 20
 MAX_ROWS = 100  # rows a slice's table shows (the note says when there are more)
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
+COLUMNS = ["Rank", "Rank range (95%)", "Model", "Score", "95% CI", "n", "Provenance"]  # the slice table's columns
 
 
 def track_charts() -> list[tuple[str, Chart]]:
@@ -43,13 +52,16 @@ class SlicesTab:
         pairs = tables.metrics(self.catalog, track) if track else []
         metric = tables.metric_id(self.catalog, track, metric) if track else None
         label = {m: text for text, m in pairs}.get(metric, "")
-        names = tables.slice_names(self.catalog, track, metric) if metric else []
-        names = [n for n in names if n != tables.OVERALL] or names  # overall only when there is nothing finer
-        slice_name = pick(slice_name, names, "country")
+        slice_names = tables.slice_names(self.catalog, track, metric) if metric else []
+        slice_names = [n for n in slice_names if n != tables.OVERALL] or slice_names  # overall when nothing finer
+        slice_name = pick(slice_name, slice_names, "country")
         values = tables.slice_values(self.catalog, track, metric, slice_name) if slice_name else []
         slice_value = pick(slice_value, values)
         table = tables.protocols(self.catalog, track, metric, slice_name, slice_value) if slice_value else None
         chosen = tables.pick_protocol(table) if slice_value else None
+        suite = self.site.store.suite
+        names = protocol_names.protocol_names(track, table, suite) \
+            if slice_value else {}
         frame, hidden = tables.ranked(self.catalog, track, metric, slice_name, slice_value, filters, chosen) \
             if slice_value else (pd.DataFrame(), "")
         matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters, chosen) if slice_name else \
@@ -60,25 +72,37 @@ class SlicesTab:
         heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
             f"No model has a value of this metric by {render.slice_label(slice_name or '')} yet."))
         where = "overall" if slice_name == tables.OVERALL else f"{render.slice_label(slice_name)} = {slice_value}"
-        note = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). " +
-                notes.protocol_note(table, chosen, track) + " (The Overview's protocol picker lists the others.)"
-                if len(frame) else "No results for this choice yet.")
-        if hidden:
-            note += f" **Note:** {render.plain(hidden)}"
-        if len(frame) > MAX_ROWS:
-            note += f" Showing the top {MAX_ROWS}: search models to find others."
+        line, details = self._note(label, where, frame, hidden, chosen, table, names, track)
+        note = line + (f"\n\n{details}" if details else "")
         return (gr.update(choices=track_choices, value=track), gr.update(choices=pairs, value=metric),
-                gr.update(choices=[(render.slice_label(n), n) for n in names], value=slice_name),
-                gr.update(choices=values, value=slice_value), tables.display(frame.head(MAX_ROWS)), note, heat,
+                gr.update(choices=[(render.slice_label(n), n) for n in slice_names], value=slice_name),
+                gr.update(choices=values, value=slice_value), tables.display(frame.head(MAX_ROWS), names), note, heat,
                 *self.charts(filters))
 
+    def _note(self, label: str, where: str, frame: pd.DataFrame, hidden: str, chosen: str | None,
+              table: pd.DataFrame | None, names: dict[str, str], track: str) -> tuple[str, str]:
+        """The table's note: the line people read first (what is ranked, under which protocol, how it differs from
+        the suite's, what filters hid) and the details one click away."""
+        if not len(frame):
+            return "No results for this choice yet.", ""
+        line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). "
+                + notes.protocol_line(chosen, table, names, track, self.site.store.suite))
+        if hidden:
+            line += f" **Note:** {render.plain(hidden)}"
+        if len(frame) > MAX_ROWS:
+            line += f" Showing the top {MAX_ROWS}: search models to find others."
+        return line, (notes.protocol_note(table, chosen, track, names)
+                      + " (The Overview's protocol picker lists the others.)")
+
     def page(self, *inputs) -> dict:
-        """``slices`` for the page, by output name: the table's links rendered, each chart hidden when empty (the
-        note above them says why), a scatter with a margin round its points."""
+        """``slices`` for the page, by output name: the table compact with its links rendered, its line and the
+        details folded, each chart hidden when empty (the note above them says why), a scatter with a margin
+        round its points."""
         track, metric, slice_name, value, table, note, heat, bars, profile, *points, chart_note = self.slices(*inputs)
-        named = {"track": track, "metric": metric, "slice": slice_name, "value": value, "table": linked_table(table),
-                 "note": note, "heat": heat, "bars": shown_if_filled(bars), "profile": profile,
-                 "chart_note": chart_note}
+        line, _, details = note.partition("\n\n")
+        named = {"track": track, "metric": metric, "slice": slice_name, "value": value,
+                 "table": linked_table(compact_table(table, COLUMNS)), "note": line, "details": details,
+                 "heat": heat, "bars": shown_if_filled(bars), "profile": profile, "chart_note": chart_note}
         for i, ((_, chart), frame) in enumerate(zip(track_charts(), points)):
             limits = padded_limits(frame, chart) if chart.kind == "scatter" else {}
             named[f"chart {i}"] = shown_if_filled(frame, **limits)
@@ -106,7 +130,8 @@ class SlicesTab:
         said = [] if len(bars) else ["no model has a headline score on a track yet (or the filters hide them all)"]
         for track, chart in track_charts():
             # One protocol per chart, the one the track's Overview ranks: points scored otherwise never mix in.
-            chosen = tables.chart_protocol(self.catalog, track)
+            table = tables.chart_protocols(self.catalog, track)
+            chosen = tables.pick_protocol(table) if table is not None else None
             aggregates, _ = filters.apply(tables.rows(self.catalog, track))
             aggregates = aggregates[aggregates["protocol_id"] == chosen]
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
@@ -116,7 +141,8 @@ class SlicesTab:
             if frame.empty:
                 said.append(chart.empty)
             elif chosen:
-                said.append(f"{chart.label}: protocol {chosen} only, the one the Overview ranks for this track")
+                name = protocol_names.protocol_names(track, table, self.site.store.suite)[chosen]
+                said.append(f"{chart.label}: {name} only, the protocol the Overview ranks for this track")
         return bars, profile if len(bars) else "", *points, "".join(f"- {why}.\n" for why in said)
 
     def build(self) -> Parts:
@@ -128,6 +154,8 @@ class SlicesTab:
             value = gr.Dropdown(label="Value", choices=[], interactive=True, allow_custom_value=True)
             models = gr.Textbox(label="Models (comma-separated)", placeholder="all")
         note = text_markdown()
+        with gr.Accordion("How to read this table", open=False, elem_classes=["cl-details"]):
+            details = text_markdown()
         table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"])
         gr.Markdown("#### Model × slice heatmap")
         heat = gr.HTML(elem_classes=["cl-scroll"])
@@ -143,7 +171,7 @@ class SlicesTab:
         self.parts = Parts(
             inputs={"track": track, "metric": metric, "slice": slice_name, "value": value, "models": models},
             outputs={"track": track, "metric": metric, "slice": slice_name, "value": value, "table": table,
-                     "note": note, "heat": heat, "bars": bars, "profile": profile,
+                     "note": note, "details": details, "heat": heat, "bars": bars, "profile": profile,
                      **{f"chart {i}": chart for i, chart in enumerate(charts)}, "chart_note": chart_note,
                      "models": models})
         inputs = list(self.parts.inputs.values())
