@@ -117,7 +117,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             return shown
 
         app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *c.outputs.values(),
-                                 *q.outputs.values()], api_name=False)
+                                 *q.outputs.values()], api_name=False).then(
+            None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
         # Each tab computes its data when it is opened, and says it is the open one (for the timer).
         for tab, name in ((overview_tab, "overview"), (slices_tab, "slices"), (compare_tab, "compare"),
                           (datasets_tab, "datasets"), (metrics_tab, "metrics"), (submit_tab, "submit"),

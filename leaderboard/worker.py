@@ -91,8 +91,8 @@ class Worker:
 
     def track_states(self) -> dict[str, str | None]:
         """Per registered track that has metrics: None when this worker scores it, else why not, in the words of
-        its disabled metrics (a disabled name is a track, a track's headline metric, or a metric of this worker's)
-        or, for a track it was not started with, that one."""
+        its disabled metrics (a disabled name is a track, a track's headline metric, or a metric of this worker's;
+        one reason a line) or, for a track it was not started with, that one."""
         states = {}
         for name, track in tracks.all_tracks().items():
             if track.metrics is None:
@@ -102,7 +102,7 @@ class Worker:
                 continue
             reasons = [reason for disabled, reason in self.disabled.items()
                        if name in (disabled, self.tracks_of.get(disabled)) or disabled == track.headline]
-            states[name] = "; ".join(dict.fromkeys(reasons)) or "not among the tracks this worker was started with"
+            states[name] = "\n".join(dict.fromkeys(reasons)) or "not among the tracks this worker was started with"
         return states
 
     def load(self) -> bool:

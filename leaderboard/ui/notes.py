@@ -37,8 +37,9 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
         status = f"the suite's protocol for this track, and {status}"
     name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
     return (f"{name}{render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
-            + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in. "
-               if others else "") + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, not ranked.")
+            + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in."
+               if others else "") + "\n\n" + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, "
+            "not ranked.")
 
 
 # How a ranked table's ranks, intervals and tie groups are read (the Overview and Slices notes; About says more).

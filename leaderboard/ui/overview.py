@@ -197,7 +197,7 @@ class OverviewTab:
                     f"{'higher' if higher else 'lower'} is better. "
                     + notes.protocol_line(chosen, table, names, track, suite))
             details = (notes.protocol_note(table, chosen, track, names) +
-                       " 95% CI over the same prompts: Student-t (Wilson for 0/1 values; for a metric computed from "
+                       "\n\n95% CI over the same prompts: Student-t (Wilson for 0/1 values; for a metric computed from "
                        "means, such as CRT from column means, the bootstrap's); none below 5 prompts, too few to "
                        "cover." + (f" {render.plain(basis)}" if basis else "")
                        + notes.agreement_note(self.site.store.meta_evaluation(), metric))

@@ -3,6 +3,8 @@ workers and what they can score, a submission's details and per-image scores, an
 
 from __future__ import annotations
 
+import re
+
 import gradio as gr
 import pandas as pd
 
@@ -91,7 +93,7 @@ class QueueTab:
             worker = f"- worker {render.code(w['id'])}"
             if w["state"] == "unavailable":
                 if not live:  # a worker that could not score, while none scores now; once one does, it is history
-                    shown.append(f"{worker} cannot score: {self.public(_first_clause(w['message'] or ''))}")
+                    shown.append(f"{worker} cannot score: {self.public(_short_reason(w['message'] or ''))}")
                     folded.append(f"{worker} cannot score: {self.public(w['message'])}")
                     heard.append(w["id"])
             elif w in live:
@@ -122,12 +124,13 @@ class QueueTab:
             elif None in states:
                 state = "is on"
             elif states:
-                state = "is off: " + self.public("; ".join(dict.fromkeys(_first_clause(r) for r in states)))
+                reasons = (_short_reason(line) for reason in states for line in reason.splitlines())
+                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons)))
             else:
                 state = "waits for a worker"
             lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
-        return "**Tracks on this server** (its suite, settings and workers), and what turns each on:\n" + \
-            "\n".join(lines) if lines else ""
+        heading = "**Tracks on this server** (its suite, settings and workers), and what turns each on:\n"
+        return heading + "\n".join(lines) if lines else ""
 
     @staticmethod
     def _supervisor_line(s: dict) -> str | None:
@@ -203,7 +206,7 @@ class QueueTab:
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         workers = text_markdown()
-        with gr.Accordion("Worker details", open=False, elem_classes=["cl-details"]):
+        with gr.Accordion("What the workers said, in full", open=False, elem_classes=["cl-details"]):
             worker_details = text_markdown()
         table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True, elem_classes=["cl-table"])
         with gr.Row():
@@ -225,10 +228,13 @@ class QueueTab:
         return self.parts
 
 
-def _first_clause(reason: str) -> str:
-    """A reason's first clause ("no artifact index" of "no artifact index: pass --artifact-index DIR ..."): what the
-    line says; the rest is in the folded details."""
-    return reason.split(": ", 1)[0]
+SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause
+
+
+def _short_reason(reason: str) -> str:
+    """What a line says of a reason: the reason if short, else its first clause, up to a colon or semicolon ("no
+    artifact index" of "no artifact index: pass --artifact-index DIR ..."); the whole is in the folded details."""
+    return reason if len(reason) <= SHORT_REASON else re.split(r": |; ", reason, maxsplit=1)[0]
 
 
 def selected_id(event: gr.SelectData) -> str:

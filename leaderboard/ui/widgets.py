@@ -85,7 +85,7 @@ def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
 def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
     """A ranked table (``tables.display``'s columns, those chosen) as the page shows it, narrow enough to read
     without scrolling sideways: the rank with its range in one cell, the score with its 95% CI in one, the
-    provenance as a badge, why a row is listed apart under its model; every other column chosen as it is, after
+    provenance as a badge, why a row is listed apart after its model; every other column chosen as it is, after
     those."""
     if frame.empty or "Rank" not in frame.columns:
         return frame
@@ -94,7 +94,7 @@ def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
     if "Slice" in frame.columns:
         shown["Slice"] = frame["Slice"]
     shown["Rank"] = ranks
-    shown["Model"] = [f"{model}  \n*not ranked: {render.plain(why)}*" if why else model
+    shown["Model"] = [f"{model} · not ranked: {render.plain(why)}" if why else model
                       for model, why in zip(frame["Model"], reasons)]
     if "Score" in frame.columns:
         shown["Score"] = _with_interval(frame["Score"], frame["95% CI"] if "95% CI" in frame.columns else None)
@@ -115,7 +115,7 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
     ranks, reasons = _rank_cells(frame)
     shown = pd.DataFrame({
         "Rank": ranks,
-        "Model": [f"{model}  \n*not ranked: {render.plain(why)}*" if why else model
+        "Model": [f"{model} · not ranked: {render.plain(why)}" if why else model
                   for model, why in zip(frame["Model"], reasons)],
         "Overall win rate": _with_interval(frame["Overall win rate"], frame["95% interval"]),
         "Provenance": frame["Provenance"].map(render.badge),
