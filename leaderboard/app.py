@@ -26,11 +26,13 @@ from leaderboard.ui.queue import QueueTab
 from leaderboard.ui.site import Site
 from leaderboard.ui.slices import SlicesTab
 from leaderboard.ui.submit import SubmitTab
+from leaderboard.ui.widgets import Parts
 
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
 
-# Styles: headers break between words only (never one letter per line), wide tables scroll sideways, gallery
-# captions wrap instead of being cut, and the heatmaps' boxes scroll rather than clip.
+# Styles: headers break between words only (never one letter per line), wide tables (a Markdown one too) scroll
+# sideways in their box, gallery captions wrap instead of being cut (on a phone, under their image), the heatmaps'
+# boxes scroll rather than clip, and the papers' cards sit side by side, their tables fitting the card.
 CSS = """
 th .header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
 th.header-cell { min-width: 4.5em; }
@@ -38,18 +40,34 @@ th.header-cell { min-width: 4.5em; }
 .cl-gallery .caption-label { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; max-width: 100% !important; }
 .cl-gallery .thumbnail-item img { object-fit: contain !important; background: #fff; }
+@media (max-width: 640px) {  /* a phone: one image a row, its caption under it, the gallery as tall as they are */
+  .cl-gallery .grid-container { grid-template-columns: 1fr !important; grid-auto-rows: auto !important; }
+  .cl-gallery .gallery-container, .cl-gallery .grid-wrap { height: auto !important; max-height: none !important; }
+  .cl-gallery .thumbnail-item { height: auto !important; }
+  .cl-gallery .caption-label { position: static !important; }
+}
 .cl-scroll { overflow-x: auto; max-width: 100%; }
+.prose table:not(.cl-card-table):not(.cl-heatmap) { display: block; overflow-x: auto; max-width: 100%; }
+.prose th, .prose td { word-break: normal !important; overflow-wrap: normal !important; }
 .cl-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 480px), 1fr)); gap: 12px; }
 .cl-card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 14px; min-width: 0; }
 .cl-card p { margin: 4px 0; }
 .cl-card-what { font-style: italic; }
 .cl-card-metric, .cl-card-source { font-size: 0.9em; color: var(--body-text-color-subdued); }
 .cl-card-head b { font-variant: normal; font-size: 1.05em; }
-.cl-card-table { width: 100%; border-collapse: collapse; margin: 6px 0 !important; font-size: 0.95em; }
+.cl-card-table { width: 100%; border-collapse: collapse; border: none !important; margin: 6px 0 !important;
+  font-size: 0.95em; }
 .cl-card-table th, .cl-card-table td { padding: 2px 6px !important; text-align: right; border: none !important;
-  border-bottom: 1px solid var(--border-color-primary) !important; white-space: nowrap; }
-.cl-card-table th:nth-child(2), .cl-card-table td.cl-model { text-align: left; white-space: normal; min-width: 7em; }
+  border-bottom: 1px solid var(--border-color-primary) !important; }
+.cl-card-table td { white-space: nowrap; }
+.cl-card-table th:nth-child(2), .cl-card-table td.cl-model { text-align: left; white-space: normal; min-width: 5.5em; }
 .cl-card-table a { padding: 0 !important; }
+@media (max-width: 640px) {  /* a phone: the cards' tables fit their card */
+  .cl-card { padding: 6px 8px; }
+  .cl-card-table { font-size: 0.85em; }
+  .cl-card-table th, .cl-card-table td { padding: 2px 3px !important; }
+  .cl-card-table th:nth-child(2), .cl-card-table td.cl-model { min-width: 4.5em; }
+}
 .cl-submit { max-width: 22em; }
 """
 
@@ -119,17 +137,20 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *c.outputs.values(),
                                  *q.outputs.values()], api_name=False).then(
             None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
-        # Each tab computes its data when it is opened, and says it is the open one (for the timer).
-        for tab, name in ((overview_tab, "overview"), (slices_tab, "slices"), (compare_tab, "compare"),
-                          (datasets_tab, "datasets"), (metrics_tab, "metrics"), (submit_tab, "submit"),
-                          (queue_tab, "queue"), (about_tab, "about")):
+        # Each tab computes its data when it is opened, and says it is the open one (for the timer). A tab the first
+        # paint opened and filled (a link to it) is not computed again when its selection fires its select event.
+        for tab, name in ((overview_tab, "overview"), (datasets_tab, "datasets"), (metrics_tab, "metrics"),
+                          (submit_tab, "submit"), (about_tab, "about")):
             tab.select(None, None, open_tab, js=f"() => '{name}'")
-        slices_tab.select(s.wire(slices.page), s_in, list(s.outputs.values()), api_name=False)
-        compare_tab.select(c.wire(compare.opened), c.inputs["subs"], list(c.outputs.values()), api_name=False)
+        shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
+        for tab, name, parts, page, inputs, outputs in (
+                (slices_tab, "slices", s, slices.page, s_in, list(s.outputs.values())),
+                (compare_tab, "compare", c, compare.opened, [c.inputs["subs"]], list(c.outputs.values())),
+                (queue_tab, "queue", q, queue.page, [], shown_queue)):
+            tab.select(_filled_once(name, open_tab, parts, page), [open_tab, *inputs], [open_tab, *outputs],
+                       api_name=False)
         datasets_tab.select(browser.view, list(d.inputs.values()), list(d.outputs.values()), api_name=False)
         metrics_tab.select(m.wire(metrics.page), None, list(m.outputs.values()), api_name=False)
-        shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
-        queue_tab.select(q.wire(queue.page), None, shown_queue, api_name=False)
         gr.api(queue.queue_api, api_name="queue")
         gr.api(overview.overall_api, api_name="overall")
         # The API's endpoints return data (the page's own events return what to show and hide): a button no one
@@ -163,3 +184,14 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                                     [seen, queue_seen, *o.outputs.values(), *s.outputs.values(), *shown_queue],
                                     show_progress="hidden", api_name=False)
     return app
+
+
+def _filled_once(name: str, open_tab: gr.Textbox, parts: Parts, page: Callable[..., dict]) -> Callable[..., dict]:
+    """The select event of tab ``name``, whose page function is ``page``: it says the tab is the open one, and
+    computes the tab unless it was the open one already (the first paint of a link to it filled it)."""
+    def opened(shown: str, *values) -> dict:
+        if shown == name:
+            return {open_tab: name}
+        return {open_tab: name, **parts.updates(page(*values))}
+    return opened
+

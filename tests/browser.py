@@ -118,6 +118,37 @@ def scrolls_sideways(page) -> list[str]:
                                + `${box.scrollWidth} > ${box.clientWidth}`)""")
 
 
+def layout_problems(page) -> list[str]:
+    """What does not read at this width: a header with a word broken across lines, a page that scrolls
+    sideways, a heatmap or chart wider than its box without a scroll bar, an empty download box."""
+    return page.evaluate("""() => {
+      const problems = [];
+      for (const span of document.querySelectorAll('.cl-table th .header')) {
+        if (span.offsetParent === null) continue;
+        const line = parseFloat(getComputedStyle(span).lineHeight) || 16;
+        const lines = Math.round(span.getBoundingClientRect().height / line);
+        const words = span.innerText.trim().split(/[\\s-]+/).length;  // a line may end at a space or a hyphen
+        if (lines > words) problems.push(`header "${span.innerText}" takes ${lines} lines`);
+      }
+      if (document.documentElement.scrollWidth > innerWidth + 1) problems.push('the page scrolls sideways');
+      for (const heat of document.querySelectorAll('table.cl-heatmap')) {
+        if (heat.offsetParent === null) continue;
+        const box = heat.parentElement;
+        const scrolls = getComputedStyle(box).overflowX === 'auto';
+        if (box.getBoundingClientRect().right > innerWidth + 1 || (!scrolls && heat.scrollWidth > box.clientWidth))
+          problems.push('a heatmap does not fit its box');
+      }
+      for (const chart of document.querySelectorAll('.vega-embed')) {
+        const block = chart.closest('.block');
+        if (chart.offsetParent && block && chart.getBoundingClientRect().right > block.getBoundingClientRect().right + 1)
+          problems.push('a chart is wider than its box');
+      }
+      for (const label of document.querySelectorAll('[data-testid=block-label]'))
+        if (label.offsetParent && label.innerText.trim() === 'Downloads') problems.push('an empty Downloads box');
+      return problems;
+    }""")
+
+
 def table(page, index: int = 0) -> list[dict[str, str]]:
     """The rows the ``index``-th visible table of the page draws, as header -> cell text. Gradio draws only the
     rows in view (a virtual list): a long table's row count is read from its note, not from here."""

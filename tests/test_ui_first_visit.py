@@ -22,6 +22,7 @@ from tests.browser import (
     control,
     events,
     hashes,
+    layout_problems,
     open_page,
     open_tab,
     query,
@@ -292,44 +293,13 @@ def test_typing_in_every_text_box_of_every_tab_shows_no_error(paper_rows_app):
                          "Queue": 1, "About": 0}
 
 
-def _layout_problems(page) -> list[str]:
-    """What does not read at this width: a header with a word broken across lines, a page that scrolls
-    sideways, a heatmap or chart wider than its box without a scroll bar, an empty download box."""
-    return page.evaluate("""() => {
-      const problems = [];
-      for (const span of document.querySelectorAll('.cl-table th .header')) {
-        if (span.offsetParent === null) continue;
-        const line = parseFloat(getComputedStyle(span).lineHeight) || 16;
-        const lines = Math.round(span.getBoundingClientRect().height / line);
-        const words = span.innerText.trim().split(/\\s+/).length;
-        if (lines > words) problems.push(`header "${span.innerText}" takes ${lines} lines`);
-      }
-      if (document.documentElement.scrollWidth > innerWidth + 1) problems.push('the page scrolls sideways');
-      for (const heat of document.querySelectorAll('table.cl-heatmap')) {
-        if (heat.offsetParent === null) continue;
-        const box = heat.parentElement;
-        const scrolls = getComputedStyle(box).overflowX === 'auto';
-        if (box.getBoundingClientRect().right > innerWidth + 1 || (!scrolls && heat.scrollWidth > box.clientWidth))
-          problems.push('a heatmap does not fit its box');
-      }
-      for (const chart of document.querySelectorAll('.vega-embed')) {
-        const block = chart.closest('.block');
-        if (chart.offsetParent && block && chart.getBoundingClientRect().right > block.getBoundingClientRect().right + 1)
-          problems.push('a chart is wider than its box');
-      }
-      for (const label of document.querySelectorAll('[data-testid=block-label]'))
-        if (label.offsetParent && label.innerText.trim() === 'Downloads') problems.push('an empty Downloads box');
-      return problems;
-    }""")
-
-
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
 def test_the_views_read_on_a_laptop_and_a_phone(paper_rows_app, size):
     with chromium() as browser:
         page = open_page(browser, paper_rows_app + "?tab=overview&track=iconicity", size, shows="FLUX.1-schnell")
         page.get_by_text("Filters and columns").click()  # the panel open makes the table's columns narrower
         page.get_by_label("Scored since (YYYY-MM-DD)").wait_for()
-        assert _layout_problems(page) == []
+        assert layout_problems(page) == []
         if size == LAPTOP:
             assert scrolls_sideways(page) == []
         screenshot(page, f"first-visit-overview-{size[0]}")
@@ -345,5 +315,5 @@ def test_the_views_read_on_a_laptop_and_a_phone(paper_rows_app, size):
         page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
         page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent)
             .every(chart => chart.querySelector('canvas, svg'))""", timeout=WAIT)
-        assert query(page) == "tab=slices" and _layout_problems(page) == []
+        assert query(page) == "tab=slices" and layout_problems(page) == []
         screenshot(page, f"first-visit-slices-{size[0]}")

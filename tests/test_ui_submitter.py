@@ -21,7 +21,22 @@ import pytest
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.browser import WAIT, chromium, control, open_page, query, screenshot, shows, table, wait_for_text
+from tests.browser import (
+    LAPTOP,
+    PHONE,
+    WAIT,
+    chromium,
+    control,
+    hashes,
+    layout_problems,
+    open_page,
+    query,
+    screenshot,
+    scrolls_sideways,
+    shows,
+    table,
+    wait_for_text,
+)
 from tests.helpers import make_submission, serving, zip_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
@@ -183,3 +198,33 @@ def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
         shared.wait_for_function("() => !location.search.includes('subs=')", timeout=WAIT)
         assert not shows(shared, "seed 0") and not shared.get_by_text("Per-image scores").is_visible()
         screenshot(shared, "submitter-compare-cleared")
+
+
+TAB_SHOWS = {"overview": "Scored here so far", "slices": "Model × slice heatmap", "compare": "seed 0",
+             "datasets": "load_dataset", "metrics": "VIEScore", "submit": "Take part: one generate, one submit",
+             "queue": "Awareness (CUBE) is on", "about": "CC BY-NC-SA 4.0"}
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_every_tab_reads_on_a_laptop_and_a_phone(scoring_app, size):
+    """Each tab opened by a link on the store with the scored demo rows: what it shows when opened, no hash of a
+    protocol, nothing wider than the page (and, on a laptop, no table wider than its box); a screenshot of each."""
+    url, store, _ = scoring_app
+    if not any(job.model == EXAMPLE_MODEL and job.state == "FINISHED" for job in store.queue.jobs()):
+        pytest.skip("needs the demo example scored by the test before")
+    with chromium() as browser:
+        for tab, view in TAB_SHOWS.items():
+            page = open_page(browser, f"{url}?tab={tab}", size, shows=view)
+            if tab == "slices":  # a chart draws once scrolled into view: wait until each one shown is drawn
+                page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(c => c.scrollIntoView())")
+                page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')]
+                    .filter(c => c.offsetParent).every(c => c.querySelector('canvas, svg'))""", timeout=WAIT)
+            if tab == "compare":
+                page.wait_for_function("() => [...document.querySelectorAll('.cl-gallery img')].length >= 2",
+                                       timeout=WAIT)
+            assert layout_problems(page) == [], tab
+            assert hashes(page) == [], tab
+            if size == LAPTOP or tab == "overview":  # on a phone too, the papers' cards fit
+                assert scrolls_sideways(page) == [], tab
+            screenshot(page, f"tab-{tab}-{size[0]}")
+            page.close()

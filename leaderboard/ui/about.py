@@ -33,14 +33,18 @@ config, split) and the revision of its prompt rows, the images per prompt the su
 of any prompt it answered, not the seeds it declared: a prompt's recognition rate depends on how many images
 it has), the metric's version (which names every setting that changes its values: thresholds, variant,
 calibration file, tagger; for diversity the set size N and how sets are drawn) and each backbone with its
-revision; its short id is the first 12 hex digits of the protocol's sha256. A ranking holds one protocol only:
-the Overview shows the track's headline protocol (the paper's: e.g. CRT with 10 images per title and the
-paper's thresholds, CUBE's diversity with N = 8 in seed batches) and the **Protocol** picker lists the others
-with their row counts. A submission made differently (4 seeds, another dataset, diversity at N = 4) is scored
-and ranked under its own protocol, marked *off-protocol*. Paper rows carry their paper's protocol: they are
-ranked among themselves and listed, not ranked, beside the others. Results scored before protocols were
-recorded form the protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike.
-The charts of the Slices tab show one protocol each, the one the track's Overview ranks.
+revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by what it is
+instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts, pinned, and its
+images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the dataset otherwise
+(**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from the suite's; its
+fields and id are under "How to read this table". A ranking holds one protocol only: the Overview shows the
+suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10 images per
+title and the paper's thresholds, CUBE's diversity with N = 8 in seed batches), and the **Protocol** picker lists
+the others with their row counts. A submission made differently (4 seeds, another dataset, diversity at N = 4) is
+scored and ranked under its own protocol. Paper rows carry their paper's protocol: they are ranked among
+themselves and listed, not ranked, beside the others. Results scored before protocols were recorded form the
+protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike. The charts of
+the Slices tab show one protocol each, the one the track's Overview ranks.
 
 **How to read a ranked table.** Every number of a ranked row comes from one set of prompts: those every ranked
 model answered. A model's **score** is its mean over them (the note gives their number, and so does n), its

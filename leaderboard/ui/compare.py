@@ -180,16 +180,18 @@ class CompareTab:
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         with gr.Row():
+            # min widths: on a phone the two pickers stack instead of squeezing the submissions' names
             subs = gr.Dropdown(label=f"Submissions (up to {MAX_COMPARE})", multiselect=True, max_choices=MAX_COMPARE,
-                               choices=[], interactive=True, allow_custom_value=True, scale=3)
+                               choices=[], interactive=True, allow_custom_value=True, scale=3, min_width=320)
             prompt = gr.Dropdown(label="Prompt (type to filter)", choices=[], interactive=True,
-                                 allow_custom_value=True, scale=2)
+                                 allow_custom_value=True, scale=2, min_width=280)
         note = text_markdown(value=HINT)
         gallery = {"columns": 4, "height": "auto", "object_fit": "contain", "fit_columns": False, "visible": False,
                    "elem_classes": ["cl-gallery"]}  # thumbnails whole, captions under them
         references = gr.Gallery(label="Reference image(s)", **gallery)
         images = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
-        table = gr.Dataframe(label="Per-image scores", interactive=False, elem_classes=["cl-table"], visible=False)
+        table = gr.Dataframe(label="Per-image scores", interactive=False, wrap=True, elem_classes=["cl-table"],
+                             visible=False)
         pictures = gr.Gallery(label=" · ".join(kind.label for _, kind in track_pictures()),
                               **{**gallery, "columns": 2})
         self.parts = Parts(inputs={"subs": subs, "prompt": prompt},

@@ -122,7 +122,7 @@ class OverviewTab:
                 "models. A model scored on the suite joins the ranking across all tracks: see **Submit**.")
         scored = self._scored_elsewhere()
         if scored:
-            line += f"\n\nScored here so far, under other protocols: {scored}."
+            line += f"\n\nScored here so far, under other protocols: {scored} (pick the track above)."
         if without:
             line += (f"\n\n{render.plain(', '.join(without))}: no paper table is copied here; their rows appear once "
                      "a submission is scored.")

@@ -15,7 +15,10 @@ from leaderboard.intake import PermissionDenied
 from leaderboard.ui.site import Site
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
-QUEUE_COLUMNS = ["Submitted", "ID", "Model", "Owner", "State", "Progress", "Started", "Finished", "Details"]
+# The submissions table: narrow enough not to scroll sideways on a laptop (a submission's times are in its details);
+# on a phone it scrolls inside its box rather than squeeze a column to a letter a line.
+QUEUE_COLUMNS = ["Submitted (UTC)", "ID", "Model", "Owner", "State", "Details"]
+QUEUE_WIDTHS = ["120px", "230px", "170px", "80px", "110px", "460px"]
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 EMPTY = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one."
 
@@ -60,13 +63,15 @@ class QueueTab:
         return self.workers_markdown() + (EMPTY if frame.empty else ""), frame
 
     def table(self) -> pd.DataFrame:
-        """The newest ``QUEUE_ROWS`` submissions: state, progress, times and why one failed."""
+        """The newest ``QUEUE_ROWS`` submissions: when, which, whose, their state and its details (the progress of
+        a RUNNING one, why one FAILED, what a FINISHED one scored)."""
         rows = []
         for job in self.store.queue.jobs()[:QUEUE_ROWS]:
-            progress = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip() if job.state == "RUNNING" else ""
-            details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
-            rows.append([job.created_at, job.id, job.model, job.owner, job.state, progress,
-                         job.started_at or "", job.finished_at or "", details])
+            if job.state == "RUNNING":
+                details = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip()
+            else:
+                details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
+            rows.append([job.created_at[:16].replace("T", " "), job.id, job.model, job.owner, job.state, details])
         return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
     def workers_markdown(self) -> str:
@@ -201,14 +206,15 @@ class QueueTab:
         shown, folded = self.status()
         frame = self.table()
         return {"workers": shown + (EMPTY if frame.empty else ""), "worker_details": folded or "Nothing more.",
-                "table": frame}
+                "table": frame.assign(State=frame["State"].map(render.badge))}
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         workers = text_markdown()
         with gr.Accordion("What the workers said, in full", open=False, elem_classes=["cl-details"]):
             worker_details = text_markdown()
-        table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True, elem_classes=["cl-table"])
+        table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, wrap=True, elem_classes=["cl-table"],
+                             column_widths=QUEUE_WIDTHS, datatype=["str", "str", "str", "str", "markdown", "str"])
         with gr.Row():
             submission = gr.Textbox(label="Submission ID", scale=3)
             show = gr.Button("Details", scale=1)
