@@ -9,11 +9,12 @@ location and keeps a URL's password out of every message.
 
 from pathlib import Path
 
-from leaderboard.queue.base import DuplicateSubmission, Job, Queue, QueueUnavailable, QuotaExceeded, now_iso
+from leaderboard.queue.base import (DuplicateSubmission, Job, Queue, QueueDamaged, QueueUnavailable, QuotaExceeded,
+                                   Request, now_iso, refusal)
 from leaderboard.queue.location import QueueLocationError, is_url
 
-__all__ = ["DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable", "QuotaExceeded",
-           "now_iso", "open_queue"]
+__all__ = ["DuplicateSubmission", "Job", "Queue", "QueueDamaged", "QueueLocationError", "QueueUnavailable",
+           "QuotaExceeded", "Request", "now_iso", "open_queue", "refusal"]
 
 
 def open_queue(location: str | Path, **options) -> Queue:
