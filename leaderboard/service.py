@@ -1,7 +1,8 @@
 """Starting and stopping the leaderboard service: the one start-up that `culturelens serve` and `app.py` (a
 Hugging Face Space's entry point) share.
 
-``start`` opens the store (a damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an
+``start`` opens the store (a damaged queue file is rebuilt, and said; one found damaged while serving is rebuilt by
+the store's ``queue_watch``, started here), adds the papers' rows, removes uploads an
 earlier run left half-validated, builds the default dataset if asked, installs the results repo's newest
 leaderboard release and restores the requests from the Hub (``leaderboard.pickup``, ``leaderboard.hub_sync``),
 keeps pushing to them and picking up new results, starts a supervised local worker if given its command, and builds the app. ``serve``
@@ -36,11 +37,13 @@ class Service:
     supervisor: Supervisor | None = None
 
     def stop(self) -> None:
-        """Stop the local worker, then the mirror (which pushes what changed since its last push)."""
+        """Stop the local worker, then the mirror (which pushes what changed since its last push), then the
+        queue's watch."""
         if self.supervisor is not None:
             self.supervisor.stop()
         if self.mirror is not None:
             self.mirror.stop()
+        self.store.queue_watch.stop()
 
 
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
@@ -63,6 +66,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
         say(f"queue: {store.queue.location}")  # without its password
     if store.rebuilt:
         say(store.rebuilt)
+    store.queue_watch.start()  # a queue file damaged while serving is rebuilt without a restart
     store.seed_reported()
     for name in store.sweep_staging():
         say(f"removed staging/{name}, left by an upload the app was validating when it stopped")
