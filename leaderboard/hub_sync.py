@@ -212,7 +212,8 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     if kind == "results":
         paths, handled = deleted_results(store, repo, set(gone))
         planned = {op.path_in_repo for op in operations}
-        operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in paths if path not in planned]
+        operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in paths
+                       if path not in planned]
     for start in range(0, len(operations), MAX_OPERATIONS):
         part = operations[start:start + MAX_OPERATIONS]
         repo.commit({op.path_in_repo: op.path_or_fileobj if isinstance(op.path_or_fileobj, bytes)
@@ -346,8 +347,8 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
     its job's results (the queue must know it: restore the requests first) is quarantined with the reason and
     logged, the others are added."""
     root = folder / layout.RESULTS
-    sources = [source for source in (sorted(root.iterdir()) if root.is_dir() else [])
-               if not store.results_folder(_checked_id(source.name, source)).exists()]
+    found = sorted(root.iterdir()) if root.is_dir() else []
+    sources = [source for source in found if not store.results_folder(_checked_id(source.name, source)).exists()]
     for source in sources:
         store.results_folders.check(source)
     added = 0
@@ -356,8 +357,7 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
             added += store.results_folders.add(source)
         except RepoError as error:
             log.warning("hub restore: left out (see STORE/quarantine/): %s", error)
-    present = len(list(root.iterdir())) - len(sources) if root.is_dir() else 0
-    return {"added": added, "present": present}
+    return {"added": added, "present": len(found) - len(sources)}
 
 
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
