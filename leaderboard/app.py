@@ -48,9 +48,9 @@ MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; 
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 GUIDE_SEEDS = 2  # seeds in the Submit tab's example command
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
-QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the queue "
-                    "rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again in a "
-                    "minute.")
+QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
+                    "queue rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again "
+                    "in a minute.")
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's

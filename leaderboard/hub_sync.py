@@ -22,14 +22,14 @@ Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a loc
 same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
 deletions; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a file it did not push
 itself, but for the results folder of a submission its owner deleted, which goes whoever pushed it (the app's
-worker or a remote one). ``pull`` downloads a repo snapshot (a Hub repo, or a local copy of one, e.g. from ``export``) and
-``restore`` adds to the store whatever it lacks, validating every file as it would an upload: ids are checked,
-JSON and Parquet are parsed (never unpickled), a results folder is checked as every folder taken from a repo is
-(``Results.add``: one that is not its job's results is quarantined with the reason, the others restored; so pull
-the requests before the results), a submission is accepted as an upload in Parquet form is (``Intake.accept``: every row's name,
-sha256 and uniqueness, then every check an upload's files meet; a refused one is left out, the others restored),
-and everything appears by one rename. A repo that cannot be taken is a ``RepoError``, whatever the verb.
-``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
+worker or a remote one). ``pull`` downloads a repo snapshot (a Hub repo, or a local copy of one, e.g. from
+``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload: ids
+are checked, JSON and Parquet are parsed (never unpickled), a results folder is checked as every folder taken from
+a repo is (``Results.add``: one that is not its job's results is quarantined with the reason, the others restored;
+so pull the requests before the results), a submission is accepted as an upload in Parquet form is
+(``Intake.accept``: every row's name, sha256 and uniqueness, then every check an upload's files meet; a refused one
+is left out, the others restored), and everything appears by one rename. A repo that cannot be taken is a
+``RepoError``, whatever the verb. ``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
 ``leaderboard.pickup``), then every minute pushes both and runs its ``rounds`` (the results pickup).
 """
 

@@ -140,11 +140,11 @@ def installed(store: Store) -> tuple[Release, Path] | None:
 
 
 def current(store: Store, installed: tuple[Release, Path]) -> set[str]:
-    """The submissions of the ``installed`` release (``installed``'s) as they still are: each whose run.json in the
-    release answers its submission's current request in the store's queue (``leaderboard.queue.base.refusal``).
-    So none re-run since it was built (its rows are the run before's), none deleted (the queue no longer knows
-    it), none the queue never issued a lease for (a release someone else wrote). A queue whose database is away
-    cannot tell: then all of its submissions count."""
+    """The submissions of the ``installed`` release (``installed``: the release and its file) as they still are:
+    each whose run.json in the release answers its submission's current request in the store's queue
+    (``leaderboard.queue.base.refusal``). So none re-run since it was built (its rows are the run before's), none
+    deleted (the queue no longer knows it), none the queue never issued a lease for (a release someone else
+    wrote). A queue whose database is away cannot tell: then all of its submissions count."""
     release, file = installed
     try:
         requests = store.queue.requests()

@@ -187,7 +187,8 @@ class SQLiteQueue(Queue):
         try:
             yield _Session(db)
         except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF in DAMAGE:  # extended codes keep the primary in the low byte
+            # An extended result code keeps its primary code in its low byte.
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF in DAMAGE:
                 raise QueueDamaged(f"{self.path.name} is damaged: {error}") from error
             raise
         finally:
