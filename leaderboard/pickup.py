@@ -124,13 +124,19 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
     built from the newest release as it stands and the store's folders (fetching first those it has neither
     of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
     revision it was built from, then installed in the store. Returns it; None when nothing changed (or the
-    repo holds neither results nor a release: no empty release 1)."""
+    repo holds neither results nor a release: no empty release 1). SnapshotError, nothing written, when the
+    store's queue knows none of the repo's submissions (not the app's store: its release would hold none)."""
     revision = repo.revision()
     previous = _installed_or_none(store, repo, revision)
+    in_repo = [sid for sid in repo.folders(layout.RESULTS, revision) if is_submission_id(sid)]
+    listed = set(in_repo) | (set(previous[0].submissions) if previous is not None else set())
+    if listed and not listed & (set(store.queue.requests()) | store.queue.deleted()):
+        raise SnapshotError(f"{repo.name}: this store's queue ({store.queue.location}) knows none of the "
+                            f"{len(listed)} submissions the repo holds; publish with the app's store or its queue "
+                            "(--queue), or the release would drop them all")
     fetch(store, repo, missing(store, repo, revision), revision)
     held = snapshot.current(store, previous) if previous is not None else set()
-    ids = [sid for sid in repo.folders(layout.RESULTS, revision)
-           if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
+    ids = [sid for sid in in_repo if store.has_results(sid) or sid in held]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
     if (previous[0].submissions if previous is not None else {}) == digests:

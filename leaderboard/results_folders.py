@@ -17,7 +17,7 @@ from a repo is checked for what it is (``check``: its files, Parquet that reads,
 (paper rows come only from the tracks' declarations, ``leaderboard.reported``), its run.json names it, and its
 results answer the job. One that is not is quarantined with the reason (``STORE/quarantine/``, listed in the
 Queue tab; its run.json is kept there, its files stay in the repo) and taken again only once the repo holds
-another run.json for it.
+another run.json for it (or, refused because the queue did not know its submission, once the queue does).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from benchmark import layout, results
 from benchmark.atomic import atomic_folder
 from benchmark.layout import RESULT_FILES, is_submission_id
 from leaderboard import quarantine
-from leaderboard.queue.base import refusal
+from leaderboard.queue.base import UNKNOWN, refusal
 from leaderboard.repo import Repo, RepoError
 
 if TYPE_CHECKING:
@@ -164,6 +164,8 @@ class Results:
                 shutil.copytree(source, tmp, dirs_exist_ok=True)
         except FileExistsError:  # another process took the same folder meanwhile
             return False
+        for entry in self._set_aside_with(source.name, (source / layout.RUN).read_bytes()):
+            shutil.rmtree(entry.folder, ignore_errors=True)  # refused while its submission was unknown: taken now
         return True
 
     def refuse(self, source: Path, reason: str) -> Refused:
@@ -180,10 +182,17 @@ class Results:
 
     def refused_before(self, submission_id: str, run: bytes) -> bool:
         """Whether the store set aside results of the submission holding exactly this run.json (a repo folder
-        refused, or a folder of the store's own that could not be read): not taken again until it changes."""
-        return any(entry.kind == "results" and entry.name == submission_id and (entry.folder / layout.RUN).is_file()
-                   and (entry.folder / layout.RUN).read_bytes() == run
-                   for entry in quarantine.listing(self.store / quarantine.FOLDER))
+        refused, or a folder of the store's own that could not be read): not taken again until it changes, but for
+        one refused while the queue did not know its submission, looked at again once it does (its requests
+        restored since)."""
+        return any(not (entry.reason.endswith(UNKNOWN) and self.queue.request(submission_id) is not None)
+                   for entry in self._set_aside_with(submission_id, run))
+
+    def _set_aside_with(self, submission_id: str, run: bytes) -> list[quarantine.Quarantined]:
+        """What the store set aside of the submission's results holding exactly this run.json."""
+        return [entry for entry in quarantine.listing(self.store / quarantine.FOLDER)
+                if entry.kind == "results" and entry.name == submission_id and (entry.folder / layout.RUN).is_file()
+                and (entry.folder / layout.RUN).read_bytes() == run]
 
     def drop(self, submission_id: str) -> None:
         """Move a results folder out of sight in one rename (readers see it or not), then delete it."""

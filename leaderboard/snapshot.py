@@ -65,6 +65,7 @@ SCHEMA = pa.schema([
     *[(name, pa.string()) for name in SLICE_COLUMNS],  # per-prompt rows: the prompt's dataset columns
     ("run", pa.string()),  # the submission's run.json
 ])
+_RUNS = pa.schema([("run_id", pa.string()), ("run_number", pa.int64()), ("run", pa.string())])
 ROW_GROUP = 100_000  # rows sorted by part, slice, metric, submission: a per-prompt read skips most row groups
 DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -256,7 +257,7 @@ def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path
                                     f"WHERE list_contains({_list(kept)}, submission_id) GROUP BY 1").fetchall())
         order = sorted(runs)
         con.register("runs", pa.table({"run_id": order, "run_number": list(range(1, len(order) + 1)),
-                                       "run": [runs[sid] for sid in order]}))
+                                       "run": [runs[sid] for sid in order]}, schema=_RUNS))  # typed: may be empty
         con.register("base", SCHEMA.empty_table())
         parts = ["SELECT * EXCLUDE (run) FROM base"]
         if kept:

@@ -290,3 +290,32 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
     finally:
         server.stop()
 
+
+
+def test_a_store_whose_queue_knows_none_of_the_repos_submissions_publishes_no_release(repo, tmp_path):
+    stranger = _fresh(tmp_path)  # not the app's store: its queue knows none of the repo's submissions
+    latest = (repo.folder / LATEST).read_bytes()
+    with pytest.raises(snapshot.SnapshotError, match="knows none of the 5 submissions the repo holds"):
+        pickup.publish(stranger, LocalRepo(repo.folder))
+    assert (repo.folder / LATEST).read_bytes() == latest and stranger.quarantined() == []
+
+
+def test_a_folder_refused_while_its_submission_was_unknown_is_taken_once_the_queue_knows_it(original, repo,
+                                                                                          newcomer, tmp_path):
+    fresh = _fresh(tmp_path, knows=(original,))  # its requests not restored yet: the newcomer's record is missing
+    source = LocalRepo(repo.folder)
+    app = pickup.Pickup(fresh, source, release_interval=None)
+    app.start()
+    shutil.copytree(newcomer, repo.folder / "results" / newcomer.name)
+    app.round()
+    [entry] = fresh.quarantined()
+    assert entry.name == newcomer.name and entry.reason.endswith("the queue knows no such submission (never "
+                                                                 "submitted here, or deleted)")
+    before = len(source.downloaded)
+    app.round()  # its run.json is read again, and nothing else
+    assert source.downloaded[before:] == [LATEST, f"results/{newcomer.name}/run.json"]
+    assert not fresh.has_results(newcomer.name) and len(fresh.quarantined()) == 1
+
+    assert fresh.queue.restore(_scored_by(newcomer).queue.get(newcomer.name))  # the requests restored
+    app.round()
+    assert fresh.has_results(newcomer.name) and fresh.quarantined() == []

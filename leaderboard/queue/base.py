@@ -51,6 +51,9 @@ def _times(n: int) -> str:
     return f"{n} time" + ("s" if n != 1 else "")
 
 
+UNKNOWN = "the queue knows no such submission (never submitted here, or deleted)"  # ``refusal``'s one that may pass
+
+
 @dataclass(frozen=True)
 class Request:
     """What results must answer to count as a submission's scores: its current request to be scored (``number``:
@@ -75,7 +78,7 @@ def refusal(run: dict | None, request: Request | None) -> str | None:
     if not isinstance(run, dict):
         return "it has no run.json holding a JSON object"
     if request is None:
-        return "the queue knows no such submission (never submitted here, or deleted)"
+        return UNKNOWN
     if not request.leases:
         if request.state == "FINISHED":
             return None
