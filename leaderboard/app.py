@@ -9,6 +9,7 @@ UI change.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -34,6 +35,7 @@ from leaderboard.catalog import Catalog
 from leaderboard.datasets_view import DatasetBrowser
 from leaderboard.downloads import DownloadFolder
 from leaderboard.intake import PermissionDenied
+from leaderboard.queue import QueueDamaged
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 
@@ -46,6 +48,9 @@ CHART_MODELS = 20
 MAX_ROWS = 100  # rows a ranked table shows (the note says when there are more; downloads have all)
 QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Details)
 POLL_SECONDS = 5  # how often an open page asks whether new results (or queue changes) arrived
+QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
+                    "queue rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again "
+                    "in a minute.")
 SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overview lists a slice's values
 SLICE_BARS = 7  # where the win-rate bars are among the Slices outputs; the profile, then each track's charts follow
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
@@ -262,6 +267,30 @@ def _padded_limits(points: pd.DataFrame, chart: Chart, pad: float = 0.05) -> dic
             margin = max((high - low) * pad, 0.02)
             limits[axis] = [low - margin, high + margin]
     return limits
+
+
+def while_queue_rebuilt(shown: Callable[[str], object]):
+    """For a view that reads the queue: while the queue is being rebuilt (its file found damaged by this view or
+    another, ``Store.queue_watch``), what ``shown(QUEUE_REBUILDING)`` gives instead of Gradio's generic "Error";
+    the rebuild starts the moment a view meets the damage."""
+
+    def wrap(view):
+        @functools.wraps(view)
+        def guarded(self, *args, **kwargs):
+            watch = self.store.queue_watch
+            if not watch.rebuilding:
+                try:
+                    return view(self, *args, **kwargs)
+                except QueueDamaged:
+                    watch.noticed()
+            return shown(QUEUE_REBUILDING)
+        return guarded
+    return wrap
+
+
+def queue_notice(notice: str) -> tuple[str, pd.DataFrame]:
+    """The Queue tab while the queue is being rebuilt: the notice, and no row."""
+    return f"> **Notice:** {notice}", pd.DataFrame(columns=QUEUE_COLUMNS)
 
 
 def linked_table(frame: pd.DataFrame) -> dict:
@@ -646,6 +675,7 @@ class Views:
             return profile.username if profile is not None else None
         return self.owner
 
+    @while_queue_rebuilt(lambda notice: f"### Not submitted: nothing was stored\n\n{notice}")
     def submit(self, file: str | None, hub_repo: str, profile: gr.OAuthProfile | None = None,
                progress=gr.Progress()) -> str:
         owner = self.who(profile)
@@ -696,11 +726,13 @@ class Views:
         """Validate and queue an uploaded submission zip."""
         return self.submit(file, "", profile, progress)
 
+    @while_queue_rebuilt(lambda notice: {"jobs": [], "workers": [], "notice": notice})
     def queue_api(self) -> dict:
         """The queue as data, nothing escaped, server folders hidden: ``jobs``, newest first (at most
         ``QUEUE_ROWS``; any other by ``/details``): id, state, model, model_id, owner, dataset, submitted_at,
         started_at, finished_at (ISO 8601), progress (0-1, while RUNNING), message, reason (why it FAILED),
-        attempts; and ``workers`` heard from in the last hour: id, state, seconds_since_heard, message."""
+        attempts; ``workers`` heard from in the last hour: id, state, seconds_since_heard, message; and ``notice``:
+        None, or why the queue cannot be listed now (it is being rebuilt, ``QUEUE_REBUILDING``)."""
         jobs = [{"id": job.id, "state": job.state, "model": job.model, "model_id": job.model_id, "owner": job.owner,
                  "dataset": job.dataset, "submitted_at": job.created_at, "started_at": job.started_at,
                  "finished_at": job.finished_at, "progress": job.progress if job.state == "RUNNING" else None,
@@ -710,8 +742,9 @@ class Views:
         workers = [{"id": w["id"], "state": w["state"], "seconds_since_heard": round(float(w["age"]), 1),
                     "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
                    for w in self.store.queue.workers(within_seconds=3600)]
-        return {"jobs": jobs, "workers": workers}
+        return {"jobs": jobs, "workers": workers, "notice": None}
 
+    @while_queue_rebuilt(queue_notice)
     def queue(self):
         rows = []
         for job in self.store.queue.jobs()[:QUEUE_ROWS]:
@@ -769,6 +802,7 @@ class Views:
             return f"- **supervisor gave up** ({restarts}{last}): {render.plain(s['message'] or '')}"
         return None
 
+    @while_queue_rebuilt(lambda notice: (notice, None))
     def details(self, submission_id: str):
         """One submission: state, reason and log excerpt, and its per-image scores to download."""
         job = self.store.queue.get((submission_id or "").strip())
@@ -809,6 +843,7 @@ class Views:
         """Delete one of your submissions with its images and results."""
         return self.owner_action("delete", submission_id, profile)
 
+    @while_queue_rebuilt(lambda notice: f"Not done: {notice}")
     def owner_action(self, action: str, submission_id: str, profile: gr.OAuthProfile | None) -> str:
         owner = self.who(profile)
         if owner is None:
