@@ -41,9 +41,13 @@ def first_table(store: Store) -> int:
     return len(OverviewTab(Site(store, "bench")).overview(None, None, "", [], None, None, "", [], [])[2])
 
 
-def fresh(root: Path, name: str) -> Store:
+def fresh(root: Path, name: str, knows: Store) -> Store:
+    """A restarted app on an empty disk whose queue knows the submissions of ``knows`` (restored from the requests
+    repo, or kept by a PostgreSQL server): results count only for submissions the queue knows."""
     store = Store(root / name)
     store.seed_reported()
+    for job in knows.queue.jobs():
+        store.queue.restore(job)
     return store
 
 
@@ -72,7 +76,7 @@ def main() -> None:
               f"{exported - made:.1f} s; release 1 ({size:.0f} MB) written in {published - exported:.1f} s")
 
         start_full = time.perf_counter()
-        full = fresh(work, "full")
+        full = fresh(work, "full", original)
         counts = hub_sync.pull(full, "results", str(repo))
         restored = time.perf_counter()
         rows_full = first_table(full)
@@ -80,7 +84,7 @@ def main() -> None:
         files_full = sum(1 for p in full.results.rglob("*") if p.is_file())
 
         start = time.perf_counter()
-        quick = fresh(work, "release")
+        quick = fresh(work, "release", original)
         source = LocalRepo(repo)
         pickup.Pickup(quick, source, release_interval=None).start()
         installed = time.perf_counter()
@@ -103,6 +107,7 @@ def main() -> None:
                         "1", "--prompts", str(args.prompts), "--images", str(args.images), "--seed", "1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         new = next((work / "remote" / "results").iterdir())
+        quick.queue.restore(Store(work / "remote").queue.get(new.name))  # the app's queue holds every job
         shutil.copytree(new, repo / "results" / new.name)  # a remote worker pushed its results
         before = len(source.downloaded)
         start = time.perf_counter()

@@ -12,6 +12,11 @@ has the rows of submissions it holds no folder of in that one file: the catalog 
 per-prompt rows (and which prompts a slice holds) from it, and asks ``fetch`` for their folder when a view
 needs per-image rows. A folder, once it appears, is read instead of the release (a folder this catalog saw
 disappear, deleted or re-run, is not served from the release again).
+
+Whatever a file holds, a folder brings only its own submission's ``scored`` rows (``results/<id>/`` gives the rows
+whose submission_id is ``<id>``; a paper's rows come only from ``reported/``, written from the tracks'
+declarations), and forgetting a submission removes every row of it: a folder that escaped the checks at its
+door (``Results.add``) cannot list another submission or a paper's results.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class Catalog:
         if stamp != self.release_stamp:
             self._forget(set(self.from_release))
             self.release, self.release_stamp = snapshot.installed(self.store), stamp
-        return snapshot.current(self.store, self.release[0]) if self.release else set()
+        return snapshot.current(self.store, self.release) if self.release else set()
 
     def _load_release(self, names: list[str]) -> None:
         """Insert the release's rows of these submissions (all but per-prompt, model-level curves). A release
@@ -110,7 +115,8 @@ class Catalog:
         try:
             self.unsorted += self.con.execute(
                 f"INSERT INTO aggregates ({columns}) SELECT {columns} FROM read_parquet(?) WHERE part = 'aggregates'"
-                " AND slice <> 'prompt' AND list_contains(?, submission_id)", [file, names]).fetchone()[0]
+                " AND provenance = 'scored' AND slice <> 'prompt' AND list_contains(?, submission_id)",
+                [file, names]).fetchone()[0]
             self.con.execute(f"INSERT INTO curves ({curves}) SELECT {curves} FROM read_parquet(?) WHERE part = "
                              "'curves' AND list_contains(?, submission_id)", [file, names])
             self.con.execute("COMMIT")
@@ -123,10 +129,9 @@ class Catalog:
         self.from_release.update(names)
 
     def _forget(self, names: set[str]) -> None:
-        """Drop the rows of these results folders (deleted, or quarantined) or release submissions."""
+        """Drop every row of these results folders (deleted, re-run or quarantined) or release submissions."""
         if names:
-            self.con.execute("DELETE FROM aggregates WHERE provenance = 'scored' AND submission_id IN "
-                             "(SELECT unnest(?))", [sorted(names)])
+            self.con.execute("DELETE FROM aggregates WHERE submission_id IN (SELECT unnest(?))", [sorted(names)])
             self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(names)])
             self.loaded -= names
             self.from_release -= names
@@ -158,7 +163,8 @@ class Catalog:
         """Aggregates and curves of these folders, in one transaction: all their rows or none."""
         self.con.execute("BEGIN TRANSACTION")
         try:
-            inserted = self._insert([str(self.store.results_folder(name) / layout.AGGREGATES) for name in names])
+            inserted = self._insert([str(self.store.results_folder(name) / layout.AGGREGATES) for name in names],
+                                    own=layout.AGGREGATES)
             self._insert_curves([str(self.store.results_folder(name) / layout.CURVES) for name in names])
             self.con.execute("COMMIT")
         except BaseException:
@@ -186,20 +192,27 @@ class Catalog:
         if self.store.quarantine(path or self.store.results / name, reason) is not None:
             log.warning("quarantined %s: %s (see STORE/quarantine/)", name, reason)
 
-    def _insert(self, files: list[str]) -> int:
-        """Aggregate rows (all but per-prompt) of these Parquet files; returns how many."""
+    def _insert(self, files: list[str], own: str | None = None) -> int:
+        """Aggregate rows (all but per-prompt) of these Parquet files; returns how many. ``own``: the files are
+        results folders' (``own``, their file name): of each, only the scored rows of its folder's submission."""
         columns = ", ".join(f'"{name}"' for name in results.AGGREGATE.names)
         have = set(self.con.read_parquet(files, union_by_name=True).columns)
         select = ", ".join(f'"{n}"' if n in have else f'NULL AS "{n}"' for n in results.AGGREGATE.names)
+        where, params = "slice <> 'prompt'", [files]
+        if own is not None:
+            where += f" AND provenance = 'scored' AND {_OWN_ROWS}"
+            params += [f"{self.store.results}{os.sep}", f"{os.sep}{own}"]
         return self.con.execute(f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?, "
-                                "union_by_name = true) WHERE slice <> 'prompt'", [files]).fetchone()[0]
+                                f"union_by_name = true, filename = true) WHERE {where}", params).fetchone()[0]
 
     def _insert_curves(self, files: list[str]) -> None:
-        """The model-level curves (prompt_id null; a few rows per submission) of these results folders."""
+        """The model-level curves (prompt_id null; a few rows per submission) of these results folders, each
+        folder's own submission's only."""
         files = [f for f in files if os.path.exists(f)]
         if files:
-            self.con.execute("INSERT INTO curves BY NAME SELECT * FROM read_parquet(?, union_by_name = true) "
-                             "WHERE prompt_id IS NULL", [files])
+            self.con.execute("INSERT INTO curves BY NAME SELECT * EXCLUDE (filename) FROM read_parquet(?, "
+                             f"union_by_name = true, filename = true) WHERE prompt_id IS NULL AND {_OWN_ROWS}",
+                             [files, f"{self.store.results}{os.sep}", f"{os.sep}{layout.CURVES}"])
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         self.refresh()
@@ -306,6 +319,10 @@ class Catalog:
         where = "metric = ?" + (" AND list_contains(?, submission_id)" if submission_ids is not None else "")
         params = [metric] + ([submission_ids] if submission_ids is not None else [])
         return self.query(f"SELECT * FROM curves WHERE {where} ORDER BY model, x", params)
+
+
+# A row of results/<id>/<file> whose submission_id is <id> (parameters: "STORE/results/", "/<file>").
+_OWN_ROWS = "filename = concat(?, submission_id, ?)"
 
 
 def _damage(folder: Path, names: tuple[str, ...]) -> str | None:

@@ -22,13 +22,15 @@ start, then only the folders it lacks): results are never restored whole at star
 Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a local folder laid out like one: the
 same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
 deletions; what was pushed is remembered in ``STORE/hub_sync.json``), and never deletes a file it did not push
-itself. ``pull`` downloads a repo snapshot (a Hub repo, or a local copy of one, e.g. from ``export``) and
-``restore`` adds to the store whatever it lacks, validating every file as it would an upload: ids are checked,
-JSON and Parquet are parsed (never unpickled), a results folder is checked as every folder taken from a repo is
-(``Results.add``), a submission is accepted as an upload in Parquet form is (``Intake.accept``: every row's name,
-sha256 and uniqueness, then every check an upload's files meet; a refused one is left out, the others restored),
-and everything appears by one rename. A repo that cannot be taken is a ``RepoError``, whatever the verb.
-``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
+itself, but for the results folder of a submission its owner deleted, which goes whoever pushed it (the app's
+worker or a remote one). ``pull`` downloads a repo snapshot (a Hub repo, or a local copy of one, e.g. from
+``export``) and ``restore`` adds to the store whatever it lacks, validating every file as it would an upload: ids
+are checked, JSON and Parquet are parsed (never unpickled), a results folder is checked as every folder taken from
+a repo is (``Results.add``: one that is not its job's results is quarantined with the reason, the others restored;
+so pull the requests before the results), a submission is accepted as an upload in Parquet form is
+(``Intake.accept``: every row's name, sha256 and uniqueness, then every check an upload's files meet; a refused one
+is left out, the others restored), and everything appears by one rename. A repo that cannot be taken is a
+``RepoError``, whatever the verb. ``culturelens serve --hub-requests ORG/A --hub-results ORG/B`` restores the requests at start (the results:
 ``leaderboard.pickup``), then every minute pushes both and runs its ``rounds`` (the results pickup).
 """
 
@@ -128,7 +130,8 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
     files: dict[str, StoreFile | bytes] = {}
     if kind == "requests":
         for job in store.queue.jobs():
-            record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires")}
+            # No lease token leaves the queue: a results-repo writer who could read one could forge results for a job.
+            record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires", "lease_tokens")}
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = store.submissions / job.id
             parts = submission_layouts(folder).values()  # one, or a suite submission's parts, kept together
@@ -199,14 +202,26 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     """Commit to ``repo`` (a Hub dataset repo id, or a ``Repo``) what changed in this store's ``kind`` since the
     last push; returns files changed. RepoError for a name that is not a Hub dataset repo id (a folder is written
     by ``export``); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
-    again next time. The requests repo is made private when a push creates it."""
-    from huggingface_hub import CommitOperationAdd
+    again next time. The requests repo is made private when a push creates it. A push to the results repo also
+    removes the results folders of submissions their owners deleted (``deleted_results``)."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     repo = hub_repo(repo, token, private=kind == "requests")
     state = _load_state(store)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
     operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
+    gone, handled = state.setdefault(f"deleted:{repo.name}", {}), set()
+    if kind == "results":
+        try:
+            paths, handled = deleted_results(store, repo, set(gone))
+        except PushError as error:  # e.g. a repo not created yet (the commit below creates it): looked for next time
+            log.warning("hub mirror: deleted submissions' results not looked for in %s this time: %s", repo.name,
+                        error)
+            paths = []
+        planned = {op.path_in_repo for op in operations}
+        operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in paths
+                       if path not in planned]
     for start in range(0, len(operations), MAX_OPERATIONS):
         part = operations[start:start + MAX_OPERATIONS]
         repo.commit({op.path_in_repo: op.path_or_fileobj if isinstance(op.path_or_fileobj, bytes)
@@ -220,7 +235,20 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
                 pushed.pop(operation.path_in_repo, None)
         state[key] = pushed
         _save_state(store, state)
+    if handled:
+        gone.update(dict.fromkeys(sorted(handled), "removed"))
+        _save_state(store, state)
     return len(operations)
+
+
+def deleted_results(store: Store, repo: Repo, done: set[str]) -> tuple[list[str], set[str]]:
+    """The paths in ``repo`` of the results folders of submissions their owners deleted (``Queue.deleted``) and not
+    in ``done`` (those handled before), whoever pushed them; and the deletions looked for (one listing of the
+    repo, only when there is a new deletion)."""
+    pending = store.queue.deleted() - done
+    if not pending:
+        return [], set()
+    return sorted(repo.files([f"{layout.RESULTS}/{sid}/*" for sid in sorted(pending)])), pending
 
 
 # --- pull and restore ------------------------------------------------------------------------------------------
@@ -336,15 +364,21 @@ def _checked_id(name: str, where: str | Path) -> str:
 
 def _restore_results(store: Store, folder: Path) -> dict[str, int]:
     """Every results folder the store lacks, all checked before any is added (``Results.check``): a damaged
-    snapshot restores nothing (RepoError)."""
+    snapshot restores nothing (RepoError). Each is then checked against its job (``Results.add``): one that is not
+    its job's results (the queue must know it: restore the requests first) is quarantined with the reason and
+    logged, the others are added."""
     root = folder / layout.RESULTS
-    sources = [source for source in (sorted(root.iterdir()) if root.is_dir() else [])
-               if not store.results_folder(_checked_id(source.name, source)).exists()]
+    found = sorted(root.iterdir()) if root.is_dir() else []
+    sources = [source for source in found if not store.results_folder(_checked_id(source.name, source)).exists()]
     for source in sources:
         store.results_folders.check(source)
-    added = sum(store.results_folders.add(source) for source in sources)
-    present = len(list(root.iterdir())) - len(sources) if root.is_dir() else 0
-    return {"added": added, "present": present}
+    added = 0
+    for source in sources:
+        try:
+            added += store.results_folders.add(source)
+        except RepoError as error:
+            log.warning("hub restore: left out (see STORE/quarantine/): %s", error)
+    return {"added": added, "present": len(found) - len(sources)}
 
 
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:

@@ -13,10 +13,13 @@ with it, never by reading the whole repo:
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
   remote GPU worker's new results), each checked as every folder taken from a repo is (``Results.add``) and
   renamed into place whole; the catalog notices them at its next refresh. A submission re-run since the release
-  was built counts as one the release does not hold, and a folder is taken only once its run.json answers the
-  submission's newest request (``Queue.answered_by``): until the re-run's worker has replaced it, the folder of
-  the run before is not taken. Every ``release_interval`` seconds it also ``publish``es a release when the
-  repo holds results the newest release lacks;
+  was built counts as one the release does not hold (``snapshot.current``), and a folder of the run before a
+  re-run is not taken (``Results.superseded``) until the re-run's worker has replaced it. A folder that is not
+  its job's results (another id's rows, paper rows, no lease the queue issued for its job's current request:
+  ``Results.reason_to_refuse``) is quarantined with the reason and not downloaded again until the repo holds
+  another run.json for it; a deleted submission's folder is never taken. Every ``release_interval`` seconds it
+  also ``publish``es a release when the repo holds results the newest release lacks (or no longer holds some:
+  a deleted or re-run submission);
 - ``fetch`` (a page needing per-image rows of a submission known only from the release: Compare, pictures):
   that submission's folder, on demand.
 
@@ -73,40 +76,43 @@ def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Rel
 
 def missing(store: Store, repo: Repo, revision: str | None = None) -> list[str]:
     """Ids of the repo's results folders that the store lacks and its release does not hold as they are now
-    (``snapshot.current``: a re-run's folder is fetched again), nor its quarantine (a folder set aside here is not
-    fetched again). A name that is not a submission id is logged and left out."""
+    (``snapshot.current``: a re-run's folder is fetched again), deleted ones left out. A name that is not a
+    submission id is logged and left out."""
     ids = repo.folders(layout.RESULTS, revision)
     for name in ids:
         if not is_submission_id(name):
             log.warning("%s: results/%s is not a submission id: left out", repo.name, name[:200])
     have = snapshot.installed(store)
-    held = snapshot.current(store, have[0]) if have else set()
-    aside = {entry.name for entry in store.quarantined() if entry.kind == "results"}
-    return [sid for sid in ids if is_submission_id(sid) and sid not in held and sid not in aside
+    held = snapshot.current(store, have) if have else set()
+    deleted = store.queue.deleted()
+    return [sid for sid in ids if is_submission_id(sid) and sid not in held and sid not in deleted
             and not store.results_folder(sid).exists()]
 
 
 def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None) -> list[str]:
-    """Download these results folders and add those the store lacks, each checked and renamed into place whole
-    (``Results.add``). Their run.json files come first: a folder whose run.json does not answer the submission's
-    newest request (``Queue.answered_by``: a re-run not yet replaced) is not downloaded. Returns the ids added; a
-    damaged folder is logged with the reason and left out (the others are added)."""
+    """Download these results folders and add those the store lacks, each checked against its job and renamed into
+    place whole (``Results.add``). Their run.json files come first: a folder whose run.json answers an earlier
+    request of its submission (``Results.superseded``: a re-run not yet replaced), or that the store set aside
+    before with this very run.json (``Results.refused_before``), is not downloaded. Returns the ids added; a
+    folder that is not its job's results is quarantined with the reason (logged), and the others are added."""
+    folders = store.results_folders
     wanted = [sid for sid in ids if is_submission_id(sid) and not store.results_folder(sid).exists()]
     if not wanted:
         return []
     staged = Path(tempfile.mkdtemp(prefix="pickup-", dir=store.staging))
     try:
-        runs = [f"{layout.RESULTS}/{sid}/{layout.RUN}" for sid in wanted]
-        repo.download(runs, staged, revision)
-        wanted = [sid for sid, run in zip(wanted, runs) if (staged / run).is_file()
-                  and store.queue.answered_by(sid, results.read_run((staged / run).read_bytes()))]
+        runs = {sid: f"{layout.RESULTS}/{sid}/{layout.RUN}" for sid in wanted}
+        repo.download(list(runs.values()), staged, revision)
+        wanted = [sid for sid, run in runs.items() if (staged / run).is_file()
+                  and not folders.refused_before(sid, (staged / run).read_bytes())
+                  and not folders.superseded(sid, results.read_run((staged / run).read_bytes()))]
         repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES
                        if name != layout.RUN], staged, revision)
         for sid in wanted:
             try:
-                store.results_folders.add(staged / layout.RESULTS / sid)
+                folders.add(staged / layout.RESULTS / sid)
             except RepoError as error:
-                log.warning("%s: results/%s left out: %s", repo.name, sid, error)
+                log.warning("%s: results/%s left out (see STORE/quarantine/): %s", repo.name, sid, error)
         return [sid for sid in wanted if store.has_results(sid)]
     finally:
         shutil.rmtree(staged, ignore_errors=True)
@@ -114,16 +120,23 @@ def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None)
 
 def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release | None:
     """Write the next release to the repo when the repo holds results its newest release lacks (or no longer
-    holds some): built from the newest release and the store's folders (fetching first those it has neither
+    holds some), or the release holds submissions that no longer stand (``snapshot.current``: deleted, re-run):
+    built from the newest release as it stands and the store's folders (fetching first those it has neither
     of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
     revision it was built from, then installed in the store. Returns it; None when nothing changed (or the
-    repo holds neither results nor a release: no empty release 1)."""
+    repo holds neither results nor a release: no empty release 1). SnapshotError, nothing written, when the
+    store's queue knows none of the repo's submissions (not the app's store: its release would hold none)."""
     revision = repo.revision()
     previous = _installed_or_none(store, repo, revision)
+    in_repo = [sid for sid in repo.folders(layout.RESULTS, revision) if is_submission_id(sid)]
+    listed = set(in_repo) | (set(previous[0].submissions) if previous is not None else set())
+    if listed and not listed & (set(store.queue.requests()) | store.queue.deleted()):
+        raise SnapshotError(f"{repo.name}: this store's queue ({store.queue.location}) knows none of the "
+                            f"{len(listed)} submissions the repo holds; publish with the app's store or its queue "
+                            "(--queue), or the release would drop them all")
     fetch(store, repo, missing(store, repo, revision), revision)
-    held = snapshot.current(store, previous[0]) if previous is not None else set()
-    ids = [sid for sid in repo.folders(layout.RESULTS, revision)
-           if is_submission_id(sid) and (store.has_results(sid) or sid in held)]
+    held = snapshot.current(store, previous) if previous is not None else set()
+    ids = [sid for sid in in_repo if store.has_results(sid) or sid in held]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
     if (previous[0].submissions if previous is not None else {}) == digests:

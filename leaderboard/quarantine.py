@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+FOLDER = "quarantine"  # STORE/quarantine/
 STAMP = "%Y%m%dT%H%M%S.%fZ"  # part of a quarantined folder's name: when it was moved aside (UTC)
 REASON = "reason.txt"
 

@@ -2,12 +2,17 @@
 
 When SQLite finds ``queue.sqlite`` damaged, the queue keeps it aside and starts empty (``SQLiteQueue.damaged``);
 ``rebuild`` then gives every ``submissions/<id>/`` folder its record again, and the operator hears what happened
-(the log, and the app's Queue tab).
+(the log, and the app's Queue tab). At start that is the store's first step (``Store``); while the service runs,
+``Watch`` does it (``Store.rebuild_damaged_queue``) the moment a view meets the damage, and every
+``CHECK_SECONDS`` for damage no view met (a worker meeting it waits meanwhile: ``leaderboard.worker``), so the
+service never needs a restart for it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +27,7 @@ from leaderboard.results_folders import Results
 log = logging.getLogger("culturelens.store")
 
 REBUILT_OWNER = "unknown (rebuilt)"  # the owner of records rebuilt from disk after the queue file was damaged
+CHECK_SECONDS = 300.0  # between the service's own looks at the queue file (SQLite's quick_check)
 
 
 def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
@@ -64,3 +70,52 @@ def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
     log.warning(notice)
     queue.add_notice(notice)
     return notice
+
+
+class Watch:
+    """Rebuilds the queue while the service runs when its file is found damaged, in one background thread:
+    ``rebuild_damaged`` (``Store.rebuild_damaged_queue``: keep the file aside, rebuild, say so; nothing when the
+    file is sound) is run at once when a view met the damage (``noticed``), and every ``every`` seconds once
+    ``start``ed (the service starts it). ``rebuilding``: damage was noticed and is not rebuilt yet, so a view
+    says so rather than show a queue half rebuilt."""
+
+    def __init__(self, rebuild_damaged: Callable[[], str | None], every: float = CHECK_SECONDS):
+        self.rebuild_damaged, self.every = rebuild_damaged, every
+        self._wake, self._stop, self._noticed = threading.Event(), threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def rebuilding(self) -> bool:
+        return self._noticed.is_set()
+
+    def noticed(self) -> None:
+        """A statement met the damage (``QueueDamaged``): rebuild now (the thread is started if it was not)."""
+        self._noticed.set()
+        self.start()
+        self._wake.set()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="queue-watch")
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.every)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.rebuild_damaged()
+            except Exception:  # noqa: BLE001 - the service must outlive a failed rebuild; the next look tries again
+                log.exception("rebuilding the damaged queue failed; trying again in %.0f s", self.every)
+            finally:
+                self._noticed.clear()

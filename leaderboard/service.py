@@ -2,8 +2,9 @@
 Hugging Face Space's entry point) share.
 
 ``start`` opens the suite served (``leaderboard.served_suite``: its datasets put in the store), opens the store (a
-damaged queue file is rebuilt, and said), adds the papers' rows, removes uploads an earlier run left
-half-validated, builds the default dataset if asked, installs the results repo's newest
+damaged queue file is rebuilt, and said; one found damaged while serving is rebuilt by the store's
+``queue_watch``, started here), adds the papers' rows, removes uploads an earlier run left half-validated, builds
+the default dataset if asked, installs the results repo's newest
 leaderboard release and restores the requests from the Hub (``leaderboard.pickup``, ``leaderboard.hub_sync``),
 keeps pushing to them and picking up new results, starts a supervised local worker if given its command, and builds the app. ``serve``
 launches it and, however it ends (Ctrl-C, SIGTERM), stops the worker and pushes what the mirror has not pushed yet.
@@ -39,11 +40,13 @@ class Service:
     supervisor: Supervisor | None = None
 
     def stop(self) -> None:
-        """Stop the local worker, then the mirror (which pushes what changed since its last push)."""
+        """Stop the local worker, then the mirror (which pushes what changed since its last push), then the
+        queue's watch."""
         if self.supervisor is not None:
             self.supervisor.stop()
         if self.mirror is not None:
             self.mirror.stop()
+        self.store.queue_watch.stop()
 
 
 def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: str | None = None,
@@ -70,6 +73,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
         say(f"queue: {store.queue.location}")  # without its password
     if store.rebuilt:
         say(store.rebuilt)
+    store.queue_watch.start()  # a queue file damaged while serving is rebuilt without a restart
     store.seed_reported()
     for name in store.sweep_staging():
         say(f"removed staging/{name}, left by an upload the app was validating when it stopped")

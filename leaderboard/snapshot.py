@@ -30,6 +30,7 @@ names in latest.json, the Parquet schema, the ids and digests; it is parsed, nev
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import logging
@@ -47,6 +48,7 @@ from benchmark.atomic import atomic_write_text
 from benchmark.datasets.prompts import SLICE_COLUMNS
 from benchmark.errors import CultureLensError
 from benchmark.layout import is_submission_id
+from leaderboard.queue import refusal
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.snapshot")
@@ -63,6 +65,7 @@ SCHEMA = pa.schema([
     *[(name, pa.string()) for name in SLICE_COLUMNS],  # per-prompt rows: the prompt's dataset columns
     ("run", pa.string()),  # the submission's run.json
 ])
+_RUNS = pa.schema([("run_id", pa.string()), ("run_number", pa.int64()), ("run", pa.string())])
 ROW_GROUP = 100_000  # rows sorted by part, slice, metric, submission: a per-prompt read skips most row groups
 DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -137,18 +140,40 @@ def installed(store: Store) -> tuple[Release, Path] | None:
     return (release, file) if file.exists() else None
 
 
-def current(store: Store, release: Release) -> set[str]:
-    """The release's submissions as they still are: less those asked to be scored again (re-run) since it was
-    built (``Queue.requested_since``), whose rows in it are the run before's. (A release without its build time
-    cannot tell, nor can a queue whose database is away: then all of its submissions count.)"""
-    if not release.created_at:
-        return set(release.submissions)
+def current(store: Store, installed: tuple[Release, Path]) -> set[str]:
+    """The submissions of the ``installed`` release (``installed``: the release and its file) as they still are:
+    each whose run.json in the release answers its submission's current request in the store's queue
+    (``leaderboard.queue.base.refusal``). So none re-run since it was built (its rows are the run before's), none
+    deleted (the queue no longer knows it), none the queue never issued a lease for (a release someone else
+    wrote). A queue whose database is away cannot tell: then all of its submissions count."""
+    release, file = installed
     try:
-        rerun = store.queue.requested_since(release.created_at)
+        requests = store.queue.requests()
     except Exception as error:  # noqa: BLE001 - the leaderboard is still served while the queue's database is away
-        log.warning("cannot tell which submissions of release %d were re-run: %s", release.number, error)
+        log.warning("cannot tell which submissions of release %d still stand: %s", release.number, error)
         return set(release.submissions)
-    return set(release.submissions) - rerun
+    ran = runs(file)
+    return {sid for sid in release.submissions if refusal(ran.get(sid), requests.get(sid)) is None}
+
+
+def runs(file: Path) -> dict[str, dict | None]:
+    """Each submission's run.json in the release ``file`` (read once per file: a release is never modified); empty
+    for a file that cannot be read (logged)."""
+    stat = file.stat()
+    return _runs(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _runs(file: str, mtime_ns: int, size: int) -> dict[str, dict | None]:
+    con = duckdb.connect()
+    try:
+        rows = con.execute("SELECT submission_id, any_value(run) FROM read_parquet(?) GROUP BY 1", [file]).fetchall()
+    except duckdb.Error as error:
+        log.warning("the runs of %s cannot be read: %s", Path(file).name, str(error).splitlines()[0][:200])
+        return {}
+    finally:
+        con.close()
+    return {sid: results.read_run(run.encode()) if run is not None else None for sid, run in rows}
 
 
 def install(store: Store, release: Release, file: Path) -> Path:
@@ -232,7 +257,7 @@ def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path
                                     f"WHERE list_contains({_list(kept)}, submission_id) GROUP BY 1").fetchall())
         order = sorted(runs)
         con.register("runs", pa.table({"run_id": order, "run_number": list(range(1, len(order) + 1)),
-                                       "run": [runs[sid] for sid in order]}))
+                                       "run": [runs[sid] for sid in order]}, schema=_RUNS))  # typed: may be empty
         con.register("base", SCHEMA.empty_table())
         parts = ["SELECT * EXCLUDE (run) FROM base"]
         if kept:

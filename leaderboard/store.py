@@ -28,6 +28,7 @@ and a damaged queue file rebuilt (``leaderboard.queue_rebuild``). Its methods of
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,7 @@ from leaderboard import hub_submission, quarantine, reported
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
 from leaderboard.queue import open_queue
-from leaderboard.queue_rebuild import rebuild
+from leaderboard.queue_rebuild import Watch, rebuild
 from leaderboard.repo import Repo
 from leaderboard.results_folders import Results
 
@@ -80,9 +81,9 @@ class Store:
         self.reported = self.root / "reported" / "reported.parquet"
         for folder in (self.datasets, self.staging, self.submissions, self.results, self.reported.parent):
             folder.mkdir(parents=True, exist_ok=True)
-        self.results_folders = Results(self.root, results_repo)
         self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
                                 has_results=self._answered)
+        self.results_folders = Results(self.root, self.queue, results_repo)
         self.quotas = Quota(quota, quota_hours, attempt_quota)
         self.suite = suite
         self.intake = Intake(self.queue, staging=self.staging, submissions=self.submissions,
@@ -92,11 +93,23 @@ class Store:
         # What the operator must hear when the (SQLite) queue file was found damaged and rebuilt here; else None.
         self.rebuilt: str | None = (rebuild(self.queue, self.submissions, self.results_folders)
                                     if self.queue.damaged else None)
+        self._rebuilding = threading.Lock()
+        self.queue_watch = Watch(self.rebuild_damaged_queue)  # while serving: started by the service, or a view
+
+    def rebuild_damaged_queue(self) -> str | None:
+        """While the store is in use: if the queue's file is damaged (SQLite only), keep it aside and rebuild the
+        queue from the folders, as at start (``rebuilt``, returned); None when the file is sound (or another
+        call or process replaced it first)."""
+        with self._rebuilding:
+            if self.queue.replace_damaged() is None:
+                return None
+            self.rebuilt = rebuild(self.queue, self.submissions, self.results_folders)
+            return self.rebuilt
 
     def _answered(self, submission_id: str) -> bool:
-        """The queue's ``has_results``: whether results answering the submission's newest request exist, in the
+        """The queue's ``has_results``: whether results answering the submission's current request exist, in the
         store or in the results repo (``Results.answered``)."""
-        return self.results_folders.answered(submission_id, self.queue.request_number(submission_id))
+        return self.results_folders.answered(submission_id)
 
     @property
     def limits(self) -> Limits:
@@ -246,12 +259,12 @@ class Store:
         kinds = {self.results: "results", self.reported.parent: "reported"}
         if Path(path).parent not in kinds:
             raise ValueError(f"{path}: only a results folder or the reported file is ever quarantined")
-        return quarantine.move(self.root / "quarantine", kinds[Path(path).parent], Path(path), reason)
+        return quarantine.move(self.root / quarantine.FOLDER, kinds[Path(path).parent], Path(path), reason)
 
     def quarantined(self) -> list[quarantine.Quarantined]:
         """What was moved to ``quarantine/``, oldest first; the operator repairs and moves back, re-runs, or
         deletes each."""
-        return quarantine.listing(self.root / "quarantine")
+        return quarantine.listing(self.root / quarantine.FOLDER)
 
     # --- metric meta-evaluation -----------------------------------------------------------
     @property

@@ -10,7 +10,12 @@ backbones its metrics need once, at start. A metric whose backbone or setting is
 and every result says so; if no metric can run (e.g. no CLIP weights offline)
 the worker says why in the queue's worker table, so the app can tell people why
 their submission waits, and exits with code 2 without touching any submission
-(``leaderboard.supervisor`` does not restart it then: it would fail the same way).
+(``leaderboard.supervisor`` does not restart it then: it would fail the same way). A queue whose SQLite file is
+found damaged (``QueueDamaged``) is waited for, with growing pauses, while the service rebuilds it
+(``leaderboard.queue_rebuild``): the worker neither exits nor is restarted every few seconds.
+
+Each job is claimed with a lease token (``Job.lease``), written into its results' run.json (``lease``, beside
+``request``): only results carrying it answer the job (``leaderboard.queue.base.refusal``).
 
 Under ``culturelens serve`` (``--supervised ID``) the worker's stdin is a pipe
 from the serve process: when it reads end-of-file, serve has died (even by
@@ -42,11 +47,13 @@ from benchmark.encoders.base import Backbone
 from benchmark.encoders.spec import BackboneSpec
 from benchmark.errors import CultureLensError
 from benchmark.metrics.base import Metric
-from leaderboard.queue import Job, Queue
+from leaderboard.queue import Job, Queue, QueueDamaged
 from leaderboard.remote import Remote
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.worker")
+
+DAMAGED_WAIT = (1.0, 60.0)  # seconds between looks at a damaged queue: the first, doubling up to the second
 
 
 class LeaseLost(RuntimeError):
@@ -124,16 +131,23 @@ class Worker:
     def run(self, *, once: bool = False, poll_seconds: float = 2.0, stop: threading.Event | None = None) -> int:
         """Process jobs until ``stop`` is set (or the queue is empty, with ``once``); return jobs processed."""
         stop = stop or threading.Event()
-        done = 0
+        done, wait = 0, 0.0
         while not stop.is_set():
-            job = self.store.queue.claim(self.id, self.lease_seconds)
-            if job is None:
-                self.store.queue.set_worker(self.id, "idle", self.description)
-                if once:
-                    break
-                stop.wait(poll_seconds)
+            try:
+                job = self.store.queue.claim(self.id, self.lease_seconds)
+                if job is None:
+                    self.store.queue.set_worker(self.id, "idle", self.description)
+                    if once:
+                        break
+                    stop.wait(poll_seconds)
+                    continue
+                wait = 0.0
+                self.process(job)
+            except QueueDamaged as error:  # the service rebuilds it: wait, and look again
+                wait = min(max(2 * wait, DAMAGED_WAIT[0]), DAMAGED_WAIT[1])
+                log.warning("%s; waiting %.0f s for the service to rebuild the queue", error, wait)
+                stop.wait(wait)
                 continue
-            self.process(job)
             done += 1
         return done
 
@@ -141,11 +155,12 @@ class Worker:
         queue, results = self.store.queue, self.store.results_folders
         queue.set_worker(self.id, "scoring", f"scoring {job.id}")
         log.info("scoring %s (%s), attempt %d", job.id, job.model, job.attempts)
-        # The request the results must answer (and will record): a re-run's are not those of the run before.
+        # The request the results must answer (and will record, with this claim's lease): a re-run's are not those
+        # of the run before.
         request = queue.request_number(job.id)
-        if results.answered(job.id, request):  # a previous attempt wrote them, then stopped before FINISHED
+        if results.answered(job.id):  # a previous attempt wrote them, then stopped before FINISHED
             try:
-                self._publish(job.id, request)
+                self._publish(job.id)
             except CultureLensError as error:  # the Hub refused or is away: the job says so
                 queue.fail(job.id, self.id, f"its results could not be published: {error}")
                 return
@@ -166,20 +181,20 @@ class Worker:
                                          disabled=self.disabled, settings=self.settings)
             heartbeat.check()
             log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
-            if results.answered(job.id, request):  # a worker that took over before us finished first
+            if results.answered(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            scores.run["request"] = request
-            self._remove_superseded_results(job.id, request)
+            scores.run.update(request=request, lease=job.lease)
+            self._remove_superseded_results(job.id)
             try:
                 results.write(job.id, scores)
             except OSError:
-                if not results.answered_here(job.id, request):
+                if not results.answered_here(job.id):
                     raise
                 # Results are immutable: the other worker's rename won, ours was refused; they are the same scores.
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            self._publish(job.id, request)  # even if the lease was just lost: a worker that took over then finds them
+            self._publish(job.id)  # even if the lease was just lost: a worker that took over then finds them
         except LeaseLost:
             log.warning("lost the lease on %s; another worker has it", job.id)
             return
@@ -202,20 +217,20 @@ class Worker:
         if self.remote is not None:
             self.remote.forget(self.store, job.id)
 
-    def _publish(self, submission_id: str, request: int | None) -> None:
+    def _publish(self, submission_id: str) -> None:
         """A remote worker's results go to the results repo before the job is FINISHED (the app reads them there),
         unless the repo holds them already (an earlier attempt published them, then stopped)."""
         results = self.store.results_folders
-        if self.remote is None or not results.has(submission_id) or results.answered_in_repo(submission_id, request):
+        if self.remote is None or not results.has(submission_id) or results.answered_in_repo(submission_id):
             return
         self.remote.publish(self.store, submission_id)
         log.info("published the results of %s to %s", submission_id, self.remote.results.name)
 
-    def _remove_superseded_results(self, submission_id: str, request: int | None) -> None:
-        """Delete this store's results of the submission that answer an earlier request (a re-run's worker that
-        kept the run before's): the new results take their place. This worker holds the job's lease."""
+    def _remove_superseded_results(self, submission_id: str) -> None:
+        """Delete this store's results of the submission that do not answer its current request (a re-run's worker
+        that kept the run before's): the new results take their place. This worker holds the job's lease."""
         results = self.store.results_folders
-        if results.has(submission_id) and not results.answered_here(submission_id, request):
+        if results.has(submission_id) and not results.answered_here(submission_id):
             log.info("removing the results of an earlier run of %s", submission_id)
             shutil.rmtree(self.store.results_folder(submission_id), ignore_errors=True)
 
@@ -236,7 +251,8 @@ def keep_alive(queue: Queue, worker_id: str, state: str, message: str, every: fl
 
     def beat() -> None:
         while not stop.wait(every):
-            queue.set_worker(worker_id, state, message)
+            with contextlib.suppress(QueueDamaged):  # being rebuilt: the next beat records it
+                queue.set_worker(worker_id, state, message)
 
     thread = threading.Thread(target=beat, daemon=True, name="worker-keep-alive")
     thread.start()
@@ -268,10 +284,13 @@ class _Heartbeat(threading.Thread):
     def _push(self) -> None:
         self._pushed = time.monotonic()
         fraction, message = self.progress or (None, None)
-        self.worker.store.queue.set_worker(self.worker.id, "scoring", f"scoring {self.job.id}")
-        if not self.worker.store.queue.heartbeat(self.job.id, self.worker.id, self.worker.lease_seconds,
-                                                 fraction, message):
-            self.lost = True
+        queue = self.worker.store.queue
+        try:
+            queue.set_worker(self.worker.id, "scoring", f"scoring {self.job.id}")
+            if not queue.heartbeat(self.job.id, self.worker.id, self.worker.lease_seconds, fraction, message):
+                self.lost = True
+        except QueueDamaged:  # being rebuilt: the next beat renews the lease, or finds the rebuilt queue lost it
+            log.warning("the queue is damaged: the lease on %s was not renewed this time", self.job.id)
 
     def check(self) -> None:
         if self.lost:
@@ -314,6 +333,7 @@ def main(store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
     except KeyboardInterrupt:
         stop.set()
     finally:
-        store.queue.set_worker(worker.id, "stopped", None)
+        with contextlib.suppress(*store.queue.errors):  # a queue being rebuilt: the entry ages out
+            store.queue.set_worker(worker.id, "stopped", None)
     return 0
 

@@ -286,33 +286,77 @@ def test_a_rerun_starts_afresh_and_counts_against_the_quota(queue):
 
 def test_results_answer_a_submission_s_newest_request_only(queue):
     """A re-run is the submission's second request: results of the first (run.json ``request`` 1, or no
-    ``request`` at all, as written before runs recorded it) no longer answer it, however soon it came."""
+    ``request`` at all, as written before runs recorded it) no longer answer it, however soon it came. And results
+    answer a job only under a lease the queue issued for its current request (issue 30): never a pending job's,
+    nor an unknown id's."""
     _add(queue, "a")
     assert queue.request_number("a") == 1 and queue.request_number("nope") is None
-    first = {"submission_id": "a", "request": 1}
-    assert queue.answered_by("a", first) and queue.answered_by("a", {"submission_id": "a"})
+    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # PENDING: no lease issued yet
+    lease = queue.claim("w", 60).lease
+    first = {"submission_id": "a", "request": 1, "lease": lease}
+    assert queue.answered_by("a", first) and queue.answered_by("a", {"submission_id": "a", "lease": lease})
+    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # a request number alone
+    assert not queue.answered_by("a", {**first, "lease": "0" * 32})
     assert not queue.answered_by("a", None)  # no run.json: no results
-    queue.claim("w", 60)
     queue.finish("a", "w", "done")
     assert queue.requeue("a", "alice")  # within the same second as the submission
     assert queue.request_number("a") == 2
-    assert not queue.answered_by("a", first) and not queue.answered_by("a", {"submission_id": "a"})
-    assert queue.answered_by("a", {"submission_id": "a", "request": 2})
-    assert queue.answered_by("gone", first)  # a submission the queue does not know: nothing to tell them from
+    assert not queue.answered_by("a", first) and not queue.answered_by("a", {**first, "request": 2})
+    again = queue.claim("w", 60).lease
+    assert queue.answered_by("a", {"submission_id": "a", "request": 2, "lease": again})
+    assert not queue.answered_by("a", {**first, "request": 2})  # the run before's lease
+    assert not queue.answered_by("gone", first)  # a submission the queue does not know: never
 
 
-def test_the_submissions_requested_since_a_time_are_those_submitted_or_re_run_then(queue):
+def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_queue):
+    queue = open_queue(max_attempts=3)
     _add(queue, "a")
     _add(queue, "b")
-    run_sql(queue, "UPDATE submission_log SET at = '2020-01-01T00:00:00+00:00'")  # submitted in 2020
-    assert queue.requested_since("2019-12-31T23:59:59+00:00") == {"a", "b"}
-    assert queue.requested_since("2020-01-01T00:00:00+00:00") == {"a", "b"}  # the same second counts
-    assert queue.requested_since("2021-01-01T00:00:00+00:00") == set()
-    for _ in ("a", "b"):
-        job = queue.claim("w", 60)
-        queue.finish(job.id, "w", "done")
-    queue.requeue("b", "alice")  # now
-    assert queue.requested_since("2021-01-01T00:00:00+00:00") == {"b"}
+    first = queue.claim("w1", 0.2)
+    assert first.id == "a" and len(first.lease) == 32 and queue.get("a").lease == first.lease
+    time.sleep(0.3)  # w1 died: its lease expired
+    second = queue.claim("w2", 60)
+    assert second.id == "a" and second.lease != first.lease
+    # Results written under either claim answer the job: a worker killed after writing its results is not
+    # scored again by the one that took over.
+    assert all(queue.answered_by("a", {"submission_id": "a", "request": 1, "lease": t})
+               for t in (first.lease, second.lease))
+    other = queue.claim("w3", 60)
+    assert other.id == "b" and not queue.answered_by("a", {"submission_id": "a", "lease": other.lease})
+    queue.finish("a", "w2", "done")
+    assert queue.requeue("a", "alice") and queue.get("a").lease is None  # the re-run's leases are new ones
+
+
+def test_a_job_finished_with_no_lease_recorded_takes_results_as_they_are(queue):
+    """Records restored from a requests repo (which never holds tokens), rebuilt from the folders or finished by an
+    earlier version carry no lease: a FINISHED one takes results without a token, a pending one none."""
+    restored = Job(id="f", content_hash="sha256:f", owner="ada", model="m", model_id=None, model_revision=None,
+                   dataset="d", state="FINISHED", created_at="2026-11-20T00:00:00+00:00", started_at=None,
+                   finished_at="2026-11-20T00:05:00+00:00", updated_at="2026-11-20T00:05:00+00:00", attempts=1,
+                   lease_owner=None, lease_expires=None, progress=1, message="scored", error=None, log_excerpt=None,
+                   lease_tokens="a-token-from-outside")
+    assert queue.restore(restored) and queue.restore(replace(restored, id="p", content_hash="sha256:p",
+                                                             state="PENDING"))
+    assert queue.get("f").lease_tokens is None  # a token is never taken from outside the queue
+    assert queue.answered_by("f", {"submission_id": "f", "request": 3}) and queue.answered_by("f", {})
+    assert not queue.answered_by("p", {"submission_id": "p"})
+    assert not queue.answered_by("p", {"submission_id": "p", "lease": "a-token-from-outside"})
+
+
+def test_a_queue_made_before_leases_gets_them(location, open_queue):
+    queue = open_queue()
+    _add(queue, "old")
+    queue.claim("w", 60)
+    queue.finish("old", "w", "done")
+    _add(queue, "waiting")
+    run_sql(queue, "ALTER TABLE submissions DROP COLUMN lease_tokens")  # as an earlier version made it
+    queue.close()
+
+    upgraded = open_queue()
+    assert upgraded.get("old").lease_tokens is None
+    assert upgraded.answered_by("old", {"submission_id": "old", "request": 1})  # finished before leases
+    job = upgraded.claim("w", 60)
+    assert job.id == "waiting" and upgraded.answered_by("waiting", {"submission_id": "waiting", "lease": job.lease})
 
 
 def test_a_job_not_being_scored_can_be_deleted_and_its_quota_stays_used(queue):
@@ -322,6 +366,7 @@ def test_a_job_not_being_scored_can_be_deleted_and_its_quota_stays_used(queue):
     assert not queue.delete("a")  # RUNNING
     assert queue.delete("b") and not queue.delete("b") and not queue.delete("nope")
     assert [j.id for j in queue.jobs()] == ["a"] and queue.count_since("alice", "1970") == 2
+    assert queue.deleted() == {"b"}  # remembered: its results go wherever they were published
 
 
 def test_a_restored_record_comes_back_once_and_a_running_one_pending(queue):

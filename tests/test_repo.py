@@ -121,10 +121,11 @@ def test_no_queue_transaction_is_open_while_a_repo_is_read(tmp_path, store_queue
         store.queue.add(id=sid, content_hash=f"sha256:{sid}", owner="ada", model="m", model_id=None,
                         model_revision=None, dataset="d")
     # Both jobs' workers die on their last attempt; one had published its results to the repo, and only there.
-    assert {store.queue.claim("dead", lease_seconds=0.01).id for _ in range(2)} == {"sub-published", "sub-lost"}
+    leases = {job.id: job.lease for job in (store.queue.claim("dead", lease_seconds=0.01) for _ in range(2))}
+    assert set(leases) == {"sub-published", "sub-lost"}
     run = repo.folder / layout.RESULTS / "sub-published" / layout.RUN
-    run.parent.mkdir(parents=True)
-    run.write_text(json.dumps({"submission_id": "sub-published", "request": 1}))
+    run.parent.mkdir(parents=True)  # as the worker writes it: under its claim's lease
+    run.write_text(json.dumps({"submission_id": "sub-published", "request": 1, "lease": leases["sub-published"]}))
     time.sleep(0.05)
 
     assert store.queue.claim("next", 60) is None

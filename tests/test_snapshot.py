@@ -59,10 +59,21 @@ def repo(original, tmp_path) -> LocalRepo:
     return LocalRepo(folder)
 
 
-def _fresh(tmp_path, name: str = "fresh") -> Store:
-    store = Store(tmp_path / name)  # a restarted Space: an empty disk, the papers' rows written from code
+def _fresh(tmp_path, name: str = "fresh", knows: tuple[Store, ...] = ()) -> Store:
+    """A restarted Space: an empty disk, the papers' rows written from code, and the queue's records of the
+    submissions of ``knows`` (restored from the requests repo, or kept by the PostgreSQL server): results count
+    only for submissions the queue knows."""
+    store = Store(tmp_path / name)
     store.seed_reported()
+    for source in knows:
+        for job in source.queue.jobs():
+            store.queue.restore(job)
     return store
+
+
+def _scored_by(folder: Path) -> Store:
+    """The store a results folder was scored in (``newcomer``'s: another machine's)."""
+    return Store(folder.parents[1])
 
 
 def _columns(frame) -> dict[str, list]:
@@ -85,7 +96,7 @@ def _pages(views: Site) -> dict[str, object]:
 
 def test_a_fresh_store_started_from_the_release_shows_the_same_leaderboard_reading_two_files(original, repo,
                                                                                             tmp_path):
-    fresh = _fresh(tmp_path)
+    fresh = _fresh(tmp_path, knows=(original,))
     source = LocalRepo(repo.folder)
     lines = pickup.Pickup(fresh, source, release_interval=None).start()
 
@@ -101,8 +112,8 @@ def test_a_fresh_store_started_from_the_release_shows_the_same_leaderboard_readi
     assert len(before["slices"]["Model"]) == 5 and len(before["curves"]["x"]) > 0
 
 
-def test_per_image_rows_are_fetched_for_the_one_submission_a_page_needs(repo, tmp_path):
-    fresh = _fresh(tmp_path)
+def test_per_image_rows_are_fetched_for_the_one_submission_a_page_needs(original, repo, tmp_path):
+    fresh = _fresh(tmp_path, knows=(original,))
     source = LocalRepo(repo.folder)
     fetcher = pickup.Pickup(fresh, source, release_interval=None)
     fetcher.start()
@@ -118,8 +129,9 @@ def test_per_image_rows_are_fetched_for_the_one_submission_a_page_needs(repo, tm
     assert len(source.downloaded) == 6  # read once
 
 
-def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_unchanged(repo, newcomer, tmp_path):
-    fresh = _fresh(tmp_path)
+def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_unchanged(original, repo, newcomer,
+                                                                                          tmp_path):
+    fresh = _fresh(tmp_path, knows=(original, _scored_by(newcomer)))
     source = LocalRepo(repo.folder)
     app = pickup.Pickup(fresh, source, release_interval=0)
     app.start()
@@ -152,7 +164,7 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     assert len(rows) == pq.read_table(newcomer / "aggregates.parquet").num_rows
     assert pickup.publish(fresh, source) is None
     # Another app starting now reads release 2 and nothing else.
-    later, again = _fresh(tmp_path, "later"), LocalRepo(repo.folder)
+    later, again = _fresh(tmp_path, "later", (original, _scored_by(newcomer))), LocalRepo(repo.folder)
     pickup.Pickup(later, again).start()
     assert again.downloaded == [LATEST, SECOND]
     assert _pages(Site(later, "x")) == _pages(views)
@@ -206,7 +218,7 @@ HOSTILE = [
 def test_a_hostile_release_is_refused_with_the_reason_and_the_app_starts_from_the_folders(
         original, repo, change, message, tmp_path):
     change(repo)
-    fresh = _fresh(tmp_path)
+    fresh = _fresh(tmp_path, knows=(original,))
     with pytest.raises(snapshot.SnapshotError, match=message):
         pickup.install_latest(fresh, LocalRepo(repo.folder))
     assert not (fresh.root / "leaderboard").exists() and list(fresh.staging.iterdir()) == []
@@ -219,8 +231,9 @@ def test_a_hostile_release_is_refused_with_the_reason_and_the_app_starts_from_th
     assert _pages(Site(fresh, "x")) == _pages(Site(original, "x"))
 
 
-def test_a_damaged_or_misnamed_results_folder_is_left_out_and_the_others_picked_up(repo, newcomer, tmp_path):
-    fresh = _fresh(tmp_path)
+def test_a_damaged_or_misnamed_results_folder_is_left_out_and_the_others_picked_up(original, repo, newcomer,
+                                                                                   tmp_path):
+    fresh = _fresh(tmp_path, knows=(original, _scored_by(newcomer)))
     app = pickup.Pickup(fresh, LocalRepo(repo.folder), release_interval=None)
     app.start()
     shutil.copytree(newcomer, repo.folder / "results" / newcomer.name)
@@ -242,7 +255,7 @@ def test_culturelens_hub_snapshot_publishes_and_export_writes_a_release(original
     assert result.returncode == 0, result.stderr
     assert f"results: release 1 written to {folder}" in result.stdout
     shutil.copytree(newcomer, folder / "results" / newcomer.name)
-    operator = _fresh(tmp_path, "operator")
+    operator = _fresh(tmp_path, "operator", (original, _scored_by(newcomer)))
     result = culturelens("hub", "snapshot", "--store", str(operator.root), "--results", str(folder))
     assert result.returncode == 0, result.stderr
     assert f"release 2 written to {folder}: 6 submissions" in result.stdout
@@ -270,7 +283,7 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
         pickup.Pickup(app, LocalRepo(repo.folder), release_interval=None).start()
         chosen = sorted(snapshot.installed(app)[0].submissions)[0]
         job = original.queue.get(chosen)
-        assert app.queue.restore(job)  # the app's queue knows the submission, as a deployment's does
+        assert all(app.queue.restore(known) for known in original.queue.jobs())  # as a deployment's queue does
         assert len(tables.submissions(Site(app, "x").catalog)) == 5
         app.rerun(chosen, job.owner)
         assert chosen not in set(tables.submissions(Site(app, "x").catalog)["submission_id"])
@@ -279,3 +292,32 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
     finally:
         server.stop()
 
+
+
+def test_a_store_whose_queue_knows_none_of_the_repos_submissions_publishes_no_release(repo, tmp_path):
+    stranger = _fresh(tmp_path)  # not the app's store: its queue knows none of the repo's submissions
+    latest = (repo.folder / LATEST).read_bytes()
+    with pytest.raises(snapshot.SnapshotError, match="knows none of the 5 submissions the repo holds"):
+        pickup.publish(stranger, LocalRepo(repo.folder))
+    assert (repo.folder / LATEST).read_bytes() == latest and stranger.quarantined() == []
+
+
+def test_a_folder_refused_while_its_submission_was_unknown_is_taken_once_the_queue_knows_it(original, repo,
+                                                                                          newcomer, tmp_path):
+    fresh = _fresh(tmp_path, knows=(original,))  # its requests not restored yet: the newcomer's record is missing
+    source = LocalRepo(repo.folder)
+    app = pickup.Pickup(fresh, source, release_interval=None)
+    app.start()
+    shutil.copytree(newcomer, repo.folder / "results" / newcomer.name)
+    app.round()
+    [entry] = fresh.quarantined()
+    assert entry.name == newcomer.name and entry.reason.endswith("the queue knows no such submission (never "
+                                                                 "submitted here, or deleted)")
+    before = len(source.downloaded)
+    app.round()  # its run.json is read again, and nothing else
+    assert source.downloaded[before:] == [LATEST, f"results/{newcomer.name}/run.json"]
+    assert not fresh.has_results(newcomer.name) and len(fresh.quarantined()) == 1
+
+    assert fresh.queue.restore(_scored_by(newcomer).queue.get(newcomer.name))  # the requests restored
+    app.round()
+    assert fresh.has_results(newcomer.name) and fresh.quarantined() == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
-from leaderboard import search, tables
+from leaderboard import render, search, tables
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
@@ -216,3 +217,230 @@ def test_start_up_removes_the_download_folders_of_earlier_runs_and_never_a_live_
             live.wait(timeout=60)
         assert folders() == served | {"culturelens-downloads-recent"}
     assert folders() == {"culturelens-downloads-recent"}  # serve's SIGTERM: its folder is removed at exit
+
+
+# --- finding 1: a results folder is its job's results, or it is refused --------------------------------------------
+def _row(**changes) -> dict:
+    """An aggregate row as a worker writes it (``_aggregate_row``), changed."""
+    return {**_aggregate_row(), **changes}
+
+
+def _queued(store: Store, *ids: str) -> None:
+    for sid in ids:
+        store.queue.add(id=sid, content_hash=f"sha256:{sid}", owner="ada", model=f"Model {sid}", model_id=None,
+                        model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
+
+
+def test_a_forged_results_folder_holding_another_ids_rows_and_reported_rows_is_refused_with_a_reason(tmp_path):
+    from leaderboard import pickup
+    from leaderboard.repo import folder_repo
+
+    store = Store(tmp_path / "store")
+    _queued(store, "sub-a", "sub-b", "sub-c")
+    for _ in range(3):  # each scored by a worker
+        job = store.queue.claim("gpu", 60)
+        store.queue.finish(job.id, "gpu", "scored")
+    results.write_folder(store.results / "sub-b", [], [_row(submission_id="sub-b", model="Model B", value=0.5)], [],
+                         {"submission_id": "sub-b", "request": 1})  # B's results, as its worker wrote them
+    # Someone who can write the results repo publishes results/sub-a/ with B's rows and a paper's rows in it, and
+    # results/sub-c/ with a paper's row under C's own id.
+    repo = folder_repo(tmp_path / "results-repo")
+    reported = _row(provenance="reported", submission_id=None, model="DALL-E 3", value=0.999)
+    results.write_folder(repo.folder / "results" / "sub-a", [], [
+        _row(submission_id="sub-a", model="Model A", value=0.4), _row(submission_id="sub-b", model="Model B"),
+        reported], [], {"submission_id": "sub-a", "request": 1})
+    results.write_folder(repo.folder / "results" / "sub-c", [], [{**reported, "submission_id": "sub-c"}], [],
+                         {"submission_id": "sub-c", "request": 1})
+
+    assert pickup.fetch(store, repo, pickup.missing(store, repo)) == []
+
+    reasons = {entry.name: entry.reason for entry in store.quarantined()}
+    assert reasons == {
+        "sub-a": "aggregates.parquet holds rows of other submissions ('sub-b', None), not only of sub-a",
+        "sub-c": "aggregates.parquet holds 1 row(s) whose provenance is not 'scored' (a paper's rows come only "
+                 "from its track's declaration)"}
+    assert render.plain("results sub-a") in QueueTab(Site(store, "ada")).queue()[0]  # listed in the Queue tab
+    catalog = Site(store, "ada").catalog
+    served = catalog.query("SELECT submission_id, model, provenance FROM aggregates WHERE model IN "
+                           "('DALL-E 3', 'Model A', 'Model B')")
+    assert served.to_dict("records") == [{"submission_id": "sub-b", "model": "Model B", "provenance": "scored"}]
+    # Not fetched again while the repo holds the same folder.
+    assert pickup.fetch(store, repo, pickup.missing(store, repo)) == [] and len(store.quarantined()) == 2
+
+    # A folder that reached results/ by another way still brings only its own scored rows, and leaves whole.
+    shutil.copytree(repo.folder / "results" / "sub-a", store.results / "sub-a")
+    catalog.refresh(force=True)
+    rows = catalog.query("SELECT submission_id, model, provenance FROM aggregates WHERE provenance = 'reported' "
+                         "OR submission_id IN ('sub-a', 'sub-b') ORDER BY submission_id")
+    assert rows[rows["provenance"] == "scored"].to_dict("records") == [
+        {"submission_id": "sub-a", "model": "Model A", "provenance": "scored"},
+        {"submission_id": "sub-b", "model": "Model B", "provenance": "scored"}]
+    assert "DALL-E 3" not in set(rows["model"])
+    store.delete("sub-a", "ada")
+    catalog.refresh(force=True)
+    assert catalog.query("SELECT count(*) AS n FROM aggregates WHERE submission_id = 'sub-a'")["n"][0] == 0
+
+
+@pytest.mark.slow  # scores with a tiny CLIP
+def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_upstream, backbones_file):
+    from benchmark.encoders.spec import load_registry
+    from benchmark.metrics.alignment import ClipCosine
+    from leaderboard import pickup
+    from leaderboard.repo import folder_repo
+    from leaderboard.worker import Worker
+    from tests.helpers import make_submission
+
+    repo = folder_repo(tmp_path / "results-repo")
+    store = serving_tiny_cube(Store(tmp_path / "store", results_repo=repo), tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    job = store.submit(make_submission(tmp_path / "upload", prompt_ids), "ada").job
+    # A token holder publishes results/<id>/ for the pending job: its own rows, scored, answering request 1.
+    results.write_folder(repo.folder / "results" / job.id, [], [_row(submission_id=job.id, value=0.99)], [],
+                         {"submission_id": job.id, "request": 1})
+
+    # The app's pickup refuses them, with the reason.
+    assert pickup.fetch(store, repo, [job.id]) == []
+    [entry] = store.quarantined()
+    assert entry.name == job.id and entry.reason == (
+        "its results do not answer the job: the queue has issued no lease for its request 1 (PENDING): no worker "
+        "has scored it")
+    # The next worker does not take them for its job's results: it scores the submission.
+    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    assert worker.load() and worker.run(once=True) == 1
+    scored = store.queue.get(job.id)
+    assert scored.state == "FINISHED" and scored.message.startswith("scored 12 images"), scored
+    assert store.run_record(job.id)["lease"] == scored.lease and len(scored.lease) == 32
+
+
+# --- finding 2: a deleted submission is gone everywhere ------------------------------------------------------------
+@pytest.mark.slow  # two `culturelens serve` starts, and a tiny CLIP scoring
+def test_a_deleted_submission_stays_absent_after_a_restart_over_a_release_and_after_the_next_publish(
+        tmp_path, tiny_upstream, backbones_file, postgres_url):
+    """The deployment: an app whose disk does not last, a remote worker, a PostgreSQL queue and two repos (folders
+    standing in for the Hub's). The owner deletes a submission the remote worker published and release 1 holds."""
+    from gradio_client import Client
+
+    from benchmark.encoders.spec import load_registry
+    from benchmark.metrics.alignment import ClipCosine
+    from leaderboard import hub_sync, pickup
+    from leaderboard.remote import Remote
+    from leaderboard.repo import folder_repo
+    from leaderboard.worker import Worker
+    from tests.helpers import make_submission
+
+    requests, published = folder_repo(tmp_path / "requests-repo"), folder_repo(tmp_path / "results-repo")
+    app = serving_tiny_cube(Store(tmp_path / "app", queue=postgres_url), tiny_upstream)
+    prompt_ids = list(app.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    kept = app.submit(make_submission(tmp_path / "kept", prompt_ids, model_name="Kept model"), "bo").job.id
+    gone = app.submit(make_submission(tmp_path / "gone", prompt_ids, model_name="Deleted model"), "ada").job.id
+    hub_sync.push(app, "requests", requests)  # the app's mirror
+    remote = Remote(requests, published)
+    gpu = serving_tiny_cube(Store(tmp_path / "gpu", queue=postgres_url, results_repo=published), tiny_upstream)
+    worker = Worker(gpu, load_registry(str(backbones_file)), [ClipCosine()], remote=remote)
+    assert worker.load() and worker.run(once=True) == 2  # scored and published both
+    assert pickup.publish(app, published).submissions.keys() == {kept, gone}  # release 1
+
+    app.delete(gone, "ada")
+
+    def scored_models(store: Store) -> set[str]:
+        """What a visitor of a freshly started `culturelens serve` over ``store`` is shown ranked."""
+        with serving(store.root, tmp_path / f"{store.root.name}.log", "--no-worker", "--queue", postgres_url) as url:
+            rows = Client(url, verbose=False).predict("awareness", "clip_cosine", api_name="/leaderboard")
+        return {row["model"] for row in rows if row["provenance"] == "scored"}
+
+    # The app restarts on an empty disk: it installs the newest release, as `serve --hub-results` does at start.
+    restarted = Store(tmp_path / "restarted", queue=postgres_url)
+    assert pickup.install_latest(restarted, published).number == 1
+    assert scored_models(restarted) == {"Kept model"}
+    # Its mirror removes the folder the remote worker pushed; the next release is rebuilt without it.
+    hub_sync.push(restarted, "results", published)
+    assert not (published.folder / "results" / gone).exists() and (published.folder / "results" / kept).exists()
+    release = pickup.publish(restarted, published)
+    assert release.number == 2 and set(release.submissions) == {kept}
+    assert scored_models(restarted) == {"Kept model"}
+    # A third start reads release 2, which does not hold it.
+    assert set(pickup.install_latest(Store(tmp_path / "again", queue=postgres_url), published).submissions) == {kept}
+
+
+# --- finding 4: a queue file damaged while serving -----------------------------------------------------------------
+REBUILDING = "The queue is being rebuilt: its database file was found damaged"  # what the Queue and Submit tabs say
+def _damage(queue_file) -> None:
+    """Overwrite everything after the queue file's first 4 KiB, as a failing disk would. SQLite's pages written
+    lately are first checkpointed from its write-ahead log into the file, as SQLite itself does, so that the
+    damage is in what every reader reads."""
+    import sqlite3
+
+    with sqlite3.connect(queue_file) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(queue_file, "r+b") as file:
+        size = file.seek(0, os.SEEK_END)
+        file.seek(4096)
+        file.write(bytes(range(256)) * ((size - 4096) // 256 + 1))
+
+
+def test_a_worker_waits_for_a_damaged_queue_to_be_rebuilt_rather_than_exit(tmp_path, caplog):
+    import threading
+
+    from leaderboard.worker import Worker
+
+    store = Store(tmp_path / "store")
+    worker = Worker(store, {}, [])  # no job comes: it only claims
+    _damage(store.root / "queue.sqlite")
+    stop = threading.Event()
+    running = threading.Thread(target=worker.run, kwargs={"stop": stop, "poll_seconds": 0.1})
+    running.start()
+    try:
+        _until(lambda: "waiting 1 s for the service to rebuild the queue" in caplog.text, 10, "the worker waits")
+        assert running.is_alive()
+        assert store.rebuild_damaged_queue().startswith("queue rebuilt from disk at ")  # what the service does
+        _until(lambda: [w for w in store.queue.workers() if (w["id"], w["state"]) == (worker.id, "idle")], 30,
+               "the worker claims again")
+    finally:
+        stop.set()
+        running.join()
+
+
+@pytest.mark.slow  # a `culturelens serve` with its worker, a tiny CLIP scoring, and Chromium
+def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_without_restarting_serve(
+        tmp_path, tiny_upstream, backbones_file):
+    from gradio_client import Client, handle_file
+
+    from tests.browser import chromium, open_page, wait_for_text
+    from tests.helpers import make_submission, zip_folder
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    first = store.submit(make_submission(tmp_path / "first", prompt_ids, model_name="First model"), "ada").job
+    second = zip_folder(make_submission(tmp_path / "second", prompt_ids, model_name="Second model"),
+                        tmp_path / "second.zip")
+    queue_file, log = store.root / "queue.sqlite", tmp_path / "serve.log"
+
+    def jobs(client) -> dict[str, str]:
+        return {job["model"]: job["state"] for job in client.predict(api_name="/queue")["jobs"]}
+
+    with serving(store.root, log, "--user", "ada", "--backbones", str(backbones_file)) as url:
+        client = Client(url, verbose=False)
+        _until(lambda: jobs(client) == {"First model": "FINISHED"}, 300, "its worker scores the first submission")
+
+        # The Queue tab, opened by a person: a notice, not an error; then the rebuilt queue.
+        _damage(queue_file)
+        with chromium() as browser:
+            page = open_page(browser, f"{url}?tab=queue", shows=REBUILDING)
+            assert "Error" not in page.evaluate("() => document.body.innerText")
+            wait_for_text(page, "queue rebuilt from disk at")  # its timer redraws the Queue tab
+            wait_for_text(page, "First model")
+        assert jobs(client) == {"First model": "FINISHED"} and store.queue.get(first.id).owner == "unknown (rebuilt)"
+
+        # The Submit tab, while the queue is damaged: a notice, nothing stored; once rebuilt, the same upload passes.
+        _damage(queue_file)
+        verdict = client.predict(handle_file(str(second)), api_name="/submit")
+        assert verdict.startswith("### Not submitted: nothing was stored") and REBUILDING in verdict
+        _until(lambda: client.predict(api_name="/queue")["notice"] is None, 60, "the queue is rebuilt")
+        assert sorted(p.name for p in store.submissions.iterdir()) == [first.id]
+        assert client.predict(handle_file(str(second)), api_name="/submit").startswith("### Accepted")
+        # Its worker, never restarted, scores it: it waited for the queue rather than exit.
+        _until(lambda: jobs(client).get("Second model") == "FINISHED", 300, "the worker scores the second one")
+        [supervisor] = _until(store.queue.supervisors, 30, "the supervisor records itself in the rebuilt queue")
+        assert (supervisor["state"], supervisor["restarts"]) == ("running", 0)
+        assert len(list(store.root.glob("queue.sqlite.damaged-*"))) == 2
+    assert "restarting it in" not in log.read_text()

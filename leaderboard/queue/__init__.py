@@ -14,14 +14,17 @@ from leaderboard.queue.base import (
     DuplicateSubmission,
     Job,
     Queue,
+    QueueDamaged,
     QueueUnavailable,
     QuotaExceeded,
+    Request,
     now_iso,
+    refusal,
 )
 from leaderboard.queue.location import QueueLocationError, is_url
 
-__all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueLocationError", "QueueUnavailable",
-           "QuotaExceeded", "now_iso", "open_queue"]
+__all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueDamaged", "QueueLocationError",
+           "QueueUnavailable", "QuotaExceeded", "Request", "now_iso", "open_queue", "refusal"]
 
 
 def open_queue(location: str | Path, **options) -> Queue:

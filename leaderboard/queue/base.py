@@ -17,6 +17,13 @@ so a worker whose clock runs ahead cannot take over a healthy job. Quotas count
 transaction that inserts (``_transaction(lock=owner)``: a backend serialises
 the transactions of one owner there).
 
+Each claim issues a lease token (``Job.lease``), kept with the job until its next request (a re-run), and the
+worker writes it into the results it writes (run.json ``lease``): results answer a job only when they carry a
+lease the queue issued for its current request (``refusal``), so results that someone else put in a results repo
+never answer a job, nor mark one FINISHED. The tokens never leave the queue but in the run.json of results written
+under them (``hub_sync`` mirrors no token). A deleted submission is remembered (``deleted``), so that a mirror
+can remove its results wherever they were published.
+
 The SQL is written once, with ``?`` placeholders and ``DB_NOW``; a backend
 (``sqlite``, ``postgres``) supplies connections, transactions, the clock and
 row locking (``_skip_locked``), so the two cannot drift apart.
@@ -24,6 +31,7 @@ row locking (``_skip_locked``), so the two cannot drift apart.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -43,14 +51,45 @@ def _times(n: int) -> str:
     return f"{n} time" + ("s" if n != 1 else "")
 
 
-def answers(run: dict | None, request: int | None) -> bool:
-    """Whether results whose run.json is ``run`` answer request number ``request`` of their submission
-    (``Queue.request_number``), so that a re-run is never taken as done by the results of the run before.
-    Results scored before run.json recorded the request answer the first one; for a submission the queue does
-    not know (``request`` None) results cannot be told from others and count; no run.json (None) answers nothing."""
+UNKNOWN = "the queue knows no such submission (never submitted here, or deleted)"  # ``refusal``'s one that may pass
+
+
+@dataclass(frozen=True)
+class Request:
+    """What results must answer to count as a submission's scores: its current request to be scored (``number``:
+    1 for the submission, one more per re-run), the state of its job and the lease tokens the queue issued for
+    that request (one per claim: a worker that takes over a dead one's job gets its own)."""
+
+    number: int
+    state: str
+    leases: tuple[str, ...]
+
+
+def refusal(run: dict | None, request: Request | None) -> str | None:
+    """Why results whose run.json is ``run`` do not answer a submission's current ``request``
+    (``Queue.request``; None: the queue knows no such submission); None when they do.
+
+    They answer it when they carry (run.json ``lease``) a lease token the queue issued for that request, and record
+    its number (``request``; results written before requests were recorded answer the first). A job FINISHED with
+    no lease recorded (finished by a version before leases, or a record restored from a requests repo or rebuilt
+    from the store's folders: neither holds tokens) takes results as they are: nothing tells them apart there,
+    and its scores are public already. Any other job takes none: results nobody scored under its lease (another
+    submission's, a forged folder, a re-run's run before) never answer it, nor mark it FINISHED."""
     if not isinstance(run, dict):
-        return False
-    return request is None or run.get("request", 1) == request
+        return "it has no run.json holding a JSON object"
+    if request is None:
+        return UNKNOWN
+    if not request.leases:
+        if request.state == "FINISHED":
+            return None
+        return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
+                "has scored it")
+    if run.get("lease") not in request.leases:
+        carried = "carries none" if "lease" not in run else "carries another"
+        return f"its run.json {carried} of the lease tokens the queue issued for its request {request.number}"
+    if run.get("request", 1) != request.number:
+        return f"it answers request {str(run.get('request'))[:20]}, not its current request {request.number}"
+    return None
 
 
 class QuotaExceeded(CultureLensError):
@@ -77,6 +116,11 @@ class QueueUnavailable(CultureLensError):
 DATASETS_JOINED = " + "  # a suite submission's ``dataset``: its parts' datasets (repo:config:split), joined
 
 
+class QueueDamaged(CultureLensError):
+    """SQLite found the queue's file damaged while it was in use; the service keeps it aside and rebuilds the queue
+    from the store's folders (``Store.rebuild_damaged_queue``), as at start; a worker waits meanwhile."""
+
+
 @dataclass(frozen=True)
 class Job:
     id: str
@@ -98,6 +142,12 @@ class Job:
     message: str | None
     error: str | None
     log_excerpt: str | None
+    lease_tokens: str | None = None  # the tokens issued for the current request, space-separated (never mirrored)
+
+    @property
+    def lease(self) -> str | None:
+        """The token of the newest claim: the one the worker that claimed this job writes into its results."""
+        return self.lease_tokens.split()[-1] if self.lease_tokens else None
 
     @property
     def datasets(self) -> list[str]:
@@ -158,6 +208,12 @@ class Queue:
     def close(self) -> None:
         """Release the connections kept open (none for SQLite)."""
 
+    def replace_damaged(self) -> Path | None:
+        """While the queue is in use: when its file is damaged, keep it aside and start an empty queue, as at start
+        (``damaged``); returns where it was kept, None when nothing was (always, for PostgreSQL, which keeps its own
+        data safe)."""
+        return None
+
     # --- submissions ------------------------------------------------------------------------------------------
     def add(self, *, id: str, content_hash: str, owner: str, model: str, model_id: str | None,
             model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None) -> Job:
@@ -207,26 +263,42 @@ class Queue:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
 
+    _REQUESTS = ("SELECT id, state, lease_tokens, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id)"
+                 " AS logged FROM submissions s")
+
+    @staticmethod
+    def _request(row: dict) -> Request:
+        # 1 when the log has none: a record restored from the Hub, or rebuilt
+        return Request(max(1, row["logged"]), row["state"], tuple((row["lease_tokens"] or "").split()))
+
+    def request(self, id: str) -> Request | None:
+        """Submission ``id``'s current request to be scored (``Request``: what results must answer); None for an
+        unknown id."""
+        with self._connect() as db:
+            row = db.execute(self._REQUESTS + " WHERE id = ?", (id,)).fetchone()
+        return self._request(row) if row else None
+
+    def requests(self) -> dict[str, Request]:
+        """Every submission's current request, in one read (a release's submissions checked at each refresh)."""
+        with self._connect() as db:
+            return {row["id"]: self._request(row) for row in db.execute(self._REQUESTS).fetchall()}
+
     def request_number(self, id: str) -> int | None:
         """How many times submission ``id`` has been asked to be scored: 1 for its submission, one more for each
         re-run (its entries in the submission log; 1 when the log has none, as in a queue restored from the Hub);
         None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
         are told from those of the run before, however soon the re-run came."""
-        with self._connect() as db:
-            job = db.execute("SELECT id FROM submissions WHERE id = ?", (id,)).fetchone()
-            logged = db.execute("SELECT count(*) AS n FROM submission_log WHERE submission = ?", (id,)).fetchone()
-        return max(1, logged["n"]) if job is not None else None
+        request = self.request(id)
+        return request.number if request else None
 
     def answered_by(self, id: str, run: dict | None) -> bool:
-        """Whether results whose run.json is ``run`` answer submission ``id``'s newest request (``answers``)."""
-        return answers(run, self.request_number(id)) if isinstance(run, dict) else False
+        """Whether results whose run.json is ``run`` answer submission ``id``'s current request (``refusal``)."""
+        return refusal(run, self.request(id)) is None
 
-    def requested_since(self, stamp: str) -> set[str]:
-        """The submissions asked to be scored (submitted or re-run) at ``stamp`` or later (the same second
-        included)."""
+    def deleted(self) -> set[str]:
+        """The submissions their owners deleted (``delete``): their results go wherever they were published."""
         with self._connect() as db:
-            rows = db.execute("SELECT submission FROM submission_log WHERE at >= ?", (stamp,)).fetchall()
-        return {row["submission"] for row in rows}
+            return {row["submission"] for row in db.execute("SELECT submission FROM deletions").fetchall()}
 
     def wait(self, id: str, timeout: float = 300, poll: float = 0.5) -> Job:
         """Block until submission ``id`` is FINISHED or FAILED; TimeoutError after ``timeout`` seconds."""
@@ -246,10 +318,12 @@ class Queue:
 
     # --- workers: claims, leases, outcomes --------------------------------------------------------------------
     def claim(self, worker: str, lease_seconds: float) -> Job | None:
-        """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired. A job whose lease expired
-        on its last attempt is not taken: it ends FINISHED if that attempt wrote its results, else FAILED."""
+        """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired, with a new lease token
+        (``Job.lease`` of the job returned: the worker writes it into its results). A job whose lease expired on
+        its last attempt is not taken: it ends FINISHED if that attempt wrote its results, else FAILED."""
         self._end_exhausted()
         stamp = now_iso()
+        token = secrets.token_hex(16)
         with self._transaction() as db:
             row = db.execute(
                 "SELECT id FROM submissions WHERE state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < DB_NOW"
@@ -260,8 +334,9 @@ class Queue:
             db.execute(
                 "UPDATE submissions SET state = 'RUNNING', lease_owner = ?, lease_expires = DB_NOW + ?,"
                 " attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?, progress = 0,"
-                " message = ?, error = NULL WHERE id = ?",
-                (worker, lease_seconds, stamp, stamp, f"claimed by worker {worker}", row["id"]))
+                " message = ?, error = NULL, lease_tokens = trim(COALESCE(lease_tokens, '') || ' ' || ?)"
+                " WHERE id = ?",
+                (worker, lease_seconds, stamp, stamp, f"claimed by worker {worker}", token, row["id"]))
         return self.get(row["id"])
 
     def _end_exhausted(self) -> None:
@@ -424,25 +499,30 @@ class Queue:
             cursor = db.execute(
                 "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
                 " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
-                " message = 're-run requested: waiting for a worker', updated_at = ?"
+                " lease_tokens = NULL, message = 're-run requested: waiting for a worker', updated_at = ?"
                 " WHERE id = ? AND state IN ('FINISHED', 'FAILED')", (stamp, id))
             if cursor.rowcount == 1:
                 self._log_submission(db, owner, id, "rerun", stamp, quota)  # QuotaExceeded rolls the update back
         return cursor.rowcount == 1
 
     def delete(self, id: str) -> bool:
-        """Forget a submission that no worker is scoring; False if it is RUNNING or unknown."""
+        """Forget a submission that no worker is scoring, remembering that it was deleted (``deleted``); False if it
+        is RUNNING or unknown."""
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (id,))
+            if cursor.rowcount == 1:
+                db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           (id, now_iso()))
         return cursor.rowcount == 1
 
     def restore(self, job: Job) -> bool:
         """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue);
-        False if its id or content is already here. A RUNNING record comes back PENDING: its worker is gone."""
+        False if its id or content is already here. A RUNNING record comes back PENDING: its worker is gone. No lease
+        comes with it: a token is never taken from outside the queue."""
         record = asdict(job)
         if job.state == "RUNNING":
             record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
-        record.update(lease_owner=None, lease_expires=None, updated_at=now_iso())
+        record.update(lease_owner=None, lease_expires=None, lease_tokens=None, updated_at=now_iso())
         names = ", ".join(record)
         with self._transaction() as db:
             cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"

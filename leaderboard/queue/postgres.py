@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     progress DOUBLE PRECISION,
     message TEXT,
     error TEXT,
-    log_excerpt TEXT
+    log_excerpt TEXT,
+    lease_tokens {C}  -- the lease tokens issued for the current request, space-separated
 );
 CREATE INDEX IF NOT EXISTS submissions_by_state ON submissions (state, created_at, id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -77,9 +78,8 @@ CREATE TABLE IF NOT EXISTS submission_log (
     kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
 );
 CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
--- request_number counts a submission's requests; requested_since runs on the catalog's every refresh
+-- request counts a submission's requests
 CREATE INDEX IF NOT EXISTS submission_log_by_submission ON submission_log (submission);
-CREATE INDEX IF NOT EXISTS submission_log_by_time ON submission_log (at);
 CREATE TABLE IF NOT EXISTS supervisors (
     id {C} PRIMARY KEY,
     state TEXT NOT NULL,
@@ -89,6 +89,12 @@ CREATE TABLE IF NOT EXISTS supervisors (
     retry_at DOUBLE PRECISION,
     message TEXT,
     heartbeat DOUBLE PRECISION NOT NULL
+);
+-- A queue made before leases: its jobs get the column, empty (``base.refusal`` says what such a job takes).
+ALTER TABLE submissions ADD COLUMN IF NOT EXISTS lease_tokens {C};
+CREATE TABLE IF NOT EXISTS deletions (
+    submission {C} PRIMARY KEY,
+    at {C} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS notices (
     at DOUBLE PRECISION NOT NULL,

@@ -8,7 +8,10 @@ with ``BEGIN IMMEDIATE``: writers take turns, so a claim or a quota check
 sees every transaction before it (the semantics are ``base``'s).
 
 A file SQLite finds damaged is kept aside and replaced by an empty queue
-(``damaged``): the store rebuilds it from its folders.
+(``damaged``): the store rebuilds it from its folders. At start, that is found by
+``PRAGMA quick_check``; while the queue is in use, a statement SQLite finds damage in
+raises ``QueueDamaged`` (SQLite's "database disk image is malformed", "file is not a
+database"), and ``replace_damaged`` does then what a start does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from leaderboard.queue.base import Queue
+from leaderboard.queue.base import Queue, QueueDamaged
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     progress REAL,
     message TEXT,
     error TEXT,
-    log_excerpt TEXT
+    log_excerpt TEXT,
+    lease_tokens TEXT  -- the lease tokens issued for the current request, space-separated
 );
 CREATE TABLE IF NOT EXISTS attempts (
     owner TEXT NOT NULL,
@@ -63,9 +67,8 @@ CREATE TABLE IF NOT EXISTS submission_log (
     kind TEXT NOT NULL CHECK (kind IN ('submission', 'rerun'))
 );
 CREATE INDEX IF NOT EXISTS submission_log_by_owner ON submission_log (owner, at);
--- request_number counts a submission's requests; requested_since runs on the catalog's every refresh
+-- request counts a submission's requests
 CREATE INDEX IF NOT EXISTS submission_log_by_submission ON submission_log (submission);
-CREATE INDEX IF NOT EXISTS submission_log_by_time ON submission_log (at);
 -- A queue made before the log existed: its submissions start the log, so an upgrade gives no quota back.
 INSERT INTO submission_log (owner, at, submission, kind)
     SELECT owner, created_at, id, 'submission' FROM submissions WHERE NOT EXISTS (SELECT 1 FROM submission_log);
@@ -78,6 +81,10 @@ CREATE TABLE IF NOT EXISTS supervisors (
     retry_at REAL,
     message TEXT,
     heartbeat REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS deletions (
+    submission TEXT PRIMARY KEY,
+    at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS notices (
     at REAL NOT NULL,
@@ -98,6 +105,9 @@ DB_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 log = logging.getLogger("culturelens.queue")
 
 
+DAMAGE = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}  # SQLite's primary result codes for a damaged file
+
+
 def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict:
     return {column[0]: value for column, value in zip(cursor.description, row)}
 
@@ -116,7 +126,7 @@ class SQLiteQueue(Queue):
     """Submission records in ``path`` (SQLite, WAL mode); safe to use from many processes of one machine (or
     machines sharing the file). See ``Queue`` for ``damaged``."""
 
-    errors = (sqlite3.Error,)
+    errors = (sqlite3.Error, QueueDamaged)
     _integrity_errors = (sqlite3.IntegrityError,)
     now_sql = DB_NOW
 
@@ -128,43 +138,65 @@ class SQLiteQueue(Queue):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._open()
-        except sqlite3.DatabaseError as error:
-            self._replace_damaged(error)
+        except QueueDamaged as error:
+            self.damaged = self._replace_damaged(error)
 
     def _open(self) -> None:
-        """Create the tables if needed; DatabaseError if SQLite finds the file damaged."""
+        """Create the tables if needed (and the columns a queue made by an earlier version lacks); QueueDamaged if
+        SQLite finds the file damaged."""
         with self._connect() as db:
             db.db.execute("PRAGMA journal_mode=WAL")
             db.db.executescript(_SCHEMA)
+            db.db.execute("BEGIN IMMEDIATE")  # one process adds the column, the others then see it
+            if "lease_tokens" not in {row["name"] for row in db.db.execute("PRAGMA table_info(submissions)")}:
+                db.db.execute("ALTER TABLE submissions ADD COLUMN lease_tokens TEXT")
+            db.db.execute("COMMIT")
             problems = [row["quick_check"] for row in db.db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+            raise QueueDamaged(f"{self.path.name} is damaged: {'; '.join(problems[:3])[:300]}")
 
-    def _replace_damaged(self, error: sqlite3.DatabaseError) -> None:
-        """Keep the damaged file (and its -wal, -shm) as ``<name>.damaged-<UTC time>`` and start an empty queue.
-        Under an exclusive lock, checked again: of several processes starting at once, one replaces it."""
+    def replace_damaged(self) -> Path | None:
+        try:
+            self._open()
+            return None
+        except QueueDamaged as error:
+            kept = self._replace_damaged(error)
+        if kept is not None:
+            self.damaged = kept
+        return kept
+
+    def _replace_damaged(self, error: QueueDamaged) -> Path | None:
+        """Keep the damaged file (and its -wal, -shm) as ``<name>.damaged-<UTC time>`` and start an empty queue;
+        returns where it was kept. Under an exclusive lock, checked again: of several processes finding it damaged
+        at once, one replaces it (the others get None)."""
         with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 self._open()
-                return  # another process replaced it meanwhile
-            except sqlite3.DatabaseError:
+                return None  # another process replaced it meanwhile
+            except QueueDamaged:
                 pass
             kept = self.path.with_name(f"{self.path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S.%fZ}")
             for suffix in ("", "-wal", "-shm"):
                 part = Path(f"{self.path}{suffix}")
                 if part.exists():
                     part.rename(f"{kept}{suffix}")
-            log.warning("%s is damaged (%s): kept as %s, starting an empty queue", self.path.name, error, kept.name)
+            log.warning("%s: kept as %s, starting an empty queue", error, kept.name)
             self._open()
-            self.damaged = kept
+            return kept
 
     @contextmanager
     def _connect(self) -> Iterator[_Session]:
+        """A connection; a statement SQLite finds damage in raises QueueDamaged (other errors pass as they are)."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         db.row_factory = _dict_row
         try:
             yield _Session(db)
+        except sqlite3.DatabaseError as error:
+            # An extended result code keeps its primary code in its low byte.
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF in DAMAGE:
+                raise QueueDamaged(f"{self.path.name} is damaged: {error}") from error
+            raise
         finally:
             db.close()
 

@@ -12,7 +12,7 @@ from benchmark import layout
 from benchmark import tracks as track_registry
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Site, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
 # The submissions table: narrow enough not to scroll sideways on a laptop (a submission's times are in its details);
@@ -41,11 +41,13 @@ class QueueTab:
     def public(self, text: object) -> str:
         return self.site.public(text)
 
+    @while_queue_rebuilt(lambda notice: {"jobs": [], "workers": [], "notice": notice})
     def queue_api(self) -> dict:
         """The queue as data, nothing escaped, server folders hidden: ``jobs``, newest first (at most
         ``QUEUE_ROWS``; any other by ``/details``): id, state, model, model_id, owner, dataset, submitted_at,
         started_at, finished_at (ISO 8601), progress (0-1, while RUNNING), message, reason (why it FAILED),
-        attempts; and ``workers`` heard from in the last hour: id, state, seconds_since_heard, message."""
+        attempts; ``workers`` heard from in the last hour: id, state, seconds_since_heard, message; and ``notice``:
+        None, or why the queue cannot be listed now (it is being rebuilt, ``site.QUEUE_REBUILDING``)."""
         jobs = [{"id": job.id, "state": job.state, "model": job.model, "model_id": job.model_id, "owner": job.owner,
                  "dataset": job.dataset, "submitted_at": job.created_at, "started_at": job.started_at,
                  "finished_at": job.finished_at, "progress": job.progress if job.state == "RUNNING" else None,
@@ -55,8 +57,9 @@ class QueueTab:
         workers = [{"id": w["id"], "state": w["state"], "seconds_since_heard": round(float(w["age"]), 1),
                     "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
                    for w in self.store.queue.workers(within_seconds=3600)]
-        return {"jobs": jobs, "workers": workers}
+        return {"jobs": jobs, "workers": workers, "notice": None}
 
+    @while_queue_rebuilt(lambda notice: (_notice(notice), pd.DataFrame(columns=QUEUE_COLUMNS)))
     def queue(self):
         """The worker state in full (``workers_markdown``) and the newest submissions (``table``)."""
         frame = self.table()
@@ -151,6 +154,7 @@ class QueueTab:
             return f"- **supervisor gave up** ({restarts}{last}): {render.plain(s['message'] or '')}"
         return None
 
+    @while_queue_rebuilt(lambda notice: (notice, None))
     def details(self, submission_id: str):
         """One submission: state, reason and log excerpt, and its per-image scores to download."""
         job = self.store.queue.get((submission_id or "").strip())
@@ -188,6 +192,7 @@ class QueueTab:
         """Delete one of your submissions with its images and results."""
         return self.owner_action("delete", submission_id, profile)
 
+    @while_queue_rebuilt(lambda notice: f"Not done: {notice}")
     def owner_action(self, action: str, submission_id: str, profile: gr.OAuthProfile | None) -> str:
         owner = self.site.who(profile)
         if owner is None:
@@ -201,6 +206,8 @@ class QueueTab:
             return f"Not done: {render.plain(error)}"
         return f"Done: {render.code(submission_id)} " + ("queued again." if action == "rerun" else "deleted.")
 
+    @while_queue_rebuilt(lambda notice: {"workers": _notice(notice), "worker_details": "",
+                                         "table": pd.DataFrame(columns=QUEUE_COLUMNS)})
     def page(self) -> dict:
         """The tab by output name: the worker state's lines, its details folded, the submissions."""
         shown, folded = self.status()
@@ -232,6 +239,11 @@ class QueueTab:
                            outputs={"workers": workers, "worker_details": worker_details, "table": table,
                                     "details": details, "per_image": per_image})
         return self.parts
+
+
+def _notice(notice: str) -> str:
+    """The Queue tab while the queue is being rebuilt: the notice."""
+    return f"> **Notice:** {notice}"
 
 
 SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause

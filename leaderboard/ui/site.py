@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -15,8 +16,33 @@ from benchmark import tracks as track_registry
 from leaderboard import operator_settings, render, tables
 from leaderboard.catalog import Catalog
 from leaderboard.downloads import DownloadFolder
+from leaderboard.queue import QueueDamaged
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
+
+
+QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
+                    "queue rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again "
+                    "in a minute.")
+
+
+def while_queue_rebuilt(shown: Callable[[str], object]):
+    """For a view (a method of a tab with a ``store``) that reads the queue: while the queue is being rebuilt (its file
+    found damaged by this view or another, ``Store.queue_watch``), what ``shown(QUEUE_REBUILDING)`` gives instead of
+    Gradio's generic "Error"; the rebuild starts the moment a view meets the damage."""
+
+    def wrap(view):
+        @functools.wraps(view)
+        def guarded(self, *args, **kwargs):
+            watch = self.store.queue_watch
+            if not watch.rebuilding:
+                try:
+                    return view(self, *args, **kwargs)
+                except QueueDamaged:
+                    watch.noticed()
+            return shown(QUEUE_REBUILDING)
+        return guarded
+    return wrap
 
 
 class Site:

@@ -14,7 +14,7 @@ from benchmark.submission.manifest import json_schema
 from leaderboard import operator_settings, render, repo, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.store import Store
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Site, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, text_markdown
 
 
@@ -33,6 +33,7 @@ class SubmitTab:
         """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
         return self.site.write("manifest.schema.json", json_schema())
 
+    @while_queue_rebuilt(lambda notice: f"### Not submitted: nothing was stored\n\n{notice}")
     def submit(self, file: str | None, hub_repo: str, profile: gr.OAuthProfile | None = None,
                progress=gr.Progress()) -> str:
         owner = self.site.who(profile)
