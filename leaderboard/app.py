@@ -57,6 +57,7 @@ th.header-cell { min-width: 4.5em; }
 .cl-card-head b { font-variant: normal; font-size: 1.05em; }
 .cl-card-table { width: 100%; border-collapse: collapse; border: none !important; margin: 6px 0 !important;
   font-size: 0.95em; }
+.cl-card-table tr { border: none !important; }
 .cl-card-table th, .cl-card-table td { padding: 2px 6px !important; text-align: right; border: none !important;
   border-bottom: 1px solid var(--border-color-primary) !important; }
 .cl-card-table td { white-space: nowrap; }
