@@ -166,6 +166,9 @@ def table(page, index: int = 0) -> list[dict[str, str]]:
 
 
 def screenshot(page, name: str) -> Path:
+    """A full-page picture of what the page shows once no event is running (no output greyed out as pending)."""
+    page.wait_for_function("() => document.querySelector('.progress-text, .eta-bar') === null",
+                           timeout=WAIT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

@@ -19,13 +19,14 @@ const TABS = %s;
 window.culturelens = {
   memory: {},
   returning: false,  // a tab opened by Back or Forward: the address already names it
+  current: null,  // the tab the address names: a late answer to another tab's control does not rewrite it
   write(tab, params) {
     const p = new URLSearchParams();
     p.set('tab', tab);
     // a list (the picked submissions) is written comma-separated; an empty value is left out
     for (const [k, v] of Object.entries(params)) { const text = v == null ? '' : String(v); if (text) p.set(k, text); }
     this.memory[tab] = p.toString();
-    history.replaceState(null, '', '?' + this.memory[tab]);
+    if (tab === this.current) history.replaceState(null, '', '?' + this.memory[tab]);
   },
   open(tab) {  // a tab opened from inside the page (the Overview's way in to submit), as a click on it would
     const button = document.querySelector(`[role=tab][data-tab-id="${tab}"]`);
@@ -34,7 +35,8 @@ window.culturelens = {
 };
 (() => {
   const opened = new URLSearchParams(location.search);
-  window.culturelens.memory[opened.get('tab') || 'overview'] = opened.toString();
+  window.culturelens.current = TABS.includes(opened.get('tab')) ? opened.get('tab') : 'overview';
+  window.culturelens.memory[window.culturelens.current] = opened.toString();
   const openTab = () => document.querySelector('[role=tab][aria-selected=true]');
   document.addEventListener('click', (event) => {
     // A tab's button, or its entry in the "more tabs" menu of a narrow screen (named by its label only).
@@ -43,12 +45,14 @@ window.culturelens = {
     if (!TABS.includes(tab) || window.culturelens.returning) return;
     const shown = openTab();
     if (shown && shown.dataset.tabId === tab) return;  // the open tab: no new step
+    window.culturelens.current = tab;
     history.pushState(null, '', '?' + (window.culturelens.memory[tab] || 'tab=' + tab));
   }, true);
   window.addEventListener('popstate', () => {
     const query = new URLSearchParams(location.search);
     const tab = TABS.includes(query.get('tab')) ? query.get('tab') : 'overview';
     window.culturelens.memory[tab] = location.search.slice(1);
+    window.culturelens.current = tab;
     const button = document.querySelector(`[role=tab][data-tab-id="${tab}"]`);
     if (!button) { location.reload(); return; }  // no such tab button (other Gradio markup): draw the link afresh
     window.culturelens.returning = true;
