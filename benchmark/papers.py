@@ -23,6 +23,12 @@ class Paper:
     arxiv: str
     year: int
     venue: str = ""  # where it was published, when not only on arXiv
+    name: str = ""  # what the field calls the paper or its benchmark ("CRT"); the app names its protocol by it
+
+    @property
+    def called(self) -> str:
+        """The paper by its name, else by its short form."""
+        return self.name or self.short
 
     @property
     def surnames(self) -> list[str]:
@@ -51,21 +57,24 @@ class Paper:
 
 CUBE = Paper("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
              ("Kannen, Nithish", "Ahmad, Arif", "Andreetto, Marco", "Prabhakaran, Vinodkumar", "Prabhu, Utsav",
-              "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024, "NeurIPS 2024 D&B")
+              "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024, "NeurIPS 2024 D&B",
+             name="CUBE")
 
 CRT = Paper("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal "
-            "Iconicity in Diffusion Models", ("De Rosa Palmini, Maria-Teresa", "Cetinic, Eva"), "2511.11435", 2025)
+            "Iconicity in Diffusion Models", ("De Rosa Palmini, Maria-Teresa", "Cetinic, Eva"), "2511.11435", 2025,
+            name="CRT")
 
 W1KP = Paper("tang2024words", "Words Worth a Thousand Pictures: Measuring and Understanding Perceptual Variability "
              "in Text-to-Image Generation", ("Tang, Raphael", "Zhang, Xinyu", "Xu, Lixinyue", "Lu, Yao", "Li, Wenyan",
-                                             "Stenetorp, Pontus", "Lin, Jimmy", "Ture, Ferhan"), "2406.08482", 2024)
+                                             "Stenetorp, Pontus", "Lin, Jimmy", "Ture, Ferhan"), "2406.08482", 2024,
+             name="W1KP")
 
 CAIRE = Paper("yayavaram2025caire", "CAIRE: Cultural Attribution of Images with Retrieval",
               ("Yayavaram, Arnav", "Yayavaram, Siddharth", "Khanuja, Simran", "Saxon, Michael", "Neubig, Graham"),
-              "2506.09109", 2025, "EACL 2026")
+              "2506.09109", 2025, "EACL 2026", name="CAIRE")
 
 CULTURALFRAMES = Paper("nayak2025culturalframes", "CulturalFrames: Assessing Cultural Expectation Alignment in "
                        "Text-to-Image Models and Evaluation Metrics",
                        ("Nayak, Shravan", "Bhatia, Mehar", "Zhang, Xiaofeng", "Rieser, Verena", "Hendricks, Lisa Anne",
                         "van Steenkiste, Sjoerd", "Goyal, Yash", "Stańczak, Karolina", "Agrawal, Aishwarya"),
-                       "2506.08835", 2025)
+                       "2506.08835", 2025, name="CulturalFrames")

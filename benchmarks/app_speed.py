@@ -7,7 +7,7 @@ folder in the same run, since the machine is shared and absolute times are noisy
 
 (a) the catalog's cold load (``Catalog(store)``: what the app does at start-up), 3 times;
 (b) p50 / p95 of each query the Overview, Slices and Compare tabs run (``leaderboard.tables`` and the
-    ``Views`` functions that call them), ``--repeats`` times each or until ``--budget`` seconds are spent;
+    tab views that call them), ``--repeats`` times each or until ``--budget`` seconds are spent;
 (c) first page interactive in headless Chromium (Debian's ``chromium``, driven by Playwright): the time from
     ``page.goto`` to the Overview's ranked table showing the first model's name, ``--loads`` loads after one
     warm-up, each in a fresh browser context, against ``culturelens serve --no-worker`` in its own process;
@@ -33,9 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from leaderboard import exports, tables
-from leaderboard.app import Views
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
+from leaderboard.ui.compare import CompareTab
+from leaderboard.ui.overview import OverviewTab
+from leaderboard.ui.queue import QueueTab
+from leaderboard.ui.site import Site
+from leaderboard.ui.slices import SlicesTab
 
 TRACK, METRIC, SLICE = "awareness", "clip_score", "country"
 
@@ -56,13 +60,14 @@ def timed(function, repeats: int, budget: float) -> list[float]:
     return out
 
 
-def workload(views: Views) -> dict[str, callable]:
+def workload(site: Site) -> dict[str, callable]:
     """The reads behind the Overview, Slices and Compare tabs, as restore() and the controls call them."""
-    cat = views.catalog
+    cat = site.catalog
+    overview, slices, compare, queue = OverviewTab(site), SlicesTab(site), CompareTab(site), QueueTab(site)
     value = (tables.slice_values(cat, TRACK, METRIC, SLICE) or [None])[0]
     subs = tables.submissions(cat)["submission_id"].tolist()
-    chosen = [s for s in subs if (views.store.results / s / "per_image.parquet").exists()][:4]
-    prompt = views.catalog.prompts_of(chosen[0])["prompt_id"].iloc[0] if chosen else None
+    chosen = [s for s in subs if site.store.per_image_file(s)][:4]
+    prompt = cat.prompts_of(chosen[0])["prompt_id"].iloc[0] if chosen else None
     none = tables.Filters()
     return {
         "tables.tracks": lambda: tables.tracks(cat),
@@ -72,23 +77,23 @@ def workload(views: Views) -> dict[str, callable]:
         "tables.ranked (overall)": lambda: tables.ranked(cat, TRACK, METRIC),
         "tables.ranked (country)": lambda: tables.ranked(cat, TRACK, METRIC, SLICE, value),
         "tables.ranked + display": lambda: tables.display(tables.ranked(cat, TRACK, METRIC)[0]),
-        "Views.leaderboard_api (records)": lambda: views.leaderboard_api(TRACK, METRIC),
+        "OverviewTab.leaderboard_api (records)": lambda: overview.leaderboard_api(TRACK, METRIC),
         "exports.track_rows (download rows)": lambda: exports.track_rows(cat, TRACK),
         "tables.headline_rows": lambda: tables.headline_rows(cat, none),
         "headline_rows + win_rates": lambda: tables.win_rates(tables.headline_rows(cat, none)),
         "tables.heatmap (country)": lambda: tables.heatmap(cat, TRACK, METRIC, SLICE),
         "tables.submissions": lambda: tables.submissions(cat),
         "catalog.curves (w1kp)": lambda: cat.curves("w1kp"),
-        "Views.crt_scatter": lambda: views.crt_scatter(none),
-        "Views.overview (default)": lambda: views.overview(None, None, "", [], None, None, "", [],
-                                                           tables.RANK_COLUMNS),
-        "Views.overview (track)": lambda: views.overview(TRACK, None, "", [], None, None, "", [],
-                                                         tables.RANK_COLUMNS),
-        "Views.slices (default)": lambda: views.slices(None, None, None, None, ""),
-        "Views.submission_choices": views.submission_choices,
-        "Views.queue": views.queue,
-        "Views.compare_prompts (4)": lambda: views.compare_prompts(chosen),
-        "Views.compare (4 subs)": lambda: views.compare(chosen, prompt),
+        "SlicesTab.charts": lambda: slices.charts(none),
+        "OverviewTab.overview (default)": lambda: overview.overview(None, None, "", [], None, None, "", [],
+                                                                   tables.RANK_COLUMNS),
+        "OverviewTab.overview (track)": lambda: overview.overview(TRACK, None, "", [], None, None, "", [],
+                                                                 tables.RANK_COLUMNS),
+        "SlicesTab.slices (default)": lambda: slices.slices(None, None, None, None, ""),
+        "CompareTab.submission_choices": compare.submission_choices,
+        "QueueTab.queue": queue.queue,
+        "CompareTab.compare_prompts (4)": lambda: compare.compare_prompts(chosen),
+        "CompareTab.compare (4 subs)": lambda: compare.compare(chosen, prompt),
     }
 
 
@@ -98,9 +103,9 @@ def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float
         start = time.perf_counter()
         Catalog(store)
         colds.append(time.perf_counter() - start)
-    views = Views(store, "bench")
+    site = Site(store, "bench")
     out = {}
-    for name, function in workload(views).items():
+    for name, function in workload(site).items():
         function()  # warm: first-call costs (imports, caches) are not what a visitor waits for
         out[name] = timed(function, repeats, budget)
     return colds, out

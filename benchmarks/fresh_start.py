@@ -4,7 +4,7 @@
 
 Builds a synthetic store (``make_store.py``), writes its results into a local folder laid out like the results
 repo (``culturelens hub export``: every ``results/<id>/`` folder, then release 1), and times, each on a new empty
-store (a restarted Space), from nothing to the Overview's first table ready (``Views.overview`` on the default
+store (a restarted Space), from nothing to the Overview's first table ready (``OverviewTab.overview`` on the default
 view, the overall ranking with its bootstrap intervals):
 
 - **full restore** (what ``culturelens serve --hub-results`` did before releases): ``hub_sync.pull`` of every
@@ -28,17 +28,17 @@ import time
 from pathlib import Path
 
 from leaderboard import hub_sync, pickup
-from leaderboard.app import Views
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
+from leaderboard.ui.overview import OverviewTab
+from leaderboard.ui.site import Site
 
 HERE = Path(__file__).resolve().parent
 
 
 def first_table(store: Store) -> int:
     """Build the app's views over ``store`` and the Overview's default table; returns its rows."""
-    views = Views(store, "bench")
-    return len(views.overview(None, None, "", [], None, None, "", [], [])[2])
+    return len(OverviewTab(Site(store, "bench")).overview(None, None, "", [], None, None, "", [], [])[2])
 
 
 def fresh(root: Path, name: str, knows: Store) -> Store:

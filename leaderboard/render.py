@@ -138,7 +138,7 @@ def method_page(name: str) -> str:
         return f"### {plain(excerpt(track.title))}\n\nNo method page is registered for this track."
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
             f"Paper: {track.citation}. Headline metric: `{track.headline}`. Headline ranking protocol (rows scored "
-            f"otherwise are ranked under their own, marked off-protocol; About explains): "
+            f"otherwise are ranked under their own, each named on the page; About explains): "
             f"{plain(track.protocol.describe())}." +
             (f" Not in the overall win rate: {plain(track.not_in_overall)}." if track.not_in_overall else ""))
 

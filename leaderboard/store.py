@@ -148,6 +148,14 @@ class Store:
         d = manifest.dataset
         return self.prompts(d.repo, d.config, d.split, d.revision)
 
+    def dataset_folders(self) -> dict[str, Path]:
+        """Hub repo id -> local folder, for every dataset folder the store serves (one with its card)."""
+        return {p.name.replace("__", "/", 1): p for p in sorted(self.datasets.iterdir()) if (p / "README.md").exists()}
+
+    def datasets_cache(self, fingerprint: str) -> Path:
+        """Where ``datasets`` caches what it read of a served dataset folder whose content is ``fingerprint``."""
+        return self.datasets / ".hf-cache" / fingerprint
+
     def prompt_sets(self, submission_id: str) -> list[PromptSet]:
         """The prompt sets an accepted submission answers, as this store serves them: one, or a suite submission's,
         one per part (DatasetUnavailable when one is no longer served)."""
@@ -227,6 +235,11 @@ class Store:
 
     def run_record(self, submission_id: str) -> dict | None:
         return self.results_folders.run(submission_id)
+
+    def per_image_file(self, submission_id: str) -> Path | None:
+        """The per-image scores of the submission's results folder (None without them)."""
+        path = self.results_folder(submission_id) / layout.PER_IMAGE
+        return path if path.exists() else None
 
     def write_results(self, submission_id: str, scores: Scores) -> Path:
         return self.results_folders.write(submission_id, scores)

@@ -1,7 +1,6 @@
 """What the app says about the suite it serves (``leaderboard.served_suite``): the Submit tab's recipe (the suite
-first, the demo config as the way to try the path), a suite submission's verdict, its parts in the Queue tab's
-details, and the tracks still off with the command that turns each on. Markdown; text a submitter chose goes
-through ``render.plain``."""
+first, the demo config as the way to try the path), a suite submission's verdict, and its parts in the Queue tab's
+details. Markdown; text a submitter chose goes through ``render.plain``."""
 
 from __future__ import annotations
 
@@ -121,11 +120,3 @@ def run_parts_lines(run: dict) -> list[str]:
         lines.append(f"- **parts missing**: {render.plain(', '.join(record['missing']))} (not in the submission: "
                      "their tracks have no value)")
     return lines
-
-
-def tracks_off_markdown(off: dict[str, str]) -> str:
-    """The Queue tab's lines on the tracks still off, one per track, each with what turns it on."""
-    if not off:
-        return ""
-    lines = [f"- **{render.plain(track)}** is off: {text}" for track, text in off.items()]
-    return "**Tracks still off here** (this server's suite and settings), and what turns each on:\n" + "\n".join(lines)

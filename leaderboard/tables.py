@@ -56,6 +56,9 @@ COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, va
 HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
 RANK_COLUMNS = ["Rank", "Rank range (95%)", "Tie group", "Model", "Score", "95% CI", "n", "Type", "Size (B)", "Date",
                 "Provenance", "Protocol", "Source", "Submission"]
+# What a ranked table on the page shows unless a visitor chooses: rank with its range, model, score with its interval,
+# provenance (the page puts each pair in one cell); the others are behind "Columns".
+SHOWN_COLUMNS = ["Rank", "Rank range (95%)", "Model", "Score", "95% CI", "Provenance"]
 WIN_COLUMNS = ["Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"]
 # The columns of ``win_rates`` that are not a track's win rate.
 WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank_low",
@@ -64,7 +67,7 @@ BESIDE = ":value"  # ``overall``'s column "<track>:value": a track's headline va
 # How a Dataframe shows each column of ``display`` and ``display_win_rates`` (others: text). The Markdown ones
 # carry links around ``render.plain`` text: show them with math off (``latex_delimiters=[]``).
 DATATYPES = {"Rank": "number", "Model": "markdown", "Score": "number", "n": "number", "Size (B)": "number",
-             "Source": "markdown", "Overall win rate": "number", "Tracks": "number"}
+             "Provenance": "markdown", "Source": "markdown", "Overall win rate": "number", "Tracks": "number"}
 MAX_TERMS = 20  # model search terms a filter uses
 MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
@@ -269,14 +272,21 @@ def describe_protocol(protocol: str | None) -> str:
             f"prompt; metric version {fields.get('metric_version')}; backbones {backbones}")
 
 
-def chart_protocol(cat: Catalog, track: str) -> str | None:
-    """The one protocol a track's charts show: the one its Overview opens on (``metric_id``, ``overview_slice``,
-    ``pick_protocol``), so that a chart never mixes rows scored under different protocols; None without rows."""
+def chart_protocols(cat: Catalog, track: str) -> pd.DataFrame | None:
+    """``protocols`` of the table a track's Overview opens on (``metric_id``, ``overview_slice``); None without
+    rows."""
     metric = metric_id(cat, track, None)
     if metric is None:
         return None
     name, values = overview_slice(cat, track, metric)
-    return pick_protocol(protocols(cat, track, metric, name, values[0])) if values else None
+    return protocols(cat, track, metric, name, values[0]) if values else None
+
+
+def chart_protocol(cat: Catalog, track: str) -> str | None:
+    """The one protocol a track's charts show: the one its Overview opens on (``chart_protocols``,
+    ``pick_protocol``), so that a chart never mixes rows scored under different protocols; None without rows."""
+    table = chart_protocols(cat, track)
+    return pick_protocol(table) if table is not None else None
 
 
 def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -528,11 +538,11 @@ def censored(frame: pd.DataFrame) -> pd.Series:
     return frame["value"].isna() & frame["ci_low"].notna() & frame["ci_high"].isna()
 
 
-def display(frame: pd.DataFrame) -> pd.DataFrame:
+def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -> pd.DataFrame:
     """``ranked`` rows for people: the rank and its 95% range (or why the row is not ranked), tie group, the model
     linked to its page, rounded scores ("> k" for a censored value), the CI as text, the provenance as a word,
-    the protocol (headline or off-protocol), a source per row (Markdown columns: ``DATATYPES``). Typed rows:
-    ``leaderboard.exports``."""
+    the protocol (by its name from ``protocol_names`` when given, else its id, headline or off-protocol), a source
+    per row (Markdown columns: ``DATATYPES``). Typed rows: ``leaderboard.exports``."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
     ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
@@ -541,6 +551,8 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
     why = why.fillna("").where(~frame["beside"].fillna(False).astype(bool), "other protocol")
     ranges = [rank_range(lo, hi) if not reason else f"not ranked: {reason}" for lo, hi, reason in zip(low, high, why)]
     protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
+    if protocol_names is not None:
+        protocol = frame["protocol_id"].map(lambda p: protocol_names.get(p, p))
     above = censored(frame)
     score = frame["value"].round(3)
     if above.any():  # a text column then: "> 10" beside the numbers
@@ -786,3 +798,97 @@ def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
                               kind="stable", na_position="last")
     columns = ["provenance", "measures", *[c for c in frame.columns if c not in ("provenance", "measures", "_paper")]]
     return frame[columns].reset_index(drop=True)
+
+
+def rows(cat: Catalog, track: str, metric: str | None = None, slice_name: str | None = None) -> pd.DataFrame:
+    """The rows (``COLUMNS``) of a track, or of one of its metrics, or of that metric on one slice (every value)."""
+    where = " AND ".join(["track = ?"] + [f"{column} = ?" for column, value in (("metric", metric),
+                                                                             ("slice", slice_name)) if value])
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE {where}",
+                     [track, *(value for value in (metric, slice_name) if value)])
+
+
+def curves(cat: Catalog) -> pd.DataFrame:
+    """Every model-level curve the catalog holds (W1KP_k...), by model and x."""
+    return cat.query("SELECT * FROM curves ORDER BY model, x")
+
+
+def suite_tracks(cat: Catalog) -> list[str]:
+    """The tracks with scored rows that answer the suite the store serves (``Suite.answered_by``), in display
+    order: where there are any, the Overview opens on the overall ranking."""
+    frame = cat.query("SELECT DISTINCT track, protocol FROM aggregates WHERE provenance = 'scored'")
+    answered = {t for t, p in zip(frame["track"], frame["protocol"])
+                if cat.store.suite.answered_by(t, results.protocol_fields(p) or {})}
+    return [t for t in tracks(cat) if t in answered]
+
+
+@dataclass
+class PaperTable:
+    """A paper's headline table as the Overview's first view shows it on a card: ``table`` has a row per model
+    (Rank, Model, model_id, then the value on each slice value, or their mean), best first."""
+
+    track: str
+    metric: str
+    label: str
+    slice_name: str
+    source: str
+    citation: str
+    protocol: str
+    higher: bool
+    table: pd.DataFrame
+
+
+MAX_CARD_VALUES = 3  # slice values a card shows side by side (still and moving, three concepts); more: their mean
+
+
+def paper_table(cat: Catalog, track: str, filters: Filters = Filters()) -> PaperTable | None:
+    """The table of ``track``'s paper that the first view shows (None when the paper published none copied here):
+    of the metric the track's Overview opens on if the paper reports it, else the paper's first; on the slice
+    the Overview ranks it on (``overview_slice``); under that paper protocol with the most rows. Models are ranked
+    on the value, or on the mean of the slice values when there are several (each shown when there are at most
+    ``MAX_CARD_VALUES``, else only the mean, which the column's name says)."""
+    frame, _ = filters.apply(rows(cat, track))
+    frame = frame[frame["provenance"] == "reported"]
+    if frame.empty:
+        return None
+    declared = track_registry.get(track)
+    order = list(dict.fromkeys(r.metric for r in declared.papers.rows)) if declared.papers else []
+    present = list(dict.fromkeys([*order, *sorted(frame["metric"])]))
+    metric = declared.opens_on if declared.opens_on in set(frame["metric"]) else next(
+        m for m in present if m in set(frame["metric"]))
+    frame = frame[frame["metric"] == metric]
+    names = sorted(set(frame["slice"]), key=lambda n: (n != declared.overview_slice, n != OVERALL,
+                                                       frame.loc[frame["slice"] == n, "slice_value"].nunique(), n))
+    frame = frame[frame["slice"] == names[0]]
+    frame = frame[frame["protocol_id"] == frame["protocol_id"].value_counts().index[0]]
+    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    wide = frame.pivot_table(index="model", columns="slice_value", values="value", aggfunc="first")
+    mean = wide.mean(axis=1)
+    if names[0] == OVERALL:
+        wide.columns = ["Score"]
+    elif wide.shape[1] > MAX_CARD_VALUES:
+        wide = pd.DataFrame({f"mean of {wide.shape[1]} {render.slice_label(names[0])} values": mean})
+    wide = wide.loc[mean.sort_values(ascending=not higher, kind="stable").index]
+    ids = dict(zip(frame["model"], frame["model_id"]))
+    table = wide.reset_index().rename(columns={"model": "Model"})
+    table.insert(0, "Rank", mean.loc[wide.index].rank(ascending=not higher, method="min").astype(int).to_numpy())
+    table.insert(2, "model_id", table["Model"].map(ids))
+    first = frame.iloc[0]
+    return PaperTable(track, metric, str(first["metric_label"] or metric), names[0], str(first["source_table"] or ""),
+                      str(first["citation"] or ""), str(first["protocol"]), higher, table)
+
+
+def paper_rows(cat: Catalog) -> pd.DataFrame:
+    """Every row the papers published (``COLUMNS``)."""
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported'")
+
+
+def scored_protocols(cat: Catalog) -> pd.DataFrame:
+    """The protocols scored rows were scored under, per track: track, protocol_id, protocol and the number of
+    models, in display order."""
+    frame = cat.query(f"SELECT track, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, any_value(protocol) AS "
+                      "protocol, count(DISTINCT model) AS models FROM aggregates WHERE provenance = 'scored' "
+                      "GROUP BY 1, 2 ORDER BY 1, 2")
+    order = {t: i for i, t in enumerate(tracks(cat))}
+    return frame.sort_values("track", key=lambda t: t.map(order), kind="stable", ignore_index=True)
+

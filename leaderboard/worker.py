@@ -40,7 +40,7 @@ import time
 import traceback
 import uuid
 
-from benchmark import harness, suite_scoring
+from benchmark import harness, suite_scoring, tracks
 from benchmark.atomic import leftovers
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
@@ -78,6 +78,7 @@ class Worker:
         self.remote = remote
         self.settings = settings
         self.disabled: dict[str, str] = dict(unavailable or {})
+        self.tracks_of = {m.info.name: m.info.track for m in metrics}  # kept: loading drops a disabled metric
         self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
         self.backbones: dict[str, Backbone] = {}
@@ -95,6 +96,22 @@ class Worker:
             by_reason.setdefault(reason, []).append(name)
         return "; ".join(f"{', '.join(names)}{suffix}: {reason}" for reason, names in by_reason.items())
 
+    def track_states(self) -> dict[str, str | None]:
+        """Per registered track that has metrics: None when this worker scores it, else why not, in the words of
+        its disabled metrics (a disabled name is a track, a track's headline metric, or a metric of this worker's;
+        one reason a line) or, for a track it was not started with, that one."""
+        states = {}
+        for name, track in tracks.all_tracks().items():
+            if track.metrics is None:
+                continue
+            if any(m.info.track == name for m in self.metrics):
+                states[name] = None
+                continue
+            reasons = [reason for disabled, reason in self.disabled.items()
+                       if name in (disabled, self.tracks_of.get(disabled)) or disabled == track.headline]
+            states[name] = "\n".join(dict.fromkeys(reasons)) or "not among the tracks this worker was started with"
+        return states
+
     def load(self) -> bool:
         """Load the backbones the metrics need; a metric whose backbone is missing is disabled (with its reason).
         Returns whether any metric can run."""
@@ -102,6 +119,7 @@ class Worker:
         with keep_alive(self.store.queue, self.id, "loading", f"loading {', '.join(needed)}"):
             self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
         self.disabled.update(disabled)
+        self.store.queue.set_worker_tracks(self.id, self.track_states())
         if not self.metrics:
             reasons = self._disabled_text()
             self.store.queue.set_worker(self.id, "unavailable", f"no metric can run: {reasons}")

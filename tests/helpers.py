@@ -218,3 +218,51 @@ def serving_tiny_cube(store, upstream: Path):
     """``store`` (a ``leaderboard.store.Store``) with the tiny CUBE dataset (``tiny_cube``) in its datasets."""
     tiny_cube(store.datasets, upstream)
     return store
+
+
+# Three models scored on the suite (``suite_results``): per track the values of their 10 prompts. A beats B beats C
+# on every prompt of every track but relevance, where C beats B: each track's win rates are A 1, B 1/2, C 0, and on
+# relevance A 1, C 1/2, B 0; over the five tracks of the mean (variability has no win rate), A 1, B 2/5, C 1/10.
+SUITE_MODELS = {
+    "Alpha": {"awareness": 0.8, "diversity": 0.6, "iconicity": 0.5, "relevance": 4.5, "expectations": 8.0,
+              "variability": 0.70},
+    "Beta": {"awareness": 0.6, "diversity": 0.4, "iconicity": 0.3, "relevance": 2.0, "expectations": 6.0,
+             "variability": 0.50},
+    "Gamma": {"awareness": 0.4, "diversity": 0.2, "iconicity": 0.1, "relevance": 3.0, "expectations": 4.0,
+              "variability": 0.30},
+}
+SUITE_WIN_RATES = {"Alpha": 1.0, "Beta": 0.4, "Gamma": 0.1}
+
+
+def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list[str]:
+    """Write one results folder per model, as a scored suite submission leaves them: per track its headline
+    metric under the suite's protocol for the track (``Suite.answered_by``), overall and per prompt (the model's
+    value -0.01 and +0.01 in turn, the same for every model: the mean is the value, and the order on every prompt is
+    the order of the values). Returns the submission ids (sub-<model>), oldest first."""
+    from benchmark import results
+    from benchmark import tracks as track_registry
+
+    ids = []
+    for rank, (model, values) in enumerate(models.items()):
+        sid = f"sub-{model.lower()}"
+        rows = []
+        for track, value in values.items():
+            part = store.suite.part_of_track(track)
+            protocol = results.protocol_columns({
+                "dataset": str(part.dataset), "dataset_revision": part.dataset.digest,
+                "images_per_prompt": part.images_per_prompt, "metric_version": "1", "backbones": []})
+            headline = track_registry.get(track).headline
+            per_prompt = [value + (0.01 if i % 2 else -0.01) for i in range(prompts)]
+            common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",
+                      "model_type": "open", "track": track, "metric": headline, "metric_label": headline,
+                      "metric_version": "1", "higher_is_better": True, "harness_version": "0.1.0",
+                      "dataset": str(part.dataset), "seeds": ",".join(map(str, part.seeds)),
+                      "scored_at": f"2026-03-0{rank + 1}T00:00:00+00:00", **protocol}
+            mean = sum(per_prompt) / prompts
+            rows.append({**common, "slice": "overall", "slice_value": "all", "value": mean, "ci_low": mean - 0.01,
+                         "ci_high": mean + 0.01, "n": prompts, "excluded": 0})
+            rows += [{**common, "slice": "prompt", "slice_value": f"{track}-{i}", "value": v, "n": 1}
+                     for i, v in enumerate(per_prompt)]
+        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        ids.append(sid)
+    return ids

@@ -97,7 +97,8 @@ def test_compare_serves_no_file_the_store_does_not_own(attacked_app, tmp_path):
 
 
 def test_a_tampered_results_table_cannot_point_compare_at_other_files(attacked_app):
-    from leaderboard.app import Views
+    from leaderboard.ui.compare import CompareTab
+    from leaderboard.ui.site import Site
 
     _, store, ids = attacked_app
     scored = ids[LINKS_AND_MATH]
@@ -106,7 +107,7 @@ def test_a_tampered_results_table_cannot_point_compare_at_other_files(attacked_a
     first = per_image["prompt_id"] == prompt_id
     genuine = set(per_image.loc[first, "image_path"])
     per_image.loc[first & (per_image["seed"] == 0), "image_path"] = "../../queue.sqlite"
-    views = Views(store, "mallory")
+    views = CompareTab(Site(store, "mallory"))
     original = store.results / scored / "per_image.parquet"
     backup = original.with_name("per_image.backup")
     shutil.copyfile(original, backup)

@@ -42,8 +42,9 @@ def test_csv_cells_that_start_like_formulas_are_neutralised():
 def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders(tmp_path):
     import sys
 
-    from leaderboard.app import Views
     from leaderboard.store import Store
+    from leaderboard.ui.queue import QueueTab
+    from leaderboard.ui.site import Site
 
     store = Store(tmp_path / "store")
     store.queue.add(id="s1", content_hash="sha256:1", owner="ada", model="m", model_id=None, model_revision=None,
@@ -52,7 +53,7 @@ def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders
     library = f"{sys.prefix}/lib/site-packages/torch/nn/modules/module.py"
     store.queue.fail("s1", "w", f"the dataset is not available: no local copy in {store.root}/datasets/x__y",
                      f'Traceback:\n  File "{library}", line 1\nRuntimeError: out of memory')
-    views = Views(store, "ada")
+    views = QueueTab(Site(store, "ada"))
     details, _ = views.details("s1")
     assert "no local copy in STORE/datasets/x__y" in html.unescape(details)  # the file named, the folder not
     assert 'File "<python>/lib/site-packages/torch/nn/modules/module.py"' in details
@@ -70,7 +71,8 @@ def _symbols(text: str) -> list[str]:
 
 def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folder(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
-    from leaderboard.app import Views, about_markdown
+    from leaderboard.ui.about import about_markdown
+    from leaderboard.ui.datasets import DatasetBrowser
     from leaderboard.store import Store
     from tests.helpers import serving_tiny_cube
 
@@ -78,7 +80,7 @@ def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folde
     about = about_markdown(store)  # not built yet: the command to build it names the store, not its folder
     assert "--out STORE/datasets/culturelens__cube-1k" in about and str(store.root) not in about
     serving_tiny_cube(store, tiny_upstream)
-    snippet = Views(store, "ada").browser.view(cube_1k.HUB_REPO, cube_1k.CONFIG, None, None, "", "")[-1]
+    snippet = DatasetBrowser(store).view(cube_1k.HUB_REPO, cube_1k.CONFIG, None, None, "", "")[-1]
     assert f'load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG}", split="test")' in snippet
     assert 'load_dataset("STORE/datasets/culturelens__cube-1k", "cube_1k")' in snippet
     about = " ".join(about_markdown(store).split())  # as read: line breaks are spaces
@@ -142,9 +144,10 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
     from benchmark import results, tracks
     from benchmark.metrics.crt_protocol import VARIANTS
-    from leaderboard import tables
-    from leaderboard.app import Views
+    from leaderboard import protocol_names, tables
     from leaderboard.store import Store
+    from leaderboard.ui.site import Site
+    from leaderboard.ui.slices import SlicesTab
 
     store = Store(tmp_path / "store")
     crt = {"dataset": tracks.get("iconicity").protocol.dataset, "metric_version": VARIANTS["paper"].version,
@@ -161,12 +164,14 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
                   "n": 20} for k in range(2, 6)]
         results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,
                              {"submission_id": sid})
-    views = Views(store, "local")
+    views = SlicesTab(Site(store, "local"))
     bars, profile, scatter, curves, note = views.charts(tables.Filters())
     assert set(scatter["model"]) == {"Ten"}
     chosen = tables.chart_protocol(views.catalog, "variability")
     assert len(set(curves["model"])) == 1 and set(curves["model"]) <= {"Calibrated", "Other calibration"}
-    assert f"protocol {chosen} only" in note
+    named = protocol_names.protocol_names("variability", tables.protocols(views.catalog, "variability", "w1kp"),
+                                          store.suite)
+    assert f"{named[chosen]} only, the protocol the Overview ranks" in note  # its name, not its id
     four = tables.protocols(views.catalog, "iconicity", "crt_from_means", "kind", "still")
     assert tables.chart_protocol(views.catalog, "iconicity") == four.loc[four["on_protocol"], "protocol_id"].iloc[0]
 
@@ -176,7 +181,8 @@ def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tm
 
     from benchmark.layout import META_EVAL
     from leaderboard import tables
-    from leaderboard.app import METRICS_INTRO, about_markdown
+    from leaderboard.ui.about import about_markdown
+    from leaderboard.ui.metrics import METRICS_INTRO
     from leaderboard.store import Store
 
     store = Store(tmp_path / "store")

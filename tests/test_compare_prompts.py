@@ -22,7 +22,8 @@ LABEL = "CLIPScore (2.5 max(cos, 0))"
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory, tiny_upstream):
-    from leaderboard.app import Views
+    from leaderboard.ui.compare import CompareTab
+    from leaderboard.ui.site import Site
 
     store = serving_tiny_cube(Store(tmp_path_factory.mktemp("compare") / "store"), tiny_upstream)
     prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table
@@ -36,7 +37,7 @@ def compared(tmp_path_factory, tiny_upstream):
     aggregate = [{**common, "provenance": "scored", "metric_label": LABEL, "slice": "overall", "slice_value": "all",
                   "value": 0.375, "n": len(prompts)}]
     results.write_folder(store.results / sid, per_image, aggregate, [], {"submission_id": sid})
-    return Views(store, "tester"), sid, prompts
+    return CompareTab(Site(store, "tester")), sid, prompts
 
 
 def test_word_search_ignores_case_and_accents_and_needs_every_word():

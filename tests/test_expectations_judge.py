@@ -239,7 +239,8 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
     from benchmark import layout, results
     from benchmark.datasets import culturalframes as cf
     from benchmark.expectations import meta_eval
-    from leaderboard.app import Views
+    from leaderboard.ui.overview import OverviewTab
+    from leaderboard.ui.site import Site
     from leaderboard.store import Store
 
     root, store_root, dataset, folders, meta = scored
@@ -270,7 +271,7 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
                              *(pq.read_table(folder / name).to_pylist() for name in
                                (layout.PER_IMAGE, layout.AGGREGATES, layout.CURVES)),
                              json.loads((folder / "run.json").read_text()))
-    views = Views(store, "ada")
+    views = OverviewTab(Site(store, "ada"))
     _, metric, shown, note, *_ = views.overview("expectations", None, "", [], None, None, "", [],
                                                 ["Rank", "Model", "Score"])
     assert metric["value"] == "expectations_met"

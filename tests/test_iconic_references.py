@@ -20,8 +20,9 @@ from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
 from benchmark.metrics import iconicity
 from benchmark.submission import stage
-from leaderboard.app import Views
 from leaderboard.store import Store
+from leaderboard.ui.compare import CompareTab
+from leaderboard.ui.site import Site
 from tests.helpers import make_submission, tiny_cube
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -215,7 +216,7 @@ def test_iconicity_through_the_harness_matches_an_independent_computation(built,
     shutil.copytree(out, local_folder(store.datasets, iconic.HUB_REPO))
     shutil.copytree(staged, store.submissions / "t")
     store.write_results("t", scores)
-    gallery, shown_references, table, reuse, note = Views(store, "me").compare(["t"], "ref-q1")
+    gallery, shown_references, table, reuse, note = CompareTab(Site(store, "me")).compare(["t"], "ref-q1")
     assert len(gallery) == 2 and len(shown_references) == len(references[0]["images"])
     assert [caption for _, caption in reuse] == [
         f"Tiny Test Model · seed {s}: VR 1.000, 16 reused patches outlined" for s in (0, 1)]

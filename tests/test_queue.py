@@ -408,6 +408,21 @@ def test_workers_report_their_state(queue):
     assert [w["id"] for w in queue.workers(within_seconds=120)] == ["w1"]  # silent for 200 s: not listed
 
 
+def test_workers_record_which_tracks_they_score_and_a_silent_workers_record_goes(queue):
+    queue.set_worker("w1", "idle", "ready")
+    queue.set_worker_tracks("w1", {"awareness": None, "diversity": "no artifact index\nno judge"})
+    queue.set_worker("w2", "idle", "ready")
+    queue.set_worker_tracks("w2", {"awareness": "no CLIP"})
+    assert queue.worker_tracks(["w1", "w2", "w3"]) == {"w1": {"awareness": None,
+                                                            "diversity": "no artifact index\nno judge"},
+                                                     "w2": {"awareness": "no CLIP"}}
+    queue.set_worker_tracks("w2", {"awareness": None})  # loaded again: its new word replaces the old
+    assert queue.worker_tracks(["w2"]) == {"w2": {"awareness": None}}
+    run_sql(queue, "UPDATE workers SET heartbeat = DB_NOW - 90000 WHERE id = 'w1'")  # silent for more than a day
+    queue.set_worker_tracks("w2", {"awareness": None})
+    assert queue.worker_tracks(["w1", "w2"]) == {"w2": {"awareness": None}}
+
+
 def test_a_worker_loading_weights_for_long_stays_alive_in_the_table(queue):
     from leaderboard.worker import keep_alive
 

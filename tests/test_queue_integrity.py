@@ -18,11 +18,12 @@ import pytest
 
 from benchmark.datasets import cube_1k
 from leaderboard import render
-from leaderboard.app import Views
 from leaderboard.intake import PermissionDenied
 from leaderboard.queue import open_queue
 from leaderboard.queue_rebuild import REBUILT_OWNER
 from leaderboard.store import Store
+from leaderboard.ui.queue import QueueTab
+from leaderboard.ui.site import Site
 from tests.helpers import make_submission, serving_tiny_cube, write_image
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,12 +149,13 @@ def test_a_failed_hub_fetch_counts_as_an_attempt(store):
 FULL_DISK = textwrap.dedent("""
     import resource, signal, sys
     from pathlib import Path
-    from leaderboard.app import Views
+    from leaderboard.ui.site import Site
+    from leaderboard.ui.submit import SubmitTab
     from leaderboard.store import Store
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as on a full disk
     resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, resource.RLIM_INFINITY))
-    views = Views(Store(Path(sys.argv[1])), "ada")
+    views = SubmitTab(Site(Store(Path(sys.argv[1])), "ada"))
     print(views.submit(sys.argv[2], "", None, lambda *args, **kwargs: None))
 """)
 
@@ -193,6 +195,6 @@ def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sql
     assert jobs[waiting.id].content_hash == waiting.content_hash and jobs[waiting.id].owner == REBUILT_OWNER
     assert jobs[waiting.id].model == waiting.model and jobs[waiting.id].dataset == waiting.dataset
     assert kept[0] in reopened.rebuilt and "2 submissions restored (1 finished, 1 pending)" in reopened.rebuilt
-    markdown, _ = Views(Store(store.root), "ada").queue()  # another process opening the store later
+    markdown, _ = QueueTab(Site(Store(store.root), "ada")).queue()  # another process opening the store later
     assert "queue rebuilt from disk at" in markdown and render.plain(kept[0]) in markdown
     assert reopened.queue.claim("w", 60).id == waiting.id  # and the pending one is scored

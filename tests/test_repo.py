@@ -20,9 +20,10 @@ from benchmark import layout
 from benchmark.layout import RESULT_FILES
 from benchmark.submission import Limits
 from leaderboard import hub_submission, hub_sync, render
-from leaderboard.app import Views
 from leaderboard.repo import LocalRepo, RepoError
 from leaderboard.store import Store
+from leaderboard.ui.site import Site
+from leaderboard.ui.submit import SubmitTab
 from tests.helpers import make_submission
 
 HUB_ONLY = "is not a Hub dataset repo id (ORG/NAME)"
@@ -66,7 +67,7 @@ def test_a_bad_repo_id_gives_the_same_error_from_every_verb(tmp_path):
         submitter.submit_from_hub(str(bad), "ada")
     message = f"'{bad}' {HUB_ONLY}"
     assert str(raised.value) == message
-    page = Views(submitter, "ada").submit(None, str(bad))  # the Submit tab, from the Hub
+    page = SubmitTab(Site(submitter, "ada")).submit(None, str(bad))  # the Submit tab, from the Hub
     assert page == f"### Rejected: nothing was stored\n\n- {render.plain(message)}"
     assert list(submitter.staging.iterdir()) == []  # nothing downloaded, nothing left
 

@@ -3,7 +3,7 @@ fetches only the results folders it lacks.
 
 The results repo is a local folder laid out like the Hub repo (``repo.LocalRepo``: the same calls the
 Hub repo answers), filled with synthetic results written by ``benchmarks/make_store.py`` (real Parquet, the
-store's layout); the tables compared are the app's own (``Views``), built over real DuckDB catalogs."""
+store's layout); the tables compared are the app's own (its tabs' views), built over real DuckDB catalogs."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ import pytest
 
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync, pickup, snapshot, tables
-from leaderboard.app import Views
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
+from leaderboard.ui.overview import OverviewTab
+from leaderboard.ui.site import Site
+from leaderboard.ui.slices import SlicesTab
 
 ROOT = Path(__file__).resolve().parents[1]
 LATEST, FIRST, SECOND = snapshot.LATEST, snapshot.release_file(1), snapshot.release_file(2)
@@ -79,14 +81,14 @@ def _columns(frame) -> dict[str, list]:
     return frame.astype(object).where(frame.notna(), None).to_dict("list")
 
 
-def _pages(views: Views) -> dict[str, object]:
+def _pages(views: Site) -> dict[str, object]:
     """What the app shows: the Overview of every view (table and note), a Slices table on one country, the
     submissions a visitor can pick and the curves."""
     shown = {}
     for track in [None, *tables.tracks(views.catalog)]:
-        out = views.overview(track, None, "", [], None, None, "", [], tables.RANK_COLUMNS)
+        out = OverviewTab(views).overview(track, None, "", [], None, None, "", [], tables.RANK_COLUMNS)
         shown[f"overview {track}"] = (_columns(out[2]), out[3])
-    shown["slices"] = _columns(views.slices("awareness", "clip_score", "country", "Japan", "")[4])
+    shown["slices"] = _columns(SlicesTab(views).slices("awareness", "clip_score", "country", "Japan", "")[4])
     shown["submissions"] = _columns(tables.submissions(views.catalog))
     shown["curves"] = _columns(views.catalog.curves("w1kp").sort_values(["submission_id", "x"]))
     return shown
@@ -103,7 +105,7 @@ def test_a_fresh_store_started_from_the_release_shows_the_same_leaderboard_readi
     assert list(fresh.results.iterdir()) == []
     assert sorted(p.name for p in (fresh.root / "leaderboard").iterdir()) == ["latest.json", "leaderboard-00001.parquet"]
 
-    before, after = _pages(Views(original, "x")), _pages(Views(fresh, "x"))
+    before, after = _pages(Site(original, "x")), _pages(Site(fresh, "x"))
     assert after == before
     ranked = before["overview awareness"][0]
     assert len(ranked["Model"]) == 5 and all(ranked["Rank range (95%)"])  # the bootstrap's per-prompt rows came too
@@ -115,7 +117,7 @@ def test_per_image_rows_are_fetched_for_the_one_submission_a_page_needs(original
     source = LocalRepo(repo.folder)
     fetcher = pickup.Pickup(fresh, source, release_interval=None)
     fetcher.start()
-    views = Views(fresh, "x", fetcher.fetch)
+    views = Site(fresh, "x", fetcher.fetch)
     chosen = tables.submissions(views.catalog)["submission_id"].iloc[2]
 
     prompts = views.catalog.prompts_of(chosen)
@@ -133,7 +135,7 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     source = LocalRepo(repo.folder)
     app = pickup.Pickup(fresh, source, release_interval=0)
     app.start()
-    views = Views(fresh, "x")
+    views = Site(fresh, "x")
     assert len(tables.submissions(views.catalog)) == 5
     first = (repo.folder / FIRST).read_bytes()
     shutil.copytree(newcomer, repo.folder / "results" / newcomer.name)  # a remote worker pushed its results
@@ -165,7 +167,7 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     later, again = _fresh(tmp_path, "later", (original, _scored_by(newcomer))), LocalRepo(repo.folder)
     pickup.Pickup(later, again).start()
     assert again.downloaded == [LATEST, SECOND]
-    assert _pages(Views(later, "x")) == _pages(views)
+    assert _pages(Site(later, "x")) == _pages(views)
 
 
 def _schema_changed(repo: LocalRepo) -> None:
@@ -226,7 +228,7 @@ def test_a_hostile_release_is_refused_with_the_reason_and_the_app_starts_from_th
     assert line.startswith(f"warning: no leaderboard release from {repo.folder}: ") and "one by one" in line
     app.round()  # the fallback: every folder, checked, one by one
     assert sorted(p.name for p in fresh.results.iterdir()) == sorted(p.name for p in original.results.iterdir())
-    assert _pages(Views(fresh, "x")) == _pages(Views(original, "x"))
+    assert _pages(Site(fresh, "x")) == _pages(Site(original, "x"))
 
 
 def test_a_damaged_or_misnamed_results_folder_is_left_out_and_the_others_picked_up(original, repo, newcomer,
@@ -242,7 +244,7 @@ def test_a_damaged_or_misnamed_results_folder_is_left_out_and_the_others_picked_
     app.round()
 
     assert list(fresh.results.iterdir()) == [] and list(fresh.staging.iterdir()) == []
-    assert len(tables.submissions(Views(fresh, "x").catalog)) == 5  # the release still serves the five
+    assert len(tables.submissions(Site(fresh, "x").catalog)) == 5  # the release still serves the five
 
 
 def test_culturelens_hub_snapshot_publishes_and_export_writes_a_release(original, newcomer, tmp_path):
@@ -282,11 +284,11 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
         chosen = sorted(snapshot.installed(app)[0].submissions)[0]
         job = original.queue.get(chosen)
         assert all(app.queue.restore(known) for known in original.queue.jobs())  # as a deployment's queue does
-        assert len(tables.submissions(Views(app, "x").catalog)) == 5
+        assert len(tables.submissions(Site(app, "x").catalog)) == 5
         app.rerun(chosen, job.owner)
-        assert chosen not in set(tables.submissions(Views(app, "x").catalog)["submission_id"])
+        assert chosen not in set(tables.submissions(Site(app, "x").catalog)["submission_id"])
         server.stop()  # the database goes away
-        assert len(tables.submissions(Views(app, "x").catalog)) == 5
+        assert len(tables.submissions(Site(app, "x").catalog)) == 5
     finally:
         server.stop()
 

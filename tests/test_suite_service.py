@@ -333,7 +333,8 @@ def test_a_suite_submission_is_one_job_and_a_model_revision_is_refused_for_a_par
 
 
 def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it_on(small, tmp_path):
-    from leaderboard.app import Views
+    from leaderboard.ui.queue import QueueTab
+    from leaderboard.ui.site import Site
 
     folder, _ = small
     store, served = served_store(tmp_path, folder)
@@ -347,16 +348,17 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     # An asset the operator gives turns its track on; expectations then needs its judge, a choice of the operator's.
     given = {"w1kp_calibration": "/models/cdf-xy.pt", "expectations_judge": None}
     assert "variability" not in served.tracks_off(store.datasets, given)
-    text = Views(store, "ada", suite=served, metric_settings={}).workers_markdown()
-    assert "**Tracks still off here** (this server's suite and settings), and what turns each on:" in text
-    assert "- **diversity** is off: no artifact-index: `culturelens suite build --out SUITE --only artifact-index`, " \
-           "then restart" in text and str(folder) not in text  # the server's folder is not shown
+    text = QueueTab(Site(store, "ada", suite=served, metric_settings={})).workers_markdown()
+    assert "**Tracks on this server** (its suite, settings and workers), and what turns each on:" in text
+    assert "- **Diversity (CUBE)** is off: no artifact-index: `culturelens suite build --out SUITE --only " \
+           "artifact-index`, then restart" in text and str(folder) not in text  # the server's folder is not shown
     # Without a suite folder: the build, then serve with it.
     bare = Store(tmp_path / "bare")
-    lines = Views(bare, "ada", metric_settings={"expectations_judge": "Qwen/Qwen2.5-VL-7B-Instruct"}).tracks_off()
-    assert "- **awareness** is off: no cube-1k: `culturelens suite build --out suite/ --only cube-1k`, then " \
+    judge = {"expectations_judge": "Qwen/Qwen2.5-VL-7B-Instruct"}
+    lines = QueueTab(Site(bare, "ada", metric_settings=judge)).track_lines()
+    assert "- **Awareness (CUBE)** is off: no cube-1k: `culturelens suite build --out suite/ --only cube-1k`, then " \
            "`culturelens serve --suite suite/`" in lines
-    assert "expectations** is off: no culturalframes:" in lines
+    assert "Expectations (CulturalFrames)** is off: no culturalframes:" in lines
 
 
 def test_a_suite_submission_on_a_hub_dataset_is_fetched_part_by_part(small, tmp_path):

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.crash_soak import Soak, build_store, worker_env
-from leaderboard.app import Views
 from leaderboard.queue import Queue, open_queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
+from leaderboard.ui.queue import QueueTab
+from leaderboard.ui.site import Site
 from tests.helpers import culturelens_command
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts worker and serve processes
@@ -61,7 +62,7 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
                      "a new worker runs")
         assert row["restarts"] == 1 and row["last_exit"] == "killed by SIGKILL"
         assert not _alive(first) and not Path(f"/proc/{first}").exists()  # reaped: not even a zombie
-        assert "restarted 1 time, last exit: killed by SIGKILL" in Views(store, "ada").workers_markdown()
+        assert "restarted 1 time, last exit: killed by SIGKILL" in QueueTab(Site(store, "ada")).workers_markdown()
     finally:
         supervisor.stop()
     assert not _alive(row["pid"]) and queue.supervisors()[0]["state"] == "stopped"
@@ -95,7 +96,7 @@ def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
         row = _until(lambda: (r := _row(queue)) and r["state"] == "gave up" and r, 30, "the supervisor gives up")
         time.sleep(0.5)
         assert queue.supervisors()[0]["restarts"] == 0 and row["last_exit"] == "exit code 2"
-        assert "supervisor gave up" in Views(store, "ada").workers_markdown()
+        assert "supervisor gave up" in QueueTab(Site(store, "ada")).workers_markdown()
     finally:
         supervisor.stop()
 
@@ -171,7 +172,7 @@ def test_a_worker_stops_when_its_serve_process_is_killed(tmp_path, backbones_fil
 def test_a_cannot_score_banner_goes_once_a_worker_scores(tmp_path):
     store = Store(tmp_path / "store")
     store.queue.set_worker("old", "unavailable", "no metric can run: no CLIP weights")
-    views = Views(store, "ada")
+    views = QueueTab(Site(store, "ada"))
     assert "cannot score: no metric can run" in views.workers_markdown()  # nothing scores: the reason matters
     store.queue.set_worker("new", "idle", "ready with clip_score")
     shown = views.workers_markdown()

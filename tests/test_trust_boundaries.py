@@ -23,9 +23,11 @@ import pytest
 from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard import render, search, tables
-from leaderboard.app import Views, build_app, launch_options
+from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
+from leaderboard.ui.queue import QueueTab
+from leaderboard.ui.site import Site
 from tests.helpers import free_port, serving, serving_tiny_cube
 
 QUOTED = 200  # characters of a visitor's text that a reply may repeat (issue 30)
@@ -147,7 +149,7 @@ def _until(condition, timeout: float, what: str):
 @pytest.mark.slow
 def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
     store = Store(tmp_path / "store")
-    queue, views = store.queue, Views(store, "ada")
+    queue, views = store.queue, QueueTab(Site(store, "ada"))
     supervisor = Supervisor([sys.executable, "-c", SCORING_WORKER, str(store.root / "queue.sqlite")], queue,
                             first_delay=600, beat=0.2)  # no restart while the test looks
     supervisor.start()
@@ -257,8 +259,8 @@ def test_a_forged_results_folder_holding_another_ids_rows_and_reported_rows_is_r
         "sub-a": "aggregates.parquet holds rows of other submissions ('sub-b', None), not only of sub-a",
         "sub-c": "aggregates.parquet holds 1 row(s) whose provenance is not 'scored' (a paper's rows come only "
                  "from its track's declaration)"}
-    assert render.plain("results sub-a") in Views(store, "ada").queue()[0]  # listed in the Queue tab
-    catalog = Views(store, "ada").catalog
+    assert render.plain("results sub-a") in QueueTab(Site(store, "ada")).queue()[0]  # listed in the Queue tab
+    catalog = Site(store, "ada").catalog
     served = catalog.query("SELECT submission_id, model, provenance FROM aggregates WHERE model IN "
                            "('DALL-E 3', 'Model A', 'Model B')")
     assert served.to_dict("records") == [{"submission_id": "sub-b", "model": "Model B", "provenance": "scored"}]

@@ -1,23 +1,42 @@
-"""A visitor's first minutes, in Chromium, on a store holding only the papers' rows (as after `make run`).
+"""A visitor's first minutes, in Chromium, on a store holding only the papers' rows (as after `make run`) and on one
+where three models were scored on the suite.
 
-Each test does what a person does next: opens the filter panel and switches track, pastes a link to each tab and
-leaves it open, types in every text box, reads the page on a laptop and on a phone. Values are the papers' rows
-(``leaderboard.reported``): CUBE Table 4 (2 models x 24 country x concept cells), CRT Table 1 (5 models, still
-and moving), CulturalFrames (4 models). One server for the module, without a worker (nothing is scored here).
+Each test does what a person does next: reads the first view, opens the filter panel and switches track, pastes a
+link to each tab and leaves it open, types in every text box, reads the page on a laptop and on a phone. Values are
+the papers' rows (``leaderboard.reported``): CUBE Tables 3 and 4 (2 models x 8 countries, x 24 country x concept
+cells), CUBE Table 6 (4 models x 3 concepts), CRT Table 1 (5 models, still and moving), CulturalFrames (4 models);
+and the suite rows of ``tests.helpers.suite_results`` (win rates known in advance). One server per store, without a
+worker (nothing is scored here). Every wait is for a state the page reaches (``tests.browser``), never a pause.
 """
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from leaderboard.store import Store
-from tests.browser import LAPTOP, PHONE, chromium, control, open_page, open_tab, query, screenshot, shows, table, wait_for_text
-from tests.helpers import serving, serving_tiny_cube
+from tests.browser import (
+    LAPTOP,
+    PHONE,
+    WAIT,
+    chromium,
+    control,
+    events,
+    hashes,
+    layout_problems,
+    open_page,
+    open_tab,
+    query,
+    screenshot,
+    scrolls_sideways,
+    shows,
+    table,
+    wait_for_events,
+    wait_for_paint,
+    wait_for_text,
+)
+from tests.helpers import SUITE_WIN_RATES, serving, serving_tiny_cube, suite_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-LINK_SECONDS = 5  # how long an opened link is left alone before its address bar is read
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +45,75 @@ def paper_rows_app(tmp_path_factory, tiny_upstream):
     store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     with serving(store.root, root / "serve.log", "--no-worker") as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def suite_rows_app(tmp_path_factory, tiny_upstream):
+    """The papers' rows and three models scored on every track of the suite."""
+    root = tmp_path_factory.mktemp("suite-visit")
+    store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
+    suite_results(store)
+    with serving(store.root, root / "serve.log", "--no-worker") as url:
+        yield url
+
+
+def test_the_first_view_without_suite_rows_shows_each_papers_table_as_a_card(paper_rows_app):
+    """No model is scored on the suite: the Overview opens on the papers' headline tables side by side, each with
+    its ranking, its source and what it measures, named by its protocol, no hash anywhere, and a way in to submit."""
+    with chromium() as browser:
+        page = open_page(browser, paper_rows_app, shows="No model has been scored on CultureLens suite v1 yet")
+        cards = page.locator(".cl-card")
+        assert cards.count() == 4  # CUBE awareness and diversity, CRT, CulturalFrames: the tracks with a paper table
+        first = {card.locator("b").first.inner_text(): card.locator("tr").nth(1).inner_text().split("\t")
+                 for card in cards.all()}
+        assert first == {  # each card's first row: rank, model, the paper's values (Table 3's mean of 8 countries)
+            "Awareness (CUBE)": ["1", "Imagen 2", "87.8"], "Diversity (CUBE)": ["1", "Imagen 2", "0.160", "0.190",
+                                                                               "0.140"],
+            "Iconicity (CRT)": ["1", "Imagen 4", "0.643", "0.448"], "Expectations (CulturalFrames)": ["1", "GPT-Image",
+                                                                                                   "0.850"]}
+        crt = page.locator(".cl-card", has_text="Iconicity (CRT)")
+        assert "Does the model recognise an iconic title without copying its reference image?" in crt.inner_text()
+        assert "CRT, Table 1 · CRT paper protocol" in crt.inner_text()
+        assert crt.get_by_role("link", name="CRT, Table 1").get_attribute("href") == "https://arxiv.org/abs/2511.11435"
+        assert hashes(page) == [] and scrolls_sideways(page) == []
+        screenshot(page, "overview-papers-1366")
+        page.get_by_role("button", name="Submit a model: how to take part").click()  # the way in
+        page.wait_for_function("() => location.search === '?tab=submit'")
+        wait_for_text(page, "Take part: one generate, one submit")
+        assert open_tab(page) == "submit"
+
+
+def test_the_first_view_with_suite_rows_ranks_the_models_across_the_tracks(suite_rows_app):
+    """Scored suite rows exist: the Overview opens on the overall ranking, one row per model across the five tracks
+    of the mean (variability beside it), under the suite's protocol by name, no hash, nothing wider than the
+    table at 1366 px; the papers' cards are one choice away."""
+    with chromium() as browser:
+        page = open_page(browser, suite_rows_app, shows="Ranked on every track's rows under CultureLens suite v1")
+        rows = table(page)
+        assert [(row["Model"], row["Overall win rate"].split()[0]) for row in rows] == [
+            (model, f"{rate:.3f}") for model, rate in SUITE_WIN_RATES.items()]
+        assert [row["Rank"] for row in rows] == ["1", "2", "3"] and {row["Provenance"] for row in rows} == {"scored"}
+        assert [rows[1][track] for track in ("Awareness (CUBE)", "Relevance (CAIRE)")] == ["0.5", "0"]
+        assert hashes(page) == [] and scrolls_sideways(page) == []
+        screenshot(page, "overview-suite-1366")
+        page.get_by_role("radio", name="The papers' tables").check()
+        wait_for_text(page, "Does the model recognise an iconic title")
+        assert page.locator(".cl-card").count() == 4 and hashes(page) == []
+
+
+def test_a_protocol_is_named_with_its_difference_from_the_suites_and_its_details_are_one_click_away(
+        paper_rows_app):
+    with chromium() as browser:
+        page = open_page(browser, paper_rows_app + "?tab=overview&track=iconicity", shows="FLUX.1-schnell")
+        line = ("Ranked under CRT paper protocol: The numbers CRT published (Table 1), on the paper's own images and "
+                "settings: ranked only with each other, never with rows scored here on the suite's 767 CRT reference "
+                "titles × 10 images.")
+        wait_for_text(page, line)
+        assert control(page, "Protocol").input_value() == "CRT paper protocol · 5 row(s)"  # Table 1's five models
+        assert hashes(page) == [] and scrolls_sideways(page) == []
+        page.get_by_text("How to read this table").click()  # the details: the protocol in full, with its id
+        wait_for_text(page, "CRT paper protocol, id 637267cabf42 (not the track's headline protocol")
+        screenshot(page, "overview-protocol-details")
 
 
 def test_opening_the_filters_then_switching_track_keeps_rows(paper_rows_app):
@@ -57,7 +145,7 @@ def test_opening_the_filters_then_switching_track_keeps_rows(paper_rows_app):
 
 
 LINKS = {  # a link to each view, and what that view shows (a paper row, a note)
-    "tab=overview": "All tracks (mean win rate)",
+    "tab=overview": "CRT, Table 1 · CRT paper protocol",  # the first view: the papers' tables
     "tab=overview&track=awareness": "by country × concept, each value ranked apart",  # every cell, not one
     "tab=overview&track=diversity": "Realistic Vision",
     "tab=overview&track=iconicity": "still",  # CRT Table 1: still and moving, each ranked
@@ -77,9 +165,10 @@ LINKS = {  # a link to each view, and what that view shows (a paper row, a note)
 
 
 def test_a_link_to_each_view_shows_it_and_stays_in_the_address_bar(paper_rows_app):
+    """Each page's first paint is done (``open_page`` waits for it): an address the page was going to write would be
+    written by then; then the person goes on, and each step waits for the state it brings."""
     with chromium() as browser:
         pages = {link: open_page(browser, f"{paper_rows_app}?{link}", shows=view) for link, view in LINKS.items()}
-        time.sleep(LINK_SECONDS)
         for link, page in pages.items():
             assert query(page) == link, f"the address bar of {link} now reads {query(page)}"
             assert open_tab(page) == link.split("&")[0].removeprefix("tab=") and shows(page, LINKS[link])
@@ -99,13 +188,13 @@ def test_a_link_to_each_view_shows_it_and_stays_in_the_address_bar(paper_rows_ap
         page = pages["tab=overview&track=iconicity"]
         control(page, "Metric").click()
         page.get_by_role("option", name="VR@k, visual reuse on the references every compared model recognised").click()
-        wait_for_text(page, "VR@k, visual reuse on the references every compared model recognised", 10_000)
-        page.wait_for_function("() => location.search.includes('metric=vr_at_k')", timeout=10_000)
+        wait_for_text(page, "VR@k, visual reuse on the references every compared model recognised")
+        page.wait_for_function("() => location.search.includes('metric=vr_at_k')", timeout=WAIT)
         kept = query(page)
         page.get_by_role("tab", name="Metrics").click()
-        page.wait_for_function("() => location.search === '?tab=metrics'", timeout=10_000)
+        page.wait_for_function("() => location.search === '?tab=metrics'", timeout=WAIT)
         page.get_by_role("tab", name="Overview").click()
-        page.wait_for_function("q => location.search === '?' + q", arg=kept, timeout=10_000)
+        page.wait_for_function("q => location.search === '?' + q", arg=kept, timeout=WAIT)
         page.goto(f"{paper_rows_app}?{kept}")
         wait_for_text(page, "VR@k, visual reuse")
         assert control(page, "Metric").input_value().startswith("VR@k")
@@ -115,9 +204,9 @@ def test_back_and_forward_go_through_the_tabs_a_person_opened(paper_rows_app):
     """Back returns to the tab opened before, as the person left it, and its link; Forward goes on again. A tab
     clicked at once on a bare address stays open (the first paint selects no tab of its own)."""
     def at(page, expected: str) -> None:
-        page.wait_for_function("q => location.search === '?' + q", arg=expected, timeout=10_000)
+        page.wait_for_function("q => location.search === '?' + q", arg=expected, timeout=WAIT)
         page.wait_for_function("t => document.querySelector('[role=tab][aria-selected=true]').dataset.tabId === t",
-                               arg=expected.split("&")[0].removeprefix("tab="), timeout=10_000)
+                               arg=expected.split("&")[0].removeprefix("tab="), timeout=WAIT)
 
     with chromium() as browser:
         page = open_page(browser, f"{paper_rows_app}?tab=overview&track=iconicity", shows="CRT")
@@ -125,7 +214,7 @@ def test_back_and_forward_go_through_the_tabs_a_person_opened(paper_rows_app):
         at(page, "tab=slices")
         control(page, "Track").click()
         page.get_by_role("option", name="expectations").click()
-        page.wait_for_function("() => location.search.includes('track=expectations')", timeout=10_000)
+        page.wait_for_function("() => location.search.includes('track=expectations')", timeout=WAIT)
         sliced = query(page)
         page.get_by_role("tab", name="Metrics").click()
         at(page, "tab=metrics")
@@ -142,9 +231,10 @@ def test_back_and_forward_go_through_the_tabs_a_person_opened(paper_rows_app):
         page.go_back()  # before the first page of the app: the browser leaves it (about:blank here)
         assert page.url == "about:blank"
 
-        bare = open_page(browser, paper_rows_app, shows="CultureLens")
+        bare = browser.new_page()
+        bare.goto(paper_rows_app)
         bare.get_by_role("tab", name="About").click()  # at once, while the first paint may still be computing
-        time.sleep(LINK_SECONDS)
+        wait_for_paint(bare)
         assert open_tab(bare) == "about" and query(bare) == "tab=about"
 
 
@@ -155,7 +245,7 @@ def test_every_registered_track_has_its_button_and_method_page(paper_rows_app):
                       "Relevance (CAIRE)", "Expectations (CulturalFrames)"):
             control(page, "Method page").click()
             page.get_by_role("option", name=title).click()
-            wait_for_text(page, f"{title}\n", 10_000)
+            wait_for_text(page, f"{title}\n")
             assert not shows(page, "No method page is registered")
         wait_for_text(page, "CAIRE")
         screenshot(page, "first-visit-method-page")
@@ -174,58 +264,33 @@ def test_typing_in_every_text_box_of_every_tab_shows_no_error(paper_rows_app):
     with chromium() as browser:
         page = open_page(browser, paper_rows_app, shows="All tracks (mean win rate)")
         page.get_by_text("Filters and columns").click()
+        page.get_by_label("Scored since (YYYY-MM-DD)").wait_for()
         typed = {}
         for tab in ("Overview", "Slices", "Compare", "Datasets", "Metrics", "Submit", "Queue", "About"):
+            before = events(page)
             page.get_by_role("tab", name=tab).click()
-            time.sleep(1)
+            page.wait_for_function("t => document.querySelector('[role=tab][aria-selected=true]').dataset.tabId === t",
+                                   arg=tab.lower(), timeout=WAIT)
+            if tab not in ("Overview", "Submit", "About"):  # the tabs that fill when opened
+                wait_for_events(page, before)
             boxes = page.locator(BOXES)
             typed[tab] = boxes.count()
             for i in range(typed[tab]):
                 box = boxes.nth(i)
+                before = events(page)  # a number box answers its input at once, a text box its Enter
                 box.fill("-3" if box.get_attribute("type") == "number" else TEXT)
                 box.press("Enter")
-                time.sleep(1.5)
+                wait_for_events(page, before)
                 text = page.locator("[role=tabpanel]:visible").inner_text()
                 assert "Error" not in text, f"{tab}, box {i + 1}: {text[:2000]}"
             if tab == "Overview":  # the note quotes the date box's text as typed: no bold, no math
                 wait_for_text(page, f"“{TEXT}” was ignored")
             screenshot(page, f"first-visit-typed-{tab.lower()}")
-        # Overview (all tracks: no metric picker): track set, models, min and max size, since; Slices: 4 pickers and models; Compare: 2
-        # pickers; Datasets: 4 pickers, contains, semantic search; Metrics: the method page; Submit: the Hub repo;
-        # Queue: the submission ID.
-        assert typed == {"Overview": 5, "Slices": 5, "Compare": 2, "Datasets": 6, "Metrics": 1, "Submit": 1,
+        # Overview (the papers' tables: no metric or protocol picker): models, min and max size, since; Slices: 4
+        # pickers and models; Compare: 2 pickers; Datasets: 4 pickers, contains, semantic search; Metrics: the method
+        # page; Submit: the Hub repo; Queue: the submission ID.
+        assert typed == {"Overview": 4, "Slices": 5, "Compare": 2, "Datasets": 6, "Metrics": 1, "Submit": 1,
                          "Queue": 1, "About": 0}
-
-
-def _layout_problems(page) -> list[str]:
-    """What does not read at this width: a header with a word broken across lines, a page that scrolls
-    sideways, a heatmap or chart wider than its box without a scroll bar, an empty download box."""
-    return page.evaluate("""() => {
-      const problems = [];
-      for (const span of document.querySelectorAll('.cl-table th .header')) {
-        if (span.offsetParent === null) continue;
-        const line = parseFloat(getComputedStyle(span).lineHeight) || 16;
-        const lines = Math.round(span.getBoundingClientRect().height / line);
-        const words = span.innerText.trim().split(/\\s+/).length;
-        if (lines > words) problems.push(`header "${span.innerText}" takes ${lines} lines`);
-      }
-      if (document.documentElement.scrollWidth > innerWidth + 1) problems.push('the page scrolls sideways');
-      for (const heat of document.querySelectorAll('table.cl-heatmap')) {
-        if (heat.offsetParent === null) continue;
-        const box = heat.parentElement;
-        const scrolls = getComputedStyle(box).overflowX === 'auto';
-        if (box.getBoundingClientRect().right > innerWidth + 1 || (!scrolls && heat.scrollWidth > box.clientWidth))
-          problems.push('a heatmap does not fit its box');
-      }
-      for (const chart of document.querySelectorAll('.vega-embed')) {
-        const block = chart.closest('.block');
-        if (chart.offsetParent && block && chart.getBoundingClientRect().right > block.getBoundingClientRect().right + 1)
-          problems.push('a chart is wider than its box');
-      }
-      for (const label of document.querySelectorAll('[data-testid=block-label]'))
-        if (label.offsetParent && label.innerText.trim() === 'Downloads') problems.push('an empty Downloads box');
-      return problems;
-    }""")
 
 
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
@@ -233,8 +298,10 @@ def test_the_views_read_on_a_laptop_and_a_phone(paper_rows_app, size):
     with chromium() as browser:
         page = open_page(browser, paper_rows_app + "?tab=overview&track=iconicity", size, shows="FLUX.1-schnell")
         page.get_by_text("Filters and columns").click()  # the panel open makes the table's columns narrower
-        time.sleep(1)
-        assert _layout_problems(page) == []
+        page.get_by_label("Scored since (YYYY-MM-DD)").wait_for()
+        assert layout_problems(page) == []
+        if size == LAPTOP:
+            assert scrolls_sideways(page) == []
         screenshot(page, f"first-visit-overview-{size[0]}")
         if size == PHONE:  # the tabs that do not fit are in a menu
             page.get_by_role("button", name="More tabs").click()
@@ -243,7 +310,10 @@ def test_the_views_read_on_a_laptop_and_a_phone(paper_rows_app, size):
         else:
             page.get_by_role("tab", name="Slices").click()
         wait_for_text(page, "Model × slice heatmap")
-        page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=30_000)
-        time.sleep(2)  # the charts draw
-        assert query(page) == "tab=slices" and _layout_problems(page) == []
+        page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=WAIT)
+        # a chart draws once scrolled into view, as a person scrolling down sees it: wait until each shown is drawn
+        page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
+        page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent)
+            .every(chart => chart.querySelector('canvas, svg'))""", timeout=WAIT)
+        assert query(page) == "tab=slices" and layout_problems(page) == []
         screenshot(page, f"first-visit-slices-{size[0]}")

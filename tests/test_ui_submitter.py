@@ -3,15 +3,15 @@
 `culturelens serve` runs with its worker on a store with CUBE-1K built from the authors' file (the demo config's
 prompt ids are real ones), scoring with a tiny random CLIP (tests' ``backbones_file``). The submitter reads the
 steps, uploads an incomplete zip (the summary comes first), then the repository's demo example
-(``submissions/example``, zipped) and watches the Queue reach FINISHED; a visitor's Overview, opened before and
-never touched, shows the new row by itself; the view downloads as a file pandas reads; Compare shows the images.
+(``submissions/example``, zipped) and watches the Queue reach FINISHED, each track's line saying whether it is on;
+a visitor's Overview, opened before and never touched, shows the new row by itself; the view downloads as a file
+pandas reads; Compare opens on the two scored submissions' images.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -21,7 +21,22 @@ import pytest
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from leaderboard.store import Store
-from tests.browser import chromium, control, open_page, query, screenshot, shows, table, wait_for_text
+from tests.browser import (
+    LAPTOP,
+    PHONE,
+    WAIT,
+    chromium,
+    control,
+    hashes,
+    layout_problems,
+    open_page,
+    query,
+    screenshot,
+    scrolls_sideways,
+    shows,
+    table,
+    wait_for_text,
+)
 from tests.helpers import make_submission, serving, zip_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
@@ -79,6 +94,7 @@ def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_pat
 
         # The steps, in the order a submitter needs them: the suite (what it holds and costs), one generate, one
         # submit, the format and its schema, then the demo config to try the path.
+        wait_for_text(submitter, "culturelens generate --preset sdxl --dataset culturelens/cube-1k")  # all drawn
         steps = submitter.locator("[role=tabpanel]:visible").inner_text()
         order = [steps.index(s) for s in ("992 × 10 (seeds 0-9)", "19,773 images", "culturelens generate --suite "
                                           "--preset sdxl", "parts/<part>/manifest.json", "Manifest schema",
@@ -107,10 +123,19 @@ def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_pat
             "id => [...document.querySelectorAll('.virtual-row')].some(r => r.innerText.includes(id) "
             "&& r.innerText.includes('FINISHED'))", arg=job_id, timeout=300_000)  # the Queue updates by itself
         assert shows(submitter, "is up") and not shows(submitter, "cannot score")
+        # One line per track: the worker scores awareness on the CUBE-1K this server holds; the suite's other parts
+        # are not served here, and each line names the one command that turns its track on.
+        wait_for_text(submitter, "Awareness (CUBE) is on")
+        wait_for_text(submitter, "Diversity (CUBE) is off: no cube-diversity and no artifact-index: culturelens suite "
+                                 "build --out suite/ --only cube-diversity artifact-index, then culturelens serve "
+                                 "--suite suite/")
+        assert shows(submitter, "Iconicity (CRT) is off: no iconic-references: culturelens suite build")
+        submitter.get_by_text("What the workers said, in full").click()  # what the worker said in full, folded
+        wait_for_text(submitter, "ready with clip_cosine, clip_score")
         screenshot(submitter, "submitter-queue")
 
         # The visitor's Overview, untouched since it opened, now shows the new row.
-        wait_for_text(visitor, EXAMPLE_MODEL, 30_000)
+        wait_for_text(visitor, EXAMPLE_MODEL)
         shown = [row["Model"] for row in table(visitor)]
         assert set(shown) == {"Early Model", EXAMPLE_MODEL}
         screenshot(visitor, "submitter-overview-refreshed")
@@ -118,7 +143,7 @@ def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_pat
         # The visitor downloads the view and opens it.
         visitor.get_by_role("button", name="Download this view (CSV, Parquet)").click()
         link = visitor.locator("a[download$='.csv']")
-        link.wait_for(timeout=30_000)
+        link.wait_for(timeout=WAIT)
         with visitor.expect_download() as download:
             link.click()
         frame = pd.read_csv(download.value.path())  # typed rows: one per model x metric x slice x protocol
@@ -133,24 +158,31 @@ def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
     url, store, _ = scoring_app
     if not any(job.model == EXAMPLE_MODEL and job.state == "FINISHED" for job in store.queue.jobs()):
         pytest.skip("needs the demo example scored by the test before")
+    example = next(job.id for job in store.queue.jobs() if job.model == EXAMPLE_MODEL and job.state == "FINISHED")
+    early = next(job.id for job in store.queue.jobs() if job.model == "Early Model" and job.state == "FINISHED")
     with chromium() as browser:
-        page = open_page(browser, url + "?tab=compare", shows="Pick 1-4 scored submissions")
-        control(page, "Submissions (up to 4)").click()
-        page.get_by_role("option", name=re.compile(re.escape(EXAMPLE_MODEL))).click()
-        page.keyboard.press("Escape")
-        wait_for_text(page, "seed 0")
-        time.sleep(1)
+        # The tab opens on the two newest scored submissions and the first prompt they share: nothing to pick.
+        page = open_page(browser, url + "?tab=compare", shows="seed 0")
+        chips = page.locator("[role=tabpanel]:visible .token").all_inner_texts()
+        assert len(chips) == 2 and chips[0].startswith(f"{EXAMPLE_MODEL} · {example} (") \
+            and chips[1].startswith(f"Early Model · {early} ("), chips
+        first = min(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG_DEMO).table.index)  # both answer every one
+        assert control(page, "Prompt (type to filter)").input_value().startswith(first)
+        page.wait_for_function("() => document.querySelectorAll('.cl-gallery .caption-label').length >= 2",
+                               timeout=WAIT)
         captions = page.evaluate("""() => [...document.querySelectorAll('.cl-gallery .caption-label')]
             .filter(c => c.offsetParent).map(c => ({text: c.innerText, cut: c.scrollWidth > c.clientWidth + 1}))""")
-        assert captions and all(c["text"].startswith(f"{EXAMPLE_MODEL} · seed 0") and not c["cut"] for c in captions)
+        assert sorted(c["text"].split(" · seed 0 · ")[0] for c in captions) == ["Early Model", EXAMPLE_MODEL]
+        assert not any(c["cut"] for c in captions)
         fits = page.evaluate("() => [...document.querySelectorAll('.cl-gallery img')].map(i => getComputedStyle(i).objectFit)")
         assert fits and set(fits) == {"contain"}  # a thumbnail shows the whole image, never a crop of it
         assert shows(page, "No reference images: this prompt's dataset has none")
         screenshot(page, "submitter-compare")
 
-        # The comparison is in the address bar: a colleague who opens the link sees the same images.
-        example = next(job.id for job in store.queue.jobs() if job.model == EXAMPLE_MODEL and job.state == "FINISHED")
-        page.wait_for_function("id => location.search.includes('subs=' + id)", arg=example, timeout=10_000)
+        # The person keeps the example only; the comparison is then in the address bar, and a colleague who opens
+        # the link sees the same images.
+        page.locator("[role=tabpanel]:visible .token", has_text="Early Model").locator(".token-remove").click()
+        page.wait_for_function("id => location.search.includes('subs=' + id)", arg=example, timeout=WAIT)
         link = parse_qs(query(page))
         assert link["tab"] == ["compare"] and link["subs"] == [example] and link["prompt"][0]
         shared = open_page(browser, f"{url}?{query(page)}", shows="seed 0")
@@ -163,6 +195,36 @@ def test_compare_shows_the_demo_images_with_readable_captions(scoring_app):
         # They remove the submission: the images and the table go, the hint comes back, the link forgets it.
         shared.locator("[role=tabpanel]:visible .token .token-remove").first.click()
         wait_for_text(shared, "Pick 1-4 scored submissions")
-        shared.wait_for_function("() => !location.search.includes('subs=')", timeout=10_000)
+        shared.wait_for_function("() => !location.search.includes('subs=')", timeout=WAIT)
         assert not shows(shared, "seed 0") and not shared.get_by_text("Per-image scores").is_visible()
         screenshot(shared, "submitter-compare-cleared")
+
+
+TAB_SHOWS = {"overview": "Scored here so far", "slices": "Model × slice heatmap", "compare": "seed 0",
+             "datasets": "load_dataset", "metrics": "VIEScore", "submit": "Take part: one generate, one submit",
+             "queue": "Awareness (CUBE) is on", "about": "CC BY-NC-SA 4.0"}
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_every_tab_reads_on_a_laptop_and_a_phone(scoring_app, size):
+    """Each tab opened by a link on the store with the scored demo rows: what it shows when opened, no hash of a
+    protocol, nothing wider than the page (and, on a laptop, no table wider than its box); a screenshot of each."""
+    url, store, _ = scoring_app
+    if not any(job.model == EXAMPLE_MODEL and job.state == "FINISHED" for job in store.queue.jobs()):
+        pytest.skip("needs the demo example scored by the test before")
+    with chromium() as browser:
+        for tab, view in TAB_SHOWS.items():
+            page = open_page(browser, f"{url}?tab={tab}", size, shows=view)
+            if tab == "slices":  # a chart draws once scrolled into view: wait until each one shown is drawn
+                page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(c => c.scrollIntoView())")
+                page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')]
+                    .filter(c => c.offsetParent).every(c => c.querySelector('canvas, svg'))""", timeout=WAIT)
+            if tab == "compare":
+                page.wait_for_function("() => [...document.querySelectorAll('.cl-gallery img')].length >= 2",
+                                       timeout=WAIT)
+            assert layout_problems(page) == [], tab
+            assert hashes(page) == [], tab
+            if size == LAPTOP or tab == "overview":  # on a phone too, the papers' cards fit
+                assert scrolls_sideways(page) == [], tab
+            screenshot(page, f"tab-{tab}-{size[0]}")
+            page.close()

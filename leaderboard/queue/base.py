@@ -409,6 +409,26 @@ class Queue:
             return db.execute("SELECT *, DB_NOW - heartbeat AS age FROM workers WHERE heartbeat > DB_NOW - ?"
                               " ORDER BY id", (within_seconds,)).fetchall()
 
+    def set_worker_tracks(self, worker: str, tracks: dict[str, str | None]) -> None:
+        """Record, per track, whether ``worker`` scores it (None) or why not, so the app can say which tracks are
+        on; the records of workers silent for a day are dropped."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM worker_tracks WHERE worker = ? OR worker NOT IN (SELECT id FROM workers WHERE "
+                       "heartbeat > DB_NOW - 86400)", (worker,))
+            for track, reason in tracks.items():
+                db.execute("INSERT INTO worker_tracks (worker, track, reason) VALUES (?, ?, ?)",
+                           (worker, track, reason))
+
+    def worker_tracks(self, workers: list[str]) -> dict[str, dict[str, str | None]]:
+        """What ``set_worker_tracks`` recorded for these workers: worker -> track -> None (scored) or why not."""
+        with self._connect() as db:
+            rows = db.execute("SELECT worker, track, reason FROM worker_tracks ORDER BY worker, track").fetchall()
+        found: dict[str, dict[str, str | None]] = {}
+        for row in rows:
+            if row["worker"] in workers:
+                found.setdefault(row["worker"], {})[row["track"]] = row["reason"]
+        return found
+
     def set_supervisor(self, id: str, state: str, *, pid: int | None, restarts: int, last_exit: str | None,
                        retry_in: float | None = None, message: str | None = None) -> None:
         """Record what a worker supervisor (``leaderboard.supervisor``) sees: its worker's state, pid, restarts."""

@@ -100,6 +100,12 @@ CREATE TABLE IF NOT EXISTS notices (
     at DOUBLE PRECISION NOT NULL,
     message TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS worker_tracks (
+    worker {C} NOT NULL,
+    track {C} NOT NULL,
+    reason TEXT,  -- NULL: the worker scores the track
+    PRIMARY KEY (worker, track)
+);
 """
 
 

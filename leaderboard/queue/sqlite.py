@@ -90,6 +90,12 @@ CREATE TABLE IF NOT EXISTS notices (
     at REAL NOT NULL,
     message TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS worker_tracks (
+    worker TEXT NOT NULL,
+    track TEXT NOT NULL,
+    reason TEXT,  -- NULL: the worker scores the track
+    PRIMARY KEY (worker, track)
+);
 """
 
 # Seconds since the epoch by the database's clock, to the millisecond (``unixepoch('subsec')`` needs SQLite

@@ -13,6 +13,7 @@ from huggingface_hub import DatasetCard
 
 from benchmark.datasets.prompts import REFERENCE_COLUMN, _fingerprint
 from leaderboard import render, search
+from leaderboard.ui.widgets import Parts
 
 PREVIEW_ROWS = 200
 ANY = "(any)"
@@ -30,8 +31,7 @@ class DatasetBrowser:
 
     def folders(self) -> dict[str, Path]:
         """Hub repo id -> local folder, for every dataset folder the store serves."""
-        return {p.name.replace("__", "/", 1): p for p in sorted(self.store.datasets.iterdir())
-                if (p / "README.md").exists()}
+        return self.store.dataset_folders()
 
     def public_folder(self, repo: str) -> str:
         """Where the server keeps ``repo``, as a visitor may see it: under ``STORE``, never the server's folder."""
@@ -47,7 +47,7 @@ class DatasetBrowser:
     def load(self, repo: str, config: str) -> tuple[datasets.Dataset, str]:
         folder = self.folders()[repo]
         fingerprint = _fingerprint(folder)
-        cache = str(self.store.datasets / ".hf-cache" / fingerprint)
+        cache = str(self.store.datasets_cache(fingerprint))
         return _load(str(folder), config, fingerprint, cache), f"{fingerprint}:{config}"
 
     def view(self, repo, config, column, value, contains, query):
@@ -131,8 +131,8 @@ class DatasetBrowser:
         table = self.prompt_table(submission_id)
         return str(table.loc[prompt_id, "prompt"]) if table is not None and prompt_id in table.index else None
 
-    def build(self) -> list:
-        """The tab's components and events (called inside a ``gr.Tab``); returns ``view``'s inputs and outputs."""
+    def build(self) -> Parts:
+        """The tab's components and events (called inside a ``gr.Tab``); ``view``'s inputs and outputs by name."""
         with gr.Row():
             repo = gr.Dropdown(label="Dataset", choices=[], interactive=True, allow_custom_value=True)
             config = gr.Dropdown(label="Config", choices=[], interactive=True, allow_custom_value=True)
@@ -145,13 +145,16 @@ class DatasetBrowser:
         table = gr.Dataframe(interactive=False, wrap=True, max_height=500)
         gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto", visible=False)
         snippet = gr.Code(language="python", label="Load it")
-        inputs = [repo, config, column, value, contains, query]
-        outputs = [repo, config, column, value, table, note, snippet]
+        parts = Parts(inputs={"repo": repo, "config": config, "column": column, "value": value, "contains": contains,
+                              "query": query},
+                      outputs={"repo": repo, "config": config, "column": column, "value": value, "table": table,
+                               "note": note, "snippet": snippet})
+        inputs, outputs = list(parts.inputs.values()), list(parts.outputs.values())
         for control in inputs:
             getattr(control, "submit" if isinstance(control, gr.Textbox) else "input")(
                 self.view, inputs, outputs, api_name="datasets" if control is query else False)
         table.select(self.images_page, [repo, config], gallery, api_name=False)
-        return inputs, outputs
+        return parts
 
 
 def _is_image(feature) -> bool:

@@ -1,0 +1,159 @@
+"""What a protocol is called on the page, and how it differs from the suite's, in one short sentence.
+
+A protocol (``benchmark.results.protocol_columns``) is identified by a hash of its fields; people read a name made
+from its track and values instead: "CultureLens suite v1" for the rows that answer the suite's part of the track
+(``Suite.answered_by``), "CRT paper protocol" for the numbers a paper published, the dataset's name otherwise
+("CUBE-1K demo"). Where two protocols of one table would share a name, each gets what tells them apart: the paper's
+table, the images per prompt, the metric version, the backbones, at last the id. Every field stays one click
+away (``tables.describe_protocol``, shown in the note's details).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from benchmark import results
+from benchmark import tracks as track_registry
+from benchmark.datasets import cube_1k, names
+from benchmark.papers import Paper
+from benchmark.suite import Suite
+
+# The datasets this project builds, by the name their cards give them, and their rows in a sentence (a submitter's
+# own dataset keeps its id).
+DATASET_NAMES = {
+    str(names.CUBE_1K): ("CUBE-1K", "CUBE-1K prompts"),
+    str(names.DatasetName(cube_1k.HUB_REPO, cube_1k.CONFIG_DEMO, cube_1k.SPLIT)): ("CUBE-1K demo",
+                                                                                  "CUBE-1K demo prompts"),
+    str(names.DatasetName(cube_1k.HUB_REPO, cube_1k.CONFIG_ALL, cube_1k.SPLIT)): ("CUBE-1K, every upstream row",
+                                                                                 "CUBE-1K upstream rows"),
+    str(names.CUBE_DIVERSITY): ("CUBE diversity", "CUBE diversity prompts"),
+    str(names.ICONIC_REFERENCES): ("CRT references", "CRT reference titles"),
+    str(names.CULTURALFRAMES): ("CulturalFrames", "CulturalFrames prompts"),
+}
+PUBLISHED = "as published in "  # how a paper row's protocol names its dataset (``leaderboard.reported``)
+UNRECORDED = "unrecorded"
+
+
+def dataset_name(dataset: str) -> str:
+    """A dataset (repo:config:split) by its name; one this project does not build, as it is recorded."""
+    return DATASET_NAMES.get(dataset, (dataset,))[0]
+
+
+def paper_name(citation: str) -> str:
+    """A paper row's paper by its name ("CRT"), from the citation the row carries; the citation when unknown."""
+    paper = track_registry.cited_papers().get(citation)
+    return paper.called if paper else citation
+
+
+def _paper(track: str, fields: dict) -> Paper | None:
+    """The paper whose published numbers a row of ``track`` under ``fields`` is (None for a scored row)."""
+    papers = track_registry.get(track).papers
+    published = str(fields.get("dataset") or "").startswith(PUBLISHED)
+    return papers.paper if papers and published else None
+
+
+def _images(count, per: str = " per prompt") -> str:
+    return f"{count} image{'' if count == 1 else 's'}{per}"
+
+
+def _source(fields: dict) -> str:
+    """The paper's table a reported row comes from ("Table 1"), from its metric version "paper (Table 1)"."""
+    version = str(fields.get("metric_version") or "")
+    return version.removeprefix("paper (").removesuffix(")") if version.startswith("paper (") else version
+
+
+def base_name(track: str, protocol: str | None, suite: Suite) -> str:
+    """The protocol's name before two of one table are told apart: the suite's, a paper's, else its dataset's
+    (with its images per prompt when the dataset is the suite part's but the count is not)."""
+    fields = results.protocol_fields(protocol)
+    if fields is None:
+        return UNRECORDED
+    if (paper := _paper(track, fields)) is not None:
+        return f"{paper.called} paper protocol"
+    if suite.answered_by(track, fields):
+        return f"CultureLens suite v{suite.version}"
+    name = dataset_name(str(fields.get("dataset")))
+    part = suite.part_of_track(track)
+    if part is not None and fields.get("dataset") == str(part.dataset):
+        images = fields.get("images_per_prompt")
+        name += f", {_images(images)}" if images != part.images_per_prompt else ", other prompt rows"
+    return name
+
+
+def _details(track: str, fields: dict | None) -> list[str]:
+    """What may tell two protocols of one name apart, most telling first."""
+    if fields is None:
+        return []
+    if _paper(track, fields) is not None:
+        return [_source(fields)]
+    backbones = ", ".join(b.split("=")[0] for b in fields.get("backbones") or []) or "no backbone"
+    return [_images(fields.get("images_per_prompt")), f"metric version {fields.get('metric_version')}",
+            f"backbones {backbones}"]
+
+
+def protocol_names(track: str, protocols: pd.DataFrame, suite: Suite) -> dict[str, str]:
+    """Protocol id -> name, for the protocols of one table (``protocol_id`` and ``protocol`` columns, as
+    ``tables.protocols`` gives them): ``base_name``, and where two share it, the first detail that tells them
+    apart (the paper's table, images per prompt, metric version, backbones), else the id."""
+    pairs = list(zip(protocols["protocol_id"], protocols["protocol"]))
+    named = {pid: base_name(track, text, suite) for pid, text in pairs}
+    fields = {pid: results.protocol_fields(text) for pid, text in pairs}
+    for name in {n for n in named.values() if list(named.values()).count(n) > 1}:
+        same = [pid for pid in named if named[pid] == name]
+        details = {pid: _details(track, fields[pid]) for pid in same}
+        for i in range(max(len(d) for d in details.values())):
+            told = [d[i] if i < len(d) else "" for d in details.values()]
+            if len(set(told)) == len(told):
+                named.update({pid: f"{name} ({d[i]})" for pid, d in details.items()})
+                break
+        else:
+            named.update({pid: f"{name} ({pid})" for pid in same})
+    return named
+
+
+def _suite_words(track: str, suite: Suite) -> str | None:
+    """The suite's part for ``track`` in words ("the suite's 992 CUBE-1K prompts × 10 images"); None without one."""
+    part = suite.part_of_track(track)
+    if part is None:
+        return None
+    rows = DATASET_NAMES.get(str(part.dataset), ("", f"{part.dataset} prompts"))[1]
+    count = f"{part.dataset.prompts:,} " if part.dataset.prompts else ""
+    return f"the suite's {count}{rows} × {_images(part.images_per_prompt, '')}"
+
+
+def difference(track: str, protocol: str | None, suite: Suite) -> str:
+    """One short sentence: how the protocol differs from the suite's for ``track`` (or, for a track the suite has
+    no part for, from the track's headline protocol), and so what it is ranked with."""
+    fields = results.protocol_fields(protocol)
+    if fields is None:
+        return "Scored before protocols were recorded: nothing says these rows were scored alike, so none is ranked."
+    words = _suite_words(track, suite)
+    if (paper := _paper(track, fields)) is not None:
+        scored = f"rows scored here on {words}" if words else "rows scored here"
+        return (f"The numbers {paper.called} published ({_source(fields)}), on the paper's own images and settings: "
+                f"ranked only with each other, never with {scored}.")
+    headline = track_registry.on_protocol(track, protocol)
+    declared = track_registry.get(track).protocol
+    # The track's headline settings whatever the prompts: the suite's part says which prompts and how many images.
+    same_settings = replace(declared, dataset="", images_per_prompt=None).admits(protocol)
+    said = [f"metric version {declared.version}…" if declared.version else "",
+            f"backbones {', '.join(declared.backbones)}" if declared.backbones else ""]
+    settings = "" if same_settings else f", not the track's settings ({'; '.join(w for w in said if w)})"
+    if words is None:
+        return ("The track's headline protocol." if headline else
+                f"Not the track's headline protocol ({track_registry.get(track).protocol.describe()}): ranked only "
+                "with rows scored the same way.")
+    if suite.answered_by(track, fields):
+        return f"The suite's protocol for this track: {words}, scored here{settings}."
+    part = suite.part_of_track(track)
+    differs = []
+    if fields.get("dataset") != str(part.dataset):
+        differs.append(dataset_name(str(fields.get("dataset"))))
+    elif part.dataset.digest and fields.get("dataset_revision") != part.dataset.digest:
+        differs.append("other prompt rows than the suite pins")
+    if fields.get("images_per_prompt") != part.images_per_prompt:
+        differs.append(_images(fields.get("images_per_prompt")))
+    return (f"Not {words}: {', '.join(differs) or 'other settings'}{settings}; ranked only with rows scored the "
+            "same way.")

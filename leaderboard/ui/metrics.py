@@ -1,0 +1,75 @@
+"""The Metrics tab: which automatic metric agrees with human raters (CulturalFrames), a method page per track, and
+every track's BibTeX."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from benchmark import tracks as track_registry
+from leaderboard import render, tables
+from leaderboard.ui.site import Site
+from leaderboard.ui.widgets import Parts, linked_table
+
+METRICS_INTRO = (
+    "### Which automatic metric agrees with human raters?\nOn CulturalFrames images, per criterion. **scored** "
+    "rows (computed here, `culturelens meta-eval`): Spearman ρ of a metric's per-image scores with the mean of "
+    "the other raters, each rater left out in turn and the correlations averaged, with a 95% CI from a bootstrap "
+    "over prompts; **ceiling** is the same for one rater against the others, so a metric as good as one more rater "
+    "reaches it. **paper** rows are the paper's Fig. 7 (Nayak et al.): a Spearman ρ with the human ratings whose "
+    "pooling the paper does not state, so they follow the scored rows and are never ordered among them. The "
+    "key under the table says what each kind of row measures.")
+
+
+class MetricsTab:
+    """The Metrics tab's views over ``site``; ``build`` makes its components."""
+
+    def __init__(self, site: Site):
+        self.site = site
+        self.parts = Parts()
+
+    def page(self) -> dict:
+        """The method-page picker (every track: registered ones have a page even before any result) and the
+        metric-human agreement table, provenance in words; by output name."""
+        choices = self.site.track_choices()
+        first = choices[0][1] if choices else None
+        return {"track": gr.update(choices=choices, value=first), "method": render.method_page(first) if first else "",
+                "table": linked_table(agreement_page(tables.agreement_table(self.site.store.meta_evaluation())))}
+
+    def build(self) -> Parts:
+        """The tab's components and events (called inside a ``gr.Tab``)."""
+        gr.Markdown(METRICS_INTRO)
+        # Widths for ``agreement_page``'s columns: the two texts wrap rather than push the table past a laptop's page;
+        # on a phone it scrolls inside its box rather than squeeze a column to a letter a line.
+        table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"],
+                             column_widths=["280px", "100px", "80px", "140px", "80px", "60px", "100px", "250px"])
+        gr.Markdown(" ".join(f"{render.badge(render.PROVENANCE[kind])} rows: {what}."
+                             for kind, what in tables.AGREEMENT_MEASURES.items()))
+        track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
+        method = gr.Markdown()
+        track.input(render.method_page, track, method, api_name="method")
+        with gr.Accordion("Cite (BibTeX)", open=False):
+            gr.Code(track_registry.bibtex(), language=None)
+        self.parts = Parts(inputs={"track": track}, outputs={"track": track, "method": method, "table": table})
+        return self.parts
+
+
+def agreement_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """The metric-agreement table (``tables.agreement_table``) as the page shows it, narrow enough to read without
+    scrolling sideways: Spearman ρ with its 95% CI in one cell, the provenance as a badge (the key under the table
+    says what each kind measures), the source with the metric's version."""
+    if frame.empty:
+        return frame
+    def interval(rho, low, high) -> str:
+        return "" if pd.isna(rho) else f"{rho:.2f}" + (f" [{low:.2f}, {high:.2f}]" if pd.notna(low) else "")
+
+    return pd.DataFrame({
+        "Metric": frame["metric"], "Criterion": frame["criterion"], "Country": frame["country"],
+        "Spearman ρ (95% CI)": [interval(*values) for values in zip(frame["spearman"], frame["ci_low"],
+                                                                     frame["ci_high"])],
+        "Ceiling": frame["ceiling"], "n": frame["n"],
+        "Provenance": frame["provenance"].map(lambda p: render.badge(render.PROVENANCE.get(p, p))),
+        "Source": [", ".join(str(v) for v in (source, version) if v) for source, version in
+                   zip(frame["source"].fillna(""), frame["metric_version"].fillna(""))],
+    })
+

@@ -1,0 +1,127 @@
+"""What the Overview and the Slices say beside a ranked table: the protocol it ranks under, how its ranks, intervals
+and tie groups are read, the overall rule, the filters at work. Markdown; user text goes through ``render.plain``."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmark import tracks as track_registry
+from benchmark.suite import Suite
+from leaderboard import protocol_names, render, tables
+
+
+def protocol_choices(table: pd.DataFrame, names: dict[str, str]) -> list[tuple[str, str]]:
+    """The protocol picker's (label, id) pairs: the protocol's name (``protocol_names``) and its row count."""
+    return [(f"{names[pid]} · {rows} row(s)"[:200], pid) for pid, rows in zip(table["protocol_id"], table["rows"])]
+
+
+def protocol_line(chosen: str, table: pd.DataFrame, names: dict[str, str], track: str, suite: Suite) -> str:
+    """The note's one line on the protocol a table is ranked under: its name and how it differs from the suite's
+    (Markdown; a submitter's dataset name is escaped)."""
+    row = table[table["protocol_id"] == chosen].iloc[0]
+    return (f"Ranked under **{render.plain(names[chosen])}**: "
+            f"{render.plain(protocol_names.difference(track, row['protocol'], suite))}")
+
+
+def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
+                  names: dict[str, str] | None = None) -> str:
+    """The details of the protocol shown (Markdown; the dataset is the submitter's text, escaped) and how rank
+    intervals are read: what the note's line says in full, one click away."""
+    if table is None or chosen is None:
+        return ""
+    row = table[table["protocol_id"] == chosen].iloc[0]
+    others = len(table) - 1
+    status = ("the track's headline protocol" if row["on_protocol"] else "not the track's headline protocol, "
+              f"which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+    if row["suite"]:
+        status = f"the suite's protocol for this track, and {status}"
+    name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
+    return (f"{name}{render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
+            + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in."
+               if others else "") + "\n\n" + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, "
+            "not ranked.")
+
+
+# How a ranked table's ranks, intervals and tie groups are read (the Overview and Slices notes; About says more).
+RANKS_IN_WORDS = (
+    "**One set of prompts**: each model's score, rank and 95% rank interval come from the same prompts, those "
+    "every ranked model answered (the note below gives their number, and n is it); a model that answered fewer "
+    f"than {tables.MIN_COVERAGE:.0%} of the table's prompts is listed apart, not ranked, and with fewer than "
+    f"{tables.MIN_SHARED_PROMPTS} shared prompts no rank interval is given. **Rank range**, e.g. 2-5: the middle "
+    f"95% of the model's ranks over {tables.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading "
+    "down, models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring "
+    "groups may still overlap: read the ranges).")
+
+
+def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
+    """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
+    shown beside), what each track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other
+    protocols leave out."""
+    if not sets:
+        return "No results for this choice yet."
+    others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
+    left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}; its "
+                        f"{render.plain(t.headline)} is shown in its own column, beside the mean."
+                        for t in track_registry.all_tracks().values() if t.not_in_overall)
+    return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
+            "slice; the track's rows of one protocol: the suite's part for that track when it has rows, so a "
+            "model's suite submission is one row across the tracks, else the track's headline protocol, else the "
+            "papers'; never the metric scored on other prompts), the share of the other models a model beats on the "
+            "prompts they all answered, ties counting half; a model without a value on a track leaves that track's "
+            "comparison. "
+            "Only models scored on the same set of tracks are ranked together: here "
+            f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
+            ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
+            "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
+            "apart. " + left_out +
+            (f" {render.plain(basis[:1].upper() + basis[1:])}." if basis else "") +
+            (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
+
+
+def overall_line(chosen: str, protocols: dict[str, str]) -> str:
+    """The overall view's first line: what the ranking is, over which tracks, and under which protocol each track's
+    rows are (``protocols``: track -> the protocol's name), said once when they all share it."""
+    titles = {t: track_registry.get(t).title for t in chosen.split(" + ")}
+    named = set(protocols.values())
+    under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
+             "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
+    return (f"**Mean win rate** over {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}): on each, the "
+            "share of the other models a model beats on the prompts they all answered; higher is better. "
+            f"Ranked on {under}.")
+
+
+def agreement_note(table: pd.DataFrame, metric: str) -> str:
+    """The sentence beside a metric's ranking on how far the metric itself agrees with human raters, when
+    ``culturelens meta-eval --store`` measured it (``meta_eval.agreement``: alignment, every country); else ""."""
+    from benchmark.expectations import meta_eval
+
+    row = meta_eval.agreement(table, metric)
+    if row is None:
+        return ""
+    if pd.isna(row["spearman"]):
+        rho = "undefined (the metric's values or the raters' do not vary)"
+    else:
+        interval = f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]" if pd.notna(row["ci_low"]) else ""
+        rho = f"{row['spearman']:.2f}{interval}"
+    ceiling = f", against {row['ceiling']:.2f} between raters" if pd.notna(row["ceiling"]) else ""
+    return (f" **Agreement with the CulturalFrames raters** (alignment, `culturelens meta-eval`): Spearman ρ {rho} "
+            f"over {int(row['n']):,} images{ceiling} (Metrics tab, with the version measured).")
+
+
+def empty_track_note(track: str) -> str:
+    """Why a registered track shows no rows: nothing scored on it yet, and no paper table copied for it."""
+    title = render.plain(track_registry.get(track).title)
+    return (f"No {title} results yet: no submission has been scored on this track, and this leaderboard copies no "
+            "paper table for it. The **Metrics** tab's method page says how it is measured; the **Submit** tab says "
+            "how to take part.")
+
+
+def filters_label(filters: tables.Filters, columns) -> str:
+    """The filter panel's title: which filters are active (each may hide rows; the note counts them)."""
+    active = [name for name, on in (("model search", filters.models), ("model type", filters.types),
+                                    ("size", filters.size_min is not None or filters.size_max is not None),
+                                    ("date", filters.since), ("provenance", filters.provenance)) if on]
+    if columns and set(columns) != set(tables.SHOWN_COLUMNS):
+        active.append(f"{len(columns)} of {len(tables.RANK_COLUMNS)} columns chosen")
+    return "Filters and columns (" + (f"{len(active)} active: {', '.join(active)}" if active else
+                                      "none active: every row is shown") + ")"

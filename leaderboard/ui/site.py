@@ -1,0 +1,134 @@
+"""What every tab shares: the store, its catalog, the download folder the views hand files out from, who submits."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+import gradio as gr
+import pandas as pd
+
+from benchmark import tracks as track_registry
+from leaderboard import operator_settings, render, tables
+from leaderboard.catalog import Catalog
+from leaderboard.downloads import DownloadFolder
+from leaderboard.queue import QueueDamaged
+from leaderboard.served_suite import ServedSuite
+from leaderboard.store import Store
+
+
+QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
+                    "queue rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again "
+                    "in a minute.")
+
+
+def while_queue_rebuilt(shown: Callable[[str], object]):
+    """For a view (a method of a tab with a ``store``) that reads the queue: while the queue is being rebuilt (its file
+    found damaged by this view or another, ``Store.queue_watch``), what ``shown(QUEUE_REBUILDING)`` gives instead of
+    Gradio's generic "Error"; the rebuild starts the moment a view meets the damage."""
+
+    def wrap(view):
+        @functools.wraps(view)
+        def guarded(self, *args, **kwargs):
+            watch = self.store.queue_watch
+            if not watch.rebuilding:
+                try:
+                    return view(self, *args, **kwargs)
+                except QueueDamaged:
+                    watch.noticed()
+            return shown(QUEUE_REBUILDING)
+        return guarded
+    return wrap
+
+
+class Site:
+    """One app's reads and hand-outs: ``store``, its ``catalog`` (``fetch`` brings results folders the store knows
+    only from a leaderboard release), the download folder (``leaderboard.downloads``) and the local ``owner``;
+    ``suite``, the suite served (default: the package's definition, no assets), and ``metric_settings``, the metric
+    settings the service's worker scores with (default: as the environment sets them)."""
+
+    def __init__(self, store: Store, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
+                 suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None):
+        self.store, self.owner = store, owner
+        self.suite = suite or ServedSuite(store.suite)
+        self.metric_settings = metric_settings if metric_settings is not None else default_metric_settings()
+        self.places = render.server_places(store.root)
+        if self.suite.assets is not None:  # the suite folder is a server folder too
+            self.places[str(self.suite.assets.folder)] = "SUITE"
+            self.places[str(self.suite.assets.folder.resolve())] = "SUITE"
+        self.catalog = Catalog(store, fetch)
+        self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit
+
+    def public(self, text: object) -> str:
+        """Server-side text (a reason, an error) for visitors: server folders hidden, then escaped."""
+        return render.plain(render.hide_paths(text, self.places))
+
+    def who(self, profile: gr.OAuthProfile | None) -> str | None:
+        """The signed-in Hugging Face user on a Space (OAuth), else the configured local user."""
+        if operator_settings.on_space():
+            return profile.username if profile is not None else None
+        return self.owner
+
+    def track_choices(self) -> list[tuple[str, str]]:
+        """Every registered track and any other the results hold, as (title, id): a track without rows yet keeps
+        its button, and its note says why it is empty."""
+        ids = dict.fromkeys([*track_registry.all_tracks(), *tables.tracks(self.catalog)])
+        return [(track_registry.get(t).title, t) for t in ids]
+
+    def results_version(self) -> str:
+        """A digest of the results the catalog holds (folder names, the reported file's time): it changes when
+        new results land, and costs one directory listing at most every ``catalog.REFRESH_SECONDS``."""
+        self.catalog.refresh()
+        with self.catalog.lock:
+            key = f"{self.catalog.reported_stamp}|" + "|".join(sorted(self.catalog.loaded))
+        return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+    # --- what Gradio may serve: copies in this app's download folder, never a store file -------------------------
+    def files(self, frame: pd.DataFrame, stem: str) -> list[str]:
+        """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised) and Parquet
+        (typed, as is) files to download, named ``culturelens-<stem>``."""
+        folder = self.downloads.fresh()
+        csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
+        render.spreadsheet_safe(frame).to_csv(csv, index=False)
+        frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(parquet, index=False)
+        return [str(csv), str(parquet)]
+
+    def serve(self, paths: list[Path], names: list[str] | None = None) -> list[str]:
+        """Store files to show or download (under ``names``, default ``<n>-<file name>``), as links (or copies)
+        in a folder of this app's: Gradio is blocked from the whole store (``app.launch_options``), so a visitor
+        gets exactly the files a view picked."""
+        folder, served = self.downloads.fresh(), []
+        for i, path in enumerate(paths):
+            target = folder / (names[i] if names else f"{i}-{path.name}")
+            try:
+                os.link(path, target)
+            except OSError:  # another filesystem
+                shutil.copyfile(path, target)
+            served.append(str(target))
+        return served
+
+    def serve_images(self, images: list[tuple[str, bytes]]) -> list[str]:
+        """Images of submissions (name in the submission, bytes from its shards) to show, written as files in a
+        folder of this app's (``<n>-<seed>.<ext>``): what Gradio serves is a copy, never a store file."""
+        folder, served = self.downloads.fresh(), []
+        for i, (name, data) in enumerate(images):
+            target = folder / f"{i}-{PurePosixPath(name).name}"
+            target.write_bytes(data)
+            served.append(str(target))
+        return served
+
+    def write(self, name: str, text: str) -> str:
+        """``text`` as a file named ``name`` to download (the Submit tab's schema)."""
+        path = self.downloads.fresh() / name
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+
+def default_metric_settings() -> dict[str, object]:
+    """The metric settings as this process's environment sets them, by name (app.py: a Space's worker runs
+    elsewhere, with its own)."""
+    return {s.name: s.resolve() for s in track_registry.settings_declared()}

@@ -1,0 +1,127 @@
+"""What every tab builds with: its components by name (``Parts``), Markdown that shows user text safely, tables whose
+links read as links, boxes shown only when they hold something."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gradio as gr
+import pandas as pd
+
+from leaderboard import render, tables
+
+
+@dataclass
+class Parts:
+    """A tab's components by name: ``inputs``, what its view functions read, in their argument order; ``outputs``,
+    what its page function may update. A page function answers ``{name: value or update}`` for the outputs it
+    changes (``updates`` turns the names into the components Gradio expects), so no output is wired by position."""
+
+    inputs: dict[str, gr.components.Component] = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+
+    def updates(self, named: dict) -> dict:
+        """``{name: update}`` as Gradio takes a dict answer: ``{component: update}``."""
+        return {self.outputs[name]: value for name, value in named.items()}
+
+    def wire(self, page: Callable[..., dict]) -> Callable[..., dict]:
+        """``page`` (inputs -> named updates) as an event function over these components."""
+        return lambda *values: self.updates(page(*values))
+
+
+def text_markdown(**options) -> gr.Markdown:
+    """A Markdown component for text that carries user text (a model name, a prompt, a reason): math
+    rendering off, so ``$$...$$`` in a name stays text (``render.plain`` takes care of Markdown itself)."""
+    return gr.Markdown(latex_delimiters=[], **options)
+
+
+def pick(value, choices, default=None):
+    """``value`` if it is one of ``choices``, else ``default`` if it is, else the first choice (None without any)."""
+    return value if value in choices else (default if default in choices else (choices[0] if choices else None))
+
+
+def on_change(control):
+    """The event a person's change of ``control`` fires: Enter in a text box, any input elsewhere."""
+    return control.submit if isinstance(control, gr.Textbox) else control.input
+
+
+def linked_table(frame: pd.DataFrame) -> dict:
+    """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
+    others by ``tables.DATATYPES``. The API returns the frame itself."""
+    return gr.update(value=frame, datatype=tables.datatypes(frame.columns, frame))
+
+
+def shown_if_filled(value, **options) -> dict:
+    """``value`` for a chart, gallery or file box that is shown only when it holds something (rows, images, a
+    file): an empty box tells nothing, and the note beside it says why it is empty."""
+    filled = not value.empty if isinstance(value, pd.DataFrame) else bool(value)
+    return gr.update(value=value, visible=filled, **options)
+
+
+def _rank_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Each row's rank with its 95% range in one cell ("2 (1–4)", "1" when the range is that rank), and why a row
+    is listed apart ('' for a ranked row), from ``tables.display``'s Rank and Rank range columns."""
+    ranks, reasons = [], []
+    ranges = frame["Rank range (95%)"] if "Rank range (95%)" in frame.columns else pd.Series("", index=frame.index)
+    for rank, span in zip(frame["Rank"], ranges.fillna("")):
+        apart = str(span).startswith("not ranked: ")
+        reasons.append(str(span).removeprefix("not ranked: ") if apart else "")
+        text = "–" if pd.isna(rank) or apart else str(rank)
+        ranks.append(f"{text} ({span})" if span and not apart and str(span) != text else text)
+    return ranks, reasons
+
+
+def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
+    """Scores with their 95% interval in one cell ("0.553 [0.501, 0.612]"); a score alone without one."""
+    def number(value):
+        return f"{value:.3f}" if isinstance(value, float) else ("" if value is None or pd.isna(value) else str(value))
+
+    if intervals is None:
+        return [number(v) for v in values]
+    return [f"{number(v)} {i}".strip() if i else number(v) for v, i in zip(values, intervals.fillna(""))]
+
+
+def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """A ranked table (``tables.display``'s columns, those chosen) as the page shows it, narrow enough to read
+    without scrolling sideways: the rank with its range in one cell, the score with its 95% CI in one, the
+    provenance as a badge, why a row is listed apart after its model; every other column chosen as it is, after
+    those."""
+    if frame.empty or "Rank" not in frame.columns:
+        return frame
+    ranks, reasons = _rank_cells(frame)
+    shown = pd.DataFrame(index=frame.index)
+    if "Slice" in frame.columns:
+        shown["Slice"] = frame["Slice"]
+    shown["Rank"] = ranks
+    shown["Model"] = [f"{model} · not ranked: {render.plain(why)}" if why else model
+                      for model, why in zip(frame["Model"], reasons)]
+    if "Score" in frame.columns:
+        shown["Score"] = _with_interval(frame["Score"], frame["95% CI"] if "95% CI" in frame.columns else None)
+    if "Provenance" in frame.columns:
+        shown["Provenance"] = frame["Provenance"].map(render.badge)
+    merged = {"Slice", "Rank", "Rank range (95%)", "Model", "Score", "95% CI", "Provenance"}
+    for column in frame.columns:
+        if column not in merged and (not columns or column in columns):
+            shown[column] = frame[column]
+    return shown.reset_index(drop=True)
+
+
+def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """The overall ranking (``tables.display_win_rates``) as the page shows it: the rank with its range, the model,
+    the mean win rate with its 95% interval, the provenance as a badge, then each track's column."""
+    if frame.empty:
+        return frame
+    ranks, reasons = _rank_cells(frame)
+    shown = pd.DataFrame({
+        "Rank": ranks,
+        "Model": [f"{model} · not ranked: {render.plain(why)}" if why else model
+                  for model, why in zip(frame["Model"], reasons)],
+        "Overall win rate": _with_interval(frame["Overall win rate"], frame["95% interval"]),
+        "Provenance": frame["Provenance"].map(render.badge),
+    })
+    fixed = {"Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"}
+    for column in frame.columns:
+        if column not in fixed:
+            shown[column] = frame[column]
+    return shown
