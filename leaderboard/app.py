@@ -140,18 +140,25 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
         # Each tab computes its data when it is opened, and says it is the open one (for the timer). A tab the first
         # paint opened and filled (a link to it) is not computed again when its selection fires its select event.
-        for tab, name in ((overview_tab, "overview"), (datasets_tab, "datasets"), (metrics_tab, "metrics"),
-                          (submit_tab, "submit"), (about_tab, "about")):
-            tab.select(None, None, open_tab, js=f"() => '{name}'")
+        # Once a tab's select event is answered, the page says so (a state the browser tests wait for).
+        def ready(name: str) -> str:
+            return f"() => {{ document.documentElement.dataset.tabReady = '{name}'; }}"
+
+        for tab, name in ((overview_tab, "overview"), (submit_tab, "submit"), (about_tab, "about")):
+            tab.select(None, None, open_tab, js=f"() => '{name}'").then(None, js=ready(name))
         shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
         for tab, name, parts, page, inputs, outputs in (
                 (slices_tab, "slices", s, slices.page, s_in, list(s.outputs.values())),
                 (compare_tab, "compare", c, compare.opened, [c.inputs["subs"]], list(c.outputs.values())),
                 (queue_tab, "queue", q, queue.page, [], shown_queue)):
             tab.select(_filled_once(name, open_tab, parts, page), [open_tab, *inputs], [open_tab, *outputs],
-                       api_name=False)
-        datasets_tab.select(browser.view, list(d.inputs.values()), list(d.outputs.values()), api_name=False)
-        metrics_tab.select(m.wire(metrics.page), None, list(m.outputs.values()), api_name=False)
+                       api_name=False).then(None, js=ready(name))
+        datasets_tab.select(None, None, open_tab, js="() => 'datasets'")
+        datasets_tab.select(browser.view, list(d.inputs.values()), list(d.outputs.values()), api_name=False).then(
+            None, js=ready("datasets"))
+        metrics_tab.select(None, None, open_tab, js="() => 'metrics'")
+        metrics_tab.select(m.wire(metrics.page), None, list(m.outputs.values()), api_name=False).then(
+            None, js=ready("metrics"))
         gr.api(queue.queue_api, api_name="queue")
         gr.api(overview.overall_api, api_name="overall")
         # The API's endpoints return data (the page's own events return what to show and hide): a button no one

@@ -9,8 +9,11 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+
+from leaderboard.ui.address import TABS
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-output" / "screenshots"
 LAPTOP, PHONE = (1366, 768), (390, 844)
@@ -53,6 +56,9 @@ def open_page(browser, url: str, size: tuple[int, int] = LAPTOP, shows: str = "C
     page.add_init_script(_EVENTS)
     page.goto(url)
     wait_for_paint(page)
+    tab = parse_qs(urlsplit(url).query).get("tab", ["overview"])[0]
+    if tab in TABS and tab != "overview":  # the first paint opened the tab: its select event answers next
+        page.wait_for_function("tab => document.documentElement.dataset.tabReady === tab", arg=tab, timeout=WAIT)
     wait_for_text(page, shows)
     return page
 
