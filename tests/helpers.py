@@ -53,6 +53,17 @@ def culturelens(*args, env: dict | None = None, cwd: Path | None = None,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
 
 
+def until(condition, timeout: float, what: str):
+    """The first truthy value of ``condition()``, asked every 50 ms: a wait for a state, failing after ``timeout``
+    seconds (a bound, never a pause) saying which state did not come."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 from leaderboard.ui.queue import QueueTab
 from leaderboard.ui.site import Site
-from tests.helpers import culturelens_command
+from tests.helpers import culturelens_command, until
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts worker and serve processes
 
@@ -36,15 +36,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
-
-
 def _row(queue: Queue) -> dict | None:
     rows = queue.supervisors()
     return rows[0] if rows else None
@@ -56,9 +47,9 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
     supervisor = Supervisor([sys.executable, "-c", "import time; time.sleep(600)"], queue, first_delay=0.2, beat=0.2)
     supervisor.start()
     try:
-        first = _until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"], 30, "a worker runs")
+        first = until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"], 30, "a worker runs")
         os.kill(first, signal.SIGKILL)
-        row = _until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"] != first and r, 30,
+        row = until(lambda: (r := _row(queue)) and r["state"] == "running" and r["pid"] != first and r, 30,
                      "a new worker runs")
         assert row["restarts"] == 1 and row["last_exit"] == "killed by SIGKILL"
         assert not _alive(first) and not Path(f"/proc/{first}").exists()  # reaped: not even a zombie
@@ -80,7 +71,7 @@ def test_a_crashing_worker_is_restarted_with_growing_delays(tmp_path):
             if row and row["state"] == "restarting" and row["restarts"] not in [r for r, _ in delays]:
                 delays.append((row["restarts"], row["message"]))
             return row and row["restarts"] >= 3
-        _until(third_restart, 60, "three restarts")
+        until(third_restart, 60, "three restarts")
     finally:
         supervisor.stop()
     assert delays[:3] == [(0, "waiting 1 s before the next start"), (1, "waiting 2 s before the next start"),
@@ -93,7 +84,7 @@ def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
     supervisor = Supervisor([sys.executable, "-c", "raise SystemExit(2)"], queue, first_delay=0.1, beat=0.2)
     supervisor.start()
     try:
-        row = _until(lambda: (r := _row(queue)) and r["state"] == "gave up" and r, 30, "the supervisor gives up")
+        row = until(lambda: (r := _row(queue)) and r["state"] == "gave up" and r, 30, "the supervisor gives up")
         time.sleep(0.5)
         assert queue.supervisors()[0]["restarts"] == 0 and row["last_exit"] == "exit code 2"
         assert "supervisor gave up" in QueueTab(Site(store, "ada")).workers_markdown()
@@ -110,7 +101,7 @@ def test_a_real_worker_without_weights_exits_2_and_is_not_restarted(tmp_path):
                             store.queue, env=ENV, first_delay=0.1, beat=0.2)
     supervisor.start()
     try:
-        row = _until(lambda: (r := _row(store.queue)) and r["state"] == "gave up" and r, 120, "the supervisor gives up")
+        row = until(lambda: (r := _row(store.queue)) and r["state"] == "gave up" and r, 120, "the supervisor gives up")
         assert row["last_exit"] == "exit code 2" and store.queue.supervisors()[0]["restarts"] == 0
     finally:
         supervisor.stop()
@@ -133,7 +124,7 @@ def test_the_job_of_a_killed_worker_finishes_without_restarting_serve(tmp_path, 
                             env=worker_env(store_queue), first_delay=0.5)
     supervisor.start()
     try:
-        _until(lambda: queue.get(job_id).state == "RUNNING", 240, "the worker claims the job")
+        until(lambda: queue.get(job_id).state == "RUNNING", 240, "the worker claims the job")
         os.kill(_row(queue)["pid"], signal.SIGKILL)
         job = queue.wait(job_id, timeout=300, poll=0.2)
         assert job.state == "FINISHED" and job.attempts == 2, (job.state, job.error)
@@ -158,11 +149,11 @@ def test_a_worker_stops_when_its_serve_process_is_killed(tmp_path, backbones_fil
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(store.root / "queue.sqlite"),
                                *_worker_command(store, backbones_file, lease_seconds=60)], cwd=REPO, env=ENV)
     try:
-        worker = _until(lambda: (r := _row(store.queue)) and r["pid"], 60, "the supervisor starts a worker")
-        _until(lambda: store.queue.workers(), 240, "the worker reports in")  # it runs, past its imports
+        worker = until(lambda: (r := _row(store.queue)) and r["pid"], 60, "the supervisor starts a worker")
+        until(lambda: store.queue.workers(), 240, "the worker reports in")  # it runs, past its imports
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        _until(lambda: not _alive(worker), 10, "the orphaned worker stops")
+        until(lambda: not _alive(worker), 10, "the orphaned worker stops")
     finally:
         if parent.poll() is None:
             parent.kill()

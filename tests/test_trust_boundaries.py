@@ -28,7 +28,7 @@ from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 from leaderboard.ui.queue import QueueTab
 from leaderboard.ui.site import Site
-from tests.helpers import free_port, serving, serving_tiny_cube
+from tests.helpers import free_port, serving, serving_tiny_cube, until
 
 QUOTED = 200  # characters of a visitor's text that a reply may repeat (issue 30)
 SCORED = "sub-bounded"  # a scored submission with aggregate rows only: Compare finds no image of any prompt
@@ -137,15 +137,6 @@ SCORING_WORKER = textwrap.dedent("""
 """)
 
 
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
-
-
 @pytest.mark.slow
 def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
     store = Store(tmp_path / "store")
@@ -154,11 +145,11 @@ def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
                             first_delay=600, beat=0.2)  # no restart while the test looks
     supervisor.start()
     try:
-        _until(lambda: [w for w in queue.workers() if w["state"] == "scoring"], 60, "the worker says it scores")
+        until(lambda: [w for w in queue.workers() if w["state"] == "scoring"], 60, "the worker says it scores")
         assert "is up: scoring" in views.workers_markdown()
         os.kill(queue.supervisors()[0]["pid"], signal.SIGKILL)
         # Its heartbeat is a second old: only the supervisor, which reaped it, can say it is gone.
-        _until(lambda: queue.workers()[0]["state"] == "stopped", 5, "the killed worker's entry ends")
+        until(lambda: queue.workers()[0]["state"] == "stopped", 5, "the killed worker's entry ends")
         assert [(w["state"], w["message"]) for w in views.queue_api()["workers"]] == \
             [("stopped", "its process ended (killed by SIGKILL)")]
         assert "scoring" not in views.workers_markdown()
@@ -390,10 +381,10 @@ def test_a_worker_waits_for_a_damaged_queue_to_be_rebuilt_rather_than_exit(tmp_p
     running = threading.Thread(target=worker.run, kwargs={"stop": stop, "poll_seconds": 0.1})
     running.start()
     try:
-        _until(lambda: "waiting 1 s for the service to rebuild the queue" in caplog.text, 10, "the worker waits")
+        until(lambda: "waiting 1 s for the service to rebuild the queue" in caplog.text, 10, "the worker waits")
         assert running.is_alive()
         assert store.rebuild_damaged_queue().startswith("queue rebuilt from disk at ")  # what the service does
-        _until(lambda: [w for w in store.queue.workers() if (w["id"], w["state"]) == (worker.id, "idle")], 30,
+        until(lambda: [w for w in store.queue.workers() if (w["id"], w["state"]) == (worker.id, "idle")], 30,
                "the worker claims again")
     finally:
         stop.set()
@@ -420,7 +411,7 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
 
     with serving(store.root, log, "--user", "ada", "--backbones", str(backbones_file)) as url:
         client = Client(url, verbose=False)
-        _until(lambda: jobs(client) == {"First model": "FINISHED"}, 300, "its worker scores the first submission")
+        until(lambda: jobs(client) == {"First model": "FINISHED"}, 300, "its worker scores the first submission")
 
         # The Queue tab, opened by a person: a notice, not an error; then the rebuilt queue.
         _damage(queue_file)
@@ -435,12 +426,12 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
         _damage(queue_file)
         verdict = client.predict(handle_file(str(second)), api_name="/submit")
         assert verdict.startswith("### Not submitted: nothing was stored") and REBUILDING in verdict
-        _until(lambda: client.predict(api_name="/queue")["notice"] is None, 60, "the queue is rebuilt")
+        until(lambda: client.predict(api_name="/queue")["notice"] is None, 60, "the queue is rebuilt")
         assert sorted(p.name for p in store.submissions.iterdir()) == [first.id]
         assert client.predict(handle_file(str(second)), api_name="/submit").startswith("### Accepted")
         # Its worker, never restarted, scores it: it waited for the queue rather than exit.
-        _until(lambda: jobs(client).get("Second model") == "FINISHED", 300, "the worker scores the second one")
-        [supervisor] = _until(store.queue.supervisors, 30, "the supervisor records itself in the rebuilt queue")
+        until(lambda: jobs(client).get("Second model") == "FINISHED", 300, "the worker scores the second one")
+        [supervisor] = until(store.queue.supervisors, 30, "the supervisor records itself in the rebuilt queue")
         assert (supervisor["state"], supervisor["restarts"]) == ("running", 0)
         assert len(list(store.root.glob("queue.sqlite.damaged-*"))) == 2
     assert "restarting it in" not in log.read_text()

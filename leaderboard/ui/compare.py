@@ -17,7 +17,7 @@ from benchmark.track import DetailPicture
 from leaderboard import render, search, tables
 from leaderboard.ui import address
 from leaderboard.ui.datasets import DatasetBrowser
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Site, Tab
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
 MAX_COMPARE = 4
@@ -30,17 +30,12 @@ def track_pictures() -> list[tuple[str, DetailPicture]]:
     return [(name, kind) for name, track in track_registry.all_tracks().items() for kind in track.pictures]
 
 
-class CompareTab:
+class CompareTab(Tab):
     """The Compare tab's views over ``site``; ``build`` makes its components."""
 
     def __init__(self, site: Site):
-        self.site = site
+        super().__init__(site)
         self.browser = DatasetBrowser(site.store)  # a prompt's text, from the dataset the submission answered
-        self.parts = Parts()
-
-    @property
-    def catalog(self):
-        return self.site.catalog
 
     def submission_choices(self) -> list[tuple[str, str]]:
         frame = tables.submissions(self.catalog)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from benchmark import tracks as track_registry
 from leaderboard import render, tables
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, linked_table
 
 METRICS_INTRO = (
@@ -21,12 +21,9 @@ METRICS_INTRO = (
     "key under the table says what each kind of row measures.")
 
 
-class MetricsTab:
+class MetricsTab(Tab):
     """The Metrics tab's views over ``site``; ``build`` makes its components."""
 
-    def __init__(self, site: Site):
-        self.site = site
-        self.parts = Parts()
 
     def page(self) -> dict:
         """The method-page picker (every track: registered ones have a page even before any result) and the

@@ -14,7 +14,7 @@ import pandas as pd
 from benchmark import tracks as track_registry
 from leaderboard import exports, links, protocol_names, render, tables
 from leaderboard.ui import address, notes
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, compact_table, compact_win_rates, linked_table, on_change, pick, text_markdown
 
 PAPERS_VIEW = "papers"  # the Track picker's value for the papers' headline tables, side by side
@@ -27,16 +27,9 @@ SLICE_COLUMN = "Slice"  # the column naming a row's slice value where the Overvi
 PAPER_COLUMNS = ["Track", "Rank", "Model", "Metric", "Score", "Source"]  # the papers view's table, for the API
 
 
-class OverviewTab:
+class OverviewTab(Tab):
     """The Overview's views over ``site``; ``build`` makes its components."""
 
-    def __init__(self, site: Site):
-        self.site = site
-        self.parts = Parts()
-
-    @property
-    def catalog(self):
-        return self.site.catalog
 
     def choices(self) -> list[tuple[str, str]]:
         """The Track picker: the papers' tables, the overall ranking, then every track."""

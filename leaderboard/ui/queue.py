@@ -12,7 +12,7 @@ from benchmark import layout
 from benchmark import tracks as track_registry
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
-from leaderboard.ui.site import Site, while_queue_rebuilt
+from leaderboard.ui.site import Tab, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
 # The submissions table: narrow enough not to scroll sideways on a laptop (a submission's times are in its details);
@@ -23,16 +23,9 @@ QUEUE_ROWS = 200  # newest submissions listed; any other is found by its ID (Det
 EMPTY = "\n\nNo submission in the queue yet: the **Submit** tab says how to send one."
 
 
-class QueueTab:
+class QueueTab(Tab):
     """The Queue tab's views over ``site``; ``build`` makes its components."""
 
-    def __init__(self, site: Site):
-        self.site = site
-        self.parts = Parts()
-
-    @property
-    def store(self):
-        return self.site.store
 
     @property
     def places(self):

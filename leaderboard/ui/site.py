@@ -19,6 +19,7 @@ from leaderboard.downloads import DownloadFolder
 from leaderboard.queue import QueueDamaged
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
+from leaderboard.ui.widgets import Parts
 
 
 QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
@@ -132,3 +133,20 @@ def default_metric_settings() -> dict[str, object]:
     """The metric settings as this process's environment sets them, by name (app.py: a Space's worker runs
     elsewhere, with its own)."""
     return {s.name: s.resolve() for s in track_registry.settings_declared()}
+
+
+class Tab:
+    """A tab's views over one ``site``: a subclass adds its views and ``build``, which makes the tab's components
+    and names them in ``parts`` (inputs and outputs by name)."""
+
+    def __init__(self, site: Site):
+        self.site = site
+        self.parts = Parts()
+
+    @property
+    def store(self) -> Store:
+        return self.site.store
+
+    @property
+    def catalog(self):
+        return self.site.catalog

@@ -10,7 +10,7 @@ from benchmark import tracks as track_registry
 from benchmark.track import Chart
 from leaderboard import protocol_names, render, tables
 from leaderboard.ui import address, notes
-from leaderboard.ui.site import Site
+from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import (
     Parts,
     compact_table,
@@ -32,16 +32,9 @@ def track_charts() -> list[tuple[str, Chart]]:
     return [(name, chart) for name, track in track_registry.all_tracks().items() for chart in track.charts]
 
 
-class SlicesTab:
+class SlicesTab(Tab):
     """The Slices' views over ``site``; ``build`` makes its components."""
 
-    def __init__(self, site: Site):
-        self.site = site
-        self.parts = Parts()
-
-    @property
-    def catalog(self):
-        return self.site.catalog
 
     def slices(self, track, metric, slice_name, slice_value, models):
         """The Slices tab (the ``/slices`` API): track, metric (ids), slice and value pickers, the ranked rows of

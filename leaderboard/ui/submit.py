@@ -14,20 +14,13 @@ from benchmark.submission.manifest import json_schema
 from leaderboard import operator_settings, render, repo, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.store import Store
-from leaderboard.ui.site import Site, while_queue_rebuilt
+from leaderboard.ui.site import Tab, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, text_markdown
 
 
-class SubmitTab:
+class SubmitTab(Tab):
     """The Submit tab's views over ``site``; ``build`` makes its components."""
 
-    def __init__(self, site: Site):
-        self.site = site
-        self.parts = Parts()
-
-    @property
-    def store(self):
-        return self.site.store
 
     def schema_file(self) -> str:
         """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
