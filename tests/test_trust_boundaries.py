@@ -158,11 +158,13 @@ def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
 
 
 HOLDER = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from leaderboard.app import build_app
     from leaderboard.store import Store
 
+    # Ctrl-C stops it, as in a terminal, even where the test runs in a background job (which ignores SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     build_app(Store(Path(sys.argv[1])))  # what `culturelens serve` does before it listens
     print("ready", flush=True)
     time.sleep(600)
