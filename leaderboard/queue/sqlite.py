@@ -143,7 +143,20 @@ class SQLiteQueue(Queue):
 
     def _open(self) -> None:
         """Create the tables if needed (and the columns a queue made by an earlier version lacks); QueueDamaged if
-        SQLite finds the file damaged."""
+        SQLite finds the file damaged. Processes opening the queue at once take turns (``_exclusive``): switching
+        a new file to WAL is refused at once, not waited for, while another connection does it."""
+        with self._exclusive():
+            self._make_schema()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """An exclusive lock on ``<name>.lock`` beside the queue file, for the steps no two processes may take at
+        once: making the schema, replacing a damaged file."""
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def _make_schema(self) -> None:
         with self._connect() as db:
             db.db.execute("PRAGMA journal_mode=WAL")
             db.db.executescript(_SCHEMA)
@@ -169,10 +182,9 @@ class SQLiteQueue(Queue):
         """Keep the damaged file (and its -wal, -shm) as ``<name>.damaged-<UTC time>`` and start an empty queue;
         returns where it was kept. Under an exclusive lock, checked again: of several processes finding it damaged
         at once, one replaces it (the others get None)."""
-        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._exclusive():
             try:
-                self._open()
+                self._make_schema()
                 return None  # another process replaced it meanwhile
             except QueueDamaged:
                 pass
@@ -182,7 +194,7 @@ class SQLiteQueue(Queue):
                 if part.exists():
                     part.rename(f"{kept}{suffix}")
             log.warning("%s: kept as %s, starting an empty queue", error, kept.name)
-            self._open()
+            self._make_schema()
             return kept
 
     @contextmanager
