@@ -97,7 +97,7 @@ def workload(site: Site) -> dict[str, callable]:
                                                                  tables.RANK_COLUMNS),
         "SlicesTab.slices (default)": lambda: slices.slices(None, None, None, None, ""),
         "CompareTab.submission_choices": compare.submission_choices,
-        "QueueTab.queue": queue.queue,
+        "QueueTab.page": queue.page,
         "CompareTab.compare_prompts (4)": lambda: compare.compare_prompts(chosen),
         "CompareTab.compare (4 subs)": lambda: compare.compare(chosen, prompt),
     }

@@ -103,9 +103,9 @@ def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None)
     try:
         runs = {sid: f"{layout.RESULTS}/{sid}/{layout.RUN}" for sid in wanted}
         repo.download(list(runs.values()), staged, revision)
-        wanted = [sid for sid, run in runs.items() if (staged / run).is_file()
-                  and not folders.refused_before(sid, (staged / run).read_bytes())
-                  and not folders.superseded(sid, results.read_run((staged / run).read_bytes()))]
+        texts = {sid: (staged / run).read_bytes() for sid, run in runs.items() if (staged / run).is_file()}
+        wanted = [sid for sid, text in texts.items()
+                  if not folders.refused_before(sid, text) and not folders.superseded(sid, results.read_run(text))]
         repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES
                        if name != layout.RUN], staged, revision)
         for sid in wanted:

@@ -19,6 +19,7 @@ from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k, names
 from benchmark.papers import Paper
 from benchmark.suite import Suite
+from leaderboard.tables import UNRECORDED
 
 # The datasets this project builds, by the name their cards give them, and their rows in a sentence (a submitter's
 # own dataset keeps its id).
@@ -33,7 +34,6 @@ DATASET_NAMES = {
     str(names.CULTURALFRAMES): ("CulturalFrames", "CulturalFrames prompts"),
 }
 PUBLISHED = "as published in "  # how a paper row's protocol names its dataset (``leaderboard.reported``)
-UNRECORDED = "unrecorded"
 
 
 def dataset_name(dataset: str) -> str:

@@ -189,11 +189,6 @@ class Store:
     def delete(self, submission_id: str, owner: str) -> None:
         self.ownership.delete(submission_id, owner)
 
-    def manifest(self, submission_id: str) -> Manifest:
-        """The manifest of an accepted submission: of a suite submission, its first part's (every part names the
-        same model)."""
-        return next(iter(self.manifests(submission_id).values()))
-
     def manifests(self, submission_id: str) -> dict[str | None, Manifest]:
         """Part -> manifest of an accepted submission: {None: its manifest}, or one per part of a suite submission."""
         return {part: Manifest.model_validate_json(folder.manifest.read_bytes())

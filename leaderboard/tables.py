@@ -242,6 +242,12 @@ def protocols(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL,
                              ascending=[False, False, False, False, True], ignore_index=True).drop(columns="recorded")
 
 
+def higher_is_better(frame: pd.DataFrame) -> bool:
+    """Whether higher values of ``frame``'s rows (one metric) are better: as their rows say, else yes."""
+    known = frame["higher_is_better"].dropna()
+    return bool(known.iloc[0]) if len(known) else True
+
+
 def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
     """``wanted`` if ``protocols`` lists it, else the suite's when it has rows, else the track's headline protocol
     when it has rows, else the recorded protocol with the most rows, else ``unrecorded`` (None without rows)."""
@@ -249,12 +255,13 @@ def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
     return wanted if wanted in ids else (ids[0] if ids else None)
 
 
-def overall_protocol(cat: Catalog, track: str) -> str | None:
+def overall_protocol(cat: Catalog, track: str, table: pd.DataFrame | None = None) -> str | None:
     """The protocol of a track's headline rows in the overall ranking: the suite's when it has rows, else the
     track's headline protocol, else the papers' (``protocols``' order); never another protocol of scored rows (the
     headline metric scored on other prompts, say CLIPScore on the diversity prompts, is not awareness), nor
-    ``unrecorded``. None when the track has no such rows."""
-    table = protocols(cat, track, track_registry.get(track).headline)
+    ``unrecorded``. None when the track has no such rows. ``table``: the track's headline ``protocols``, when
+    the caller has them already."""
+    table = protocols(cat, track, track_registry.get(track).headline) if table is None else table
     eligible = table[(table["suite"] | table["on_protocol"] | (table["provenance"] == "reported"))
                      & (table["protocol_id"] != UNRECORDED)]
     return eligible["protocol_id"].iloc[0] if len(eligible) else None
@@ -280,13 +287,6 @@ def chart_protocols(cat: Catalog, track: str) -> pd.DataFrame | None:
         return None
     name, values = overview_slice(cat, track, metric)
     return protocols(cat, track, metric, name, values[0]) if values else None
-
-
-def chart_protocol(cat: Catalog, track: str) -> str | None:
-    """The one protocol a track's charts show: the one its Overview opens on (``chart_protocols``,
-    ``pick_protocol``), so that a chart never mixes rows scored under different protocols; None without rows."""
-    table = chart_protocols(cat, track)
-    return pick_protocol(table) if table is not None else None
 
 
 def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -456,7 +456,7 @@ def rank_with_intervals(cat: Catalog, frame: pd.DataFrame, metric: str, slice_na
     shared prompts; ``not_ranked`` says why a row listed apart is not ranked), each ranked row with a 95% rank
     interval (rank_low, rank_high: the 2.5% and 97.5% order statistics of its ranks over the bootstrap draws)
     and its tie group (``tie_groups``); and a note that says which prompts, how many, and what is listed apart."""
-    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    higher = higher_is_better(frame)
     track = frame["track"].iloc[0]
     b = basis(cat, frame.reset_index(drop=True), track, metric, slice_name, slice_value)
     frame = frame.reset_index(drop=True).assign(value=b.value, ci_low=b.ci_low, ci_high=b.ci_high, n=b.n,
@@ -550,9 +550,8 @@ def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -
     why = frame["not_ranked"] if "not_ranked" in frame.columns else pd.Series("", index=frame.index)
     why = why.fillna("").where(~frame["beside"].fillna(False).astype(bool), "other protocol")
     ranges = [rank_range(lo, hi) if not reason else f"not ranked: {reason}" for lo, hi, reason in zip(low, high, why)]
-    protocol = frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)")
-    if protocol_names is not None:
-        protocol = frame["protocol_id"].map(lambda p: protocol_names.get(p, p))
+    protocol = (frame["protocol_id"].map(lambda p: protocol_names.get(p, p)) if protocol_names is not None
+                else frame["protocol_id"] + np.where(frame["on_protocol"], " (headline)", " (off-protocol)"))
     above = censored(frame)
     score = frame["value"].round(3)
     if above.any():  # a text column then: "> 10" beside the numbers
@@ -638,7 +637,7 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
     not_ranked = np.full(len(entities), "", dtype=object)
     for track, group in sorted(frame.groupby("track"), key=lambda item: item[0]):
         group = group.reset_index(drop=True)
-        higher = bool(group["higher_is_better"].dropna().iloc[0]) if group["higher_is_better"].notna().any() else True
+        higher = higher_is_better(group)
         where = np.array([index[key] for key in zip(group["model"], group["provenance"])])
         values = np.full((1, len(entities)), np.nan)
         values[0, where] = group["value"].to_numpy(dtype=float)
@@ -765,7 +764,7 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
     frame = frame.assign(who=who(frame))
     frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["who", "slice_value"], keep="last")
     matrix = frame.pivot(index="who", columns="slice_value", values="value")
-    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    higher = higher_is_better(frame)
     order = matrix.mean(axis=1).sort_values(ascending=not higher).index
     return matrix.loc[order[:HEATMAP_MODELS]]
 
@@ -847,8 +846,7 @@ def paper_table(cat: Catalog, track: str, filters: Filters = Filters()) -> Paper
     the Overview ranks it on (``overview_slice``); under that paper protocol with the most rows. Models are ranked
     on the value, or on the mean of the slice values when there are several (each shown when there are at most
     ``MAX_CARD_VALUES``, else only the mean, which the column's name says)."""
-    frame, _ = filters.apply(rows(cat, track))
-    frame = frame[frame["provenance"] == "reported"]
+    frame, _ = filters.apply(paper_rows(cat, track))
     if frame.empty:
         return None
     declared = track_registry.get(track)
@@ -861,7 +859,7 @@ def paper_table(cat: Catalog, track: str, filters: Filters = Filters()) -> Paper
                                                        frame.loc[frame["slice"] == n, "slice_value"].nunique(), n))
     frame = frame[frame["slice"] == names[0]]
     frame = frame[frame["protocol_id"] == frame["protocol_id"].value_counts().index[0]]
-    higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() else True
+    higher = higher_is_better(frame)
     wide = frame.pivot_table(index="model", columns="slice_value", values="value", aggfunc="first")
     mean = wide.mean(axis=1)
     if names[0] == OVERALL:
@@ -878,9 +876,11 @@ def paper_table(cat: Catalog, track: str, filters: Filters = Filters()) -> Paper
                       str(first["citation"] or ""), str(first["protocol"]), higher, table)
 
 
-def paper_rows(cat: Catalog) -> pd.DataFrame:
-    """Every row the papers published (``COLUMNS``)."""
-    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported'")
+def paper_rows(cat: Catalog, track: str | None = None) -> pd.DataFrame:
+    """Every row the papers published (``COLUMNS``), or those of one track."""
+    if track is None:
+        return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported'")
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported' AND track = ?", [track])
 
 
 def scored_protocols(cat: Catalog) -> pd.DataFrame:

@@ -78,6 +78,16 @@ def wait_for_events(page, before: int) -> None:
     page.wait_for_function("n => window.clEvents.ended > n && !window.clEvents.busy", arg=before, timeout=WAIT)
 
 
+def wait_for_charts(page, at_least: int = 0) -> None:
+    """Scroll each chart into view, as a person scrolling down does (a chart draws only then), and wait until every
+    one shown is drawn, and at least ``at_least`` are shown."""
+    page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
+    page.wait_for_function("""n => {
+        const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
+        return shown.length >= n && shown.every(chart => chart.querySelector('canvas, svg'));
+    }""", arg=at_least, timeout=WAIT)
+
+
 def wait_for_text(page, text: str, timeout: float = WAIT) -> None:
     """Wait until the page shows ``text``; fail saying what it shows instead."""
     from playwright.sync_api import TimeoutError as Timeout

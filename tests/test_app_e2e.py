@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
-from tests.browser import SCREENSHOTS, WAIT, chromium, screenshot, wait_for_text
+from tests.browser import SCREENSHOTS, WAIT, chromium, screenshot, wait_for_charts, wait_for_text
 from tests.helpers import make_submission, serving, serving_tiny_cube, zip_folder
 
 pytestmark = pytest.mark.slow  # a live app scoring uploads, and Chromium
@@ -289,13 +289,8 @@ def test_a_visitor_browses_every_tab_in_a_browser(live_app):
         wait_for_text(page, "Model × slice heatmap")
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=WAIT)
         # The CRT scatter (the papers' rows) has points (the win-rate bars need two models scored on one track set:
-        # one model is scored here, and no paper reports a headline on the overall slice); a chart draws once
-        # scrolled into view, as a person scrolling down sees it: wait until it is drawn.
-        page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
-        page.wait_for_function("""() => {
-            const shown = [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent);
-            return shown.length >= 1 && shown.every(chart => chart.querySelector('canvas, svg'));
-        }""", timeout=WAIT)
+        # one model is scored here, and no paper reports a headline on the overall slice): wait until it is drawn.
+        wait_for_charts(page, at_least=1)
         screenshot(page, "slices")
 
         page.get_by_role("tab", name="Compare").click()  # it opens on the newest scored submission: nothing to pick

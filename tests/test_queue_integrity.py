@@ -195,6 +195,6 @@ def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sql
     assert jobs[waiting.id].content_hash == waiting.content_hash and jobs[waiting.id].owner == REBUILT_OWNER
     assert jobs[waiting.id].model == waiting.model and jobs[waiting.id].dataset == waiting.dataset
     assert kept[0] in reopened.rebuilt and "2 submissions restored (1 finished, 1 pending)" in reopened.rebuilt
-    markdown, _ = QueueTab(Site(Store(store.root), "ada")).queue()  # another process opening the store later
+    markdown = QueueTab(Site(Store(store.root), "ada")).page()["workers"]  # another process opening the store later
     assert "queue rebuilt from disk at" in markdown and render.plain(kept[0]) in markdown
     assert reopened.queue.claim("w", 60).id == waiting.id  # and the pending one is scored

@@ -252,7 +252,7 @@ def test_a_forged_results_folder_holding_another_ids_rows_and_reported_rows_is_r
         "sub-a": "aggregates.parquet holds rows of other submissions ('sub-b', None), not only of sub-a",
         "sub-c": "aggregates.parquet holds 1 row(s) whose provenance is not 'scored' (a paper's rows come only "
                  "from its track's declaration)"}
-    assert render.plain("results sub-a") in QueueTab(Site(store, "ada")).queue()[0]  # listed in the Queue tab
+    assert render.plain("results sub-a") in QueueTab(Site(store, "ada")).page()["workers"]  # listed in the Queue tab
     catalog = Site(store, "ada").catalog
     served = catalog.query("SELECT submission_id, model, provenance FROM aggregates WHERE model IN "
                            "('DALL-E 3', 'Model A', 'Model B')")

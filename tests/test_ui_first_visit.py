@@ -30,6 +30,7 @@ from tests.browser import (
     scrolls_sideways,
     shows,
     table,
+    wait_for_charts,
     wait_for_events,
     wait_for_paint,
     wait_for_text,
@@ -311,9 +312,6 @@ def test_the_views_read_on_a_laptop_and_a_phone(paper_rows_app, size):
             page.get_by_role("tab", name="Slices").click()
         wait_for_text(page, "Model × slice heatmap")
         page.wait_for_function("() => document.querySelector('table.cl-heatmap') !== null", timeout=WAIT)
-        # a chart draws once scrolled into view, as a person scrolling down sees it: wait until each shown is drawn
-        page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(chart => chart.scrollIntoView())")
-        page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')].filter(chart => chart.offsetParent)
-            .every(chart => chart.querySelector('canvas, svg'))""", timeout=WAIT)
+        wait_for_charts(page)
         assert query(page) == "tab=slices" and layout_problems(page) == []
         screenshot(page, f"first-visit-slices-{size[0]}")

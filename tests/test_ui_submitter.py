@@ -35,6 +35,7 @@ from tests.browser import (
     scrolls_sideways,
     shows,
     table,
+    wait_for_charts,
     wait_for_text,
 )
 from tests.helpers import make_submission, serving, zip_folder
@@ -215,10 +216,8 @@ def test_every_tab_reads_on_a_laptop_and_a_phone(scoring_app, size):
     with chromium() as browser:
         for tab, view in TAB_SHOWS.items():
             page = open_page(browser, f"{url}?tab={tab}", size, shows=view)
-            if tab == "slices":  # a chart draws once scrolled into view: wait until each one shown is drawn
-                page.evaluate("() => document.querySelectorAll('.vega-embed').forEach(c => c.scrollIntoView())")
-                page.wait_for_function("""() => [...document.querySelectorAll('.vega-embed')]
-                    .filter(c => c.offsetParent).every(c => c.querySelector('canvas, svg'))""", timeout=WAIT)
+            if tab == "slices":
+                wait_for_charts(page)
             if tab == "compare":
                 page.wait_for_function("() => [...document.querySelectorAll('.cl-gallery img')].length >= 2",
                                        timeout=WAIT)

@@ -85,7 +85,7 @@ def metric_settings(args: argparse.Namespace) -> dict[str, object]:
     with, as the app's Queue tab tells it."""
     from benchmark import tracks
 
-    return {s.name: s.resolve(getattr(args, s.name, None)) for s in tracks.settings_declared()}
+    return dict(declared.from_args(tracks.settings_declared(), args))
 
 
 def local_worker(args: argparse.Namespace, queue: str | None,

@@ -24,7 +24,6 @@ METRICS_INTRO = (
 class MetricsTab(Tab):
     """The Metrics tab's views over ``site``; ``build`` makes its components."""
 
-
     def page(self) -> dict:
         """The method-page picker (every track: registered ones have a page even before any result) and the
         metric-human agreement table, provenance in words; by output name."""

@@ -30,7 +30,6 @@ PAPER_COLUMNS = ["Track", "Rank", "Model", "Metric", "Score", "Source"]  # the p
 class OverviewTab(Tab):
     """The Overview's views over ``site``; ``build`` makes its components."""
 
-
     def choices(self) -> list[tuple[str, str]]:
         """The Track picker: the papers' tables, the overall ranking, then every track."""
         return [(PAPERS_LABEL, PAPERS_VIEW), (OVERALL_LABEL, OVERALL_VIEW), *self.site.track_choices()]
@@ -47,7 +46,8 @@ class OverviewTab(Tab):
         one click away), ``cards`` (the papers' tables, in the papers view) and the filter panel's title."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
         choices = self.choices()
-        track = pick(track, [t for _, t in choices], self.first_view())
+        views = [t for _, t in choices]
+        track = track if track in views else pick(None, views, self.first_view())  # the default read only if needed
         if track == PAPERS_VIEW:
             shown = self._papers_view(filters)
         elif track == OVERALL_VIEW:
@@ -156,7 +156,7 @@ class OverviewTab(Tab):
         named = {}
         for track in chosen.split(" + "):
             table = tables.protocols(self.catalog, track, track_registry.get(track).headline)
-            pid = tables.overall_protocol(self.catalog, track)
+            pid = tables.overall_protocol(self.catalog, track, table)
             if pid is not None:
                 names = protocol_names.protocol_names(track, table, self.site.store.suite)
                 named[track] = names[pid]
@@ -210,8 +210,7 @@ class OverviewTab(Tab):
         for value in values:
             frame, note = tables.ranked(self.catalog, track, metric, name, value, filters, protocol)
             if len(frame):
-                higher = bool(frame["higher_is_better"].dropna().iloc[0]) if frame["higher_is_better"].notna().any() \
-                    else True
+                higher = tables.higher_is_better(frame)
             own = filters.apply(rows[rows["slice_value"] == value])[1]  # this value's filter note, counted below
             said.append(note.replace(own, "").strip() if own else note)
             part = tables.display(frame, names)

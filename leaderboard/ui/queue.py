@@ -26,7 +26,6 @@ EMPTY = "\n\nNo submission in the queue yet: the **Submit** tab says how to send
 class QueueTab(Tab):
     """The Queue tab's views over ``site``; ``build`` makes its components."""
 
-
     @property
     def places(self):
         return self.site.places
@@ -51,12 +50,6 @@ class QueueTab(Tab):
                     "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
                    for w in self.store.queue.workers(within_seconds=3600)]
         return {"jobs": jobs, "workers": workers, "notice": None}
-
-    @while_queue_rebuilt(lambda notice: (_notice(notice), pd.DataFrame(columns=QUEUE_COLUMNS)))
-    def queue(self):
-        """The worker state in full (``workers_markdown``) and the newest submissions (``table``)."""
-        frame = self.table()
-        return self.workers_markdown() + (EMPTY if frame.empty else ""), frame
 
     def table(self) -> pd.DataFrame:
         """The newest ``QUEUE_ROWS`` submissions: when, which, whose, their state and its details (the progress of

@@ -35,7 +35,6 @@ def track_charts() -> list[tuple[str, Chart]]:
 class SlicesTab(Tab):
     """The Slices' views over ``site``; ``build`` makes its components."""
 
-
     def slices(self, track, metric, slice_name, slice_value, models):
         """The Slices tab (the ``/slices`` API): track, metric (ids), slice and value pickers, the ranked rows of
         one slice value, its note, the model x value heatmap, and the charts across tracks (``charts``)."""
@@ -110,7 +109,7 @@ class SlicesTab(Tab):
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
         (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
-        the one protocol its track's Overview ranks (``tables.chart_protocol``): the ``CHART_MODELS`` best models by
+        the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``): the ``CHART_MODELS`` best models by
         mean win rate, unless a search names others (curves: those first, then others by name, up to as many)."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)

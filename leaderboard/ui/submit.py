@@ -21,7 +21,6 @@ from leaderboard.ui.widgets import Parts, text_markdown
 class SubmitTab(Tab):
     """The Submit tab's views over ``site``; ``build`` makes its components."""
 
-
     def schema_file(self) -> str:
         """The manifest's JSON Schema as a file to download (the Submit tab's button)."""
         return self.site.write("manifest.schema.json", json_schema())

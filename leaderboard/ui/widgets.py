@@ -72,6 +72,12 @@ def _rank_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     return ranks, reasons
 
 
+def _model_cells(frame: pd.DataFrame, reasons: list[str]) -> list[str]:
+    """Each row's model, with why it is listed apart after it ("SDXL · not ranked: 40% of the prompts")."""
+    return [f"{model} · not ranked: {render.plain(why)}" if why else model
+            for model, why in zip(frame["Model"], reasons)]
+
+
 def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
     """Scores with their 95% interval in one cell ("0.553 [0.501, 0.612]"); a score alone without one."""
     def number(value):
@@ -94,8 +100,7 @@ def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
     if "Slice" in frame.columns:
         shown["Slice"] = frame["Slice"]
     shown["Rank"] = ranks
-    shown["Model"] = [f"{model} · not ranked: {render.plain(why)}" if why else model
-                      for model, why in zip(frame["Model"], reasons)]
+    shown["Model"] = _model_cells(frame, reasons)
     if "Score" in frame.columns:
         shown["Score"] = _with_interval(frame["Score"], frame["95% CI"] if "95% CI" in frame.columns else None)
     if "Provenance" in frame.columns:
@@ -115,8 +120,7 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
     ranks, reasons = _rank_cells(frame)
     shown = pd.DataFrame({
         "Rank": ranks,
-        "Model": [f"{model} · not ranked: {render.plain(why)}" if why else model
-                  for model, why in zip(frame["Model"], reasons)],
+        "Model": _model_cells(frame, reasons),
         "Overall win rate": _with_interval(frame["Overall win rate"], frame["95% interval"]),
         "Provenance": frame["Provenance"].map(render.badge),
     })
