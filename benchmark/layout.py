@@ -162,6 +162,12 @@ def submission_layouts(folder: Path) -> dict[str | None, SubmissionLayout]:
     return SuiteLayout(Path(folder)).parts or {None: SubmissionLayout(Path(folder))}
 
 
+def holds_validated_submission(folder: Path) -> bool:
+    """Whether ``folder`` holds a whole validated submission: its image table, or every suite part's, written
+    last by validation (a folder being written, or fetched part by part, does not)."""
+    return all(part.is_validated for part in submission_layouts(folder).values())
+
+
 @dataclass(frozen=True)
 class ScoreOutput:
     """``culturelens score --out OUT``: the validated copy, the upload staging, the cache and the results."""

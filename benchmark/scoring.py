@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 from benchmark import harness, layout, results
-from benchmark.layout import ScoreOutput, SubmissionLayout, SuiteLayout
+from benchmark.layout import ScoreOutput, holds_validated_submission
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders.spec import BackboneSpec
@@ -66,7 +66,7 @@ def _stage_once(submission: Path, out: Path, datasets_root: Path, suite: Suite |
     if not report.ok:
         print(report.text(), file=sys.stderr)
         return False
-    if _validated(staged.folder):
+    if holds_validated_submission(staged.folder):
         shutil.rmtree(report.folder)
         if validated_hash(staged.folder) != report.content_hash:
             print(f"error: {staged.folder} holds another submission; choose another --out", file=sys.stderr)
@@ -75,10 +75,6 @@ def _stage_once(submission: Path, out: Path, datasets_root: Path, suite: Suite |
     report.keep(staged.folder)
     print(report.text())
     return True
-
-
-def _validated(folder: Path) -> bool:
-    return SubmissionLayout(folder).is_validated or SuiteLayout(folder).is_validated
 
 
 def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
@@ -102,7 +98,7 @@ def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metr
     state.wait_for_everyone()
     output = ScoreOutput(out)
     staged = output.submission
-    if not ok or not _validated(staged.folder):
+    if not ok or not holds_validated_submission(staged.folder):
         return 1
     backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
     unavailable = {**unavailable, **disabled}

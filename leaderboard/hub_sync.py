@@ -54,7 +54,13 @@ from benchmark import layout
 from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError
 from benchmark.errors import CultureLensError
-from benchmark.layout import PARTS_DIR, RESULT_FILES, is_submission_id, submission_layouts
+from benchmark.layout import (
+    PARTS_DIR,
+    RESULT_FILES,
+    holds_validated_submission,
+    is_submission_id,
+    submission_layouts,
+)
 from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards
 from leaderboard.queue import Job
@@ -134,8 +140,9 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
             record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires", "lease_tokens")}
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = store.submissions / job.id
-            parts = submission_layouts(folder).values()  # one, or a suite submission's parts, kept together
-            if all(part.is_validated for part in parts):  # manifests and shards; image tables rebuilt on restore
+            if holds_validated_submission(folder):  # one, or a suite submission's parts, kept together
+                parts = submission_layouts(folder).values()
+                # manifests and shards; the image tables are rebuilt on restore
                 for path in (path for part in parts for path in (part.manifest, *part.shards)):
                     name = path.relative_to(folder).as_posix()
                     files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
@@ -211,10 +218,10 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
     operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
-    gone, handled = state.setdefault(f"deleted:{repo.name}", {}), set()
+    handled: set[str] = set()
     if kind == "results":
         try:
-            paths, handled = deleted_results(store, repo, set(gone))
+            paths, handled = deleted_results(store, repo, set(state.get(f"deleted:{repo.name}", {})))
         except PushError as error:  # e.g. a repo not created yet (the commit below creates it): looked for next time
             log.warning("hub mirror: deleted submissions' results not looked for in %s this time: %s", repo.name,
                         error)
@@ -235,8 +242,8 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
                 pushed.pop(operation.path_in_repo, None)
         state[key] = pushed
         _save_state(store, state)
-    if handled:
-        gone.update(dict.fromkeys(sorted(handled), "removed"))
+    if handled:  # the deletions looked for in this results repo: not listed again
+        state.setdefault(f"deleted:{repo.name}", {}).update(dict.fromkeys(sorted(handled), "removed"))
         _save_state(store, state)
     return len(operations)
 

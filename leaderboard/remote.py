@@ -52,7 +52,7 @@ class Remote:
         """Bring ``submissions/<id>/`` into ``store`` (kept from an earlier attempt if complete). ``alive`` is
         called between tries (it raises when the job's lease is lost); SubmissionMissing after ``wait_seconds``."""
         target = store.submissions / submission_id
-        if target.is_dir() and all(part.is_validated for part in layout.submission_layouts(target).values()):
+        if layout.holds_validated_submission(target):
             return
         shutil.rmtree(target, ignore_errors=True)  # not a submission this worker fetched whole
         deadline = time.monotonic() + self.wait_seconds

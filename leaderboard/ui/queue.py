@@ -63,11 +63,6 @@ class QueueTab(Tab):
             rows.append([job.created_at[:16].replace("T", " "), job.id, job.model, job.owner, job.state, details])
         return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
-    def workers_markdown(self) -> str:
-        """The worker state as Markdown, both parts of ``status`` (what the page shows, then what it folds)."""
-        shown, folded = self.status()
-        return shown + (f"\n\n{folded}" if folded else "")
-
     def status(self) -> tuple[str, str]:
         """The worker state in two parts. Shown: notices (a rebuilt queue, quarantined results), whether a worker
         runs (one short line each, or why none scores), and one line per track: on, or off with why and the one
