@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 from benchmarks import tiny_backbone
-from tests.helpers import CUBE_FILE, TINY_UPSTREAM, tiny_cube
+from tests import suite_stand_ins
+from tests.helpers import CUBE_FILE, TINY_UPSTREAM, culturelens_here, save_tiny_stable_diffusion, tiny_cube
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +82,57 @@ def tiny_dataset_root(tmp_path_factory, tiny_upstream) -> Path:
     """A datasets/ root holding a 6-prompt CUBE-format dataset under the default repo name."""
     return tiny_cube(tmp_path_factory.mktemp("datasets"), tiny_upstream)
 
+
+
+# --- a suite: built from tiny stand-ins of every source, and one submission generated for it ------------------
+@pytest.fixture(scope="session")
+def tiny_sd(tmp_path_factory) -> Path:
+    """A tiny randomly initialised Stable Diffusion pipeline of diffusers' classes, saved as a model folder."""
+    return save_tiny_stable_diffusion(tmp_path_factory.mktemp("sd") / "tiny-sd")
+
+
+@pytest.fixture(scope="session")
+def built_suite(tmp_path_factory, tiny_upstream, tiny_clip, tiny_dino):
+    """``culturelens suite build`` on tiny stand-ins of every source: (suite folder, its output, backbones file)."""
+    root = tmp_path_factory.mktemp("suite-sources")
+    backbones = suite_stand_ins.write_backbones(root, tiny_clip, tiny_dino)
+    sources = suite_stand_ins.write_sources(root, tiny_dino)
+    out = tmp_path_factory.mktemp("suite") / "suite"
+    result = culturelens_here(*suite_stand_ins.build_arguments(out, sources, tiny_upstream, backbones))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out, result, backbones
+
+
+@pytest.fixture(scope="session")
+def tiny_suite(built_suite, tmp_path_factory):
+    """A copy of the built suite with a test's seeds (``TEST_SEEDS``): (folder, suite, backbones file)."""
+    out, _, backbones = built_suite
+    folder = tmp_path_factory.mktemp("tiny-suite") / "suite"
+    shutil.copytree(out, folder)
+    return folder, suite_stand_ins.with_seeds(folder, suite_stand_ins.TEST_SEEDS), backbones
+
+
+@pytest.fixture(scope="session")
+def suite_generated(tiny_suite, tiny_sd, tmp_path_factory):
+    """One suite submission made by ``generate --suite`` with the tiny pipeline (placeholder images): (its folder,
+    the command's output)."""
+    folder, _, _ = tiny_suite
+    out = tmp_path_factory.mktemp("generated") / "tiny-sd"
+    result = culturelens_here("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD", "--out",
+                              out, *suite_stand_ins.SIZE)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result
+
+
+@pytest.fixture(scope="session")
+def small_suite(tmp_path_factory, tiny_upstream):
+    """A suite folder with the two datasets that need no model (CUBE-1K from the tiny upstream, the diversity
+    prompts), and a test's definition of few seeds: (folder, suite)."""
+    out = tmp_path_factory.mktemp("small") / "suite"
+    result = culturelens_here("suite", "build", "--out", out, "--only", "cube-1k", "cube-diversity",
+                              "--cube-source", tiny_upstream)
+    assert result.returncode == 0, result.stderr
+    return out, suite_stand_ins.with_seeds(out, {"cube-1k": (0, 1), "cube-diversity": (0, 1, 2)})
 
 # --- queue backends: SQLite (the store's file) and a real PostgreSQL server (tests/postgres.py) ---------------
 QUEUE_BACKENDS = ["sqlite", "postgresql"]

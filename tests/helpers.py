@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import socket
@@ -51,6 +52,18 @@ def culturelens(*args, env: dict | None = None, cwd: Path | None = None,
     captured as text."""
     return subprocess.run(culturelens_command(*args), capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
+def culturelens_here(*args) -> subprocess.CompletedProcess:
+    """``culturelens ARGS`` run in this process (tiny models load once per test session), its output captured as
+    text: for commands whose steps a test inspects after they return."""
+    from culturelens import cli
+
+    argv = [str(a) for a in args]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = cli.main(argv)
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 def until(condition, timeout: float, what: str):

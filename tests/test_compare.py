@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 
 import numpy as np
@@ -11,8 +9,8 @@ import pytest
 import pyarrow.parquet as pq
 from scipy import stats as scipy_stats
 
-from culturelens import cli
 from benchmark import results
+from tests.helpers import culturelens_here
 
 
 def _results(folder, model, metric_values: dict[str, dict[str, float]]):
@@ -25,10 +23,8 @@ def _results(folder, model, metric_values: dict[str, dict[str, float]]):
 
 
 def _run(*argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = cli.main(["compare", *argv])
-    return code, out.getvalue()
+    result = culturelens_here("compare", *argv)
+    return result.returncode, result.stdout + result.stderr
 
 
 def test_paired_tests_vr_at_k_and_perturbation_deltas(tmp_path):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import signal
 import subprocess
@@ -13,21 +11,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from culturelens import cli
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
 from benchmark.generation.runner import GenerationError, parse_seeds
 from benchmark.submission import stage
-from tests.helpers import culturelens, culturelens_command, save_tiny_stable_diffusion, tiny_cube
+from tests.helpers import culturelens, culturelens_command, culturelens_here, save_tiny_stable_diffusion, tiny_cube
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = ["--width", "64", "--height", "64", "--steps", "2", "--guidance-scale", "7.5"]
-
-
-@pytest.fixture(scope="module")
-def tiny_sd(tmp_path_factory) -> Path:
-    return save_tiny_stable_diffusion(tmp_path_factory.mktemp("sd") / "tiny-sd")
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +34,8 @@ def datasets_root(tmp_path_factory, tiny_upstream) -> Path:
 
 def generate(datasets_root: Path, model: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     """`culturelens generate ...`, run in this process (the pipeline loads in about a second)."""
-    argv = ["generate", "--model", str(model), "--dataset", str(local_folder(datasets_root, cube_1k.HUB_REPO)),
-            "--config", "cube_1k", "--out", str(out), "--device", "cpu", *SIZE, *extra]
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = cli.main(argv)
-    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
+    return culturelens_here("generate", "--model", model, "--dataset", local_folder(datasets_root, cube_1k.HUB_REPO),
+                            "--config", "cube_1k", "--out", out, "--device", "cpu", *SIZE, *extra)
 
 
 def validate(datasets_root: Path, folder: Path, tmp: Path):

@@ -5,17 +5,14 @@ part's tracks."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import io
 import json
 import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -26,28 +23,12 @@ from benchmark.submission.suite import SuiteReport, stage
 from benchmark.suite import SUITE_V1, Suite
 from benchmark.suite_assets import Assets
 from benchmark.suite_build import card, git_blob_id, pin_matches
-from culturelens import cli
-from tests.helpers import CUBE_FILE, SHARED_DATA, make_submission, write_image, zip_folder
+from tests.helpers import CUBE_FILE, SHARED_DATA, culturelens_here, zip_folder
+from tests.suite_stand_ins import SIZE, write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 W1KP_FILE = SHARED_DATA / "w1kp" / "cdf-xy.pt"
-CSPACE_RECORDS = [  # the authors' CSpace layout: name, country, domain (one artifact per concept and country at least)
-    {"id": "Q1", "name": "Feijoada", "country": "Brazil", "domain": "cuisine"},
-    {"id": "Q2", "name": "Jollof rice", "country": "Nigeria", "domain": "cuisine"},
-    {"id": "Q3", "name": "Christ the Redeemer", "country": "Brazil", "domain": "landmark"},
-    {"id": "Q4", "name": "Zuma Rock", "country": "Nigeria", "domain": "landmark"},
-    {"id": "Q5", "name": "Frevo", "country": "Brazil", "domain": "art"},
-    {"id": "Q6", "name": "Agbada", "country": "Nigeria", "domain": "art"},
-]
-
-
-def culturelens(*argv: str) -> subprocess.CompletedProcess:
-    """``culturelens ARGV`` run in this process (the tiny models load once), its output captured."""
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = cli.main([str(a) for a in argv])
-    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 # --- the definition ---------------------------------------------------------------------------------------------
@@ -108,67 +89,9 @@ def test_the_pinned_sources_are_the_authors_files_at_their_commits():
 
 
 # --- suite build ------------------------------------------------------------------------------------------------
-def write_backbones(folder: Path, tiny_clip, tiny_dino) -> Path:
-    """The papers' backbone ids pointed at the tiny models (CLIP for recognition, quality and the KB)."""
-    path = folder / "backbones.json"
-    path.write_text(json.dumps({"clip-vit-b-32": tiny_clip.to_dict(), "hpsv2": tiny_clip.to_dict(),
-                                "msiglip-so400m": tiny_clip.to_dict(), "dinov2-base": tiny_dino.to_dict()}))
-    return path
-
-
-def write_sources(root: Path, tiny_dino) -> dict[str, Path]:
-    """Tiny stand-ins for every source the suite builds from, in the authors' formats."""
-    from benchmark.encoders import load_backbone
-    from benchmark.metrics.variability import Calibration
-    from tests.test_culturalframes import release_rows, write_release
-    from tests.test_relevance import write_kb_inputs
-
-    sources = {"cspace": root / "cube_CSpace.json"}
-    sources["cspace"].write_text(json.dumps(CSPACE_RECORDS))
-    images, lines = root / "iconic", []
-    for i, (title, modality) in enumerate([("Morning Coffee", "artwork"), ("Lift Off", "photograph"),
-                                           ("A Cat Asleep", "album"), ("Space Walk", "film")]):
-        qid = f"Q{100 + i}"
-        names = [f"{qid}/{j}.png" for j in range(3 if modality == "film" else 1)]
-        for j, name in enumerate(names):
-            write_image(images / name, seed=100 * i + j)
-        lines.append({"qid": qid, "title": title, "modality": modality, "sitelinks": 40, "images": names,
-                      "image_licenses": ["CC0 (test image)"] * len(names), "wikidata_revision": 2000000000 + i})
-    sources["iconic_records"], sources["iconic_images"] = root / "references.jsonl", images
-    sources["iconic_records"].write_text("".join(json.dumps(line) + "\n" for line in lines))
-    rows, records = release_rows()
-    sources["culturalframes"] = write_release(root / "CulturalFrames", rows, records)
-    (root / "kb").mkdir()
-    sources["kb_records"], sources["kb_images"] = write_kb_inputs(root / "kb")
-    dino = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
-    sources["w1kp"] = root / "calibration.npz"
-    Calibration.fit(np.linspace(0.0, 2.0, 50), backbone="dinov2-base", backbone_key=dino.key).save(sources["w1kp"])
-    return sources
-
-
-def build_arguments(out: Path, sources: dict, upstream: Path, backbones: Path) -> list:
-    return ["suite", "build", "--out", out, "--cube-source", upstream, "--cspace-source", sources["cspace"],
-            "--iconic-records", sources["iconic_records"], "--iconic-images", sources["iconic_images"],
-            "--culturalframes-source", sources["culturalframes"], "--kb-records", sources["kb_records"],
-            "--kb-images", sources["kb_images"], "--w1kp-source", sources["w1kp"], "--backbones", backbones,
-            "--device", "cpu"]
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_upstream, tiny_clip, tiny_dino):
-    """``culturelens suite build`` on tiny stand-ins of every source: (suite folder, its output, backbones file)."""
-    root = tmp_path_factory.mktemp("suite-sources")
-    backbones = write_backbones(root, tiny_clip, tiny_dino)
-    sources = write_sources(root, tiny_dino)
-    out = tmp_path_factory.mktemp("suite") / "suite"
-    result = culturelens(*build_arguments(out, sources, tiny_upstream, backbones))
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out, result, backbones
-
-
 @pytest.mark.slow
-def test_suite_build_makes_every_dataset_and_scoring_asset_from_stand_in_sources(built, tiny_upstream):
-    out, result, _ = built
+def test_suite_build_makes_every_dataset_and_scoring_asset_from_stand_in_sources(built_suite, tiny_upstream):
+    out, result, _ = built_suite
     assets = Assets(out)
     assert [line.split(":")[0] for line in result.stdout.splitlines()[:7]] == [
         f"built {a}" for a in ("cube-1k", "cube-diversity", "iconic-references", "culturalframes", "artifact-index",
@@ -199,7 +122,7 @@ def test_suite_build_makes_every_dataset_and_scoring_asset_from_stand_in_sources
 
 def test_building_without_a_source_builds_the_rest_and_names_the_command_for_what_is_missing(tmp_path):
     out = tmp_path / "suite"
-    result = culturelens("suite", "build", "--out", out, "--only", "cube-diversity", "iconic-references")
+    result = culturelens_here("suite", "build", "--out", out, "--only", "cube-diversity", "iconic-references")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "built cube-diversity: from benchmark/datasets/cube_diversity.py"
     assert result.stdout.splitlines()[1].startswith("NOT BUILT iconic-references: no source for iconic-references: "
@@ -217,7 +140,7 @@ def test_building_cube_1k_from_the_pinned_file_gives_the_pinned_prompt_rows(tmp_
     if not CUBE_FILE.exists():
         pytest.skip(f"real CUBE-1K file not found at {CUBE_FILE} (see ../shared/data/README.md)")
     out = tmp_path / "suite"
-    result = culturelens("suite", "build", "--out", out, "--only", "cube-1k", "--cube-source", CUBE_FILE)
+    result = culturelens_here("suite", "build", "--out", out, "--only", "cube-1k", "--cube-source", CUBE_FILE)
     assert result.returncode == 0, result.stderr
     assets = Assets(out)
     assert assets.built["cube-1k"]["pinned"] is True and assets.unpinned == []
@@ -226,16 +149,16 @@ def test_building_cube_1k_from_the_pinned_file_gives_the_pinned_prompt_rows(tmp_
 
 def test_a_folder_that_is_not_a_suite_folder_is_never_built_into(tmp_path):
     (tmp_path / "mine.txt").write_text("keep me")
-    result = culturelens("suite", "build", "--out", tmp_path, "--only", "cube-diversity")
+    result = culturelens_here("suite", "build", "--out", tmp_path, "--only", "cube-diversity")
     assert result.returncode == 2 and "is not a suite folder (no suite.json); choose another --out" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
 
 
 @pytest.mark.slow
-def test_suite_push_to_a_folder_publishes_the_suite_repo_and_one_repo_per_dataset(built, tmp_path):
-    out, _, _ = built
+def test_suite_push_to_a_folder_publishes_the_suite_repo_and_one_repo_per_dataset(built_suite, tmp_path):
+    out, _, _ = built_suite
     hub = tmp_path / "hub"
-    result = culturelens("suite", "push", out, "--repo", "org/suite", "--to-folder", hub)
+    result = culturelens_here("suite", "push", out, "--repo", "org/suite", "--to-folder", hub)
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in hub.iterdir()) == ["org__cube-1k", "org__cube-cspace", "org__cube-diversity",
                                                       "org__culturalframes", "org__iconic-references", "org__suite"]
@@ -247,7 +170,7 @@ def test_suite_push_to_a_folder_publishes_the_suite_repo_and_one_repo_per_datase
 
 
 def test_suite_push_to_the_hub_offline_is_a_clear_error(tmp_path):
-    culturelens("suite", "build", "--out", tmp_path / "suite", "--only", "cube-diversity")
+    culturelens_here("suite", "build", "--out", tmp_path / "suite", "--only", "cube-diversity")
     from tests.helpers import culturelens as run_cli
 
     result = run_cli("suite", "push", str(tmp_path / "suite"), "--repo", "org/suite", env={"HF_HUB_OFFLINE": "1"})
@@ -256,43 +179,13 @@ def test_suite_push_to_the_hub_offline_is_a_clear_error(tmp_path):
 
 
 # --- suite submissions made by hand: validation ---------------------------------------------------------------
-@pytest.fixture(scope="module")
-def small(tmp_path_factory, tiny_upstream):
-    """A suite folder with the two datasets that need no model (CUBE-1K from the tiny upstream, the diversity
-    prompts), and a test's definition of few seeds: (folder, suite)."""
-    out = tmp_path_factory.mktemp("small") / "suite"
-    result = culturelens("suite", "build", "--out", out, "--only", "cube-1k", "cube-diversity",
-                         "--cube-source", tiny_upstream)
-    assert result.returncode == 0, result.stderr
-    return out, with_seeds(out, {"cube-1k": (0, 1), "cube-diversity": (0, 1, 2)})
-
-
-def with_seeds(folder: Path, seeds: dict[str, tuple[int, ...]]) -> Suite:
-    """Rewrite the suite folder's definition with fewer seeds per part (a test's suite: a suite is data)."""
-    record = json.loads((folder / "suite.json").read_text())
-    suite = Suite.from_dict(record["suite"])
-    suite = dataclasses.replace(suite, parts=tuple(dataclasses.replace(p, seeds=seeds.get(p.name, p.seeds))
-                                                   for p in suite.parts))
-    (folder / "suite.json").write_text(json.dumps({**record, "suite": suite.to_dict()}))
-    return suite
-
-
-def write_part(submission: Path, suite: Suite, name: str, model: str = "Tiny Test Model", **overrides) -> None:
-    """One part of a suite submission, as `generate --suite` writes it: the part's prompts x seeds."""
-    part = suite.part(name)
-    prompts = load_prompts(part.dataset.repo, part.dataset.config, local_root=submission.parent / "datasets")
-    fields = {"prompts_repo": part.dataset.repo, "config": part.dataset.config, "seeds": part.seeds,
-              "suite": {"repo": suite.repo, "version": suite.version, "part": name}, **overrides}
-    make_submission(submission / part_folder(name), list(prompts.table.index), model_name=model, **fields)
-
-
 def check(path: Path, folder: Path, suite: Suite, tmp_path: Path):
     return stage(path, tmp_path / "staging", suite,
                  lambda m: load_prompts(m.dataset.repo, m.dataset.config, local_root=folder / "datasets"))
 
 
-def test_a_partial_suite_submission_is_accepted_and_names_the_parts_it_lacks(small, tmp_path):
-    folder, suite = small
+def test_a_partial_suite_submission_is_accepted_and_names_the_parts_it_lacks(small_suite, tmp_path):
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     submission = tmp_path / "sub"
     write_part(submission, suite, "cube-1k")
@@ -310,8 +203,8 @@ def test_a_partial_suite_submission_is_accepted_and_names_the_parts_it_lacks(sma
     assert zipped.ok and zipped.content_hash == report.content_hash
 
 
-def test_a_part_with_other_seeds_or_another_dataset_is_refused_with_the_parts_own_values(small, tmp_path):
-    folder, suite = small
+def test_a_part_with_other_seeds_or_another_dataset_is_refused_with_the_parts_own_values(small_suite, tmp_path):
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     submission = tmp_path / "sub"
     write_part(submission, suite, "cube-1k", seeds=(0, 5))
@@ -328,8 +221,8 @@ def test_a_part_with_other_seeds_or_another_dataset_is_refused_with_the_parts_ow
     assert not (tmp_path / "staging").exists() or not any((tmp_path / "staging").iterdir())  # nothing left behind
 
 
-def test_a_suite_submission_is_one_model_and_names_only_the_suites_parts(small, tmp_path):
-    folder, suite = small
+def test_a_suite_submission_is_one_model_and_names_only_the_suites_parts(small_suite, tmp_path):
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     submission = tmp_path / "sub"
     write_part(submission, suite, "cube-1k")
@@ -345,8 +238,8 @@ def test_a_suite_submission_is_one_model_and_names_only_the_suites_parts(small, 
                              "cube-diversity, iconic-references, culturalframes)"]
 
 
-def test_a_part_whose_prompt_rows_are_not_the_pinned_ones_is_refused(small, tmp_path):
-    folder, suite = small
+def test_a_part_whose_prompt_rows_are_not_the_pinned_ones_is_refused(small_suite, tmp_path):
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     submission = tmp_path / "sub"
     write_part(submission, suite, "cube-1k")
@@ -361,10 +254,10 @@ def test_a_part_whose_prompt_rows_are_not_the_pinned_ones_is_refused(small, tmp_
         "(`culturelens suite build`)"]
 
 
-def test_the_single_submission_path_refuses_a_suite_submission_with_the_way_to_check_it(small, tmp_path):
+def test_the_single_submission_path_refuses_a_suite_submission_with_the_way_to_check_it(small_suite, tmp_path):
     from benchmark.submission import stage as stage_one
 
-    folder, suite = small
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     write_part(tmp_path / "sub", suite, "cube-1k")
     report = stage_one(tmp_path / "sub", tmp_path / "staging", lambda m: None)
@@ -372,18 +265,18 @@ def test_the_single_submission_path_refuses_a_suite_submission_with_the_way_to_c
                              "validate` (benchmark.submission.suite.stage)"]
 
 
-def test_validate_reports_each_part_of_a_suite_submission(small, tmp_path):
-    folder, suite = small
+def test_validate_reports_each_part_of_a_suite_submission(small_suite, tmp_path):
+    folder, suite = small_suite
     (tmp_path / "datasets").symlink_to(folder / "datasets")
     write_part(tmp_path / "sub", suite, "cube-diversity")
-    result = culturelens("validate", tmp_path / "sub", "--suite", folder)
+    result = culturelens_here("validate", tmp_path / "sub", "--suite", folder)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("OK: Tiny Test Model: 1 of 4 parts of culturelens/suite v1 (cube-diversity 45 images); "
                                "missing: cube-1k, iconic-references, culturalframes")
     assert lines[2].startswith("  part cube-diversity: OK: Tiny Test Model: 45 images for 15 prompts")
     (tmp_path / "sub" / "parts" / "cube-diversity" / "images" / "div-art-1" / "0.png").unlink()
-    result = culturelens("validate", tmp_path / "sub", "--suite", folder)
+    result = culturelens_here("validate", tmp_path / "sub", "--suite", folder)
     assert result.returncode == 1
     assert result.stdout.splitlines()[:3] == [
         "REJECTED: part cube-diversity: answered 15 of 15 prompts; 1 image missing; missing: cube-1k, "
@@ -393,40 +286,10 @@ def test_validate_reports_each_part_of_a_suite_submission(small, tmp_path):
 
 
 # --- generate --suite and score ---------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_suite(built, tmp_path_factory):
-    """The built suite folder with a test's seeds (2 per CUBE-1K prompt and reference, 4 per diversity prompt)."""
-    out, _, backbones = built
-    folder = tmp_path_factory.mktemp("tiny-suite") / "suite"
-    shutil.copytree(out, folder)
-    return folder, with_seeds(folder, {"cube-1k": (0, 1), "cube-diversity": (0, 1, 2, 3), "iconic-references": (0, 1)}), \
-        backbones
-
-
-@pytest.fixture(scope="module")
-def tiny_sd(tmp_path_factory) -> Path:
-    from tests.helpers import save_tiny_stable_diffusion
-
-    return save_tiny_stable_diffusion(tmp_path_factory.mktemp("sd") / "tiny-sd")
-
-
-SIZE = ["--width", "64", "--height", "64", "--steps", "2", "--guidance-scale", "7.5", "--device", "cpu"]
-
-
-@pytest.fixture(scope="module")
-def generated(tiny_suite, tiny_sd, tmp_path_factory):
-    folder, suite, _ = tiny_suite
-    out = tmp_path_factory.mktemp("generated") / "tiny-sd"
-    result = culturelens("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD", "--out", out,
-                         *SIZE)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out, result
-
-
 @pytest.mark.slow
-def test_generate_suite_makes_every_part_and_validate_accepts_it_part_by_part(tiny_suite, generated, tiny_sd):
+def test_generate_suite_makes_every_part_and_validate_accepts_it_part_by_part(tiny_suite, suite_generated, tiny_sd):
     folder, suite, _ = tiny_suite
-    out, result = generated
+    out, result = suite_generated
     # 6 CUBE-1K prompts x 2, 15 diversity prompts x 4, 4 references x 2, 3 CulturalFrames prompts x 1
     assert [line.split(",")[0] for line in result.stdout.splitlines()[:4]] == [
         "cube-1k: 12 images generated", "cube-diversity: 60 images generated", "iconic-references: 8 images generated",
@@ -436,34 +299,34 @@ def test_generate_suite_makes_every_part_and_validate_accepts_it_part_by_part(ti
     assert (manifest["dataset"]["repo"], manifest["dataset"]["config"], manifest["seeds"]) == (
         "culturelens/cube-diversity", "diversity", [0, 1, 2, 3])
     assert sorted(p.name for p in out.parent.iterdir()) == ["tiny-sd"]  # no temporary left beside or inside it
-    checked = culturelens("validate", out, "--suite", folder)
+    checked = culturelens_here("validate", out, "--suite", folder)
     assert checked.returncode == 0, checked.stdout
     assert checked.stdout.splitlines()[0] == (
         "OK: Tiny SD: 4 of 4 parts of culturelens/suite v1 (cube-1k 12 images, cube-diversity 60 images, "
         "iconic-references 8 images, culturalframes 3 images)")
     # Rerunning resumes: nothing to make again.
-    again = culturelens("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD", "--out", out,
-                        *SIZE)
+    again = culturelens_here("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD", "--out",
+                             out, *SIZE)
     assert again.returncode == 0 and "cube-1k: 0 images generated, 12 already done" in again.stdout
 
 
-def test_generate_suite_refuses_the_options_the_suite_fixes(small, tmp_path):
-    folder, _ = small
-    result = culturelens("generate", "--suite", folder, "--model", tmp_path / "none", "--seeds", "0-3",
-                         "--out", tmp_path / "out", "--device", "cpu")
+def test_generate_suite_refuses_the_options_the_suite_fixes(small_suite, tmp_path):
+    folder, _ = small_suite
+    result = culturelens_here("generate", "--suite", folder, "--model", tmp_path / "none", "--seeds", "0-3",
+                              "--out", tmp_path / "out", "--device", "cpu")
     assert result.returncode == 2
     assert "--seeds: the suite fixes each part's prompts and seeds; leave them out with --suite" in result.stderr
 
 
 def score(submission: Path, folder: Path, backbones: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return culturelens("score", submission, "--out", out, "--suite", folder, "--backbones", backbones,
-                       "--device", "cpu", "--relevance-judge", "probe", "--diversity-n", "4", *extra)
+    return culturelens_here("score", submission, "--out", out, "--suite", folder, "--backbones", backbones,
+                            "--device", "cpu", "--relevance-judge", "probe", "--diversity-n", "4", *extra)
 
 
 @pytest.mark.slow
-def test_score_of_a_suite_submission_gives_each_parts_tracks_on_its_own_dataset(tiny_suite, generated, tmp_path):
+def test_score_of_a_suite_submission_gives_each_parts_tracks_on_its_own_dataset(tiny_suite, suite_generated, tmp_path):
     folder, suite, backbones = tiny_suite
-    out, _ = generated
+    out, _ = suite_generated
     result = score(out, folder, backbones, tmp_path / "scored")
     assert result.returncode == 0, result.stderr[-3000:]
     results = next((tmp_path / "scored" / "results").iterdir())
@@ -494,13 +357,14 @@ def test_score_of_a_suite_submission_gives_each_parts_tracks_on_its_own_dataset(
 
 
 @pytest.mark.slow
-def test_a_two_part_submission_is_scored_on_those_parts_and_names_the_missing_ones(tiny_suite, generated, tmp_path):
+def test_a_two_part_submission_is_scored_on_those_parts_and_names_the_missing_ones(tiny_suite, suite_generated,
+                                                                                   tmp_path):
     folder, suite, backbones = tiny_suite
-    out, _ = generated
+    out, _ = suite_generated
     partial = tmp_path / "partial"
     for name in ("cube-1k", "iconic-references"):
         shutil.copytree(out / part_folder(name), partial / part_folder(name))
-    checked = culturelens("validate", partial, "--suite", folder)
+    checked = culturelens_here("validate", partial, "--suite", folder)
     assert checked.returncode == 0 and checked.stdout.splitlines()[0] == (
         "OK: Tiny SD: 2 of 4 parts of culturelens/suite v1 (cube-1k 12 images, iconic-references 8 images); missing: "
         "cube-diversity, culturalframes (scored on the parts present)")

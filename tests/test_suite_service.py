@@ -32,51 +32,17 @@ from leaderboard import tables
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
-from tests.helpers import culturelens as culturelens_process
-from tests.helpers import save_tiny_stable_diffusion, serving, write_image, zip_folder
-from tests.test_suite import (
-    SIZE,
-    build_arguments,
-    culturelens,
-    with_seeds,
-    write_backbones,
-    write_part,
-    write_sources,
-)
+from tests.helpers import culturelens, serving, write_image, zip_folder
+from tests.suite_stand_ins import write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-SEEDS = {"cube-1k": (0, 1), "cube-diversity": (0, 1, 2, 3), "iconic-references": (0, 1)}
 HEADLINES = {"awareness": "clip_score", "diversity": "cd_uniform", "iconicity": "crt", "variability": "w1kp",
              "relevance": "relevance_intended", "expectations": "expectations_met"}
 IN_THE_MEAN = sorted(set(HEADLINES) - {"variability"})
 
 
 # --- the served suite, end to end ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def suite_folder(tmp_path_factory, tiny_upstream, tiny_clip, tiny_dino):
-    """``culturelens suite build`` on stand-ins of every source, with the test's seeds: (folder, suite, backbones)."""
-    root = tmp_path_factory.mktemp("suite-sources")
-    backbones = write_backbones(root, tiny_clip, tiny_dino)
-    out = tmp_path_factory.mktemp("served") / "suite"
-    result = culturelens(*build_arguments(out, write_sources(root, tiny_dino), tiny_upstream, backbones))
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out, with_seeds(out, SEEDS), backbones
-
-
-@pytest.fixture(scope="module")
-def generated(suite_folder, tmp_path_factory) -> Path:
-    """One suite submission made by `generate --suite` with a tiny random Stable Diffusion (placeholder images)."""
-    folder, _, _ = suite_folder
-    root = tmp_path_factory.mktemp("generated")
-    pipeline = save_tiny_stable_diffusion(root / "tiny-sd")
-    out = root / "tiny-sd-images"
-    result = culturelens("generate", "--suite", folder, "--model", pipeline, "--model-name", "Tiny SD", "--out", out,
-                         *SIZE)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
-
-
 def another_model(submission: Path, target: Path, name: str, parts: tuple[str, ...] | None = None) -> Path:
     """``submission`` as another model's: every image redrawn (random pixels of the same size), the manifests
     naming ``name``; only ``parts`` when given."""
@@ -92,14 +58,15 @@ def another_model(submission: Path, target: Path, name: str, parts: tuple[str, .
 
 
 @pytest.fixture(scope="module")
-def served(suite_folder, generated, tmp_path_factory):
+def served(tiny_suite, suite_generated, tmp_path_factory):
     """A live `culturelens serve --suite` whose worker scores every track with tiny models, and three submissions
     scored by it: Tiny SD (uploaded through the API), Tiny Noise (`culturelens submit`) and a two-part one."""
     from gradio_client import Client, handle_file
 
     from tests.test_judges import save_tiny_vlm
 
-    folder, _, backbones = suite_folder
+    folder, _, backbones = tiny_suite
+    generated, _ = suite_generated
     root = tmp_path_factory.mktemp("serve")
     judge = save_tiny_vlm(root / "tiny-qwen2.5-vl")
     store_root = root / "store"
@@ -112,7 +79,7 @@ def served(suite_folder, generated, tmp_path_factory):
         verdict = client.predict(handle_file(str(zip_folder(generated, root / "tiny-sd.zip"))), api_name="/submit")
         jobs["Tiny SD"] = re.search(r"Accepted: `([^`]+)`", verdict).group(1)
         noise = another_model(generated, root / "noise", "Tiny Noise")
-        submitted = culturelens_process("submit", noise, "--store", store_root, "--suite", folder, "--owner", "bo")
+        submitted = culturelens("submit", noise, "--store", store_root, "--suite", folder, "--owner", "bo")
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr
         jobs["Tiny Noise"] = re.search(r"queued as (\S+)", submitted.stdout).group(1)
         partial = another_model(generated, root / "partial", "Tiny Partial", ("cube-1k", "iconic-references"))
@@ -125,9 +92,9 @@ def served(suite_folder, generated, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_overall_row(served, suite_folder):
+def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_overall_row(served, tiny_suite):
     client, store, jobs, _ = served
-    folder, suite, _ = suite_folder
+    folder, suite, _ = tiny_suite
     # One job, all parts; the store serves the suite's datasets (linked to the suite folder's own).
     assert store.queue.get(jobs["Tiny SD"]).dataset == " + ".join(str(p.dataset) for p in suite.parts)
     for part in suite.parts:
@@ -275,16 +242,6 @@ def test_variability_is_shown_beside_the_overall_not_in_its_mean(tmp_path):
 
 
 # --- the intake, the Queue tab, the Hub ------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def small(tmp_path_factory, tiny_upstream):
-    """A suite folder with CUBE-1K (tiny) and the diversity prompts only, a test's seeds: (folder, suite)."""
-    out = tmp_path_factory.mktemp("small") / "suite"
-    result = culturelens("suite", "build", "--out", out, "--only", "cube-1k", "cube-diversity",
-                         "--cube-source", tiny_upstream)
-    assert result.returncode == 0, result.stderr
-    return out, with_seeds(out, {"cube-1k": (0, 1), "cube-diversity": (0, 1, 2)})
-
-
 def served_store(tmp_path: Path, folder: Path, lines: list[str] | None = None) -> tuple[Store, object]:
     from leaderboard.served_suite import open_served
 
@@ -302,8 +259,9 @@ def suite_submission(folder: Path, suite, target: Path, parts=("cube-1k", "cube-
     return target
 
 
-def test_a_suite_submission_is_one_job_and_a_model_revision_is_refused_for_a_part_submitted_before(small, tmp_path):
-    folder, suite = small
+def test_a_suite_submission_is_one_job_and_a_model_revision_is_refused_for_a_part_submitted_before(small_suite,
+                                                                                                    tmp_path):
+    folder, suite = small_suite
     lines = []
     store, _ = served_store(tmp_path, folder, lines)
     assert lines == [f"suite culturelens/suite v1: serving {p.dataset.repo} (part {p.name}) from "
@@ -332,11 +290,11 @@ def test_a_suite_submission_is_one_job_and_a_model_revision_is_refused_for_a_par
     assert again.job is None and again.report.errors[0].startswith(f"identical to submission {outcome.job.id}")
 
 
-def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it_on(small, tmp_path):
+def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it_on(small_suite, tmp_path):
     from leaderboard.ui.queue import QueueTab
     from leaderboard.ui.site import Site
 
-    folder, _ = small
+    folder, _ = small_suite
     store, served = served_store(tmp_path, folder)
     off = served.tracks_off(store.datasets, {"expectations_judge": None})
     build = f"`culturelens suite build --out {folder} --only"
@@ -348,7 +306,7 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     # An asset the operator gives turns its track on; expectations then needs its judge, a choice of the operator's.
     given = {"w1kp_calibration": "/models/cdf-xy.pt", "expectations_judge": None}
     assert "variability" not in served.tracks_off(store.datasets, given)
-    text = QueueTab(Site(store, "ada", suite=served, metric_settings={})).workers_markdown()
+    text = "\n".join(QueueTab(Site(store, "ada", suite=served, metric_settings={})).status())
     assert "**Tracks on this server** (its suite, settings and workers), and what turns each on:" in text
     assert "- **Diversity (CUBE)** is off: no artifact-index: `culturelens suite build --out SUITE --only " \
            "artifact-index`, then restart" in text and str(folder) not in text  # the server's folder is not shown
@@ -361,11 +319,11 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     assert "Expectations (CulturalFrames)** is off: no culturalframes:" in lines
 
 
-def test_a_suite_submission_on_a_hub_dataset_is_fetched_part_by_part(small, tmp_path):
+def test_a_suite_submission_on_a_hub_dataset_is_fetched_part_by_part(small_suite, tmp_path):
     from benchmark.submission import Limits
     from leaderboard import hub_submission
 
-    folder, suite = small
+    folder, suite = small_suite
     submission = suite_submission(folder, suite, tmp_path / "up" / "sub")
     (submission / "README.md").write_text("a card")
     (submission / "parts" / "cube-1k" / "notes.txt").write_text("not a submission file")
@@ -378,10 +336,10 @@ def test_a_suite_submission_on_a_hub_dataset_is_fetched_part_by_part(small, tmp_
     assert sum(name.endswith(".png") for name in names) == 6 * 2 + 15 * 3  # every image of both parts
 
 
-def test_a_suite_submission_goes_through_the_requests_repo_whole(small, tmp_path):
+def test_a_suite_submission_goes_through_the_requests_repo_whole(small_suite, tmp_path):
     from leaderboard import hub_sync
 
-    folder, suite = small
+    folder, suite = small_suite
     store, _ = served_store(tmp_path, folder)
     outcome = store.submit(suite_submission(folder, suite, tmp_path / "up" / "sub"), "ada")
     repo = LocalRepo(tmp_path / "requests")

@@ -53,7 +53,7 @@ def test_a_killed_worker_is_reaped_and_restarted(tmp_path):
                      "a new worker runs")
         assert row["restarts"] == 1 and row["last_exit"] == "killed by SIGKILL"
         assert not _alive(first) and not Path(f"/proc/{first}").exists()  # reaped: not even a zombie
-        assert "restarted 1 time, last exit: killed by SIGKILL" in QueueTab(Site(store, "ada")).workers_markdown()
+        assert "restarted 1 time, last exit: killed by SIGKILL" in "\n".join(QueueTab(Site(store, "ada")).status())
     finally:
         supervisor.stop()
     assert not _alive(row["pid"]) and queue.supervisors()[0]["state"] == "stopped"
@@ -87,7 +87,7 @@ def test_a_worker_that_cannot_score_is_not_restarted(tmp_path):
         row = until(lambda: (r := _row(queue)) and r["state"] == "gave up" and r, 30, "the supervisor gives up")
         time.sleep(0.5)
         assert queue.supervisors()[0]["restarts"] == 0 and row["last_exit"] == "exit code 2"
-        assert "supervisor gave up" in QueueTab(Site(store, "ada")).workers_markdown()
+        assert "supervisor gave up" in "\n".join(QueueTab(Site(store, "ada")).status())
     finally:
         supervisor.stop()
 
@@ -164,7 +164,7 @@ def test_a_cannot_score_banner_goes_once_a_worker_scores(tmp_path):
     store = Store(tmp_path / "store")
     store.queue.set_worker("old", "unavailable", "no metric can run: no CLIP weights")
     views = QueueTab(Site(store, "ada"))
-    assert "cannot score: no metric can run" in views.workers_markdown()  # nothing scores: the reason matters
+    assert "cannot score: no metric can run" in "\n".join(views.status())  # nothing scores: the reason matters
     store.queue.set_worker("new", "idle", "ready with clip_score")
-    shown = views.workers_markdown()
+    shown = "\n".join(views.status())
     assert "cannot score" not in shown and "ready with clip&#95;score" in shown  # the live worker, as plain text

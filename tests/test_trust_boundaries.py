@@ -146,13 +146,13 @@ def test_a_killed_workers_entry_ends_as_soon_as_its_process_is_gone(tmp_path):
     supervisor.start()
     try:
         until(lambda: [w for w in queue.workers() if w["state"] == "scoring"], 60, "the worker says it scores")
-        assert "is up: scoring" in views.workers_markdown()
+        assert "is up: scoring" in "\n".join(views.status())
         os.kill(queue.supervisors()[0]["pid"], signal.SIGKILL)
         # Its heartbeat is a second old: only the supervisor, which reaped it, can say it is gone.
         until(lambda: queue.workers()[0]["state"] == "stopped", 5, "the killed worker's entry ends")
         assert [(w["state"], w["message"]) for w in views.queue_api()["workers"]] == \
             [("stopped", "its process ended (killed by SIGKILL)")]
-        assert "scoring" not in views.workers_markdown()
+        assert "scoring" not in "\n".join(views.status())
     finally:
         supervisor.stop()
 
