@@ -13,6 +13,10 @@ scores the stored submission again into a temporary folder with a fresh
 embedding cache (so that no cached embedding hides a difference), and prints,
 per metric, the largest absolute difference over the per-image values and over
 the aggregate values.
+
+A suite submission's result records the dataset, its digest and the seeds per part (``parts``): each part is
+checked against its own record, and the submission is scored again as ``culturelens score`` scored it
+(``benchmark.suite_scoring.score``: each part with its tracks, against the suite the result names).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ import pandas as pd
 from benchmark import layout
 from benchmark import settings as declared
 from benchmark.errors import CultureLensError
-from benchmark.layout import ScoreOutput, SubmissionLayout
+from benchmark.layout import ScoreOutput, holds_validated_submission, submission_layouts
 
 # What run.json must hold for a result to be reproduced (older results lack the first four).
 RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backbones", "metrics", "dataset",
             "seeds", "harness_version", "submission_id")
+# What a suite result records per part instead (under ``parts``: each part's own dataset and seeds).
+PART_RECORDED = ("dataset_digest", "dataset", "seeds")
 
 
 class ReproduceError(CultureLensError):
@@ -77,27 +83,81 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     except (OSError, json.JSONDecodeError) as error:
         raise ReproduceError(f"{folder} holds no readable run.json ({error.__class__.__name__}): not a results "
                              "folder") from None
-    if run.get("suite"):
-        raise ReproduceError(f"{folder} is the result of a suite submission ({', '.join(run['suite']['parts'])}): "
-                             "reproduce does not redo suite results yet; its per-part records are in run.json")
-    missing = [key for key in RECORDED if run.get(key) is None]
+    missing = unrecorded(run)
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
                              "recorded their scoring settings, so rescore the submission to make it reproducible")
     home = folder.resolve().parent.parent  # STORE or OUT, of STORE/results/<id> or OUT/results/<id>
-    in_store = SubmissionLayout(home / layout.SUBMISSIONS / run["submission_id"])
+    in_store = home / layout.SUBMISSIONS / run["submission_id"]
     if submission:
-        staged = SubmissionLayout(Path(submission))
-    elif in_store.is_validated:
+        staged = Path(submission)
+    elif holds_validated_submission(in_store):
         staged = in_store
     else:
-        staged = ScoreOutput(home).submission
-    if not staged.is_validated or not staged.manifest.exists():
+        staged = ScoreOutput(home).submission.folder
+    if not holds_validated_submission(staged) or \
+            not all(part.manifest.exists() for part in submission_layouts(staged).values()):
         raise ReproduceError(f"no validated submission (manifest.json and images.parquet) in {staged}: pass "
                              "--submission with the folder `culturelens score` or the store keeps")
     if staged == in_store:
-        return Target(folder, run, staged.folder, home / layout.DATASETS, home / layout.STORE_CACHE)
-    return Target(folder, run, staged.folder, store / layout.DATASETS, ScoreOutput(home).cache)
+        return Target(folder, run, staged, home / layout.DATASETS, home / layout.STORE_CACHE)
+    return Target(folder, run, staged, store / layout.DATASETS, ScoreOutput(home).cache)
+
+
+def unrecorded(run: dict) -> list[str]:
+    """What ``run`` lacks of ``RECORDED``; for a suite result, what each part lacks of ``PART_RECORDED``, as
+    ``part: key``."""
+    if not run.get("suite"):
+        return [key for key in RECORDED if run.get(key) is None]
+    return [key for key in RECORDED if key not in PART_RECORDED and run.get(key) is None] + \
+        [f"{name}: {key}" for name, part in (run.get("parts") or {}).items() for key in PART_RECORDED
+         if part.get(key) is None]
+
+
+def check_datasets(run: dict, submission: Path, datasets_root: Path) -> None:
+    """Each part of ``submission`` (or the submission itself) that ``run`` scored holds the seeds it records, and
+    its dataset loads from ``datasets_root`` with the recorded name and rows; a ReproduceError naming the part
+    otherwise."""
+    from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
+    from benchmark.submission import Manifest
+
+    layouts = submission_layouts(submission)
+    for name, record in (run["parts"] if run.get("suite") else {None: run}).items():
+        where = f"part {name}: " if name else ""
+        if name not in layouts:
+            raise ReproduceError(f"the submission in {submission} has no {name} part, which the result scored")
+        manifest = Manifest.model_validate_json(layouts[name].manifest.read_bytes())
+        if list(manifest.seeds) != list(record["seeds"]):
+            raise ReproduceError(f"{where}the submission in {layouts[name].folder} has seeds {list(manifest.seeds)}, "
+                                 f"the result was scored on seeds {record['seeds']}")
+        try:
+            prompts = load_prompts_for(manifest, datasets_root)
+        except DatasetUnavailable as error:
+            raise ReproduceError(f"{where}{error}") from None
+        dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
+        if dataset != record["dataset"] or prompts.digest != record["dataset_digest"]:
+            raise ReproduceError(f"{where}the dataset changed since the result was scored: it was {record['dataset']} "
+                                 f"with rows {record['dataset_digest']}, it is now {dataset} with rows "
+                                 f"{prompts.digest}")
+
+
+def suite_of(run: dict, suite: str | None, datasets_root: Path):
+    """The suite a suite result answers (``--suite``, else the default, opened as ``culturelens score`` opens it:
+    a ``suite_assets.SuiteRef``), checked to be the repo and version the result names; None for a plain result."""
+    from benchmark.suite import SuiteError
+    from benchmark.suite_assets import open_suite
+
+    if not run.get("suite"):
+        return None
+    try:
+        ref = open_suite(suite, datasets_root)
+    except SuiteError as error:
+        raise ReproduceError(str(error)) from None
+    recorded = run["suite"]
+    if (ref.suite.repo, ref.suite.version) != (recorded["repo"], recorded["version"]):
+        raise ReproduceError(f"the result answers {recorded['repo']} {recorded['version']}, the suite given is "
+                             f"{ref.suite.repo} {ref.suite.version}: pass the one it answers with --suite")
+    return ref
 
 
 def registry_for(run: dict, backbones_file: str | None) -> dict:
@@ -203,14 +263,14 @@ def _warn(message: str) -> None:
 
 
 def main(result: str, *, store: Path, submission: str | None, backbones: str | None, device: str | None,
-         batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool) -> int:
+         batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool,
+         suite: str | None = None) -> int:
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
-    when the result cannot be reproduced here (nothing recorded, other weights, another dataset)."""
-    from benchmark import __version__, harness, results, tracks
+    when the result cannot be reproduced here (nothing recorded, other weights, another dataset). ``suite``: the
+    suite a suite result answers (``--suite``: a folder's datasets are read from it)."""
+    from benchmark import __version__, harness, results, suite_scoring, tracks
     from benchmark.cache import EmbeddingCache
-    from benchmark.datasets.prompts import DatasetUnavailable, load_prompts_for
     from benchmark.progress import Bars
-    from benchmark.submission import Manifest
 
     target = locate(result, store, submission)
     run = target.run
@@ -219,18 +279,9 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         settings = tracks.metric_settings(**run["settings"]["metric_settings"])
     except CultureLensError as error:
         raise ReproduceError(f"the recorded settings cannot be used here: {error}") from None
-    manifest = Manifest.model_validate_json(SubmissionLayout(target.submission).manifest.read_bytes())
-    if list(manifest.seeds) != list(run["seeds"]):
-        raise ReproduceError(f"the submission in {target.submission} has seeds {list(manifest.seeds)}, the result "
-                             f"was scored on seeds {run['seeds']}")
-    try:
-        prompts = load_prompts_for(manifest, target.datasets_root)
-    except DatasetUnavailable as error:
-        raise ReproduceError(str(error)) from None
-    dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
-    if dataset != run["dataset"] or prompts.digest != run["dataset_digest"]:
-        raise ReproduceError(f"the dataset changed since the result was scored: it was {run['dataset']} with rows "
-                             f"{run['dataset_digest']}, it is now {dataset} with rows {prompts.digest}")
+    answered = suite_of(run, suite, target.datasets_root)
+    datasets_root = answered.datasets_root if answered is not None else target.datasets_root
+    check_datasets(run, target.submission, datasets_root)
     if run["harness_version"] != __version__:
         _warn(f"the result was scored by harness {run['harness_version']}, this is {__version__}")
     try:
@@ -248,15 +299,14 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         if loaded[backbone_id].revision != recorded["revision"]:
             raise ReproduceError(f"backbone {backbone_id} loads weights of revision {loaded[backbone_id].revision}, "
                                  f"the result was scored with {recorded['revision']}")
-    images = pd.read_parquet(SubmissionLayout(target.submission).images_table)
     workspace = Path(tempfile.mkdtemp(prefix="culturelens-reproduce-"))
     bars = Bars()
     try:
         cache = EmbeddingCache(target.cache if use_cache else workspace / "cache.sqlite")
-        scores = harness.score(target.submission, manifest, prompts, images, metrics, loaded, cache,
-                               submission_id=run["submission_id"], batch_size=batch_size or run["batch_size"],
-                               num_workers=num_workers, progress=bars, disabled={**unavailable, **disabled},
-                               settings=run["settings"])
+        scores = suite_scoring.score(target.submission, metrics, loaded, cache, submission_id=run["submission_id"],
+                                     datasets_root=datasets_root, suite=answered.suite if answered else None,
+                                     batch_size=batch_size or run["batch_size"], num_workers=num_workers,
+                                     progress=bars, disabled={**unavailable, **disabled}, settings=run["settings"])
         reproduced = results.write_folder(workspace / "results", results.records(scores.per_image),
                                           scores.aggregates, results.records(scores.curves), scores.run)
         differences = compare(target.result, reproduced)

@@ -380,3 +380,32 @@ def test_a_two_part_submission_is_scored_on_those_parts_and_names_the_missing_on
         for kernel in ("continent", "country", "artifact", "hierarchical", "uniform")}
     zipped = zip_folder(partial, tmp_path / "partial.zip")
     assert zipfile.ZipFile(zipped).namelist()[0].startswith("parts/")
+
+
+@pytest.mark.slow
+def test_reproduce_redoes_a_suite_result_part_by_part_and_names_the_part_whose_dataset_changed(
+        tiny_suite, suite_generated, tmp_path):
+    from tests.helpers import TINY_UPSTREAM, tiny_cube
+
+    folder, _, backbones = tiny_suite
+    out, _ = suite_generated
+    scored = score(out, folder, backbones, tmp_path / "scored", "--tracks", "awareness", "diversity")
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    (result,) = (tmp_path / "scored" / "results").iterdir()
+    again = culturelens_here("reproduce", result, "--suite", folder, "--device", "cpu")
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = {line.split()[0]: line.split()[1:] for line in again.stdout.splitlines() if len(line.split()) == 4}
+    # CLIPScore from the cube-1k part, CD from the cube-diversity part: every value the same, row for row.
+    assert {"clip_score", "cd_uniform", "vendi_country"} <= rows.keys()
+    assert all(values == ["0", "0", "yes"] for values in rows.values()), again.stdout
+    assert again.stdout.splitlines()[-1] == "every metric reproduced within 0"
+    # The same suite with CUBE-1K rebuilt from one reworded prompt (same ids, other rows): refused, the part named.
+    changed = Path(shutil.copytree(folder, tmp_path / "suite"))
+    upstream = [dict(record) for record in TINY_UPSTREAM]
+    upstream[0]["prompt"] = upstream[0]["prompt"].replace("realistic", "photorealistic")
+    (tmp_path / "reworded.json").write_text(json.dumps(upstream), encoding="utf-8")
+    tiny_cube(changed / "datasets", tmp_path / "reworded.json")
+    refused = culturelens_here("reproduce", result, "--suite", changed, "--device", "cpu")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: part cube-1k: the dataset changed since the result was scored: it was "
+                                     "culturelens/cube-1k:cube_1k:test@"), refused.stderr

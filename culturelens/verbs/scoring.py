@@ -49,7 +49,8 @@ def reproduce(args: argparse.Namespace) -> int:
     quiet_datasets()
     return reproduce.main(args.result, store=options.store(args), submission=args.submission,
                           backbones=args.backbones, device=args.device, batch_size=args.batch_size,
-                          num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache)
+                          num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache,
+                          suite=options.suite(args))
 
 
 def calibrate(args: argparse.Namespace) -> int:
@@ -102,6 +103,7 @@ def _reproduce_options(p: argparse.ArgumentParser) -> None:
                    help="largest absolute difference still counted as equal (exit 1 beyond it)")
     p.add_argument("--use-cache", action="store_true",
                    help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one")
+    options.add_suite(p, "a suite result answers, whose datasets its parts are checked against and scored on")
     declared.add_runtime_options(p)
     p.set_defaults(run=reproduce, batch_size=None, hub=True)  # None: the batch size the result records
 
