@@ -52,9 +52,8 @@ class ServedSuite:
         settings = {**{k: v for k, v in given.items() if v}, **self.settings()}
         off = {}
         for part in self.suite.parts:
-            served = (local_folder(store_datasets, part.dataset.repo) / "README.md").exists()
             for track in part.tracks:
-                needs = [] if served else [part.name]
+                needs = [] if self._serves(part, store_datasets) else [part.name]
                 asset = SCORING_ASSETS.get(track)
                 if asset and not settings.get(SETTINGS[asset]):
                     needs.append(asset)
@@ -64,6 +63,14 @@ class ServedSuite:
                     off[track] = (f"no VLM judge: restart with `--expectations-judge {PROTOCOL_JUDGE}` (the headline "
                                   "protocol's; or CULTURELENS_EXPECTATIONS_JUDGE)")
         return off
+
+    def unserved_tracks(self, store_datasets: Path) -> set[str]:
+        """The tracks whose part's dataset is not in ``store_datasets``: off here whatever a worker can score."""
+        return {track for part in self.suite.parts if not self._serves(part, store_datasets) for track in part.tracks}
+
+    @staticmethod
+    def _serves(part, store_datasets: Path) -> bool:
+        return (local_folder(store_datasets, part.dataset.repo) / "README.md").exists()
 
     def command(self, needs: list[str]) -> str:
         """The command that builds ``needs`` (parts' datasets, scoring assets), then the restart that serves them."""

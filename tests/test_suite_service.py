@@ -319,6 +319,30 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     assert "Expectations (CulturalFrames)** is off: no culturalframes:" in lines
 
 
+def test_a_track_a_remote_worker_scores_is_on_unless_this_server_lacks_its_dataset(small_suite, tmp_path):
+    """A CPU server without the artifact index, and a GPU worker elsewhere that has it: the worker's word wins for
+    what it brings (diversity), never for a part whose dataset the server does not serve (iconicity, expectations:
+    this suite folder holds CUBE-1K and the diversity prompts only)."""
+    from leaderboard.ui.queue import QueueTab
+    from leaderboard.ui.site import Site
+
+    folder, _ = small_suite
+    store, served = served_store(tmp_path, folder)
+    store.queue.set_worker("gpu-1", "idle", "ready")
+    store.queue.set_worker_tracks("gpu-1", {"awareness": None, "diversity": None, "iconicity": None,
+                                            "expectations": None, "relevance": "no knowledge base"})
+    tab = QueueTab(Site(store, "ada", suite=served, metric_settings={}))
+    lines = dict(line.removeprefix("- **").split("** ", 1) for line in tab.track_lines(["gpu-1"]).splitlines()[1:])
+    assert lines["Awareness (CUBE)"] == lines["Diversity (CUBE)"] == "is on"
+    assert lines["Relevance (CAIRE)"].startswith("is off: no relevance-kb: ")  # the server's command, then restart
+    assert lines["Iconicity (CRT)"].startswith("is off: no iconic-references: `culturelens suite build")
+    assert lines["Expectations (CulturalFrames)"].startswith("is off: no culturalframes: ")
+    # Without that worker, the server's own word: diversity is off for want of the artifact index.
+    unheard = dict(line.removeprefix("- **").split("** ", 1) for line in tab.track_lines([]).splitlines()[1:])
+    assert unheard["Diversity (CUBE)"].startswith("is off: no artifact-index: ")
+    assert unheard["Awareness (CUBE)"] == "waits for a worker"
+
+
 def test_a_suite_submission_on_a_hub_dataset_is_fetched_part_by_part(small_suite, tmp_path):
     from benchmark.submission import Limits
     from leaderboard import hub_submission

@@ -102,13 +102,16 @@ class QueueTab(Tab):
         """One line per track: on (a worker among ``workers`` scores it), or off with why: what the suite this
         server serves lacks for it, with the one command that turns it on (``ServedSuite.tracks_off``), else what
         the workers said (their disabled metrics, ``Worker.track_states``); a track no worker spoke of waits for
-        one. Server folders hidden."""
+        one. A worker that scores a track has its own settings and assets (a remote GPU worker's judge), so its word
+        wins over this server's, except where this server does not serve the track's dataset. Server folders
+        hidden."""
         off = self.site.suite.tracks_off(self.store.datasets, self.site.metric_settings)
+        unserved = self.site.suite.unserved_tracks(self.store.datasets)
         said = self.store.queue.worker_tracks(workers or [])
         lines = []
         for name, track in track_registry.all_tracks().items():
             states = [tracks[name] for tracks in said.values() if name in tracks]
-            if name in off:
+            if name in off and (None not in states or name in unserved):
                 state = f"is off: {render.hide_paths(off[name], self.places)}"  # our commands, in code spans
             elif None in states:
                 state = "is on"
