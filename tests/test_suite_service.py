@@ -169,6 +169,18 @@ def test_a_two_part_suite_submission_is_scored_on_those_parts_and_names_the_miss
     assert "awareness + iconicity + relevance" in [value for _, value in track_set["choices"]]
 
 
+
+@pytest.mark.slow
+def test_a_suite_result_of_the_live_store_is_reproduced_part_by_part(served):
+    """What a researcher citing a suite row runs: `reproduce ID --store STORE` on the serve's own store (the suite's
+    datasets linked there), every metric of both parts scored again with a fresh cache and equal, row for row."""
+    _, store, jobs, _ = served
+    result = culturelens("reproduce", jobs["Tiny Partial"], "--store", store.root, "--device", "cpu")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    metrics = {line.split()[0] for line in result.stdout.splitlines() if line.endswith(" yes")}
+    assert {"clip_score", "w1kp", "relevance_intended", "crt", "vr"} <= metrics  # cube-1k's and iconic's
+    assert result.stdout.splitlines()[-1] == "every metric reproduced within 0"
+
 # --- the overall's protocol rule -------------------------------------------------------------------------------
 def _headline_row(store: Store, sid: str, model: str, track: str, metric: str, dataset: str, images: int,
                   revision: str | None, prompts: dict[str, float], version: str = "1",
