@@ -278,7 +278,7 @@ def relevance_metrics(folder: Path, backbone_id: str, backbones, judge: str, dev
                 show_progress=False)
     if judge == "tiny":
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.test_judges import save_tiny_vlm
+        from tests.tiny_qwen import save_tiny_vlm
 
         judge = str(save_tiny_vlm(folder / "tiny-judge"))
     return relevance.metrics(LABELS, KnowledgeBase.load(folder / "kb"), VLMJudge(judge, device=device))

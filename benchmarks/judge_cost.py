@@ -65,7 +65,7 @@ def save_real_size_processor(folder: Path) -> dict:
     tests' byte-level tokenizer; returns the 7B configuration's arguments, with this tokenizer's ids."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    from tests.test_judges import CHAT_TEMPLATE, tiny_tokenizer
+    from tests.tiny_qwen import CHAT_TEMPLATE, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2,
@@ -155,7 +155,7 @@ def main() -> None:
         model = scratch.name
         loading = random_7b_loaded(args.device, save_real_size_processor(Path(model)))
     else:
-        from tests.test_judges import save_tiny_vlm
+        from tests.tiny_qwen import save_tiny_vlm
 
         model = str(save_tiny_vlm(Path(scratch.name)))
     cut = args.max_entity_tokens or (180 if args.real_size_7b else 2048)

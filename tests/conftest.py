@@ -15,7 +15,15 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 
 from benchmarks import tiny_backbone
 from tests import suite_stand_ins
-from tests.helpers import CUBE_FILE, TINY_UPSTREAM, culturelens_here, save_tiny_stable_diffusion, tiny_cube
+from tests.helpers import (
+    CUBE_FILE,
+    TINY_UPSTREAM,
+    byte_level_clip_tokenizer,
+    culturelens_here,
+    save_tiny_stable_diffusion,
+    tiny_cube,
+)
+from tests.tiny_qwen import save_tiny_vlm
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +90,47 @@ def tiny_dataset_root(tmp_path_factory, tiny_upstream) -> Path:
     """A datasets/ root holding a 6-prompt CUBE-format dataset under the default repo name."""
     return tiny_cube(tmp_path_factory.mktemp("datasets"), tiny_upstream)
 
+
+
+
+# --- tiny vision-language models (the judges', the diversity tagger's) ----------------------------------------
+@pytest.fixture(scope="session")
+def tiny_qwen_vl(tmp_path_factory) -> Path:
+    """A tiny random Qwen2.5-VL saved as a model folder (``tests/tiny_qwen.py``): the relevance and expectations
+    judges' model, in miniature."""
+    return save_tiny_vlm(tmp_path_factory.mktemp("tiny-qwen2.5-vl"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llava(tmp_path_factory):
+    """A tiny randomly initialised LLaVA (CLIP vision tower + Llama) with its processor and a chat template,
+    saved with save_pretrained: the diversity tagger's model (what from_pretrained loads in production), in
+    miniature."""
+    import torch
+    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    folder = tmp_path_factory.mktemp("tiny-llava")
+    tokenizer = byte_level_clip_tokenizer()
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    template = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}"
+                "{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n"
+                "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
+        tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        chat_template=template, image_token="<image>")
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4,
+                                       num_hidden_layers=1, image_size=32, patch_size=8),
+        text_config=LlamaConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4, num_key_value_heads=2,
+                                num_hidden_layers=2, vocab_size=len(tokenizer)),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default",
+        vision_feature_layer=-1)
+    torch.manual_seed(0)
+    LlavaForConditionalGeneration(config).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
 
 
 # --- a suite: built from tiny stand-ins of every source, and one submission generated for it ------------------

@@ -194,45 +194,13 @@ def test_the_production_path_with_a_real_tiny_open_clip(tiny_clip, tmp_path):
 
 
 # --- the VLM tagger --------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_vlm(tmp_path_factory):
-    """A tiny randomly initialised LLaVA (CLIP vision tower + Llama) with its processor and a chat template,
-    saved with save_pretrained: what from_pretrained loads in production, in miniature."""
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
-
-    from tests.helpers import byte_level_clip_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llava")
-    tokenizer = byte_level_clip_tokenizer()
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
-    template = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}"
-                "{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n"
-                "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
-        tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default", num_additional_image_tokens=1,
-        chat_template=template, image_token="<image>")
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4,
-                                       num_hidden_layers=1, image_size=32, patch_size=8),
-        text_config=LlamaConfig(hidden_size=32, intermediate_size=37, num_attention_heads=4, num_key_value_heads=2,
-                                num_hidden_layers=2, vocab_size=len(tokenizer)),
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default",
-        vision_feature_layer=-1)
-    torch.manual_seed(0)
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
-
-
 def _pictures(n: int, seed: int = 0) -> list[Image.Image]:
     rng = np.random.default_rng(seed)
     return [Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)) for _ in range(n)]
 
 
-def test_vlm_tagger_chooses_the_option_with_the_highest_next_token_probability(index, tiny_vlm):
-    tagger = VLMTagger.from_pretrained(index, str(tiny_vlm), k=3, batch_size=2, device="cpu")
+def test_vlm_tagger_chooses_the_option_with_the_highest_next_token_probability(index, tiny_llava):
+    tagger = VLMTagger.from_pretrained(index, str(tiny_llava), k=3, batch_size=2, device="cpu")
     embeddings = np.stack([mix({"sushi": 0.9, "pizza": 0.5, "kebab": 0.2}), mix({"feijoada": 1.0, "pizza": 0.1}),
                            mix({"Taj Mahal": 1.0}), mix({"croissant": 1.0, "hamburger": 0.9, "pizza": 0.3})])
     concepts = ["cuisine", "cuisine", "landmarks", "cuisine"]
@@ -258,14 +226,14 @@ def test_vlm_tagger_chooses_the_option_with_the_highest_next_token_probability(i
     assert tags["artifact"][2] in {"Taj Mahal", "Eiffel Tower"}  # only landmarks are offered for a landmark
 
 
-def test_vlm_tagger_needs_the_images_and_one_token_options(index, tiny_vlm):
-    tagger = VLMTagger.from_pretrained(index, str(tiny_vlm), k=2, device="cpu")
+def test_vlm_tagger_needs_the_images_and_one_token_options(index, tiny_llava):
+    tagger = VLMTagger.from_pretrained(index, str(tiny_llava), k=2, device="cpu")
     with pytest.raises(ValueError, match="needs the images themselves"):
         tagger.tag(np.stack([basis("sushi")]), ["cuisine"])
     with pytest.raises(ValueError, match="between 1 and 9"):
         VLMTagger(index, tagger.model, tagger.processor, k=12)
     with pytest.raises(ValueError, match="cannot load the tagging VLM"):
-        VLMTagger.from_pretrained(index, str(tiny_vlm / "missing"), device="cpu")
+        VLMTagger.from_pretrained(index, str(tiny_llava / "missing"), device="cpu")
 
 
 def test_tagger_accuracy_counts_each_level_on_images_with_a_known_artifact():
@@ -383,7 +351,7 @@ def test_the_tagging_and_the_draws_are_shared_through_the_memo(index):
     assert kinds == ["diversity-draws", "diversity-quality", "diversity-tags"]
 
 
-def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, tiny_vlm):
+def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, tiny_llava):
     # CUBE App. H.2's tagging in the metrics: the images come from Inputs.open_image, one row at a time.
     embeddings = [mix({d: 1.0, "pizza": 0.5}) if d != "pizza" else basis(d) for d in DISHES]
     pictures = _pictures(8, seed=1)
@@ -395,9 +363,9 @@ def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, t
 
     inputs = make_inputs({"p": ("cuisine", embeddings)})
     inputs = Inputs(inputs.images, inputs.features, inputs.truncated, open_image=open_image)
-    tagger = VLMTagger.from_pretrained(index, str(tiny_vlm), k=3, batch_size=3, device="cpu")
+    tagger = VLMTagger.from_pretrained(index, str(tiny_llava), k=3, batch_size=3, device="cpu")
     assert tagger.index is index and index.index is index
-    assert tagger.id == f"{tiny_vlm}@local, top 3"
+    assert tagger.id == f"{tiny_llava}@local, top 3"
     expected = tagger.tag(np.stack(embeddings), ["cuisine"] * 8, pictures)["artifact"]  # independent call
     built = metrics(tagger)
     results = {m.info.name: m.per_prompt(inputs).iloc[0] for m in built}
@@ -494,7 +462,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
 
 
 @pytest.mark.slow
-def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, tmp_path):
+def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_llava, tmp_path):
     """The ``diversity_tagger`` setting set to a VLM folder (CUBE App. H.2): the harness tags each image with the
     VLM's choice among the index's top 5, the same as an independent ``VLMTagger.tag`` call on the images, and
     the results name the tagger."""
@@ -505,15 +473,15 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_vlm, 
     clip = load_backbone(CLIP, {CLIP: tiny_clip}, device="cpu")
     quality = load_backbone(HPS, {HPS: tiny_clip}, device="cpu")
     folder = ArtifactIndex.from_backbone(CSPACE, clip, progress=False).save(tmp_path / "index")
-    built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
+    built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_llava)))
     chosen, _ = select(built, unavailable, ["diversity"])
     scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
                            submission_id="t", batch_size=16)
     rows = scores.per_image.set_index(["metric", "prompt_id"])
 
-    tagger = VLMTagger.from_pretrained(ArtifactIndex.load(folder), str(tiny_vlm), device="cpu")
-    version = f"1 (N = 8, seed batches; tagger {tiny_vlm}@local, top 5 over index of {len(CSPACE)} artifacts by {CLIP} ({clip.key}), " \
-        "'a photo of {artifact}'; tagging accuracy not measured)"
+    tagger = VLMTagger.from_pretrained(ArtifactIndex.load(folder), str(tiny_llava), device="cpu")
+    version = f"1 (N = 8, seed batches; tagger {tiny_llava}@local, top 5 over index of {len(CSPACE)} artifacts by " \
+        f"{CLIP} ({clip.key}), 'a photo of {{artifact}}'; tagging accuracy not measured)"
     assert set(scores.run["metrics"].values()) == {version}
     assert {a["metric_version"] for a in scores.aggregates} == {version}
     table, chose_other = report.prompts.table, False

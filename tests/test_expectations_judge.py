@@ -19,7 +19,7 @@ from scipy import stats
 from benchmark.judges.prompts import expectation_prompt, viescore_prompt
 from benchmark.metrics.base import Inputs
 from benchmark.metrics.expectations import expectations_met, expected_score, likeliest_answer
-from tests.test_judges import model_next_logits, random_image, save_tiny_vlm, token_id
+from tests.tiny_qwen import model_next_logits, random_image, token_id
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -63,16 +63,11 @@ def test_expectations_met_is_the_lower_of_the_two_ratings():
 
 # --- the judge on the tiny random Qwen2.5-VL ------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def vlm_folder(tmp_path_factory):
-    return save_tiny_vlm(tmp_path_factory.mktemp("tiny-qwen2.5-vl"))
-
-
-@pytest.fixture(scope="module")
-def judge(vlm_folder):
+def judge(tiny_qwen_vl):
     from benchmark.judges.expectations import ExpectationsJudge
     from benchmark.judges.vlm import VLMJudge
 
-    return ExpectationsJudge(VLMJudge(str(vlm_folder), device="cpu", batch_size=4))
+    return ExpectationsJudge(VLMJudge(str(tiny_qwen_vl), device="cpu", batch_size=4))
 
 
 def test_the_judges_probabilities_are_the_models_own_0_to_10_distribution(judge):
@@ -120,7 +115,7 @@ PROMPTS = ["Iranian family praying together at home", "Traditional Japanese tea 
            "Elderly Iranian man praying in a quiet mosque"]
 
 
-def test_three_metrics_from_one_judging_per_kind_cached_by_content(vlm_folder, tmp_path):
+def test_three_metrics_from_one_judging_per_kind_cached_by_content(tiny_qwen_vl, tmp_path):
     """Explicit and implicit are the expected scores of the judge's distributions, met their minimum; a rescore
     with the same products cache and a fresh judge makes no model call; another prompt text misses."""
     from benchmark.cache import EmbeddingCache
@@ -132,7 +127,7 @@ def test_three_metrics_from_one_judging_per_kind_cached_by_content(vlm_folder, t
     images = [random_image(10 + i, size=48 + 8 * i) for i in range(3)]
 
     def score(prompts, cache):
-        judge = ExpectationsJudge(VLMJudge(str(vlm_folder), device="cpu", batch_size=4))
+        judge = ExpectationsJudge(VLMJudge(str(tiny_qwen_vl), device="cpu", batch_size=4))
         calls, pictures = count_forward(judge.vlm.model), _Pictures(images)
         inputs = _inputs(prompts, pictures, cache)
         built = expectations.metrics(judge)
@@ -162,23 +157,23 @@ def test_three_metrics_from_one_judging_per_kind_cached_by_content(vlm_folder, t
     assert calls > 0 and opened == 1  # only the image whose prompt changed is judged again
 
 
-def test_the_track_needs_a_judge_and_says_which_flag_names_it(vlm_folder):
+def test_the_track_needs_a_judge_and_says_which_flag_names_it(tiny_qwen_vl):
     from benchmark import tracks
 
     metrics, unavailable = tracks.build(tracks.metric_settings(), tracks=["expectations"])
     assert metrics == [] and [u.name for u in unavailable] == ["expectations"]
     assert "--expectations-judge" in unavailable[0].reason and "CULTURELENS_EXPECTATIONS_JUDGE" in unavailable[0].reason
-    metrics, _ = tracks.build(tracks.metric_settings(expectations_judge=str(vlm_folder)), tracks=["expectations"])
+    metrics, _ = tracks.build(tracks.metric_settings(expectations_judge=str(tiny_qwen_vl)), tracks=["expectations"])
     assert [m.info.name for m in metrics] == ["expectations_explicit", "expectations_implicit", "expectations_met"]
     assert tracks.get("expectations").headline == "expectations_met"
-    _, unavailable = tracks.build(tracks.metric_settings(expectations_judge=str(vlm_folder / "absent")),
+    _, unavailable = tracks.build(tracks.metric_settings(expectations_judge=str(tiny_qwen_vl / "absent")),
                                   tracks=["expectations"])
     assert "cannot load judge model" in unavailable[0].reason and "save_pretrained" in unavailable[0].reason
 
 
 # --- the command line, on a tiny CulturalFrames release -------------------------------------------------------
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory, vlm_folder, tiny_upstream):
+def scored(tmp_path_factory, tiny_qwen_vl, tiny_upstream):
     """A store holding the tiny release's build, two models' rated images exported and scored by
     `culturelens score --tracks expectations` with the tiny judge, and `culturelens meta-eval` run on them into the
     store. Returns (root, store, dataset, {model: results folder}, meta-eval process)."""
@@ -199,7 +194,7 @@ def scored(tmp_path_factory, vlm_folder, tiny_upstream):
         submission = export_submission(dataset, model, root / f"submission-{model}")
         out = root / f"out-{model}"
         run = culturelens("score", str(submission), "--out", str(out), "--store", str(store), "--tracks",
-                          "expectations", "--expectations-judge", str(vlm_folder), "--device", "cpu")
+                          "expectations", "--expectations-judge", str(tiny_qwen_vl), "--device", "cpu")
         assert run.returncode == 0, run.stderr[-3000:]
         (folders[model],) = (out / "results").iterdir()
     meta = culturelens("meta-eval", "--ratings", str(dataset), "--results", *map(str, folders.values()),
@@ -209,7 +204,7 @@ def scored(tmp_path_factory, vlm_folder, tiny_upstream):
 
 
 @pytest.mark.slow
-def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_protocol(scored, vlm_folder):
+def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_protocol(scored, tiny_qwen_vl):
     from benchmark import tracks
 
     _, _, dataset, folders, _ = scored
@@ -221,8 +216,8 @@ def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_prot
         assert len(wide) == 3 and wide.notna().all().all() and wide.stack().between(0, 10).all()
         assert (wide["expectations_met"] == wide[["expectations_explicit", "expectations_implicit"]].min(axis=1)).all()
         run = json.loads((folder / "run.json").read_text())
-        assert run["metrics"]["expectations_met"] == f"1 (judge {vlm_folder}@local)"
-        assert run["settings"]["metric_settings"]["expectations_judge"] == str(vlm_folder.resolve())
+        assert run["metrics"]["expectations_met"] == f"1 (judge {tiny_qwen_vl}@local)"
+        assert run["settings"]["metric_settings"]["expectations_judge"] == str(tiny_qwen_vl.resolve())
         aggregates = pq.read_table(folder / "aggregates.parquet").to_pandas()
         headline = aggregates[(aggregates["metric"] == "expectations_met") & (aggregates["slice"] == "overall")]
         assert headline["value"].iloc[0] == pytest.approx(wide["expectations_met"].mean())
@@ -235,7 +230,7 @@ def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_prot
 
 
 @pytest.mark.slow
-def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored, vlm_folder):
+def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored, tiny_qwen_vl):
     from benchmark import layout, results
     from benchmark.datasets import culturalframes as cf
     from benchmark.expectations import meta_eval
@@ -248,7 +243,7 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
     table = Store(store_root).meta_evaluation()
     ours = table[(table["provenance"] == "scored") & (table["metric"] == "expectations_met")
                  & (table["criterion"] == "alignment")].iloc[0]
-    assert ours["n"] == 6 and ours["metric_version"] == f"1 (judge {vlm_folder}@local)"
+    assert ours["n"] == 6 and ours["metric_version"] == f"1 (judge {tiny_qwen_vl}@local)"
     # Like for like with the raters, by an explicit loop: for each rater slot, scipy's Spearman between the judge's
     # values and the mean of the other two raters; slots whose target does not vary (slot 2: every image's other
     # raters say 1 and ½) leave the mean, as meta_eval leaves them out.

@@ -17,7 +17,7 @@ from benchmark.cache import EmbeddingCache
 from benchmark.digests import file_digest
 from benchmark.features import Need
 from benchmark.metrics.base import Inputs
-from tests.test_diversity import DISHES, basis, index, make_inputs, mix, tiny_vlm  # noqa: F401 - fixtures
+from tests.test_diversity import DISHES, basis, index, make_inputs, mix  # noqa: F401 - index: a fixture
 from tests.test_relevance import backbone, kb, make_image  # noqa: F401 - fixtures: tiny open_clip and its KB
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -41,13 +41,6 @@ def products(folder: Path) -> EmbeddingCache:
 
 
 # --- relevance with the VLM judge -----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def judge_folder(tmp_path_factory):
-    from tests.test_judges import save_tiny_vlm
-
-    return save_tiny_vlm(tmp_path_factory.mktemp("tiny-qwen"))
-
-
 @pytest.fixture(scope="module")
 def pictures(tmp_path_factory, backbone) -> tuple[list[Path], np.ndarray]:
     import torch
@@ -87,12 +80,12 @@ def score_relevance(judge_folder, kb_, pictures, cache, labels=("Ukrainian",), *
     return results, len(calls), len(opened)
 
 
-def test_a_rescore_with_the_same_cache_makes_no_judge_call(judge_folder, kb, pictures, tmp_path):
-    uncached, calls, _ = score_relevance(judge_folder, kb[0], pictures, None)
+def test_a_rescore_with_the_same_cache_makes_no_judge_call(tiny_qwen_vl, kb, pictures, tmp_path):
+    uncached, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, None)
     assert calls > 0
-    first, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path))
+    first, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path))
     assert calls > 0
-    again, calls, opened = score_relevance(judge_folder, kb[0], pictures, products(tmp_path))
+    again, calls, opened = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path))
     assert (calls, opened) == (0, 0)  # no forward pass, not even an image decoded
     for run in (first, again):
         values, notes, details = run["Ukrainian"]
@@ -100,37 +93,37 @@ def test_a_rescore_with_the_same_cache_makes_no_judge_call(judge_folder, kb, pic
         assert notes == uncached["Ukrainian"][1] and details == uncached["Ukrainian"][2]
 
 
-def test_another_label_rubric_or_revision_misses_the_judge_cache(judge_folder, kb, pictures, tmp_path):
+def test_another_label_rubric_or_revision_misses_the_judge_cache(tiny_qwen_vl, kb, pictures, tmp_path):
     from benchmark.judges.base import CAIRE_RUBRIC, Rubric
 
-    score_relevance(judge_folder, kb[0], pictures, products(tmp_path))
+    score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path))
     # One more label: only its judgements are computed, the cached label's are reused.
-    both, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path), labels=("Ukrainian", "Yoruba"))
-    alone, _, _ = score_relevance(judge_folder, kb[0], pictures, None, labels=("Yoruba",))
+    both, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path), labels=("Ukrainian", "Yoruba"))
+    alone, _, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, None, labels=("Yoruba",))
     assert calls > 0 and np.array_equal(both["Yoruba"][0], alone["Yoruba"][0])
-    _, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path), labels=("Ukrainian", "Yoruba"))
+    _, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path), labels=("Ukrainian", "Yoruba"))
     assert calls == 0
     # The rubric is part of the prompt the judge reads: a reworded level is another prompt.
     levels = (dataclasses.replace(CAIRE_RUBRIC.levels[0], description="Nothing of the culture."),
               *CAIRE_RUBRIC.levels[1:])
-    _, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path), rubric=Rubric(levels))
+    _, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path), rubric=Rubric(levels))
     assert calls > 0
-    _, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path), revision="another")
+    _, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path), revision="another")
     assert calls > 0
 
 
-def test_a_corrupt_products_file_is_moved_aside_and_recomputed(judge_folder, kb, pictures, tmp_path):
-    uncached, _, _ = score_relevance(judge_folder, kb[0], pictures, None)
+def test_a_corrupt_products_file_is_moved_aside_and_recomputed(tiny_qwen_vl, kb, pictures, tmp_path):
+    uncached, _, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, None)
     cache = products(tmp_path)
-    score_relevance(judge_folder, kb[0], pictures, cache)
+    score_relevance(tiny_qwen_vl, kb[0], pictures, cache)
     cache.path.write_bytes(b"this is not a SQLite file" * 100)
     for suffix in ("-wal", "-shm"):
         Path(f"{cache.path}{suffix}").unlink(missing_ok=True)
-    again, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path))
+    again, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path))
     assert calls > 0 and np.array_equal(again["Ukrainian"][0], uncached["Ukrainian"][0])
     assert [p.name.split("-")[0] for p in tmp_path.glob("cache.products.sqlite.corrupt-*")] == \
         ["cache.products.sqlite.corrupt"]
-    _, calls, _ = score_relevance(judge_folder, kb[0], pictures, products(tmp_path))
+    _, calls, _ = score_relevance(tiny_qwen_vl, kb[0], pictures, products(tmp_path))
     assert calls == 0  # the fresh file holds the recomputed outputs
 
 
@@ -160,11 +153,11 @@ def score_diversity(tagger, cache) -> tuple[dict, int, int]:
     return rows, len(calls), len(opened)
 
 
-def test_a_diversity_rescore_with_the_same_cache_makes_no_tagger_call(index, tiny_vlm, tmp_path):
+def test_a_diversity_rescore_with_the_same_cache_makes_no_tagger_call(index, tiny_llava, tmp_path):
     from benchmark.tagging import VLMTagger
 
     def fresh(**options):
-        return VLMTagger.from_pretrained(index, str(tiny_vlm), k=3, batch_size=3, device="cpu", **options)
+        return VLMTagger.from_pretrained(index, str(tiny_llava), k=3, batch_size=3, device="cpu", **options)
 
     uncached, calls, _ = score_diversity(fresh(), None)
     assert calls == 3  # 8 images, 3 per forward pass
@@ -182,7 +175,7 @@ def test_a_diversity_rescore_with_the_same_cache_makes_no_tagger_call(index, tin
     assert calls == 3
 
 
-def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_upstream, tiny_vlm, tmp_path):
+def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_upstream, tiny_llava, tmp_path):
     """``harness.score`` with an embedding cache: the tagger's outputs go to ``cache.products.sqlite`` beside it,
     and a second scoring with fresh objects makes no VLM call and gives the same rows."""
     from benchmark import harness
@@ -197,7 +190,7 @@ def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_u
     folder = ArtifactIndex.from_backbone(CSPACE, clip, progress=False).save(tmp_path / "index")
 
     def run(cache: EmbeddingCache | None) -> tuple[pd.DataFrame, int]:
-        built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_vlm)))
+        built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_llava)))
         chosen, _ = select(built, unavailable, ["diversity"])
         calls = count_forward(chosen[0].tagger.model)
         scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},

@@ -313,13 +313,12 @@ def test_relevance_metrics_score_each_label_through_linking_and_the_judge(kb, ba
             assert detail["entity_id"] == links[row].entity_id and detail["label"] == label
 
 
-def test_relevance_with_the_vlm_judge_reads_the_linked_wikipedia_text(kb, backbone, tmp_path_factory):
+def test_relevance_with_the_vlm_judge_reads_the_linked_wikipedia_text(kb, backbone, tiny_qwen_vl, tmp_path_factory):
     from benchmark.judges.vlm import VLMJudge
     from benchmark.metrics.relevance import metrics
-    from tests.test_judges import save_tiny_vlm
 
     base, _ = kb
-    judge = VLMJudge(str(save_tiny_vlm(tmp_path_factory.mktemp("vlm"))), device="cpu")
+    judge = VLMJudge(str(tiny_qwen_vl), device="cpu")
     inputs = _inputs(base, backbone, tmp_path_factory.mktemp("images"))
     (metric,) = metrics(["Ukrainian"], base, judge)
     values, notes = metric.per_image(inputs)

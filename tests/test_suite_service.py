@@ -58,20 +58,17 @@ def another_model(submission: Path, target: Path, name: str, parts: tuple[str, .
 
 
 @pytest.fixture(scope="module")
-def served(tiny_suite, suite_generated, tmp_path_factory):
+def served(tiny_suite, suite_generated, tiny_qwen_vl, tmp_path_factory):
     """A live `culturelens serve --suite` whose worker scores every track with tiny models, and three submissions
     scored by it: Tiny SD (uploaded through the API), Tiny Noise (`culturelens submit`) and a two-part one."""
     from gradio_client import Client, handle_file
 
-    from tests.test_judges import save_tiny_vlm
-
     folder, _, backbones = tiny_suite
     generated, _ = suite_generated
     root = tmp_path_factory.mktemp("serve")
-    judge = save_tiny_vlm(root / "tiny-qwen2.5-vl")
     store_root = root / "store"
     options = ("--suite", folder, "--backbones", backbones, "--relevance-judge", "probe", "--expectations-judge",
-               judge, "--diversity-n", "4", "--user", "ada")
+               tiny_qwen_vl, "--diversity-n", "4", "--user", "ada")
     with serving(store_root, root / "serve.log", *options) as url:
         client = Client(url, verbose=False)
         store = Store(store_root)
