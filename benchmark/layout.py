@@ -147,10 +147,6 @@ class SuiteLayout:
         return {p.name: SubmissionLayout(p) for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}
 
     @property
-    def is_suite(self) -> bool:
-        return (self.folder / PARTS_DIR).is_dir()
-
-    @property
     def is_validated(self) -> bool:
         """Whether every part is validated (``SuiteReport.keep`` publishes them together)."""
         parts = self.parts

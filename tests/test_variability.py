@@ -3,10 +3,8 @@ metric through the harness, and the calibrate verb."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import io
 import os
 import pickletools
 import zipfile
@@ -17,7 +15,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from culturelens import cli
 from benchmark import harness
 from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
@@ -29,7 +26,7 @@ from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k
                                            eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability,
                                            supported)
 from benchmark.submission import stage
-from tests.helpers import SHARED_DATA, make_submission, tiny_cube, write_image
+from tests.helpers import SHARED_DATA, culturelens_here, make_submission, tiny_cube, write_image
 
 W1KP_FILE = SHARED_DATA / "w1kp" / "cdf_xy.npz"
 W1KP_PT = SHARED_DATA / "w1kp" / "cdf-xy.pt"  # the authors' torch.save((cdf_x, cdf_y)), as published
@@ -321,20 +318,18 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     backbones_json = tmp_path / "backbones.json"
     backbones_json.write_text('{"dinov2-base": %s}' % __import__("json").dumps(tiny_dino.to_dict()))
     out = tmp_path / "cdf.npz"
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(out), "--store",
-                         str(root), "--backbones", str(backbones_json), "--device", "cpu"])
-    assert code == 0 and "fitted (empirical CDF) on 36 same-prompt pairs of 6 prompts" in stdout.getvalue()
+    fitted = culturelens_here("calibrate", folder, "--backbone", "dinov2-base", "--out", out, "--store", root,
+                              "--backbones", backbones_json, "--device", "cpu")
+    assert fitted.returncode == 0 and "fitted (empirical CDF) on 36 same-prompt pairs of 6 prompts" in fitted.stdout
     calibration = Calibration.load(out)
     backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
     assert calibration.backbone == "dinov2-base" and calibration.backbone_key == backbone.key
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["calibrate", str(folder), "--backbone", "dinov2-base", "--out", str(tmp_path / "a.npz"),
-                         "--cdf", "authors_code", "--store", str(root), "--backbones", str(backbones_json),
-                         "--device", "cpu"])
+    padded_fit = culturelens_here("calibrate", folder, "--backbone", "dinov2-base", "--out", tmp_path / "a.npz",
+                                  "--cdf", "authors_code", "--store", root, "--backbones", backbones_json, "--device",
+                                  "cpu")
     padded = Calibration.load(tmp_path / "a.npz")  # 36 distances padded with 0 and 1, at i / 38
-    assert code == 0 and padded.cdf_y.tolist() == pytest.approx(np.arange(38) / 38) and padded.cdf_x[0] == 0.0
+    assert padded_fit.returncode == 0
+    assert padded.cdf_y.tolist() == pytest.approx(np.arange(38) / 38) and padded.cdf_x[0] == 0.0
     assert 1.0 in padded.cdf_x and set(calibration.cdf_x) <= set(padded.cdf_x)
 
     def loader(m):
@@ -419,9 +414,8 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
     backbones_json = tmp_path / "backbones.json"
     backbones_json.write_text(__import__("json").dumps({"clip-vit-b-32": tiny_clip.to_dict()}))
     out = tmp_path / "clip.npz"
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["calibrate", str(folder), "--backbone", "clip-vit-b-32", "--out", str(out), "--store",
-                         str(root), "--backbones", str(backbones_json), "--device", "cpu"])
+    code = culturelens_here("calibrate", folder, "--backbone", "clip-vit-b-32", "--out", out, "--store", root,
+                            "--backbones", backbones_json, "--device", "cpu").returncode
     clip = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")
     with np.load(out, allow_pickle=False) as saved:
         assert code == 0 and str(saved["backbone"]) == "clip-vit-b-32" and str(saved["backbone_key"]) == clip.key

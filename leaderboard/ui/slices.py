@@ -58,7 +58,7 @@ class SlicesTab(Tab):
             if slice_value else (pd.DataFrame(), "")
         matrix = tables.heatmap(self.catalog, track, metric, slice_name, filters, chosen) if slice_name else \
             pd.DataFrame()
-        higher = bool(frame["higher_is_better"].iloc[0]) if len(frame) else True
+        higher = tables.higher_is_better(frame) if len(frame) else True
         caption = (f"{label}, overall" if slice_name == tables.OVERALL
                    else f"{label} by {render.slice_label(slice_name or '')}")
         heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
@@ -109,8 +109,9 @@ class SlicesTab(Tab):
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
         (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
-        the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``): the ``CHART_MODELS`` best models by
-        mean win rate, unless a search names others (curves: those first, then others by name, up to as many)."""
+        the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``): the
+        ``CHART_MODELS`` best models by mean win rate, unless a search names others (curves: those first, then others
+        by name, up to as many)."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
         who = wide["model"] + wide["provenance"].map(PAPER_MARK)
         bars = pd.DataFrame({"model": who, "mean win rate": wide["win_rate"]})
