@@ -72,7 +72,8 @@ def workload(site: Site) -> dict[str, callable]:
     prompt = cat.prompts_of(chosen[0])["prompt_id"].iloc[0] if chosen else None
     none = tables.Filters()
     # the records API names a metric and slice the store holds (a store of reported rows only has the papers')
-    api_metric = METRIC if METRIC in [m for _, m in tables.metrics(cat, TRACK)] else tables.metrics(cat, TRACK)[0][1]
+    held = [m for _, m in tables.metrics(cat, TRACK)]
+    api_metric = METRIC if METRIC in held else held[0]
     api_slice = tables.slice_names(cat, TRACK, api_metric)[0]
     api_slice = (api_slice, tables.slice_values(cat, TRACK, api_metric, api_slice)[0])
     return {
