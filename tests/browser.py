@@ -182,9 +182,10 @@ def table(page, index: int = 0) -> list[dict[str, str]]:
 
 
 def screenshot(page, name: str) -> Path:
-    """A full-page picture of what the page shows once no event is running (no output greyed out as pending)."""
-    page.wait_for_function("() => document.querySelector('.progress-text, .eta-bar') === null",
-                           timeout=WAIT)
+    """A full-page picture of what the page shows once no event is running and no transition is (no output greyed
+    out as pending, nor still fading in after its event ended)."""
+    page.wait_for_function("() => document.querySelector('.progress-text, .eta-bar') === null && "
+                           "!document.getAnimations().some(a => a instanceof CSSTransition)", timeout=WAIT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
