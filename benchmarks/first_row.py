@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import tiny_backbone  # after the repository is on the path: this checkout, not an installed copy
+from culturelens.testing.tiny_models import write_backbones_file  # after the repository is on the path: this checkout's
 
 CUBE_SOURCE = ROOT.parent / "shared" / "data" / "cube" / "cube_1k.json"
 
@@ -48,7 +48,7 @@ def main() -> None:
     from leaderboard.store import Store
 
     work = Path(tempfile.mkdtemp(prefix="culturelens-first-row-"))
-    backbones = None if args.backbones == "hub" else args.backbones or str(tiny_backbone.write(work / "tiny"))
+    backbones = None if args.backbones == "hub" else args.backbones or str(write_backbones_file(work / "tiny"))
     store, port = work / "store", free_port()
     source = str(CUBE_SOURCE) if CUBE_SOURCE.exists() else cube_1k.DEFAULT_SOURCE
     serve = culturelens("serve", "--store", str(store), "--port", str(port), "--cube-source", source,

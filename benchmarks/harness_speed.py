@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import tempfile
 import threading
 import time
@@ -43,11 +42,9 @@ from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
-import open_clip
 import pandas as pd
 import torch
 from PIL import Image
-from safetensors.torch import save_file
 from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
 
 from benchmark import harness
@@ -62,6 +59,7 @@ from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import ImageRecord, Manifest
 from benchmark.submission.shards import Shards, write_shards
+from culturelens.testing.tiny_models import small_backbones
 
 GRID = Need("dinov2-base", "grid")
 LARGE = Need("clip-vit-l-14", "image")
@@ -97,24 +95,6 @@ def real_size_backbones(folder: Path) -> dict[str, BackboneSpec]:
     BitImageProcessor(size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, resample=3,
                       image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(dino)
     return {"clip-vit-b-32": BackboneSpec("open_clip", "ViT-B-32"), "clip-vit-l-14": BackboneSpec("open_clip", "ViT-L-14"),
-            "dinov2-base": BackboneSpec("hf_vision", str(dino))}
-
-
-def small_backbones(folder: Path) -> dict[str, BackboneSpec]:
-    config = {"embed_dim": 256, "vision_cfg": {"image_size": 112, "layers": 6, "width": 256, "head_width": 64,
-                                                "patch_size": 16},
-              "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 256, "heads": 4, "layers": 6}}
-    (folder / "bench-clip.json").write_text(json.dumps(config))
-    open_clip.add_model_config(folder / "bench-clip.json")
-    torch.manual_seed(0)
-    save_file({k: v.contiguous() for k, v in open_clip.create_model("bench-clip").state_dict().items()},
-              str(folder / "clip.safetensors"))
-    dino = folder / "dino"
-    Dinov2Model(Dinov2Config(hidden_size=192, num_hidden_layers=6, num_attention_heads=3, intermediate_size=768,
-                             patch_size=14, image_size=56)).save_pretrained(dino)
-    BitImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}).save_pretrained(dino)
-    return {"clip-vit-b-32": BackboneSpec("open_clip", "bench-clip", str(folder / "clip.safetensors"),
-                                          str(folder / "bench-clip.json")),
             "dinov2-base": BackboneSpec("hf_vision", str(dino))}
 
 
@@ -277,8 +257,7 @@ def relevance_metrics(folder: Path, backbone_id: str, backbones, judge: str, dev
     build_index(folder / "records.jsonl", folder / "kb-images", folder / "kb", backbones[backbone_id],
                 show_progress=False)
     if judge == "tiny":
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.tiny_qwen import save_tiny_vlm
+        from culturelens.testing.tiny_qwen import save_tiny_vlm
 
         judge = str(save_tiny_vlm(folder / "tiny-judge"))
     return relevance.metrics(LABELS, KnowledgeBase.load(folder / "kb"), VLMJudge(judge, device=device))

@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     work = Path(tempfile.mkdtemp(prefix="judge-cache-"))
     if args.judge is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.tiny_qwen import save_tiny_vlm
+        from culturelens.testing.tiny_qwen import save_tiny_vlm
 
         args.judge = str(save_tiny_vlm(work / "vlm"))
     paths = _images(work, args.images)

@@ -25,7 +25,6 @@ as the real tokenizer's (~3,250 with a 1024 px image), and the printed token cou
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -65,7 +64,7 @@ def save_real_size_processor(folder: Path) -> dict:
     tests' byte-level tokenizer; returns the 7B configuration's arguments, with this tokenizer's ids."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    from tests.tiny_qwen import CHAT_TEMPLATE, tiny_tokenizer
+    from culturelens.testing.tiny_qwen import CHAT_TEMPLATE, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2,
@@ -146,7 +145,6 @@ def main() -> None:
                         help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b, see above)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny-model builders
     scratch = tempfile.TemporaryDirectory(prefix="judge-cost-")
     loading = None
     if args.judge:
@@ -155,7 +153,7 @@ def main() -> None:
         model = scratch.name
         loading = random_7b_loaded(args.device, save_real_size_processor(Path(model)))
     else:
-        from tests.tiny_qwen import save_tiny_vlm
+        from culturelens.testing.tiny_qwen import save_tiny_vlm
 
         model = str(save_tiny_vlm(Path(scratch.name)))
     cut = args.max_entity_tokens or (180 if args.real_size_7b else 2048)

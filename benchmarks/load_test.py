@@ -42,14 +42,14 @@ import numpy as np
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # benchmarks.make_store, tests.helpers (the tiny dataset's records)
+sys.path.insert(0, str(REPO))  # benchmarks.make_store: this checkout's
 
 from benchmark.datasets import cube_1k  # noqa: E402
 from benchmark.datasets.prompts import local_folder  # noqa: E402
 from leaderboard import tables  # noqa: E402
 from leaderboard.catalog import Catalog  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
-from tests.helpers import TINY_UPSTREAM, manifest  # noqa: E402
+from culturelens.testing.submissions import TINY_UPSTREAM, manifest  # noqa: E402
 
 
 @dataclass

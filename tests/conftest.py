@@ -13,17 +13,12 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
-from benchmarks import tiny_backbone
+from culturelens.testing import tiny_models
 from tests import suite_stand_ins
-from tests.helpers import (
-    CUBE_FILE,
-    TINY_UPSTREAM,
-    byte_level_clip_tokenizer,
-    culturelens_here,
-    save_tiny_stable_diffusion,
-    tiny_cube,
-)
-from tests.tiny_qwen import save_tiny_vlm
+from tests.helpers import CUBE_FILE, culturelens_here, tiny_cube
+from culturelens.testing.submissions import TINY_UPSTREAM
+from culturelens.testing.tiny_models import byte_level_clip_tokenizer, save_tiny_stable_diffusion
+from culturelens.testing.tiny_qwen import save_tiny_vlm
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +44,7 @@ def cube_file() -> Path:
 def tiny_clip(tmp_path_factory):
     """A tiny randomly initialised open_clip CLIP saved as config JSON + safetensors: the test's 'checkpoint' (the
     one `benchmarks/tiny_backbone.py` writes for an offline demo)."""
-    return tiny_backbone.save_tiny_clip(tmp_path_factory.mktemp("tiny-clip"))
+    return tiny_models.save_tiny_clip(tmp_path_factory.mktemp("tiny-clip"))
 
 
 @pytest.fixture(scope="session")
@@ -190,7 +185,7 @@ QUEUE_BACKENDS = ["sqlite", "postgresql"]
 @pytest.fixture(scope="session")
 def postgres_server():
     """One PostgreSQL server for the session, in a temporary folder; skipped, with the reason, where none can run."""
-    from tests.postgres import PostgresServer, missing
+    from culturelens.testing.postgres import PostgresServer, missing
 
     if reason := missing():
         pytest.skip(reason)

@@ -1,10 +1,11 @@
-"""Helpers for tests: tiny upstream records, tiny CLIP config, submissions made on the fly."""
+"""Helpers for tests only: running the command line and a live server, waiting for a state, the tiny CUBE dataset in a
+store, scored suite rows. What the ``benchmarks/`` scripts share with the tests (tiny models, stand-in submissions, a
+PostgreSQL server) is in ``culturelens.testing``."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import socket
 import subprocess
@@ -14,30 +15,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CUBE_FILE = SHARED_DATA / "cube" / "cube_1k.json"
 
-# Upstream-format records (same keys and encodings as the authors' cube_1k.json) for a small dataset.
-TINY_UPSTREAM = [
-    {"id": "Q1", "name": "feijoada", "country": "Brazil", "domain": "cuisine",
-     "prompt": "A high resolution image of feijoada from Brazilian cuisine, realistic"},
-    {"id": "LLM", "name": "pão de queijo", "country": "Brazil", "domain": "cuisine",
-     "prompt": "A high resolution image of pão de queijo from Brazilian cuisine, realistic"},
-    {"id": "Q2", "name": "Christ the Redeemer", "country": "Brazil", "domain": "landmarks",
-     "prompt": "A panoramic view of Christ the Redeemer in Brazil, realistic"},
-    {"id": "Q3", "name": "jollof rice", "country": "Nigeria", "domain": "cuisine",
-     "prompt": "A high resolution image of jollof rice from Nigerian cuisine, realistic"},
-    {"id": "Q4", "name": "Zuma Rock", "country": "Nigeria", "domain": "landscapes",
-     "prompt": "A panoramic view of Zuma Rock in Nigeria, realistic"},
-    {"id": "LLM", "name": "atilogwu", "country": "Nigeria", "domain": "art",
-     "prompt": "An image of atilogwu performance from Nigeria, realistic"},
-]
-for _record in TINY_UPSTREAM:
-    for _key in ("P31", "P279", "P495", "P17", "P2012", "P361"):
-        _record.setdefault(_key, "nan")
 
 
 def culturelens_command(*args) -> list[str]:
@@ -110,121 +91,6 @@ def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 18
         finally:
             process.terminate()
             process.wait(timeout=60)
-
-
-def write_image(path: Path, seed: int, size: int = 64, fmt: str = "PNG") -> None:
-    rng = np.random.default_rng(seed)
-    pixels = rng.integers(0, 256, size=(size, size, 3), dtype=np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(pixels).save(path, format=fmt)
-
-
-def manifest(prompts_repo: str = "culturelens/cube-1k", config: str = "cube_1k", seeds=(0, 1), **overrides) -> dict:
-    data = {
-        "format_version": 1,
-        # No revision: the store rejects a second submission of one model revision for one dataset, and the
-        # tests submit the tiny model many times.
-        "model": {"name": "Tiny Test Model", "id": "local/tiny", "revision": None, "type": "open"},
-        "dataset": {"repo": prompts_repo, "config": config, "split": "test"},
-        "images_per_prompt": len(seeds),
-        "seeds": list(seeds),
-        "generation": {"pipeline": "StableDiffusionPipeline", "steps": 2, "guidance_scale": 7.5,
-                       "width": 64, "height": 64},
-        "license": "CC-BY-4.0",
-        "contact": "tester@example.org",
-    }
-    data.update(overrides)
-    return data
-
-
-def make_submission(folder: Path, prompt_ids: list[str], seeds=(0, 1), model_name: str = "Tiny Test Model",
-                    **overrides) -> Path:
-    """A valid submission folder: manifest + one 64x64 PNG per (prompt, seed)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data = manifest(seeds=seeds, **overrides)
-    data["model"]["name"] = model_name
-    (folder / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
-    for i, prompt_id in enumerate(prompt_ids):
-        for seed in seeds:
-            write_image(folder / "images" / prompt_id / f"{seed}.png", seed=1000 * i + seed)
-    return folder
-
-
-def zip_folder(folder: Path, archive: Path, wrapper: str = "") -> Path:
-    import zipfile
-
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                zf.write(path, wrapper + path.relative_to(folder).as_posix())
-    return archive
-
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2/CLIP byte-level alphabet: printable bytes map to themselves, others above U+0100."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    codes, extra = printable[:], 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            codes.append(256 + extra)
-            extra += 1
-    return dict(zip(printable, map(chr, codes)))
-
-
-def byte_level_clip_tokenizer():
-    """A CLIPTokenizer over a byte-level vocabulary (no merges) written here: tokenises any text offline."""
-    from transformers import CLIPTokenizer
-
-    chars = list(bytes_to_unicode().values())
-    vocab = {c: i for i, c in enumerate(chars)}
-    vocab.update({c + "</w>": len(chars) + i for i, c in enumerate(chars)})
-    vocab["<|startoftext|>"] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=77)
-
-
-def save_tiny_stable_diffusion(folder: Path, flag_everything: bool = False) -> Path:
-    """A tiny randomly initialised StableDiffusionPipeline (same classes as the real one), saved with save_pretrained.
-
-    ``flag_everything``: add a tiny StableDiffusionSafetyChecker whose concept thresholds flag every image.
-    """
-    import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from diffusers.pipelines.stable_diffusion.safety_checker import StableDiffusionSafetyChecker
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPTextConfig, CLIPTextModel
-
-    tokenizer = byte_level_clip_tokenizer()
-    torch.manual_seed(0)
-    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=1, sample_size=32, in_channels=4,
-                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32)
-    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
-                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2)
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id,
-        hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-        vocab_size=len(tokenizer), max_position_embeddings=77))
-    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
-                              set_alpha_to_one=False, steps_offset=1)
-    checker, extractor = None, None
-    if flag_everything:
-        config = CLIPConfig(text_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
-                                         "num_hidden_layers": 1},
-                            vision_config={"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4,
-                                           "num_hidden_layers": 1, "image_size": 32, "patch_size": 8},
-                            projection_dim=32)
-        checker = StableDiffusionSafetyChecker(config)
-        with torch.no_grad():
-            checker.concept_embeds_weights.fill_(-10.0)  # every cosine exceeds the threshold: all flagged
-        extractor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    pipeline = StableDiffusionPipeline(unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
-                                       scheduler=scheduler, safety_checker=checker, feature_extractor=extractor,
-                                       requires_safety_checker=flag_everything)
-    pipeline.save_pretrained(folder)
-    return folder
 
 
 def tiny_cube(datasets_root: Path, upstream: Path) -> Path:

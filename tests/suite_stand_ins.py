@@ -12,7 +12,7 @@ import numpy as np
 from benchmark.datasets.prompts import load_prompts
 from benchmark.layout import part_folder
 from benchmark.suite import Suite
-from tests.helpers import make_submission, write_image
+from culturelens.testing.submissions import make_submission, write_image
 
 CSPACE_RECORDS = [  # the authors' CSpace layout: name, country, domain (one artifact per concept and country at least)
     {"id": "Q1", "name": "Feijoada", "country": "Brazil", "domain": "cuisine"},

@@ -26,7 +26,8 @@ from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
 from tests.browser import chromium, screenshot, wait_for_text
-from tests.helpers import culturelens, free_port, make_submission, serving, serving_tiny_cube
+from tests.helpers import culturelens, free_port, serving, serving_tiny_cube
+from culturelens.testing.submissions import make_submission
 
 pytestmark = pytest.mark.slow  # a live `culturelens serve` and a scoring worker for the module (~20 s)
 

@@ -23,7 +23,8 @@ from safetensors.torch import load_file
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
 from tests.browser import SCREENSHOTS, WAIT, chromium, screenshot, wait_for_charts, wait_for_text
-from tests.helpers import make_submission, serving, serving_tiny_cube, zip_folder
+from tests.helpers import serving, serving_tiny_cube
+from culturelens.testing.submissions import make_submission, zip_folder
 
 pytestmark = pytest.mark.slow  # a live app scoring uploads, and Chromium
 

@@ -16,7 +16,8 @@ from benchmark.encoders import load_backbone
 from benchmark.metrics import awareness
 from benchmark.metrics.base import Inputs, Need
 from benchmark.submission import stage
-from tests.helpers import make_submission, tiny_cube
+from tests.helpers import tiny_cube
+from culturelens.testing.submissions import make_submission
 
 
 def test_rank_of_truth_counts_ties_against_the_truth_and_respects_allowed():

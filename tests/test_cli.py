@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_UPSTREAM, culturelens
+from tests.helpers import culturelens
+from culturelens.testing.submissions import TINY_UPSTREAM
 
 VERBS = [["data"], ["data", "build"], ["data", "build", "cube-1k"], ["data", "build", "iconic-references"],
          ["data", "push"], ["schema"], ["generate"], ["validate"], ["submit"], ["worker"], ["score"], ["compare"],
@@ -176,7 +177,7 @@ def test_build_from_an_unreachable_source_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_validate_reports_and_keeps_nothing(tmp_path, tiny_upstream):
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     store = tmp_path / "store"
     folder = store / "datasets" / "culturelens__cube-1k"
@@ -200,7 +201,7 @@ def test_cli_submit_then_worker_scores_it(tmp_path, tiny_upstream, tiny_clip, ba
     import pyarrow.parquet as pq
 
     from leaderboard.store import Store
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     store = tmp_path / "store"
     folder = store / "datasets" / "culturelens__cube-1k"
@@ -307,7 +308,7 @@ def test_every_verb_works_offline_at_once_when_the_hub_does_not_answer(tmp_path,
     say so, and go on offline: here the default dataset is built locally, and a worker started as the Queue tab
     advises says which weights it lacks instead of retrying the Hub."""
     from benchmark.datasets import cube_1k
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     ids = [r.prompt_id for r in cube_1k.check_records(TINY_UPSTREAM) if r.duplicate_of is None]
     good = make_submission(tmp_path / "good", ids)
@@ -326,7 +327,7 @@ def test_every_verb_works_offline_at_once_when_the_hub_does_not_answer(tmp_path,
 @pytest.mark.slow
 def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_hub_has_it(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
-    from tests.helpers import TINY_UPSTREAM, make_submission
+    from culturelens.testing.submissions import TINY_UPSTREAM, make_submission
 
     ids = [r.prompt_id for r in cube_1k.check_records(TINY_UPSTREAM) if r.duplicate_of is None]
     good = make_submission(tmp_path / "good", ids)
@@ -351,7 +352,7 @@ def test_validate_builds_the_default_dataset_when_neither_a_local_copy_nor_the_h
 @pytest.mark.slow
 def test_submit_holds_the_operator_to_a_quota_only_when_one_is_set(tmp_path, tiny_upstream):
     from leaderboard.store import Store
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     store = Store(tmp_path / "store")
     folder = store.datasets / "culturelens__cube-1k"

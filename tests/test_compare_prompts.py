@@ -15,7 +15,8 @@ from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard import search
 from leaderboard.store import Store
-from tests.helpers import manifest, serving_tiny_cube
+from tests.helpers import serving_tiny_cube
+from culturelens.testing.submissions import manifest
 
 LABEL = "CLIPScore (2.5 max(cos, 0))"
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
-from benchmarks.crash_soak import Soak, build_store
+from culturelens.testing.soak import Soak, build_store
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
 

@@ -17,8 +17,8 @@ from benchmark.datasets.prompts import load_prompts, load_prompts_for
 from benchmark.encoders import load_backbone
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.submission import stage
-from benchmarks.crash_soak import Soak, build_store, figure_lines
-from tests.helpers import make_submission
+from culturelens.testing.soak import Soak, build_store, figure_lines
+from culturelens.testing.submissions import make_submission
 
 pytestmark = pytest.mark.slow  # kills worker processes mid-scoring; the damaged-cache tests score through the harness
 

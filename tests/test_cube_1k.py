@@ -9,7 +9,7 @@ import datasets
 import pytest
 
 from benchmark.datasets import cube_1k
-from tests.helpers import TINY_UPSTREAM
+from culturelens.testing.submissions import TINY_UPSTREAM
 
 # Found by reading the upstream file record by record before the builder existed (see the
 # data card). Each is re-derived independently from the raw JSON in the tests below where a

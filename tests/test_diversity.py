@@ -413,7 +413,8 @@ def staged_submission(tiny_upstream, tmp_path):
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts
     from benchmark.submission import stage
-    from tests.helpers import make_submission, tiny_cube
+    from tests.helpers import tiny_cube
+    from culturelens.testing.submissions import make_submission
 
     tiny_cube(tmp_path / "datasets", tiny_upstream)
     prompts = load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=tmp_path / "datasets")

@@ -19,7 +19,7 @@ from scipy import stats
 from benchmark.judges.prompts import expectation_prompt, viescore_prompt
 from benchmark.metrics.base import Inputs
 from benchmark.metrics.expectations import expectations_met, expected_score, likeliest_answer
-from tests.tiny_qwen import model_next_logits, random_image, token_id
+from culturelens.testing.tiny_qwen import model_next_logits, random_image, token_id
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -16,7 +16,8 @@ from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.generation.presets import PRESETS
 from benchmark.generation.runner import GenerationError, parse_seeds
 from benchmark.submission import stage
-from tests.helpers import culturelens, culturelens_command, culturelens_here, save_tiny_stable_diffusion, tiny_cube
+from tests.helpers import culturelens, culturelens_command, culturelens_here, tiny_cube
+from culturelens.testing.tiny_models import save_tiny_stable_diffusion
 
 REPO = Path(__file__).resolve().parents[1]
 SIZE = ["--width", "64", "--height", "64", "--steps", "2", "--guidance-scale", "7.5"]

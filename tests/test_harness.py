@@ -22,7 +22,8 @@ from benchmark.features import embeddings
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import stage
-from tests.helpers import culturelens, make_submission, tiny_cube
+from tests.helpers import culturelens, tiny_cube
+from culturelens.testing.submissions import make_submission
 
 
 class GridSpread(Metric):

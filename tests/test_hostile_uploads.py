@@ -35,7 +35,8 @@ from benchmark.submission.validate import check_image, read_manifest
 from leaderboard.store import Store
 from leaderboard.worker import Worker
 from tests.browser import chromium, wait_for_text
-from tests.helpers import make_submission, manifest, serving, serving_tiny_cube, zip_folder
+from tests.helpers import serving, serving_tiny_cube
+from culturelens.testing.submissions import make_submission, manifest, zip_folder
 from tests.test_submission import _hostile_cases, _png, _png_header_claiming, _symlink_member
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

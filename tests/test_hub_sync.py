@@ -26,7 +26,8 @@ from leaderboard.catalog import Catalog
 from leaderboard.repo import HubRepo, LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import culturelens, make_submission, serving_tiny_cube
+from tests.helpers import culturelens, serving_tiny_cube
+from culturelens.testing.submissions import make_submission
 
 QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
 

@@ -23,7 +23,8 @@ from benchmark.submission import stage
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.site import Site
-from tests.helpers import make_submission, tiny_cube
+from tests.helpers import tiny_cube
+from culturelens.testing.submissions import make_submission
 
 skimage_data = pytest.importorskip("skimage.data")
 

@@ -10,7 +10,7 @@ import torch
 from benchmark.judges.base import CAIRE_RUBRIC, JudgeRequest, JudgeUnavailable
 from benchmark.judges.constrained import answer_probabilities, branching_nodes, restricted_softmax
 from benchmark.judges.prompts import caire_prompt, viescore_prompt, vqascore_question
-from tests.tiny_qwen import model_next_logits, random_image, token_id
+from culturelens.testing.tiny_qwen import model_next_logits, random_image, token_id
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

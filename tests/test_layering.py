@@ -78,6 +78,22 @@ def test_the_library_imports_neither_the_service_nor_the_command_line_and_the_se
     assert wrong == []
 
 
+
+def test_tests_and_benchmarks_share_support_only_through_culturelens_testing():
+    """`tests/` never imports `benchmarks/` and `benchmarks/` never imports `tests/`: what both need (tiny models,
+    stand-in submissions, a PostgreSQL server, the crash soak) is in `culturelens.testing`, which no module of the
+    product imports."""
+    def importers(folder: str, packages: tuple[str, ...]) -> list[str]:
+        return sorted(f"{path.relative_to(ROOT)} imports {name}" for path in (ROOT / folder).rglob("*.py")
+                      for name in _imports(path, _module(path, ROOT), packages))
+
+    assert importers("tests", ("benchmarks",)) == []
+    assert importers("benchmarks", ("tests",)) == []
+    support = "culturelens.testing"
+    assert sorted(f"{module} imports {name}" for module, names in import_graph().items() for name in names
+                  if name.startswith(support) and not module.startswith(support)) == []
+
+
 def test_no_module_is_part_of_an_import_cycle():
     assert cycles(import_graph()) == []
 

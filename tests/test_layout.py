@@ -139,7 +139,8 @@ def test_score_and_the_worker_name_a_results_folder_alike(tmp_path, tiny_upstrea
     records>``; scoring again into the same OUT replaces that folder whole (still one folder)."""
     from benchmark.datasets import cube_1k
     from leaderboard.store import Store
-    from tests.helpers import make_submission, serving_tiny_cube
+    from tests.helpers import serving_tiny_cube
+    from culturelens.testing.submissions import make_submission
     from tests.helpers import culturelens
 
     store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)

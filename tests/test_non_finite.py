@@ -24,7 +24,8 @@ from benchmark.metrics.iconicity import (
     patch_similarity,
 )
 from benchmark.submission import stage
-from tests.helpers import make_submission, tiny_cube
+from tests.helpers import tiny_cube
+from culturelens.testing.submissions import make_submission
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

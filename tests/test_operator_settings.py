@@ -9,7 +9,7 @@ from benchmark.datasets.prompts import local_folder
 from benchmark.submission import Limits
 from leaderboard import operator_settings as settings
 from leaderboard.store import Store
-from tests.helpers import make_submission
+from culturelens.testing.submissions import make_submission
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("localhost", True), ("::1", True),

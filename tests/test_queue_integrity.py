@@ -24,7 +24,8 @@ from leaderboard.queue_rebuild import REBUILT_OWNER
 from leaderboard.store import Store
 from leaderboard.ui.queue import QueueTab
 from leaderboard.ui.site import Site
-from tests.helpers import make_submission, serving_tiny_cube, write_image
+from tests.helpers import serving_tiny_cube
+from culturelens.testing.submissions import make_submission, write_image
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -413,7 +413,7 @@ def test_rankings_images_per_prompt_is_what_the_submission_holds_not_the_seeds_d
     from benchmark.datasets.prompts import load_prompts, local_folder
     from benchmark.metrics.base import Inputs, Metric, MetricInfo
     from benchmark.submission import stage
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     class ImageCount(Metric):
         info = MetricInfo("images", "images of the prompt", "test", "1", True, "count", 0.0, 10.0, "test", (),

@@ -412,7 +412,7 @@ def cube_submission(tmp_path_factory, tiny_upstream):
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts, local_folder
     from benchmark.submission import stage
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     root = tmp_path_factory.mktemp("relevance-cube")
     datasets_root = root / "datasets"

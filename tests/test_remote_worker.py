@@ -12,7 +12,8 @@ import pytest
 
 from benchmark import layout
 from benchmark.layout import RESULT_FILES
-from tests.helpers import culturelens, culturelens_command, make_submission
+from tests.helpers import culturelens, culturelens_command
+from culturelens.testing.submissions import make_submission
 
 pytestmark = pytest.mark.slow
 

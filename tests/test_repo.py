@@ -24,7 +24,7 @@ from leaderboard.repo import LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.ui.site import Site
 from leaderboard.ui.submit import SubmitTab
-from tests.helpers import make_submission
+from culturelens.testing.submissions import make_submission
 
 HUB_ONLY = "is not a Hub dataset repo id (ORG/NAME)"
 FOLDER_OR_HUB = "is neither a folder nor a Hub dataset repo id (ORG/NAME)"

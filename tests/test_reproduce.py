@@ -21,7 +21,8 @@ def scored(tmp_path_factory, tiny_upstream, backbones_file) -> tuple[Path, str]:
     """A store holding one submission scored by `culturelens worker` (awareness track, tiny CLIP): (store, id)."""
     from benchmark.datasets import cube_1k
     from leaderboard.store import Store
-    from tests.helpers import make_submission, serving_tiny_cube
+    from tests.helpers import serving_tiny_cube
+    from culturelens.testing.submissions import make_submission
 
     root = tmp_path_factory.mktemp("reproduce")
     store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
@@ -108,7 +109,8 @@ def test_a_result_without_recorded_settings_is_refused(scored, tmp_path):
 
 def test_a_changed_dataset_is_refused(scored, tmp_path):
     """Rebuilt with one prompt reworded (same prompt ids): the datasets fingerprint stays, the rows' digest does not."""
-    from tests.helpers import TINY_UPSTREAM, tiny_cube
+    from tests.helpers import tiny_cube
+    from culturelens.testing.submissions import TINY_UPSTREAM
 
     store = copy_of(scored[0], tmp_path)
     upstream = [dict(record) for record in TINY_UPSTREAM]
@@ -138,7 +140,8 @@ def test_reproducing_a_score_output(tmp_path, tiny_upstream, backbones_file):
     """`culturelens score --out OUT` then `reproduce OUT/results/ID` (the submission found in OUT/submission)."""
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts
-    from tests.helpers import make_submission, tiny_cube
+    from tests.helpers import tiny_cube
+    from culturelens.testing.submissions import make_submission
 
     store = tmp_path / "store"
     tiny_cube(store / "datasets", tiny_upstream)

@@ -26,7 +26,8 @@ from benchmark.submission.validate import ImageRecord
 from leaderboard import hub_sync
 from leaderboard.repo import RepoError
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving_tiny_cube, write_image, zip_folder
+from tests.helpers import serving_tiny_cube
+from culturelens.testing.submissions import make_submission, write_image, zip_folder
 
 
 @pytest.fixture

@@ -273,7 +273,7 @@ def test_a_re_run_submission_leaves_the_release_and_the_release_stays_served_whi
                                                                                                      tmp_path):
     """The app on PostgreSQL, started from release 1: a re-run drops that submission's rows of the release (they
     are the run before's) from the leaderboard; with the queue's database away the release is served whole."""
-    from tests.postgres import PostgresServer, missing as no_postgres
+    from culturelens.testing.postgres import PostgresServer, missing as no_postgres
 
     if reason := no_postgres():
         pytest.skip(reason)

@@ -14,7 +14,8 @@ from benchmark.datasets import cube_1k
 from leaderboard.catalog import Catalog
 from leaderboard.intake import PermissionDenied
 from leaderboard.store import Store
-from tests.helpers import make_submission, serving_tiny_cube
+from tests.helpers import serving_tiny_cube
+from culturelens.testing.submissions import make_submission
 
 
 @pytest.fixture()

@@ -19,7 +19,8 @@ from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from benchmark.submission import Limits, json_schema
 from leaderboard.store import Store
-from tests.helpers import make_submission, manifest, serving_tiny_cube, write_image, zip_folder
+from tests.helpers import serving_tiny_cube
+from culturelens.testing.submissions import make_submission, manifest, write_image, zip_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

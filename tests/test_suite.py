@@ -23,7 +23,8 @@ from benchmark.submission.suite import SuiteReport, stage
 from benchmark.suite import SUITE_V1, Suite
 from benchmark.suite_assets import Assets
 from benchmark.suite_build import card, git_blob_id, pin_matches
-from tests.helpers import CUBE_FILE, SHARED_DATA, culturelens_here, zip_folder
+from tests.helpers import CUBE_FILE, SHARED_DATA, culturelens_here
+from culturelens.testing.submissions import zip_folder
 from tests.suite_stand_ins import SIZE, write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -385,7 +386,8 @@ def test_a_two_part_submission_is_scored_on_those_parts_and_names_the_missing_on
 @pytest.mark.slow
 def test_reproduce_redoes_a_suite_result_part_by_part_and_names_the_part_whose_dataset_changed(
         tiny_suite, suite_generated, tmp_path):
-    from tests.helpers import TINY_UPSTREAM, tiny_cube
+    from tests.helpers import tiny_cube
+    from culturelens.testing.submissions import TINY_UPSTREAM
 
     folder, _, backbones = tiny_suite
     out, _ = suite_generated

@@ -32,7 +32,8 @@ from leaderboard import tables
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
-from tests.helpers import culturelens, serving, write_image, zip_folder
+from tests.helpers import culturelens, serving
+from culturelens.testing.submissions import write_image, zip_folder
 from tests.suite_stand_ins import write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -287,7 +288,7 @@ def test_a_suite_submission_is_one_job_and_a_model_revision_is_refused_for_a_par
     assert validated_hash(store.submissions / outcome.job.id) == outcome.job.content_hash
     # The same model revision, CUBE-1K alone: refused, naming the suite submission that holds that part.
     prompts = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     plain = make_submission(tmp_path / "plain", prompts, **revision)
     refused = store.submit(plain, "ada")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.crash_soak import Soak, build_store, worker_env
+from culturelens.testing.soak import Soak, build_store, worker_env
 from leaderboard.queue import Queue, open_queue
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor

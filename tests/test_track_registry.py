@@ -14,7 +14,8 @@ from benchmark import results, tracks
 from benchmark.datasets import cube_1k
 from benchmark.settings import TRACK_PATH
 from leaderboard.store import Store
-from tests.helpers import culturelens, make_submission, serving, serving_tiny_cube
+from tests.helpers import culturelens, serving, serving_tiny_cube
+from culturelens.testing.submissions import make_submission
 
 TOY = textwrap.dedent('''
     """Toy: the seed of each image, divided by --toy-divisor (a value known before scoring)."""

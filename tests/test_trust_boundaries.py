@@ -281,7 +281,7 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     from leaderboard import pickup
     from leaderboard.repo import folder_repo
     from leaderboard.worker import Worker
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     repo = folder_repo(tmp_path / "results-repo")
     store = serving_tiny_cube(Store(tmp_path / "store", results_repo=repo), tiny_upstream)
@@ -319,7 +319,7 @@ def test_a_deleted_submission_stays_absent_after_a_restart_over_a_release_and_af
     from leaderboard.remote import Remote
     from leaderboard.repo import folder_repo
     from leaderboard.worker import Worker
-    from tests.helpers import make_submission
+    from culturelens.testing.submissions import make_submission
 
     requests, published = folder_repo(tmp_path / "requests-repo"), folder_repo(tmp_path / "results-repo")
     app = serving_tiny_cube(Store(tmp_path / "app", queue=postgres_url), tiny_upstream)
@@ -399,7 +399,7 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
     from gradio_client import Client, handle_file
 
     from tests.browser import chromium, open_page, wait_for_text
-    from tests.helpers import make_submission, zip_folder
+    from culturelens.testing.submissions import make_submission, zip_folder
 
     store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)

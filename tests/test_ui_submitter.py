@@ -38,7 +38,8 @@ from tests.browser import (
     wait_for_charts,
     wait_for_text,
 )
-from tests.helpers import make_submission, serving, zip_folder
+from tests.helpers import serving
+from culturelens.testing.submissions import make_submission, zip_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 EXAMPLE = Path(__file__).resolve().parents[1] / "submissions" / "example"

@@ -25,7 +25,7 @@ from benchmark.metrics.base import Need
 from benchmark.submission import Limits, Manifest, Rejected, stage
 from benchmark.submission.archive import parse_name, unpack
 from benchmark.submission.validate import check_image
-from tests.helpers import make_submission, manifest, zip_folder
+from culturelens.testing.submissions import make_submission, manifest, zip_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMPT_IDS = ["p0", "p1", "p2"]

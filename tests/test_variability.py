@@ -26,7 +26,8 @@ from benchmark.metrics.variability import (W1KP, Calibration, eta_k_curve, eta_k
                                            eta_mean, eta_mean_authors_code, level, pairwise_squared_l2, reusability,
                                            supported)
 from benchmark.submission import stage
-from tests.helpers import SHARED_DATA, culturelens_here, make_submission, tiny_cube, write_image
+from tests.helpers import SHARED_DATA, culturelens_here, tiny_cube
+from culturelens.testing.submissions import make_submission, write_image
 
 W1KP_FILE = SHARED_DATA / "w1kp" / "cdf_xy.npz"
 W1KP_PT = SHARED_DATA / "w1kp" / "cdf-xy.pt"  # the authors' torch.save((cdf_x, cdf_y)), as published

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from tests.helpers import bytes_to_unicode
+from culturelens.testing.tiny_models import bytes_to_unicode
 
 
 def _byte_alphabet() -> list[str]:
