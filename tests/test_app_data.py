@@ -23,7 +23,7 @@ CUBE = "culturelens/cube-1k:cube_1k:test"
 PROTOCOL = results.protocol_columns({"dataset": CUBE, "images_per_prompt": 2, "metric_version": "1",
                                      "backbones": ["clip-vit-b-32=openai/clip@r1"]})
 # model: (submission id, model id, per-prompt CLIPScores of Brazil's prompts b1-b7 and Nigeria's n1-n3: ten in
-# all, as the overall rank and win-rate intervals need tables.MIN_SHARED_PROMPTS)
+# all, as the overall rank and win-rate intervals need ranking.MIN_PROMPTS)
 BRAZIL = ["b1", "b2", "b3", "b4", "b5", "b6", "b7"]
 MODELS = {
     "Alpha": ("sub-alpha", "org/alpha", {"b1": 0.875, "b2": 0.75, "b3": 0.875, "b4": 0.75, "b5": 0.875, "b6": 0.75,

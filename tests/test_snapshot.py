@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark.layout import RESULT_FILES
-from leaderboard import hub_sync, pickup, snapshot, tables
+from leaderboard import display, hub_sync, pickup, snapshot, tables
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 from leaderboard.ui.overview import OverviewTab
@@ -86,7 +86,7 @@ def _pages(views: Site) -> dict[str, object]:
     submissions a visitor can pick and the curves."""
     shown = {}
     for track in [None, *tables.tracks(views.catalog)]:
-        out = OverviewTab(views).overview(track, None, "", [], None, None, "", [], tables.RANK_COLUMNS)
+        out = OverviewTab(views).overview(track, None, "", [], None, None, "", [], display.RANK_COLUMNS)
         shown[f"overview {track}"] = (_columns(out[2]), out[3])
     shown["slices"] = _columns(SlicesTab(views).slices("awareness", "clip_score", "country", "Japan", "")[4])
     shown["submissions"] = _columns(tables.submissions(views.catalog))

@@ -28,7 +28,7 @@ from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
 from benchmark.submission.suite import validated_hash
 from benchmark.suite import SUITE_V1
-from leaderboard import tables
+from leaderboard import display, tables
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
@@ -131,7 +131,7 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     assert w1kp == pytest.approx(headline["variability"]["value"].iloc[0])
 
     # /overview, "All tracks": one row for the model, six tracks with values (five win rates and W1KP).
-    _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], tables.RANK_COLUMNS,
+    _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS,
                                                   None, api_name="/overview")
     shown = pd.DataFrame(table["data"], columns=table["headers"])
     ours = shown[shown["Model"].str.contains("Tiny SD")]
@@ -161,7 +161,7 @@ def test_a_two_part_suite_submission_is_scored_on_those_parts_and_names_the_miss
     assert "parts scored cube-1k, iconic-references" in details
     assert "**parts missing**: cube-diversity, culturalframes" in details
     # It is not among the models of five tracks: its own set of three is one choice away.
-    *_, track_set = client.predict("overall", None, "", [], None, None, "", [], tables.RANK_COLUMNS, None,
+    *_, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS, None,
                                    api_name="/overview")
     assert track_set["value"] != "awareness + iconicity + relevance"
     assert "awareness + iconicity + relevance" in [value for _, value in track_set["choices"]]
@@ -246,7 +246,7 @@ def test_variability_is_shown_beside_the_overall_not_in_its_mean(tmp_path):
     wide, _, chosen, _ = tables.overall(Catalog(store))
     assert chosen == "awareness" and list(wide["model"]) == ["A", "B"]  # W1KP does not move the mean
     assert list(wide["win_rate"]) == [1.0, 0.0] and list(wide["variability" + tables.BESIDE]) == [0.25, 0.875]
-    shown = tables.display_win_rates(wide)
+    shown = display.display_win_rates(wide)
     assert list(shown["Variability (W1KP): w1kp (not in the mean)"]) == [0.25, 0.875]
     assert list(shown["Tracks"]) == [1, 1] and tables.win_rate_columns(wide) == ["awareness"]
 
