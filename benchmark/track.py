@@ -16,6 +16,7 @@ track's ``metrics`` factory imports what it needs when it is called.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -29,6 +30,16 @@ if TYPE_CHECKING:  # for annotations only: importing them loads torch
 
     from benchmark.metrics.base import Metric
     from benchmark.settings import Settings
+
+
+JUDGE = re.compile(r"judge ([^,()\s]+)")  # how a judged metric's version names its judge: "judge <id>@<revision>"
+
+
+def judge_named(version: str | None) -> str | None:
+    """The judge a metric version names ("... judge Qwen/Qwen2.5-VL-7B-Instruct@abc123 ..." -> that id, revision
+    included), or None for a metric no judge scores."""
+    found = JUDGE.search(version or "")
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,8 @@ class Protocol:
             return True
         from benchmark import results  # numpy and pyarrow: only when a ranking reads rows
 
-        version = str((results.protocol_fields(protocol) or {}).get("metric_version") or "")
-        return f"judge {self.judge}@" in version
+        judge = judge_named((results.protocol_fields(protocol) or {}).get("metric_version"))
+        return judge is not None and judge.rpartition("@")[0] == self.judge
 
     def describe(self) -> str:
         """The protocol in words, for notes and the method page."""

@@ -315,7 +315,7 @@ class Catalog:
         """prompt_id -> its value of slice ``slice_name`` (e.g. country, or country_concept "Japan / cuisine"),
         for every prompt any of these submissions has a row of on ``track`` (a prompt's slice is its dataset's,
         the same in every submission of a protocol, so each submission adds the prompts it answered); None for a
-        slice the rows do not hold."""
+        slice the rows do not hold, or without such rows."""
         columns = CROSSED.get(slice_name, (slice_name,) if slice_name in SLICES else ())
         if not columns:
             return None
@@ -328,7 +328,7 @@ class Catalog:
             folders = [s for s in submission_ids if s not in self.from_release]
         frame = self._read_per_image(folders, f"SELECT DISTINCT prompt_id, {key} AS value FROM read_parquet(?, "
                                      "union_by_name = true) WHERE track = ?", [track]) if folders else None
-        found = [f for f in (released, frame) if f is not None]
+        found = [f for f in (released, frame) if f is not None and len(f)]
         if not found:
             return None
         rows = pd.concat(found, ignore_index=True).dropna().drop_duplicates("prompt_id")

@@ -69,13 +69,15 @@ class ProtocolValues:
                 self.slices[slice_name] = self.catalog.prompt_slices(self.submissions, self.track, slice_name)
         return self.slices[slice_name]
 
-    def prompt_set(self, slice_name: str = OVERALL, slice_value: str = "all") -> tuple[list[str], str]:
-        """The prompts a ranking on one slice value rests on, and why there are none ('' when there are)."""
+    def prompt_set(self, slice_name: str = OVERALL, slice_value: str = "all") -> tuple[list[str] | None, str]:
+        """The prompts a ranking on one slice value rests on, and why there are none ('' when there are); None
+        when nothing records which prompts the slice holds (no per-image rows, the dataset not served)."""
         prompts = self.prompts
         if slice_name != OVERALL:
             members = self.slice_of(slice_name)
-            inside = set() if members is None else set(members.index[members == slice_value])
-            prompts = [p for p in prompts if p in inside]
+            if members is None:
+                return None, ""
+            prompts = [p for p in prompts if p in set(members.index[members == slice_value])]
         label = track_registry.get(self.track).ranked_on(self.metric)
         if label is not None:
             column, value = label
@@ -84,7 +86,8 @@ class ProtocolValues:
             prompts = [p for p in prompts if p in naming]
             if not prompts:
                 return [], (f"ranked on the prompts whose {column} is {value} only (where the prompt asks for "
-                            "it): this slice has none, so its values are shown, not ranked")
+                            "it): " + ("this slice has none, so its values are shown, not ranked" if members is not
+                                       None else "nothing here records which those are, so it is not ranked"))
         return prompts, "" if prompts else "no prompt of this protocol on this slice value"
 
 
@@ -173,6 +176,9 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     if values is None or not scored.any():
         return _own_values(out, higher, earlier)
     prompts, empty = values.prompt_set(slice_name, slice_value)
+    if prompts is None:
+        return _own_values(out, higher, earlier, "which prompts this slice holds is recorded nowhere here (no "
+                           "per-image rows, and the store does not serve the dataset at the protocol's revision)")
     ids = list(frame.loc[scored, "submission_id"])
     apart = ~scored & ~earlier
     out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
@@ -198,16 +204,18 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     return _ordered(out), ranked, "; ".join([ranked.note, *notes])
 
 
-def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray) -> tuple[pd.DataFrame, None, str]:
-    """Rows without per-prompt values (paper rows, model-level values) ranked on their own values, a censored
-    one (null, with the bound it exceeds in ci_low) above all, without interval."""
+def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
+                ) -> tuple[pd.DataFrame, None, str]:
+    """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
+    (``why``), ranked on their own values, a censored one (null, with the bound it exceeds in ci_low) above all,
+    without interval."""
     scored = out["provenance"].eq("scored")
-    why = []
-    if scored.any():
-        why.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
+    said = [why] if why else []
+    if scored.any() and not why:
+        said.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
     if (~scored).any():
-        why.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
-    note = ("; ".join(why) + ": each is ranked on its own value, with no rank interval") if why else ""
+        said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
+    note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
     out["rank"] = ranking.rank_values(out["value"], higher, censored(out), ranked=~np.asarray(earlier))
     return _ordered(out), None, note
 

@@ -181,15 +181,16 @@ def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tm
     import pandas as pd
 
     from benchmark.layout import META_EVAL
-    from leaderboard.ui.metrics import agreement_table
-    from leaderboard.ui.about import about_markdown
-    from leaderboard.ui.metrics import METRICS_INTRO
     from leaderboard.store import Store
+    from leaderboard.ui.about import about_markdown
+    from leaderboard.ui.metrics import METRICS_INTRO, agreement_table
 
     store = Store(tmp_path / "store")
     about = " ".join(about_markdown(store).split())  # as read: line breaks are spaces
-    for words in ("Every number of a ranked row comes from one set of prompts", "fewer than 90%",
-                  "fewer than 10 shared prompts there is a rank but no range", "contain one same rank",
+    for words in ("Every number of a ranked row comes from one set of prompts: the protocol's",
+                  "A prompt a model did not answer, refused or missing, counts in the ranking as the metric's worst "
+                  "value", "never raises its rank", "refusal rate", "is listed below the ranking, not ranked",
+                  "fewer than 10 prompts there is a rank but no range", "contain one same rank",
                   "make two groups, not one chain", "never ranked", "\"> k\"", "Variability (W1KP) is not part of it",
                   "Holm's method over all those tests at once"):
         assert words in about, words

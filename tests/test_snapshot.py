@@ -155,7 +155,8 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     assert f"data_files: {SECOND}" in (repo.folder / "README.md").read_text()
     assert 'load_dataset("org/results", "leaderboard"' not in (repo.folder / "README.md").read_text()
     # A researcher's load_dataset reads the newest release only, not the two concatenated.
-    loaded = datasets.load_dataset(str(repo.folder), "leaderboard", split="train").to_pandas()
+    loaded = datasets.load_dataset(str(repo.folder), "leaderboard", split="train",  # its own cache: never a
+                                   cache_dir=str(tmp_path / "hf-cache")).to_pandas()  # stale one of this path
     second = pq.read_table(repo.folder / SECOND).to_pandas()
     assert len(loaded) == len(second) > len(pq.read_table(repo.folder / FIRST))
     assert sorted(loaded["submission_id"].unique()) == sorted(latest["submissions"])

@@ -184,10 +184,11 @@ def _headline_row(store: Store, sid: str, model: str, track: str, metric: str, d
                   revision: str | None, prompts: dict[str, float], version: str = "1",
                   backbones=("clip-vit-b-32=openai/clip@r1",)) -> None:
     protocol = results.protocol_columns({"dataset": dataset, "dataset_revision": revision,
-                                        "images_per_prompt": images, "metric_version": version,
-                                        "backbones": list(backbones)})
+                                        "images_per_prompt": images, "missing_images": results.MISSING_AS_FAILURES,
+                                        "metric_version": version, "backbones": list(backbones)})
     common = {"provenance": "scored", "submission_id": sid, "model": model, "track": track, "metric": metric,
-              "higher_is_better": True, "dataset": dataset, "scored_at": f"2026-01-01T00:00:{len(sid):02d}",
+              "higher_is_better": True, "range_low": 0.0, "range_high": 1.0, "dataset": dataset,
+              "scored_at": f"2026-01-01T00:00:{len(sid):02d}",
               "metric_version": version, **protocol}
     rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(prompts.values()))),
              "n": len(prompts)}]

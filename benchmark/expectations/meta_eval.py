@@ -24,7 +24,6 @@ ranking (``agreement``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from benchmark.layout import PER_IMAGE, RUN
 from benchmark.results import read_run
 
 CRITERIA = ("alignment", "quality", "overall")
-JUDGE = re.compile(r"judge ([^,()\s]+)")  # the judge a metric version names (``judge_named``)
 ALL = "all"
 MIN_IMAGES = 20
 MIN_MODELS = 3  # fewest models a model-level order is compared on (with two, any order is +1 or -1)
@@ -435,13 +433,6 @@ def metric_versions(results: Sequence[str | Path], metrics: Sequence[str]) -> di
         raise ScoresError(f"{metric}: the results folders were scored under different versions ({'; '.join(found)}); "
                           "meta-evaluate the folders of one version at a time")
     return {metric: next(iter(found), "") for metric, found in versions.items()}
-
-
-def judge_named(version: str | None) -> str | None:
-    """The judge a metric version names ("... judge Qwen/Qwen2.5-VL-7B-Instruct@abc123 ..." -> that id, revision
-    included), or None for a metric no judge scores."""
-    found = JUDGE.search(version or "")
-    return found.group(1) if found else None
 
 
 def agreement(table: pd.DataFrame, metric: str, criterion: str = "alignment", version: str | None = None

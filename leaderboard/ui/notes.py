@@ -9,6 +9,7 @@ import pandas as pd
 from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.suite import Suite
+from benchmark.track import judge_named
 from leaderboard import display, protocol_names, render, tables
 
 
@@ -97,14 +98,14 @@ def overall_line(chosen: str, protocols: dict[str, str]) -> str:
 
 def agreement_note(table: pd.DataFrame, metric: str, version: str | None) -> str:
     """The sentence beside a judged metric's ranking (``version``, the ranked protocol's metric version, names a
-    judge: ``meta_eval.judge_named``) on how far that judge agrees with the CulturalFrames raters, as ``culturelens
-    meta-eval --store`` measured it for this very version (``meta_eval.agreement``: alignment, every country): per
+    judge: ``benchmark.track.judge_named``) on how far that judge agrees with the CulturalFrames raters, as
+    ``culturelens meta-eval --store`` measured it for this very version (``meta_eval.agreement``: alignment, every country): per
     image (Spearman ρ with its CI, against the raters' own ceiling) and per model (the judge's order of the
     CulturalFrames models against the raters'), which a ranking of models needs and per-image agreement does not
     give; "not measured for this judge" where no run measured it. '' for a metric no judge scores."""
     from benchmark.expectations import meta_eval
 
-    judge = meta_eval.judge_named(version)
+    judge = judge_named(version)
     if judge is None:
         return ""
     head = f" **Agreement of the judge {render.code(judge)} with the CulturalFrames raters**"

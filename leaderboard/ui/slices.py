@@ -127,12 +127,12 @@ class SlicesTab(Tab):
             # One protocol per chart, the one the track's Overview ranks: points scored otherwise never mix in.
             table = tables.chart_protocols(self.catalog, track)
             chosen = tables.pick_protocol(table) if table is not None else None
-            aggregates, _ = filters.apply(tables.rows(self.catalog, track))
-            aggregates = aggregates[(aggregates["protocol_id"] == chosen) & aggregates["metric"].isin(chart.metrics)
-                                    & aggregates["slice"].isin(chart.slices)]
-            aggregates = tables.ranked_values(self.catalog, aggregates)  # the values its tables rank
+            rows, _ = filters.apply(tables.rows(self.catalog, track))
+            rows = rows[rows["protocol_id"] == chosen]
+            aggregates = tables.ranked_values(  # the values its tables rank
+                self.catalog, rows[rows["metric"].isin(chart.metrics) & rows["slice"].isin(chart.slices)])
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
-                               chart_curves(curves[curves["submission_id"].isin(aggregates["submission_id"])],
+                               chart_curves(curves[curves["submission_id"].isin(rows["submission_id"])],
                                             list(wide["model"])))
             points.append(frame)
             if frame.empty:
