@@ -89,8 +89,9 @@ def percentile_t(values: np.ndarray, *, confidence: float = 0.95, resamples: int
     sample's mean and standard error, and t* = (m* - m) / se* over ``resamples`` bootstrap samples (drawn from
     ``seed``), [m - q_hi se, m - q_lo se], q_lo and q_hi the t*'s quantiles at a = (1 - confidence) / 2 x
     ``tail_share`` and 1 - a. A resample with no spread (se* = 0) has t* = +/-inf by the sign of m* - m (0 when
-    equal), as its t statistic would be."""
-    values = np.asarray(values, dtype=np.float64)
+    equal), as its t statistic would be. The values are sorted first, so that the interval depends on them, not on
+    their order."""
+    values = np.sort(np.asarray(values, dtype=np.float64))
     n = values.size
     mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(n))
     draws = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))]

@@ -151,10 +151,11 @@ class Papers:
 
     def correlation_record(self, correlation: PaperCorrelation) -> dict:
         """``correlation`` in the columns of the Metrics tab's ranking table (``meta_eval.RANKING_COLUMNS``:
-        every country, no CI, count or rank), with its provenance."""
+        every country, no CI, count, models' order or rank: a paper's figure gives none), with its provenance."""
         return {"metric": correlation.metric, "criterion": correlation.criterion, "country": "all",
                 "spearman": correlation.spearman, "ci_low": None, "ci_high": None, "n": None,
-                "ceiling": correlation.ceiling, "rank": None, **self.reported(correlation.source)}
+                "ceiling": correlation.ceiling, "model_spearman": None, "models": None, "rank": None,
+                **self.reported(correlation.source)}
 
 
 class MetricsUnavailable(CultureLensError):

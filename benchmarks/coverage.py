@@ -207,7 +207,7 @@ def print_target(results: dict, differences: dict[tuple[float, int], float]) -> 
     cells |= {f"+-0.1 differences, n = {n} (smallest over the grid)": differences[(0.1, n)] for n in TARGET_SIZES}
     print(f"\nTarget: coverage >= {TARGET} for ``ours``")
     for cell, coverage in cells.items():
-        print(f"  {cell:<48}{coverage:.3f}  {'ok' if coverage >= TARGET else 'BELOW'}")
+        print(f"  {cell:<52}{coverage:.3f}  {'ok' if coverage >= TARGET else 'BELOW'}")
     print("  all met" if min(cells.values()) >= TARGET else "  NOT MET")
 
 

@@ -142,7 +142,8 @@ def pick_protocol(table: pd.DataFrame, wanted: str | None = None) -> str | None:
 def overall_protocol(cat: Catalog, track: str, table: pd.DataFrame | None = None) -> str | None:
     """The protocol of a track's headline rows in the overall ranking: the suite's when it has rows, else the
     track's headline protocol, else the papers' (``protocols``' order); never another protocol of scored rows (the
-    headline metric scored on other prompts, say CLIPScore on the diversity prompts, is not awareness), nor
+    headline metric scored on other prompts, say CLIPScore on the diversity prompts, is not awareness; a judged
+    track's rows by another judge than its protocol's, say the CLIP probe's relevance, are not relevance), nor
     ``unrecorded``. None when the track has no such rows. ``table``: the track's headline ``protocols``, when
     the caller has them already."""
     table = protocols(cat, track, track_registry.get(track).headline) if table is None else table

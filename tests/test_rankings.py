@@ -72,7 +72,7 @@ def store(tmp_path) -> Store:
 
 
 # Multiples of 1/8: every mean is exact, so float rounding cannot break a tie differently here and there. Twelve
-# prompts: at least MIN_SHARED_PROMPTS, so the rank intervals are given.
+# prompts: at least ranking.MIN_PROMPTS, so the rank intervals are given.
 SIX = {
     "Alpha": [0.875, 0.75, 0.625, 0.875, 0.5, 0.75],
     "Beta": [0.75, 0.875, 0.5, 0.75, 0.625, 0.625],
@@ -582,21 +582,22 @@ def test_gaming_one_complete_model_does_not_push_others_out(store):
 
 
 def test_gaming_the_overall_download_equals_the_rankings_numbers(store):
-    """A model that refused 3 of 12 iconicity prompts: its own mean over 9 is the best, its win rate is not. The
-    overall download's headline rows, the overall's win rates and the track's own table now give one set of
-    numbers (score, CI, n, refusal rate), and the heatmap beside them too."""
+    """A model that refused its lowest iconicity prompt of 12: its own mean over 11 is above what it scores on the
+    12 (the download gave that own mean beside win rates computed on other numbers). The overall download's
+    headline rows, the overall's win rates and the track's own table now give one set of numbers (score, CI, n,
+    refusal rate), and the heatmap beside them too."""
     from leaderboard import exports
 
     rng = np.random.default_rng(8)
     models = {m: {t: dict(zip(PROMPTS, rng.integers(2, 7, 12) / 8)) for t in ("awareness", "iconicity")}
               for m in ("Alpha", "Beta", "Refuser")}
-    refused = PROMPTS[:3]
-    for p in refused:
-        models["Refuser"]["iconicity"][p] = 0.0  # what the refusals count as: its table's and the download's value
+    refused = min(models["Refuser"]["iconicity"], key=models["Refuser"]["iconicity"].get)
+    own = np.mean([v for p, v in models["Refuser"]["iconicity"].items() if p != refused])
+    models["Refuser"]["iconicity"][refused] = 0.0  # what the refusal counts as: its table's and the download's value
     for i, (model, per_track) in enumerate(models.items()):
         for track, answers in per_track.items():
             kept = {p: v for p, v in answers.items() if not (model == "Refuser" and track == "iconicity" and
-                                                               p in refused)}
+                                                               p == refused)}
             write_result(store, f"{track[:3]}{i}", model, track, kept)
     cat = Catalog(store)
     download = exports.overall_rows(cat)
@@ -613,6 +614,8 @@ def test_gaming_the_overall_download_equals_the_rankings_numbers(store):
         assert dict(zip(win["model"], win["value"])) == pytest.approx(
             {m: (sum(scores[m] > scores[o] for o in scores if o != m)
                  + 0.5 * sum(scores[m] == scores[o] for o in scores if o != m)) / 2 for m in scores})
+    refuser = download[(download["model"] == "Refuser") & (download["metric"] == "crt")].iloc[0]
+    assert refuser["value"] < own and refuser["refused"] == 1 / 12
     heat = tables.heatmap(cat, "iconicity", "crt", tables.OVERALL)
     assert heat["all"].to_dict() == pytest.approx(dict(zip(*tables.ranked(cat, "iconicity", "crt")[0][
         ["model", "value"]].T.to_numpy())))

@@ -61,7 +61,9 @@ class SlicesTab(Tab):
         higher = tables.higher_is_better(frame) if len(frame) else True
         caption = (f"{label}, overall" if slice_name == tables.OVERALL
                    else f"{label} by {render.slice_label(slice_name or '')}")
-        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
+        darker = "better" if not track_registry.get(track or "").not_in_overall else (
+            f"{'higher' if higher else 'lower'}; neither end is better")
+        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = {darker})", empty=(
             f"No model has a value of this metric by {render.slice_label(slice_name or '')} yet."))
         where = "overall" if slice_name == tables.OVERALL else f"{render.slice_label(slice_name)} = {slice_value}"
         line, details = self._note(label, where, frame, hidden, chosen, table, names, track)
