@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark.stats import difference_ci, mean_ci
+from benchmark.stats import difference_ci, mean_cis
 
 REPLICATES = 1000  # bootstrap draws of a rank interval
 SEED = 0  # the draws' seed: the same values always give the same intervals
@@ -146,8 +146,7 @@ def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | No
         replicates[:, ranked] = _scores([c[:, ranked] for c in chosen], rule.combine, weights)
     low, high = np.full(len(keys), np.nan), np.full(len(keys), np.nan)
     if intervals and rule.combine is None:
-        for j in range(len(keys)):
-            low[j], high[j] = _ci(chosen[0][:, j], rule)
+        low, high = (np.array(bound, dtype=float) for bound in zip(*_cis(chosen[0], rule))) if keys else (low, high)
     elif replicates is not None:  # a combined metric: its paired bootstrap's percentile interval
         low, high = interval(replicates)
     rows = pd.DataFrame({"score": score, "ci_low": low, "ci_high": high, "n": n, "unanswered": unanswered,
@@ -198,10 +197,11 @@ def _means(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return (weights @ np.where(present, matrix, 0.0)) / (weights @ present)
 
 
-def _ci(values: np.ndarray, rule: Rule) -> tuple[float, float]:
-    """The 95% CI of a mean of these values (nan ones left out), by the metric's kind, inside its range."""
-    values = values[~np.isnan(values)]
-    return difference_ci(values) if rule.kind == "difference" else mean_ci(values, bounds=(rule.low, rule.high))
+def _cis(matrix: np.ndarray, rule: Rule) -> list[tuple[float, float]]:
+    """The 95% CI of the mean of each column (nan cells left out), by the metric's kind, inside its range."""
+    if rule.kind == "difference":
+        return [difference_ci(column[~np.isnan(column)]) for column in matrix.T]
+    return mean_cis(matrix, bounds=(rule.low, rule.high))
 
 
 def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, with_intervals: bool,

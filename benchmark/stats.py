@@ -20,6 +20,7 @@ Holm's correction runs over every test of one comparison (every pair of every me
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -69,39 +70,77 @@ def mean_ci(values: np.ndarray, *, confidence: float = 0.95,
     On heavily tied values (shares of a few seeds, n <= 10) more than 1% of the resamples may have no spread,
     and a side of the interval is then unbounded: the sample cannot bound the mean there, and ``bounds`` does.
     """
-    values = np.asarray(values, dtype=np.float64)
-    n = values.size
-    if n < MIN_CI_N:
-        return float("nan"), float("nan")
-    if np.all((values == 0) | (values == 1)):
-        low, high = wilson_interval(int(values.sum()), n, confidence=confidence)
-    elif np.all(values == values[0]):
-        low, high = float(values[0]), float(values[0])
-    else:
-        low, high = percentile_t(values, confidence=confidence)
+    return mean_cis(np.asarray(values, dtype=np.float64)[:, None], confidence=confidence, bounds=bounds)[0]
+
+
+def mean_cis(columns: np.ndarray, *, confidence: float = 0.95,
+             bounds: tuple[float | None, float | None] = (None, None)) -> list[tuple[float, float]]:
+    """``mean_ci`` of each column of ``columns`` (values x samples; nan cells left out), the complete columns'
+    percentile-t resamples taken in one product (a ranking's rows: one interval each)."""
+    columns = np.asarray(columns, dtype=np.float64)
+    out: list[tuple[float, float]] = [(float("nan"), float("nan"))] * columns.shape[1]
+    bootstrapped = []
+    for j in range(columns.shape[1]):
+        values = columns[:, j][~np.isnan(columns[:, j])]
+        if values.size < MIN_CI_N:
+            continue
+        if np.all((values == 0) | (values == 1)):
+            out[j] = wilson_interval(int(values.sum()), values.size, confidence=confidence)
+        elif np.all(values == values[0]):
+            out[j] = float(values[0]), float(values[0])
+        else:
+            bootstrapped.append(j)
+    complete = [j for j in bootstrapped if not np.isnan(columns[:, j]).any()]
+    if complete:
+        for j, interval in zip(complete, _percentile_t(columns[:, complete], confidence)):
+            out[j] = interval
+    for j in (j for j in bootstrapped if j not in set(complete)):
+        out[j] = _percentile_t(columns[:, [j]][~np.isnan(columns[:, [j]])][:, None], confidence)[0]
     floor, ceiling = bounds
-    return (low if floor is None else max(low, floor)), (high if ceiling is None else min(high, ceiling))
+    return [((low if floor is None else max(low, floor)), (high if ceiling is None else min(high, ceiling)))
+            for low, high in out]
 
 
-def percentile_t(values: np.ndarray, *, confidence: float = 0.95, resamples: int = RESAMPLES,
-                 tail_share: float = TAIL_SHARE, seed: int = SEED) -> tuple[float, float]:
-    """The percentile-t interval of a mean (Efron & Tibshirani 1993, ch. 12.5, Eq. 12.22): with m and se the
-    sample's mean and standard error, and t* = (m* - m) / se* over ``resamples`` bootstrap samples (drawn from
-    ``seed``), [m - q_hi se, m - q_lo se], q_lo and q_hi the t*'s quantiles at a = (1 - confidence) / 2 x
-    ``tail_share`` and 1 - a. A resample with no spread (se* = 0) has t* = +/-inf by the sign of m* - m (0 when
-    equal), as its t statistic would be. The values are sorted first, so that the interval depends on them, not on
-    their order."""
-    values = np.sort(np.asarray(values, dtype=np.float64))
-    n = values.size
-    mean, se = float(values.mean()), float(values.std(ddof=1) / np.sqrt(n))
-    draws = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))]
-    shift = draws.mean(axis=1) - mean
+def percentile_t(values: np.ndarray, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile-t interval of a mean of ``values`` (``_percentile_t``)."""
+    return _percentile_t(np.asarray(values, dtype=np.float64)[:, None], confidence)[0]
+
+
+def _percentile_t(columns: np.ndarray, confidence: float) -> list[tuple[float, float]]:
+    """The percentile-t interval of the mean of each column (Efron & Tibshirani 1993, ch. 12.5, Eq. 12.22): with
+    m and se a sample's mean and standard error, and t* = (m* - m) / se* over ``RESAMPLES`` bootstrap samples
+    (drawn from ``SEED``), [m - q_hi se, m - q_lo se], q_lo and q_hi the t*'s quantiles at a = (1 - confidence) /
+    2 x ``TAIL_SHARE`` and 1 - a. A resample with no spread (se* = 0) has t* = +/-inf by the sign of m* - m (0
+    when equal), as its t statistic would be. Each column is sorted first, so that its interval depends on its
+    values, not on their order; each resample is taken as its counts of each value (``resample_counts``: the same
+    draws for every sample of one size), its mean and spread as products with them."""
+    values = np.sort(columns, axis=0)
+    n = values.shape[0]
+    mean = values.mean(axis=0)
+    se = values.std(axis=0, ddof=1) / np.sqrt(n)
+    centred = values - mean  # the resamples' spread, computed about the sample's mean
+    counts = resample_counts(n)
+    sums = counts @ np.concatenate([centred, centred ** 2], axis=1)  # resamples x (2 x columns)
+    shift = sums[:, :values.shape[1]] / n
+    spread = np.maximum(sums[:, values.shape[1]:] - n * shift ** 2, 0.0) / (n - 1)
+    flat = spread <= 1e-12 * (centred ** 2).sum(axis=0)  # no spread but rounding
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_star = np.nan_to_num(shift / (draws.std(axis=1, ddof=1) / np.sqrt(n)), nan=0.0, posinf=np.inf,
-                               neginf=-np.inf)
-    tail = (1 - confidence) / 2 * tail_share
-    low, high = np.quantile(t_star, [tail, 1 - tail], method="inverted_cdf")
-    return mean - float(high) * se, mean - float(low) * se
+        t_star = np.where(flat, np.sign(shift) * np.inf, shift / np.sqrt(spread / n))
+    t_star = np.nan_to_num(t_star, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    tail = (1 - confidence) / 2 * TAIL_SHARE
+    low, high = np.quantile(t_star, [tail, 1 - tail], axis=0, method="inverted_cdf")
+    return [(float(m - h * e), float(m - lo * e)) for m, e, lo, h in zip(mean, se, low, high)]
+
+
+@functools.lru_cache(maxsize=8)
+def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """``resamples`` bootstrap resamples of n values, each as how often it takes each value (resamples x n): the
+    draws ``numpy.random.default_rng(seed).integers(0, n, (resamples, n))`` make, counted. Read-only: shared."""
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    counts = np.bincount((draws + n * np.arange(resamples)[:, None]).ravel(), minlength=resamples * n)
+    counts = counts.reshape(resamples, n).astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def holm(p_values: list[float] | np.ndarray) -> np.ndarray:

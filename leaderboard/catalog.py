@@ -62,6 +62,8 @@ class Catalog:
         self.checked = 0.0
         self.unsorted = 0
         self._digests: dict[tuple, str] = {}  # a served prompt set's digest, computed once per load
+        self._memo: dict[tuple, object] = {}  # ``cached``'s answers, for the results of ``_state``
+        self._state: tuple | None = None
         for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
             self.con.register("_empty", schema.empty_table())
             self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
@@ -272,23 +274,35 @@ class Catalog:
         prompt_id, value (null values left out)."""
         return self._prompt_rows(submission_ids, "metric = ?", [metric])
 
-    def answered(self, submission_ids: list[str], track: str) -> pd.DataFrame:
-        """The prompts each of these submissions answered on a track (submission_id, prompt_id): those with a
-        per-prompt value of any of its metrics. A prompt refused or missing has none; a prompt whose value one
-        metric leaves undefined (VR where nothing was recognised) still has the others'."""
-        rows = self._prompt_rows(submission_ids, "track = ?", [track])
-        return rows[["submission_id", "prompt_id"]].drop_duplicates(ignore_index=True)
+    def track_prompts(self, submission_ids: list[str], track: str) -> pd.DataFrame:
+        """The per-prompt values of every metric of a track for these submissions, in one read: submission_id,
+        metric, prompt_id, value (null values left out). A prompt a submission refused or missed has none; one
+        whose value a metric leaves undefined (VR where nothing was recognised) still has the others'."""
+        return self._prompt_rows(submission_ids, "track = ?", [track], "submission_id, metric, slice_value, value")
 
-    def _prompt_rows(self, submission_ids: list[str], where: str, params: list) -> pd.DataFrame:
+    def cached(self, key: tuple, compute: Callable[[], object]) -> object:
+        """``compute()``, kept under ``key`` until the catalog's results change (a folder or release loaded or
+        dropped): what a ranking reads of every submission of a protocol, for the next view."""
+        with self.lock:
+            state = (frozenset(self.loaded), self.reported_stamp)
+            if self._state != state:
+                self._memo, self._state = {}, state
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+
+    def _prompt_rows(self, submission_ids: list[str], where: str, params: list,
+                     select: str = "submission_id, slice_value, value") -> pd.DataFrame:
         """Per-prompt rows (slice ``prompt``, value not null; ``where``: a condition with ``?`` placeholders) of
-        these submissions: submission_id, prompt_id, value. Only submissions the catalog has loaded are read (from
-        the release, those it has them from); a folder removed meanwhile is skipped (its files are looked for
-        again, up to ``VANISHED_RETRIES`` times)."""
+        these submissions: ``select``'s columns, slice_value named prompt_id (default submission_id, prompt_id,
+        value). Only submissions the catalog has loaded are read (from the release, those it has them from); a
+        folder removed meanwhile is skipped (its files are looked for again, up to ``VANISHED_RETRIES`` times)."""
+        select = select.replace("slice_value", "slice_value AS prompt_id")
         with self.lock:
             known = sorted(set(submission_ids) & self.loaded - self.from_release)  # ids from outside never name a path
             released = self._from_release_file(
-                "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?) WHERE part = 'aggregates' "
-                f"AND slice = 'prompt' AND {where} AND value IS NOT NULL AND list_contains(?, submission_id)",
+                f"SELECT {select} FROM read_parquet(?) WHERE part = 'aggregates' AND slice = 'prompt' AND {where} "
+                "AND value IS NOT NULL AND list_contains(?, submission_id)",
                 [*params, sorted(set(submission_ids) & self.from_release)])
             for attempt in range(VANISHED_RETRIES + 1):
                 files = [str(p) for p in (self.store.results_folder(s) / layout.AGGREGATES for s in known) if p.exists()]
@@ -296,13 +310,14 @@ class Catalog:
                     break
                 try:
                     frame = self.con.execute(
-                        "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?, union_by_name = "
-                        f"true) WHERE slice = 'prompt' AND {where} AND value IS NOT NULL", [files, *params]).df()
+                        f"SELECT {select} FROM read_parquet(?, union_by_name = true) WHERE slice = 'prompt' AND "
+                        f"{where} AND value IS NOT NULL", [files, *params]).df()
                     return frame if released is None else pd.concat([released, frame], ignore_index=True)
                 except duckdb.IOException:
                     if attempt == VANISHED_RETRIES:
                         raise
-        return released if released is not None else pd.DataFrame(columns=["submission_id", "prompt_id", "value"])
+        columns = [c.split()[-1] for c in select.removeprefix("DISTINCT ").split(", ")]
+        return released if released is not None else pd.DataFrame(columns=columns)
 
     def _from_release_file(self, sql: str, params: list) -> pd.DataFrame | None:
         """``sql`` (its first ``?`` the release file) over the release; None when none of the submissions asked

@@ -66,7 +66,9 @@ class ProtocolValues:
                 self.slices[slice_name] = parts.agg(CROSS_SEPARATOR.join, axis=1).where(
                     self.dataset[columns].notna().all(axis=1))
             else:
-                self.slices[slice_name] = self.catalog.prompt_slices(self.submissions, self.track, slice_name)
+                self.slices[slice_name] = self.catalog.cached(
+                    ("slices", tuple(self.submissions), self.track, slice_name),
+                    lambda: self.catalog.prompt_slices(self.submissions, self.track, slice_name))
         return self.slices[slice_name]
 
     def prompt_set(self, slice_name: str = OVERALL, slice_value: str = "all") -> tuple[list[str] | None, str]:
@@ -77,7 +79,8 @@ class ProtocolValues:
             members = self.slice_of(slice_name)
             if members is None:
                 return None, ""
-            prompts = [p for p in prompts if p in set(members.index[members == slice_value])]
+            inside = set(members.index[members == slice_value])
+            prompts = [p for p in prompts if p in inside]
         label = track_registry.get(self.track).ranked_on(self.metric)
         if label is not None:
             column, value = label
@@ -128,7 +131,13 @@ def higher_is_better(frame: pd.DataFrame) -> bool:
 def read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> ProtocolValues | None:
     """The per-prompt values behind ``frame`` (rows of one protocol of ``metric``): every scored submission of the
     protocol's (the filters hide rows, never prompts), its inputs' values, what each answered and the prompt
-    set; None when the protocol's submissions have no per-prompt value of it (paper rows, model-level values)."""
+    set; None when the protocol's submissions have no per-prompt value of it (paper rows, model-level values).
+    Kept by the catalog until its results change (``Catalog.cached``)."""
+    protocol_id = frame["protocol_id"].iloc[0]
+    return cat.cached(("protocol values", track, metric, protocol_id), lambda: _read(cat, track, metric, frame))
+
+
+def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> ProtocolValues | None:
     protocol_id = frame["protocol_id"].iloc[0]
     submissions = list(cat.query(
         f"SELECT DISTINCT submission_id FROM aggregates WHERE provenance = 'scored' AND track = ? AND metric = ? "
@@ -137,13 +146,12 @@ def read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> Protocol
     chosen = rule(cat, track, metric, frame, protocol_id)
     composite = next((f for f in track_registry.get(track).from_means if f.metric == metric), None)
     names = composite.inputs if composite else (metric,)
-    long = [cat.per_prompt(submissions, name) for name in names]
-    if not submissions or long[0].empty:
+    rows = cat.track_prompts(submissions, track)
+    if not submissions or not (rows["metric"] == names[0]).any():
         return None
-    values = [rows.pivot_table(index="prompt_id", columns="submission_id", values="value") for rows in long]
-    answers = cat.answered(submissions, track).assign(yes=True)
-    answered = answers.pivot_table(index="prompt_id", columns="submission_id", values="yes", aggfunc="any",
-                                   fill_value=False).astype(bool)
+    values = [rows[rows["metric"] == name].pivot_table(index="prompt_id", columns="submission_id", values="value")
+              for name in names]
+    answered = pd.crosstab(rows["prompt_id"], rows["submission_id"]) > 0
     dataset = cat.dataset_prompts(results.protocol_fields(frame["protocol"].iloc[0]) or {})
     universe = list(dataset.index) if dataset is not None else sorted(answered.index)
     # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value.
