@@ -105,13 +105,13 @@ def protocol_columns(fields: dict) -> dict:
     """``protocol`` (canonical JSON of ``fields``) and ``protocol_id`` (the first 12 hex digits of its sha256), as
     every aggregate row carries them: scored rows (the harness), the papers' rows (``leaderboard.reported``) and
     synthetic stores alike. Two rows are ranked together only when every field is equal, so the fields are
-    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the
-    prompt rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the seeds the
-    submission declared, as a prompt's CRA per reference, 1 - (1 - p)^n, depends on it) with ``missing_images``
-    (``MISSING_AS_FAILURES``: an image declared but not there, refused or missing, was scored as a failure, so a
-    submission that pads its seeds and refuses some is never the protocol of fewer seeds), ``metric_version`` (which names the metric's settings: thresholds,
-    variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what the paper
-    states."""
+    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the prompt
+    rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the seeds the submission declared, as a
+    prompt's CRA per reference, 1 - (1 - p)^n, depends on it) with ``missing_images`` (``MISSING_AS_FAILURES``: an
+    image declared but not there, refused or missing, was scored as a failure, so a submission that pads its seeds
+    and refuses some is never the protocol of fewer seeds), ``metric_version`` (which names the metric's settings:
+    thresholds, variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what
+    the paper states."""
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return {"protocol": text, "protocol_id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 

@@ -108,8 +108,8 @@ def test_the_track_download_is_typed_rows_with_ids_and_the_ranks_of_the_table_sh
         merged = expected.merge(got, on=["model", "slice", "slice_value"], suffixes=("", "_got"), validate="1:1")
         assert len(merged) == len(expected) == len(scored) == 9
         for column in ("value", "ci_low", "ci_high", "n"):
-            same = (merged[column] == merged[f"{column}_got"]) | (merged[column].isna() & merged[f"{column}_got"].isna())
-            assert same.all(), column  # exact: no rounding
+            got = merged[f"{column}_got"]
+            assert ((merged[column] == got) | (merged[column].isna() & got.isna())).all(), column  # no rounding
         # The papers' awareness rows (CUBE Tables 3 and 4) are there too, marked as such; no display string.
         assert set(frame["provenance"]) == {"scored", "reported"}
         assert set(frame["metric"]) >= {"clip_score", "human_relevance_yes_pct", "human_faithfulness"}

@@ -492,7 +492,8 @@ def write_scored(store: Store, sid: str, model: str, values: dict[str, float], *
                               for m, answers in {metric: values, **(extra or {})}.items() for p, v in answers.items()])
     protocol = results.protocol_columns({"dataset": dataset, "images_per_prompt": 10, "missing_images": "failures",
                                         "metric_version": version, "backbones": CRT_BACKBONES})
-    context = {"provenance": "scored", "submission_id": sid, "model": model, "higher_is_better": higher, "metric_label": metric,
+    context = {"provenance": "scored", "submission_id": sid, "model": model, "higher_is_better": higher,
+               "metric_label": metric,
                "range_low": value_range[0], "range_high": value_range[1], "metric_version": version,
                "dataset": dataset, "seeds": ",".join(map(str, range(10))),
                "scored_at": f"2026-01-01T00:{when // 60:02d}:{when % 60:02d}", **protocol}

@@ -31,22 +31,22 @@ Iconic references, the iconicity track's titles and reference images: `culturele
 
 A score only compares with scores made the same way. Every result records its **protocol**: the dataset (repo,
 config, split) and the revision of its prompt rows, the images per prompt (the seeds the submission declared: an
-image it declared and does not hold, refused or missing, is scored as a failure, the metric's worst value, never
-as a smaller protocol, so padding the seeds and refusing some cannot pass for fewer seeds: a prompt's recognition
-rate depends on how many images it has), the metric's version (which names every setting that changes its values: thresholds, variant,
-calibration file, tagger; for diversity the set size N and how sets are drawn) and each backbone with its
-revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by what it is
-instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts, pinned, and its
-images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the dataset otherwise
-(**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from the suite's; its
-fields and id are under "How to read this table". A ranking holds one protocol only: the Overview shows the
-suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10 images per
-title and the paper's thresholds, CUBE's diversity with N = 8 in seed batches), and the **Protocol** picker lists
-the others with their row counts. A submission made differently (4 seeds, another dataset, diversity at N = 4) is
-scored and ranked under its own protocol. Paper rows carry their paper's protocol: they are ranked among
+image it declared and does not hold, refused or missing, is scored as a failure, the metric's worst value, never as
+a smaller protocol, so padding the seeds and refusing some cannot pass for fewer seeds: a prompt's recognition rate
+depends on how many images it has), the metric's version (which names every setting that changes its values:
+thresholds, variant, calibration file, tagger; for diversity the set size N and how sets are drawn) and each
+backbone with its revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by
+what it is instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts,
+pinned, and its images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the
+dataset otherwise (**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from
+the suite's; its fields and id are under "How to read this table". A ranking holds one protocol only: the Overview
+shows the suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10
+images per title and the paper's thresholds, CUBE's diversity with N = 8 in seed batches), and the **Protocol**
+picker lists the others with their row counts. A submission made differently (4 seeds, another dataset, diversity at
+N = 4) is scored and ranked under its own protocol. Paper rows carry their paper's protocol: they are ranked among
 themselves and listed, not ranked, beside the others. Results scored before protocols were recorded form the
-protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike. The charts of
-the Slices tab show one protocol each, the one the track's Overview ranks.
+protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike. The charts of the
+Slices tab show one protocol each, the one the track's Overview ranks.
 
 **How to read a ranked table.** Every number of a ranked row comes from one set of prompts: the protocol's (the
 dataset's prompts at the protocol's revision where this server holds it, else those any submission of the protocol
@@ -77,13 +77,13 @@ overlap, and their ranges say by how much. A value that could not be measured be
 measured is shown as such: a model never "used up" within the seeds W1KP can compare has a reusability of
 "> k" (k the most seeds counted) and ranks first on reusability.
 
-The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
-track's ranking: the same scores as its table) only over models scored on the same set of tracks (the picker offers the other sets),
-with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the suite's part
-for that track when it has rows (so a model's suite submission is one row across the tracks), else the track's
-headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not better in
-themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win on; its
-W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
+The **overall** ranking averages each track's win rate (the share of the other models a model beats on that track's
+ranking: the same scores as its table) only over models scored on the same set of tracks (the picker offers the
+other sets), with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the
+suite's part for that track when it has rows (so a model's suite submission is one row across the tracks), else the
+track's headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not
+better in themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win
+on; its W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
 
 A score's **95% CI** is the percentile-t bootstrap's (Wilson's for 0/1 values): Student-t undercovers skewed
 values (0.86 instead of 0.95 on lognormal ones), and the bootstrap's tails were chosen by measured coverage

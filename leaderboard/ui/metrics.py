@@ -18,9 +18,9 @@ METRICS_INTRO = (
     "the other raters, each rater left out in turn and the correlations averaged, with a 95% CI from a bootstrap "
     "over prompts; **ceiling** is the same for one rater against the others, so a metric as good as one more rater "
     "reaches it. **Models' order ρ**: the metric's order of the CulturalFrames models (mean score per model) "
-    "against the raters' order, what a ranking of models rests on. **paper** rows are the paper's Fig. 7 (Nayak et al.): a Spearman ρ with the human ratings whose "
-    "pooling the paper does not state, so they follow the scored rows and are never ordered among them. The "
-    "key under the table says what each kind of row measures.")
+    "against the raters' order, what a ranking of models rests on. **paper** rows are the paper's Fig. 7 (Nayak et "
+    "al.): a Spearman ρ with the human ratings whose pooling the paper does not state, so they follow the scored "
+    "rows and are never ordered among them. The key under the table says what each kind of row measures.")
 
 
 # What each row of the metric-agreement table measures (the Metrics tab), by provenance.

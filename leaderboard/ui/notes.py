@@ -99,10 +99,10 @@ def overall_line(chosen: str, protocols: dict[str, str]) -> str:
 def agreement_note(table: pd.DataFrame, metric: str, version: str | None) -> str:
     """The sentence beside a judged metric's ranking (``version``, the ranked protocol's metric version, names a
     judge: ``benchmark.track.judge_named``) on how far that judge agrees with the CulturalFrames raters, as
-    ``culturelens meta-eval --store`` measured it for this very version (``meta_eval.agreement``: alignment, every country): per
-    image (Spearman ρ with its CI, against the raters' own ceiling) and per model (the judge's order of the
-    CulturalFrames models against the raters'), which a ranking of models needs and per-image agreement does not
-    give; "not measured for this judge" where no run measured it. '' for a metric no judge scores."""
+    ``culturelens meta-eval --store`` measured it for this very version (``meta_eval.agreement``: alignment, every
+    country): per image (Spearman ρ with its CI, against the raters' own ceiling) and per model (the judge's order
+    of the CulturalFrames models against the raters'), which a ranking of models needs and per-image agreement does
+    not give; "not measured for this judge" where no run measured it. '' for a metric no judge scores."""
     from benchmark.expectations import meta_eval
 
     judge = judge_named(version)
