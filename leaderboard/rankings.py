@@ -212,6 +212,25 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     return _ordered(out), ranked, "; ".join([ranked.note, *notes])
 
 
+def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, slice_value: str) -> pd.Series:
+    """Each row's score as its ranking on one slice value gives it (``rank_frame``'s value, without intervals,
+    ranks or ordering: a heatmap's cells), the stored value where the ranking has none of its own (no per-prompt
+    values, a slice nothing records, a label's other prompts)."""
+    out = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    if values is None:
+        return out
+    prompts, _ = values.prompt_set(slice_name, slice_value)
+    ids = frame["submission_id"].where(frame["submission_id"].isin(values.answered.columns))
+    if not prompts or ids.isna().all():
+        return out
+    keys = list(ids.dropna())
+    matrices = [v.reindex(index=prompts, columns=keys) for v in values.values]
+    answered = values.answered.reindex(index=prompts, columns=keys, fill_value=False)
+    ranked = ranking.rank(matrices, values.rule, answered, intervals=False).rows["score"]
+    out[ids.notna()] = ranked.to_numpy()
+    return out
+
+
 def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
                 ) -> tuple[pd.DataFrame, None, str]:
     """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records

@@ -344,9 +344,9 @@ def model_ids(cat: Catalog) -> dict[tuple[str, str], str]:
 def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters(),
             protocol_id: str | None = None) -> pd.DataFrame:
     """Model x slice value matrix of one metric under one protocol (default ``pick_protocol``'s on the first
-    value), each value as its ranking gives it (``rankings.rank_frame`` on that value's prompts: the numbers of
-    the table the Slices tab ranks), the ``HEATMAP_MODELS`` best models by their mean over the slice's values,
-    best first."""
+    value; a model's latest row), each value as its ranking gives it (``rankings.scores`` on that value's prompts:
+    the numbers of the table the Slices tab ranks), the ``HEATMAP_MODELS`` best models by their mean over the
+    slice's values, best first."""
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
     frame, _ = filters.apply(frame)
@@ -358,12 +358,10 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
     if frame.empty:
         return pd.DataFrame()
     values = rankings.read(cat, track, metric, frame) if chosen != UNRECORDED else None
-    parts = []
-    for value, group in frame.groupby("slice_value", sort=True):
-        rows, _, _ = rankings.rank_frame(cat, group, track, metric, slice_name, value, intervals=False,
-                                         values=values)
-        parts.append(rows[~rows["not_ranked"].str.startswith("an earlier submission")])
-    frame = pd.concat(parts, ignore_index=True)
+    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance",
+                                                                                 "slice_value"], keep="last")
+    frame = frame.assign(value=pd.concat([rankings.scores(group, values, slice_name, value)
+                                          for value, group in frame.groupby("slice_value", sort=False)]))
     matrix = frame.assign(who=who(frame)).pivot_table(index="who", columns="slice_value", values="value",
                                                       aggfunc="first")
     order = matrix.mean(axis=1).sort_values(ascending=not higher_is_better(frame)).index
@@ -376,16 +374,16 @@ def who(frame: pd.DataFrame) -> pd.Series:
 
 
 def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of one track and protocol (any metrics and slices) with each value the ranking's (the protocol's
-    prompts, an unanswered one counting as worst), the latest row per model: what a chart of them draws."""
+    """Rows of one track and protocol (any metrics and slices), a model's latest, with each value the ranking's
+    (``rankings.scores``: the protocol's prompts, an unanswered one counting as worst): what a chart draws."""
+    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(
+        ["metric", "slice", "slice_value", "model", "provenance"], keep="last")
     parts = []
     for (metric, slice_name), rows in frame.groupby(["metric", "slice"], sort=False):
-        track = rows["track"].iloc[0]
-        values = rankings.read(cat, track, metric, rows) if rows["protocol_id"].iloc[0] != UNRECORDED else None
-        for value, group in rows.groupby("slice_value", sort=False):
-            ranked_rows, _, _ = rankings.rank_frame(cat, group, track, metric, slice_name, value, intervals=False,
-                                                    values=values)
-            parts.append(ranked_rows[~ranked_rows["not_ranked"].str.startswith("an earlier submission")])
+        values = None if rows["protocol_id"].iloc[0] == UNRECORDED else rankings.read(cat, rows["track"].iloc[0],
+                                                                                      metric, rows)
+        parts += [group.assign(value=rankings.scores(group, values, slice_name, value))
+                  for value, group in rows.groupby("slice_value", sort=False)]
     return pd.concat(parts, ignore_index=True) if parts else frame
 
 
