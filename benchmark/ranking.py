@@ -30,7 +30,7 @@ A metric's kind (``KINDS``) and declared range ride along in its ``Rule`` for th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -89,25 +89,19 @@ class Rule:
         if len(self.inputs) != 1 and self.combine is None:
             raise ValueError("a rule of several inputs needs combine")
 
-    @classmethod
-    def mean(cls, higher_is_better: bool = True, low: float | None = None, high: float | None = None,
-             **options) -> Rule:
-        """The rule of a plain mean of one quantity."""
-        return cls((Quantity(higher_is_better, low, high),), None, higher_is_better, low=low, high=high, **options)
-
 
 @dataclass
 class Ranking:
     """``rule``'s ranking of some rows on one prompt set. ``rows`` (index: the rows' keys, in the order given):
     score, ci_low, ci_high, n, unanswered (prompts), refused (their share of the prompt set), rank, rank_low,
     rank_high, tie_group, not_ranked ('' when ranked, else why). ``replicates``: the ranked rows' scores in each
-    bootstrap draw (draws x rows, nan for rows not ranked; None without intervals). ``note``: what it rests on."""
+    bootstrap draw (draws x rows, nan for rows not ranked; None without intervals). ``prompts``: how many the
+    prompt set holds. ``note``: what it rests on."""
 
     rows: pd.DataFrame
     replicates: np.ndarray | None
     prompts: int
     note: str
-    rule: Rule = field(default_factory=Rule)
 
 
 def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | None = None, *,
@@ -160,7 +154,7 @@ def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | No
     order = rows.sort_values(["rank", "score"], ascending=[True, not rule.higher_is_better], na_position="last").index
     rows["tie_group"] = tie_groups(rows.loc[order, "rank_low"], rows.loc[order, "rank_high"]).reindex(rows.index)
     note = _note(rule, prompts, unanswered, why, replicates is not None, source)
-    return Ranking(rows, replicates, prompts, note, rule)
+    return Ranking(rows, replicates, prompts, note)
 
 
 def _not_ranked(rule: Rule, unanswered: int, prompts: int) -> str:

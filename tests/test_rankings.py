@@ -17,6 +17,7 @@ import pytest
 from benchmark import ranking, results
 from benchmark.datasets import cube_1k, iconic_references
 from benchmark.metrics import iconicity
+from benchmark.stats import difference_ci
 from leaderboard import display, tables
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
@@ -764,3 +765,38 @@ def test_gaming_model_level_agreement_is_reported(tmp_path):
     agreement_rows(store, [{**row.to_dict(), "metric": "judge", "metric_version": "1 (judge some/judge@r1)"}])
     page = agreement_page(agreement_table(store.meta_evaluation()))
     assert page.loc[page["Metric"] == "judge", "Models' order ρ"].iloc[0] == "-1.00 (4 models)"
+
+
+def test_rankings_the_pure_rules_count_unanswered_prompts_as_worst_or_list_the_row_apart_as_declared():
+    """``benchmark.ranking.rank`` on hand-made values: 12 prompts, "Full" answered all (0.5 each), "Gap" all but
+    the last two (0.75 each), "Undefined" all but with no value on two (answered, undefined: left out)."""
+    prompts = [f"p{i:02d}" for i in range(12)]
+    values = pd.DataFrame({"Full": 0.5, "Gap": [0.75] * 10 + [np.nan] * 2,
+                           "Undefined": [0.25] * 10 + [np.nan] * 2}, index=prompts)
+    answered = values.notna().assign(Undefined=True)
+    worst = ranking.rank([values], ranking.Rule((ranking.Quantity(True, 0.0, 1.0),)), answered)
+    rows = worst.rows
+    assert worst.prompts == 12 and rows.loc["Gap", "score"] == pytest.approx(7.5 / 12)  # two zeros counted
+    assert rows.loc["Undefined", "score"] == 0.25 and rows.loc["Undefined", "n"] == 10  # undefined: left out
+    assert list(rows["rank"]) == [2, 1, 3] and list(rows["refused"]) == [0.0, 2 / 12, 0.0]
+    listed = ranking.rank([values], ranking.Rule((ranking.Quantity(True, 0.0, 1.0),), unanswered="not_ranked"),
+                          answered).rows
+    assert listed.loc["Gap", "not_ranked"] == ("left 2 of the 12 prompts unanswered: this track ranks complete "
+                                               "answers only")
+    assert pd.isna(listed.loc["Gap", "rank"]) and listed.loc["Gap", "score"] == 0.75  # its own mean, shown apart
+    unknown = ranking.rank([values], ranking.Rule((ranking.Quantity(True, None, None),)), answered).rows
+    assert "range is not recorded" in unknown.loc["Gap", "not_ranked"] and unknown.loc["Full", "rank"] == 1
+    undirected = ranking.rank([values], ranking.Rule(directed=False), answered).rows
+    assert "neither end of this metric is better" in undirected.loc["Gap", "not_ranked"]
+    # Two inputs combined from their means (CRT from column means): VR undefined where nothing was recognised.
+    cra = pd.DataFrame({"A": [1.0] * 6 + [0.0] * 6, "B": 0.0}, index=prompts)
+    vr = pd.DataFrame({"A": [0.5] * 6 + [np.nan] * 6, "B": np.nan}, index=prompts)
+    crt = ranking.Rule((ranking.Quantity(True, 0.0, 1.0), ranking.Quantity(False, 0.0, 1.0)),
+                       iconicity.crt_from_means)
+    rows = ranking.rank([cra, vr], crt).rows
+    assert list(rows["score"]) == [0.25, 0.0] and list(rows["rank"]) == [1, 2] and rows["ci_low"].notna().all()
+    # A difference kind takes the paired differences' interval: Bonett & Price on -1/0/1 values.
+    differences = pd.DataFrame({"a - b": [1.0, 1.0] + [0.0] * 10}, index=prompts)
+    rows = ranking.rank([differences], ranking.Rule(kind="difference")).rows
+    assert (rows.loc["a - b", "ci_low"], rows.loc["a - b", "ci_high"]) == pytest.approx(
+        difference_ci(differences["a - b"].to_numpy()))
