@@ -800,3 +800,29 @@ def test_rankings_the_pure_rules_count_unanswered_prompts_as_worst_or_list_the_r
     rows = ranking.rank([differences], ranking.Rule(kind="difference")).rows
     assert (rows.loc["a - b", "ci_low"], rows.loc["a - b", "ci_high"]) == pytest.approx(
         difference_ci(differences["a - b"].to_numpy()))
+
+
+def test_rankings_one_submission_per_model_is_ranked_its_latest_and_variability_is_ordered_not_judged(store):
+    """A model scored twice (two revisions): ranked at 1 and 3 of one table before, while the overall kept only the
+    latest; now its latest is ranked and the earlier listed under it. Variability's own table says it has no
+    better end, as the overall does, and lists apart a model that left prompts unanswered."""
+    from leaderboard.ui.overview import OverviewTab
+    from leaderboard.ui.site import Site
+
+    values = dict(zip(PROMPTS, FOUR_MODELS["Alpha"]))
+    write_result(store, "s1", "Twice", "iconicity", values)
+    write_result(store, "s22", "Other", "iconicity", dict(zip(PROMPTS, FOUR_MODELS["Beta"])))
+    write_result(store, "s333", "Twice", "iconicity", dict(zip(PROMPTS, FOUR_MODELS["Delta"])))  # the latest
+    frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
+    assert list(zip(frame["model"], frame["rank"].fillna(0))) == [("Other", 1), ("Twice", 2), ("Twice", 0)]
+    assert list(frame["submission_id"]) == ["s22", "s333", "s1"]
+    assert frame["not_ranked"].iloc[-1] == "an earlier submission of this model: its latest is ranked"
+    for i, (model, w1kp) in enumerate((("Varied", 0.25), ("Alike", 0.75), ("Gappy", 0.5))):
+        answers = dict.fromkeys(PROMPTS if model != "Gappy" else PROMPTS[:-1], w1kp)
+        write_result(store, f"v{i}", model, "variability", answers)
+    shown = OverviewTab(Site(store, "ada")).overview("variability", "w1kp", "", [], None, None, "", [],
+                                                     display.SHOWN_COLUMNS)
+    assert "ordered lower first: neither end is better" in shown[3] and "lower is better" not in shown[3]
+    assert [html.unescape(m).split("]")[0].strip("[") for m in shown[2]["Model"]][:2] == ["Varied", "Alike"]
+    assert html.unescape(shown[2]["Model"].iloc[-1]) == "Gappy"
+    assert shown[2]["Rank range (95%)"].iloc[-1].startswith("not ranked: left 1 of the 12 prompts unanswered")
