@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
+from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
 from benchmark.submission.suite import validated_hash
@@ -40,7 +41,10 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HEADLINES = {"awareness": "clip_score", "diversity": "cd_uniform", "iconicity": "crt", "variability": "w1kp",
              "relevance": "relevance_intended", "expectations": "expectations_met"}
-IN_THE_MEAN = sorted(set(HEADLINES) - {"variability"})
+# The judged tracks' rows here are the tests' tiny judge's, not their protocol's judge's (Protocol.judge): scored on
+# the suite's parts, ranked under their own protocol, never in the overall mean.
+JUDGED = ("expectations", "relevance")
+IN_THE_MEAN = sorted(set(HEADLINES) - {"variability", *JUDGED})
 
 
 # --- the served suite, end to end ------------------------------------------------------------------------------
@@ -107,6 +111,7 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     for track, rows in headline.items():
         fields = results.protocol_fields(rows["protocol"].iloc[0])
         assert suite.answered_by(track, fields), (track, fields)  # the suite's part protocol
+        assert track_registry.get(track).protocol.judged_alike(rows["protocol"].iloc[0]) == (track not in JUDGED)
     run = json.loads((store.results_folder(jobs["Tiny SD"]) / "run.json").read_text())
     assert run["suite"]["parts"] == suite.names and run["suite"]["missing"] == []
     # Compare finds its images in whichever part holds them, and a reference prompt's reference images.
@@ -117,8 +122,8 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     gallery, references, _, _, _ = client.predict([jobs["Tiny SD"]], reference, api_name="/compare")
     assert len(gallery) == 2 and len(references) >= 1  # its two seeds; the title's reference image(s)
 
-    # /overall: both suite models in one track set, ranked; each with a win rate on five tracks, and the headline
-    # rows behind them: six tracks, variability's W1KP beside the mean.
+    # /overall: both suite models in one track set, ranked; each with a win rate on the three tracks not judged by
+    # the tiny judge, and the headline rows behind them, variability's W1KP beside the mean.
     rows = pd.DataFrame(client.predict(None, api_name="/overall"))
     means = rows[rows["metric"] == "mean_win_rate"].set_index("model")
     assert set(means.index) == {"Tiny SD", "Tiny Noise"} and set(means["slice_value"]) == {" + ".join(IN_THE_MEAN)}
@@ -126,11 +131,11 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     wins = rows[rows["metric"] == "win_rate"]
     assert sorted(wins.loc[wins["model"] == "Tiny SD", "track"]) == IN_THE_MEAN
     behind = rows[(rows["model"] == "Tiny SD") & rows["metric"].isin(list(HEADLINES.values()))]
-    assert sorted(behind["track"]) == sorted(HEADLINES) and behind["value"].notna().all()
+    assert sorted(behind["track"]) == sorted([*IN_THE_MEAN, "variability"]) and behind["value"].notna().all()
     w1kp = behind.loc[behind["track"] == "variability", "value"].iloc[0]
     assert w1kp == pytest.approx(headline["variability"]["value"].iloc[0])
 
-    # /overview, "All tracks": one row for the model, six tracks with values (five win rates and W1KP).
+    # /overview, "All tracks": one row for the model, four tracks with values (three win rates and W1KP).
     _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS,
                                                   None, api_name="/overview")
     shown = pd.DataFrame(table["data"], columns=table["headers"])
@@ -138,8 +143,8 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     track_columns = [c for c in shown.columns if c.split(":")[0] in {
         "Awareness (CUBE)", "Diversity (CUBE)", "Iconicity (CRT)", "Variability (W1KP)", "Relevance (CAIRE)",
         "Expectations (CulturalFrames)"}]
-    assert len(ours) == 1 and len(track_columns) == 6, shown.columns
-    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 5
+    assert len(ours) == 1 and len(track_columns) == 4, shown.columns
+    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 3
     assert "Variability (W1KP): w1kp (not in the mean)" in track_columns
     assert "the suite's part for that track" in note and "is shown in its own column, beside the mean" in note
     assert track_set["value"] == " + ".join(IN_THE_MEAN)
@@ -160,11 +165,12 @@ def test_a_two_part_suite_submission_is_scored_on_those_parts_and_names_the_miss
     details = html.unescape(details)  # Markdown with the run record's text escaped (render.plain)
     assert "parts scored cube-1k, iconic-references" in details
     assert "**parts missing**: cube-diversity, culturalframes" in details
-    # It is not among the models of five tracks: its own set of three is one choice away.
+    # It is not among the models of three tracks: its own set of two (relevance is the tiny judge's: not in the
+    # overall) is one choice away.
     *_, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS, None,
                                    api_name="/overview")
-    assert track_set["value"] != "awareness + iconicity + relevance"
-    assert "awareness + iconicity + relevance" in [value for _, value in track_set["choices"]]
+    assert track_set["value"] != "awareness + iconicity"
+    assert "awareness + iconicity" in [value for _, value in track_set["choices"]]
 
 
 
