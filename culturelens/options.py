@@ -71,15 +71,6 @@ def default_cube_source() -> str:
     return str(shared) if shared.is_file() else DEFAULT_SOURCE
 
 
-def default_w1kp_source() -> str:
-    """``suite build --w1kp-source``'s default: the authors' cdf-xy.pt next to this checkout
-    (``../shared/data/w1kp/cdf-xy.pt``) when present, else its pinned URL."""
-    from benchmark.suite import source
-
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "w1kp" / "cdf-xy.pt"
-    return str(shared) if shared.is_file() else source("w1kp-calibration").default
-
-
 def add_suite(parser: argparse.ArgumentParser, what: str) -> None:
     """``--suite REPO_OR_DIR`` (else ``CULTURELENS_SUITE``): the suite a suite submission answers, and its scoring
     assets."""
