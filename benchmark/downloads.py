@@ -180,10 +180,11 @@ class Downloads:
         return False
 
     def file(self, url: str, relative: str, *, what: str, expected: Expected = Expected(),
-             step: Step | None = None, timeout: float = 120) -> Path:
+             step: Step | None = None, progress: bool = False, timeout: float = 120) -> Path:
         """The file at ``relative``: reused when here and as expected, else downloaded from ``url`` (resuming a
         part left by an earlier, interrupted call) and verified. ChangedBytes names ``what`` when the bytes
-        downloaded are not the ones expected; nothing of them is kept."""
+        downloaded are not the ones expected; nothing of them is kept. ``step``: the step's bar to count it on;
+        else, with ``progress``, a bar of its own (bytes and time left, once the size is known)."""
         target = self.path(relative)
         if self.has(relative, expected):
             if step is not None:
@@ -195,17 +196,26 @@ class Downloads:
         headers = {"Range": f"bytes={offset}-"} if offset else {}
         # 416: the range starts at the end, so the part is already whole (verified below).
         response = _open(_request(url, headers), what, timeout, allow=(416,) if offset else ())
+        own = None
         if response is not None:
             with response:
                 mode = "ab" if offset and response.status == 206 else "wb"
                 length = response.headers.get("Content-Length")
                 expected_total = (int(length) + (offset if mode == "ab" else 0)) if length else None
-                # Unbuffered, and each chunk as it arrives: what came before a kill is on disk, to resume from.
-                with open(part, mode, buffering=0) as out:
-                    for chunk in iter(lambda: response.read1(CHUNK), b""):
-                        out.write(chunk)
-                        if step is not None:
-                            step.add_bytes(len(chunk))
+                if step is None and progress:
+                    own = step = Step(what, 1, size=expected_total)
+                    if mode == "ab":
+                        step.add_bytes(offset)
+                try:
+                    # Unbuffered, and each chunk as it arrives: what came before a kill is on disk, to resume from.
+                    with open(part, mode, buffering=0) as out:
+                        for chunk in iter(lambda: response.read1(CHUNK), b""):
+                            out.write(chunk)
+                            if step is not None:
+                                step.add_bytes(len(chunk))
+                finally:
+                    if own is not None:
+                        own.close()
             if expected_total is not None and part.stat().st_size != expected_total:
                 raise DownloadError(f"{what}: {url[:120]} ended after {part.stat().st_size} of {expected_total} "
                                     "bytes; run the build again to download the rest")
@@ -216,7 +226,7 @@ class Downloads:
             error.problem = problem
             raise error
         os.replace(part, target)
-        if step is not None:
+        if step is not None and step is not own:
             step.file_done()
         return target
 

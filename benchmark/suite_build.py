@@ -78,16 +78,17 @@ def pin_matches(data: bytes, pin: str | None) -> bool | None:
     return found == value
 
 
-def fetch(where: str, downloads: Downloads, what: str) -> Path:
+def fetch(where: str, downloads: Downloads, what: str, progress: bool = True) -> Path:
     """A local file with the bytes of ``where``: a path as it is, an http(s) URL downloaded (once: resumed when cut
-    off, reused when there) into ``downloads``."""
+    off, reused when there, its progress shown) into ``downloads``."""
     if not re.match(r"https?://", where):
         path = Path(where)
         if not path.exists():
             raise SuiteBuildError(f"{where}: no such file or folder")
         return path
     name = Path(urllib.parse.urlparse(where).path).name or "file"
-    return downloads.file(where, f"files/{hashlib.sha256(where.encode()).hexdigest()[:16]}/{name}", what=what)
+    return downloads.file(where, f"files/{hashlib.sha256(where.encode()).hexdigest()[:16]}/{name}", what=what,
+                          progress=progress)
 
 
 def checked(asset: Source, where: str, path: Path) -> dict:
@@ -254,7 +255,7 @@ def _cube_1k(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.datasets import cube_1k
 
     where = _default(asset, given)
-    path = fetch(where, b.downloads, asset.what)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     cube_1k.build(str(path), b.dataset_folder("cube-1k"))
     return record
@@ -325,7 +326,7 @@ def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.tagging import ArtifactIndex
 
     where = _default(asset, given)
-    path = fetch(where, b.downloads, asset.what)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     folder = local_folder(b.out / DATASETS, cspace.HUB_REPO)
     cspace.build_cspace_from_file(path, folder)
@@ -365,7 +366,7 @@ def _w1kp_calibration(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.metrics.variability import Calibration
 
     where = _default(asset, given)
-    path = fetch(where, b.downloads, asset.what)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     try:
         calibration = Calibration.load(path)  # refuses a file that is no calibration, naming what it found

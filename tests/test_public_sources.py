@@ -271,6 +271,51 @@ def test_public_sources_a_changed_image_at_the_same_revision_is_refused_naming_t
     assert not (tmp_path / "suite" / ".downloads" / wikimedia.ImagePin.from_dict(pinned).local).exists()
 
 
+@pytest.mark.slow
+def test_public_sources_a_rebuild_reads_the_pinned_revisions_and_refresh_the_current_ones(
+        public_suite, pointed, backbones, tmp_path):
+    """A week later Wikipedia's Paella page and its Wikidata item have new revisions: building the folder again
+    reads the revisions it recorded (the same knowledge base, byte for byte); --refresh reads the new ones."""
+    import shutil
+
+    first, _, _ = public_suite
+    folder = tmp_path / "suite"
+    shutil.copytree(first, folder, ignore=shutil.ignore_patterns(".downloads"))  # its pins only: every byte read again
+    page, item = pointed.pages["Paella"], pointed.items["Q60"]
+    kept = (page.revid, page.wikitext, dict(page.earlier), item.label, item.revision)
+    page.edit(9000, page.wikitext.replace("Valencian rice dish", "rice dish of Valencia"))
+    item.label, item.revision = "Paella valenciana", 9100
+    before = len(pointed.requests)
+    try:
+        again = build(folder, backbones, "--only", "relevance-kb")
+        pinned = Assets(folder).built["relevance-kb"]
+        asked = pointed.requests[before:]
+        refreshed = build(folder, backbones, "--only", "relevance-kb", "--refresh", "relevance-kb")
+        new = Assets(folder).built["relevance-kb"]
+    finally:
+        page.revid, page.wikitext, page.earlier = kept[0], kept[1], kept[2]
+        item.label, item.revision = kept[3], kept[4]
+    assert again.returncode == 0 and refreshed.returncode == 0, again.stdout + refreshed.stdout
+    assert pinned["content_digest"] == Assets(first).built["relevance-kb"]["content_digest"]
+    assert pinned["pins"] == Assets(first).built["relevance-kb"]["pins"]
+    texts = [r["params"] for r in asked if r["path"] == "/wikipedia/w/api.php"]
+    assert texts and all("revids" in p for p in texts) and "5006" in "|".join(p["revids"] for p in texts)
+    assert not [r for r in asked if r["path"] in ("/wikidata/w/api.php", "/sparql")]  # no item looked up again
+    paella = next(e for e in new["pins"]["entities"] if e["qid"] == "Q60")
+    assert (paella["revision"], paella["name"], paella["wikipedia"]["revid"]) == (9100, "Paella valenciana", 9000)
+    assert new["content_digest"] != pinned["content_digest"]
+
+
+@pytest.mark.slow
+def test_public_sources_suite_push_publishes_the_pins_and_leaves_the_downloads_out(public_suite, tmp_path):
+    out, _, _ = public_suite
+    result = culturelens_here("suite", "push", out, "--repo", "org/suite", "--to-folder", tmp_path / "hub")
+    assert result.returncode == 0, result.stderr
+    published = tmp_path / "hub" / "org__suite"
+    assert sorted(p.name for p in published.iterdir()) == ["README.md", "assets", "suite.json"]
+    assert json.loads((published / "suite.json").read_text())["built"] == Assets(out).built  # the pins for all
+
+
 # --- the knowledge base ----------------------------------------------------------------------------------------
 SEEDS = {name: seed for seed, name in enumerate(name for item in ITEMS for name in item.images)}
 

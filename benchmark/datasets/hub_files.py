@@ -40,6 +40,9 @@ def files_at(repo: str, revision: str, patterns: list[str]) -> tuple[str, dict[s
     files = {s["rfilename"]: {"size": s.get("size"), "sha256": (s.get("lfs") or {}).get("sha256"),
                               "blob": s.get("blobId")}
              for s in siblings if any(fnmatch.fnmatch(s["rfilename"], p) for p in patterns)}
+    for path in files:  # a repo's file names become local paths: no absolute path, no way up
+        if path.startswith("/") or ".." in path.split("/") or "\\" in path:
+            raise DownloadError(f"{repo}@{commit[:7]} lists a file named {path!r}: refused as a local path")
     return commit, files
 
 

@@ -38,11 +38,17 @@ class Item:
 
 @dataclass
 class Page:
-    """An English Wikipedia page at its current revision."""
+    """An English Wikipedia page at its current revision, and its earlier ones (revid -> wikitext)."""
 
     title: str
     revid: int
     wikitext: str
+    earlier: dict[int, str] = field(default_factory=dict)
+
+    def edit(self, revid: int, wikitext: str) -> None:
+        """A new current revision; the one it replaces stays readable by its revid."""
+        self.earlier[self.revid] = self.wikitext
+        self.revid, self.wikitext = revid, wikitext
 
 
 @dataclass
@@ -274,17 +280,18 @@ class PublicSources:
             for i in found[:limit]]}}
 
     def _wikipedia(self, params: dict) -> dict:
-        def page(p: Page) -> dict:
-            text = p.wikitext
-            return {"pageid": p.revid, "ns": 0, "title": p.title, "revisions": [{
-                "revid": p.revid, "parentid": p.revid - 1, "slots": {"main": {
+        def page(p: Page, revid: int | None = None) -> dict:
+            revid = p.revid if revid is None else revid
+            text = p.wikitext if revid == p.revid else p.earlier[revid]
+            return {"pageid": int(hashlib.sha1(p.title.encode()).hexdigest()[:6], 16), "ns": 0, "title": p.title, "revisions": [{
+                "revid": revid, "parentid": revid - 1, "slots": {"main": {
                     "contentmodel": "wikitext", "contentformat": "text/x-wiki", "content": text,
                     "sha1": hashlib.sha1(text.encode()).hexdigest()}}}]}
 
         if "revids" in params:
             wanted = {int(r) for r in params["revids"].split("|")}
-            return {"batchcomplete": True, "query": {"pages": [page(p) for p in self.pages.values()
-                                                               if p.revid in wanted]}}
+            return {"batchcomplete": True, "query": {"pages": [page(p, r) for p in self.pages.values()
+                                                               for r in [p.revid, *p.earlier] if r in wanted]}}
         normalized, pages = [], []
         for title in params["titles"].split("|"):
             final = title[:1].upper() + title[1:]

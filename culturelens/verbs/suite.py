@@ -1,6 +1,6 @@
-"""``culturelens suite build`` and ``culturelens suite push``: every dataset and scoring asset of the suite, from
-public sources at pinned versions, into one folder, and that folder published as Hub datasets
-(``benchmark.suite_build``)."""
+"""``culturelens suite build``, ``suite status`` and ``suite push``: every dataset and scoring asset of the suite,
+from public sources (pinned, or at the revisions the build records), into one folder (``benchmark.suite_build``);
+what a folder lets ``make run`` serve; and that folder published as Hub datasets."""
 
 from __future__ import annotations
 
