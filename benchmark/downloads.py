@@ -73,9 +73,10 @@ def _open(request: urllib.request.Request, what: str, timeout: float, allow: tup
             raise DownloadError(f"{what}: {request.full_url[:160]} answered HTTP {error.code} ({error.reason})"
                                 ) from None
         except (urllib.error.URLError, TimeoutError, OSError) as error:
-            raise DownloadError(f"cannot reach {what} ({request.full_url[:100]}): {getattr(error, 'reason', error)}"
-                                "; where there is no network, give the source as a file instead (see "
-                                "`culturelens suite build --help`)") from None
+            raise DownloadError(f"cannot reach {what} ({request.full_url.split('?')[0]}): "
+                                f"{getattr(error, 'reason', error)}"
+                                "; where there is no network, give the source as a file instead (the "
+                                "command's --help names the option)") from None
     raise AssertionError("unreachable")
 
 

@@ -341,15 +341,16 @@ def _relevance_kb(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.relevance import kb, public_kb
 
     out = b.out / ASSET_FOLDERS["relevance-kb"]
-    backbone = b.backbone(kb.DEFAULT_BACKBONE)
     if given:
         records, images = _pair(asset, given)
+        backbone = b.backbone(kb.DEFAULT_BACKBONE)
         kb.build_index(records, images, out, backbone, batch_size=b.batch_size, show_progress=b.progress)
         return {**_given_pair(records, images), "backbone": backbone.id}
     part = SUITE_V1.part_of_track("relevance")
     if not b.dataset_folder(part.name).joinpath("README.md").exists():
         raise SuiteBuildError(f"relevance-kb is built for the relevance prompts, part {part.name}, which is not "
                               f"built in {b.out} yet: build it first (--only {part.name} relevance-kb)")
+    backbone = b.backbone(kb.DEFAULT_BACKBONE)  # its weights before the downloads: a missing one is said at once
     prompts = load_prompts(part.dataset.repo, part.dataset.config, part.dataset.split,
                            folder=b.dataset_folder(part.name))
     if asset.asset in b.refresh:

@@ -9,9 +9,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import shutil
 import signal
+import socket
 import subprocess
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +29,7 @@ from benchmark.suite_assets import Assets
 from culturelens.testing.public_sources import CommonsFile, HubRepo, Item, Page, PublicSources
 from culturelens.testing.submissions import TINY_UPSTREAM
 from tests.helpers import culturelens_command, culturelens_here, until
-from tests.suite_stand_ins import CSPACE_RECORDS, write_backbones, write_part
+from tests.suite_stand_ins import CSPACE_RECORDS, TEST_SEEDS, with_seeds, write_backbones, write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -213,14 +217,14 @@ def test_public_sources_a_killed_build_resumes_without_downloading_again_what_it
     out = tmp_path / "suite"
     hold = pointed.hold("/upload/Jollof rice.png", after=1000)
     before = len(pointed.requests)
-    import os
-
     process = subprocess.Popen(culturelens_command("suite", "build", "--out", out, "--backbones", backbones,
                                                    "--device", "cpu"), env={**os.environ, **pointed.env},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         until(lambda: hold.reached.is_set() or process.poll() is not None, 300, "the build reaching the held image")
         assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+        until(lambda: [p.stat().st_size for p in (out / ".downloads").rglob("*.part")] == [1000], 60,
+              "the held image's first 1000 bytes on disk")
         process.send_signal(signal.SIGKILL)
         process.wait(60)
     finally:
@@ -276,8 +280,6 @@ def test_public_sources_a_rebuild_reads_the_pinned_revisions_and_refresh_the_cur
         public_suite, pointed, backbones, tmp_path):
     """A week later Wikipedia's Paella page and its Wikidata item have new revisions: building the folder again
     reads the revisions it recorded (the same knowledge base, byte for byte); --refresh reads the new ones."""
-    import shutil
-
     first, _, _ = public_suite
     folder = tmp_path / "suite"
     shutil.copytree(first, folder, ignore=shutil.ignore_patterns(".downloads"))  # its pins only: every byte read again
@@ -387,9 +389,6 @@ HEADLINES = {"awareness": "clip_score", "diversity": "cd_uniform", "iconicity": 
 @pytest.mark.slow
 def test_public_sources_the_built_suite_scores_a_submission_on_all_six_tracks(public_suite, backbones, tiny_qwen_vl,
                                                                               tmp_path):
-    import shutil
-
-    from tests.suite_stand_ins import TEST_SEEDS, with_seeds
 
     folder = tmp_path / "suite"
     shutil.copytree(public_suite[0], folder, ignore=shutil.ignore_patterns(".downloads"))
@@ -438,8 +437,6 @@ def test_public_sources_status_says_what_make_run_serves_and_what_the_rest_needs
         "the public sources answer from here: `make run BUILD_SUITE=1` builds the suite first (culturelens suite "
         f"build --out {tmp_path / 'suite'}: downloads resumable, progress shown), then serves it; or run that "
         "command and restart"]
-    import socket
-
     with socket.socket() as closed:  # a port nothing listens on: every source refuses
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
@@ -453,8 +450,6 @@ def test_public_sources_status_says_what_make_run_serves_and_what_the_rest_needs
 
 
 def test_public_sources_make_run_offers_the_build_and_runs_it_with_a_flag():
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1]
     plain = subprocess.run(["make", "-n", "run"], cwd=root, capture_output=True, text=True).stdout
     assert "culturelens suite status" in plain and "suite build" not in plain

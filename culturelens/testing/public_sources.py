@@ -283,7 +283,8 @@ class PublicSources:
         def page(p: Page, revid: int | None = None) -> dict:
             revid = p.revid if revid is None else revid
             text = p.wikitext if revid == p.revid else p.earlier[revid]
-            return {"pageid": int(hashlib.sha1(p.title.encode()).hexdigest()[:6], 16), "ns": 0, "title": p.title, "revisions": [{
+            pageid = int(hashlib.sha1(p.title.encode()).hexdigest()[:6], 16)
+            return {"pageid": pageid, "ns": 0, "title": p.title, "revisions": [{
                 "revid": revid, "parentid": revid - 1, "slots": {"main": {
                     "contentmodel": "wikitext", "contentformat": "text/x-wiki", "content": text,
                     "sha1": hashlib.sha1(text.encode()).hexdigest()}}}]}
