@@ -84,6 +84,7 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
 
 # --- `culturelens data build relevance-kb` -------------------------------------------------------------------
 def build_public_kb(args: argparse.Namespace) -> int:
+    from benchmark.atomic import atomic_write_text
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import load_prompts
     from benchmark.downloads import Downloads
@@ -100,7 +101,7 @@ def build_public_kb(args: argparse.Namespace) -> int:
     pins = public_kb.read_pins(Path(args.pins)) if args.pins else None
     backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
     _, pins = public_kb.build(prompts, out, downloads, backbone, pins=pins, batch_size=args.batch_size)
-    (out / "pins.json").write_text(json.dumps(pins, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_text(out / "pins.json", json.dumps(pins, indent=1, ensure_ascii=False) + "\n")
     counted = public_kb.counts(pins)
     print(f"built the relevance knowledge base: {counted['entities']} entities ({counted['prompt_entities']} named by "
           f"the prompts, {counted['neighbours']} of other cultures), {counted['images']} images, {counted['pages']} "

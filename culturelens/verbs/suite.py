@@ -112,7 +112,7 @@ def _build_options(p: argparse.ArgumentParser) -> None:
     declared.add_runtime_options(p)
     p.epilog = (p.epilog or "") + "\n\nsources and pins (every asset has a public source; a file given instead is " \
         "built and recorded as not pinned):\n" + "\n".join(
-            f"  {s.asset}: {s.what}; default {s.default}; pin {s.pinned_by}" for s in SOURCES) + \
+            f"  {s.asset}: {s.what}; default {s.default}; instead: {s.how}; pin {s.pinned_by}" for s in SOURCES) + \
         "\n\nthe public services' addresses: " + ", ".join(e.env for e in declared.PUBLIC_SOURCES) + \
         " (a mirror's when set)"
     p.set_defaults(run=build, hub=True)
