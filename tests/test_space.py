@@ -132,10 +132,11 @@ def test_space_store_lives_on_persistent_storage_else_the_page_warns(tmp_path):
     space = {"SPACE_ID": "org/culturelens", "CULTURELENS_SPACE_STORAGE": str(data)}
     with_storage = operator_settings.service(public=True, environ=space)
     assert with_storage.store == data / "culturelens" and with_storage.restart_warning is None
-    without = operator_settings.service(public=True, environ={**space, "CULTURELENS_SPACE_STORAGE": str(tmp_path / "no")})
+    none = str(tmp_path / "no")
+    without = operator_settings.service(public=True, environ={**space, "CULTURELENS_SPACE_STORAGE": none})
     assert without.store == Path(".culturelens") and WARNING in without.restart_warning
     mirrored = operator_settings.service(public=True, environ={
-        **space, "CULTURELENS_SPACE_STORAGE": str(tmp_path / "no"), "CULTURELENS_HUB_REQUESTS": "org/requests",
+        **space, "CULTURELENS_SPACE_STORAGE": none, "CULTURELENS_HUB_REQUESTS": "org/requests",
         "CULTURELENS_HUB_RESULTS": "org/results"})
     assert mirrored.restart_warning is None  # restored from the repos at start
     named = operator_settings.service(public=True, environ={**space, "CULTURELENS_STORE": str(tmp_path / "elsewhere")})
