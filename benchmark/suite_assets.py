@@ -4,7 +4,9 @@ assets are present, and the metric settings they imply.
 Layout (``culturelens suite push`` publishes the folder less ``datasets/`` as the suite's Hub repo, and each
 dataset folder as its own Hub dataset repo)::
 
-    README.md                                the suite's card (data_cards/suite.md), generated from the definition
+    README.md                                the suite's card (data_cards/suite.md), generated from the definition;
+                                             its configs are the assets' tables (``asset_configs``)
+    LICENSE.md                               each asset's licence (the card's ``license_link``)
     suite.json                               ``suite``: the definition, each part's digest as built here;
                                              ``built``: per asset, its source, the bytes' sha256, ``pinned``
                                              (True: the suite's own source, at its public address; False: a file
@@ -14,8 +16,9 @@ dataset folder as its own Hub dataset repo)::
                                              ``content_digest`` (of the data files built) and what scoring needs to
                                              know of it (a backbone id)
     datasets/<org>__<name>/                  each part's dataset (and cube-cspace), Hub layout: a datasets root
-    assets/artifact-index/                   the diversity tagger's index (``benchmark.tagging.ArtifactIndex``)
-    assets/relevance-kb/                     the relevance knowledge base (``benchmark.relevance.kb``)
+    assets/artifact-index/                   the diversity tagger's index (``benchmark.tagging.ArtifactIndex``),
+                                             with its own card (README.md)
+    assets/relevance-kb/                     the relevance knowledge base (``benchmark.relevance.kb``), with its card
     assets/w1kp-calibration/<file>           the W1KP calibration (the authors' cdf-xy.pt, or an .npz)
     .downloads/                              what the builds downloaded, kept to resume and rebuild (not pushed)
 
@@ -39,6 +42,23 @@ ASSET_FOLDERS = {"artifact-index": f"{ASSETS}/artifact-index", "relevance-kb": f
 """Where each scoring asset sits in a suite folder."""
 SETTINGS = {"artifact-index": "artifact_index", "relevance-kb": "relevance_kb", "w1kp-calibration": "w1kp_calibration"}
 """The metric setting (``benchmark.tracks``) each scoring asset is the value of."""
+
+
+def asset_configs(folder: Path) -> dict[str, dict[str, str]]:
+    """The tables of the scoring assets present in the suite folder ``folder``, as configs of the suite repo's
+    card: each config an asset's card declares, named ``<asset>_<config>`` (``relevance_kb_entities`` ...), its
+    files under the asset's folder. The W1KP calibration is a file for ``--w1kp-calibration``, not a table."""
+    from huggingface_hub import DatasetCard
+
+    configs = {}
+    for asset, where in ASSET_FOLDERS.items():
+        card = Path(folder) / where / "README.md"
+        if not card.is_file():
+            continue
+        for entry in DatasetCard.load(card).data.to_dict().get("configs") or []:
+            configs[f"{asset.replace('-', '_')}_{entry['config_name']}"] = {
+                files["split"]: f"{where}/{files['path']}" for files in entry["data_files"]}
+    return configs
 
 
 class Assets:

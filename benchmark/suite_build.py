@@ -45,7 +45,7 @@ from benchmark.downloads import Downloads
 from benchmark.errors import CultureLensError, OutputExists
 from benchmark.layout import DATASETS
 from benchmark.suite import DEFINITION, SOURCES, SUITE_V1, Source, Suite, source
-from benchmark.suite_assets import ASSET_FOLDERS
+from benchmark.suite_assets import ASSET_FOLDERS, asset_configs
 
 ORDER = tuple(s.asset for s in SOURCES)
 PART_OF_ASSET = {"cube-1k": "cube-1k", "cube-diversity": "cube-diversity", "iconic-references": "iconic-references",
@@ -321,8 +321,10 @@ def _culturalframes(b: _Builder, asset: Source, given, *, revision: str | None, 
 
 def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
     import datasets
+    from huggingface_hub import DatasetCard
 
     from benchmark.datasets import cspace
+    from benchmark.datasets.hub_layout import Licence
     from benchmark.tagging import ArtifactIndex
 
     where = _default(asset, given)
@@ -333,7 +335,9 @@ def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
     table = datasets.load_dataset(str(folder), cspace.CONFIG, split=cspace.SPLIT,
                                   cache_dir=str(b.work / "hf-cache")).to_pandas()
     clip = b.backbone("clip-vit-b-32")
-    ArtifactIndex.from_backbone(table, clip, progress=b.progress).save(b.out / ASSET_FOLDERS["artifact-index"])
+    ArtifactIndex.from_backbone(table, clip, progress=b.progress).save(
+        b.out / ASSET_FOLDERS["artifact-index"], source=f"{cspace.HUB_REPO}, built from {where}",
+        licence=Licence.of_card(DatasetCard.load(folder / "README.md").data.to_dict()))
     return {**record, "artifacts": len(table), "backbone": clip.id}
 
 
@@ -383,22 +387,37 @@ _BUILDERS = {"cube-1k": _cube_1k, "cube-diversity": _cube_diversity, "iconic-ref
              "w1kp-calibration": _w1kp_calibration}
 
 
+LICENCE_FILE = "LICENSE.md"
+
+
 def write_definition(out: Path, suite: Suite, built: dict, not_built: dict[str, str]) -> None:
-    """The folder's ``suite.json`` and card, each written atomically (after every asset a build makes)."""
+    """The folder's ``suite.json``, ``LICENSE.md`` and card, each written atomically (after every asset a build
+    makes)."""
     from benchmark import __version__
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / DEFINITION, json.dumps({"culturelens": __version__, "suite": suite.to_dict(),
                                                     "built": built}, indent=2, ensure_ascii=False) + "\n")
-    atomic_write_text(out / "README.md", card(suite, built, not_built))
+    atomic_write_text(out / LICENCE_FILE, licences(suite))
+    atomic_write_text(out / "README.md", card(suite, built, not_built, asset_configs(out)))
 
 
-def card(suite: Suite, built: dict | None = None, not_built: dict[str, str] | None = None) -> str:
-    """The suite's card (``data_cards/suite.md``), from the definition (and a build's record)."""
-    from huggingface_hub import DatasetCardData
+def licences(suite: Suite) -> str:
+    """``LICENSE.md`` of a suite repo: the definition's licence, and each asset's, from its source."""
+    rows = "".join(f"| `{s.asset}` | {s.what} | {s.licence} |\n" for s in SOURCES)
+    return (f"# Licences of CultureLens suite v{suite.version}\n\nThe definition and the card (`suite.json`, "
+            "`README.md`) are CultureLens's, Apache-2.0. Each dataset and scoring asset keeps the licence of its "
+            "source; a dataset's own card and repo say it again.\n\n| asset | from | licence |\n|---|---|---|\n"
+            + rows)
 
+
+def card(suite: Suite, built: dict | None = None, not_built: dict[str, str] | None = None,
+         configs: dict[str, dict[str, str]] | None = None) -> str:
+    """The suite's card (``data_cards/suite.md``), from the definition (and a build's record); ``configs``: the
+    assets' tables present (``suite_assets.asset_configs``), none the default (``load_dataset(repo)`` asks which)."""
     from benchmark import __version__
     from benchmark.datasets import hub_layout
+    from benchmark.papers import bibtex
     from benchmark.suite import COSTS, CUBE_1K_SEEDS
     from benchmark.tracks import cited_papers
 
@@ -411,13 +430,19 @@ def card(suite: Suite, built: dict | None = None, not_built: dict[str, str] | No
     extra = (20 - k) * (SUITE_V1.part("cube-1k").dataset.prompts or 0)
     costs = [{**vars(c), "hours": suite.gpu_hours(c), "extra_hours": extra * c.seconds_per_image / 3600}
              for c in COSTS]
-    data = DatasetCardData(pretty_name=f"CultureLens suite v{suite.version}", license="other",
-                           task_categories=["text-to-image"], tags=["culture", "benchmark", "cultural-competence"])
+    prompts = sum(p.dataset.prompts or 0 for p in suite.parts)
+    data = hub_layout.card_data(
+        pretty_name=f"CultureLens suite v{suite.version}",
+        licence=hub_layout.Licence("other", "culturelens-suite-sources", LICENCE_FILE), configs=configs or {},
+        default=None, task_categories=["text-to-image"], language=["en"],
+        size_categories=[hub_layout.size_category(prompts)], tags=["culture", "benchmark", "cultural-competence"],
+        **({} if configs else {"viewer": False}))  # no asset table: nothing for the Hub's viewer to show
     return hub_layout.render_card(
         "suite", data, version=__version__, suite=suite, parts=parts, images=suite.images, costs=costs,
         cube_seeds=k, pairs=k * (k - 1) // 2, extra_images=extra, sources=SOURCES, built=built or {},
         pinned_at={asset: pins_text(record) for asset, record in (built or {}).items()}, not_built=not_built or {},
-        papers=list(cited_papers()))
+        configs=configs or {}, licence_file=LICENCE_FILE, papers=list(cited_papers()),
+        bibtex=bibtex(*cited_papers().values()))
 
 
 def pins_text(record: dict) -> str:

@@ -20,9 +20,9 @@ def add_store(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def store(args: argparse.Namespace | None = None) -> Path:
-    """The store ``--store`` names, else ``CULTURELENS_STORE``, else ``.culturelens`` (``args`` None: a verb
-    without the flag)."""
-    return Path(service.STORE.resolve(getattr(args, "store", None)))
+    """The store ``--store`` names, else ``CULTURELENS_STORE``, else on a Space its persistent storage's, else
+    ``.culturelens`` (``args`` None: a verb without the flag; ``operator_settings.store``)."""
+    return service.store(getattr(args, "store", None))
 
 
 def add_metric_options(parser: argparse.ArgumentParser) -> None:

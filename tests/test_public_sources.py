@@ -314,7 +314,7 @@ def test_public_sources_suite_push_publishes_the_pins_and_leaves_the_downloads_o
     result = culturelens_here("suite", "push", out, "--repo", "org/suite", "--to-folder", tmp_path / "hub")
     assert result.returncode == 0, result.stderr
     published = tmp_path / "hub" / "org__suite"
-    assert sorted(p.name for p in published.iterdir()) == ["README.md", "assets", "suite.json"]
+    assert sorted(p.name for p in published.iterdir()) == ["LICENSE.md", "README.md", "assets", "suite.json"]
     assert json.loads((published / "suite.json").read_text())["built"] == Assets(out).built  # the pins for all
 
 
@@ -354,6 +354,7 @@ def test_public_sources_the_kb_links_each_prompts_entity_and_not_another_culture
     assert "CC BY-SA 4.0; Ann; Wikimedia Commons, File:Paella.png (2021-03-04T05:06:07Z)" in credits.values()
     card = (out / "assets" / "relevance-kb" / "README.md").read_text()
     assert "| cuisine | 3 | 2 | 4 | Q746549 |" in card and "**BabelNet**" in card
+    assert "license: cc-by-sa-4.0" in card and "config_name: entities" in card  # a Hub dataset as it is
 
 
 @pytest.mark.slow

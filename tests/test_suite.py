@@ -175,7 +175,8 @@ def test_suite_push_to_a_folder_publishes_the_suite_repo_and_one_repo_per_datase
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in hub.iterdir()) == ["org__cube-1k", "org__cube-cspace", "org__cube-diversity",
                                                       "org__culturalframes", "org__iconic-references", "org__suite"]
-    assert sorted(p.name for p in (hub / "org__suite").iterdir()) == ["README.md", "assets", "suite.json"]
+    assert sorted(p.name for p in (hub / "org__suite").iterdir()) == ["LICENSE.md", "README.md", "assets",
+                                                                    "suite.json"]
     assert Assets(hub / "org__suite").settings()["artifact_index"] == str(hub / "org__suite" / "assets" /
                                                                          "artifact-index")
     pushed = load_prompts("org/cube-1k", "cube_1k", local_root=hub)  # the layout of a store's datasets/

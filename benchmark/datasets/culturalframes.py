@@ -420,18 +420,18 @@ def features(config: str) -> datasets.Features:
         "overall": number})
 
 
-def _size_category(rows: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if rows < limit:
-            return label
-    return "100K<n<1M"
+LICENCE = hub_layout.Licence("other", "culturalframes-no-licence-declared",
+                              f"https://huggingface.co/datasets/{SOURCE_REPO}")
+"""The authors' release declares no licence: the card says so and links to it."""
 
 
-def build(source: str | Path, out: Path | str, *, revision: str | None = None,
-          repo: str = HUB_REPO, shown_as: str | None = None) -> dict:
+def build(source: str | Path, out: Path | str, *, revision: str | None = None, repo: str = HUB_REPO,
+          max_shard_bytes: int = hub_layout.MAX_SHARD_BYTES, shown_as: str | None = None) -> dict:
     """Build the CulturalFrames folder (``prompts``, ``images``, ``ratings``) from the release; return a summary.
-    ``shown_as``: what the card names as the source (a downloaded release's repo, not its local folder)."""
+    ``max_shard_bytes``: a Parquet shard's size at most (the rated images are most of it). ``shown_as``: what the
+    card names as the source (a downloaded release's repo, not its local folder)."""
     from benchmark import __version__
+    from benchmark.papers import CULTURALFRAMES, bibtex
 
     folder = resolve_source(source, revision=revision)
     release = read_release(folder)
@@ -446,9 +446,9 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
     card = hub_layout.render_card(
         "culturalframes",
         hub_layout.card_data(
-            pretty_name="CulturalFrames (CultureLens build)", license="other",
+            pretty_name="CulturalFrames (CultureLens build)", licence=LICENCE,
             configs={c: [SPLIT] for c in CONFIGS}, default="prompts", task_categories=["text-to-image"],
-            language=["en"], size_categories=[_size_category(len(ratings))],
+            language=["en"], size_categories=[hub_layout.size_category(len(ratings))],
             source_datasets=[f"https://huggingface.co/datasets/{SOURCE_REPO}"],
             tags=["culture", "benchmark", "human-evaluation", "text-to-image-evaluation"]),
         version=__version__, repo=repo, split=SPLIT, source=shown_as or str(source), revision=revision,
@@ -458,7 +458,7 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
         present=present, record_fields={c: (spelled(p), k) for c, (p, k) in RECORD_FIELDS.items()},
         rating_fields={c: (spelled(p), k) for c, (p, k) in RATING_FIELDS.items()}, never=release.fields_never_found,
         optional_missing=release.optional_missing, n_records=release.n_records, notes=release.notes,
-        annotations_file=ANNOTATIONS_FILE)
+        annotations_file=ANNOTATIONS_FILE, licence=LICENCE, bibtex=bibtex(CULTURALFRAMES))
     cache = Path(tempfile.mkdtemp(prefix="culturalframes-build-"))
     try:
         image_table = datasets.Dataset.from_generator(
@@ -469,7 +469,7 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
             ("images", SPLIT): image_table,
             ("ratings", SPLIT): datasets.Dataset.from_pandas(ratings, features=features("ratings"),
                                                              preserve_index=False),
-        }, card)
+        }, card, max_shard_bytes=max_shard_bytes)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {"prompts": len(release.prompts), "images": len(images), "ratings": len(ratings),
@@ -478,12 +478,13 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
             "out": str(out)}
 
 
-def _local_file(folder: Path, config: str) -> Path:
-    path = Path(folder) / hub_layout.parquet_path(config, SPLIT)
-    if not path.is_file():
-        raise CulturalFramesSourceError(f"{folder}: no {hub_layout.parquet_path(config, SPLIT)}; build the folder with "
-                                        "`culturelens data build culturalframes --out DIR` and pass DIR")
-    return path
+def _local_files(folder: Path, config: str) -> list[Path]:
+    """The Parquet shards of a config of a built folder."""
+    files = hub_layout.parquet_files(Path(folder), config, SPLIT)
+    if not files:
+        raise CulturalFramesSourceError(f"{folder}: no {hub_layout.shards_pattern(config, SPLIT)}; build the folder "
+                                        "with `culturelens data build culturalframes --out DIR` and pass DIR")
+    return files
 
 
 def load_config(source: str | Path, config: str, *, columns: list[str] | None = None,
@@ -492,7 +493,8 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
     served from a stale cache) or of its Hub repo (``datasets.load_dataset``), as a DataFrame; ``columns``:
     only those (leave out ``image`` to skip the image bytes of a local folder)."""
     if Path(source).is_dir():
-        return pd.read_parquet(_local_file(Path(source), config), columns=columns)
+        return pd.concat([pd.read_parquet(file, columns=columns) for file in _local_files(Path(source), config)],
+                         ignore_index=True)
     try:
         table = datasets.load_dataset(str(source), config, split=SPLIT, revision=revision)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as error:
@@ -504,8 +506,9 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
 
 def images_of(folder: Path, model: str):
     """(image_id, prompt_id, image bytes) of one model's images in a built folder, streamed."""
-    for batch in pq.ParquetFile(_local_file(folder, "images")).iter_batches(
-            batch_size=64, columns=["image_id", "prompt_id", "model", "image"]):
-        for row in batch.to_pylist():
-            if row["model"] == model:
-                yield row["image_id"], row["prompt_id"], row["image"]["bytes"]
+    for file in _local_files(folder, "images"):
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=64,
+                                                       columns=["image_id", "prompt_id", "model", "image"]):
+            for row in batch.to_pylist():
+                if row["model"] == model:
+                    yield row["image_id"], row["prompt_id"], row["image"]["bytes"]

@@ -285,10 +285,17 @@ def _row(reference: Reference, prompt: str) -> dict:
             "images_pruned": reference.images_pruned, "wikidata_revision": reference.wikidata_revision}
 
 
+LICENCE = hub_layout.Licence("other", "per-image-licences", "https://commons.wikimedia.org/wiki/Commons:Licensing")
+"""Each image keeps its own licence (``image_licenses``), as on Wikimedia Commons, where the images come from."""
+
+
 def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | None = None, prune_backbone=None,
-          prune_threshold: float = 0.7, repo: str = HUB_REPO) -> dict:
-    """Build the dataset folder; ``prune_backbone`` is a loaded backbone (None: no pruning, and the card says so)."""
+          prune_threshold: float = 0.7, repo: str = HUB_REPO,
+          max_shard_bytes: int = hub_layout.MAX_SHARD_BYTES) -> dict:
+    """Build the dataset folder; ``prune_backbone`` is a loaded backbone (None: no pruning, and the card says so);
+    ``max_shard_bytes``: a Parquet shard's size at most (the reference images are most of it)."""
     from benchmark import __version__
+    from benchmark.papers import CRT, bibtex
 
     references = read_records(Path(records_path), Path(images_root))
     apply_sitelinks_filter(references)
@@ -313,10 +320,10 @@ def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | 
 
     removed = Counter(r.removed_by[0].split(":")[0] for r in references if r.removed_by)  # by first reason
     data = hub_layout.card_data(
-        pretty_name="Iconic references (CultureLens build)", license="other",
+        pretty_name="Iconic references (CultureLens build)", licence=LICENCE,
         configs={config: [split] for config, split in tables}, default=CONFIG,
         task_categories=["text-to-image"], language=["en"], tags=["culture", "iconicity", "wikidata", "benchmark"],
-        size_categories=["n<1K" if len(kept) < 1000 else "1K<n<10K"])
+        size_categories=[hub_layout.size_category(len(references))])  # references_all: every record
     card = hub_layout.render_card(
         "iconic_references", data, version=__version__, repo=repo, config=CONFIG, config_all=CONFIG_ALL,
         split=SPLIT, n_kept=len(kept), n_records=len(references),
@@ -324,8 +331,9 @@ def build(records_path: Path, images_root: Path, out: Path, *, ner_model: str | 
         images=sum(len(r.images) for r in kept), pruned=sum(r.images_pruned for r in references),
         removed=dict(removed), ner_model=ner_model, prune=prune_backbone.spec.uid if prune_backbone else None,
         prune_threshold=prune_threshold, perturbed=perturbed, min_sitelinks=MIN_SITELINKS,
-        licenses=Counter(lic for r in kept for lic in r.image_licenses).most_common(10))
-    hub_layout.write_folder(out, tables, card)
+        licenses=Counter(lic for r in kept for lic in r.image_licenses).most_common(10), licence=LICENCE,
+        bibtex=bibtex(CRT))
+    hub_layout.write_folder(out, tables, card, max_shard_bytes=max_shard_bytes)
     return {"records": len(references), "kept": len(kept), "removed": dict(removed), "perturbed": perturbed,
             "images": sum(len(r.images) for r in kept), "pruned": sum(r.images_pruned for r in references),
             "out": str(out)}

@@ -16,8 +16,14 @@ the ``credit`` column of ``images.parquet``).
 Output: a folder with ``image.faiss`` (one row per distinct KB image, by content), ``text.faiss`` (one row per
 entity: its lemma's text embedding), ``images.parquet`` (path, image_sha256, entity_ids of each image row),
 ``entities.parquet`` (entity_id, name, description, wikipedia of each text row) and ``kb.json`` (backbone id,
-the backbone's cache key, dimension, counts and a sha256 of every file, verified on load). Both indices are
-exact inner-product indices over unit-norm vectors, so scores are cosines.
+the backbone's cache key, dimension, counts, the licence declared and a sha256 of every file, verified on load).
+Both indices are exact inner-product indices over unit-norm vectors, so scores are cosines.
+
+The folder is also a Hub dataset repo as it is (``culturelens data push``, or an asset of the suite repo): its
+``README.md`` is its card (``card``, from ``data_cards/relevance_kb.md``), written with the files and from what
+``kb.json`` records, declaring the two tables as configs, ``entities`` (the default) and ``images``, so that
+``load_dataset(folder, "entities", split="train")`` reads them. The card is not among the checksummed files: a
+folder saved before it existed loads as it did.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from benchmark.atomic import atomic_folder
+from benchmark.datasets import hub_layout
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone
 from benchmark.errors import CultureLensError, OutputExists
@@ -50,6 +57,8 @@ RECORD_KEYS = ("entity_id", "name", "description", "wikipedia", "images")
 OPTIONAL_KEYS = ("sources", "image_credits")
 MANIFEST = "kb.json"
 FILES = ("image.faiss", "text.faiss", "images.parquet", "entities.parquet")
+TABLES = {"entities": "entities.parquet", "images": "images.parquet"}
+"""The card's configs (the first the default): each a table of the folder, its one split ``train``."""
 
 
 class KnowledgeBaseError(CultureLensError, ValueError):
@@ -234,6 +243,7 @@ class KnowledgeBase:
             pq.write_table(pa.Table.from_pandas(self.entities, preserve_index=False), staging / "entities.parquet")
             info = {**self.info, "files": {name: file_digest(staging / name) for name in FILES}}
             (staging / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            (staging / "README.md").write_text(card(info), encoding="utf-8")
         self.info, self.folder = info, out
         return out
 
@@ -266,12 +276,31 @@ class KnowledgeBase:
         return kb
 
 
+def card(info: dict, public: dict | None = None) -> str:
+    """The folder's card (``README.md``) from what ``kb.json`` records: the tables as configs, the licence declared
+    (``unknown`` for a folder that records none), the size by entities, the BibTeX of CAIRE and CultureLens.
+    ``public``: for a knowledge base built from public sources, what its card states besides (``public_kb.card``)."""
+    from benchmark import __version__
+    from benchmark.papers import CAIRE, bibtex
+
+    licence = hub_layout.Licence.of_card(info.get("licence") or {})
+    data = hub_layout.card_data(
+        pretty_name="CultureLens relevance knowledge base", licence=licence,
+        configs={name: {"train": file} for name, file in TABLES.items()}, default=next(iter(TABLES)),
+        task_categories=["zero-shot-image-classification"], language=["en"],
+        size_categories=[hub_layout.size_category(info["entities"])],
+        tags=["culture", "knowledge-base", "entity-linking", "caire"])
+    return hub_layout.render_card("relevance_kb", data, version=__version__, info=info, licence=licence,
+                                  bibtex=bibtex(CAIRE), public=public)
+
+
 def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
                 backbone: Backbone | str = DEFAULT_BACKBONE, *, registry: dict | None = None,
                 device: str | None = None, cache=None, batch_size: int = 32, num_workers: int = 0,
-                show_progress: bool = True) -> KnowledgeBase:
+                show_progress: bool = True, licence: hub_layout.Licence | None = None) -> KnowledgeBase:
     """Validate the records and images, embed every distinct image and every lemma with ``backbone`` (a loaded
     Backbone, or a registry id loaded from ``registry`` or the default registry), and save the index to ``out``.
+    ``licence``: the records' (kb.json and the card record it; default ``unknown``: not declared).
 
     ``cache``: an ``EmbeddingCache``; embeddings found there are not recomputed (same keys as the harness's:
     ``benchmark.features.embeddings``).
@@ -301,7 +330,8 @@ def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
     info = {"format_version": FORMAT_VERSION, "backbone": backbone.id, "backbone_uid": backbone.spec.uid,
             "backbone_key": backbone.key, "dimension": int(image_vectors.shape[1]), "entities": len(entities),
             "images": len(images), "records": Path(records).name, "records_sha256": file_digest(Path(records)),
-            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "licence": (licence or hub_layout.Licence("unknown")).fields()}
     columns = sorted({key for sources in entities["sources"] for key in sources})
     table = entities[["entity_id", "name", "description", "wikipedia"]].reset_index(drop=True)
     for column in columns:  # where each entity was read, when the records say (public_kb's)

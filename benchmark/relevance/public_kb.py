@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark.atomic import atomic_write_text
+from benchmark.datasets.hub_layout import Licence
 from benchmark.datasets.wikimedia import (Commons, Entity, ImagePin, Wikidata, Wikipedia, fetch_images, file_name,
                                           plain_text)
 from benchmark.downloads import ChangedBytes, Downloads, Step
@@ -283,19 +284,13 @@ def counts(pins: dict) -> dict:
 
 
 def card(pins: dict, info: dict, sources: dict[str, str]) -> str:
-    """The knowledge base's card (``data_cards/relevance_kb.md``)."""
-    from huggingface_hub import DatasetCardData
+    """The knowledge base's card (``data_cards/relevance_kb.md``, ``kb.card``) with what a public build adds: its
+    counts and why, how it differs from CAIRE's, its sources and pins."""
+    from benchmark.relevance import kb
 
-    from benchmark import __version__
-    from benchmark.datasets import hub_layout
-    from benchmark.papers import CAIRE
-
-    data = DatasetCardData(pretty_name="CultureLens relevance knowledge base", license="other",
-                           tags=["culture", "knowledge-base", "wikidata", "wikipedia", "wikimedia-commons"])
-    return hub_layout.render_card("relevance_kb", data, version=__version__, pins=pins, info=info,
-                                  counts=counts(pins), sources=sources, caire=CAIRE.text,
-                                  neighbours_per_category=NEIGHBOURS_PER_CATEGORY, images_per_entity=IMAGES_PER_ENTITY,
-                                  classes_per_category=CLASSES_PER_CATEGORY)
+    return kb.card(info, public={"pins": pins, "counts": counts(pins), "sources": sources,
+                                 "neighbours_per_category": NEIGHBOURS_PER_CATEGORY,
+                                 "images_per_entity": IMAGES_PER_ENTITY, "classes_per_category": CLASSES_PER_CATEGORY})
 
 
 def read_pins(where: Path) -> dict:
@@ -313,6 +308,8 @@ def read_pins(where: Path) -> dict:
     return pins
 
 
+LICENCE = Licence("cc-by-sa-4.0")
+"""The texts' (English Wikipedia's); each image's own licence is in its credit, and only its embedding is here."""
 ENDPOINTS = ("WIKIDATA_API", "WIKIDATA_SPARQL", "WIKIPEDIA_API", "COMMONS_API")
 """The settings naming the services this knowledge base is read from (``benchmark.settings``)."""
 
@@ -330,7 +327,8 @@ def build(prompts, out: Path, downloads: Downloads, backbone, *, pins: dict | No
     countries = sorted({COUNTRY_QIDS[c] for c in rows.get("country_code", []) if c in COUNTRY_QIDS})
     records, pins = fetch(rows, f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.digest}", downloads,
                           pins=pins, country_qids=countries, progress=progress)
-    built = kb.build_index(records, downloads.root, out, backbone, batch_size=batch_size, show_progress=progress)
+    built = kb.build_index(records, downloads.root, out, backbone, batch_size=batch_size, show_progress=progress,
+                           licence=LICENCE)
     endpoints = {getattr(settings, name).env: getattr(settings, name).resolve() for name in ENDPOINTS}
     atomic_write_text(Path(out) / "README.md", card(pins, built.info, endpoints))
     return built, pins

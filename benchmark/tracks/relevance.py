@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from benchmark import settings as declared
+from benchmark.errors import CultureLensError
 from benchmark.settings import Setting, positive_int
 from benchmark.track import MetricsUnavailable, Papers, Track, Verb
 from benchmark.papers import CAIRE
@@ -61,14 +62,19 @@ def metrics(settings, backbones) -> list:
 
 # --- `culturelens kb-index` -------------------------------------------------------------------------------------
 def kb_index(args: argparse.Namespace) -> int:
+    from benchmark.datasets.hub_layout import Licence
     from benchmark.encoders import load_backbone
     from benchmark.encoders.spec import load_registry
     from benchmark.relevance import kb
 
+    licence = Licence(args.license, args.license_name, args.license_link)
+    if (licence.id == "other") != bool(licence.name and licence.link):
+        raise CultureLensError("--license-name and --license-link go with --license other, and it needs both "
+                               "(the Hub's card checks ask for them)")
     # The records and their images first (KnowledgeBaseError), before minutes of loading weights.
     kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
     backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
-    kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
+    kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone, licence=licence)
     print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
     return 0
 
@@ -77,7 +83,13 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
     kbi.add_argument("--records", required=True, help="JSON Lines or Parquet of entities (see README, 'Relevance')")
     kbi.add_argument("--images", required=True, help="folder holding the images the records name")
     kbi.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
-    kbi.add_argument("--out", required=True, help="index folder to write")
+    kbi.add_argument("--out", required=True, help="index folder to write (a Hub dataset folder: its card, README.md, "
+                                                  "is written with it)")
+    kbi.add_argument("--license", default="unknown",
+                     help="the records' licence, as a Hub licence id (cc-by-sa-4.0, ...; default unknown: not "
+                          "declared), recorded in kb.json and the card")
+    kbi.add_argument("--license-name", default=None, help="with --license other: its name (lower case, '-')")
+    kbi.add_argument("--license-link", default=None, help="with --license other: a link to its terms")
     declared.add_runtime_options(kbi)
     kbi.set_defaults(run=kb_index, hub=True)
 
