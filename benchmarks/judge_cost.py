@@ -274,20 +274,24 @@ def time_judge(args) -> None:
         return out
 
     judge.judge_batch(work[:2])  # warm-up
-    whole = plain_forward()
+    whole_probabilities = plain_forward()
     baseline = best_of(args.repeats, plain_forward)
     caire = best_of(args.repeats, lambda: judge.judge_batch(work))
+    judge.tokens_fed = 0
     shared = np.array([j.probabilities for j in judge.judge_batch(work)])
+    fed = judge.tokens_fed / len(work)
     tokens = int(batches[0]["attention_mask"][0].sum())
+    whole = sum(int(b["attention_mask"].sum()) for b in batches) / len(work)
     n = len(work)
     where = torch.cuda.get_device_name() if on_gpu else f"CPU, {args.threads} thread(s)"
     print(f"\n{judge.id}: {args.images} images x {len(CUBE_COUNTRIES)} labels, {args.size} px, batch "
           f"{args.batch_size}, {where}, ~{tokens} tokens per whole CAIRE prompt (this tokenizer), best of "
           f"{args.repeats}")
-    print(f"  plain forward of each whole prompt (today's cost)  {baseline / n * 1e3:8.1f} ms per image-label")
-    print(f"  CAIRE judge, shared prefix                          {caire / n * 1e3:8.1f} ms per image-label   "
-          f"judge / plain forward {caire / baseline:.2f}")
-    print(f"  largest |P(k) shared prefix - P(k) whole prompt|    {np.abs(shared - whole).max():.2e} "
+    print(f"  plain forward of each whole prompt (today's cost)  {baseline / n * 1e3:8.1f} ms per image-label, "
+          f"{whole:,.0f} tokens")
+    print(f"  CAIRE judge, shared prefix                          {caire / n * 1e3:8.1f} ms per image-label, "
+          f"{fed:,.0f} tokens (padding included)   judge / plain forward {caire / baseline:.2f}")
+    print(f"  largest |P(k) shared prefix - P(k) whole prompt|    {np.abs(shared - whole_probabilities).max():.2e} "
           f"({judge.model.dtype})")
     if not args.real_size_7b:
         images = [r.image for r in work]

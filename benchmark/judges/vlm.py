@@ -20,6 +20,7 @@ import copy
 import inspect
 import textwrap
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,30 +159,36 @@ class VLMJudge(Judge):
         the tails batched ``batch_size`` rows at a time. A tail carries the tokens of the answer trie's deepest
         branching node with it, so every branching node's logits come from that one pass (causal attention:
         a position never sees the tokens after it). The values are the full prompt's up to rounding
-        (tests/test_judges.py, ``test_judge_prefix_*``: within 1e-5 on the CPU in float32)."""
+        (tests/test_judges.py, ``test_judge_prefix_*``: within 1e-5 on the CPU in float32). The processor (on
+        the CPU) prepares the next image on another thread while the model reads this one."""
         if len(images) != len(prompts):
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
         out = np.zeros((len(prompts), len(answers)))
         groups: dict[int, list[int]] = {}
         for i, image in enumerate(images):
             groups.setdefault(id(image), []).append(i)
-        for rows in groups.values():
-            for i, p in zip(rows, self._shared_prefix_distributions(images[rows[0]], [prompts[i] for i in rows],
-                                                                    answers)):
-                out[i] = p
+        # Every prompt's answer tokens before the processor's thread starts: a fast tokenizer is not to be used
+        # from two threads at once.
+        sequences = [self.answer_tokens(prompt, answers) for prompt in prompts]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-processor") as ahead:
+            prefixes = ahead.map(lambda rows: SharedPrefix.of(self, images[rows[0]], [prompts[i] for i in rows]),
+                                 groups.values())
+            for rows, prefix in zip(groups.values(), prefixes):
+                for i, p in zip(rows, self._shared_prefix_distributions(prefix, [sequences[i] for i in rows])):
+                    out[i] = p
         return out
 
     @torch.inference_mode()
-    def _shared_prefix_distributions(self, image: Image.Image, prompts: Sequence[str],
-                                     answers: Sequence[str]) -> list[np.ndarray]:
-        prefix = SharedPrefix.of(self, image, prompts)
+    def _shared_prefix_distributions(self, prefix: SharedPrefix, answers: Sequence[tuple[Tokens, ...]]
+                                     ) -> list[np.ndarray]:
+        """Per prompt of one image, the probabilities of its ``answers`` (token sequences) after ``prefix``."""
         cache = DynamicCache(config=self.model.config)
         self.model(**prefix.inputs, use_cache=True, logits_to_keep=1, **{self._cache_argument: cache})
         self.tokens_fed += prefix.length
-        out: list[np.ndarray | None] = [None] * len(prompts)
+        out: list[np.ndarray | None] = [None] * len(answers)
         by_answers: dict[tuple[Tokens, ...], list[int]] = {}
-        for i, prompt in enumerate(prompts):
-            by_answers.setdefault(self.answer_tokens(prompt, answers), []).append(i)
+        for i, sequences in enumerate(answers):
+            by_answers.setdefault(sequences, []).append(i)
         for sequences, members in by_answers.items():
             nodes = branching_nodes(sequences)
             # Each branching node read from one pass: a tail ends with the tokens of the deepest node on its path.
