@@ -153,7 +153,7 @@ def test_device_transforms_clip_runs_open_clips_steps_on_tensors_within_a_few_le
     reference = prepare(backbone.transform, image, "image")
     levels = (prepared - reference).abs() * backbone.preparation.std * 255
     assert levels.max() <= 6 and levels.mean() < 0.5
-    assert backbone.key.endswith("#" + backbone.preprocess_version + "/tensor-1")
+    assert backbone.image_key == backbone.key + "/tensor-1"  # image embeddings: their own cache key
     assert ClipScore().info.version == "1; images tensor-1"
 
 
@@ -194,7 +194,7 @@ def test_device_transforms_a_transform_they_cannot_run_falls_back_to_pil_and_kee
     blurred = transforms.Compose([transforms.Lambda(lambda i: i.filter(ImageFilter.BLUR)),
                                   *backbone.preprocess.transforms])
     backbone.preprocess, backbone._preparation = blurred, None
-    assert type(backbone.preparation) is Preparation and "/" not in backbone.key.rpartition("#")[2]
+    assert type(backbone.preparation) is Preparation and backbone.image_key == backbone.key
     image = _image(64)
     prepared = backbone.preparation.prepare(pixels_of(image).unsqueeze(0), "image")[0]
     assert torch.equal(prepared, prepare(blurred, image, "image"))

@@ -214,10 +214,14 @@ class Backbone(ABC):
 
     @property
     def key(self) -> str:
-        """Weights, revision, preprocessing and where the inputs are prepared: a ``Preparation`` that runs on
-        tensors adds its tag (``ON_DEVICE``), the PIL fallback none (its inputs are the transform's own)."""
-        where = "" if self.preparation.tag == Preparation.tag else f"/{self.preparation.tag}"
-        return f"{self.spec.uid}@{self.revision}#{self.preprocess_version}{where}"
+        return f"{self.spec.uid}@{self.revision}#{self.preprocess_version}"
+
+    @property
+    def image_key(self) -> str:
+        """``key`` and where image inputs are prepared, the key of image and grid embeddings in the cache: a
+        ``Preparation`` that runs on tensors adds its tag (``ON_DEVICE``), the PIL fallback none (its inputs are
+        the transform's own). Text embeddings, and the indexes built of them, keep ``key``."""
+        return self.key + ("" if self.preparation.tag == Preparation.tag else f"/{self.preparation.tag}")
 
     @property
     @abstractmethod

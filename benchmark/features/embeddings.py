@@ -305,7 +305,7 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
     if isinstance(source, (str, Path)):
         source = Shards(Path(source)).source(images["path"].tolist())
 
-    requests = {(row, need): entry_key(sha, backbones[need.backbone].key, need.name)
+    requests = {(row, need): entry_key(sha, backbones[need.backbone].image_key, need.name)
                 for row, sha in enumerate(shas) for need in image_needs}
     unique_texts = sorted(set(texts))
     text_requests = {(text, b): entry_key(_text_sha(text), backbones[b].key, "text")
