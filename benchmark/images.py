@@ -18,8 +18,8 @@ Scoring reads images through ``decode_for_scoring``: the same pixels, faster whe
 exactly them. An 8-bit RGB PNG with neither transparency nor EXIF (what image generators write) is decoded by
 libspng (``pyspng``), lossless like Pillow's own decoder and faster (a 1,024 px PNG: 24 ms of one core against
 33 ms for libpng through torchvision and 38 ms for Pillow; benchmarks/README.md, "harness_speed.py"); every other
-file takes ``open_as_viewed``. JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and chroma
-upsampling may round differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
+file takes ``open_as_viewed``. JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and
+chroma upsampling may round differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
 """
 
 from __future__ import annotations

@@ -43,26 +43,30 @@ PROMPTS = ["A high resolution image of feijoada from Brazilian cuisine.", "A pan
 def sdxl_pipeline(real_size: bool, device: str, dtype: torch.dtype):
     """StableDiffusionXLPipeline with random weights: SDXL base 1.0's published configuration, or a tiny one of
     the same classes."""
-    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
+    from diffusers import (
+        AutoencoderKL,
+        EulerDiscreteScheduler,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     tokenizer = byte_level_clip_tokenizer()
     if real_size:  # stabilityai/stable-diffusion-xl-base-1.0: unet, vae, text_encoder, text_encoder_2 configs
-        unet = dict(block_out_channels=(320, 640, 1280), transformer_layers_per_block=(1, 2, 10),
-                    attention_head_dim=(5, 10, 20), cross_attention_dim=2048, layers_per_block=2, sample_size=128)
-        vae = dict(block_out_channels=(128, 256, 512, 512), layers_per_block=2, sample_size=1024)
-        texts = [dict(hidden_size=768, intermediate_size=3072, num_attention_heads=12, num_hidden_layers=12,
-                      projection_dim=768, hidden_act="quick_gelu"),
-                 dict(hidden_size=1280, intermediate_size=5120, num_attention_heads=20, num_hidden_layers=32,
-                      projection_dim=1280, hidden_act="gelu")]
+        unet = {"block_out_channels": (320, 640, 1280), "transformer_layers_per_block": (1, 2, 10),
+                "attention_head_dim": (5, 10, 20), "cross_attention_dim": 2048, "layers_per_block": 2,
+                "sample_size": 128}
+        vae = {"block_out_channels": (128, 256, 512, 512), "layers_per_block": 2, "sample_size": 1024}
+        texts = [{"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12, "num_hidden_layers": 12,
+                  "projection_dim": 768, "hidden_act": "quick_gelu"},
+                 {"hidden_size": 1280, "intermediate_size": 5120, "num_attention_heads": 20, "num_hidden_layers": 32,
+                  "projection_dim": 1280, "hidden_act": "gelu"}]
     else:
-        unet = dict(block_out_channels=(32, 64, 64), transformer_layers_per_block=(1, 1, 1),
-                    attention_head_dim=(2, 4, 4), cross_attention_dim=64, layers_per_block=1, sample_size=32)
-        vae = dict(block_out_channels=(32, 32, 64, 64), layers_per_block=1, sample_size=256)
-        texts = [dict(hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-                      projection_dim=32, hidden_act="quick_gelu"),
-                 dict(hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-                      projection_dim=32, hidden_act="gelu")]
+        unet = {"block_out_channels": (32, 64, 64), "transformer_layers_per_block": (1, 1, 1),
+                "attention_head_dim": (2, 4, 4), "cross_attention_dim": 64, "layers_per_block": 1, "sample_size": 32}
+        vae = {"block_out_channels": (32, 32, 64, 64), "layers_per_block": 1, "sample_size": 256}
+        texts = [{"hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 4, "num_hidden_layers": 2,
+                  "projection_dim": 32, "hidden_act": act} for act in ("quick_gelu", "gelu")]
     time_ids = unet["cross_attention_dim"] - texts[0]["hidden_size"]  # the pooled text embedding's width
     default = torch.get_default_dtype()
     torch.manual_seed(0)
@@ -79,9 +83,9 @@ def sdxl_pipeline(real_size: bool, device: str, dtype: torch.dtype):
                                       down_block_types=("DownEncoderBlock2D",) * 4,
                                       up_block_types=("UpDecoderBlock2D",) * 4, scaling_factor=0.13025,
                                       force_upcast=True, **vae)
-            encoders = [cls(CLIPTextConfig(vocab_size=49408, max_position_embeddings=77, bos_token_id=tokenizer.bos_token_id,
-                                           eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id,
-                                           **config))
+            ids = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
+                   "pad_token_id": tokenizer.eos_token_id}
+            encoders = [cls(CLIPTextConfig(vocab_size=49408, max_position_embeddings=77, **ids, **config))
                         for cls, config in zip((CLIPTextModel, CLIPTextModelWithProjection), texts)]
     finally:
         torch.set_default_dtype(default)

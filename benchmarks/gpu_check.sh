@@ -17,8 +17,8 @@ SMOKE=0
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] && [ "$SMOKE" = 1 ] && PYTHON=.venv/bin/python
 if [ -d .whl ]; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false

@@ -51,7 +51,7 @@ from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet
 from benchmark.encoders import load_backbone
 from benchmark.encoders.base import grid_edges, grid_tiles, pixels_of, prepare
-from benchmark.encoders.spec import BackboneSpec, load_registry
+from benchmark.encoders.spec import load_registry
 from benchmark.features import embeddings
 from benchmark.images import decode_for_scoring, open_as_viewed
 from benchmark.metrics.alignment import ClipCosine, ClipScore
@@ -215,7 +215,7 @@ def device_differences(device: str, backbones, folder: Path, images: pd.DataFram
         scale = 255 * (std if std is not None else torch.ones(3, 1, 1))
         levels = float(((prepared.cpu() - reference).abs() * scale).max())
         moved = float(np.linalg.norm(backbone.embed(prepared) - backbone.embed(reference), axis=-1).max())
-        lines.append(f"  {str(need):28s} inputs differ by <= {levels:5.2f} levels; embeddings by <= {moved:.2e} (L2)")
+        lines.append(f"  {need!s:28s} inputs differ by <= {levels:5.2f} levels; embeddings by <= {moved:.2e} (L2)")
     return lines
 
 
@@ -285,10 +285,10 @@ def worker_cpu_ms(folder: Path, images: pd.DataFrame, backbones, needs: list[Nee
     times = {before: [], now: []}
     try:
         for _ in range(repeats):
-            for way in times:
+            for way, spent in times.items():
                 start = time.process_time()
                 way()
-                times[way].append(time.process_time() - start)
+                spent.append(time.process_time() - start)
     finally:
         torch.set_num_threads(threads)
     return min(times[before]) / len(plan) * 1e3, min(times[now]) / len(plan) * 1e3

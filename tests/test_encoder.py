@@ -217,7 +217,12 @@ def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
 def test_a_backbone_with_the_floor_cut_prepares_its_grid_and_the_harness_decoder_too(tiny_dino, tmp_path):
     from dataclasses import replace
 
-    from benchmark.features.embeddings import DecodedBatch, FileSource, _Decode, prepared_batch
+    from benchmark.features.embeddings import (
+        DecodedBatch,
+        FileSource,
+        _Decode,
+        prepared_batch,
+    )
     from benchmark.metrics.base import Need
 
     backbone = load_backbone("d", {"d": replace(tiny_dino, grid_cut="floor")}, device="cpu")

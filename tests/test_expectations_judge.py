@@ -255,7 +255,8 @@ def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_prot
         assert json.loads(protocol)["dataset"] == "culturelens/culturalframes:prompts:test"
         # The tiny judge is not the headline protocol's: its rows rank under their own protocol.
         assert not tracks.on_protocol("expectations", protocol)
-        fields = {**json.loads(protocol), "metric_version": "2 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, shared prefix)"}
+        fields = {**json.loads(protocol),
+                  "metric_version": "2 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, shared prefix)"}
         assert tracks.on_protocol("expectations", json.dumps(fields))
 
 

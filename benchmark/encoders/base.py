@@ -10,7 +10,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchmark.encoders.spec import GRID_CUTS, PREPARED_ON_DEVICE, BackboneSpec, BackboneUnavailable
+from benchmark.encoders.spec import (
+    GRID_CUTS,
+    PREPARED_ON_DEVICE,
+    BackboneSpec,
+    BackboneUnavailable,
+)
 
 
 def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:

@@ -10,7 +10,12 @@ from __future__ import annotations
 import torch
 from torchvision import transforms
 
-from benchmark.encoders.base import Backbone, ComposePreparation, Preparation, how_to_provide
+from benchmark.encoders.base import (
+    Backbone,
+    ComposePreparation,
+    Preparation,
+    how_to_provide,
+)
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 
 IMAGE_SIZE = 224  # DreamSim's preprocessing: bicubic resize to 224 x 224, values in [0, 1]

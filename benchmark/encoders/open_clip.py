@@ -20,7 +20,12 @@ import torch
 from huggingface_hub import hf_hub_download
 
 from benchmark.digests import file_digest
-from benchmark.encoders.base import Backbone, ComposePreparation, Preparation, how_to_provide
+from benchmark.encoders.base import (
+    Backbone,
+    ComposePreparation,
+    Preparation,
+    how_to_provide,
+)
 from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
 
 HF_FILE = "hf-file:"
