@@ -37,10 +37,10 @@ class ProcessorPreparation(Preparation):
     """The ``Preparation`` of a torchvision-backed transformers image processor (``backend == "torchvision"``,
     e.g. DINOv2's BitImageProcessor in transformers 5), run on the device: the processor itself on the uint8
     pixels there (its ``device`` argument), rescaling and normalisation off (RGB, resize, centre crop: uint8 out),
-    then its rescale and normalisation with constants made once per device. The processor runs the same
-    torchvision operations on a CPU tensor as on a GPU one: on the CPU the inputs are the processor's own bit for
-    bit; on a GPU its floating-point resize may round a level differently here and there, so these inputs have
-    their own cache key (``ON_DEVICE``)."""
+    then its rescale and normalisation with constants made once per device. On the CPU the inputs are the
+    processor's own bit for bit (the same torchvision operations on the same uint8 tensor); on a GPU torch resizes
+    in floating point where the CPU resizes uint8 in fixed point, so a pixel may land a few levels away, and these
+    inputs have their own cache key (``ON_DEVICE``)."""
 
     tag = ON_DEVICE
 
