@@ -58,12 +58,6 @@ def prepare(transform: Callable[[Image.Image], torch.Tensor], image: Image.Image
     raise ValueError(f"cannot prepare {kind!r} inputs")
 
 
-# What a cache key says about inputs prepared by ``Preparation`` subclasses that run the transform's own steps on
-# tensors, on the model's device: not bit for bit the PIL transform's (torchvision's tensor resize is PIL's filter
-# in floating point, PIL's is fixed point with a uint8 rounding between its two passes), so never cached as its.
-ON_DEVICE = PREPARED_ON_DEVICE
-
-
 class Preparation:
     """A backbone's preprocessing of decoded images on the model's device, a batch at a time: ``images`` takes
     uint8 (N, 3, H, W) RGB pixels of one size, on any device, and returns the float model inputs there;
@@ -73,7 +67,7 @@ class Preparation:
 
     This base class is the fallback for a transform that cannot run on tensors: each image goes back to PIL on
     the CPU through ``transform`` itself, as before (``tag`` "pil": its inputs, and so its cache keys, are the
-    transform's own). Subclasses run the transform's steps on tensors (``tag`` ``ON_DEVICE``)."""
+    transform's own). Subclasses run the transform's steps on tensors (``tag`` ``PREPARED_ON_DEVICE``)."""
 
     tag = "pil"
 
@@ -109,9 +103,9 @@ class ComposePreparation(Preparation):
     Not bit for bit the PIL transform: PIL resizes in fixed point with a uint8 rounding between its horizontal and
     vertical passes, torchvision in floating point in one. Pixels differ by a level here and there
     (tests/test_encoder.py, ``test_device_transforms_*``, bounds what that does to the embeddings), so these
-    inputs have their own cache key (``ON_DEVICE``)."""
+    inputs have their own cache key (``PREPARED_ON_DEVICE``)."""
 
-    tag = ON_DEVICE
+    tag = PREPARED_ON_DEVICE
     _SAME_ON_RGB_TENSORS = ("MaybeConvertMode", "_convert_to_rgb")  # a PIL mode conversion; our pixels are RGB
 
     def __init__(self, transform, steps: list, normalize):
@@ -224,8 +218,8 @@ class Backbone(ABC):
     @property
     def image_key(self) -> str:
         """``key`` and where image inputs are prepared, the key of image and grid embeddings in the cache: a
-        ``Preparation`` that runs on tensors adds its tag (``ON_DEVICE``), the PIL fallback none (its inputs are
-        the transform's own). Text embeddings, and the indexes built of them, keep ``key``."""
+        ``Preparation`` that runs on tensors adds its tag (``PREPARED_ON_DEVICE``), the PIL fallback none (its
+        inputs are the transform's own). Text embeddings, and the indexes built of them, keep ``key``."""
         return self.key + ("" if self.preparation.tag == Preparation.tag else f"/{self.preparation.tag}")
 
     @property

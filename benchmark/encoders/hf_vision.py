@@ -19,8 +19,12 @@ from PIL import Image
 from transformers import AutoImageProcessor, AutoModel
 
 from benchmark.digests import file_digest
-from benchmark.encoders.base import ON_DEVICE, Backbone, Preparation, how_to_provide
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.encoders.base import Backbone, Preparation, how_to_provide
+from benchmark.encoders.spec import (
+    PREPARED_ON_DEVICE,
+    BackboneSpec,
+    BackboneUnavailable,
+)
 
 
 class _ProcessorTransform:
@@ -40,9 +44,9 @@ class ProcessorPreparation(Preparation):
     then its rescale and normalisation with constants made once per device. On the CPU the inputs are the
     processor's own bit for bit (the same torchvision operations on the same uint8 tensor); on a GPU torch resizes
     in floating point where the CPU resizes uint8 in fixed point, so a pixel may land a few levels away, and these
-    inputs have their own cache key (``ON_DEVICE``)."""
+    inputs have their own cache key (``PREPARED_ON_DEVICE``)."""
 
-    tag = ON_DEVICE
+    tag = PREPARED_ON_DEVICE
 
     def __init__(self, processor):
         super().__init__(_ProcessorTransform(processor),
