@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/gpu_check.sh            # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_check.sh --smoke    # here, on the CPU: every step with small sizes, to check it starts
+#   STEPS="generate judge" bash benchmarks/gpu_check.sh    # only these steps (gpu-tests, harness, generate, judge)
 #
 # The GPU machine lacks some packages (diffusers, open_clip_torch, pyspng, pydantic, datasets and what they need):
 # carry them as wheels in .whl (the list and the download command: benchmarks/README.md, "gpu_check.sh"); this
@@ -23,9 +24,11 @@ fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
+STEPS="${STEPS:-gpu-tests harness generate judge}"
 step() {  # step NAME SECONDS COMMAND...: run it with a time limit, its output in $OUT/NAME.log
     local name=$1 limit=$2
     shift 2
+    case " $STEPS " in *" ${name%-[0-9]} "*) ;; *) return ;; esac
     local start=$SECONDS
     timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
     local code=$?
@@ -49,22 +52,24 @@ if [ "$SMOKE" = 1 ]; then
         --token-size 224 --entity-chars 400
 else
     DEVICE=cuda
-    step gpu-tests 240 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_harness_gpu.py
+    step gpu-tests 120 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_harness_gpu.py
     for run in 1 2 3; do  # three runs on one machine, the submission made once
-        step "harness-$run" 240 "$PYTHON" benchmarks/harness_speed.py --device $DEVICE --real-size --images 2000 \
+        step "harness-$run" 200 "$PYTHON" benchmarks/harness_speed.py --device $DEVICE --real-size --images 2000 \
             --size 1024 --submission /tmp/harness-submission
     done
-    step generate 300 "$PYTHON" benchmarks/generate_speed.py --device $DEVICE --real-size --images 8 --batch-sizes 1 4
-    step judge 300 "$PYTHON" benchmarks/judge_cost.py --real-size-7b --device $DEVICE --size 1024 --images 3 \
+    step generate 200 "$PYTHON" benchmarks/generate_speed.py --device $DEVICE --real-size --images 8 --batch-sizes 1 4
+    step judge 200 "$PYTHON" benchmarks/judge_cost.py --real-size-7b --device $DEVICE --size 1024 --images 3 \
         --repeats 2 --token-images 2
 fi
 
-{ echo "-- tests"; tail -n 3 "$OUT/gpu-tests.log"
+{ [ -f "$OUT/gpu-tests.log" ] && { echo "-- tests"; tail -n 3 "$OUT/gpu-tests.log"; }
   for run in 1 2 3; do
+      [ -f "$OUT/harness-$run.log" ] || continue
       echo "-- harness run $run"
       grep -E "worker CPU|floor|harness|inputs prepared|levels|Error|error" "$OUT/harness-$run.log" | grep -v Warning
   done
-  echo "-- generation"; grep -E "SDXL|batch|Error|error" "$OUT/generate.log"
-  echo "-- judge"; grep -E "today|shared|plain forward|largest|random Qwen|Error|error" "$OUT/judge.log"
+  [ -f "$OUT/generate.log" ] && { echo "-- generation"; grep -E "SDXL|batch|Error|error" "$OUT/generate.log"; }
+  [ -f "$OUT/judge.log" ] && { echo "-- judge"; grep -E "today|shared|plain forward|largest|random Qwen|Error|error" \
+      "$OUT/judge.log"; }
 } >>"$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
