@@ -53,7 +53,7 @@ from benchmark.encoders import load_backbone
 from benchmark.encoders.base import grid_edges, grid_tiles, pixels_of, prepare
 from benchmark.encoders.spec import load_registry
 from benchmark.features import embeddings
-from benchmark.images import decode_for_scoring, open_as_viewed
+from benchmark.images import decode_pixels, open_as_viewed
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.submission import ImageRecord, Manifest
@@ -126,7 +126,7 @@ def baseline(folder: Path, images: pd.DataFrame, prompts: PromptSet, backbones, 
     the harness's own decoder and preparations (once for backbones that prepare alike)."""
     plan = _plan(images, needs)
     for start in range(0, len(images), batch_size):
-        batch = embeddings._collate([(row, wanted, pixels_of(decode_for_scoring(folder / images["path"].iloc[row])))
+        batch = embeddings._collate([(row, wanted, torch.from_numpy(decode_pixels(folder / images["path"].iloc[row])))
                                      for row, wanted in plan[start:start + batch_size]])
         for need, _, inputs in embeddings.prepared_batch(batch, backbones):
             backbones[need.backbone].embed(inputs)

@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from benchmark.encoders import load_backbone
-from benchmark.encoders.base import pixels_of, prepare
+from benchmark.encoders.base import prepare
 from benchmark.features import embeddings
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Need
@@ -52,7 +52,8 @@ def test_queueing_a_batch_never_waits_for_the_device(tiny_clip, tiny_dino):
     rng = np.random.default_rng(0)
     images = [Image.fromarray(rng.integers(0, 256, (72, 96, 3), dtype=np.uint8)) for _ in range(3)]
     needs = (Need("clip-vit-b-32", "image"), Need("dinov2-base", "grid"))
-    decoded = embeddings.DecodedBatch([([0, 1, 2], [needs] * 3, torch.stack([pixels_of(i) for i in images]))])
+    pixels = torch.stack([torch.from_numpy(np.array(i)) for i in images])  # (N, H, W, 3), as the workers send them
+    decoded = embeddings.DecodedBatch([([0, 1, 2], [needs] * 3, pixels)])
     expected = [backbones[n.backbone].embed(inputs) for n, _, inputs in
                 embeddings.prepared_batch(decoded.pin_memory(), backbones)]  # device constants made, buffers pooled
     torch.cuda.synchronize()

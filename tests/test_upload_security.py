@@ -108,8 +108,8 @@ def test_the_scoring_decoder_and_the_validator_see_the_rotated_image(tmp_path):
     need = Need("pixels", "image")
     rows = [(tmp_path / "images" / "p0" / "0.jpg").read_bytes()]  # scoring reads a shard row's bytes
     row, needs, pixels = _Decode(rows.__getitem__, [(0, (need,))])[0]
-    assert row == 0 and needs == (need,) and tuple(pixels.shape) == (3, 96, 64)
-    assert _close(pixels[:, 10, 32].tolist(), RED) and _close(pixels[:, 85, 32].tolist(), BLUE)
+    assert row == 0 and needs == (need,) and tuple(pixels.shape) == (96, 64, 3)
+    assert _close(pixels[10, 32].tolist(), RED) and _close(pixels[85, 32].tolist(), BLUE)
     record, problem = check_image(tmp_path, parse_name("images/p0/0.jpg"), Limits())
     assert problem is None and (record.width, record.height) == (64, 96)
 
