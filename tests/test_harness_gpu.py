@@ -86,3 +86,20 @@ def test_device_transforms_on_the_gpu_stay_within_the_cpus_bound(tiny_clip, tiny
 def _std(backbone) -> torch.Tensor:
     processor = getattr(backbone, "processor", None)
     return torch.tensor(processor.image_std).view(-1, 1, 1) if processor is not None else backbone.preparation.std
+
+
+def test_pinned_buffers_are_reused_once_the_copy_that_read_them_is_done():
+    """A decoded batch goes into pinned memory a buffer at a time; a buffer given back behind its copy's event is
+    handed out again (for a batch as large or smaller) instead of a new pinned allocation, and never while taken."""
+    buffers = embeddings.PinnedBuffers()
+    batch = torch.arange(2 * 8 * 8 * 3, dtype=torch.int64).remainder(251).to(torch.uint8).view(2, 8, 8, 3)
+    first = buffers.pinned(batch)
+    assert first.is_pinned() and torch.equal(first, batch)
+    on_gpu = first.to("cuda", non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+    buffers.release(first, copied)
+    copied.synchronize()
+    second = buffers.pinned(torch.ones(1, 8, 8, 3, dtype=torch.uint8))
+    assert second.data_ptr() == first.data_ptr() and torch.equal(on_gpu.cpu(), batch)
+    assert buffers.pinned(batch).data_ptr() != second.data_ptr()  # that buffer is taken: another one
