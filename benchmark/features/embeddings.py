@@ -206,9 +206,9 @@ def available_cores() -> int:
 
 def default_num_workers(device: str) -> int:
     """DataLoader worker processes when the caller names none: one per core when the backbones run on a GPU
-    (decoding is then the bottleneck: on an H100 machine, decoding and staging a 1024 px PNG cost ~50-90 ms of
-    one core, against ~4 ms of GPU time for two CLIPs and a DINO grid; benchmarks/README.md), one per ``CPU_CORES_PER_WORKER`` cores on the CPU (none, decoding in the main
-    process, below that)."""
+    (decoding can then be the bottleneck: decoding a 1024 px PNG costs ~25-50 ms of one core, against ~4 ms of an
+    H100 for two CLIPs and a DINO grid; benchmarks/README.md), one per ``CPU_CORES_PER_WORKER`` cores on the CPU
+    (none, decoding in the main process, below that)."""
     cores = available_cores()
     return cores if device.startswith("cuda") else cores // CPU_CORES_PER_WORKER
 
