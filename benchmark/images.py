@@ -14,8 +14,8 @@ A browser or photo viewer does more than decode the pixels, and a metric must sc
 Any other pixel mode cannot be shown this way and is refused (``NotViewable``), so nothing is ever
 scored differently from how it is shown.
 
-Scoring reads images through ``decode_for_scoring``: the same pixels, faster where a faster decoder gives
-exactly them. An 8-bit RGB PNG with neither transparency nor EXIF (what image generators write) is decoded by
+Scoring reads images through ``decode_pixels``: the same pixels as ``open_as_viewed``, as an array, faster where
+a faster decoder gives exactly them. An 8-bit RGB PNG with neither transparency nor EXIF (what image generators write) is decoded by
 libspng (``pyspng``), lossless like Pillow's own decoder and faster (a 1,024 px PNG: 24 ms of one core against
 33 ms for libpng through torchvision and 38 ms for Pillow; benchmarks/README.md, "harness_speed.py"); every other
 file takes ``open_as_viewed``. JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and
@@ -56,20 +56,11 @@ def open_as_viewed(source: Path | IO[bytes], formats: Sequence[str] | None = ALL
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def decode_for_scoring(source: Path | bytes | IO[bytes], formats: Sequence[str] | None = ALLOWED_FORMATS
-                       ) -> Image.Image:
-    """``open_as_viewed(source, formats)``, the same pixels, decoded by the fastest decoder that gives them
-    exactly (see the module). ``source``: a file, an image file's bytes (a row of a submission's shards) or a
-    binary stream."""
-    pixels = _plain_png_pixels(source, formats)
-    if pixels is not None:
-        return Image.fromarray(pixels, "RGB")
-    return open_as_viewed(io.BytesIO(source) if isinstance(source, bytes) else source, formats)
-
-
 def decode_pixels(source: Path | bytes | IO[bytes], formats: Sequence[str] | None = ALLOWED_FORMATS) -> np.ndarray:
-    """``decode_for_scoring``'s pixels as a (H, W, 3) uint8 array (what the harness's workers send), with no PIL
-    image in between where libspng decodes."""
+    """``open_as_viewed(source, formats)``'s pixels as a (H, W, 3) uint8 array (what the harness's workers send),
+    decoded by the fastest decoder that gives them exactly (see the module), with no PIL image in between where
+    libspng decodes. ``source``: a file, an image file's bytes (a row of a submission's shards) or a binary
+    stream."""
     pixels = _plain_png_pixels(source, formats)
     if pixels is not None:
         return pixels

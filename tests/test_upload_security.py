@@ -114,6 +114,23 @@ def test_the_scoring_decoder_and_the_validator_see_the_rotated_image(tmp_path):
     assert problem is None and (record.width, record.height) == (64, 96)
 
 
+def test_the_scoring_decoder_reads_a_plain_png_with_libspng_as_pillow_does(tmp_path):
+    """An 8-bit RGB PNG as generators write it takes the fast decoder (libspng), and its pixels are Pillow's,
+    from the file and from its bytes alike; a PNG with transparency takes Pillow's way, onto white."""
+    from benchmark.images import _spng_rgb, decode_pixels
+
+    rng = np.random.default_rng(7)
+    image = Image.fromarray(rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)).resize((123, 97), Image.BICUBIC)
+    image.save(tmp_path / "plain.png")
+    data = (tmp_path / "plain.png").read_bytes()
+    assert _spng_rgb(data) is not None  # the fast way, not the fallback
+    viewed = np.asarray(open_as_viewed(tmp_path / "plain.png"))
+    assert np.array_equal(decode_pixels(tmp_path / "plain.png"), viewed)
+    assert np.array_equal(decode_pixels(data), viewed)
+    Image.new("RGBA", (4, 4), (255, 0, 0, 0)).save(tmp_path / "clear.png")
+    assert decode_pixels(tmp_path / "clear.png")[0, 0].tolist() == [255, 255, 255]
+
+
 def test_16_bit_greyscale_is_scaled_not_clamped(tmp_path):
     Image.fromarray(np.full((64, 64), 32768, np.uint16)).save(tmp_path / "grey.png")
     Image.fromarray(np.full((64, 64), 65535, np.uint16)).save(tmp_path / "white.png")
