@@ -694,7 +694,7 @@ def judged_store(root) -> tuple[Store, str]:
     from benchmark.tracks.expectations import PROTOCOL_JUDGE
 
     store = Store(root)
-    version = f"1 (judge {PROTOCOL_JUDGE}@r2)"
+    version = f"2 (judge {PROTOCOL_JUDGE}@r2)"
     rng = np.random.default_rng(4)
     for i, model in enumerate(("Alpha", "Beta", "Gamma")):
         write_scored(store, f"x{i}", model, dict(zip(PROMPTS, rng.integers(0, 11, 12).astype(float))),
@@ -720,7 +720,7 @@ def test_gaming_the_judge_note_names_the_judge_version_and_says_not_measured_whe
     from leaderboard.ui.site import Site
 
     store, version = judged_store(tmp_path / "store")
-    judge = version.removeprefix("1 (judge ").removesuffix(")")
+    judge = version.removeprefix("2 (judge ").removesuffix(")")
 
     def note() -> str:
         overview = OverviewTab(Site(store, "ada"))
