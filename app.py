@@ -1,6 +1,7 @@
 """Gradio entry point in the Hugging Face Spaces convention: `python app.py` or a Space's `app_file`.
 
-Serves the leaderboard over the store in CULTURELENS_STORE (default `.culturelens`), with the start-up
+Serves the leaderboard over the store in CULTURELENS_STORE (default: on a Space with persistent storage
+`/data/culturelens`, else `.culturelens`, which a Space's restart wipes: the page then says so), with the start-up
 `culturelens serve` uses (``leaderboard.service``) and no local worker: scoring runs in separate worker processes
 (`culturelens worker`), sharing the queue CULTURELENS_QUEUE names (a postgresql:// URL; default the store's
 queue.sqlite). On a Space without persistent storage, set CULTURELENS_HUB_REQUESTS and
@@ -20,7 +21,8 @@ from leaderboard import operator_settings, service
 chosen = operator_settings.service(public=True)
 running = service.start(chosen.store, limits=chosen.limits, quota=chosen.quota, user=chosen.user,
                         cube_source=chosen.cube_source or DEFAULT_SOURCE,  # a Space's disk starts empty
-                        suite=chosen.suite, hub_repos=chosen.hub_repos, queue=chosen.queue)
+                        suite=chosen.suite, hub_repos=chosen.hub_repos, queue=chosen.queue,
+                        restart_warning=chosen.restart_warning)
 demo = running.app
 
 if __name__ == "__main__":

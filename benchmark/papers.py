@@ -78,3 +78,17 @@ CULTURALFRAMES = Paper("nayak2025culturalframes", "CulturalFrames: Assessing Cul
                        ("Nayak, Shravan", "Bhatia, Mehar", "Zhang, Xiaofeng", "Rieser, Verena", "Hendricks, Lisa Anne",
                         "van Steenkiste, Sjoerd", "Goyal, Yash", "Stańczak, Karolina", "Agrawal, Aishwarya"),
                        "2506.08835", 2025, name="CulturalFrames")
+
+CULTURELENS_BIBTEX = """@software{culturelens,
+  title = {CultureLens: an open benchmark and leaderboard for the cultural competence of text-to-image models},
+  author = {{The CultureLens contributors}},
+  year = {2026},
+  url = {https://huggingface.co/culturelens}
+}"""
+"""How to cite this project (the software: it has no paper of its own), beside the papers whose methods and data it
+builds on; every card it writes gives both (``bibtex``)."""
+
+
+def bibtex(*papers: Paper) -> str:
+    """The BibTeX of ``papers`` (a dataset's source papers), then CultureLens's: what a card's citation gives."""
+    return "\n\n".join([*(paper.bibtex for paper in papers), CULTURELENS_BIBTEX])

@@ -9,6 +9,7 @@ so both kinds sit in one table and are never confused.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -96,6 +97,10 @@ CURVES = pa.schema([
 ])
 
 
+SCHEMAS = {layout.PER_IMAGE: PER_IMAGE, layout.AGGREGATES: AGGREGATE, layout.CURVES: CURVES}
+"""Each Parquet file of a results folder, with its schema."""
+
+
 def protocol_columns(fields: dict) -> dict:
     """``protocol`` (canonical JSON of ``fields``) and ``protocol_id`` (the first 12 hex digits of its sha256), as
     every aggregate row carries them: scored rows (the harness), the papers' rows (``leaderboard.reported``) and
@@ -128,6 +133,38 @@ def records(frame) -> list[dict]:
 def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Rows -> a table of exactly ``schema`` (absent fields are null)."""
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+
+
+def parquet_rows(path: Path) -> int | None:
+    """The rows of a Parquet file as its footer says (None: not readable as Parquet), read again only when the
+    file's size or time changed (a mirror asks every minute about files written once)."""
+    stat = Path(path).stat()
+    return _rows(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=65536)
+def _rows(path: str, size: int, modified: int) -> int | None:
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException):
+        return None
+
+
+def published(folder: Path) -> list[str]:
+    """The files of a results folder that a results repo holds: every one but a Parquet file of no rows (a
+    submission without curves has an empty ``curves.parquet``, and one empty file breaks ``load_dataset`` on the
+    whole config), ``run.json`` last (the mark of a complete folder). ``complete`` restores the others."""
+    names = [name for name in layout.RESULT_FILES
+             if name not in SCHEMAS or parquet_rows(Path(folder) / name) != 0]
+    return sorted(names, key=lambda name: name == layout.RUN)
+
+
+def complete(folder: Path) -> None:
+    """Write back, as tables of no rows, the Parquet files a results folder taken from a repo lacks (``published``
+    leaves them out), so that it holds every result file again."""
+    for name, schema in SCHEMAS.items():
+        if not (Path(folder) / name).exists():
+            pq.write_table(schema.empty_table(), Path(folder) / name)
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],

@@ -15,6 +15,8 @@ GPT-4-Turbo to pick one (~70% accurate on a human-checked sample). CultureLens o
   the images' sha256, its probabilities are cached by image, model, prompt and candidate set.
 
 Both follow the ``Tagger`` protocol; ``tagger_accuracy`` measures any tagger on images whose artifact is known.
+A saved index is a Hub dataset folder as it is: its ``README.md`` card (``data_cards/artifact_index.md``) declares
+``rows.parquet`` as the config ``artifacts``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tqdm import tqdm
 
 from benchmark.atomic import atomic_folder
 from benchmark.cache import EmbeddingCache
+from benchmark.datasets import hub_layout
 from benchmark.digests import file_digest
 from benchmark.errors import CultureLensError
 from benchmark.features.producers import produce
@@ -197,11 +200,13 @@ class ArtifactIndex:
         content = json.dumps({"metadata": metadata, "files": files}, sort_keys=True)
         return hashlib.sha256(content.encode()).hexdigest()
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, *, licence: hub_layout.Licence | None = None, source: str | None = None
+             ) -> Path:
         """Write ``rows.parquet``, one ``concept_<i>.faiss`` per concept and ``index.json`` (backbone id and key,
-        template, each file's sha256, and a checksum over all of it), atomically (``benchmark.atomic``): a save
-        that fails leaves no index, or the earlier one. An existing ``folder`` is replaced only if it is an
-        artifact index (FileExistsError otherwise)."""
+        template, each file's sha256, and a checksum over all of it), and the card ``README.md`` (``card``),
+        atomically (``benchmark.atomic``): a save that fails leaves no index, or the earlier one. An existing
+        ``folder`` is replaced only if it is an artifact index (FileExistsError otherwise). ``licence`` and
+        ``source``: the CSpace build's licence (default ``unknown``) and where it came from, for the card."""
         import faiss
 
         folder = Path(folder)
@@ -216,7 +221,26 @@ class ArtifactIndex:
                      [ROWS_FILE, *(entry["file"] for entry in metadata["concepts"].values())]}
             manifest = {**metadata, "files": files, "checksum": self._checksum(metadata, files)}
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+            (tmp / "README.md").write_text(self.card(licence or hub_layout.Licence("unknown"), source),
+                                           encoding="utf-8")
         return folder
+
+    def card(self, licence: hub_layout.Licence, source: str | None = None) -> str:
+        """The saved folder's card: ``rows.parquet`` as the config ``artifacts``, the CSpace build's licence, the
+        size by rows, the BibTeX of CUBE and CultureLens."""
+        from benchmark import __version__
+        from benchmark.papers import CUBE, bibtex
+
+        metadata = self._metadata()
+        data = hub_layout.card_data(
+            pretty_name="CultureLens artifact index", licence=licence, configs={"artifacts": {"train": ROWS_FILE}},
+            default="artifacts", task_categories=["zero-shot-image-classification"], language=["en"],
+            size_categories=[hub_layout.size_category(len(self.rows))],
+            tags=["culture", "cultural-competence", "diversity", "cube"])
+        return hub_layout.render_card(
+            "artifact_index", data, version=__version__, rows=len(self.rows), concepts=self.concepts,
+            text_template=self.template, backbone_id=self.backbone_id, backbone_key=self.backbone_key,
+            files=metadata["concepts"], source=source, licence=licence, bibtex=bibtex(CUBE))
 
     @classmethod
     def load(cls, folder: str | Path) -> ArtifactIndex:

@@ -21,9 +21,9 @@ def add_store(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def store(args: argparse.Namespace | None = None) -> Path:
-    """The store ``--store`` names, else ``CULTURELENS_STORE``, else ``.culturelens`` (``args`` None: a verb
-    without the flag)."""
-    return Path(service.STORE.resolve(getattr(args, "store", None)))
+    """The store ``--store`` names, else ``CULTURELENS_STORE``, else on a Space its persistent storage's, else
+    ``.culturelens`` (``args`` None: a verb without the flag; ``operator_settings.store``)."""
+    return service.store(getattr(args, "store", None))
 
 
 def add_metric_options(parser: argparse.ArgumentParser) -> None:
@@ -77,15 +77,6 @@ def default_cube_source() -> str:
 
     shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "cube" / "cube_1k.json"
     return str(shared) if shared.is_file() else DEFAULT_SOURCE
-
-
-def default_w1kp_source() -> str:
-    """``suite build --w1kp-source``'s default: the authors' cdf-xy.pt next to this checkout
-    (``../shared/data/w1kp/cdf-xy.pt``) when present, else its pinned URL."""
-    from benchmark.suite import source
-
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "w1kp" / "cdf-xy.pt"
-    return str(shared) if shared.is_file() else source("w1kp-calibration").default
 
 
 def add_suite(parser: argparse.ArgumentParser, what: str) -> None:

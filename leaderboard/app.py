@@ -70,6 +70,7 @@ th.header-cell { min-width: 4.5em; }
   .cl-card-table th:nth-child(2), .cl-card-table td.cl-model { min-width: 4.5em; }
 }
 .cl-submit { max-width: 22em; }
+#cl-notice { border: 1px solid var(--color-accent); border-radius: 8px; padding: 4px 12px; }
 """
 
 
@@ -84,17 +85,22 @@ def launch_options(store: Store) -> dict:
 
 
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
-              suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None) -> gr.Blocks:
+              suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
+              notice: str | None = None) -> gr.Blocks:
     """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
     brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``).
-    ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``ui.site.Site``)."""
+    ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``ui.site.Site``).
+    ``notice``: an operator's warning (Markdown) shown under the header, above every tab (a Space whose results
+    would not survive a restart: ``operator_settings.restart_warning``)."""
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
     with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
+        if notice:
+            gr.Markdown(f"⚠️ {notice}", elem_id="cl-notice")
         open_tab = gr.Textbox("overview", visible=False)  # the tab a person has open, for the timer
         seen, queue_seen = gr.State(""), gr.State("")  # what this page shows: results and queue digests
         with gr.Tabs() as tabs:

@@ -5,12 +5,17 @@ deployment whose disk does not survive a restart (a Hugging Face Space without p
 dataset repos, as the Hugging Face leaderboard template does::
 
     requests repo (private)                              results repo (public)
-      requests/<id>.json                  queue record     README.md                  card; configs leaderboard,
-      submissions/<id>/manifest.json                       results/<id>/*.parquet   aggregates, per_image, curves
-      submissions/<id>/data/images-00000-of-00008.parquet  results/<id>/run.json    (``load_dataset(repo, ...)``)
+      README.md              card; configs requests, images  README.md                card; configs leaderboard,
+      queue.parquet          the records as one table        results/<id>/*.parquet   aggregates, per_image, curves
+      requests/<id>.json                  queue record       results/<id>/run.json    (``load_dataset(repo, ...)``)
+      submissions/<id>/manifest.json
+      submissions/<id>/data/images-00000-of-00008.parquet
       submissions/<id>/parts/<part>/manifest.json, .../data/*.parquet   (a suite submission: each part's)
       ...                                                  leaderboard/leaderboard-<NNNNN>.parquet  release N
                                                            leaderboard/latest.json  the newest release
+
+Neither repo holds a Parquet file of no rows (``results.published``: one empty file breaks ``load_dataset`` on a
+whole config); a results folder taken from a repo gets its empty tables back (``results.complete``).
 
 A submission's images are Parquet shards (``benchmark.submission.shards``): a 10-seed CUBE-1K submission is 9
 files, not 9,920 images. A worker on another machine fetches one submission, and only it, with
@@ -43,6 +48,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -50,13 +56,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmark import layout
+from benchmark import layout, results
 from benchmark.atomic import atomic_folder, atomic_write_text
 from benchmark.datasets.hub_layout import PushError
 from benchmark.errors import CultureLensError
 from benchmark.layout import (
     PARTS_DIR,
-    RESULT_FILES,
     holds_validated_submission,
     is_submission_id,
     submission_layouts,
@@ -70,46 +75,72 @@ from leaderboard.store import Store
 log = logging.getLogger("culturelens.hub_sync")
 
 KINDS = ("requests", "results")
+PRIVATE_FIELDS = ("lease_owner", "lease_expires", "lease_tokens")
+"""A queue record's fields that never leave the queue: a results-repo writer who could read a lease token could
+forge results for a job."""
+QUEUE_TABLE = "queue.parquet"
+"""The requests repo's records as one table (config ``requests``); ``requests/<id>.json`` are what a restore reads."""
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
 MAX_OPERATIONS = 1000  # per commit: the Hub advises against much larger commits
-RESULTS_CARD = """---
-license: cc-by-nc-sa-4.0
-pretty_name: CultureLens leaderboard results
-task_categories: [text-to-image]
-configs:
-- config_name: leaderboard
-  data_files: {release}
-- config_name: aggregates
-  data_files: results/*/aggregates.parquet
-- config_name: per_image
-  data_files: results/*/per_image.parquet
-- config_name: curves
-  data_files: results/*/curves.parquet
----
+def record_schema() -> pa.Schema:
+    """The mirrored queue record's columns, typed from ``Job`` (a column of nulls keeps its type)."""
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+    hints = typing.get_type_hints(Job)
+    return pa.schema([(f.name, types[next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],)
+                                          if t is not type(None))])
+                      for f in fields(Job) if f.name not in PRIVATE_FIELDS])
 
-# CultureLens leaderboard results
 
-Every submission the leaderboard scored, one folder per submission (`results/<submission id>/`), written once
-and never modified: `aggregates.parquet` (per model, country, continent, concept/domain and prompt, with 95%
-bootstrap CIs), `per_image.parquet` (every image's score and reason), `curves.parquet` (W1KP reusability
-curves) and `run.json` (harness version, backbones and revisions, seeds, date, metrics not scored and why).
+def _parquet(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
 
-Releases: `leaderboard/leaderboard-<NNNNN>.parquet` holds, in one file, every submission's aggregate rows
-(column `part` = `aggregates`; per-prompt rows carry the prompt's country, concept...) and model-level curves
-(`part` = `curves`), each row with its submission's `run.json` (column `run`). `leaderboard/latest.json` names
-the newest release and the submissions it holds; the `leaderboard` config reads the newest ({release}).
-Older releases stay, unchanged: cite the release number.
 
-```python
-from datasets import load_dataset
-leaderboard = load_dataset("{repo}", "leaderboard", split="train")  # the newest release
-aggregates = load_dataset("{repo}", "aggregates", split="train")
-release_3 = load_dataset("{repo}", data_files="leaderboard/leaderboard-00003.parquet", split="train")
-```
+def requests_card(repo_id: str, records: int, submissions: int, images: int) -> str:
+    """The requests repo's card (``data_cards/requests.md``): its configs ``requests`` (the queue records, as the
+    one table ``QUEUE_TABLE``) and ``images`` (every kept submission's shards, suite parts' included, once there is
+    one); sized by images."""
+    from benchmark import __version__
+    from benchmark.datasets import hub_layout
+    from benchmark.papers import bibtex
 
-The scores answer prompts of the benchmark's datasets (e.g. CUBE-1K, CC BY-NC-SA 4.0), so this dataset
-carries the same licence. Mirrored by `culturelens hub push` (leaderboard/hub_sync.py).
-"""
+    configs = {"requests": {"train": QUEUE_TABLE}}
+    if submissions:
+        configs["images"] = {"train": [f"{layout.SUBMISSIONS}/*/{layout.DATA_DIR}/*.parquet",
+                                       f"{layout.SUBMISSIONS}/*/{PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]}
+    data = hub_layout.card_data(
+        pretty_name="CultureLens leaderboard requests", licence=hub_layout.Licence("unknown"), configs=configs,
+        default="requests", task_categories=["text-to-image"], language=["en"],
+        size_categories=[hub_layout.size_category(images)], tags=["leaderboard", "culturelens"])
+    return hub_layout.render_card("requests", data, version=__version__, repo=repo_id, records=records,
+                                  submissions=submissions, images=images, configs=list(configs), bibtex=bibtex())
+
+
+RESULT_CONFIGS = ("aggregates", "per_image", "curves")
+"""The results folders' tables, each a config of the results repo's card (``results_card``)."""
+
+
+def results_card(repo_id: str, release: str, rows: int, configs: list[str]) -> str:
+    """The results repo's card (``data_cards/results.md``): ``leaderboard``, the default config, reads the newest
+    release's file (``release``, of ``rows`` rows, which give the size category; a release of none, every
+    submission deleted, is no config: a file of no rows fails to load); ``configs``, the results folders' tables the
+    repo holds files of (a config whose pattern matches no file would fail to load too)."""
+    from benchmark import __version__
+    from benchmark.datasets import hub_layout
+    from benchmark.papers import bibtex
+    from benchmark.tracks import cited_papers
+
+    tables = {**({"leaderboard": {"train": release}} if rows else {}),
+              **{name: {"train": f"{layout.RESULTS}/*/{name}.parquet"} for name in configs}}
+    data = hub_layout.card_data(
+        pretty_name="CultureLens leaderboard results", licence=hub_layout.Licence("cc-by-nc-sa-4.0"),
+        configs=tables, default="leaderboard" if rows else None, task_categories=["text-to-image"], language=["en"],
+        size_categories=[hub_layout.size_category(rows)], tags=["leaderboard", "culture", "text-to-image-evaluation"],
+        **({} if tables else {"viewer": False}))
+    return hub_layout.render_card("results", data, version=__version__, repo=repo_id, release=release,
+                                  number=int(release.rsplit("-", 1)[1].split(".")[0]), configs=configs,
+                                  bibtex=bibtex(*cited_papers().values()))
 
 
 class SubmissionMissing(RepoError):
@@ -135,9 +166,10 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
     """Path in the repo -> a store file or bytes: everything the ``kind`` repo should hold for this store."""
     files: dict[str, StoreFile | bytes] = {}
     if kind == "requests":
-        for job in store.queue.jobs():
-            # No lease token leaves the queue: a results-repo writer who could read one could forge results for a job.
-            record = {k: v for k, v in asdict(job).items() if k not in ("lease_owner", "lease_expires", "lease_tokens")}
+        images = kept = 0
+        jobs = store.queue.jobs()
+        records = [{k: v for k, v in asdict(job).items() if k not in PRIVATE_FIELDS} for job in jobs]
+        for job, record in zip(jobs, records):
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = store.submissions / job.id
             if holds_validated_submission(folder):  # one, or a suite submission's parts, kept together
@@ -146,11 +178,16 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
                 for path in (path for part in parts for path in (part.manifest, *part.shards)):
                     name = path.relative_to(folder).as_posix()
                     files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
+                images += sum(results.parquet_rows(part.images_table) or 0 for part in parts)
+                kept += 1
+        if records:  # the records again as one table, for load_dataset: a repo's configs share one file format
+            files[QUEUE_TABLE] = _parquet(pa.Table.from_pylist(records, schema=record_schema()))
+            files["README.md"] = requests_card(repo, len(records), kept, images).encode()
     elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
             if folder.name.startswith(".") or not (folder / layout.RUN).exists():
                 continue  # a temporary folder of a write in progress
-            for name in RESULT_FILES:
+            for name in results.published(folder):  # no Parquet file of no rows: it would break load_dataset
                 files[f"{layout.RESULTS}/{folder.name}/{name}"] = StoreFile.of(folder / name)
     else:
         raise ValueError(f"unknown repo kind {kind!r} (one of {', '.join(KINDS)})")

@@ -65,11 +65,16 @@ SUITE = Setting("suite", None, "the suite served (a folder from `culturelens sui
                 env="CULTURELENS_SUITE", metavar="REPO_OR_DIR")
 SPACE_ID = Setting("space_id", None, "set by Hugging Face Spaces: visitors sign in with Hugging Face and own their "
                                      "uploads", env="SPACE_ID")
+SPACE_STORAGE = Setting("space_storage", "/data", "where a Hugging Face Space mounts its persistent storage: on a "
+                                                  "Space that has it, the store defaults to its culturelens/ folder",
+                        env="CULTURELENS_SPACE_STORAGE", path=True)
+SPACE_STORE = "culturelens"
+"""The store's folder in a Space's persistent storage."""
 
 SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, SUITE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS,
            LIMITS)
 """The settings `culturelens serve` and app.py share (``service``); serve has a flag for each."""
-OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID)
+OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID, SPACE_STORAGE)
 """The service's other variables: the worker's attempts, the login name, and the Space's own."""
 
 
@@ -85,6 +90,36 @@ def environment() -> list[Setting]:
 def on_space(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the app runs on a Hugging Face Space (where visitors sign in)."""
     return bool(SPACE_ID.resolve(None, environ))
+
+
+def store(flag: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """The store folder: ``--store``, else ``CULTURELENS_STORE``, else on a Space with persistent storage (a folder
+    at ``CULTURELENS_SPACE_STORAGE``, ``/data`` as Spaces mount it) its ``culturelens/`` folder, else
+    ``.culturelens`` (on a Space without persistent storage: a disk wiped at every restart, ``restart_warning``)."""
+    value, _ = STORE.given(flag, environ)
+    if value is not None:
+        return Path(value)
+    persistent = Path(SPACE_STORAGE.resolve(None, environ))
+    if on_space(environ) and persistent.is_dir():
+        return persistent / SPACE_STORE
+    return Path(STORE.default)
+
+
+def restart_warning(store: Path, hub_repos: Mapping[str, str | None],
+                    environ: Mapping[str, str] | None = None) -> str | None:
+    """On a Space whose store would not outlive a restart, what its page says (None elsewhere, and where it would):
+    a Space's own disk is wiped at every restart, so the store lasts only in its persistent storage, or mirrored to
+    a requests and a results repo (restored from them at start)."""
+    if not on_space(environ) or all(hub_repos.get(kind) for kind in ("requests", "results")):
+        return None
+    persistent = Path(SPACE_STORAGE.resolve(None, environ))
+    if persistent.is_dir() and Path(store).resolve().is_relative_to(persistent.resolve()):
+        return None
+    return ("**Results on this Space will not survive a restart.** It has no persistent storage (nothing at "
+            f"{persistent}) and mirrors to no Hub repos, so submissions, the queue and scores live on a disk that "
+            "is wiped whenever the Space restarts. Its operator can turn on persistent storage in the Space's "
+            "settings, or set CULTURELENS_HUB_REQUESTS and CULTURELENS_HUB_RESULTS (README.md, \"Deployment\": "
+            "*Deploying the Space*).")
 
 
 def login(environ: Mapping[str, str] | None = None) -> str:
@@ -213,6 +248,7 @@ class ServiceSettings:
     hub_repos: dict[str, str | None]
     limits: Limits
     quota: dict
+    restart_warning: str | None = None  # on a Space whose store would not outlive a restart: what its page says
 
 
 def service(args: argparse.Namespace | None = None, *, public: bool,
@@ -223,14 +259,17 @@ def service(args: argparse.Namespace | None = None, *, public: bool,
     def flag(setting: Setting) -> object:
         return getattr(args, setting.name, None)
 
+    root = store(flag(STORE), environ)
+    repos = {"requests": HUB_REQUESTS.resolve(flag(HUB_REQUESTS), environ),
+             "results": HUB_RESULTS.resolve(flag(HUB_RESULTS), environ)}
     return ServiceSettings(
-        store=Path(STORE.resolve(flag(STORE), environ)),
+        store=root,
         queue=queue(flag(QUEUE), environ),
         user=USER.resolve(flag(USER), environ) or login(environ),
         cube_source=CUBE_SOURCE.resolve(flag(CUBE_SOURCE), environ),
         suite=SUITE.resolve(flag(SUITE), environ),
-        hub_repos={"requests": HUB_REQUESTS.resolve(flag(HUB_REQUESTS), environ),
-                   "results": HUB_RESULTS.resolve(flag(HUB_RESULTS), environ)},
+        hub_repos=repos,
         limits=limits(flag(LIMITS), environ),
         quota=quota(public=public, submissions=flag(QUOTA), hours=flag(QUOTA_HOURS), attempts=flag(ATTEMPT_QUOTA),
-                    environ=environ))
+                    environ=environ),
+        restart_warning=restart_warning(root, repos, environ))

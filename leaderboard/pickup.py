@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from benchmark import layout
 from benchmark.run_record import RunRecord
 from benchmark.datasets.hub_layout import PushError
@@ -123,7 +125,7 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
     """Write the next release to the repo when the repo holds results its newest release lacks (or no longer
     holds some), or the release holds submissions that no longer stand (``snapshot.current``: deleted, re-run):
     built from the newest release as it stands and the store's folders (fetching first those it has neither
-    of), committed with latest.json and the card (``hub_sync.RESULTS_CARD``, ``repo_id`` in its example) on the
+    of), committed with latest.json and the card (``hub_sync.results_card``, ``repo_id`` in its example) on the
     revision it was built from, then installed in the store. Returns it; None when nothing changed (or the
     repo holds neither results nor a release: no empty release 1). SnapshotError, nothing written, when the
     store's queue knows none of the repo's submissions (not the app's store: its release would hold none)."""
@@ -147,7 +149,9 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
         file = staged / "release.parquet"
         release = snapshot.build(store, ids, file, previous)
         snapshot.read(file, release)  # what others will check, checked before it leaves
-        card = hub_sync.RESULTS_CARD.replace("{repo}", repo_id).replace("{release}", release.file)
+        listed = repo.files([f"{layout.RESULTS}/*/{name}.parquet" for name in hub_sync.RESULT_CONFIGS], revision)
+        held = [name for name in hub_sync.RESULT_CONFIGS if any(p.endswith(f"/{name}.parquet") for p in listed)]
+        card = hub_sync.results_card(repo_id, release.file, pq.read_metadata(file).num_rows, held)
         repo.commit({release.file: file, snapshot.LATEST: release.to_json().encode(), "README.md": card.encode()},
                     f"CultureLens leaderboard: release {release.number} ({len(ids)} submissions)", parent=revision)
         snapshot.install(store, release, file)

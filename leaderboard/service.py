@@ -54,15 +54,16 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
           hub_repos: dict[str, str | None] | None = None, hub_interval: float = 60,
           release_interval: float | None = pickup.RELEASE_SECONDS,
           worker: list[str] | None = None, worker_env: dict[str, str] | None = None, queue: str | None = None,
-          say: Callable[[str], None] = _say) -> Service:
+          restart_warning: str | None = None, say: Callable[[str], None] = _say) -> Service:
     """The service over the store at ``root``, ready to launch. ``suite``: the suite served (a suite folder or its
     Hub repo; None: the definition in this package), ``metric_settings``: the metric settings its worker scores with
     (by name: the Queue tab says which tracks are off and how to turn them on); ``quota``: ``Store``'s quota keywords;
     ``hub_repos``: {"requests": repo, "results": repo} to restore from and mirror to (``hub_interval``: seconds
     between pushes and pickups; ``release_interval``: between leaderboard releases, None for none); ``worker``:
     the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
-    PostgreSQL URL, or None for the store's own queue file. ``say`` hears what an operator should read in the
-    log. A repo name that is not a Hub dataset repo id is a RepoError, before anything else is done."""
+    PostgreSQL URL, or None for the store's own queue file. ``restart_warning``: on a Space whose store would not
+    outlive a restart, what the page says (``operator_settings.restart_warning``), at the top of every tab and in
+    the log. ``say`` hears what an operator should read in the log. A repo name that is not a Hub dataset repo id is a RepoError, before anything else is done."""
     # The names first: a bad one is said before any work, and before the app's libraries load.
     repos = {kind: hub_repo(name, private=kind == "requests") for kind, name in (hub_repos or {}).items() if name}
     from leaderboard.app import build_app
@@ -71,6 +72,8 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     store = Store(root, limits, **quota, queue=queue, suite=served.suite)
     if queue:
         say(f"queue: {store.queue.location}")  # without its password
+    if restart_warning:
+        say(f"warning: {restart_warning}".replace("**", ""))
     if store.rebuilt:
         say(store.rebuilt)
     store.queue_watch.start()  # a queue file damaged while serving is rebuilt without a restart
@@ -96,7 +99,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
             service.supervisor = Supervisor(worker, store.queue, env=worker_env)
             service.supervisor.start()
         service.app = build_app(store, owner=user, fetch=results.fetch if results else None, suite=served,
-                                metric_settings=metric_settings)
+                                metric_settings=metric_settings, notice=restart_warning)
         if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
             say(note)
     except BaseException:

@@ -113,8 +113,11 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     files = hub_sync.mirror_files(store, "results")
     operations, pushed = hub_sync.plan(files, {})
     assert all(isinstance(op, CommitOperationAdd) for op in operations)
-    assert sorted(op.path_in_repo for op in operations) == sorted(  # the card and releases: pickup.publish
-        f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
+    # Awareness draws no curve: the folder's curves.parquet has no rows and stays home (one empty file would break
+    # load_dataset on the whole config); the card and releases: pickup.publish.
+    assert pq.read_metadata(store.results / done / "curves.parquet").num_rows == 0
+    assert sorted(op.path_in_repo for op in operations) == sorted(
+        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "run.json"))
     assert hub_sync.plan(files, pushed)[0] == []  # nothing changed: nothing to commit
 
     # Results the store quarantined (unreadable here) stay on the Hub, where the copy may be the good one.
@@ -131,16 +134,19 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     operations, _ = hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed)
     assert all(isinstance(op, CommitOperationDelete) for op in operations)
     assert sorted(op.path_in_repo for op in operations) == sorted(
-        f"results/{done}/{name}" for name in hub_sync.RESULT_FILES)
+        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "run.json"))
 
-    # A state change re-sends that one record.
+    # A state change re-sends that one record, and the table of the records (what load_dataset reads); the card
+    # (its counts unchanged) stays as pushed.
     requests, pushed = hub_sync.plan(hub_sync.mirror_files(store, "requests"), {})
     assert {op.path_in_repo for op in requests} >= {f"requests/{done}.json", f"requests/{waiting}.json",
-                                                   f"submissions/{waiting}/manifest.json"}
+                                                   f"submissions/{waiting}/manifest.json", "queue.parquet",
+                                                   "README.md"}
+    assert hub_sync.plan(hub_sync.mirror_files(store, "requests"), pushed)[0] == []  # nothing changed
     store.queue.claim("w", 60)
     changed, _ = hub_sync.plan(hub_sync.mirror_files(store, "requests"), pushed)
     claimed = next(j for j in store.queue.jobs() if j.state == "RUNNING")
-    assert [op.path_in_repo for op in changed] == [f"requests/{claimed.id}.json"]
+    assert sorted(op.path_in_repo for op in changed) == ["queue.parquet", f"requests/{claimed.id}.json"]
 
 
 def test_pushing_offline_is_a_clear_error_and_marks_nothing_pushed(scored):

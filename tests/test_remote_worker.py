@@ -10,8 +10,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from benchmark import layout
-from benchmark.layout import RESULT_FILES
+from benchmark import layout, results
 from tests.helpers import culturelens, culturelens_command
 from culturelens.testing.submissions import make_submission
 
@@ -64,7 +63,9 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     assert finished.state == "FINISHED", finished
     assert finished.message.startswith("scored 12 images")  # 6 prompts x 2 seeds
     published = results_repo / layout.RESULTS / job.id
-    assert sorted(p.name for p in published.iterdir()) == sorted(RESULT_FILES)
+    # Awareness draws no curve: the empty curves.parquet is not published (it would break load_dataset's "curves").
+    with_rows = ["per_image.parquet", "aggregates.parquet", "run.json"]
+    assert sorted(p.name for p in published.iterdir()) == sorted(with_rows)
     assert not (gpu_root / layout.SUBMISSIONS / job.id).exists()  # the scored submission left the worker's disk
     assert not (gpu_root / layout.RESULTS / job.id).exists()  # published: its results did too
     assert not app.has_results(job.id)  # nothing reached the app's store through a shared disk
@@ -73,9 +74,11 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     repo = LocalRepo(results_repo)
     assert pickup.missing(app, repo) == [job.id]
     assert pickup.fetch(app, repo, [job.id]) == [job.id]
-    assert sorted(repo.downloaded) == sorted(f"{layout.RESULTS}/{job.id}/{name}" for name in RESULT_FILES)
-    for name in RESULT_FILES:  # the worker's results, byte for byte
+    assert sorted(repo.downloaded) == sorted(f"{layout.RESULTS}/{job.id}/{name}" for name in with_rows)
+    for name in with_rows:  # the worker's results, byte for byte
         assert (app.results_folder(job.id) / name).read_bytes() == (published / name).read_bytes()
+    curves = pq.read_table(app.results_folder(job.id) / "curves.parquet")  # written back: every result file again
+    assert curves.num_rows == 0 and curves.schema.names == results.CURVES.names
     ours = pq.read_table(app.results_folder(job.id) / "aggregates.parquet")
     overall = ours.to_pandas().query("metric == 'clip_score' and slice == 'overall'")
     assert len(overall) == 1 and overall.iloc[0]["n"] == 6

@@ -17,6 +17,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from huggingface_hub import DatasetCard
 
 from benchmark.layout import RESULT_FILES
 from leaderboard import hub_sync, pickup, snapshot, tables
@@ -152,7 +153,8 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     assert (repo.folder / FIRST).read_bytes() == first
     latest = json.loads((repo.folder / LATEST).read_text())
     assert latest["release"] == 2 and latest["file"] == SECOND and len(latest["submissions"]) == 6
-    assert f"data_files: {SECOND}" in (repo.folder / "README.md").read_text()
+    configs = {c["config_name"]: c for c in DatasetCard.load(repo.folder / "README.md").data.to_dict()["configs"]}
+    assert configs["leaderboard"]["data_files"] == [{"split": "train", "path": SECOND}]
     assert 'load_dataset("org/results", "leaderboard"' not in (repo.folder / "README.md").read_text()
     # A researcher's load_dataset reads the newest release only, not the two concatenated.
     loaded = datasets.load_dataset(str(repo.folder), "leaderboard", split="train").to_pandas()

@@ -443,22 +443,24 @@ def _coverage(rows: list[dict]) -> dict[str, Counter]:
 
 def _write(out: Path, rows: list[dict], repo: str, license: str, **variables) -> Path:
     from benchmark import __version__
-    from benchmark.papers import CUBE
+    from benchmark.papers import CUBE, bibtex
 
     if not rows:
         raise ValueError("the build found no artifact rows: nothing to write (check the input and the roots)")
     rows = _sorted(rows)
     artifacts = Counter(row["concept"] for row in {(r["artifact_id"] or r["artifact"], r["concept"]): r
                                                     for r in rows}.values())
-    size = "n<1K" if len(rows) < 1000 else "1K<n<10K" if len(rows) < 10_000 else \
-        "10K<n<100K" if len(rows) < 100_000 else "100K<n<1M" if len(rows) < 1_000_000 else "1M<n<10M"
+    # CSpace is the label space of CUBE's diversity tagger: an image is tagged with its closest artifact name.
     data = hub_layout.card_data(
-        pretty_name="CUBE-CSpace (CultureLens build)", license=license, configs={CONFIG: [SPLIT]}, default=CONFIG,
-        language=["en"], size_categories=[size], tags=["culture", "cultural-competence", "wikidata", "benchmark"],
+        pretty_name="CUBE-CSpace (CultureLens build)", licence=hub_layout.Licence(license), configs={CONFIG: [SPLIT]},
+        default=CONFIG, task_categories=["zero-shot-image-classification"], language=["en"],
+        size_categories=[hub_layout.size_category(len(rows))],
+        tags=["culture", "cultural-competence", "wikidata", "benchmark"],
         source_datasets=["https://github.com/google-deepmind/cube"])
     card = hub_layout.render_card(
         "cube_cspace", data, version=__version__, repo=repo, config=CONFIG, split=SPLIT, n_rows=len(rows),
         concepts=CONCEPTS, artifacts=artifacts, coverage=_coverage(rows), citation=CUBE.text, license=license,
+        bibtex=bibtex(CUBE),
         multi_country=sum(1 for n in Counter((r["artifact_id"] or r["artifact"], r["concept"])
                                              for r in rows).values() if n > 1),
         **variables)

@@ -581,7 +581,7 @@ def has_every_config(folder: Path) -> bool:
 
     configs = (CONFIG, CONFIG_ALL, CONFIG_DEMO)
     return (Path(folder) / "README.md").exists() and all(
-        (Path(folder) / hub_layout.parquet_path(config, SPLIT)).exists() for config in configs)
+        hub_layout.parquet_files(Path(folder), config, SPLIT) for config in configs)
 
 
 def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
@@ -590,6 +590,7 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
 
     from benchmark import __version__
     from benchmark.datasets import hub_layout
+    from benchmark.papers import CUBE, bibtex
 
     raw = read_source(source)
     records = check_records(raw)
@@ -606,12 +607,12 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
 
     data = hub_layout.card_data(
         pretty_name="CUBE-1K (CultureLens build)",
-        license="cc-by-nc-sa-4.0",
+        licence=hub_layout.Licence("cc-by-nc-sa-4.0"),
         configs={CONFIG: [SPLIT], CONFIG_ALL: [SPLIT], CONFIG_DEMO: [SPLIT]},
         default=CONFIG,
         task_categories=["text-to-image"],
         language=["en"],
-        size_categories=["n<1K"],
+        size_categories=[hub_layout.size_category(len(rows))],  # cube_1k_all: every upstream record
         tags=["culture", "benchmark", "cultural-competence", "wikidata"],
         source_datasets=["https://github.com/google-deepmind/cube"],
     )
@@ -625,6 +626,7 @@ def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
         templates=", ".join(f"`{t}`" for t in TEMPLATES), properties=PROPERTIES,
         defects=[d for d in summary if d["count"]],
         clean_checks=[f"`{d['code']}`" for d in summary if not d["count"]],
+        bibtex=bibtex(CUBE),
     )
     schema = features()
     hub_layout.write_folder(out, {

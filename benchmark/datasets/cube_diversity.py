@@ -74,17 +74,18 @@ def features() -> datasets.Features:
 def build_diversity(out: Path, *, repo: str = HUB_REPO) -> Path:
     """Write the ``diversity`` prompt set as a Hub-layout folder with its card."""
     from benchmark import __version__
-    from benchmark.papers import CUBE
+    from benchmark.papers import CUBE, bibtex
 
     rows = diversity_prompts()
     data = hub_layout.card_data(
-        pretty_name="CUBE diversity prompts (CultureLens build)", license="cc-by-4.0", configs={CONFIG: [SPLIT]},
-        default=CONFIG, task_categories=["text-to-image"], language=["en"], size_categories=["n<1K"],
+        pretty_name="CUBE diversity prompts (CultureLens build)", licence=hub_layout.Licence("cc-by-4.0"),
+        configs={CONFIG: [SPLIT]}, default=CONFIG, task_categories=["text-to-image"], language=["en"],
+        size_categories=[hub_layout.size_category(len(rows))],
         tags=["culture", "cultural-competence", "diversity", "benchmark"])
     batches = seed_batches()
     card = hub_layout.render_card(
         "cube_diversity", data, version=__version__, repo=repo, config=CONFIG, split=SPLIT, rows=rows,
         concepts=CONCEPTS, seeds=SEEDS, batch_size=BATCH_SIZE, n_batches=len(batches),
-        per_concept=len(rows) // len(CONCEPTS), citation=CUBE.text, ours=OURS)
+        per_concept=len(rows) // len(CONCEPTS), citation=CUBE.text, bibtex=bibtex(CUBE), ours=OURS)
     return hub_layout.write_folder(
         out, {(CONFIG, SPLIT): datasets.Dataset.from_list(rows, features=features())}, card)

@@ -138,6 +138,27 @@ def resolve_source(source: str | Path, *, revision: str | None = None) -> Path:
             "pass --source DIR.") from None
 
 
+def fetch_release(downloads, *, repo: str = SOURCE_REPO, revision: str | None = None, pins: dict | None = None,
+                  progress: bool = True) -> tuple[Path, dict]:
+    """The release's files (card, ratings, image Parquet files) at one Hub commit in the downloads folder
+    (``benchmark.downloads.Downloads``), each verified: at the commit and sha256s of ``pins`` (an earlier
+    build's), else at the commit ``revision`` names now (default: the repo's main branch). Returns the folder
+    and the pins: {"repo", "commit", "files": {path: {"size", "sha256"}}}."""
+    from benchmark.datasets import hub_files
+
+    if pins is not None:
+        commit, files = pins["commit"], pins["files"]
+        if pins.get("repo") != repo:
+            raise CulturalFramesSourceError(f"the CulturalFrames pins are of {pins.get('repo')}, not {repo}")
+    else:
+        commit, files = hub_files.files_at(repo, revision or "main", ["README.md", ANNOTATIONS_FILE, IMAGE_FILES])
+        if ANNOTATIONS_FILE not in files:
+            raise CulturalFramesSourceError(f"{repo}@{commit[:7]} has no {ANNOTATIONS_FILE}: is this the "
+                                            "CulturalFrames release?")
+    folder, pinned = hub_files.download(repo, commit, files, downloads, what="culturalframes", progress=progress)
+    return folder, {"repo": repo, "commit": commit, "files": pinned}
+
+
 def _get(obj, path: tuple[str, ...]):
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
@@ -399,17 +420,18 @@ def features(config: str) -> datasets.Features:
         "overall": number})
 
 
-def _size_category(rows: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if rows < limit:
-            return label
-    return "100K<n<1M"
+LICENCE = hub_layout.Licence("other", "culturalframes-no-licence-declared",
+                              f"https://huggingface.co/datasets/{SOURCE_REPO}")
+"""The authors' release declares no licence: the card says so and links to it."""
 
 
-def build(source: str | Path, out: Path | str, *, revision: str | None = None,
-          repo: str = HUB_REPO) -> dict:
-    """Build the CulturalFrames folder (``prompts``, ``images``, ``ratings``) from the release; return a summary."""
+def build(source: str | Path, out: Path | str, *, revision: str | None = None, repo: str = HUB_REPO,
+          max_shard_bytes: int = hub_layout.MAX_SHARD_BYTES, shown_as: str | None = None) -> dict:
+    """Build the CulturalFrames folder (``prompts``, ``images``, ``ratings``) from the release; return a summary.
+    ``max_shard_bytes``: a Parquet shard's size at most (the rated images are most of it). ``shown_as``: what the
+    card names as the source (a downloaded release's repo, not its local folder)."""
     from benchmark import __version__
+    from benchmark.papers import CULTURALFRAMES, bibtex
 
     folder = resolve_source(source, revision=revision)
     release = read_release(folder)
@@ -424,19 +446,19 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
     card = hub_layout.render_card(
         "culturalframes",
         hub_layout.card_data(
-            pretty_name="CulturalFrames (CultureLens build)", license="other",
+            pretty_name="CulturalFrames (CultureLens build)", licence=LICENCE,
             configs={c: [SPLIT] for c in CONFIGS}, default="prompts", task_categories=["text-to-image"],
-            language=["en"], size_categories=[_size_category(len(ratings))],
+            language=["en"], size_categories=[hub_layout.size_category(len(ratings))],
             source_datasets=[f"https://huggingface.co/datasets/{SOURCE_REPO}"],
             tags=["culture", "benchmark", "human-evaluation", "text-to-image-evaluation"]),
-        version=__version__, repo=repo, split=SPLIT, source=str(source), revision=revision,
+        version=__version__, repo=repo, split=SPLIT, source=shown_as or str(source), revision=revision,
         source_repo=SOURCE_REPO, n_prompts=len(release.prompts), n_images=len(images), n_ratings=len(ratings),
         models=dict(sorted(models.items())), countries=dict(sorted(countries.items())),
         domains=dict(sorted(domains.items())), ratings_per_image=dict(sorted(per_image.items())),
         present=present, record_fields={c: (spelled(p), k) for c, (p, k) in RECORD_FIELDS.items()},
         rating_fields={c: (spelled(p), k) for c, (p, k) in RATING_FIELDS.items()}, never=release.fields_never_found,
         optional_missing=release.optional_missing, n_records=release.n_records, notes=release.notes,
-        annotations_file=ANNOTATIONS_FILE)
+        annotations_file=ANNOTATIONS_FILE, licence=LICENCE, bibtex=bibtex(CULTURALFRAMES))
     cache = Path(tempfile.mkdtemp(prefix="culturalframes-build-"))
     try:
         image_table = datasets.Dataset.from_generator(
@@ -447,7 +469,7 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
             ("images", SPLIT): image_table,
             ("ratings", SPLIT): datasets.Dataset.from_pandas(ratings, features=features("ratings"),
                                                              preserve_index=False),
-        }, card)
+        }, card, max_shard_bytes=max_shard_bytes)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {"prompts": len(release.prompts), "images": len(images), "ratings": len(ratings),
@@ -456,12 +478,13 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None,
             "out": str(out)}
 
 
-def _local_file(folder: Path, config: str) -> Path:
-    path = Path(folder) / hub_layout.parquet_path(config, SPLIT)
-    if not path.is_file():
-        raise CulturalFramesSourceError(f"{folder}: no {hub_layout.parquet_path(config, SPLIT)}; build the folder with "
-                                        "`culturelens data build culturalframes --out DIR` and pass DIR")
-    return path
+def _local_files(folder: Path, config: str) -> list[Path]:
+    """The Parquet shards of a config of a built folder."""
+    files = hub_layout.parquet_files(Path(folder), config, SPLIT)
+    if not files:
+        raise CulturalFramesSourceError(f"{folder}: no {hub_layout.shards_pattern(config, SPLIT)}; build the folder "
+                                        "with `culturelens data build culturalframes --out DIR` and pass DIR")
+    return files
 
 
 def load_config(source: str | Path, config: str, *, columns: list[str] | None = None,
@@ -470,7 +493,8 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
     served from a stale cache) or of its Hub repo (``datasets.load_dataset``), as a DataFrame; ``columns``:
     only those (leave out ``image`` to skip the image bytes of a local folder)."""
     if Path(source).is_dir():
-        return pd.read_parquet(_local_file(Path(source), config), columns=columns)
+        return pd.concat([pd.read_parquet(file, columns=columns) for file in _local_files(Path(source), config)],
+                         ignore_index=True)
     try:
         table = datasets.load_dataset(str(source), config, split=SPLIT, revision=revision)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as error:
@@ -482,8 +506,9 @@ def load_config(source: str | Path, config: str, *, columns: list[str] | None = 
 
 def images_of(folder: Path, model: str):
     """(image_id, prompt_id, image bytes) of one model's images in a built folder, streamed."""
-    for batch in pq.ParquetFile(_local_file(folder, "images")).iter_batches(
-            batch_size=64, columns=["image_id", "prompt_id", "model", "image"]):
-        for row in batch.to_pylist():
-            if row["model"] == model:
-                yield row["image_id"], row["prompt_id"], row["image"]["bytes"]
+    for file in _local_files(folder, "images"):
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=64,
+                                                       columns=["image_id", "prompt_id", "model", "image"]):
+            for row in batch.to_pylist():
+                if row["model"] == model:
+                    yield row["image_id"], row["prompt_id"], row["image"]["bytes"]

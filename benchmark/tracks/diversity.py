@@ -85,7 +85,9 @@ def build_diversity(args: argparse.Namespace) -> int:
 
 def artifact_index(args: argparse.Namespace) -> int:
     import datasets
+    from huggingface_hub import DatasetCard
 
+    from benchmark.datasets.hub_layout import Licence
     from benchmark.encoders import load_backbone
     from benchmark.encoders.spec import load_registry
     from benchmark.tagging import ArtifactIndex
@@ -96,9 +98,12 @@ def artifact_index(args: argparse.Namespace) -> int:
     except FileNotFoundError as error:  # neither a folder nor a Hub dataset of that name
         raise CultureLensError(f"--cspace {args.cspace}: {error}; build it with `culturelens data build "
                                "cube-cspace --out DIR` and pass DIR") from None
+    card = Path(args.cspace) / "README.md"
+    source = card if card.is_file() else args.cspace  # a folder's card, or the Hub repo's
+    licence = Licence.of_card(DatasetCard.load(source).data.to_dict())
     backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
     index = ArtifactIndex.from_backbone(table, backbone, template=args.template)
-    index.save(Path(args.out))
+    index.save(Path(args.out), licence=licence, source=str(args.cspace))
     print(f"wrote the artifact index ({len(table)} artifacts, {args.backbone}) to {args.out}; "
           f"score with --artifact-index {args.out}")
     return 0

@@ -4,9 +4,11 @@ and to its own prompt's country above all (1-5)?"""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from benchmark import settings as declared
+from benchmark.errors import CultureLensError
 from benchmark.settings import Setting, positive_int
 from benchmark.track import MetricsUnavailable, Papers, Track, Verb
 from benchmark.papers import CAIRE
@@ -60,14 +62,19 @@ def metrics(settings, backbones) -> list:
 
 # --- `culturelens kb-index` -------------------------------------------------------------------------------------
 def kb_index(args: argparse.Namespace) -> int:
+    from benchmark.datasets.hub_layout import Licence
     from benchmark.encoders import load_backbone
     from benchmark.encoders.spec import load_registry
     from benchmark.relevance import kb
 
+    licence = Licence(args.license, args.license_name, args.license_link)
+    if (licence.id == "other") != bool(licence.name and licence.link):
+        raise CultureLensError("--license-name and --license-link go with --license other, and it needs both "
+                               "(the Hub's card checks ask for them)")
     # The records and their images first (KnowledgeBaseError), before minutes of loading weights.
     kb.image_table(kb.read_records(Path(args.records)), Path(args.images), show_progress=False)
     backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
-    kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone)
+    kb.build_index(Path(args.records), Path(args.images), Path(args.out), backbone, licence=licence)
     print(f"wrote the knowledge-base index to {args.out}; score relevance with --relevance-kb {args.out}")
     return 0
 
@@ -76,9 +83,60 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
     kbi.add_argument("--records", required=True, help="JSON Lines or Parquet of entities (see README, 'Relevance')")
     kbi.add_argument("--images", required=True, help="folder holding the images the records name")
     kbi.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
-    kbi.add_argument("--out", required=True, help="index folder to write")
+    kbi.add_argument("--out", required=True, help="index folder to write (a Hub dataset folder: its card, README.md, "
+                                                  "is written with it)")
+    kbi.add_argument("--license", default="unknown",
+                     help="the records' licence, as a Hub licence id (cc-by-sa-4.0, ...; default unknown: not "
+                          "declared), recorded in kb.json and the card")
+    kbi.add_argument("--license-name", default=None, help="with --license other: its name (lower case, '-')")
+    kbi.add_argument("--license-link", default=None, help="with --license other: a link to its terms")
     declared.add_runtime_options(kbi)
     kbi.set_defaults(run=kb_index, hub=True)
+
+
+# --- `culturelens data build relevance-kb` -------------------------------------------------------------------
+def build_public_kb(args: argparse.Namespace) -> int:
+    from benchmark.atomic import atomic_write_text
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import load_prompts
+    from benchmark.downloads import Downloads
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import load_registry
+    from benchmark.relevance import public_kb
+
+    folder = Path(args.prompts) if Path(args.prompts).is_dir() else None
+    prompts = load_prompts(cube_1k.HUB_REPO if folder else args.prompts, args.config, folder=folder)
+    out = Path(args.out)
+    downloads = Downloads(Path(args.downloads) if args.downloads else out.with_name(out.name + "-downloads"))
+    if args.refresh:
+        downloads.path(public_kb.PINS).unlink(missing_ok=True)
+    pins = public_kb.read_pins(Path(args.pins)) if args.pins else None
+    backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
+    _, pins = public_kb.build(prompts, out, downloads, backbone, pins=pins, batch_size=args.batch_size)
+    atomic_write_text(out / "pins.json", json.dumps(pins, indent=1, ensure_ascii=False) + "\n")
+    counted = public_kb.counts(pins)
+    print(f"built the relevance knowledge base: {counted['entities']} entities ({counted['prompt_entities']} named by "
+          f"the prompts, {counted['neighbours']} of other cultures), {counted['images']} images, {counted['pages']} "
+          f"Wikipedia pages, in {out}; a rebuild with --pins {out / 'pins.json'} reads the same revisions and bytes; "
+          f"score relevance with --relevance-kb {out}")
+    return 0
+
+
+def _public_kb_options(p: argparse.ArgumentParser) -> None:
+    from benchmark.datasets.names import CUBE_1K
+
+    p.add_argument("--prompts", default=CUBE_1K.repo,
+                   help=f"the relevance prompts: a CUBE-1K build folder (`culturelens data build cube-1k`) or Hub repo "
+                        f"(default {CUBE_1K.repo})")
+    p.add_argument("--config", default=CUBE_1K.config, help=f"its config (default {CUBE_1K.config})")
+    p.add_argument("--out", required=True, help="the index folder to write (replaced if a KB folder)")
+    p.add_argument("--downloads", default=None, help="where downloads are kept between runs (default OUT-downloads)")
+    p.add_argument("--pins", default=None, help="build at the pins of an earlier build: its pins.json, or a suite "
+                                                "folder (its relevance-kb record)")
+    p.add_argument("--refresh", action="store_true", help="read the current sources, not the pins a killed run left")
+    p.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
+    declared.add_runtime_options(p)
+    p.set_defaults(run=build_public_kb, hub=True)
 
 
 TRACK = Track(
@@ -98,4 +156,8 @@ country (higher is better), the judgement CAIRE validates against raters of that
     settings=SETTINGS, metrics=metrics, order=50,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
                 "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",
-                _kb_options),))
+                _kb_options),
+           Verb("relevance-kb", "the relevance knowledge base from public sources: every entity the prompts name and "
+                                "same-category entities of other cultures, from Wikidata, Wikipedia and Commons",
+                "culturelens data build relevance-kb --prompts data/cube-1k --out idx/kb", _public_kb_options,
+                under=("data", "build"))))

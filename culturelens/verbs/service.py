@@ -71,7 +71,7 @@ def serve(args: argparse.Namespace) -> int:
                             cube_source=chosen.cube_source, suite=chosen.suite, metric_settings=metric_settings(args),
                             hub_repos=chosen.hub_repos, hub_interval=args.hub_interval,
                             release_interval=args.hub_release_interval or None, worker=command, worker_env=env,
-                            queue=chosen.queue)
+                            queue=chosen.queue, restart_warning=chosen.restart_warning)
     service.serve(running, host=args.host, port=args.port)
     return 0
 

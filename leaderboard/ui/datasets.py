@@ -78,7 +78,9 @@ class DatasetBrowser:
             text = shown.astype(object).fillna("").astype(str).agg(" ".join, axis=1).str.casefold()
             shown = shown[text.str.contains(contains.casefold(), regex=False)]
         note = f"{len(shown)} of {len(frame)} rows of **{render.plain(repo)}** / {render.code(config)}"
-        if query and "prompt" in shown.columns and len(shown):
+        if query and not search.by_meaning():
+            note += f". {search.NOT_OFFERED}"
+        elif query and "prompt" in shown.columns and len(shown):
             # One index per config (over every row), then the rows the filters kept, closest first.
             ranked = search.search(fingerprint, frame, query, k=len(frame))
             found = ranked[ranked.index.isin(shown.index)].head(20)
@@ -140,7 +142,10 @@ class DatasetBrowser:
             value = gr.Dropdown(label="Value", choices=[ANY], value=ANY, interactive=True, allow_custom_value=True)
         with gr.Row():
             contains = gr.Textbox(label="Contains (any column)")
-            query = gr.Textbox(label="Semantic search over prompts", placeholder="street food at night")
+            query = gr.Textbox(label="Semantic search over prompts", placeholder="street food at night",
+                               visible=search.by_meaning())
+        if not search.by_meaning():
+            gr.Markdown(search.NOT_OFFERED)
         note = gr.Markdown(latex_delimiters=[])  # notes quote the visitor's text: no math
         table = gr.Dataframe(interactive=False, wrap=True, max_height=500)
         gallery = gr.Gallery(label="Images of the selected row", columns=4, height="auto", visible=False)
