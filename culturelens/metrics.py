@@ -37,11 +37,12 @@ class MetricUnavailable(CultureLensError):
 class Metric:
     """The metric ``name`` of track ``track`` as a function of images and prompts (see the module). Keywords as
     ``culturelens.score`` takes them: ``backbones`` (a JSON file pointing backbone ids at local weights),
-    ``device``, ``batch_size``, ``cache`` (an embedding cache file to reuse between calls and sessions), and the
-    track's settings by name (e.g. ``w1kp_calibration=...``)."""
+    ``device``, ``batch_size``, ``num_workers`` (DataLoader processes decoding the images: none by default, the
+    images being in memory already), ``cache`` (an embedding cache file to reuse between calls and sessions), and
+    the track's settings by name (e.g. ``w1kp_calibration=...``)."""
 
     def __init__(self, name: str, *, track: str, backbones: str | Path | None = None, device: str | None = None,
-                 batch_size: int | None = None, cache: str | Path | None = None, **settings):
+                 batch_size: int | None = None, num_workers: int = 0, cache: str | Path | None = None, **settings):
         from benchmark import tracks as registry
         from culturelens import options
 
@@ -51,7 +52,7 @@ class Metric:
                                    f"{', '.join(sorted(declared))}")
         self.name, self.cache = name, Path(cache) if cache else None
         self.options = options.scoring_options({"tracks": [track], "backbones": backbones, "device": device,
-                                                "batch_size": batch_size, **settings})
+                                                "batch_size": batch_size, "num_workers": num_workers, **settings})
         self._loaded = None  # (metric, backbones), on the first call
 
     def _load(self):
