@@ -347,14 +347,14 @@ def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_p
     inputs = _inputs(base, backbone, tmp_path)
     (metric,) = metrics(["japanese"], base, judge, linking="top", label_case="capitalize", text_chars=5)
     assert metric.info.name == "relevance[japanese]"
-    assert metric.info.version.endswith("linking top, label capitalize, text 5)")
+    assert metric.info.version.endswith("linking top, label capitalize, text 5); images tensor-1")
     values, _ = metric.per_image(inputs)
     assert values.tolist() == [judge.score(inputs.open_image(row), None, metric.rubric, "Japanese") for row in range(3)]
     links = base.link(inputs.features[Need("msiglip-so400m", "image")], rule="top")
     assert [d["truncated"] for d in metric.details(inputs)] == [len(base.entity_text(x.entity)) > 5 for x in links]
     assert metric.info.version != metrics(["japanese"], base, judge)[0].info.version
     assert metrics(["japanese"], base, judge)[0].info.version.endswith("linking first_with_page, label as_given, "
-                                                                     "text whole)")
+                                                                     "text whole); images tensor-1")
     with pytest.raises(ValueError, match="unknown linking rule 'best'"):
         metrics(["japanese"], base, judge, linking="best")
 
@@ -371,7 +371,7 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
     (metric,), reasons = options.scoring_options(vars(args)).build_metrics()
     assert reasons == {}
     assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
-    assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000)")
+    assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000); images tensor-1")
     default = cli.parser().parse_args(["score", "sub.zip", "--out", "x"])
     assert (default.relevance_linking, default.relevance_label_case, default.relevance_text_chars) == (
         "first_with_page", "as_given", None)

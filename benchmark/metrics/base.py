@@ -25,6 +25,7 @@ import pandas as pd
 from PIL import Image
 
 from benchmark.cache import EmbeddingCache
+from benchmark.encoders.spec import PREPARED_ON_DEVICE
 from benchmark.features import Need
 
 
@@ -41,6 +42,13 @@ class MetricInfo:
     citation: str
     needs: tuple[Need, ...]
     level: Literal["image", "prompt"] = "image"
+
+    def __post_init__(self):
+        """A metric that reads image features names how the images were prepared (``PREPARED_ON_DEVICE``) at the
+        end of its version: its values moved, by rounding, when preparation moved to the device."""
+        marker = f"images {PREPARED_ON_DEVICE}"
+        if any(need.kind != "text" for need in self.needs) and not self.version.endswith(marker):
+            object.__setattr__(self, "version", f"{self.version}; {marker}")
 
 
 @dataclass(frozen=True)
