@@ -144,6 +144,7 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
     from benchmark import results, tracks
     from benchmark.metrics.crt_protocol import VARIANTS
+    from benchmark.run_record import RunRecord
     from leaderboard import protocol_names, tables
     from leaderboard.store import Store
     from leaderboard.ui.site import Site
@@ -156,14 +157,14 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
         fields = {**crt, "images_per_prompt": images}
         rows = _rows(sid, model, "iconicity", {"cra_reference": 0.5, "vr": 0.25}, fields)
         rows += _rows(sid, model, "iconicity", {"crt_from_means": 0.375}, fields, ("kind", "still"))
-        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
     for sid, model, sha in (("w1", "Calibrated", "ab"), ("w2", "Other calibration", "cd")):
         fields = {"dataset": "x", "images_per_prompt": 10, "backbones": ["dreamsim=d@r"],
                   "metric_version": f"1 (paper; calibration sha256 {sha} for dreamsim)"}
         curve = [{"submission_id": sid, "model": model, "metric": "w1kp", "prompt_id": None, "x": k, "value": 0.5,
                   "n": 20} for k in range(2, 6)]
         results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,
-                             {"submission_id": sid})
+                             RunRecord(submission_id=sid))
     views = SlicesTab(Site(store, "local"))
     bars, profile, scatter, curves, note = views.charts(tables.Filters())
     assert set(scatter["model"]) == {"Ten"}

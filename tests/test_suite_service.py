@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
 from benchmark.submission.suite import validated_hash
@@ -192,7 +193,7 @@ def _headline_row(store: Store, sid: str, model: str, track: str, metric: str, d
     rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(prompts.values()))),
              "n": len(prompts)}]
     rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": images} for p, v in prompts.items()]
-    results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
 
 
 def test_the_overall_takes_each_tracks_suite_protocol_and_never_its_metric_on_other_prompts(tmp_path):
