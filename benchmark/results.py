@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from benchmark import layout
 from benchmark.atomic import atomic_folder
+from benchmark.run_record import RunRecord
 
 PER_IMAGE = pa.schema([
     ("submission_id", pa.string()),
@@ -139,15 +140,6 @@ def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
 
-def read_run(data: bytes) -> dict | None:
-    """A results folder's run record from its run.json bytes; None when they are not a JSON object."""
-    try:
-        record = json.loads(data)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def parquet_rows(path: Path) -> int | None:
     """The rows of a Parquet file as its footer says (None: not readable as Parquet), read again only when the
     file's size or time changed (a mirror asks every minute about files written once)."""
@@ -181,9 +173,10 @@ def complete(folder: Path) -> None:
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
-                 run: dict, *, replace: bool = False) -> Path:
-    """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` as one folder,
-    atomically (``benchmark.atomic.atomic_folder``): readers see all files or none.
+                 run: RunRecord, *, replace: bool = False) -> Path:
+    """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` (``run``, in its
+    canonical text: ``RunRecord.to_json``) as one folder, atomically (``benchmark.atomic.atomic_folder``): readers
+    see all files or none.
 
     An existing ``target`` is never modified (results are immutable: FileExistsError) unless ``replace``
     (``culturelens score`` scoring the same submission again into its --out).
@@ -192,5 +185,5 @@ def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[
         pq.write_table(table(per_image_rows, PER_IMAGE), tmp / layout.PER_IMAGE)
         pq.write_table(table(aggregate_rows, AGGREGATE), tmp / layout.AGGREGATES)
         pq.write_table(table(curve_rows, CURVES), tmp / layout.CURVES)
-        (tmp / layout.RUN).write_text(json.dumps(run, indent=2), encoding="utf-8")
+        (tmp / layout.RUN).write_text(run.to_json(), encoding="utf-8")
     return Path(target)

@@ -166,8 +166,15 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 def from_args(declared: Iterable[Setting], args: argparse.Namespace,
               environ: Mapping[str, str] | None = None) -> Settings:
     """The settings a command line chose, with the environment's fallbacks resolved."""
+    return from_values(declared, vars(args), environ)
+
+
+def from_values(declared: Iterable[Setting], given: Mapping[str, object],
+                environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings ``given`` by name (a command line's options, the Python API's keywords; None or absent: not
+    given), each not given read from its environment variable, else its default."""
     declared = list(declared)
-    return Settings(declared, {s.name: s.resolve(getattr(args, s.name, None), environ) for s in declared})
+    return Settings(declared, {s.name: s.resolve(given.get(s.name), environ) for s in declared})
 
 
 def positive_int(text: str) -> int:

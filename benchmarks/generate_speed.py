@@ -102,9 +102,11 @@ def sdxl_pipeline(real_size: bool, device: str, dtype: torch.dtype):
 
 
 def work(count: int, seeds_from: int = 0) -> list[tuple[str, str, int]]:
-    """``count`` (prompt id, prompt, seed) items, prompts cycled."""
-    return [(f"p{i % len(PROMPTS):02d}", PROMPTS[i % len(PROMPTS)], seeds_from + i // len(PROMPTS))
-            for i in range(count)]
+    """``count`` (prompt id, prompt, seed) items: every prompt of the first ``p`` with every one of ``count / p``
+    seeds, ``p`` the largest divisor of ``count`` up to ``len(PROMPTS)`` (a whole grid, as ``generate`` makes
+    each prompt once with its seeds)."""
+    prompts = max(p for p in range(1, len(PROMPTS) + 1) if count % p == 0)
+    return [(f"p{i % prompts:02d}", PROMPTS[i % prompts], seeds_from + i // prompts) for i in range(count)]
 
 
 def call(pipeline, batch, options: dict, output: str):

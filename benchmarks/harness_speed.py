@@ -47,6 +47,7 @@ import torch
 from PIL import Image
 
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet
 from benchmark.encoders import load_backbone
@@ -429,7 +430,8 @@ def main() -> None:
 
         def run(with_cache):
             return harness.score(folder, manifest, prompts, images, metrics, backbones, with_cache,
-                                 submission_id="bench", batch_size=args.batch_size, num_workers=workers)
+                                 submission_id="bench",
+                                 options=ScoringOptions(batch_size=args.batch_size, num_workers=workers))
 
         def synchronised(function):
             def timed_function():

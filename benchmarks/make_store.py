@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sqlite3
 import time
 from datetime import datetime, timedelta, timezone
@@ -37,6 +36,7 @@ from tqdm import tqdm
 
 from benchmark import __version__, results
 from benchmark.datasets import cube_1k
+from benchmark.run_record import BackboneUsed, RunRecord
 from leaderboard.queue import open_queue
 from leaderboard.store import Store
 
@@ -407,14 +407,14 @@ def main() -> None:
         pq.write_table(curves, tmp / "curves.parquet")
         if i < per_image_for:
             pq.write_table(writer.per_image(sid, model, values, rng), tmp / "per_image.parquet")
-        run = {"submission_id": sid, "harness_version": __version__,
-               "backbones": {b.split("=")[0]: {"uid": b.split("=")[1], "revision": "main", "preprocess": "1"}
-                             for b in (CLIP, DINO, DREAMSIM, HPS)},
-               "metrics": {m[0]: "1" for m in METRICS}, "skipped": {}, "dataset": DATASET,
-               "seeds": list(range(args.images)), "images": args.prompts * args.images, "missing": 0,
-               "embeddings_cached": 0, "embeddings_computed": args.prompts * args.images * 3,
-               "scored_at": context["scored_at"], "synthetic": "benchmarks/make_store.py"}
-        (tmp / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+        run = RunRecord(submission_id=sid, harness_version=__version__,
+                        backbones={b.split("=")[0]: BackboneUsed(uid=b.split("=")[1], revision="main", preprocess="1")
+                                   for b in (CLIP, DINO, DREAMSIM, HPS)},
+                        metrics={m[0]: "1" for m in METRICS}, skipped={}, dataset=DATASET,
+                        seeds=list(range(args.images)), images=args.prompts * args.images, missing=0,
+                        embeddings_cached=0, embeddings_computed=args.prompts * args.images * 3,
+                        scored_at=context["scored_at"], synthetic="benchmarks/make_store.py")
+        (tmp / "run.json").write_text(run.to_json(), encoding="utf-8")
         for name in sizes:
             path = tmp / f"{name}.parquet"
             sizes[name] += path.stat().st_size if path.exists() else 0

@@ -41,6 +41,7 @@ from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
 from benchmark.layout import SubmissionLayout, is_submission_id
+from benchmark.run_record import RunRecord
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from benchmark.suite import SUITE_V1, Suite
@@ -228,7 +229,7 @@ class Store:
     def has_results(self, submission_id: str) -> bool:
         return self.results_folders.has(submission_id)
 
-    def run_record(self, submission_id: str) -> dict | None:
+    def run_record(self, submission_id: str) -> RunRecord | None:
         return self.results_folders.run(submission_id)
 
     def per_image_file(self, submission_id: str) -> Path | None:

@@ -130,6 +130,7 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
     value -0.01 and +0.01 in turn, the same for every model: the mean is the value, and the order on every prompt is
     the order of the values). Returns the submission ids (sub-<model>), oldest first."""
     from benchmark import results
+    from benchmark.run_record import RunRecord
     from benchmark import tracks as track_registry
 
     ids = []
@@ -156,6 +157,6 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
                          "ci_high": mean + 0.01, "n": prompts, "excluded": 0})
             rows += [{**common, "slice": "prompt", "slice_value": f"{track}-{i}", "value": v, "n": 1}
                      for i, v in enumerate(per_prompt)]
-        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
         ids.append(sid)
     return ids

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from benchmark.stats import mean_ci
 from leaderboard import exports
 from leaderboard.app import build_app, launch_options
@@ -63,7 +64,7 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("data-api")
     store = Store(root / "store")
     for model, (sid, _, _) in MODELS.items():
-        results.write_folder(store.results / sid, [], _rows(model), [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], _rows(model), [], RunRecord(submission_id=sid))
     store.seed_reported()
     store.queue.add(id="job-failed", content_hash="sha256:2", owner="ada", model="Failed_model", model_id=None,
                     model_revision=None, dataset=CUBE)

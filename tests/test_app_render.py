@@ -71,9 +71,9 @@ def _symbols(text: str) -> list[str]:
 
 def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folder(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
+    from leaderboard.store import Store
     from leaderboard.ui.about import about_markdown
     from leaderboard.ui.datasets import DatasetBrowser
-    from leaderboard.store import Store
     from tests.helpers import serving_tiny_cube
 
     store = Store(tmp_path / "store")
@@ -144,7 +144,8 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
     from benchmark import results, tracks
     from benchmark.metrics.crt_protocol import VARIANTS
-    from leaderboard import display, protocol_names, tables
+    from benchmark.run_record import RunRecord
+    from leaderboard import protocol_names, tables
     from leaderboard.store import Store
     from leaderboard.ui.site import Site
     from leaderboard.ui.slices import SlicesTab
@@ -156,14 +157,14 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
         fields = {**crt, "images_per_prompt": images}
         rows = _rows(sid, model, "iconicity", {"cra_reference": 0.5, "vr": 0.25}, fields)
         rows += _rows(sid, model, "iconicity", {"crt_from_means": 0.375}, fields, ("kind", "still"))
-        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
     for sid, model, sha in (("w1", "Calibrated", "ab"), ("w2", "Other calibration", "cd")):
         fields = {"dataset": "x", "images_per_prompt": 10, "backbones": ["dreamsim=d@r"],
                   "metric_version": f"1 (paper; calibration sha256 {sha} for dreamsim)"}
         curve = [{"submission_id": sid, "model": model, "metric": "w1kp", "prompt_id": None, "x": k, "value": 0.5,
                   "n": 20} for k in range(2, 6)]
         results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,
-                             {"submission_id": sid})
+                             RunRecord(submission_id=sid))
     views = SlicesTab(Site(store, "local"))
     bars, profile, scatter, curves, note = views.charts(tables.Filters())
     assert set(scatter["model"]) == {"Ten"}

@@ -20,6 +20,7 @@ from benchmark.judges.constrained import restricted_softmax
 from benchmark.judges.prompts import expectation_prompt, viescore_prompt
 from benchmark.metrics.base import Inputs
 from benchmark.metrics.expectations import expectations_met, expected_score, likeliest_answer
+from benchmark.run_record import RunRecord
 from culturelens.testing.tiny_qwen import model_next_logits, random_image, token_id
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -296,7 +297,7 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
         results.write_folder(layout.results_folder(store.root, folder.name),
                              *(pq.read_table(folder / name).to_pylist() for name in
                                (layout.PER_IMAGE, layout.AGGREGATES, layout.CURVES)),
-                             json.loads((folder / "run.json").read_text()))
+                             RunRecord.parse((folder / "run.json").read_bytes()))
     views = OverviewTab(Site(store, "ada"))
     _, metric, shown, note, *_ = views.overview("expectations", None, "", [], None, None, "", [],
                                                 ["Rank", "Model", "Score"])

@@ -15,10 +15,16 @@ from dataclasses import replace
 
 import pytest
 
+from benchmark.run_record import RunRecord
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
+
+
+def _run(fields: dict) -> RunRecord:
+    """A results folder's run record holding ``fields``."""
+    return RunRecord.model_validate(fields)
 
 
 @pytest.fixture()
@@ -291,21 +297,21 @@ def test_results_answer_a_submission_s_newest_request_only(queue):
     nor an unknown id's."""
     _add(queue, "a")
     assert queue.request_number("a") == 1 and queue.request_number("nope") is None
-    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # PENDING: no lease issued yet
+    assert not queue.answered_by("a", _run({"submission_id": "a", "request": 1}))  # PENDING: no lease issued yet
     lease = queue.claim("w", 60).lease
     first = {"submission_id": "a", "request": 1, "lease": lease}
-    assert queue.answered_by("a", first) and queue.answered_by("a", {"submission_id": "a", "lease": lease})
-    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # a request number alone
-    assert not queue.answered_by("a", {**first, "lease": "0" * 32})
+    assert queue.answered_by("a", _run(first)) and queue.answered_by("a", _run({"submission_id": "a", "lease": lease}))
+    assert not queue.answered_by("a", _run({"submission_id": "a", "request": 1}))  # a request number alone
+    assert not queue.answered_by("a", _run({**first, "lease": "0" * 32}))
     assert not queue.answered_by("a", None)  # no run.json: no results
     queue.finish("a", "w", "done")
     assert queue.requeue("a", "alice")  # within the same second as the submission
     assert queue.request_number("a") == 2
-    assert not queue.answered_by("a", first) and not queue.answered_by("a", {**first, "request": 2})
+    assert not queue.answered_by("a", _run(first)) and not queue.answered_by("a", _run({**first, "request": 2}))
     again = queue.claim("w", 60).lease
-    assert queue.answered_by("a", {"submission_id": "a", "request": 2, "lease": again})
-    assert not queue.answered_by("a", {**first, "request": 2})  # the run before's lease
-    assert not queue.answered_by("gone", first)  # a submission the queue does not know: never
+    assert queue.answered_by("a", _run({"submission_id": "a", "request": 2, "lease": again}))
+    assert not queue.answered_by("a", _run({**first, "request": 2}))  # the run before's lease
+    assert not queue.answered_by("gone", _run(first))  # a submission the queue does not know: never
 
 
 def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_queue):
@@ -319,10 +325,10 @@ def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_
     assert second.id == "a" and second.lease != first.lease
     # Results written under either claim answer the job: a worker killed after writing its results is not
     # scored again by the one that took over.
-    assert all(queue.answered_by("a", {"submission_id": "a", "request": 1, "lease": t})
+    assert all(queue.answered_by("a", _run({"submission_id": "a", "request": 1, "lease": t}))
                for t in (first.lease, second.lease))
     other = queue.claim("w3", 60)
-    assert other.id == "b" and not queue.answered_by("a", {"submission_id": "a", "lease": other.lease})
+    assert other.id == "b" and not queue.answered_by("a", _run({"submission_id": "a", "lease": other.lease}))
     queue.finish("a", "w2", "done")
     assert queue.requeue("a", "alice") and queue.get("a").lease is None  # the re-run's leases are new ones
 
@@ -338,9 +344,9 @@ def test_a_job_finished_with_no_lease_recorded_takes_results_as_they_are(queue):
     assert queue.restore(restored) and queue.restore(replace(restored, id="p", content_hash="sha256:p",
                                                              state="PENDING"))
     assert queue.get("f").lease_tokens is None  # a token is never taken from outside the queue
-    assert queue.answered_by("f", {"submission_id": "f", "request": 3}) and queue.answered_by("f", {})
-    assert not queue.answered_by("p", {"submission_id": "p"})
-    assert not queue.answered_by("p", {"submission_id": "p", "lease": "a-token-from-outside"})
+    assert queue.answered_by("f", _run({"submission_id": "f", "request": 3})) and queue.answered_by("f", _run({}))
+    assert not queue.answered_by("p", _run({"submission_id": "p"}))
+    assert not queue.answered_by("p", _run({"submission_id": "p", "lease": "a-token-from-outside"}))
 
 
 def test_a_queue_made_before_leases_gets_them(open_queue):
@@ -354,9 +360,10 @@ def test_a_queue_made_before_leases_gets_them(open_queue):
 
     upgraded = open_queue()
     assert upgraded.get("old").lease_tokens is None
-    assert upgraded.answered_by("old", {"submission_id": "old", "request": 1})  # finished before leases
+    assert upgraded.answered_by("old", _run({"submission_id": "old", "request": 1}))  # finished before leases
     job = upgraded.claim("w", 60)
-    assert job.id == "waiting" and upgraded.answered_by("waiting", {"submission_id": "waiting", "lease": job.lease})
+    assert job.id == "waiting"
+    assert upgraded.answered_by("waiting", _run({"submission_id": "waiting", "lease": job.lease}))
 
 
 def test_a_job_not_being_scored_can_be_deleted_and_its_quota_stays_used(queue):

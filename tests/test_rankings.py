@@ -17,6 +17,7 @@ import pytest
 from benchmark import ranking, results
 from benchmark.datasets import cube_1k, iconic_references
 from benchmark.metrics import iconicity
+from benchmark.run_record import RunRecord
 from benchmark.stats import difference_ci
 from leaderboard import display, tables
 from leaderboard.catalog import Catalog
@@ -48,7 +49,7 @@ def write_result(store: Store, sid: str, model: str, track: str, prompts: dict[s
     rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(prompts.values()))),
              "n": len(prompts)}]
     rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": seeds} for p, v in prompts.items()]
-    results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
 
 
 def brute_force_rank_intervals(values: dict[str, list[float]], higher: bool) -> dict[str, tuple[int, int]]:
@@ -182,7 +183,7 @@ def test_paper_rows_of_another_protocol_are_listed_beside_not_ranked(store):
                                         "metric_version": PAPER.version, "backbones": CRT_BACKBONES})
     row = {"provenance": "scored", "submission_id": "s1", "model": "Mine", "track": "iconicity", "metric": metric,
            "slice": "kind", "slice_value": "still", "value": 0.4, "higher_is_better": True, **protocol}
-    results.write_folder(store.results / "s1", [], [row], [], {})
+    results.write_folder(store.results / "s1", [], [row], [], RunRecord())
     store.seed_reported()
     cat = Catalog(store)
     frame, _ = tables.ranked(cat, "iconicity", metric, "kind", "still")
@@ -314,7 +315,7 @@ def test_rankings_diversity_at_n_4_and_n_8_never_share_a_ranking(store):
         row = {"provenance": "scored", "submission_id": f"d{i}", "model": model, "track": "diversity",
                "metric": "cd_uniform", "slice": "overall", "slice_value": "all", "value": value, "n": 15,
                "higher_is_better": True, "metric_version": metric_version, **protocol}
-        results.write_folder(store.results / f"d{i}", [], [row], [], {"submission_id": f"d{i}"})
+        results.write_folder(store.results / f"d{i}", [], [row], [], RunRecord(submission_id=f"d{i}"))
     cat = Catalog(store)
     table = tables.protocols(cat, "diversity", "cd_uniform")
     assert list(table["rows"]) == [2, 1] and list(table["on_protocol"]) == [True, False]
@@ -352,7 +353,7 @@ def test_rankings_a_never_used_up_model_ranks_first_on_reusability(store):
         protocol = results.protocol_columns({"dataset": CUBE_DATASET, "images_per_prompt": 10,
                                             "metric_version": metric.info.version, "backbones": ["x=x@r"]})
         row |= {"provenance": "scored", "submission_id": f"w{i}", "model": model, **protocol}
-        results.write_folder(store.results / f"w{i}", [], [row], [], {"submission_id": f"w{i}"})
+        results.write_folder(store.results / f"w{i}", [], [row], [], RunRecord(submission_id=f"w{i}"))
     frame, note = tables.ranked(Catalog(store), "variability", "w1kp_reusability")
     assert list(frame["model"]) == ["Noise", "Late", "Early"] and list(frame["rank"]) == [1, 2, 3]
     noise = frame.iloc[0]
@@ -385,7 +386,7 @@ def test_rankings_crt_from_column_means_has_a_bootstrap_interval_over_references
         for name, values in (("cra_reference", cra), ("vr", vr)):
             rows += [{**common, "metric": name, "slice": "prompt", "slice_value": r, "value": v, "n": 10}
                      for r, v in zip(references, values)]
-        results.write_folder(store.results / f"c{i}", [], rows, [], {"submission_id": f"c{i}"})
+        results.write_folder(store.results / f"c{i}", [], rows, [], RunRecord(submission_id=f"c{i}"))
     frame, note = tables.ranked(Catalog(store), "iconicity", metric)
     draws = np.random.default_rng(ranking.SEED).integers(0, 24, size=(ranking.REPLICATES, 24))
     boot = {m: [] for m in data}
@@ -499,7 +500,7 @@ def write_scored(store: Store, sid: str, model: str, values: dict[str, float], *
                "dataset": dataset, "seeds": ",".join(map(str, range(10))),
                "scored_at": f"2026-01-01T00:{when // 60:02d}:{when % 60:02d}", **protocol}
     rows = [{**row, **context} for row in aggregate(per_image.dropna(axis=1, how="all"))]
-    results.write_folder(store.results / sid, results.records(per_image), rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, results.records(per_image), rows, [], RunRecord(submission_id=sid))
 
 
 def test_gaming_a_slice_rests_on_the_protocols_prompts_not_on_the_oldest_submission(store):
@@ -658,7 +659,7 @@ def write_crt(store: Store, sid: str, model: str, cra: dict[str, float], vr: dic
              "dataset": CRT_DATASET, **row, "higher_is_better": ranges[row["metric"]][0],
              "range_low": ranges[row["metric"]][1], "range_high": ranges[row["metric"]][2], **protocol}
             for row in rows]
-    results.write_folder(store.results / sid, results.records(per_image), rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, results.records(per_image), rows, [], RunRecord(submission_id=sid))
     return rows
 
 

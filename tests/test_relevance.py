@@ -360,7 +360,6 @@ def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_p
 
 
 def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, tmp_path):
-    from benchmark.encoders.spec import load_registry
     from culturelens import cli, options
 
     backbones = tmp_path / "backbones.json"
@@ -369,7 +368,7 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
         "score", "sub.zip", "--out", str(tmp_path / "out"), "--backbones", str(backbones), "--tracks", "relevance",
         "--relevance-kb", str(kb[0].folder), "--relevance-judge", "probe", "--relevance-linking", "top",
         "--relevance-label-case", "capitalize", "--relevance-text-chars", "15000"])
-    (metric,), reasons = options.chosen_metrics(args, load_registry(args.backbones))
+    (metric,), reasons = options.scoring_options(vars(args)).build_metrics()
     assert reasons == {}
     assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
     assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000); images tensor-1")
@@ -427,6 +426,7 @@ def cube_submission(tmp_path_factory, tiny_upstream):
 
 def _score_cube(cube_submission, kb, backbone, manifest):
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.judges.probe import ProbeJudge
     from benchmark.metrics.relevance import metrics
 
@@ -434,7 +434,7 @@ def _score_cube(cube_submission, kb, backbone, manifest):
     (relevance,) = metrics([], kb[0], ProbeJudge(backbone))  # what the track's factory builds
     images = pq.read_table(staged / "images.parquet").to_pandas()
     return harness.score(staged, manifest, prompts, images, [relevance], {"msiglip-so400m": backbone},
-                         submission_id=manifest.model.name.replace(" ", "-"), batch_size=4)
+                         submission_id=manifest.model.name.replace(" ", "-"), options=ScoringOptions(batch_size=4))
 
 
 def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_own_country(
@@ -468,7 +468,7 @@ def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_
 
     store = Store(tmp_path / "store")
     for outcome in (scores, again):
-        sid = outcome.run["submission_id"]
+        sid = outcome.run.submission_id
         results.write_folder(store.results / sid, results.records(outcome.per_image), outcome.aggregates,
                              results.records(outcome.curves), outcome.run)
     cat = Catalog(store)

@@ -27,14 +27,15 @@ from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
+from benchmark.run_record import RunRecord
 from benchmark.submission.suite import validated_hash
 from benchmark.suite import SUITE_V1
+from culturelens.testing.submissions import write_image, zip_folder
 from leaderboard import display, tables
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 from tests.helpers import culturelens, serving
-from culturelens.testing.submissions import write_image, zip_folder
 from tests.suite_stand_ins import write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -199,7 +200,7 @@ def _headline_row(store: Store, sid: str, model: str, track: str, metric: str, d
     rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(prompts.values()))),
              "n": len(prompts)}]
     rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": images} for p, v in prompts.items()]
-    results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
 
 
 def test_the_overall_takes_each_tracks_suite_protocol_and_never_its_metric_on_other_prompts(tmp_path):

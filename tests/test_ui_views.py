@@ -14,6 +14,8 @@ from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.encoders.spec import load_registry
+from benchmark.run_record import RunRecord
+from benchmark.scoring_options import ScoringOptions
 from leaderboard import display, reported, tables
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
@@ -34,7 +36,7 @@ def _demo_row(store: Store) -> None:
     row = {"provenance": "scored", "submission_id": "sub-demo", "model": "Demo", "track": "awareness",
            "metric": "clip_score", "slice": "overall", "slice_value": "all", "value": 0.5, "n": 72,
            "higher_is_better": True, **protocol}
-    results.write_folder(store.results / "sub-demo", [], [row], [], {"submission_id": "sub-demo"})
+    results.write_folder(store.results / "sub-demo", [], [row], [], RunRecord(submission_id="sub-demo"))
 
 
 def test_the_overview_opens_on_the_papers_tables_until_suite_rows_exist(tmp_path):
@@ -100,7 +102,7 @@ def _answers(store: Store, sid: str, prompts: list[str], scored_at: str) -> None
     aggregate = [{"provenance": "scored", "submission_id": sid, "model": sid, "track": "awareness",
                   "metric": "clip_score", "slice": "overall", "slice_value": "all", "value": 0.5, "n": len(prompts),
                   "scored_at": scored_at, "dataset": "culturelens/cube-1k:cube_1k:test"}]
-    results.write_folder(store.results / sid, per_image, aggregate, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, per_image, aggregate, [], RunRecord(submission_id=sid))
 
 
 def test_compare_opens_on_the_two_newest_scored_submissions_that_share_a_prompt(tmp_path):
@@ -119,9 +121,8 @@ def test_compare_opens_on_the_two_newest_scored_submissions_that_share_a_prompt(
 
 
 def _worker(store: Store, registry: dict) -> Worker:
-    metrics, unavailable = track_registry.select(*track_registry.build(track_registry.metric_settings(), registry),
-                                                 None)
-    worker = Worker(store, registry, metrics, unavailable, lease_seconds=60)
+    options = ScoringOptions(track_registry.metric_settings(), registry=registry)
+    worker = Worker(store, options, *options.build_metrics(), lease_seconds=60)
     worker.load()
     return worker
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts
@@ -341,7 +342,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     staged = report.keep(tmp_path / "staged")
     images = pq.read_table(staged / "images.parquet").to_pandas()
     scores = harness.score(staged, report.manifest, report.prompts, images, [W1KP(calibration, "dinov2-base")],
-                           {"dinov2-base": backbone}, submission_id="t", batch_size=8)
+                           {"dinov2-base": backbone}, submission_id="t", options=ScoringOptions(batch_size=8))
     rows = scores.per_image[scores.per_image.metric == "w1kp"].set_index("prompt_id")
     assert len(rows) == 6 and rows["seed"].isna().all()
     assert rows.loc[ids[0], "value"] == pytest.approx(1 - calibration.normalize(0.0))  # identical seeds
@@ -361,7 +362,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
     version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base); " \
         "images tensor-1"
-    assert scores.run["metrics"]["w1kp"] == version  # run.json
+    assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
 
 
@@ -378,7 +379,7 @@ def test_w1kp_is_skipped_with_a_reason_when_each_prompt_has_one_image(sample, ti
     scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
                            [W1KP(dataclasses.replace(IDENTITY, backbone="dinov2-base"), "dinov2-base")],
                            {"dinov2-base": backbone}, submission_id="t")
-    assert "at least two images" in scores.run["skipped"]["w1kp"] and scores.per_image.empty
+    assert "at least two images" in scores.run.skipped["w1kp"] and scores.per_image.empty
 
 
 def test_the_dreamsim_backbone_needs_its_optional_package():
@@ -448,9 +449,9 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
     staged = report.keep(tmp_path / "staged")
     images = pq.read_table(staged / "images.parquet").to_pandas()
     scores = harness.score(staged, report.manifest, report.prompts, images, [metric], {"clip-vit-b-32": clip},
-                           submission_id="t", batch_size=8)
+                           submission_id="t", options=ScoringOptions(batch_size=8))
     version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32); " \
         "images tensor-1"
-    assert scores.run["metrics"]["w1kp"] == version  # run.json
+    assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
     assert len(scores.per_image[scores.per_image.metric == "w1kp"]) == 6

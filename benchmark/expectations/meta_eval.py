@@ -34,7 +34,7 @@ from scipy import stats
 from benchmark.datasets.culturalframes import canonical_model, load_config
 from benchmark.errors import CultureLensError
 from benchmark.layout import PER_IMAGE, RUN
-from benchmark.results import read_run
+from benchmark.run_record import RunRecord
 
 CRITERIA = ("alignment", "quality", "overall")
 ALL = "all"
@@ -422,10 +422,10 @@ def metric_versions(results: Sequence[str | Path], metrics: Sequence[str]) -> di
     versions: dict[str, set[str]] = {metric: set() for metric in metrics}
     for folder in results:
         path = Path(folder) / RUN if Path(folder).is_dir() else Path(folder).with_name(RUN)
-        run = read_run(path.read_bytes()) if path.is_file() else None
-        recorded = (run or {}).get("metrics") or {}
+        run = RunRecord.parse(path.read_bytes()) if path.is_file() else None
+        recorded = (run.metrics if run is not None else None) or {}
         for metric in metrics:
-            if isinstance(recorded.get(metric), str):
+            if metric in recorded:
                 versions[metric].add(recorded[metric])
     mixed = {metric: sorted(found) for metric, found in versions.items() if len(found) > 1}
     if mixed:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmark.errors import CultureLensError
+from benchmark.run_record import RunRecord
 
 
 def now_iso() -> str:
@@ -65,7 +66,7 @@ class Request:
     leases: tuple[str, ...]
 
 
-def refusal(run: dict | None, request: Request | None) -> str | None:
+def refusal(run: RunRecord | None, request: Request | None) -> str | None:
     """Why results whose run.json is ``run`` do not answer a submission's current ``request``
     (``Queue.request``; None: the queue knows no such submission); None when they do.
 
@@ -75,8 +76,8 @@ def refusal(run: dict | None, request: Request | None) -> str | None:
     from the store's folders: neither holds tokens) takes results as they are: nothing tells them apart there,
     and its scores are public already. Any other job takes none: results nobody scored under its lease (another
     submission's, a forged folder, a re-run's run before) never answer it, nor mark it FINISHED."""
-    if not isinstance(run, dict):
-        return "it has no run.json holding a JSON object"
+    if run is None:
+        return "it has no run.json holding a run record"
     if request is None:
         return UNKNOWN
     if not request.leases:
@@ -84,11 +85,11 @@ def refusal(run: dict | None, request: Request | None) -> str | None:
             return None
         return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
                 "has scored it")
-    if run.get("lease") not in request.leases:
-        carried = "carries none" if "lease" not in run else "carries another"
+    if run.lease not in request.leases:
+        carried = "carries none" if run.lease is None else "carries another"
         return f"its run.json {carried} of the lease tokens the queue issued for its request {request.number}"
-    if run.get("request", 1) != request.number:
-        return f"it answers request {str(run.get('request'))[:20]}, not its current request {request.number}"
+    if run.request_answered != request.number:
+        return f"it answers request {run.request_answered}, not its current request {request.number}"
     return None
 
 
@@ -291,7 +292,7 @@ class Queue:
         request = self.request(id)
         return request.number if request else None
 
-    def answered_by(self, id: str, run: dict | None) -> bool:
+    def answered_by(self, id: str, run: RunRecord | None) -> bool:
         """Whether results whose run.json is ``run`` answer submission ``id``'s current request (``refusal``)."""
         return refusal(run, self.request(id)) is None
 
