@@ -77,10 +77,25 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
-def images_present(rows: pd.DataFrame) -> int:
-    """The images per prompt a protocol records: the fewest any answered prompt has (seeds declared but refused
-    or missing do not count), so that a submission of 5 images per prompt is never ranked with 10-image ones."""
-    return int(rows.groupby("prompt_id").size().min())
+def missing_as_failures(per_image: pd.DataFrame, manifest: Manifest, metrics: list[Metric]) -> pd.DataFrame:
+    """Rows that count each image a submission declared but does not hold (``manifest.missing``: refused, filtered,
+    failed), of a prompt it answered, as a failure of every image-level metric (``MetricInfo.failure``: the worse
+    end of its range; none where a missing image has no value, as VR of an image not recognised), so that a
+    prompt's mean is over the seeds declared: padding the seeds and refusing some never scores as a smaller
+    protocol. For the aggregates only: the per-image rows stay the images'. A prompt without any image is left to
+    the ranking, which counts it unanswered."""
+    missing = pd.DataFrame([(m.prompt_id, m.seed) for m in manifest.missing], columns=["prompt_id", "seed"])
+    frames = []
+    for metric in metrics:
+        info = metric.info
+        if info.level != "image" or np.isnan(info.failure) or missing.empty:
+            continue
+        scored = per_image[per_image["metric"] == info.name].drop_duplicates("prompt_id")
+        rows = missing.merge(scored.drop(columns=["seed", "value", "note", "error", "detail", "image_path",
+                                                 "image_sha256"], errors="ignore"),
+                             on="prompt_id")
+        frames.append(rows.assign(value=info.failure, error=None))
+    return pd.concat(frames, ignore_index=True) if frames else per_image.iloc[0:0]
 
 
 def image_rows(images: pd.DataFrame, prompts: PromptSet) -> pd.DataFrame:
@@ -274,26 +289,26 @@ def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, ima
         return {"backbone": "+".join(f"{b}={used[b].spec.uid}" for b in ids),
                 "backbone_revision": "+".join(used[b].revision for b in ids)}
 
-    present = images_present(rows)
-
     def with_protocol(row: dict, version: str) -> dict:
         """The row with the protocol its value was scored under (``results.protocol_columns``): dataset without
-        its local fingerprint and the digest of its prompt rows, the images per prompt present, the metric's
-        version (``version`` where the row names none: its thresholds, variant, calibration, tagger, N) and each
-        backbone's uid@revision."""
+        its local fingerprint and the digest of its prompt rows, the images per prompt declared (a missing one
+        scored as a failure: ``missing_as_failures``), the metric's version (``version`` where the row names none:
+        its thresholds, variant, calibration, tagger, N) and each backbone's uid@revision."""
         backbones = [f"{b}@{r}" for b, r in zip((row.get("backbone") or "").split("+"),
                                                  (row.get("backbone_revision") or "").split("+")) if b]
         return {**row, **results.protocol_columns({
             "dataset": dataset.split("@")[0], "dataset_revision": prompts.digest,
-            "images_per_prompt": present, "metric_version": row.get("metric_version") or version,
-            "backbones": backbones})}
+            "images_per_prompt": manifest.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,
+            "metric_version": row.get("metric_version") or version, "backbones": backbones})}
 
     aggregates = []
-    for row in aggregate(per_image):
+    ranges = {name: (m.low, m.high) for name, m in info.items()}
+    for row in aggregate(pd.concat([per_image, missing_as_failures(per_image, manifest, metrics)], ignore_index=True),
+                         ranges=ranges):
         metric = info[row["metric"]]
         aggregates.append(with_protocol({**row, **context, **provenance(metric), "metric_label": metric.label,
-                                         "metric_version": metric.version,
-                                         "higher_is_better": metric.higher_is_better}, metric.version))
+                                         "metric_version": metric.version, "higher_is_better": metric.higher_is_better,
+                                         "range_low": metric.low, "range_high": metric.high}, metric.version))
     ordinary = list(aggregates)
     for metric in metrics:
         curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None

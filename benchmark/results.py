@@ -59,6 +59,8 @@ AGGREGATE = pa.schema([
     ("metric_label", pa.string()),
     ("metric_version", pa.string()),
     ("higher_is_better", pa.bool_()),
+    ("range_low", pa.float64()),        # the metric's declared range (``MetricInfo.low``, ``high``): a ranking counts
+    ("range_high", pa.float64()),       # an unanswered prompt as its worse end; null if not declared
     ("slice", pa.string()),             # "overall", "country", "concept", "prompt", "subset", ...
     ("slice_value", pa.string()),       # "all" for overall
     ("value", pa.float64()),
@@ -75,8 +77,9 @@ AGGREGATE = pa.schema([
     ("dataset", pa.string()),
     ("seeds", pa.string()),             # comma-separated generation seeds of the submission
     ("protocol", pa.string()),          # what the value assumes, canonical JSON (``protocol_columns``): dataset
-                                        # (repo:config:split) and its revision, images per prompt present, the
-                                        # metric's version (its settings) and backbones (uid@revision)
+                                        # (repo:config:split) and its revision, images per prompt (the seeds
+                                        # declared, a missing image counted as a failure), the metric's version
+                                        # (its settings) and backbones (uid@revision)
     ("protocol_id", pa.string()),       # the first 12 hex digits of the sha256 of ``protocol``
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
@@ -99,18 +102,20 @@ CURVES = pa.schema([
 
 SCHEMAS = {layout.PER_IMAGE: PER_IMAGE, layout.AGGREGATES: AGGREGATE, layout.CURVES: CURVES}
 """Each Parquet file of a results folder, with its schema."""
+MISSING_AS_FAILURES = "failures"  # a protocol's ``missing_images``: how an image declared but not there was scored
 
 
 def protocol_columns(fields: dict) -> dict:
     """``protocol`` (canonical JSON of ``fields``) and ``protocol_id`` (the first 12 hex digits of its sha256), as
     every aggregate row carries them: scored rows (the harness), the papers' rows (``leaderboard.reported``) and
     synthetic stores alike. Two rows are ranked together only when every field is equal, so the fields are
-    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the
-    prompt rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the images the
-    submission holds for each prompt it answered: the fewest, not the seeds it declared, as a prompt's CRA per
-    reference, 1 - (1 - p)^n, depends on it), ``metric_version`` (which names the metric's settings: thresholds,
-    variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what the paper
-    states."""
+    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the prompt
+    rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the seeds the submission declared, as a
+    prompt's CRA per reference, 1 - (1 - p)^n, depends on it) with ``missing_images`` (``MISSING_AS_FAILURES``: an
+    image declared but not there, refused or missing, was scored as a failure, so a submission that pads its seeds
+    and refuses some is never the protocol of fewer seeds), ``metric_version`` (which names the metric's settings:
+    thresholds, variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what
+    the paper states."""
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return {"protocol": text, "protocol_id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 

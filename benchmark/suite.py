@@ -144,12 +144,18 @@ class Suite:
     def answered_by(self, track: str, protocol: dict) -> bool:
         """Whether a result of ``track`` scored under ``protocol`` (the fields of its protocol, as results record
         them) answers this suite's part for the track: its dataset, the prompt rows the part pins (when pinned)
-        and the part's images per prompt. Such rows are the ones the overall ranking compares."""
+        and the part's images per prompt, as the seeds declared with each image missing of them scored as a
+        failure (``results.MISSING_AS_FAILURES``; results scored before that counted the fewest images present,
+        so a submission that padded its seeds and refused some could pass for fewer seeds). Such rows are the
+        ones the overall ranking compares."""
+        from benchmark.results import MISSING_AS_FAILURES  # pyarrow: only when a ranking reads rows
+
         part = self.part_of_track(track)
         if part is None:
             return False
         pin = part.dataset
         return (protocol.get("dataset") == str(pin) and protocol.get("images_per_prompt") == part.images_per_prompt
+                and protocol.get("missing_images") == MISSING_AS_FAILURES
                 and (pin.digest is None or protocol.get("dataset_revision") == pin.digest))
 
     @property

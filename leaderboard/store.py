@@ -277,7 +277,7 @@ class Store:
         # the paper's rows, uploaded files and tables written before versions were recorded: none
         table["metric_version"] = table["metric_version"].fillna("") if "metric_version" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
-                   "source", "metric_version"]
+                   "model_spearman", "models", "source", "metric_version"]
         table = table.reindex(columns=columns)
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)

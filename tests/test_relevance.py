@@ -471,9 +471,13 @@ def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_
         sid = outcome.run.submission_id
         results.write_folder(store.results / sid, results.records(outcome.per_image), outcome.aggregates,
                              results.records(outcome.curves), outcome.run)
-    ranked, sets, chosen, _ = tables.overall(Catalog(store))
-    assert chosen == "relevance" and sets == [("relevance", 2)]
-    assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["relevance"].tolist() == [0.5, 0.5]
+    cat = Catalog(store)
+    ranked, _ = tables.ranked(cat, "relevance", headline)  # two models on the same labels: one table
+    assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["not_ranked"].eq("").all()
+    # The tiny judge is not the protocol's (Qwen2.5-VL-7B-Instruct): its rows never feed the overall ranking.
+    assert not tables.protocols(cat, "relevance", headline)["on_protocol"].any()
+    wide, sets, chosen, off = tables.overall(cat)
+    assert wide.empty and sets == [] and off == 2
 
 
 def test_every_cube_1k_image_is_scored_against_its_eight_countries(cube_file, tmp_path):

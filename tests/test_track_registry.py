@@ -68,7 +68,7 @@ TOY = textwrap.dedent('''
         metrics=metrics,
         verbs=(Verb("toy-hello", "say hello from the toy track", "culturelens toy-hello --name you", _hello_options),),
         charts=(Chart("scatter", "Toy: value against twice the value", "value", "doubled", "no toy rows yet",
-                      points),),
+                      points, metrics=("toy_seed",)),),
         pictures=(DetailPicture("toy picture", "toy_seed", lambda image, references, detail, value: None,
                                 "toy images keep no detail", "Toy: each image's seed, drawn large"),))
 ''')

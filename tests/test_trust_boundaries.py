@@ -23,7 +23,7 @@ import pytest
 from benchmark import results
 from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
-from leaderboard import render, search, tables
+from leaderboard import display, render, search
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
@@ -37,7 +37,7 @@ SCORED = "sub-bounded"  # a scored submission with aggregate rows only: Compare 
 BIG = ("street food at night " * 250_000)[:5_000_000]
 DATASET = [cube_1k.HUB_REPO, cube_1k.CONFIG, "(any)", "(any)", "", ""]  # /datasets: repo, config, column, value,
 #                                                                           contains, semantic query
-OVERVIEW = ["awareness", None, "", [], None, None, "", [], tables.RANK_COLUMNS, None]
+OVERVIEW = ["awareness", None, "", [], None, None, "", [], display.RANK_COLUMNS, None]
 SLICES = ["awareness", None, None, None, ""]
 
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from benchmark import results
-from benchmark.run_record import RunRecord
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.encoders.spec import load_registry
+from benchmark.run_record import RunRecord
 from benchmark.scoring_options import ScoringOptions
-from leaderboard import reported, tables
+from leaderboard import display, reported, tables
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.overview import OverviewTab
@@ -26,7 +26,7 @@ from leaderboard.ui.widgets import compact_table
 from leaderboard.worker import Worker
 from tests.helpers import SUITE_WIN_RATES, serving_tiny_cube, suite_results
 
-DEFAULT = ("", [], None, None, "", [], tables.SHOWN_COLUMNS, None)  # the Overview's controls as a page opens
+DEFAULT = ("", [], None, None, "", [], display.SHOWN_COLUMNS, None)  # the Overview's controls as a page opens
 
 
 def _demo_row(store: Store) -> None:
@@ -84,13 +84,13 @@ def test_a_compact_table_puts_the_rank_with_its_range_and_the_score_with_its_int
         "Rank": pd.array([1, 2, None], dtype="Int64"), "Rank range (95%)": ["1–2", "2", "not ranked: other protocol"],
         "Tie group": ["1", "1", ""], "Model": ["A", "B", "C"], "Score": [0.5, 0.25, 0.125],
         "95% CI": ["[0.400, 0.600]", "", ""], "n": [10, 10, None], "Provenance": ["scored", "scored", "paper"]})
-    compact = compact_table(shown, tables.SHOWN_COLUMNS)
+    compact = compact_table(shown, display.SHOWN_COLUMNS)
     assert list(compact.columns) == ["Rank", "Model", "Score", "Provenance"]
     assert compact["Rank"].tolist() == ["1 (1–2)", "2", "–"]
     assert compact["Model"].tolist() == ["A", "B", "C · not ranked: other protocol"]
     assert compact["Score"].tolist() == ["0.500 [0.400, 0.600]", "0.250", "0.125"]
     assert compact["Provenance"].str.contains(">scored</span>").tolist() == [True, True, False]
-    assert list(compact_table(shown, [*tables.SHOWN_COLUMNS, "n"]).columns) == ["Rank", "Model", "Score",
+    assert list(compact_table(shown, [*display.SHOWN_COLUMNS, "n"]).columns) == ["Rank", "Model", "Score",
                                                                                 "Provenance", "n"]
 
 

@@ -9,17 +9,19 @@ from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.errors import CultureLensError
-from benchmark.settings import Setting, positive_int
-from benchmark.track import MetricsUnavailable, Papers, Track, Verb
 from benchmark.papers import CAIRE
+from benchmark.settings import Setting, positive_int
+from benchmark.track import MetricsUnavailable, Papers, Protocol, Track, Verb
 
 ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
+PROTOCOL_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's open judge (Table 2, CAIRE-Qwen), the headline protocol's
+LABEL = ("relevance[", "]")  # a per-label metric's name around its label (``benchmark.metrics.relevance.metric_name``)
 
 # The CAIRE authors' code (siddharthyayavaram/CAIRE) links to the best-ranked candidate with a Wikipedia page
 # ("top": the Eq. 2 argmax); optionally their label casing ("capitalize") and text cut-off (15000 characters).
 SETTINGS = (
     Setting("relevance_kb", None, "relevance: folder from `culturelens kb-index`", env=ENV_RELEVANCE_KB, path=True),
-    Setting("relevance_judge", "Qwen/Qwen2.5-VL-7B-Instruct",
+    Setting("relevance_judge", PROTOCOL_JUDGE,
             "relevance: VLM judge (Hub id or folder), or 'probe' for the CLIP-probe baseline", path=True),
     Setting("relevance_k", 20, "relevance: KB images pooled for linking", type=positive_int),
     Setting("relevance_linking", "first_with_page", "relevance: best-ranked candidate with a Wikipedia page "
@@ -58,6 +60,14 @@ def metrics(settings, backbones) -> list:
         raise MetricsUnavailable("relevance", str(error)) from None
     return relevance.metrics((), kb, judge, k=settings.relevance_k, linking=settings.relevance_linking,
                              label_case=settings.relevance_label_case, text_chars=settings.relevance_text_chars)
+
+
+def labelled_prompts(metric: str) -> tuple[str, str] | None:
+    """A per-label metric's prompts (``Track.ranked_on``): relevance to Japan is ranked on the prompts whose
+    country is Japan, where being Japanese is what the prompt asks; on the others a model that makes every image
+    look Japanese would score high for failing its prompt, so there it is shown, not ranked."""
+    head, tail = LABEL
+    return ("country", metric[len(head):-len(tail)]) if metric.startswith(head) and metric.endswith(tail) else None
 
 
 # --- `culturelens kb-index` -------------------------------------------------------------------------------------
@@ -152,8 +162,13 @@ The labels come from the prompt set, the same for every submission: every countr
 as CAIRE's universal set scores each image against each of its 10 countries. One metric per label,
 `relevance[<country>]`; the headline **relevance_intended** is each image's relevance to its own prompt's
 country (higher is better), the judgement CAIRE validates against raters of that country (Table 2).
+A per-label column is ranked on the prompts that name its label only (relevance to Japan on the Japanese
+prompts); its values elsewhere are shown, not ranked. Headline protocol: judge Qwen2.5-VL-7B-Instruct (the CLIP
+probe and other judges are ranked under their own protocols, never in the overall), one knowledge base per
+ranking (its fingerprint is in the metric's version).
 """, Papers(CAIRE),
-    settings=SETTINGS, metrics=metrics, order=50,
+    Protocol(judge=PROTOCOL_JUDGE),
+    settings=SETTINGS, metrics=metrics, order=50, ranked_on=labelled_prompts,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
                 "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",
                 _kb_options),
