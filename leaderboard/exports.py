@@ -25,6 +25,7 @@ COLUMNS = {
     "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
     "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
     "refused": "float64", "range_low": "float64", "range_high": "float64",
+    "value_kind": "string",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
     "not_ranked": "string",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",

@@ -81,7 +81,7 @@ def base_name(track: str, protocol: str | None, suite: Suite) -> str:
     if (paper := _paper(track, fields)) is not None:
         return f"{paper.called} paper protocol"
     if _the_suites(track, protocol, fields, suite):
-        return f"CultureLens suite v{suite.version}"
+        return suite.name
     name = dataset_name(str(fields.get("dataset")))
     part = suite.part_of_track(track)
     if part is not None and fields.get("dataset") == str(part.dataset):

@@ -39,7 +39,7 @@ from leaderboard.rankings import OVERALL, UNRECORDED, higher_is_better
 # The columns the views read (never SELECT *: the catalog holds every provenance field).
 COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
            "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
-           "range_low, range_high, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
+           "range_low, range_high, value_kind, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
            f"protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
 HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
 # The columns of ``win_rates`` that are not a track's win rate.

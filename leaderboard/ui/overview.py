@@ -111,7 +111,7 @@ class OverviewTab(Tab):
             "Source": render.link(protocol_names.paper_name(p.citation) + ", " + p.source, links.paper_url(p.citation)),
         }) for p in papers], ignore_index=True) if papers else pd.DataFrame(columns=PAPER_COLUMNS)
         suite = self.site.store.suite
-        line = (f"**No model has been scored on CultureLens suite v{suite.version} yet.** Below, the tables the papers "
+        line = (f"**No model has been scored on {suite.name} yet.** Below, the tables the papers "
                 "published, each under its paper's protocol: the paper's own numbers, ranked only among the paper's "
                 "models. A model scored on the suite joins the ranking across all tracks: see **Submit**.")
         scored = self._scored_elsewhere()
