@@ -58,7 +58,7 @@ class ServedSuite:
         off = {}
         for part in self.suite.parts:
             for track in part.tracks:
-                needs = [] if self._serves(part, store_datasets) else [part.name]
+                needs = [] if self.serves(part, store_datasets) else [part.name]
                 asset = SCORING_ASSETS.get(track)
                 if asset and not settings.get(SETTINGS[asset]):
                     needs.append(asset)
@@ -71,10 +71,11 @@ class ServedSuite:
 
     def unserved_tracks(self, store_datasets: Path) -> set[str]:
         """The tracks whose part's dataset is not in ``store_datasets``: off here whatever a worker can score."""
-        return {track for part in self.suite.parts if not self._serves(part, store_datasets) for track in part.tracks}
+        return {track for part in self.suite.parts if not self.serves(part, store_datasets) for track in part.tracks}
 
     @staticmethod
-    def _serves(part, store_datasets: Path) -> bool:
+    def serves(part, store_datasets: Path) -> bool:
+        """Whether ``store_datasets`` holds the part's dataset: this server accepts that part."""
         return (local_folder(store_datasets, part.dataset.repo) / "README.md").exists()
 
     def command(self, needs: list[str]) -> str:

@@ -145,11 +145,13 @@ class OverviewTab(Tab):
         _, hidden = filters.apply(tables.headline_rows(self.catalog))
         wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
         details = notes.overall_note(chosen, sets, off, wide.attrs.get("note", ""))
-        line = notes.overall_line(chosen, self._overall_protocols(chosen)) if sets else details
+        line = notes.overall_line(chosen, self._overall_protocols(chosen), dict(sets).get(chosen, 0)) if sets \
+            else details
         return {"frame": display.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
                 "details": details if sets else "", "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
-                "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
+                "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model{'s' if n != 1 else ''})", s)
+                                                                 for s, n in sets],
                                       value=chosen or None, visible=True)}
 
     def _overall_protocols(self, chosen: str) -> dict[str, str]:

@@ -84,7 +84,8 @@ class SubmitTab(Tab):
             who = "the Hugging Face account you sign in with"
         else:
             who = f"**{render.plain(self.site.owner)}** (this server's local user)"
-        steps, demo = suite_view.submit_guide(self.site.suite.suite, prompt_count(store, cube_1k.CONFIG_DEMO))
+        steps, demo = suite_view.submit_guide(self.site.suite, store.datasets,
+                                              prompt_count(store, cube_1k.CONFIG_DEMO))
         gr.Markdown(steps)
         gr.DownloadButton("Manifest schema (JSON Schema)", value=self.schema_file(), size="sm")
         gr.Markdown(demo)

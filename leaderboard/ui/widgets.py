@@ -7,8 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gradio as gr
+import numpy as np
 import pandas as pd
 
+from benchmark import tracks as track_registry
 from leaderboard import display, render
 
 
@@ -125,7 +127,24 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
         "Provenance": frame["Provenance"].map(render.badge),
     })
     fixed = {"Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"}
+    titles = {t.title: name for name, t in track_registry.all_tracks().items()}
     for column in frame.columns:
-        if column not in fixed:
+        title = column.removesuffix(display.WIN_RATE)
+        if column in fixed or (column.endswith(display.OWN_SCORE) and column.removesuffix(display.OWN_SCORE)
+                               in titles):
+            continue
+        if title in titles and column != title:
+            score = frame.get(title + display.OWN_SCORE, pd.Series(np.nan, index=frame.index))
+            shown[column] = [_track_cell(rate, own, titles[title]) for rate, own in zip(frame[column], score)]
+        else:
             shown[column] = frame[column]
     return shown
+
+
+def _track_cell(rate, own, track: str) -> str:
+    """A track's cell of the overall on the page: the win rate (– for none), then the track's own score, linked to
+    the track's table, where its ranking, intervals and every metric are."""
+    text = "–" if rate is None or pd.isna(rate) else f"{rate:.2f}"
+    if own is None or pd.isna(own):
+        return text
+    return f"{text} · {render.link(f'score {own:.3f}', f'?tab=overview&track={track}')}"
