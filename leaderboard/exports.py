@@ -15,7 +15,7 @@ import pandas as pd
 from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.errors import CultureLensError
-from leaderboard import links, tables
+from leaderboard import links, render, tables
 from leaderboard.catalog import Catalog
 
 # Every column of a typed row, in order, with its pandas dtype (nullable where a value may be missing).
@@ -65,7 +65,9 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         images_per_prompt=[f.get("images_per_prompt") for f in fields],
         missing_images=[f.get("missing_images") for f in fields],
         metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
-        backbones=["; ".join(f["backbones"]) if f.get("backbones") else None for f in fields],
+        backbones=[render.public_backbones(f["backbones"]).replace(", ", "; ") if f.get("backbones") else None
+                   for f in fields],
+        model_id=_per_value(out["model_id"], lambda i: None if i is None or pd.isna(i) else render.public_id(i)),
         on_protocol=_per_value(pairs, lambda pair: track_registry.on_protocol(*pair)),
         model_url=_per_value(out["model_id"], links.model_url),
         paper_url=_per_value(out["citation"], links.paper_url),

@@ -160,12 +160,14 @@ def describe_protocol(protocol: str | None) -> str:
     if fields is None:
         return "unrecorded (scored before protocols were recorded, or not readable)"
     images = fields.get("images_per_prompt")
-    backbones = ", ".join(fields.get("backbones") or []) or "none"
+    backbones = render.public_backbones(fields.get("backbones") or []) or "none"
     revision = f" (prompt rows {fields['dataset_revision']})" if fields.get("dataset_revision") else ""
     missing = (" (an image declared but missing scored as a failure)" if fields.get("missing_images") ==
                results.MISSING_AS_FAILURES else "")
-    return (f"dataset {fields.get('dataset')}{revision}; {images if images is not None else 'unstated'} images per "
-            f"prompt{missing}; metric version {fields.get('metric_version')}; backbones {backbones}")
+    count = "unstated images" if images is None else f"{images} image{'' if images == 1 else 's'}"
+    build = "; an unpinned build of the suite" if fields.get("build") else ""
+    return (f"dataset {fields.get('dataset')}{revision}; {count} per prompt{missing}; metric version "
+            f"{fields.get('metric_version')}; backbones {backbones}{build}")
 
 
 def chart_protocols(cat: Catalog, track: str) -> pd.DataFrame | None:

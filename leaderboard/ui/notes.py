@@ -35,7 +35,7 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
     row = table[table["protocol_id"] == chosen].iloc[0]
     others = len(table) - 1
     status = ("the track's headline protocol" if row["on_protocol"] else "not the track's headline protocol, "
-              f"which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+              f"which is: {render.plain(track_registry.get(track).protocol.describe())}")
     if row["suite"]:
         status = f"the suite's protocol for this track, and {status}"
     name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "

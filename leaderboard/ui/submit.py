@@ -68,7 +68,7 @@ class SubmitTab(Tab):
         held = "".join(f"- {line}\n" for line in suite_view.accepted_lines(report))
         return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
                 f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
-                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n{held}"
+                f"- model: **{render.plain(m.model.name)}** ({render.plain(render.public_id(m.model.id))})\n{held}"
                 f"- content hash: `{report.content_hash}`{warnings}\n\n"
                 "It is queued: follow it in the **Queue** tab.")
 
