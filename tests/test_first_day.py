@@ -9,6 +9,7 @@ the first view with one model and with two, at 1366 and 390 px."""
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import re
@@ -130,31 +131,26 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
 # --- validate, submit and generate know the suite the store serves ---------------------------------------------
 @pytest.mark.slow
 def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where_the_store_serves_it(
-        tiny_suite, suite_generated, tmp_path):
+        tiny_suite, suite_generated, tmp_path, monkeypatch):
+    from culturelens.verbs.submissions import next_command
+
     folder, _, _ = tiny_suite
     generated, made = suite_generated
     # generate ended with the exact next command: the default store serves no suite, so it names the folder.
     assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --suite {folder} --wait"
     store_root = tmp_path / "store"
-    before = culturelens("validate", generated, "--store", store_root)
-    assert before.returncode == 1 and "`--suite DIR`, the folder `generate --suite DIR` read" in before.stdout
+    before = culturelens("validate", generated, "--store", tmp_path / "unserved")  # a store no serve ran on
+    assert before.returncode == 1 and before.stdout.startswith("REJECTED")  # a store serving no suite: the default
     with serving(store_root, tmp_path / "serve.log", "--suite", folder, "--no-worker"):
         checked = culturelens("validate", generated, "--store", store_root)
         assert checked.returncode == 0, checked.stdout + checked.stderr
         submitted = culturelens("submit", generated, "--store", store_root)
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr
         assert re.search(r"queued as \S+", submitted.stdout)
-        # generate on this store names no --suite: the store serves that very folder.
-        from culturelens.verbs.submissions import next_command
-        import argparse
-
-        import os
-        os.environ["CULTURELENS_STORE"] = str(store_root)
-        try:
-            said = next_command(argparse.Namespace(out=generated, suite=str(folder)))
-        finally:
-            del os.environ["CULTURELENS_STORE"]
-        assert said == f"culturelens submit {generated} --wait"
+    # generate on this store names no --suite: the store serves that very folder.
+    monkeypatch.setenv("CULTURELENS_STORE", str(store_root))
+    assert next_command(argparse.Namespace(out=generated, suite=str(folder))) == \
+        f"culturelens submit {generated} --wait"
 
 
 # --- an unpinned build -----------------------------------------------------------------------------------------
@@ -290,3 +286,33 @@ def test_first_day_an_all_zero_continuous_metric_gets_no_wilson_interval_and_no_
     values = pd.DataFrame({"d": [1.0, 1.0, 1.0, 1.0, 0.0, 1.0]})
     low, high = ranking.rank([values], diff).rows.loc["d", ["ci_low", "ci_high"]]
     assert -1.0 <= low <= high <= 1.0
+
+
+# --- the first view in a browser: one model, then two ----------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.browser
+def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(small_suite, tmp_path):
+    from tests.browser import LAPTOP, PHONE, chromium, open_page, screenshot, table
+
+    folder, _ = small_suite
+    store, _ = served_store(tmp_path / "store", folder)
+    suite_model(store, "Alpha", {"awareness": 0.7, "diversity": 0.6})
+    with chromium() as browser:
+        for models, second in ((1, None), (2, ("Beta", {"awareness": 0.5, "diversity": 0.4}))):
+            if second:
+                suite_model(store, *second)
+            with serving(store.root, tmp_path / f"serve-{models}.log", "--suite", folder, "--no-worker") as url:
+                for size, width in ((LAPTOP, 1366), (PHONE, 390)):
+                    shows = "One model scored" if models == 1 else "Mean win rate"
+                    page = open_page(browser, url, size, shows=shows)
+                    rows = table(page)
+                    assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
+                    if models == 1:
+                        assert rows[0]["Rank"] == "–" and tables.LONE in rows[0]["Model"]
+                        assert rows[0]["Overall win rate"] == "–"
+                        assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
+                    else:
+                        assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00 · score 0.700",
+                                                                                    "0.00 · score 0.500"]
+                    screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")
+                    page.close()

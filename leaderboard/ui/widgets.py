@@ -83,7 +83,9 @@ def _model_cells(frame: pd.DataFrame, reasons: list[str]) -> list[str]:
 def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
     """Scores with their 95% interval in one cell ("0.553 [0.501, 0.612]"); a score alone without one."""
     def number(value):
-        return f"{value:.3f}" if isinstance(value, float) else ("" if value is None or pd.isna(value) else str(value))
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            return ""  # no value, never "nan"
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
 
     if intervals is None:
         return [number(v) for v in values]
@@ -123,7 +125,8 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
     shown = pd.DataFrame({
         "Rank": ranks,
         "Model": _model_cells(frame, reasons),
-        "Overall win rate": _with_interval(frame["Overall win rate"], frame["95% interval"]),
+        "Overall win rate": [cell or "–" for cell in _with_interval(frame["Overall win rate"],  # – : alone, none
+                                                                       frame["95% interval"])],
         "Provenance": frame["Provenance"].map(render.badge),
     })
     fixed = {"Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"}
