@@ -29,6 +29,7 @@ from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
 from benchmark.run_record import RunRecord
 from benchmark.submission.suite import validated_hash
+from benchmark.suite_assets import Assets
 from benchmark.suite import SUITE_V1
 from culturelens.testing.submissions import write_image, zip_folder
 from leaderboard import display, tables
@@ -111,7 +112,9 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     assert all(rows["value"].notna().all() for rows in headline.values()), overall[["track", "metric", "value"]]
     for track, rows in headline.items():
         fields = results.protocol_fields(rows["protocol"].iloc[0])
-        assert suite.answered_by(track, fields), (track, fields)  # the suite's part protocol
+        assert Assets(folder).suite.answered_by(track, fields), (track, fields)  # the served build's part protocol
+        assert fields["build"] == "unpinned" and not suite.answered_by(track, fields)  # a stand-in build: never
+        # the pinned suite's (``suite`` here is the definition alone, pinned)
         assert track_registry.get(track).protocol.judged_alike(rows["protocol"].iloc[0]) == (track not in JUDGED)
     run = json.loads((store.results_folder(jobs["Tiny SD"]) / "run.json").read_text())
     assert run["suite"]["parts"] == suite.names and run["suite"]["missing"] == []
