@@ -145,9 +145,9 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _track_cell(rate, own, track: str) -> str:
-    """A track's cell of the overall on the page: the win rate (– for none), then the track's own score, linked to
-    the track's table, where its ranking, intervals and every metric are."""
-    text = "–" if rate is None or pd.isna(rate) else f"{rate:.2f}"
-    if own is None or pd.isna(own):
-        return text
-    return f"{text} · {render.link(f'score {own:.3f}', f'?tab=overview&track={track}')}"
+    """A track's cell of the overall on the page, linked to the track's table (its own scores, ranking, intervals
+    and every metric, one click away): the win rate, or for a model without one, – and its own score."""
+    address = f"?tab=overview&track={track}"
+    if rate is not None and not pd.isna(rate):
+        return render.link(f"{rate:.2f}", address)
+    return "–" if own is None or pd.isna(own) else f"– · {render.link(f'score {own:.3f}', address)}"
