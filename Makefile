@@ -12,8 +12,10 @@ SHARED_CUBE := ../shared/data/cube/cube_1k.json
 CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.githubusercontent.com/google-deepmind/cube/4ec2d350102dcfc03e41aa51ee0f2398d642a1a6/dataset/cube_1k.json)
 # The suite folder `culturelens suite build --out suite` makes: served when it is there (its datasets, and every track
 # whose scoring assets it holds). Without one the app serves CUBE-1K (built from CUBE_SOURCE) and scores awareness;
-# its Queue tab names the command that turns each other track on.
-SUITE ?= $(if $(wildcard suite/suite.json),suite)
+# `make run` says so first, and whether the public sources answer from here: `make run BUILD_SUITE=1` then builds the
+# suite from them before serving it (resumable: run it again after an interruption). The Queue tab names the
+# command that turns each track still off on.
+SUITE ?= $(if $(or $(BUILD_SUITE),$(wildcard suite/suite.json)),suite)
 
 .PHONY: run test test-fast browser postgresql clean
 
@@ -23,6 +25,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
+	$(if $(BUILD_SUITE),$(VENV)/bin/culturelens suite build --out $(SUITE) || [ $$? -eq 1 ])
+	@$(VENV)/bin/culturelens suite status $(or $(SUITE),suite)
 	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE) \
 		$(if $(SUITE),--suite $(SUITE)) $(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES))
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -36,8 +37,18 @@ from benchmark.features.embeddings import Progress, compute_features, embed_text
 from benchmark.images import open_as_viewed
 from benchmark.metrics.base import Inputs, Metric
 from benchmark.results import ERROR_NOTE
+from benchmark.run_record import BackboneUsed, RunRecord, now
+from benchmark.scoring_options import ScoringOptions
 from benchmark.submission.manifest import Manifest
 from benchmark.submission.shards import Shards
+
+
+class ImageStore(Protocol):
+    """Where a submission's images are, by the paths its image table names: a validated folder's shards
+    (``benchmark.submission.shards.Shards``) or images held in memory (``benchmark.plain_images.ImageBytes``)."""
+
+    def source(self, names: list[str]) -> Callable[[int], bytes]:
+        """Row i -> the bytes of the image ``names[i]`` (picklable, for DataLoader workers)."""
 
 
 def load_backbones(metrics: list[Metric], registry: dict, device: str | None = None
@@ -66,10 +77,25 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
-def images_present(rows: pd.DataFrame) -> int:
-    """The images per prompt a protocol records: the fewest any answered prompt has (seeds declared but refused
-    or missing do not count), so that a submission of 5 images per prompt is never ranked with 10-image ones."""
-    return int(rows.groupby("prompt_id").size().min())
+def missing_as_failures(per_image: pd.DataFrame, manifest: Manifest, metrics: list[Metric]) -> pd.DataFrame:
+    """Rows that count each image a submission declared but does not hold (``manifest.missing``: refused, filtered,
+    failed), of a prompt it answered, as a failure of every image-level metric (``MetricInfo.failure``: the worse
+    end of its range; none where a missing image has no value, as VR of an image not recognised), so that a
+    prompt's mean is over the seeds declared: padding the seeds and refusing some never scores as a smaller
+    protocol. For the aggregates only: the per-image rows stay the images'. A prompt without any image is left to
+    the ranking, which counts it unanswered."""
+    missing = pd.DataFrame([(m.prompt_id, m.seed) for m in manifest.missing], columns=["prompt_id", "seed"])
+    frames = []
+    for metric in metrics:
+        info = metric.info
+        if info.level != "image" or np.isnan(info.failure) or missing.empty:
+            continue
+        scored = per_image[per_image["metric"] == info.name].drop_duplicates("prompt_id")
+        rows = missing.merge(scored.drop(columns=["seed", "value", "note", "error", "detail", "image_path",
+                                                 "image_sha256"], errors="ignore"),
+                             on="prompt_id")
+        frames.append(rows.assign(value=info.failure, error=None))
+    return pd.concat(frames, ignore_index=True) if frames else per_image.iloc[0:0]
 
 
 def image_rows(images: pd.DataFrame, prompts: PromptSet) -> pd.DataFrame:
@@ -85,7 +111,7 @@ class Scores:
     per_image: pd.DataFrame  # image-level rows, and prompt-level rows (seed and image columns null)
     aggregates: list[dict]
     curves: pd.DataFrame  # per prompt and per model (prompt_id null): metric, x, value, ...
-    run: dict
+    run: RunRecord
 
 
 def non_finite_rows(features: dict[Need, np.ndarray]) -> dict[Need, np.ndarray]:
@@ -174,21 +200,23 @@ def error_counts(per_image: pd.DataFrame) -> tuple[int, dict[str, int]]:
     return keys.nunique(), {str(reason): int(n) for reason, n in by_reason.items()}
 
 
-def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame, metrics: list[Metric],
-          backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *, submission_id: str,
-          batch_size: int = 32, num_workers: int | None = None, shard: tuple[int, int] = (0, 1),
-          progress: Progress | None = None,
-          disabled: dict[str, str] | None = None, settings: dict | None = None) -> Scores | None:
-    """Score one submission (``folder``: validated, its images in Parquet shards; ``images``: prompt_id, seed,
-    path, sha256 per image, e.g. its ``images.parquet``); None on ranks > 0 (every
-    process of a ``shard`` calls this, each with its own ``cache``: see the module).
+def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, images: pd.DataFrame,
+          metrics: list[Metric], backbones: dict[str, Backbone], cache: EmbeddingCache | None = None, *,
+          submission_id: str, options: ScoringOptions | None = None, progress: Progress | None = None,
+          disabled: dict[str, str] | None = None) -> Scores | None:
+    """Score one submission (``folder``: validated, its images in Parquet shards, or an ``ImageStore`` holding
+    them, e.g. in memory; ``images``: prompt_id, seed, path, sha256 per image, e.g. its ``images.parquet``); None
+    on ranks > 0 (every process of ``options.shard`` calls this, each with its own ``cache``: see the module).
 
-    ``settings``: how the caller built the metrics (``benchmark.reproduce.settings_record``), recorded in
-    ``run["settings"]`` with the backbone specs and batch size so that ``culturelens reproduce`` can redo it.
+    ``options``: the batch size, DataLoader workers and shard, and how the caller built the metrics
+    (``ScoringOptions.record``), which the run record keeps with the backbone specs and batch size so that
+    ``culturelens reproduce`` can redo it.
 
-    Metrics that do not apply to the submission (``Metric.applies``) are skipped, and
-    ``run["skipped"]`` says why, together with the ``disabled`` ones the caller could not run at all.
+    Metrics that do not apply to the submission (``Metric.applies``) are skipped, and the run record's
+    ``skipped`` says why, together with the ``disabled`` ones the caller could not run at all.
     """
+    options = options or ScoringOptions()
+    batch_size, shard = options.batch_size, options.shard
     metrics = [m for metric in metrics for m in metric.for_submission(manifest, prompts.table)]
     rows = image_rows(images, prompts)
     counts = prompts.reference_counts()
@@ -196,17 +224,19 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     skipped = {m.info.name: reason for m in metrics if (reason := m.applies(probe))}
     metrics = [m for m in metrics if m.info.name not in skipped]
     needs = sorted({n for m in metrics for n in m.info.needs}, key=str)
-    options = {"batch_size": batch_size, "num_workers": num_workers, "shard": shard, "progress": progress}
-    source = Shards(folder).source(rows["path"].tolist())  # row i -> its image's bytes, from the shards
+    run_options = {"batch_size": batch_size, "num_workers": options.num_workers, "shard": shard,
+                   "progress": progress}
+    held = Shards(folder) if isinstance(folder, (str, Path)) else folder
+    source = held.source(rows["path"].tolist())  # row i -> its image's bytes
     features = compute_features(source, rows, [n for n in needs if n.of == "generated"], backbones, cache,
-                                **options)
+                                **run_options)
     reference_needs = [n for n in needs if n.of == "reference"]
     references, reference_features = {}, None
     if reference_needs:
         source, reference_rows = prompts.references(set(rows["prompt_id"]))
         plain = {n: Need(n.backbone, n.kind, n.grid) for n in reference_needs}
         reference_features = compute_features(source, reference_rows, list(plain.values()), backbones, cache,
-                                              stage="embedding references", **options)
+                                              stage="embedding references", **run_options)
         if shard[0] != 0:
             return None
         groups = reference_rows.groupby("prompt_id").indices
@@ -243,37 +273,15 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
     per_prompt_curves = pd.concat(curve_frames, ignore_index=True) if curve_frames else None
     model_curves = aggregate_curves(per_prompt_curves) if per_prompt_curves is not None else None
 
-    scored_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    scored_at = now()
     used = {b: backbones[b] for b in sorted({n.backbone for n in needs})}
-    run = {
-        "submission_id": submission_id,
-        "harness_version": __version__,
-        "backbones": {b: {"uid": x.spec.uid, "revision": x.revision, "preprocess": x.preprocess_version}
-                      for b, x in used.items()},
-        "metrics": {m.info.name: m.info.version for m in metrics},
-        "skipped": {**(disabled or {}), **skipped},
-        "dataset": f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}",
-        "seeds": list(manifest.seeds),
-        "settings": settings,  # None: the caller did not say (culturelens reproduce refuses such a result)
-        "backbone_specs": {b: x.spec.to_dict() for b, x in used.items()},
-        # the prompt rows' content (the datasets fingerprint above stays the same when a local copy is rebuilt
-        # with other rows)
-        "dataset_digest": prompts.digest,
-        "batch_size": batch_size,
-        "images": len(images),
-        "missing": len(manifest.missing),
-        "embeddings_cached": features.cached + (reference_features.cached if reference_features else 0),
-        "embeddings_computed": features.computed + (reference_features.computed if reference_features else 0),
-        "scored_at": scored_at,
-    }
-    # images (or prompt-level values) left out of some metric for an error, and reason -> how many
-    run["excluded"], run["errors"] = error_counts(per_image)
+    dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
     info = {m.info.name: m.info for m in metrics}
     context = {
         "provenance": "scored", "submission_id": submission_id, "model": manifest.model.name,
         "model_id": manifest.model.id, "model_type": manifest.model.type, "model_revision": manifest.model.revision,
         "parameters_billions": manifest.model.parameters_billions, "harness_version": __version__,
-        "dataset": run["dataset"], "seeds": ",".join(map(str, manifest.seeds)), "scored_at": scored_at,
+        "dataset": dataset, "seeds": ",".join(map(str, manifest.seeds)), "scored_at": scored_at,
     }
 
     def provenance(metric_info) -> dict:
@@ -281,32 +289,45 @@ def score(folder: Path, manifest: Manifest, prompts: PromptSet, images: pd.DataF
         return {"backbone": "+".join(f"{b}={used[b].spec.uid}" for b in ids),
                 "backbone_revision": "+".join(used[b].revision for b in ids)}
 
-    present = images_present(rows)
-
     def with_protocol(row: dict, version: str) -> dict:
         """The row with the protocol its value was scored under (``results.protocol_columns``): dataset without
-        its local fingerprint and the digest of its prompt rows, the images per prompt present, the metric's
-        version (``version`` where the row names none: its thresholds, variant, calibration, tagger, N) and each
-        backbone's uid@revision."""
+        its local fingerprint and the digest of its prompt rows, the images per prompt declared (a missing one
+        scored as a failure: ``missing_as_failures``), the metric's version (``version`` where the row names none:
+        its thresholds, variant, calibration, tagger, N) and each backbone's uid@revision."""
         backbones = [f"{b}@{r}" for b, r in zip((row.get("backbone") or "").split("+"),
                                                  (row.get("backbone_revision") or "").split("+")) if b]
         return {**row, **results.protocol_columns({
-            "dataset": run["dataset"].split("@")[0], "dataset_revision": run["dataset_digest"],
-            "images_per_prompt": present, "metric_version": row.get("metric_version") or version,
-            "backbones": backbones})}
+            "dataset": dataset.split("@")[0], "dataset_revision": prompts.digest,
+            "images_per_prompt": manifest.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,
+            "metric_version": row.get("metric_version") or version, "backbones": backbones})}
 
     aggregates = []
-    for row in aggregate(per_image):
+    ranges = {name: (m.low, m.high) for name, m in info.items()}
+    for row in aggregate(pd.concat([per_image, missing_as_failures(per_image, manifest, metrics)], ignore_index=True),
+                         ranges=ranges):
         metric = info[row["metric"]]
         aggregates.append(with_protocol({**row, **context, **provenance(metric), "metric_label": metric.label,
-                                         "metric_version": metric.version,
-                                         "higher_is_better": metric.higher_is_better}, metric.version))
+                                         "metric_version": metric.version, "higher_is_better": metric.higher_is_better,
+                                         "range_low": metric.low, "range_high": metric.high}, metric.version))
     ordinary = list(aggregates)
     for metric in metrics:
         curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None
         aggregates += [with_protocol({**row, **context, **provenance(metric.info)}, metric.info.version)
                        for row in metric.derived(ordinary, curve)]
-    run["protocols"] = {row["metric"]: row["protocol"] for row in aggregates}  # metric -> its protocol
+    excluded, errors = error_counts(per_image)
+    run = RunRecord(
+        submission_id=submission_id, harness_version=__version__, scored_at=scored_at, dataset=dataset,
+        # the prompt rows' content: the datasets fingerprint stays the same when a local copy is rebuilt with other rows
+        dataset_digest=prompts.digest, seeds=list(manifest.seeds),
+        metrics={m.info.name: m.info.version for m in metrics},
+        protocols={row["metric"]: row["protocol"] for row in aggregates}, skipped={**(disabled or {}), **skipped},
+        backbones={b: BackboneUsed(uid=x.spec.uid, revision=x.revision, preprocess=x.preprocess_version)
+                   for b, x in used.items()},
+        backbone_specs={b: x.spec.to_dict() for b, x in used.items()}, settings=options.record(),
+        batch_size=batch_size, images=len(images), missing=len(manifest.missing),
+        embeddings_cached=features.cached + (reference_features.cached if reference_features else 0),
+        embeddings_computed=features.computed + (reference_features.computed if reference_features else 0),
+        excluded=excluded, errors=errors)
     curves = pd.concat([c for c in (per_prompt_curves, model_curves) if c is not None], ignore_index=True) \
         if per_prompt_curves is not None else pd.DataFrame(columns=["metric", "prompt_id", "x", "value"])
     return Scores(per_image, aggregates, curves.assign(submission_id=submission_id, model=manifest.model.name), run)

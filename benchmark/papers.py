@@ -50,14 +50,19 @@ class Paper:
 
     @property
     def bibtex(self) -> str:
-        venue = f"  note = {{{self.venue}}},\n" if self.venue else ""
-        return (f"@article{{{self.key},\n  title = {{{self.title}}},\n  author = {{{' and '.join(self.authors)}}},\n"
-                f"  journal = {{arXiv preprint arXiv:{self.arxiv}}},\n{venue}  year = {{{self.year}}}\n}}")
+        """An ``@inproceedings`` entry where the paper has a venue (its arXiv id as ``eprint``), else an arXiv
+        ``@article``."""
+        head = f"{{{self.key},\n  title = {{{self.title}}},\n  author = {{{' and '.join(self.authors)}}},\n"
+        if self.venue:
+            return (f"@inproceedings{head}  booktitle = {{{self.venue}}},\n  eprint = {{{self.arxiv}}},\n"
+                    f"  archivePrefix = {{arXiv}},\n  year = {{{self.year}}}\n}}")
+        return f"@article{head}  journal = {{arXiv preprint arXiv:{self.arxiv}}},\n  year = {{{self.year}}}\n}}"
 
 
 CUBE = Paper("kannen2024beyond", "Beyond Aesthetics: Cultural Competence in Text-to-Image Models",
              ("Kannen, Nithish", "Ahmad, Arif", "Andreetto, Marco", "Prabhakaran, Vinodkumar", "Prabhu, Utsav",
-              "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024, "NeurIPS 2024 D&B",
+              "Dieng, Adji Bousso", "Bhattacharyya, Pushpak", "Dave, Shachi"), "2407.06863", 2024,
+             "Advances in Neural Information Processing Systems (NeurIPS 2024), Datasets and Benchmarks Track",
              name="CUBE")
 
 CRT = Paper("derosapalmini2025persistence", "The Persistence of Cultural Memory: Investigating Multimodal "

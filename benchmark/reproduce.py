@@ -21,8 +21,6 @@ checked against its own record, and the submission is scored again as ``culturel
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -32,9 +30,9 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark import layout
-from benchmark import settings as declared
 from benchmark.errors import CultureLensError
 from benchmark.layout import ScoreOutput, holds_validated_submission, submission_layouts
+from benchmark.run_record import RunRecord
 
 # What run.json must hold for a result to be reproduced (older results lack the first four).
 RECORDED = ("settings", "backbone_specs", "batch_size", "dataset_digest", "backbones", "metrics", "dataset",
@@ -47,21 +45,12 @@ class ReproduceError(CultureLensError):
     """The result cannot be reproduced as asked (a user error: the message says why, in one sentence)."""
 
 
-def settings_record(args: argparse.Namespace) -> dict:
-    """What run.json records of how the command line built the metrics: every declared metric setting (from the
-    option of the same name, else its environment variable, else its default; local paths made absolute) and
-    the tracks chosen."""
-    from benchmark import tracks
-
-    return {"metric_settings": declared.from_args(tracks.settings_declared(), args).record(), "tracks": args.tracks}
-
-
 @dataclass(frozen=True)
 class Target:
     """Where a result, its submission, its datasets and its embedding cache are."""
 
     result: Path
-    run: dict
+    run: RunRecord
     submission: Path
     datasets_root: Path
     cache: Path
@@ -79,16 +68,19 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
         if not folder.is_dir():
             raise ReproduceError(f"the store {store} has no results for submission {result}")
     try:
-        run = json.loads((folder / layout.RUN).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+        run = RunRecord.parse((folder / layout.RUN).read_bytes())
+    except OSError as error:
         raise ReproduceError(f"{folder} holds no readable run.json ({error.__class__.__name__}): not a results "
                              "folder") from None
+    if run is None:
+        raise ReproduceError(f"{folder}/run.json is not a run record (a JSON object of its fields): not a results "
+                             "folder")
     missing = unrecorded(run)
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
                              "recorded their scoring settings, so rescore the submission to make it reproducible")
     home = folder.resolve().parent.parent  # STORE or OUT, of STORE/results/<id> or OUT/results/<id>
-    in_store = home / layout.SUBMISSIONS / run["submission_id"]
+    in_store = home / layout.SUBMISSIONS / run.submission_id
     if submission:
         staged = Path(submission)
     elif holds_validated_submission(in_store):
@@ -104,17 +96,17 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     return Target(folder, run, staged, store / layout.DATASETS, ScoreOutput(home).cache)
 
 
-def unrecorded(run: dict) -> list[str]:
+def unrecorded(run: RunRecord) -> list[str]:
     """What ``run`` lacks of ``RECORDED``; for a suite result, what each part lacks of ``PART_RECORDED``, as
     ``part: key``."""
-    if not run.get("suite"):
-        return [key for key in RECORDED if run.get(key) is None]
-    return [key for key in RECORDED if key not in PART_RECORDED and run.get(key) is None] + \
-        [f"{name}: {key}" for name, part in (run.get("parts") or {}).items() for key in PART_RECORDED
-         if part.get(key) is None]
+    if not run.is_suite:
+        return [key for key in RECORDED if getattr(run, key) is None]
+    return [key for key in RECORDED if key not in PART_RECORDED and getattr(run, key) is None] + \
+        [f"{name}: {key}" for name, part in (run.parts or {}).items() for key in PART_RECORDED
+         if getattr(part, key) is None]
 
 
-def check_datasets(run: dict, submission: Path, datasets_root: Path) -> None:
+def check_datasets(run: RunRecord, submission: Path, datasets_root: Path) -> None:
     """Each part of ``submission`` (or the submission itself) that ``run`` scored holds the seeds it records, and
     its dataset loads from ``datasets_root`` with the recorded name and rows; a ReproduceError naming the part
     otherwise."""
@@ -122,45 +114,45 @@ def check_datasets(run: dict, submission: Path, datasets_root: Path) -> None:
     from benchmark.submission import Manifest
 
     layouts = submission_layouts(submission)
-    for name, record in (run["parts"] if run.get("suite") else {None: run}).items():
+    for name, record in run.scored_parts.items():
         where = f"part {name}: " if name else ""
         if name not in layouts:
             raise ReproduceError(f"the submission in {submission} has no {name} part, which the result scored")
         manifest = Manifest.model_validate_json(layouts[name].manifest.read_bytes())
-        if list(manifest.seeds) != list(record["seeds"]):
+        if list(manifest.seeds) != list(record.seeds):
             raise ReproduceError(f"{where}the submission in {layouts[name].folder} has seeds {list(manifest.seeds)}, "
-                                 f"the result was scored on seeds {record['seeds']}")
+                                 f"the result was scored on seeds {record.seeds}")
         try:
             prompts = load_prompts_for(manifest, datasets_root)
         except DatasetUnavailable as error:
             raise ReproduceError(f"{where}{error}") from None
         dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
-        if dataset != record["dataset"] or prompts.digest != record["dataset_digest"]:
-            raise ReproduceError(f"{where}the dataset changed since the result was scored: it was {record['dataset']} "
-                                 f"with rows {record['dataset_digest']}, it is now {dataset} with rows "
+        if dataset != record.dataset or prompts.digest != record.dataset_digest:
+            raise ReproduceError(f"{where}the dataset changed since the result was scored: it was {record.dataset} "
+                                 f"with rows {record.dataset_digest}, it is now {dataset} with rows "
                                  f"{prompts.digest}")
 
 
-def suite_of(run: dict, suite: str | None, datasets_root: Path):
+def suite_of(run: RunRecord, suite: str | None, datasets_root: Path):
     """The suite a suite result answers (``--suite``, else the default, opened as ``culturelens score`` opens it:
     a ``suite_assets.SuiteRef``), checked to be the repo and version the result names; None for a plain result."""
     from benchmark.suite import SuiteError
     from benchmark.suite_assets import open_suite
 
-    if not run.get("suite"):
+    if not run.is_suite:
         return None
     try:
         ref = open_suite(suite, datasets_root)
     except SuiteError as error:
         raise ReproduceError(str(error)) from None
-    recorded = run["suite"]
-    if (ref.suite.repo, ref.suite.version) != (recorded["repo"], recorded["version"]):
-        raise ReproduceError(f"the result answers {recorded['repo']} {recorded['version']}, the suite given is "
+    recorded = run.suite
+    if (ref.suite.repo, ref.suite.version) != (recorded.repo, recorded.version):
+        raise ReproduceError(f"the result answers {recorded.repo} {recorded.version}, the suite given is "
                              f"{ref.suite.repo} {ref.suite.version}: pass the one it answers with --suite")
     return ref
 
 
-def registry_for(run: dict, backbones_file: str | None) -> dict:
+def registry_for(run: RunRecord, backbones_file: str | None) -> dict:
     """The registry to rescore with: each backbone the result used as recorded, unless the backbones file names
     it, which must then give weights of the same uid; every other id as ``load_registry`` has it."""
     from benchmark.encoders.spec import DEFAULT_REGISTRY, BackboneSpec, load_registry
@@ -169,7 +161,7 @@ def registry_for(run: dict, backbones_file: str | None) -> dict:
         registry = load_registry(backbones_file)
     except ValueError as error:
         raise ReproduceError(str(error)) from None
-    for backbone_id, recorded in run["backbone_specs"].items():
+    for backbone_id, recorded in run.backbone_specs.items():
         try:
             spec = BackboneSpec.from_dict(recorded, f"run.json: backbone {backbone_id}")
         except ValueError as error:
@@ -268,56 +260,55 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
     when the result cannot be reproduced here (nothing recorded, other weights, another dataset). ``suite``: the
     suite a suite result answers (``--suite``: a folder's datasets are read from it)."""
-    from benchmark import __version__, harness, results, suite_scoring, tracks
+    from benchmark import __version__, harness, results, suite_scoring
     from benchmark.cache import EmbeddingCache
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.progress import Bars
 
     target = locate(result, store, submission)
     run = target.run
     registry = registry_for(run, backbones)
     try:
-        settings = tracks.metric_settings(**run["settings"]["metric_settings"])
+        options = ScoringOptions.from_record(run.settings, registry, device=device,
+                                             batch_size=batch_size or run.batch_size, num_workers=num_workers)
     except CultureLensError as error:
         raise ReproduceError(f"the recorded settings cannot be used here: {error}") from None
     answered = suite_of(run, suite, target.datasets_root)
     datasets_root = answered.datasets_root if answered is not None else target.datasets_root
     check_datasets(run, target.submission, datasets_root)
-    if run["harness_version"] != __version__:
-        _warn(f"the result was scored by harness {run['harness_version']}, this is {__version__}")
+    if run.harness_version != __version__:
+        _warn(f"the result was scored by harness {run.harness_version}, this is {__version__}")
     try:
-        built, unavailable = tracks.select(*tracks.build(settings, registry, run["settings"]["tracks"]),
-                                           run["settings"]["tracks"])
+        built, unavailable = options.build_metrics()
     except CultureLensError as error:
         raise ReproduceError(f"the recorded metrics cannot be built here: {error}") from None
     loaded, metrics, disabled = harness.load_backbones(built, registry, device)
-    for backbone_id, recorded in run["backbones"].items():
+    for backbone_id, recorded in run.backbones.items():
         if backbone_id not in loaded:
             reasons = {disabled[m.info.name] for m in built if m.info.name in disabled
                        and backbone_id in {n.backbone for n in m.info.needs}}
             raise ReproduceError(f"backbone {backbone_id}, which the result used, cannot be loaded here"
                                  + (f": {reasons.pop()}" if reasons else ""))
-        if loaded[backbone_id].revision != recorded["revision"]:
+        if loaded[backbone_id].revision != recorded.revision:
             raise ReproduceError(f"backbone {backbone_id} loads weights of revision {loaded[backbone_id].revision}, "
-                                 f"the result was scored with {recorded['revision']}")
+                                 f"the result was scored with {recorded.revision}")
     workspace = Path(tempfile.mkdtemp(prefix="culturelens-reproduce-"))
     bars = Bars()
     try:
         cache = EmbeddingCache(target.cache if use_cache else workspace / "cache.sqlite")
-        scores = suite_scoring.score(target.submission, metrics, loaded, cache, submission_id=run["submission_id"],
+        scores = suite_scoring.score(target.submission, metrics, loaded, cache, submission_id=run.submission_id,
                                      datasets_root=datasets_root, suite=answered.suite if answered else None,
-                                     batch_size=batch_size or run["batch_size"], num_workers=num_workers,
-                                     progress=bars, disabled={**unavailable, **disabled}, settings=run["settings"])
+                                     options=options, progress=bars, disabled={**unavailable, **disabled})
         reproduced = results.write_folder(workspace / "results", results.records(scores.per_image),
                                           scores.aggregates, results.records(scores.curves), scores.run)
         differences = compare(target.result, reproduced)
     finally:
         bars.close()
         shutil.rmtree(workspace, ignore_errors=True)
-    changed = sorted(name for name, version in scores.run["metrics"].items()
-                     if run["metrics"].get(name, version) != version)
+    changed = sorted(name for name, version in scores.run.metrics.items() if run.metrics.get(name, version) != version)
     if changed:
         _warn(f"metric versions changed since the result was scored: {', '.join(changed)}")
-    print(f"reproduced {run['submission_id']} ({target.result}) on {target.submission}"
+    print(f"reproduced {run.submission_id} ({target.result}) on {target.submission}"
           + (" with the stored embedding cache" if use_cache else " with a fresh embedding cache"))
     print(report(differences, tolerance))
     return 0 if all(d.within(tolerance) for d in differences) else 1

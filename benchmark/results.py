@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from benchmark import layout
 from benchmark.atomic import atomic_folder
+from benchmark.run_record import RunRecord
 
 PER_IMAGE = pa.schema([
     ("submission_id", pa.string()),
@@ -59,6 +60,8 @@ AGGREGATE = pa.schema([
     ("metric_label", pa.string()),
     ("metric_version", pa.string()),
     ("higher_is_better", pa.bool_()),
+    ("range_low", pa.float64()),        # the metric's declared range (``MetricInfo.low``, ``high``): a ranking counts
+    ("range_high", pa.float64()),       # an unanswered prompt as its worse end; null if not declared
     ("slice", pa.string()),             # "overall", "country", "concept", "prompt", "subset", ...
     ("slice_value", pa.string()),       # "all" for overall
     ("value", pa.float64()),
@@ -75,8 +78,9 @@ AGGREGATE = pa.schema([
     ("dataset", pa.string()),
     ("seeds", pa.string()),             # comma-separated generation seeds of the submission
     ("protocol", pa.string()),          # what the value assumes, canonical JSON (``protocol_columns``): dataset
-                                        # (repo:config:split) and its revision, images per prompt present, the
-                                        # metric's version (its settings) and backbones (uid@revision)
+                                        # (repo:config:split) and its revision, images per prompt (the seeds
+                                        # declared, a missing image counted as a failure), the metric's version
+                                        # (its settings) and backbones (uid@revision)
     ("protocol_id", pa.string()),       # the first 12 hex digits of the sha256 of ``protocol``
     ("scored_at", pa.string()),         # ISO 8601, UTC
 ])
@@ -99,18 +103,20 @@ CURVES = pa.schema([
 
 SCHEMAS = {layout.PER_IMAGE: PER_IMAGE, layout.AGGREGATES: AGGREGATE, layout.CURVES: CURVES}
 """Each Parquet file of a results folder, with its schema."""
+MISSING_AS_FAILURES = "failures"  # a protocol's ``missing_images``: how an image declared but not there was scored
 
 
 def protocol_columns(fields: dict) -> dict:
     """``protocol`` (canonical JSON of ``fields``) and ``protocol_id`` (the first 12 hex digits of its sha256), as
     every aggregate row carries them: scored rows (the harness), the papers' rows (``leaderboard.reported``) and
     synthetic stores alike. Two rows are ranked together only when every field is equal, so the fields are
-    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the
-    prompt rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the images the
-    submission holds for each prompt it answered: the fewest, not the seeds it declared, as a prompt's CRA per
-    reference, 1 - (1 - p)^n, depends on it), ``metric_version`` (which names the metric's settings: thresholds,
-    variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what the paper
-    states."""
+    everything that changes a value: ``dataset`` (repo:config:split), ``dataset_revision`` (the digest of the prompt
+    rows scored against, ``PromptSet.digest``), ``images_per_prompt`` (the seeds the submission declared, as a
+    prompt's CRA per reference, 1 - (1 - p)^n, depends on it) with ``missing_images`` (``MISSING_AS_FAILURES``: an
+    image declared but not there, refused or missing, was scored as a failure, so a submission that pads its seeds
+    and refuses some is never the protocol of fewer seeds), ``metric_version`` (which names the metric's settings:
+    thresholds, variant, calibration, tagger, N and draws) and ``backbones`` (uid@revision). Papers' rows state what
+    the paper states."""
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return {"protocol": text, "protocol_id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 
@@ -133,15 +139,6 @@ def records(frame) -> list[dict]:
 def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Rows -> a table of exactly ``schema`` (absent fields are null)."""
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
-
-
-def read_run(data: bytes) -> dict | None:
-    """A results folder's run record from its run.json bytes; None when they are not a JSON object."""
-    try:
-        record = json.loads(data)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def parquet_rows(path: Path) -> int | None:
@@ -179,11 +176,11 @@ def complete(folder: Path) -> None:
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
-                 run: dict, *, replace: bool = False, then: Callable[[Path], object] | None = None) -> Path:
-    """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` as one folder,
-    atomically (``benchmark.atomic.atomic_folder``): readers see all files or none. ``then`` is called on the
-    temporary folder once they are written, before it is renamed into place (a leaderboard worker seals it there:
-    ``leaderboard.seal``).
+                 run: RunRecord, *, replace: bool = False, then: Callable[[Path], object] | None = None) -> Path:
+    """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` (``run``, in its
+    canonical text: ``RunRecord.to_json``) as one folder, atomically (``benchmark.atomic.atomic_folder``): readers
+    see all files or none. ``then`` is called on the temporary folder once they are written, before it is renamed
+    into place (a leaderboard worker seals it there: ``leaderboard.seal``).
 
     An existing ``target`` is never modified (results are immutable: FileExistsError) unless ``replace``
     (``culturelens score`` scoring the same submission again into its --out).
@@ -192,7 +189,7 @@ def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[
         pq.write_table(table(per_image_rows, PER_IMAGE), tmp / layout.PER_IMAGE)
         pq.write_table(table(aggregate_rows, AGGREGATE), tmp / layout.AGGREGATES)
         pq.write_table(table(curve_rows, CURVES), tmp / layout.CURVES)
-        (tmp / layout.RUN).write_text(json.dumps(run, indent=2), encoding="utf-8")
+        (tmp / layout.RUN).write_text(run.to_json(), encoding="utf-8")
         if then is not None:
             then(tmp)
     return Path(target)

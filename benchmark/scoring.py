@@ -20,19 +20,21 @@ import functools
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-
 from benchmark import harness, layout, results
-from benchmark.layout import ScoreOutput, holds_validated_submission
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import load_prompts_for
-from benchmark.encoders.spec import BackboneSpec
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, OutputExists
+from benchmark.harness import Scores
+from benchmark.layout import ScoreOutput, holds_validated_submission
 from benchmark.metrics.base import Metric
 from benchmark.progress import Bars
-from benchmark.suite import SUITE_V1, Suite
+from benchmark.run_record import RunRecord
+from benchmark.scoring_options import ScoringOptions
 from benchmark.settings import LAUNCHED, WORLD_SIZE, child_environment
+from benchmark.suite import SUITE_V1, Suite
 
 
 def launched_by_accelerate() -> bool:
@@ -52,80 +54,113 @@ def relaunch_with_accelerate(num_processes: int, argv: list[str]) -> int:
     return subprocess.call(command, env=child_environment({LAUNCHED: "1"}))
 
 
-def _stage_once(submission: Path, out: Path, datasets_root: Path, suite: Suite | None) -> bool:
-    """Validate ``submission`` (plain, or a suite submission checked against ``suite``) into ``OUT/submission``
-    (or reuse an identical one there)."""
-    from benchmark.submission.suite import stage, validated_hash
+class SubmissionRefused(CultureLensError):
+    """The submission did not pass validation: the message is the validator's report."""
 
-    output = ScoreOutput(out)
+
+def stage(submission: Path, output: ScoreOutput, datasets_root: Path, suite: Suite | None, *,
+          progress: bool = True) -> str | None:
+    """Validate ``submission`` (plain, or a suite submission checked against ``suite``) into ``output``'s
+    ``submission/`` and return the validator's report, or None when ``output`` holds the same validated submission
+    already (reused as it is). SubmissionRefused when it is refused, OutputExists when ``output`` holds another
+    submission."""
+    from benchmark.submission.suite import stage as validate, validated_hash
+
     staged = output.submission
-    bars = Bars(unit="img")
-    report = stage(submission, output.staging, suite or SUITE_V1,
-                   functools.partial(load_prompts_for, datasets_root=datasets_root), progress=bars)
-    bars.close()
+    bars = Bars(enabled=progress, unit="img")
+    try:
+        report = validate(submission, output.staging, suite or SUITE_V1,
+                          functools.partial(load_prompts_for, datasets_root=datasets_root), progress=bars)
+    finally:
+        bars.close()
     if not report.ok:
-        print(report.text(), file=sys.stderr)
-        return False
+        raise SubmissionRefused(report.text())
     if holds_validated_submission(staged.folder):
         shutil.rmtree(report.folder)
         if validated_hash(staged.folder) != report.content_hash:
-            print(f"error: {staged.folder} holds another submission; choose another --out", file=sys.stderr)
-            return False
-        return True
+            raise OutputExists(f"{staged.folder} holds another submission; choose another --out")
+        return None
     report.keep(staged.folder)
-    print(report.text())
-    return True
+    return report.text()
 
 
-def main(submission: Path, out: Path, *, registry: dict[str, BackboneSpec], metrics: list[Metric],
-         unavailable: dict[str, str], store: Path, cache: Path | None, device: str | None, batch_size: int,
-         num_workers: int | None, settings: dict | None = None, suite=None) -> int:
-    """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission is refused; a user error
-    (CultureLensError) when its dataset cannot be loaded or no metric can run. ``settings``: how ``metrics`` were
-    built, recorded in run.json (``culturelens reproduce``). ``suite``: the suite (``suite_assets.SuiteRef``) a
-    suite submission answers, whose datasets root replaces the store's."""
-    import torch
-    from accelerate import PartialState
-
+def score_staged(folder: Path, options: ScoringOptions, metrics: list[Metric], unavailable: dict[str, str], *,
+                 cache: EmbeddingCache, datasets_root: Path, suite: Suite | None, progress=None,
+                 say=None) -> Scores | None:
+    """Score the validated submission ``folder`` (``stage``'s) with ``metrics`` (``unavailable``: those that
+    could not be built, with the reason) under ``options``, as ``culturelens score`` does: the backbones loaded
+    (a metric whose backbone cannot load is not scored: ``say`` tells each such metric and why), the submission id
+    ``local-`` and the start of its content hash. None on ranks > 0; a CultureLensError when no metric can run."""
     from benchmark import suite_scoring
     from benchmark.submission.suite import validated_hash
 
-    state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
-    out.mkdir(parents=True, exist_ok=True)
-    datasets_root = suite.datasets_root if suite is not None else store / layout.DATASETS
-    definition = suite.suite if suite is not None else None
-    ok = _stage_once(submission, out, datasets_root, definition) if state.is_local_main_process else True
-    state.wait_for_everyone()
-    output = ScoreOutput(out)
-    staged = output.submission
-    if not ok or not holds_validated_submission(staged.folder):
-        return 1
-    backbones, metrics, disabled = harness.load_backbones(metrics, registry, device or str(state.device))
+    backbones, metrics, disabled = harness.load_backbones(metrics, dict(options.registry), options.device)
     unavailable = {**unavailable, **disabled}
-    if state.is_main_process:
-        for name, reason in sorted(unavailable.items()):
-            print(f"not scoring {name}: {reason}", file=sys.stderr)
+    for name, reason in sorted(unavailable.items()):
+        if say:
+            say(f"not scoring {name}: {reason}")
     if not metrics:
         raise CultureLensError("no metric can run: provide what the 'not scoring' lines above name, or choose "
                                "other --tracks")
-    submission_id = "local-" + validated_hash(staged.folder).removeprefix("sha256:")[:10]
+    submission_id = "local-" + validated_hash(folder).removeprefix("sha256:")[:10]
+    return suite_scoring.score(folder, metrics, backbones, cache, submission_id=submission_id,
+                               datasets_root=datasets_root, suite=suite or SUITE_V1, options=options,
+                               progress=progress, disabled=unavailable)
+
+
+def main(submission: Path, out: Path, options: ScoringOptions, *, store: Path, cache: Path | None,
+         suite=None) -> int:
+    """``culturelens score``: 0 when scored (or on ranks > 0), 1 when the submission is refused; a user error
+    (CultureLensError) when its dataset cannot be loaded or no metric can run. ``options``: the metrics, backbones
+    and runtime chosen, their settings recorded in run.json (``culturelens reproduce``). ``suite``: the suite
+    (``suite_assets.SuiteRef``) a suite submission answers, whose datasets root replaces the store's."""
+    import torch
+    from accelerate import PartialState
+
+    metrics, unavailable = options.build_metrics()
+    state = PartialState(cpu=options.device == "cpu" or not torch.cuda.is_available())
+    options = replace(options, device=options.device or str(state.device),
+                      shard=(state.process_index, state.num_processes))
+    out.mkdir(parents=True, exist_ok=True)
+    datasets_root = suite.datasets_root if suite is not None else store / layout.DATASETS
+    definition = suite.suite if suite is not None else None
+    output = ScoreOutput(out)
+    ok = True
+    if state.is_local_main_process:
+        try:
+            report = stage(submission, output, datasets_root, definition)
+        except SubmissionRefused as refused:
+            print(refused, file=sys.stderr)
+            ok = False
+        except OutputExists as taken:
+            print(f"error: {taken}", file=sys.stderr)
+            ok = False
+        else:
+            if report is not None:
+                print(report)
+    state.wait_for_everyone()
+    if not ok or not holds_validated_submission(output.submission.folder):
+        return 1
     bars = Bars(enabled=state.is_main_process)
+    say = (lambda line: print(line, file=sys.stderr)) if state.is_main_process else None
     try:
-        scores = suite_scoring.score(staged.folder, metrics, backbones, EmbeddingCache(cache or output.cache),
-                                     submission_id=submission_id, datasets_root=datasets_root,
-                                     suite=definition or SUITE_V1, batch_size=batch_size, num_workers=num_workers,
-                                     shard=(state.process_index, state.num_processes), progress=bars,
-                                     disabled=unavailable, settings=settings)
+        scores = score_staged(output.submission.folder, options, metrics, unavailable,
+                              cache=EmbeddingCache(cache or output.cache), datasets_root=datasets_root,
+                              suite=definition, progress=bars, say=say)
     finally:
         bars.close()
     if scores is None:
         return 0
     # The worker's naming (results/<submission id>); scoring the same submission again replaces its results.
-    target = results.write_folder(output.results(submission_id), results.records(scores.per_image),
+    target = results.write_folder(output.results(scores.run.submission_id), results.records(scores.per_image),
                                   scores.aggregates, results.records(scores.curves), scores.run, replace=True)
-    run = scores.run
-    parts = f" of the parts {', '.join(run['suite']['parts'])} (missing: {', '.join(run['suite']['missing']) or 'none'})" \
-        if "suite" in run else ""
-    print(f"scored {run['images']} images{parts} ({run['embeddings_computed']} embeddings computed, "
-          f"{run['embeddings_cached']} from the cache) -> {target}")
+    print(summary(scores.run, target))
     return 0
+
+
+def summary(run: RunRecord, target: Path) -> str:
+    """The line ``culturelens score`` ends with: what it scored, what it computed and where the results are."""
+    parts = f" of the parts {', '.join(run.suite.parts)} (missing: {', '.join(run.suite.missing) or 'none'})" \
+        if run.suite is not None else ""
+    return (f"scored {run.images} images{parts} ({run.embeddings_computed} embeddings computed, "
+            f"{run.embeddings_cached} from the cache) -> {target}")

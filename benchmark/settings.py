@@ -166,8 +166,15 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 def from_args(declared: Iterable[Setting], args: argparse.Namespace,
               environ: Mapping[str, str] | None = None) -> Settings:
     """The settings a command line chose, with the environment's fallbacks resolved."""
+    return from_values(declared, vars(args), environ)
+
+
+def from_values(declared: Iterable[Setting], given: Mapping[str, object],
+                environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings ``given`` by name (a command line's options, the Python API's keywords; None or absent: not
+    given), each not given read from its environment variable, else its default."""
     declared = list(declared)
-    return Settings(declared, {s.name: s.resolve(getattr(args, s.name, None), environ) for s in declared})
+    return Settings(declared, {s.name: s.resolve(given.get(s.name), environ) for s in declared})
 
 
 def positive_int(text: str) -> int:
@@ -204,6 +211,25 @@ WORLD_SIZE = Setting("world_size", None, "set by accelerate (torchrun) in each p
 LAUNCHED = Setting("launched", None, "set by `culturelens score --num-processes N` in the processes it starts",
                    env="CULTURELENS_LAUNCHED")
 
-ENVIRONMENT = (BACKBONES, TRACK_PATH, HUB_OFFLINE, HUB_ENDPOINT, WORLD_SIZE, LAUNCHED)
+# The public services `culturelens suite build` reads (``benchmark.downloads``): each the public address by default,
+# a mirror's (or a test's stand-in server's) when its variable is set. The package's pins are checked whatever the
+# address; only the public address serving other bytes stops a build (a mirror's are recorded as not pinned).
+WIKIDATA_API = Setting("wikidata_api", "https://www.wikidata.org/w/api.php",
+                       "Wikidata's MediaWiki API (wbgetentities: labels, descriptions, images, revisions)",
+                       env="CULTURELENS_WIKIDATA_API")
+WIKIDATA_SPARQL = Setting("wikidata_sparql", "https://query.wikidata.org/sparql", "Wikidata's SPARQL query service",
+                          env="CULTURELENS_WIKIDATA_SPARQL")
+WIKIPEDIA_API = Setting("wikipedia_api", "https://en.wikipedia.org/w/api.php",
+                        "English Wikipedia's MediaWiki API (page text at a revision)", env="CULTURELENS_WIKIPEDIA_API")
+COMMONS_API = Setting("commons_api", "https://commons.wikimedia.org/w/api.php",
+                      "Wikimedia Commons' MediaWiki API (imageinfo: file versions, licences, authors)",
+                      env="CULTURELENS_COMMONS_API")
+GITHUB_RAW = Setting("github_raw", "https://raw.githubusercontent.com",
+                     "where the pinned GitHub files come from (CUBE-1K, the CSpace file, the W1KP calibration)",
+                     env="CULTURELENS_GITHUB_RAW")
+PUBLIC_SOURCES = (WIKIDATA_API, WIKIDATA_SPARQL, WIKIPEDIA_API, COMMONS_API, GITHUB_RAW, HUB_ENDPOINT)
+
+ENVIRONMENT = (BACKBONES, TRACK_PATH, HUB_OFFLINE, HUB_ENDPOINT, WIKIDATA_API, WIKIDATA_SPARQL, WIKIPEDIA_API,
+               COMMONS_API, GITHUB_RAW, WORLD_SIZE, LAUNCHED)
 """Every environment variable the library and the command line read, but the tracks' settings (theirs) and the
 service's (``leaderboard.operator_settings``)."""

@@ -4,18 +4,23 @@ The CRT paper (arXiv:2511.11435, Sec. 5) compares models with two-sided Wilcoxon
 signed-rank tests on per-reference pairs, Holm-corrected, and reports bootstrap
 95% CIs of mean paired differences; CultureLens runs the same tests on per-prompt
 values for every track, with intervals chosen by their measured coverage at small n
-(``benchmarks/coverage.py``, figures in ``benchmarks/README.md``) in place of the bootstrap:
+(``benchmarks/coverage.py``, figures in ``benchmarks/README.md``):
 
-- a mean of values (``mean_ci``): Student-t, Wilson's for values that are all 0 or 1 (events);
-- a mean of paired differences (``difference_ci``): Student-t, and Bonett & Price's adjusted interval for
-  differences that are all -1, 0 or 1 (two models' 0/1 events on the same prompts). Wilson's interval is for a
-  proportion only: given such differences it covered as little as 0.40 at n = 10.
+- a mean of values (``mean_ci``): Wilson's for values that are all 0 or 1 (events), else the percentile-t
+  bootstrap with 1% in each tail, because Student-t undercovers on skewed values (exponential 0.89 at n = 5,
+  lognormal 0.84 to 0.92 from n = 5 to 50) and the percentile-t at 2.5% tails still does on the lognormal (0.89
+  to 0.93);
+- a mean of paired differences (``difference_ci``): Bonett & Price's adjusted interval for differences that are
+  all -c, 0 or c (two models' 0/1 events on the same prompts, c = 1; shares of 10 images differing by one image,
+  c = 0.1), else as a mean. Wilson's interval is for a proportion only: given such differences it covered as
+  little as 0.40 at n = 10, and Student-t 0.23 at n = 5.
 
 Holm's correction runs over every test of one comparison (every pair of every metric), not within a metric.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -24,6 +29,9 @@ from scipy import stats
 
 # Below this many values no interval is given: see mean_ci and benchmarks/README.md ("coverage.py").
 MIN_CI_N = 5
+RESAMPLES = 1999  # draws of the percentile-t bootstrap: 20 beyond each 1% tail
+TAIL_SHARE = 0.4  # the percentile-t's tails are this share of the nominal ones: 1% each for a 95% interval
+SEED = 0  # the percentile-t's draws: the same values always give the same interval
 
 
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
@@ -41,28 +49,98 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
     return float(min(centre - half, share)), float(max(centre + half, share))
 
 
-def mean_ci(values: np.ndarray, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Confidence interval of the mean of independent ``values`` (e.g. one value per prompt).
+def mean_ci(values: np.ndarray, *, confidence: float = 0.95,
+            bounds: tuple[float | None, float | None] = (None, None)) -> tuple[float, float]:
+    """Confidence interval of the mean of independent ``values`` (e.g. one value per prompt), inside ``bounds``
+    (the values' declared range, when known: a mean cannot leave it).
 
     - fewer than ``MIN_CI_N`` values: (nan, nan), no interval;
     - every value 0 or 1 (events, e.g. "artifact recognised" per image): the Wilson (1927) score interval. The
       values must be a proportion's: differences between two models go to ``difference_ci``;
-    - otherwise the Student-t interval, mean -/+ t_{n-1} s / sqrt(n) (Student 1908), which is (v, v) when
-      every value is v (no spread in the sample).
+    - every value equal (no spread in the sample): (v, v);
+    - otherwise the percentile-t (studentized) bootstrap (Efron & Tibshirani 1993, "An Introduction to the
+      Bootstrap", ch. 12.5; ``percentile_t``) with ``TAIL_SHARE`` of the nominal tails.
 
-    The method and the minimum n were chosen by measured coverage (``benchmarks/coverage.py``): the
-    percentile and BCa bootstraps (Efron 1987) undercover at small n (normal data, n = 5: 0.81 of the nominal
-    0.95), the t interval does not, and on 0/1 data only Wilson's covers below n = 20.
+    Chosen by measured coverage (``benchmarks/coverage.py``): Student-t covers normal and [0, 1] (beta) values but
+    not skewed ones (exponential 0.89 at n = 5; lognormal 0.84 to 0.92 at n = 5 to 50), and the percentile and
+    BCa bootstraps cover less than t at small n (both resample the sample's own spread and cannot reach past its
+    range). The percentile-t learns the skew from the sample; at 2.5% tails it still undercovers the lognormal
+    (0.89 at n = 5, 0.91 at n = 20), because a small sample rarely holds its long tail, and at 1% tails it covers
+    0.94 or more on every kind measured at n = 5 to 50, wider than t by the table's factor on symmetric values.
+    On heavily tied values (shares of a few seeds, n <= 10) more than 1% of the resamples may have no spread,
+    and a side of the interval is then unbounded: the sample cannot bound the mean there, and ``bounds`` does.
     """
-    values = np.asarray(values, dtype=np.float64)
-    n = values.size
-    if n < MIN_CI_N:
-        return float("nan"), float("nan")
-    if np.all((values == 0) | (values == 1)):
-        return wilson_interval(int(values.sum()), n, confidence=confidence)
-    mean = float(values.mean())
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(ddof=1) / np.sqrt(n))
-    return mean - half, mean + half
+    return mean_cis(np.asarray(values, dtype=np.float64)[:, None], confidence=confidence, bounds=bounds)[0]
+
+
+def mean_cis(columns: np.ndarray, *, confidence: float = 0.95,
+             bounds: tuple[float | None, float | None] = (None, None)) -> list[tuple[float, float]]:
+    """``mean_ci`` of each column of ``columns`` (values x samples; nan cells left out), the complete columns'
+    percentile-t resamples taken in one product (a ranking's rows: one interval each)."""
+    columns = np.asarray(columns, dtype=np.float64)
+    out: list[tuple[float, float]] = [(float("nan"), float("nan"))] * columns.shape[1]
+    bootstrapped = []
+    for j in range(columns.shape[1]):
+        values = columns[:, j][~np.isnan(columns[:, j])]
+        if values.size < MIN_CI_N:
+            continue
+        if np.all((values == 0) | (values == 1)):
+            out[j] = wilson_interval(int(values.sum()), values.size, confidence=confidence)
+        elif np.all(values == values[0]):
+            out[j] = float(values[0]), float(values[0])
+        else:
+            bootstrapped.append(j)
+    complete = [j for j in bootstrapped if not np.isnan(columns[:, j]).any()]
+    if complete:
+        for j, interval in zip(complete, _percentile_t(columns[:, complete], confidence)):
+            out[j] = interval
+    for j in (j for j in bootstrapped if j not in set(complete)):
+        out[j] = _percentile_t(columns[:, [j]][~np.isnan(columns[:, [j]])][:, None], confidence)[0]
+    floor, ceiling = bounds
+    return [((low if floor is None else max(low, floor)), (high if ceiling is None else min(high, ceiling)))
+            for low, high in out]
+
+
+def percentile_t(values: np.ndarray, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile-t interval of a mean of ``values`` (``_percentile_t``)."""
+    return _percentile_t(np.asarray(values, dtype=np.float64)[:, None], confidence)[0]
+
+
+def _percentile_t(columns: np.ndarray, confidence: float) -> list[tuple[float, float]]:
+    """The percentile-t interval of the mean of each column (Efron & Tibshirani 1993, ch. 12.5, Eq. 12.22): with
+    m and se a sample's mean and standard error, and t* = (m* - m) / se* over ``RESAMPLES`` bootstrap samples
+    (drawn from ``SEED``), [m - q_hi se, m - q_lo se], q_lo and q_hi the t*'s quantiles at a = (1 - confidence) /
+    2 x ``TAIL_SHARE`` and 1 - a. A resample with no spread (se* = 0) has t* = +/-inf by the sign of m* - m (0
+    when equal), as its t statistic would be. Each column is sorted first, so that its interval depends on its
+    values, not on their order; each resample is taken as its counts of each value (``resample_counts``: the same
+    draws for every sample of one size), its mean and spread as products with them."""
+    values = np.sort(columns, axis=0)
+    n = values.shape[0]
+    mean = values.mean(axis=0)
+    se = values.std(axis=0, ddof=1) / np.sqrt(n)
+    centred = values - mean  # the resamples' spread, computed about the sample's mean
+    counts = resample_counts(n)
+    sums = counts @ np.concatenate([centred, centred ** 2], axis=1)  # resamples x (2 x columns)
+    shift = sums[:, :values.shape[1]] / n
+    spread = np.maximum(sums[:, values.shape[1]:] - n * shift ** 2, 0.0) / (n - 1)
+    flat = spread <= 1e-12 * (centred ** 2).sum(axis=0)  # no spread but rounding
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_star = np.where(flat, np.sign(shift) * np.inf, shift / np.sqrt(spread / n))
+    t_star = np.nan_to_num(t_star, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    tail = (1 - confidence) / 2 * TAIL_SHARE
+    low, high = np.quantile(t_star, [tail, 1 - tail], axis=0, method="inverted_cdf")
+    return [(float(m - h * e), float(m - lo * e)) for m, e, lo, h in zip(mean, se, low, high)]
+
+
+@functools.lru_cache(maxsize=8)
+def resample_counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """``resamples`` bootstrap resamples of n values, each as how often it takes each value (resamples x n): the
+    draws ``numpy.random.default_rng(seed).integers(0, n, (resamples, n))`` make, counted. Read-only: shared."""
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    counts = np.bincount((draws + n * np.arange(resamples)[:, None]).ravel(), minlength=resamples * n)
+    counts = counts.reshape(resamples, n).astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def holm(p_values: list[float] | np.ndarray) -> np.ndarray:
@@ -84,30 +162,34 @@ def difference_ci(differences: np.ndarray, *, confidence: float = 0.95) -> tuple
     """Confidence interval of the mean of paired ``differences`` (model a's value minus model b's, one per prompt).
 
     - fewer than ``MIN_CI_N`` values: (nan, nan), no interval;
-    - every difference -1, 0 or 1 (two models' 0/1 events on the same prompts: b prompts where only a's event
-      happened, c where only b's, n in all): Bonett & Price's adjusted Wald interval for a difference of paired
-      proportions (Bonett & Price 2012, "Adjusted Wald confidence interval for a difference of binomial
-      proportions based on paired data", J. Educ. Behav. Stat. 37(4), 479-488), which adds one prompt of each
-      discordant kind: p+ = (b + 1) / (n + 2), p- = (c + 1) / (n + 2), d = p+ - p-,
-      d -/+ q sqrt((p+ + p- - d^2) / (n + 2)), here with q Student's t quantile on n + 1 degrees of freedom in
-      place of the normal one (with the normal one its coverage dips to 0.89 at n = 10). Its exact coverage,
-      enumerated over every trinomial with probabilities on a 0.05 grid (``benchmarks/coverage.py``), is at
-      least 0.935 from n = 5 to 50 (0.949 at n = 10); there the t interval and the BCa bootstrap fall to 0.40
-      at n = 10 when few prompts differ (an all-zero sample gives the point (0, 0)), and so does the rule used
-      before, which took differences without a -1 for a proportion (Wilson's interval);
-    - otherwise the Student-t interval of the differences' mean, as ``mean_ci``'s.
+    - every difference -c, 0 or c for one step c > 0 (the largest |difference|; c = 1 when all are 0): two models'
+      0/1 events on the same prompts (c = 1: b prompts where only a's event happened, c where only b's, n in
+      all), or two shares of 10 images that differ by one image at most (c = 0.1). Bonett & Price's adjusted Wald
+      interval for a difference of paired proportions (Bonett & Price 2012, "Adjusted Wald confidence interval for
+      a difference of binomial proportions based on paired data", J. Educ. Behav. Stat. 37(4), 479-488) on the
+      differences in units of c, which adds one prompt of each discordant kind: p+ = (b + 1) / (n + 2),
+      p- = (c + 1) / (n + 2), d = p+ - p-, d -/+ q sqrt((p+ + p- - d^2) / (n + 2)), here with q Student's t
+      quantile on n + 1 degrees of freedom in place of the normal one (with the normal one its coverage dips to
+      0.89 at n = 10), times c. Its exact coverage, enumerated over every trinomial with probabilities on a 0.05
+      grid (``benchmarks/coverage.py``), is at least 0.935 from n = 5 to 50 (0.949 at n = 10), whatever c;
+      there the t interval and the BCa bootstrap fall to 0.40 at n = 10 when few prompts differ (an all-zero
+      sample gives the point (0, 0)), and so does the rule used before, which took differences without a -1 for a
+      proportion (Wilson's interval);
+    - otherwise the interval of a mean of the differences (``mean_ci``'s percentile-t).
     """
     d = np.asarray(differences, dtype=np.float64)
     n = d.size
     if n < MIN_CI_N:
         return float("nan"), float("nan")
-    if np.all((d == -1) | (d == 0) | (d == 1)):
-        more, fewer = (int((d == 1).sum()) + 1) / (n + 2), (int((d == -1).sum()) + 1) / (n + 2)
+    step = float(np.abs(d).max()) or 1.0
+    if np.all((d == -step) | (d == 0) | (d == step)):
+        more, fewer = (int((d == step).sum()) + 1) / (n + 2), (int((d == -step).sum()) + 1) / (n + 2)
         centre = more - fewer
         half = float(stats.t.ppf(0.5 + confidence / 2, n + 1) * np.sqrt((more + fewer - centre ** 2) / (n + 2)))
-        return centre - half, centre + half
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * d.std(ddof=1) / np.sqrt(n))
-    return float(d.mean()) - half, float(d.mean()) + half
+        return step * (centre - half), step * (centre + half)
+    if np.all(d == d[0]):
+        return float(d[0]), float(d[0])
+    return percentile_t(d, confidence=confidence)
 
 
 PAIRED_COLUMNS = ["metric", "model_a", "model_b", "n", "mean_difference", "ci_low", "ci_high", "p_value", "p_holm"]

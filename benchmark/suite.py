@@ -144,12 +144,18 @@ class Suite:
     def answered_by(self, track: str, protocol: dict) -> bool:
         """Whether a result of ``track`` scored under ``protocol`` (the fields of its protocol, as results record
         them) answers this suite's part for the track: its dataset, the prompt rows the part pins (when pinned)
-        and the part's images per prompt. Such rows are the ones the overall ranking compares."""
+        and the part's images per prompt, as the seeds declared with each image missing of them scored as a
+        failure (``results.MISSING_AS_FAILURES``; results scored before that counted the fewest images present,
+        so a submission that padded its seeds and refused some could pass for fewer seeds). Such rows are the
+        ones the overall ranking compares."""
+        from benchmark.results import MISSING_AS_FAILURES  # pyarrow: only when a ranking reads rows
+
         part = self.part_of_track(track)
         if part is None:
             return False
         pin = part.dataset
         return (protocol.get("dataset") == str(pin) and protocol.get("images_per_prompt") == part.images_per_prompt
+                and protocol.get("missing_images") == MISSING_AS_FAILURES
                 and (pin.digest is None or protocol.get("dataset_revision") == pin.digest))
 
     @property
@@ -220,16 +226,35 @@ SCORING_ASSETS = {"diversity": "artifact-index", "relevance": "relevance-kb", "v
 
 @dataclass(frozen=True)
 class Source:
-    """Where ``culturelens suite build`` takes an asset from: ``default`` (a URL or path; None where no public
-    pinned copy exists yet, and ``how`` says what to give instead), pinned by ``pin`` ("sha256:<hex>" or
-    "git-blob:<sha1>", checked on the bytes read; None: not pinned), under ``licence``."""
+    """Where ``culturelens suite build`` takes an asset from: ``default`` (a public URL, a Hub repo, or the public
+    services named), pinned by ``pin`` ("sha256:<hex>" or "git-blob:<sha1>" of the bytes read, or
+    "prompt-rows:<digest>" of the dataset built from this package's code), or, where what is read changes with
+    the day (Wikidata, Wikipedia, Commons, a Hub branch), by what ``recorded`` says the build records (the
+    revisions, commits and sha256s in ``suite.json``: a later build at those pins reads the same). ``how`` says
+    what to give instead, as a file; the licence is the source's."""
 
     asset: str
     what: str
-    default: str | None
+    default: str
     pin: str | None
     licence: str
     how: str = ""
+    recorded: str = ""
+
+    @property
+    def pinned_by(self) -> str:
+        """What pins the asset, as ``suite build --help`` and the card say it."""
+        return self.pin or (f"recorded at build: {self.recorded}" if self.recorded else "none")
+
+    @property
+    def address(self) -> str:
+        """``default`` as this process reaches it: a GitHub file from ``CULTURELENS_GITHUB_RAW`` (a mirror's, or a
+        test's stand-in, when set)."""
+        from benchmark.settings import GITHUB_RAW
+
+        if self.default.startswith(GITHUB_RAW.default + "/"):
+            return GITHUB_RAW.resolve().rstrip("/") + self.default[len(GITHUB_RAW.default):]
+        return self.default
 
 
 CUBE_COMMIT = names.CUBE_COMMIT
@@ -237,30 +262,37 @@ W1KP_COMMIT = "0a33166633c6f9342ae41ae6d77626041a9bc995"  # github.com/castorini
 
 SOURCES = (
     Source("cube-1k", "the CUBE authors' cube_1k.json", names.CUBE_1K_SOURCE,
-           "sha256:bdb5b477bb75f54112d44a540b064ae6cbb5600e3b719c47a645b459b140db76", "CC BY-NC-SA 4.0"),
+           "sha256:bdb5b477bb75f54112d44a540b064ae6cbb5600e3b719c47a645b459b140db76", "CC BY-NC-SA 4.0",
+           how="--cube-source PATH_OR_URL"),
     Source("cube-diversity", "CUBE's diversity prompts, written in this package (benchmark/datasets/cube_diversity.py)",
-           None, None, "CC BY 4.0", how="nothing to give: built from the package"),
-    Source("iconic-references", "a records file (JSON Lines, each record at its Wikidata revision, "
-           "`wikidata_revision`) and the folder of the images it names, with their sources and licences",
-           None, None, "per image (its record's image_licenses)",
-           how="no public pinned copy yet: make one with `culturelens data build iconic-references --from-sparql` "
-               "(it records each item's Wikidata revision) and give --iconic-records and --iconic-images; once "
-               "`culturelens suite push` has published the dataset, its rows are the pin"),
+           "this package", f"prompt-rows:{SUITE_V1.part('cube-diversity').dataset.digest}", "CC BY 4.0",
+           how="nothing to give: built from the package"),
+    Source("iconic-references", "the CRT references: Wikidata items of six modalities with more than 20 sitelinks "
+           "(sparql/iconic_references.rq) and their Wikimedia Commons images",
+           "Wikidata's SPARQL service and Wikimedia Commons", None, "per image (its row's image_licenses)",
+           how="--iconic-records FILE --iconic-images DIR (a records file, JSON Lines, and its images)",
+           recorded="each item's Wikidata revision, each image's Commons version and sha256"),
     Source("culturalframes", "the CulturalFrames authors' Hub dataset (prompts, rated images, ratings)",
            "mair-lab/CulturalFrames", None, "none declared by the authors (ask them before redistributing)",
-           how="a Hub dataset repo id or a local copy; --culturalframes-revision pins the Hub commit (the release "
-               "was read at 7a44117)"),
+           how="--culturalframes-source DIR (a local copy; --culturalframes-revision picks a Hub commit)",
+           recorded="the Hub commit read (main's on the day, the release was read at 7a44117) and each file's "
+                    "sha256"),
     Source("artifact-index", "the CUBE authors' CSpace file (cube_CSpace.json.tar.gz), embedded for the diversity "
            "tagger", f"https://raw.githubusercontent.com/google-deepmind/cube/{CUBE_COMMIT}/dataset/"
-           "cube_CSpace.json.tar.gz", "git-blob:50fd09d50ebabf314480c1f8852e1bcd68a35f78", "CC BY-NC-SA 4.0"),
-    Source("relevance-kb", "knowledge-base entities from Wikidata (name, description), their English Wikipedia "
-           "text and Wikimedia Commons images, as the records file and image folder `culturelens kb-index` reads",
-           None, None, "CC BY-SA 4.0 (Wikipedia text), per image (Commons)",
-           how="no public pinned copy yet (CAIRE's BabelNet KB is not redistributable): give --kb-records and "
-               "--kb-images"),
+           "cube_CSpace.json.tar.gz", "git-blob:50fd09d50ebabf314480c1f8852e1bcd68a35f78", "CC BY-NC-SA 4.0",
+           how="--cspace-source PATH_OR_URL"),
+    Source("relevance-kb", "knowledge-base entities for the relevance prompts (every entity they name, and "
+           "same-category entities of other cultures) from Wikidata (name, description), their English Wikipedia "
+           "text and Wikimedia Commons images, embedded as `culturelens kb-index` does",
+           "Wikidata, English Wikipedia and Wikimedia Commons", None,
+           "CC BY-SA 4.0 (Wikipedia text), per image (Commons)",
+           how="--kb-records FILE --kb-images DIR (the records `culturelens kb-index` reads)",
+           recorded="each entity's Wikidata revision, its Wikipedia revision and text sha256, each image's Commons "
+                    "version and sha256"),
     Source("w1kp-calibration", "the W1KP authors' calibration of DreamSim-l2 distances, cdf-xy.pt",
            f"https://raw.githubusercontent.com/castorini/w1kp/{W1KP_COMMIT}/cdf-xy.pt",
-           "sha256:57c1bf48ac99aa9a4de3f47151ca942bc027bd49fc550cef37048e02fca6608b", "MIT"),
+           "sha256:57c1bf48ac99aa9a4de3f47151ca942bc027bd49fc550cef37048e02fca6608b", "MIT",
+           how="--w1kp-source PATH_OR_URL"),
 )
 """Every asset of the suite, in build order, with its pinned source."""
 

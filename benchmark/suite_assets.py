@@ -8,13 +8,19 @@ dataset folder as its own Hub dataset repo)::
                                              its configs are the assets' tables (``asset_configs``)
     LICENSE.md                               each asset's licence (the card's ``license_link``)
     suite.json                               ``suite``: the definition, each part's digest as built here;
-                                             ``built``: per asset, its source, the bytes' sha256, whether it is the
-                                             pinned one, and what scoring needs to know of it (a backbone id)
+                                             ``built``: per asset, its source, the bytes' sha256, ``pinned``
+                                             (True: the suite's own source, at its public address; False: a file
+                                             given, or a mirror's; None: nothing to pin), ``pins`` (for a source
+                                             that changes with the day: every record's revision, the Hub commit,
+                                             every file's and image's sha256: a later build reads the same),
+                                             ``content_digest`` (of the data files built) and what scoring needs to
+                                             know of it (a backbone id)
     datasets/<org>__<name>/                  each part's dataset (and cube-cspace), Hub layout: a datasets root
     assets/artifact-index/                   the diversity tagger's index (``benchmark.tagging.ArtifactIndex``),
                                              with its own card (README.md)
     assets/relevance-kb/                     the relevance knowledge base (``benchmark.relevance.kb``), with its card
     assets/w1kp-calibration/<file>           the W1KP calibration (the authors' cdf-xy.pt, or an .npz)
+    .downloads/                              what the builds downloaded, kept to resume and rebuild (not pushed)
 
 Nothing here loads a model or a dataset: ``Assets`` only looks at files.
 """
@@ -119,6 +125,19 @@ class Assets:
         """Assets built here from other bytes than the suite pins (e.g. a test's stand-ins): results on them are
         not the suite's."""
         return [asset for asset, record in self.built.items() if record.get("pinned") is False]
+
+
+def serving(folder: Path) -> tuple[list[str], list[str]]:
+    """What ``make run`` serves with the suite folder ``folder`` (lines to print), and the tracks left off."""
+    tracks = [t for part in SUITE_V1.parts for t in part.tracks]
+    if not (Path(folder) / DEFINITION).is_file():
+        off = [t for t in tracks if t != "awareness"]
+        return [f"make run serves CUBE-1K (the default dataset) and scores the awareness track; with no suite folder "
+                f"{folder}, {', '.join(off)} are off"], off
+    state = Assets(folder).tracks()
+    on, off = [t for t, why in state.items() if why is None], [t for t, why in state.items() if why is not None]
+    return [f"make run serves the suite in {folder}: {len(on)} of {len(state)} tracks on ({', '.join(on) or 'none'})",
+            *(f"  {t} is off: {state[t]}" for t in off)], off
 
 
 @dataclass(frozen=True)

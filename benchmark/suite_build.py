@@ -1,13 +1,25 @@
 """``culturelens suite build`` and ``suite push``: every dataset and scoring asset of the suite (``benchmark.suite``),
-from public sources at pinned versions, into one suite folder (``benchmark.suite_assets``), and that folder
-published as Hub datasets.
+from public sources, into one suite folder (``benchmark.suite_assets``), and that folder published as Hub datasets.
 
-Each source is a path or a URL (``suite.SOURCES`` gives the pinned default); its bytes are checked against its pin
-(sha256, or the git blob id of a file in a pinned GitHub commit). The default URL serving other bytes is an
-error; a source the operator gives that is not the pinned one is built, recorded as not pinned (``suite.json``,
-the card), and said in one line: results on it are not the suite's. An asset whose source cannot be had (offline,
-none given where no public copy exists) is not built, with the reason; the others are. Building again replaces
-the assets built, one by one and atomically, and keeps the others (``--only``).
+Every asset has a public source (``suite.SOURCES``), so a build with no source given builds all seven:
+
+- files pinned by this package (CUBE-1K, the CSpace file, the W1KP calibration): their bytes are checked against
+  the pin (sha256, or the git blob id of a file in a pinned GitHub commit). The public address serving other
+  bytes is an error; a mirror's (``CULTURELENS_GITHUB_RAW``) or a file the operator gives is built, recorded as
+  not pinned (``suite.json``, the card), and said in one line: results on it are not the suite's.
+- sources that change with the day (the iconic references' Wikidata query and Commons images, the relevance
+  knowledge base's Wikidata items, Wikipedia pages and Commons images, CulturalFrames on the Hub): the build
+  records what it read (``pins``: every record's revision, the Hub commit, every file's and image's sha256) in
+  ``suite.json``. Building again into the same folder, or with ``pins_from`` another suite's ``suite.json``
+  (a published suite's: the pins for everyone after), reads those very revisions and bytes and gives the same
+  digests; an image whose bytes changed at the same revision is refused, naming it. ``refresh`` names the
+  assets to read anew from the current sources.
+
+Downloads go to the folder's ``.downloads/`` (never published): a killed build, run again, goes on where it
+stopped, verifying what it has and asking only for what it lacks (``benchmark.downloads``). Each step shows its
+progress (files, bytes, time left). An asset whose source cannot be had (offline, a source given that does not
+exist) is not built, with the reason; the others are. ``suite.json`` and the card are written after each asset,
+and each asset replaces its earlier build atomically.
 """
 
 from __future__ import annotations
@@ -18,15 +30,18 @@ import re
 import shutil
 import sys
 import tempfile
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmark import settings
 from benchmark.atomic import atomic_folder, atomic_write_text
+from benchmark.datasets.hub_files import git_blob_id
 from benchmark.datasets.prompts import load_prompts, local_folder
+from benchmark.digests import file_digest
+from benchmark.downloads import Downloads
 from benchmark.errors import CultureLensError, OutputExists
 from benchmark.layout import DATASETS
 from benchmark.suite import DEFINITION, SOURCES, SUITE_V1, Source, Suite, source
@@ -36,7 +51,10 @@ ORDER = tuple(s.asset for s in SOURCES)
 PART_OF_ASSET = {"cube-1k": "cube-1k", "cube-diversity": "cube-diversity", "iconic-references": "iconic-references",
                  "culturalframes": "culturalframes"}
 """The assets that are a part's dataset (the others are scoring assets)."""
-
+DOWNLOADS = ".downloads"
+"""Where a suite folder keeps what its builds downloaded (``suite push`` leaves it out)."""
+UNDIGESTED = ("README.md", "kb.json")
+"""Files an asset's digest leaves out: its card and the knowledge base's manifest say when and how it was built."""
 
 class SuiteBuildError(CultureLensError, RuntimeError):
     """An asset cannot be built from the source given; the message says which, why and what to give instead."""
@@ -51,11 +69,6 @@ class Outcome:
     detail: str
 
 
-def git_blob_id(data: bytes) -> str:
-    """The id git gives a file's bytes (``git hash-object``): sha1 of "blob <size>\\0" + bytes."""
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
-
-
 def pin_matches(data: bytes, pin: str | None) -> bool | None:
     """Whether ``data`` are the bytes ``pin`` names ("sha256:<hex>" or "git-blob:<sha1>"); None without a pin."""
     if pin is None:
@@ -65,29 +78,26 @@ def pin_matches(data: bytes, pin: str | None) -> bool | None:
     return found == value
 
 
-def fetch(where: str, into: Path) -> Path:
-    """A local file with the bytes of ``where`` (a path, or an http(s) URL downloaded into ``into``)."""
+def fetch(where: str, downloads: Downloads, what: str, progress: bool = True) -> Path:
+    """A local file with the bytes of ``where``: a path as it is, an http(s) URL downloaded (once: resumed when cut
+    off, reused when there, its progress shown) into ``downloads``."""
     if not re.match(r"https?://", where):
         path = Path(where)
         if not path.exists():
             raise SuiteBuildError(f"{where}: no such file or folder")
         return path
-    target = into / Path(urllib.request.urlparse(where).path).name
-    try:
-        with urllib.request.urlopen(where, timeout=60) as response, open(target, "wb") as out:  # noqa: S310
-            shutil.copyfileobj(response, out)
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise SuiteBuildError(f"cannot download {where}: {getattr(error, 'reason', error)}; offline, give a local "
-                              "copy instead") from None
-    return target
+    name = Path(urllib.parse.urlparse(where).path).name or "file"
+    return downloads.file(where, f"files/{hashlib.sha256(where.encode()).hexdigest()[:16]}/{name}", what=what,
+                          progress=progress)
 
 
 def checked(asset: Source, where: str, path: Path) -> dict:
     """The build record of a one-file source: where it came from, its sha256, and whether it is the pinned one
-    (the default's bytes must be)."""
+    (the public default's bytes must be: other bytes there are an error, and are not kept)."""
     data = path.read_bytes()
     pinned = pin_matches(data, asset.pin)
     if pinned is False and where == asset.default:
+        path.unlink()
         raise SuiteBuildError(f"{where} no longer serves the pinned bytes of {asset.asset} ({asset.pin}): the suite's "
                               "source changed; do not build on it")
     if pinned is False:
@@ -96,11 +106,30 @@ def checked(asset: Source, where: str, path: Path) -> dict:
     return {"source": where, "sha256": hashlib.sha256(data).hexdigest(), "pinned": pinned}
 
 
-class _Builder:
-    """One ``build`` call: the out folder, its definition so far, the backbones loaded once."""
+def public(*endpoints: settings.Setting) -> bool:
+    """Whether every service of ``endpoints`` is read at its public address (not a mirror's, nor a stand-in's)."""
+    return all(e.resolve() == e.default for e in endpoints)
 
-    def __init__(self, out: Path, registry: dict | None, device: str | None, batch_size: int):
+
+def content_digest(*folders: Path) -> str:
+    """sha256 over the data files of ``folders`` (path and sha256 of each, cards and manifests left out): the same
+    for two builds of the same content."""
+    lines = []
+    for folder in folders:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            relative = path.relative_to(folder.parent).as_posix()
+            if path.name not in UNDIGESTED and not any(part.startswith(".") for part in path.parts[len(folder.parts):]):
+                lines.append(f"{relative} {file_digest(path)}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+class _Builder:
+    """One ``build`` call: the out folder, its definition so far, the pins to build at, the backbones loaded once."""
+
+    def __init__(self, out: Path, registry: dict | None, device: str | None, batch_size: int, *,
+                 refresh: set[str], pins_from: Mapping[str, dict], progress: bool):
         self.out, self.registry, self.device, self.batch_size = out, registry, device, batch_size
+        self.refresh, self.progress = refresh, progress
         self.backbones: dict = {}
         self.suite, self.built = SUITE_V1, {}
         if (out / DEFINITION).exists():  # an earlier build: keep what this one does not rebuild
@@ -108,7 +137,16 @@ class _Builder:
             self.suite, self.built = Suite.from_dict(record["suite"]), record.get("built", {})
         elif out.exists() and any(out.iterdir()):
             raise OutputExists(f"{out} exists and is not a suite folder (no {DEFINITION}); choose another --out")
+        self.pins_from = {**{a: r for a, r in self.built.items() if r.get("pins")}, **pins_from}
+        self.downloads = Downloads(out / DOWNLOADS)
         self.work = Path(tempfile.mkdtemp(prefix="culturelens-suite-"))
+
+    def pins(self, asset: str) -> dict | None:
+        """The pins to build ``asset`` at: those of an earlier build of it from its public source (this folder's,
+        or ``pins_from``), unless ``refresh`` names it (then none: the build reads the current sources)."""
+        if asset in self.refresh:
+            return None
+        return (self.pins_from.get(asset) or {}).get("pins")
 
     def backbone(self, backbone_id: str):
         from benchmark.encoders import load_backbone
@@ -134,18 +172,48 @@ class _Builder:
                 "pinned": False if False in (pinned, matches) else (True if True in (pinned, matches) else None)}
 
 
+def read_pins(where: str | Path) -> dict[str, dict]:
+    """The build records (with their pins) of a suite: a suite folder, its ``suite.json``, or a Hub repo id."""
+    path = Path(where)
+    if path.is_dir():
+        path = path / DEFINITION
+    if not path.is_file():
+        from benchmark.submission.manifest import is_repo_id
+
+        if not is_repo_id(str(where)):
+            raise SuiteBuildError(f"--pins {where}: neither a suite folder, its {DEFINITION}, nor a Hub repo id")
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(str(where), DEFINITION, repo_type="dataset"))
+        except Exception as error:  # noqa: BLE001 - offline, absent or refused: the Hub's many kinds
+            raise SuiteBuildError(f"--pins {where}: cannot read its {DEFINITION} from the Hub "
+                                  f"({type(error).__name__}); give a suite folder instead") from None
+    try:
+        built = json.loads(path.read_text(encoding="utf-8")).get("built", {})
+    except (OSError, ValueError, AttributeError) as error:
+        raise SuiteBuildError(f"--pins {where}: {path} is not a suite definition ({error})") from None
+    return {asset: record for asset, record in built.items() if isinstance(record, dict) and record.get("pins")}
+
+
 def build(out: Path, sources: Mapping[str, object], *, only: list[str] | None = None, registry: dict | None = None,
           device: str | None = None, batch_size: int = 32, prune: bool = True, ner: str | None = None,
-          culturalframes_revision: str | None = None) -> list[Outcome]:
+          culturalframes_revision: str | None = None, refresh: list[str] | None = None,
+          pins_from: Mapping[str, dict] | None = None, progress: bool = True) -> list[Outcome]:
     """Build the assets ``only`` names (default: all, in ``ORDER``) into the suite folder ``out``.
 
-    ``sources``: asset -> where to take it from, replacing the default: a path or URL; for ``iconic-references``
-    and ``relevance-kb`` a (records file, images folder) pair (no default: not built without one). Writes the
-    folder's ``suite.json`` and card (``README.md``) at the end, whatever was built."""
+    ``sources``: asset -> a source to take instead of the public one: a path or URL; for ``iconic-references``
+    and ``relevance-kb`` a (records file, images folder) pair. ``refresh``: assets to read from the current
+    public sources rather than at their recorded pins; ``pins_from``: build records of another suite
+    (``read_pins``) whose pins to build at. Writes the folder's ``suite.json`` and card (``README.md``) after
+    each asset."""
     out = Path(out).resolve()
-    builder = _Builder(out, registry, device, batch_size)
+    builder = _Builder(out, registry, device, batch_size, refresh=set(refresh or ()), pins_from=pins_from or {},
+                       progress=progress)
     outcomes = []
     try:
+        if not (out / DEFINITION).exists():  # a killed first build leaves a folder the next one recognises
+            write_definition(out, builder.suite, builder.built, {})
         for asset in only or ORDER:
             given = sources.get(asset)
             try:
@@ -157,27 +225,37 @@ def build(out: Path, sources: Mapping[str, object], *, only: list[str] | None = 
             record["built_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             if asset in PART_OF_ASSET:
                 record = builder.record_dataset(PART_OF_ASSET[asset], record)
+            record["content_digest"] = content_digest(*_asset_folders(builder, asset))
             builder.built[asset] = record
             outcomes.append(Outcome(asset, True, f"from {record['source']}" + (
                 "" if record.get("pinned") is not False else " (not the pinned source)")))
+            write_definition(out, builder.suite, builder.built, {})
         write_definition(out, builder.suite, builder.built, {o.asset: o.detail for o in outcomes if not o.built})
     finally:
         shutil.rmtree(builder.work, ignore_errors=True)
     return outcomes
 
 
+def _asset_folders(b: _Builder, asset: str) -> list[Path]:
+    """The folders an asset's content lies in (its digest's)."""
+    if asset in PART_OF_ASSET:
+        return [b.dataset_folder(PART_OF_ASSET[asset])]
+    if asset == "artifact-index":
+        from benchmark.datasets import cspace
+
+        return [local_folder(b.out / DATASETS, cspace.HUB_REPO), b.out / ASSET_FOLDERS[asset]]
+    return [b.out / ASSET_FOLDERS[asset]]
+
+
 def _default(asset: Source, given) -> str:
-    where = given or asset.default
-    if where is None:
-        raise SuiteBuildError(f"no source for {asset.asset}: {asset.how}")
-    return str(where)
+    return str(given or asset.address)
 
 
 def _cube_1k(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.datasets import cube_1k
 
     where = _default(asset, given)
-    path = fetch(where, b.work)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     cube_1k.build(str(path), b.dataset_folder("cube-1k"))
     return record
@@ -191,8 +269,6 @@ def _cube_diversity(b: _Builder, asset: Source, given, **_) -> dict:
 
 
 def _pair(asset: Source, given) -> tuple[Path, Path]:
-    if not given:
-        raise SuiteBuildError(f"no source for {asset.asset}: {asset.how}")
     records, images = (Path(p) for p in given)
     for path in (records, images):
         if not path.exists():
@@ -200,23 +276,47 @@ def _pair(asset: Source, given) -> tuple[Path, Path]:
     return records, images
 
 
+def _given_pair(records: Path, images: Path) -> dict:
+    """The record of an asset built from a records file and images the operator gave: not pinned."""
+    return {"source": f"{records} with the images of {images}", "sha256": file_digest(records), "pinned": False}
+
+
 def _iconic_references(b: _Builder, asset: Source, given, *, prune: bool, ner: str | None, **_) -> dict:
     from benchmark.datasets import iconic_references
 
-    records, images = _pair(asset, given)
+    if given:
+        records, images = _pair(asset, given)
+        record = _given_pair(records, images)
+    else:
+        if asset.asset in b.refresh:
+            b.downloads.path(iconic_references.PINS).unlink(missing_ok=True)
+        records, images, pins = iconic_references.fetch_public(b.downloads, pins=b.pins(asset.asset),
+                                                               progress=b.progress)
+        record = {"source": f"{asset.default} ({settings.WIKIDATA_SPARQL.resolve()}, "
+                            f"{settings.COMMONS_API.resolve()})",
+                  "sha256": file_digest(records),
+                  "pinned": public(settings.WIKIDATA_SPARQL, settings.COMMONS_API), "pins": pins}
     iconic_references.build(records, images, b.dataset_folder("iconic-references"), ner_model=ner,
                             prune_backbone=b.backbone("clip-vit-b-32") if prune else None)
-    return {"source": f"{records} with the images of {images}", "sha256": hashlib.sha256(records.read_bytes()
-                                                                                         ).hexdigest(),
-            "pinned": None}
+    return record
 
 
 def _culturalframes(b: _Builder, asset: Source, given, *, revision: str | None, **_) -> dict:
     from benchmark.datasets import culturalframes
 
-    where = _default(asset, given)
-    culturalframes.build(where, b.dataset_folder("culturalframes"), revision=revision)
-    return {"source": where + (f"@{revision}" if revision else ""), "sha256": None, "pinned": None}
+    if given and str(given) != asset.default:
+        where = str(given)
+        culturalframes.build(where, b.dataset_folder("culturalframes"), revision=revision)
+        return {"source": where + (f"@{revision}" if revision else ""), "sha256": None, "pinned": False}
+    pins = b.pins(asset.asset)
+    if revision and pins and pins.get("commit") != revision:
+        pins = None  # the commit asked for, not the one recorded
+    folder, pins = culturalframes.fetch_release(b.downloads, repo=asset.default, revision=revision, pins=pins,
+                                                progress=b.progress)
+    shown = f"{asset.default}@{pins['commit']}"
+    culturalframes.build(folder, b.dataset_folder("culturalframes"), revision=pins["commit"], shown_as=asset.default)
+    return {"source": f"{shown} ({settings.HUB_ENDPOINT.resolve()})", "sha256": None,
+            "pinned": public(settings.HUB_ENDPOINT), "pins": pins}
 
 
 def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
@@ -228,35 +328,50 @@ def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.tagging import ArtifactIndex
 
     where = _default(asset, given)
-    path = fetch(where, b.work)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     folder = local_folder(b.out / DATASETS, cspace.HUB_REPO)
     cspace.build_cspace_from_file(path, folder)
     table = datasets.load_dataset(str(folder), cspace.CONFIG, split=cspace.SPLIT,
                                   cache_dir=str(b.work / "hf-cache")).to_pandas()
     clip = b.backbone("clip-vit-b-32")
-    ArtifactIndex.from_backbone(table, clip, progress=False).save(
+    ArtifactIndex.from_backbone(table, clip, progress=b.progress).save(
         b.out / ASSET_FOLDERS["artifact-index"], source=f"{cspace.HUB_REPO}, built from {where}",
         licence=Licence.of_card(DatasetCard.load(folder / "README.md").data.to_dict()))
     return {**record, "artifacts": len(table), "backbone": clip.id}
 
 
 def _relevance_kb(b: _Builder, asset: Source, given, **_) -> dict:
-    from benchmark.relevance import kb
+    from benchmark.relevance import kb, public_kb
 
-    records, images = _pair(asset, given)
-    backbone = b.backbone(kb.DEFAULT_BACKBONE)
-    kb.build_index(records, images, b.out / ASSET_FOLDERS["relevance-kb"], backbone, batch_size=b.batch_size,
-                   show_progress=False)
-    return {"source": f"{records} with the images of {images}",
-            "sha256": hashlib.sha256(records.read_bytes()).hexdigest(), "pinned": None, "backbone": backbone.id}
+    out = b.out / ASSET_FOLDERS["relevance-kb"]
+    if given:
+        records, images = _pair(asset, given)
+        backbone = b.backbone(kb.DEFAULT_BACKBONE)
+        kb.build_index(records, images, out, backbone, batch_size=b.batch_size, show_progress=b.progress)
+        return {**_given_pair(records, images), "backbone": backbone.id}
+    part = SUITE_V1.part_of_track("relevance")
+    if not b.dataset_folder(part.name).joinpath("README.md").exists():
+        raise SuiteBuildError(f"relevance-kb is built for the relevance prompts, part {part.name}, which is not "
+                              f"built in {b.out} yet: build it first (--only {part.name} relevance-kb)")
+    backbone = b.backbone(kb.DEFAULT_BACKBONE)  # its weights before the downloads: a missing one is said at once
+    prompts = load_prompts(part.dataset.repo, part.dataset.config, part.dataset.split,
+                           folder=b.dataset_folder(part.name))
+    if asset.asset in b.refresh:
+        b.downloads.path(public_kb.PINS).unlink(missing_ok=True)
+    built, pins = public_kb.build(prompts, out, b.downloads, backbone, pins=b.pins(asset.asset),
+                                  batch_size=b.batch_size, progress=b.progress)
+    endpoints = [getattr(settings, name) for name in public_kb.ENDPOINTS]
+    return {"source": f"{asset.default} ({', '.join(e.resolve() for e in endpoints)})",
+            "sha256": built.info["records_sha256"], "pinned": public(*endpoints), "pins": pins,
+            "backbone": backbone.id, "entities": len(built.entities), "images": len(built.images)}
 
 
 def _w1kp_calibration(b: _Builder, asset: Source, given, **_) -> dict:
     from benchmark.metrics.variability import Calibration
 
     where = _default(asset, given)
-    path = fetch(where, b.work)
+    path = fetch(where, b.downloads, asset.asset, b.progress)
     record = checked(asset, where, path)
     try:
         calibration = Calibration.load(path)  # refuses a file that is no calibration, naming what it found
@@ -276,7 +391,8 @@ LICENCE_FILE = "LICENSE.md"
 
 
 def write_definition(out: Path, suite: Suite, built: dict, not_built: dict[str, str]) -> None:
-    """The folder's ``suite.json``, ``LICENSE.md`` and card, written last and atomically."""
+    """The folder's ``suite.json``, ``LICENSE.md`` and card, each written atomically (after every asset a build
+    makes)."""
     from benchmark import __version__
 
     out.mkdir(parents=True, exist_ok=True)
@@ -324,8 +440,27 @@ def card(suite: Suite, built: dict | None = None, not_built: dict[str, str] | No
     return hub_layout.render_card(
         "suite", data, version=__version__, suite=suite, parts=parts, images=suite.images, costs=costs,
         cube_seeds=k, pairs=k * (k - 1) // 2, extra_images=extra, sources=SOURCES, built=built or {},
-        not_built=not_built or {}, configs=configs or {}, licence_file=LICENCE_FILE,
-        papers=list(cited_papers()), bibtex=bibtex(*cited_papers().values()))
+        pinned_at={asset: pins_text(record) for asset, record in (built or {}).items()}, not_built=not_built or {},
+        configs=configs or {}, licence_file=LICENCE_FILE, papers=list(cited_papers()),
+        bibtex=bibtex(*cited_papers().values()))
+
+
+def pins_text(record: dict) -> str:
+    """What a build record's pins hold, in a few words (the card's), or the bytes' sha256 where that is the pin."""
+    pins = record.get("pins")
+    if not pins:
+        if record.get("sha256"):
+            return f"sha256 `{record['sha256']}`"
+        return f"prompt rows `{record['digest']}`" if record.get("digest") else ""
+    if "commit" in pins:
+        return f"Hub commit `{pins['commit']}`, {len(pins['files'])} files' sha256"
+    if "records" in pins:
+        images = sum(len(r["images"]) for r in pins["records"])
+        return f"{len(pins['records'])} Wikidata items at their revisions, {images} Commons images' versions and sha256"
+    entities = pins.get("entities", [])
+    return (f"{len(entities)} Wikidata items at their revisions, "
+            f"{sum(1 for e in entities if e.get('wikipedia'))} Wikipedia revisions, "
+            f"{sum(len(e['images']) for e in entities)} Commons images' versions and sha256")
 
 
 def push(folder: Path, repo: str, *, token: str | None = None, private: bool = False,
@@ -342,7 +477,7 @@ def push(folder: Path, repo: str, *, token: str | None = None, private: bool = F
     if not is_repo_id(repo):
         raise SuiteBuildError(f"--repo {repo}: not a Hub repo id (ORG/NAME)")
     org = repo.split("/")[0]
-    targets = [(folder, repo, [f"{DATASETS}/**"])]
+    targets = [(folder, repo, [f"{DATASETS}/**", f"{DOWNLOADS}/**"])]
     root = folder / DATASETS
     for dataset in sorted(root.iterdir()) if root.is_dir() else []:
         if (dataset / "README.md").exists():
@@ -355,7 +490,7 @@ def push(folder: Path, repo: str, *, token: str | None = None, private: bool = F
             destination = local_folder(Path(to_folder), target)
             with atomic_folder(destination, replace=True) as tmp:
                 shutil.copytree(source_folder, tmp, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns(DATASETS) if ignore else None)
+                                ignore=shutil.ignore_patterns(DATASETS, DOWNLOADS) if ignore else None)
             where = str(destination)
         published.append((source_folder.name if source_folder != folder else "suite", where))
     return published

@@ -11,8 +11,6 @@ records the suite, the parts present and missing, and each part's own run record
 
 from __future__ import annotations
 
-from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -26,23 +24,26 @@ from benchmark.errors import CultureLensError
 from benchmark.harness import Scores
 from benchmark.layout import SubmissionLayout, SuiteLayout
 from benchmark.metrics.base import Metric
+from benchmark.run_record import RunRecord
+from benchmark.scoring_options import ScoringOptions
 from benchmark.submission.manifest import Manifest
 from benchmark.suite import Suite
 
 
 def score(folder: Path, metrics: list[Metric], backbones: dict[str, Backbone], cache: EmbeddingCache | None = None,
           *, submission_id: str, datasets_root: Path | None, suite: Suite | None = None, local_only: bool = False,
-          batch_size: int = 32, num_workers: int | None = None, shard: tuple[int, int] = (0, 1), progress=None,
-          disabled: dict[str, str] | None = None, settings: dict | None = None) -> Scores | None:
+          options: ScoringOptions | None = None, progress=None, disabled: dict[str, str] | None = None
+          ) -> Scores | None:
     """Score the validated submission ``folder`` (a store's ``submissions/<id>``, ``culturelens score``'s
     ``OUT/submission``): a plain one as ``harness.score`` does, a suite one part by part (``suite``: its
     definition; the parts' datasets load from ``datasets_root``, then the Hub unless ``local_only``). None on
-    ranks > 0 of a ``shard``. A CultureLensError when a suite submission has no part any of ``metrics`` scores."""
+    ranks > 0 of ``options.shard``. A CultureLensError when a suite submission has no part any of ``metrics``
+    scores."""
+    options = options or ScoringOptions()
     parts = SuiteLayout(Path(folder)).parts
     if not parts:
         return _score_one(SubmissionLayout(Path(folder)), metrics, backbones, cache, datasets_root, local_only,
-                          submission_id=submission_id, batch_size=batch_size, num_workers=num_workers, shard=shard,
-                          progress=progress, disabled=disabled, settings=settings)
+                          submission_id=submission_id, options=options, progress=progress, disabled=disabled)
     if suite is None:
         raise ValueError("a suite submission is scored against its suite's definition: pass suite")
     chosen = {name: [m for m in metrics if m.info.track in suite.part(name).tracks] for name in parts}
@@ -59,54 +60,30 @@ def score(folder: Path, metrics: list[Metric], backbones: dict[str, Backbone], c
             continue
         part_progress = progress and (lambda stage, done, total, name=name: progress(f"{stage} ({name})", done, total))
         result = _score_one(layout, chosen[name], backbones, cache, datasets_root, local_only,
-                            submission_id=submission_id, batch_size=batch_size, num_workers=num_workers, shard=shard,
-                            progress=part_progress, disabled=disabled, settings=settings)
+                            submission_id=submission_id, options=options, progress=part_progress, disabled=disabled)
         if result is None:
             return None  # a shard's rank > 0: rank 0 writes the results
         scored[name] = result
     unscored = {name: "none of its tracks' metrics can run" for name in parts if name not in scored}
     return merge(scored, suite, submission_id=submission_id, disabled={**absent, **(disabled or {})},
-                 settings=settings, batch_size=batch_size, unscored=unscored)
+                 options=options, unscored=unscored)
 
 
-def _score_one(layout: SubmissionLayout, metrics, backbones, cache, datasets_root, local_only, **options):
+def _score_one(layout: SubmissionLayout, metrics, backbones, cache, datasets_root, local_only, **arguments):
     manifest = Manifest.model_validate_json(layout.manifest.read_bytes())
     prompts = load_prompts_for(manifest, datasets_root, local_only=local_only)
     images = pq.read_table(layout.images_table).to_pandas()
-    return harness.score(layout.folder, manifest, prompts, images, metrics, backbones, cache, **options)
+    return harness.score(layout.folder, manifest, prompts, images, metrics, backbones, cache, **arguments)
 
 
 def merge(scored: dict[str, Scores], suite: Suite, *, submission_id: str, disabled: dict[str, str],
-          settings: dict | None, batch_size: int, unscored: dict[str, str] | None = None) -> Scores:
-    """The parts' scores as one: their rows together, and one run record that keeps each part's."""
-    runs = {name: s.run for name, s in scored.items()}
-    present = [name for name in suite.names if name in runs or name in (unscored or {})]
-    missing = [name for name in suite.names if name not in present]
-    skipped = dict(disabled)
-    for name, run in runs.items():
-        skipped.update({metric: f"{name}: {reason}" for metric, reason in run["skipped"].items()
-                        if metric not in disabled})
-    errors: Counter = Counter()
-    for run in runs.values():
-        errors.update(run["errors"])
-    total = lambda key: sum(run[key] for run in runs.values())  # noqa: E731
-    run = {
-        "submission_id": submission_id,
-        "harness_version": __version__,
-        "suite": {"repo": suite.repo, "version": suite.version, "parts": present, "missing": missing,
-                  "unscored": unscored or {}},
-        "parts": runs,
-        "metrics": {m: v for r in runs.values() for m, v in r["metrics"].items()},
-        "skipped": skipped,
-        "backbones": {b: v for r in runs.values() for b, v in r["backbones"].items()},
-        "backbone_specs": {b: v for r in runs.values() for b, v in r["backbone_specs"].items()},
-        "settings": settings,
-        "batch_size": batch_size,
-        **{key: total(key) for key in ("images", "missing", "embeddings_cached", "embeddings_computed", "excluded")},
-        "errors": dict(sorted(errors.items())),
-        "protocols": {m: p for r in runs.values() for m, p in r["protocols"].items()},
-        "scored_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+          options: ScoringOptions, unscored: dict[str, str] | None = None) -> Scores:
+    """The parts' scores as one: their rows together, and one run record that keeps each part's
+    (``RunRecord.of_suite``)."""
+    run = RunRecord.of_suite({name: s.run for name, s in scored.items()}, repo=suite.repo, version=suite.version,
+                             names=suite.names, submission_id=submission_id, harness_version=__version__,
+                             disabled=disabled, settings=options.record(), batch_size=options.batch_size,
+                             unscored=unscored or {})
     frames = [s.per_image for s in scored.values()]
     curves = [s.curves for s in scored.values() if not s.curves.empty]
     return Scores(pd.concat(frames, ignore_index=True),

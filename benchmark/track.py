@@ -16,6 +16,7 @@ track's ``metrics`` factory imports what it needs when it is called.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -31,6 +32,16 @@ if TYPE_CHECKING:  # for annotations only: importing them loads torch
     from benchmark.settings import Settings
 
 
+JUDGE = re.compile(r"judge ([^,()\s]+)")  # how a judged metric's version names its judge: "judge <id>@<revision>"
+
+
+def judge_named(version: str | None) -> str | None:
+    """The judge a metric version names ("... judge Qwen/Qwen2.5-VL-7B-Instruct@abc123 ..." -> that id, revision
+    included), or None for a metric no judge scores."""
+    found = JUDGE.search(version or "")
+    return found.group(1) if found else None
+
+
 @dataclass(frozen=True)
 class Protocol:
     """What a track's headline ranking assumes; a row scored otherwise is shown under its own protocol and
@@ -40,6 +51,7 @@ class Protocol:
     images_per_prompt: int | None = None  # the paper's images (seeds) per prompt
     version: str = ""  # the metric version the default settings give (thresholds, variant, calibration, tagger)
     backbones: tuple[str, ...] = ()  # backbone ids of the default settings (any uid and revision under them)
+    judge: str = ""  # a judged metric's judge (Hub id, any revision): its version names "judge <id>@<revision>"
 
     def admits(self, protocol: str | None) -> bool:
         """Whether a row's ``protocol`` (the JSON the harness records) is this one; an unrecorded one never is."""
@@ -54,14 +66,26 @@ class Protocol:
         return ((not self.dataset or fields.get("dataset") == self.dataset)
                 and (self.images_per_prompt is None or fields.get("images_per_prompt") == self.images_per_prompt)
                 and str(fields.get("metric_version") or "").startswith(self.version)
-                and (not self.backbones or ids == tuple(sorted(self.backbones))))
+                and (not self.backbones or ids == tuple(sorted(self.backbones))) and self.judged_alike(protocol))
+
+    def judged_alike(self, protocol: str | None) -> bool:
+        """Whether a row's ``protocol`` names this protocol's judge (always, when it pins none): a judged track's
+        rows by another judge (a CLIP probe, a smaller VLM) never stand in for its headline ranking, nor feed the
+        overall one, whatever prompts they answer."""
+        if not self.judge:
+            return True
+        from benchmark import results  # numpy and pyarrow: only when a ranking reads rows
+
+        judge = judge_named((results.protocol_fields(protocol) or {}).get("metric_version"))
+        return judge is not None and judge.rpartition("@")[0] == self.judge
 
     def describe(self) -> str:
         """The protocol in words, for notes and the method page."""
         parts = [f"dataset {self.dataset or 'any'}",
                  f"{self.images_per_prompt} images per prompt" if self.images_per_prompt else "any images per prompt",
                  f"metric version {self.version}…" if self.version else "",
-                 f"backbones {', '.join(self.backbones)}" if self.backbones else ""]
+                 f"backbones {', '.join(self.backbones)}" if self.backbones else "",
+                 f"judge {self.judge}" if self.judge else ""]
         return "; ".join(p for p in parts if p)
 
 
@@ -127,10 +151,11 @@ class Papers:
 
     def correlation_record(self, correlation: PaperCorrelation) -> dict:
         """``correlation`` in the columns of the Metrics tab's ranking table (``meta_eval.RANKING_COLUMNS``:
-        every country, no CI, count or rank), with its provenance."""
+        every country, no CI, count, models' order or rank: a paper's figure gives none), with its provenance."""
         return {"metric": correlation.metric, "criterion": correlation.criterion, "country": "all",
                 "spearman": correlation.spearman, "ci_low": None, "ci_high": None, "n": None,
-                "ceiling": correlation.ceiling, "rank": None, **self.reported(correlation.source)}
+                "ceiling": correlation.ceiling, "model_spearman": None, "models": None, "rank": None,
+                **self.reported(correlation.source)}
 
 
 class MetricsUnavailable(CultureLensError):
@@ -169,9 +194,10 @@ class Verb:
 @dataclass(frozen=True)
 class Chart:
     """A chart the app's Slices tab draws for the track. ``data(aggregates, curves)`` receives the track's rows
-    (aggregates of the models the visitor's filters keep, curves of the models the charts show; ``model`` already
-    says which row is a paper's) and returns the points: a ``model`` column, ``x``, ``y`` and, if given, ``color``
-    (default: model). ``empty`` says why there may be none yet."""
+    of the ``metrics`` on the ``slices`` it reads (aggregates of the models the visitor's filters keep, each value
+    as its ranking gives it: the protocol's prompts, an unanswered one counting as worst; curves of the models the
+    charts show; ``model`` already says which row is a paper's) and returns the points: a ``model`` column, ``x``,
+    ``y`` and, if given, ``color`` (default: model). ``empty`` says why there may be none yet."""
 
     kind: Literal["line", "scatter"]
     label: str
@@ -180,6 +206,8 @@ class Chart:
     empty: str
     data: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
     color: str = "model"
+    metrics: tuple[str, ...] = ()
+    slices: tuple[str, ...] = ("overall",)
 
 
 @dataclass(frozen=True)
@@ -220,7 +248,12 @@ class Track:
     way (CRT: still and moving). ``metrics(settings, backbones)`` builds the metrics (``MetricsUnavailable`` when
     these settings cannot); ``order`` places the track among the others (display order). ``from_means``: its
     metrics that are functions of other metrics' means (``FromMeans``). ``not_in_overall``: why the headline is
-    left out of the overall mean win rate ('' when it counts), said on the page."""
+    left out of the overall mean win rate ('' when it counts), said on the page; such a track has no better end,
+    and its tables order rows without judging them. ``unanswered``: what a prompt a row did not answer does to
+    its ranking (``benchmark.ranking.Rule.unanswered``): "worst", it counts as the metric's worst value, or
+    "not_ranked", the row is listed apart. ``ranked_on``: for a metric about one label, the slice (column, value)
+    of the prompts that name it (relevance to Japan: the prompts whose country is Japan); its rankings rest on
+    those prompts only, its values on the others are shown, not ranked."""
 
     name: str
     title: str
@@ -239,6 +272,8 @@ class Track:
     order: int = 100
     from_means: tuple[FromMeans, ...] = ()
     not_in_overall: str = ""
+    unanswered: Literal["worst", "not_ranked"] = "worst"
+    ranked_on: Callable[[str], tuple[str, str] | None] = lambda metric: None
 
     @property
     def citation(self) -> str:

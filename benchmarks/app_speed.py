@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from leaderboard import exports, tables
+from leaderboard import display, exports, tables
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
@@ -83,7 +83,7 @@ def workload(site: Site) -> dict[str, callable]:
         "tables.slice_values": lambda: tables.slice_values(cat, TRACK, METRIC, SLICE),
         "tables.ranked (overall)": lambda: tables.ranked(cat, TRACK, METRIC),
         "tables.ranked (country)": lambda: tables.ranked(cat, TRACK, METRIC, SLICE, value),
-        "tables.ranked + display": lambda: tables.display(tables.ranked(cat, TRACK, METRIC)[0]),
+        "tables.ranked + display": lambda: display.display(tables.ranked(cat, TRACK, METRIC)[0]),
         "OverviewTab.leaderboard_api (records)": lambda: overview.leaderboard_api(TRACK, api_metric, *api_slice),
         "exports.track_rows (download rows)": lambda: exports.track_rows(cat, TRACK),
         "tables.headline_rows": lambda: tables.headline_rows(cat, none),
@@ -93,9 +93,9 @@ def workload(site: Site) -> dict[str, callable]:
         "catalog.curves (w1kp)": lambda: cat.curves("w1kp"),
         "SlicesTab.charts": lambda: slices.charts(none),
         "OverviewTab.overview (default)": lambda: overview.overview(None, None, "", [], None, None, "", [],
-                                                                   tables.RANK_COLUMNS),
+                                                                   display.RANK_COLUMNS),
         "OverviewTab.overview (track)": lambda: overview.overview(TRACK, None, "", [], None, None, "", [],
-                                                                 tables.RANK_COLUMNS),
+                                                                 display.RANK_COLUMNS),
         "SlicesTab.slices (default)": lambda: slices.slices(None, None, None, None, ""),
         "CompareTab.submission_choices": compare.submission_choices,
         "QueueTab.page": queue.page,

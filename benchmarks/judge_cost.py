@@ -1,25 +1,30 @@
-"""What the relevance judge costs per (image, label): measured on CPU with the tiny test VLM, on a GPU with a
-real-size Qwen2.5-VL-7B of random weights, and estimated for a 7B judge by arithmetic.
+"""What the VLM judges cost: prompt tokens per image-label (machine-independent), then time per image-label.
 
-    python benchmarks/judge_cost.py [--requests 24] [--threads 1] [--judge PATH_OR_HUB_ID]
+    python benchmarks/judge_cost.py                       # token counts + the tiny judge's times, CPU
+    python benchmarks/judge_cost.py --judge PATH_OR_HUB_ID
     python benchmarks/judge_cost.py --real-size-7b --device cuda --size 1024    # on a GPU
 
-Measured in one run, on the same requests (CAIRE prompt with a ~200-word entity text, 224 px images):
+**Tokens.** The judge reads, for each image, one prompt per culture label (CAIRE, CUBE's 8 countries) or per kind
+of expectation (CulturalFrames: explicit and implicit). Before, every prompt ran whole through the model, once per
+branching node of the answers (CAIRE's digits: one pass; "0]".."10]": two, the second after "1"). Now an image's
+prompts share one run of their common tokens (system text, image, entity text) and each runs only its own tail
+(``benchmark.judges.vlm.SharedPrefix``). The script counts both for 1,024 px images: today's from each whole
+prompt's length as the processor makes it, the new path's from what the judge actually runs (``tokens_fed``,
+padding included). The image tokens follow Qwen2.5-VL-7B's processor (14 px patches, 2x2 merge, up to 12.8 Mpx:
+1,369 tokens for 1,024 px); the text tokens come from the tiny judge's byte-level tokenizer, one token per byte of
+text, about four times as many as Qwen's tokenizer makes of English, so the text (the tails above all) weighs more
+here than in the real judge. The ratio is what counts. The model that runs is the tiny one, on the CPU. A second
+line counts the same split (the judge's ``SharedPrefix``) with a real English BPE for the text, CLIP's (shipped
+with open_clip; about as many tokens per English word as Qwen's), special and image tokens one each.
 
-- baseline: a plain forward pass of the same model over the same batches, prepared beforehand (chat prompt
-  rendered, processor run, rows grouped by length as the judge groups them), i.e. the model's own cost;
-- judge: ``VLMJudge.judge_batch`` end to end (prompt building, in-context tokenisation of the answers,
-  processor, forward pass, constrained softmax). Ratio judge / baseline: the judge's overhead;
-- VIEScore (0-10; "10]" needs a second pass) and P(Yes), per (image, prompt), for comparison; and the
-  expectations track's two ratings per image (explicit and implicit, each a VIEScore-style 0-10 distribution).
-
-Without ``--judge`` the model is the tiny random Qwen2.5-VL of the tests (2 layers, width 32), so the
-forward pass is nearly free and the ratio shows the judge's fixed costs at their most visible. The 7B figure
-is arithmetic, printed with its inputs. ``--real-size-7b`` builds Qwen2.5-VL-7B-Instruct's architecture
-(its published configuration) with random bf16 weights directly on the device and hands it to ``VLMJudge``
-in place of loading (writing 15 GB of random weights to read them back would time the disk); the
-tokenizer is the tests' byte-level one, so the entity text is cut to make a prompt about as long in tokens
-as the real tokenizer's (~3,250 with a 1024 px image), and the printed token count says how long it was.
+**Time.** On the same requests (``--images`` images x the labels): the judge end to end (prompt building,
+processor, the shared prefix, the tails, constrained softmax) against a plain forward pass over each whole prompt,
+prepared beforehand (today's model cost), and the largest difference between the two's probabilities. Without
+``--judge`` the model is the tiny random Qwen2.5-VL of the tests. ``--real-size-7b`` builds Qwen2.5-VL-7B-Instruct's
+architecture (its published configuration) with random bf16 weights directly on the device and hands it to
+``VLMJudge`` in place of loading (writing 15 GB of random weights to read them back would time the disk); the
+tokenizer is the tests' byte-level one, so the entity text is cut (``--max-entity-tokens``, 180 by default there)
+to make a whole prompt about as long in tokens as the real tokenizer's (~3,250 with a 1024 px image).
 """
 
 from __future__ import annotations
@@ -36,18 +41,36 @@ import torch
 from PIL import Image
 
 from benchmark.judges.base import CAIRE_RUBRIC, JudgeRequest
+from benchmark.judges.constrained import branching_nodes, restricted_softmax
 from benchmark.judges.expectations import ExpectationRequest, ExpectationsJudge
-from benchmark.judges.prompts import CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, EXPECTATION_KINDS, caire_prompt
-from benchmark.judges.vlm import VLMJudge
+from benchmark.judges.prompts import EXPECTATION_KINDS, VIESCORE_ANSWERS
+from benchmark.judges.vlm import SharedPrefix, VLMJudge
 
-WORDS = "pysanka ukrainian easter egg decorated with wax resist batik folk designs ".split()
+WORDS = ("feijoada is a stew of black beans with beef and pork a typical dish of brazilian cuisine served with rice "
+         "farofa collard greens and orange slices").split()
+CUBE_COUNTRIES = ("Brazil", "France", "India", "Italy", "Japan", "Nigeria", "Turkey", "United States")
+CF_PROMPT = "Grandchildren touching their grandfather's feet at a temple in India during Diwali"
 
 
-def requests(n: int, size: int) -> list[JudgeRequest]:
-    rng = np.random.default_rng(0)
-    labels = ["Japanese", "Yoruba", "Polish", "Mexican", "Ukrainian", "Brazilian"]
-    return [JudgeRequest(Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)), labels[i % 6],
-                         f"Entity {i}", " ".join(rng.choice(WORDS, 200))) for i in range(n)]
+def entity_text(chars: int, seed: int = 0) -> str:
+    """Wikipedia-like filler text of about ``chars`` characters."""
+    rng = np.random.default_rng(seed)
+    words = rng.choice(WORDS, chars // 5 + 1)
+    return " ".join(words)[:chars]
+
+
+def test_image(seed: int, size: int) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8))
+
+
+def caire_requests(images: int, size: int, labels, chars: int) -> list[JudgeRequest]:
+    """Each image (one PIL object, as the products pass it) x every label, one linked entity per image."""
+    out = []
+    for n in range(images):
+        image = test_image(n, size)
+        out += [JudgeRequest(image, label, f"Entity {n}", entity_text(chars, n)) for label in labels]
+    return out
 
 
 def best_of(repeats: int, run) -> float:
@@ -107,44 +130,111 @@ def random_7b_loaded(device: str, config_arguments: dict):
         yield
 
 
-def estimate_7b() -> None:
-    """A documented estimate for Qwen2.5-VL-7B-Instruct (CAIRE's best judge) on one A100, not run."""
-    lm_params, vision_params = 7.6e9, 0.67e9
-    image_tokens = 37 * 37  # 1024 px image -> 1036 px (multiple of 28) -> 74 x 74 patches of 14 -> 2x2 merge
-    patches = 74 * 74
-    template_tokens = 380  # CAIRE's Fig. 9 prompt + system + chat markup, ~1,500 characters / ~4 per token
-    entity_tokens = 1500  # a typical Wikipedia article body, under the judge's 2,048-token cap
-    tokens = image_tokens + template_tokens + entity_tokens
-    layers, width = 28, 3584
-    flops = 2 * lm_params * tokens + 2 * vision_params * patches + 4 * layers * tokens ** 2 * width
-    peak, utilisation = 312e12, 0.4  # A100 bf16 dense peak; prefill reaches ~40% of it in practice
-    seconds = flops / (peak * utilisation)
-    print("\n7B judge on one A100 (estimate, not run):")
-    print(f"  tokens per prompt  = {image_tokens} image + {template_tokens} template + {entity_tokens} entity text"
-          f" = {tokens}")
-    print(f"  FLOPs              ~ 2 x {lm_params:.2g} x {tokens} (LM) + 2 x {vision_params:.2g} x {patches} "
-          f"(vision) + 4 x {layers} x {tokens}^2 x {width} (attention) = {flops:.2e}")
-    print(f"  time               ~ {flops:.2e} / ({peak / 1e12:.0f} TFLOP/s x {utilisation:.0%}) = {seconds:.2f} s "
-          "per image-label (one forward pass; the output is one constrained token)")
-    print(f"  10 labels x 1,000 images ~ {10_000 * seconds / 3600:.1f} GPU-hours; the LM part of the prompt up to "
-          "the label is shared by an image's labels, which a prefix cache could reuse")
+def whole_prompt_tokens(judge: VLMJudge, image: Image.Image, prompt: str, answers) -> tuple[int, int]:
+    """(tokens, passes) today's path ran for one (image, prompt): the whole prompt once per branching node of the
+    answers, each pass as long as the prompt plus the node's tokens."""
+    length = len(judge.processor(text=[prompt], images=[image], return_tensors="pt")["input_ids"][0])
+    nodes = branching_nodes(judge.answer_tokens(prompt, answers))
+    return sum(length + len(node) for node in nodes), len(nodes)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=24)
-    parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--judge", help="a VLM folder or Hub id (default: build the tiny test model)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--real-size-7b", action="store_true",
-                        help="Qwen2.5-VL-7B's architecture with random weights (on a GPU)")
-    parser.add_argument("--max-entity-tokens", type=int, default=None,
-                        help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b, see above)")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+class EnglishBPE:
+    """Token counts of the judge's token sequences with CLIP's BPE (open_clip) for the text between special and
+    image tokens, which count one each: what a real subword tokenizer makes of the same prompts."""
+
+    def __init__(self, judge: VLMJudge):
+        from open_clip.tokenizer import SimpleTokenizer
+
+        self.bpe, self.judge = SimpleTokenizer(), judge
+        self.special = set(judge.tokenizer.all_special_ids) | set(judge.tokenizer.added_tokens_decoder)
+
+    def __call__(self, ids) -> int:
+        count, run = 0, []
+        for token in list(ids) + [None]:
+            if token is None or token in self.special:
+                if run:
+                    count += len(self.bpe.encode(self.judge.tokenizer.decode(run)))
+                    run = []
+                count += token is not None
+            else:
+                run.append(token)
+        return count
+
+
+def bpe_counts(judge: VLMJudge, images, prompts, answers) -> tuple[int, int]:
+    """(today, shared prefix) English-BPE tokens for (image, prompt) pairs grouped by image, tails unpadded."""
+    count, today, new = EnglishBPE(judge), 0, 0
+    groups: dict[int, list[int]] = {}
+    for i, image in enumerate(images):
+        groups.setdefault(id(image), []).append(i)
+    for rows in groups.values():
+        prefix = SharedPrefix.of(judge, images[rows[0]], [prompts[i] for i in rows])
+        shared = count(prefix.inputs["input_ids"][0].tolist())
+        new += shared
+        for i, tail in zip(rows, prefix.tails):
+            nodes = branching_nodes(judge.answer_tokens(prompts[i], answers))
+            deepest = max(len(node) for node in nodes)
+            new += count(tail) + deepest
+            today += sum(shared + count(tail) + len(node) for node in nodes)
+    return today, new
+
+
+def count_tokens(args) -> None:
+    """Prompt tokens per image-label, today's and the shared prefix's, with the real image-token arithmetic."""
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    from culturelens.testing.tiny_qwen import save_tiny_vlm
+
+    with tempfile.TemporaryDirectory(prefix="judge-tokens-") as folder:
+        tiny = Path(folder) / "tiny"
+        save_tiny_vlm(tiny)
+        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(tiny).eval()
+        save_real_size_processor(Path(folder) / "real")
+        with mock.patch("transformers.AutoModelForImageTextToText.from_pretrained", return_value=model):
+            judge = VLMJudge(str(Path(folder) / "real"), device="cpu", batch_size=len(CUBE_COUNTRIES),
+                             max_entity_tokens=None)
+    size, images = args.token_size, args.token_images
+    grid = judge.processor.image_processor(images=[test_image(0, size)], return_tensors="pt")["image_grid_thw"][0]
+    patches = int(grid.prod())
+    image_tokens = patches // judge.processor.image_processor.merge_size ** 2
+    print(f"Prompt tokens per image-label, {size} px images ({image_tokens} image tokens and {patches} vision "
+          f"patches each, Qwen2.5-VL-7B's processor), text in the tiny judge's byte-level tokens, {images} images:")
+
+    work = caire_requests(images, size, CUBE_COUNTRIES, args.entity_chars)
+    today = sum(whole_prompt_tokens(judge, r.image, judge.prompt((r, CAIRE_RUBRIC)), ["1", "2", "3", "4", "5"])[0]
+                for r in work)
+    judge.tokens_fed = 0
+    judge.judge_batch(work)
+    _report("relevance (CAIRE), 8 labels", today, judge.tokens_fed, len(work), images, patches,
+            f"entity text {args.entity_chars:,} characters",
+            bpe_counts(judge, [r.image for r in work], [judge.prompt((r, CAIRE_RUBRIC)) for r in work],
+                       ["1", "2", "3", "4", "5"]))
+
+    expectations = ExpectationsJudge(judge)
+    pictures = [test_image(100 + n, size) for n in range(images)]
+    paired = [image for image in pictures for _ in EXPECTATION_KINDS]
+    requests = [ExpectationRequest(CF_PROMPT, kind) for _ in pictures for kind in EXPECTATION_KINDS]
+    today = sum(whole_prompt_tokens(judge, image, expectations.prompt(r), VIESCORE_ANSWERS)[0]
+                for image, r in zip(paired, requests))
+    judge.tokens_fed = 0
+    expectations.produce_batch(paired, requests)
+    _report("expectations (CulturalFrames), 2 kinds", today, judge.tokens_fed, len(requests), images, patches,
+            "answers 0..10: two branching nodes",
+            bpe_counts(judge, paired, [expectations.prompt(r) for r in requests], VIESCORE_ANSWERS))
+
+
+def _report(what: str, today: int, new: int, pairs: int, images: int, patches: int, note: str,
+            bpe: tuple[int, int]) -> None:
+    print(f"  {what} ({note}):")
+    print(f"    language-model tokens  today {today / pairs:8,.0f}   shared prefix {new / pairs:8,.0f}   "
+          f"new / today {new / today:.3f}   (target <= 0.25)")
+    print(f"    same, English BPE text today {bpe[0] / pairs:8,.0f}   shared prefix {bpe[1] / pairs:8,.0f}   "
+          f"new / today {bpe[1] / bpe[0]:.3f}")
+    print(f"    vision patches         today {patches:8,}   shared prefix {patches * images / pairs:8,.0f}   "
+          f"new / today {images / pairs:.3f}")
+
+
+def time_judge(args) -> None:
     scratch = tempfile.TemporaryDirectory(prefix="judge-cost-")
     loading = None
     if args.judge:
@@ -162,47 +252,109 @@ def main() -> None:
             judge = VLMJudge(model, device=args.device, batch_size=args.batch_size, max_entity_tokens=cut)
     else:
         judge = VLMJudge(model, device=args.device, batch_size=args.batch_size, max_entity_tokens=cut)
-    work = requests(args.requests, args.size)
+    work = caire_requests(args.images, args.size, CUBE_COUNTRIES, args.entity_chars)
     on_gpu = args.device.startswith("cuda")
 
-    prompts = [judge.render(caire_prompt(r.label, CAIRE_RUBRIC, r.entity_name, judge.cut(r.entity_text)[0]),
-                            CAIRE_SYSTEM, CAIRE_ANSWER_PREFIX) for r in work]
-    order = sorted(range(len(work)), key=lambda i: len(prompts[i]))  # the judge's batches: by prompt length
+    prompts = [judge.prompt((r, CAIRE_RUBRIC)) for r in work]
+    order = sorted(range(len(work)), key=lambda i: len(prompts[i]))  # today's batches: by prompt length
     chunks = [order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size)]
     batches = [judge.processor(text=[prompts[i] for i in chunk], images=[work[i].image for i in chunk],
                                padding=True, return_tensors="pt").to(args.device, dtype=judge.model.dtype)
                for chunk in chunks]
+    digits = [judge.answer_tokens(prompts[0], [str(k)])[0][0] for k in range(1, 6)]
 
-    def plain_forward():
+    def plain_forward() -> np.ndarray:
+        out = np.zeros((len(work), 5))
         with torch.inference_mode():
-            for inputs in batches:
-                judge.model(**inputs, logits_to_keep=1)
+            for chunk, inputs in zip(chunks, batches):
+                logits = judge.model(**inputs, logits_to_keep=1).logits[:, -1].float().cpu().numpy()
+                out[chunk] = restricted_softmax(logits, digits)
         if on_gpu:
             torch.cuda.synchronize()
+        return out
 
     judge.judge_batch(work[:2])  # warm-up
-    plain_forward()
+    whole_probabilities = plain_forward()
     baseline = best_of(args.repeats, plain_forward)
     caire = best_of(args.repeats, lambda: judge.judge_batch(work))
+    judge.tokens_fed = 0
+    shared = np.array([j.probabilities for j in judge.judge_batch(work)])
+    fed = judge.tokens_fed / len(work)
     tokens = int(batches[0]["attention_mask"][0].sum())
+    whole = sum(int(b["attention_mask"].sum()) for b in batches) / len(work)
     n = len(work)
     where = torch.cuda.get_device_name() if on_gpu else f"CPU, {args.threads} thread(s)"
-    print(f"{judge.id}: {n} requests, {args.size} px images, batch {args.batch_size}, {where}, ~{tokens} tokens per "
-          f"CAIRE prompt (this tokenizer), best of {args.repeats}")
-    print(f"  plain forward (baseline) {baseline / n * 1e3:8.1f} ms per image-label")
-    print(f"  CAIRE judge              {caire / n * 1e3:8.1f} ms per image-label   ratio to baseline "
-          f"{caire / baseline:.2f}")
+    print(f"\n{judge.id}: {args.images} images x {len(CUBE_COUNTRIES)} labels, {args.size} px, batch "
+          f"{args.batch_size}, {where}, ~{tokens} tokens per whole CAIRE prompt (this tokenizer), best of "
+          f"{args.repeats}")
+    print(f"  plain forward of each whole prompt (today's cost)  {baseline / n * 1e3:8.1f} ms per image-label, "
+          f"{whole:,.0f} tokens")
+    print(f"  CAIRE judge, shared prefix                          {caire / n * 1e3:8.1f} ms per image-label, "
+          f"{fed:,.0f} tokens (padding included)   judge / plain forward {caire / baseline:.2f}")
+    print(f"  largest |P(k) shared prefix - P(k) whole prompt|    {np.abs(shared - whole_probabilities).max():.2e} "
+          f"({judge.model.dtype})")
     if not args.real_size_7b:
         images = [r.image for r in work]
-        vie = best_of(args.repeats, lambda: judge.viescore_batch(images, ["A wedding in Chile"] * len(work)))
-        yes = best_of(args.repeats, lambda: judge.p_yes_batch(images, ["Is this Japanese?"] * len(work)))
-        print(f"  VIEScore 0-10            {vie / n * 1e3:8.1f} ms per image-prompt  ratio {vie / baseline:.2f}")
-        print(f"  P(Yes)                   {yes / n * 1e3:8.1f} ms per image-question ratio {yes / baseline:.2f}")
-        kinds = [ExpectationRequest("A wedding in Chile", kind) for kind in EXPECTATION_KINDS]
+        kinds = [ExpectationRequest(CF_PROMPT, kind) for kind in EXPECTATION_KINDS]
         expectations = ExpectationsJudge(judge)
-        both = best_of(args.repeats, lambda: expectations.produce_batch([i for i in images for _ in kinds],
-                                                                        kinds * len(images)))
-        print(f"  expectations, 2 kinds    {both / n * 1e3:8.1f} ms per image         ratio {both / baseline:.2f}")
+        pictures = list({id(i): i for i in images}.values())
+        both = best_of(args.repeats, lambda: expectations.produce_batch([i for i in pictures for _ in kinds],
+                                                                        kinds * len(pictures)))
+        print(f"  expectations, 2 kinds                               {both / len(pictures) * 1e3:8.1f} ms per image")
+
+
+def estimate_7b() -> None:
+    """A documented estimate for Qwen2.5-VL-7B-Instruct (CAIRE's best judge) on one A100, not run."""
+    lm_params, vision_params = 7.6e9, 0.67e9
+    image_tokens = 37 * 37  # 1024 px image -> 1036 px (multiple of 28) -> 74 x 74 patches of 14 -> 2x2 merge
+    patches = 74 * 74
+    template_tokens = 380  # CAIRE's Fig. 9 prompt + system + chat markup, ~1,500 characters / ~4 per token
+    tail_tokens = 300  # of which the part from the label on (rubric and answer prefix): ~1,250 characters
+    entity_tokens = 1500  # a typical Wikipedia article body, under the judge's 2,048-token cap
+    labels = len(CUBE_COUNTRIES)
+    tokens = image_tokens + template_tokens + entity_tokens
+    layers, width = 28, 3584
+    flops = 2 * lm_params * tokens + 2 * vision_params * patches + 4 * layers * tokens ** 2 * width
+    shared = tokens - tail_tokens
+    flops_new = (2 * lm_params * (shared / labels + tail_tokens) + 2 * vision_params * patches / labels
+                 + 4 * layers * width * (shared ** 2 / labels + tail_tokens * tokens))
+    peak, utilisation = 312e12, 0.4  # A100 bf16 dense peak; prefill reaches ~40% of it in practice
+    print("\n7B judge on one A100 (estimate, not run):")
+    print(f"  tokens per prompt  = {image_tokens} image + {template_tokens} template + {entity_tokens} entity text"
+          f" = {tokens}; the last ~{tail_tokens} (from the label on) differ between labels")
+    print(f"  FLOPs, whole prompt ~ 2 x {lm_params:.2g} x {tokens} (LM) + 2 x {vision_params:.2g} x {patches} "
+          f"(vision) + 4 x {layers} x {tokens}^2 x {width} (attention) = {flops:.2e} per image-label")
+    print(f"  FLOPs, shared prefix over {labels} labels ~ {flops_new:.2e} per image-label "
+          f"({flops_new / flops:.2f} of the whole prompt's)")
+    for what, f in (("whole prompt", flops), ("shared prefix", flops_new)):
+        seconds = f / (peak * utilisation)
+        print(f"  {what:14s} ~ {seconds:.3f} s per image-label at {utilisation:.0%} of {peak / 1e12:.0f} TFLOP/s; "
+              f"8 labels x 9,920 images ~ {79_360 * seconds / 3600:.1f} GPU-hours")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=3, help="images timed, each judged for the 8 labels")
+    parser.add_argument("--size", type=int, default=224, help="pixels of the timed images")
+    parser.add_argument("--token-images", type=int, default=2, help="images counted, each for every label")
+    parser.add_argument("--token-size", type=int, default=1024, help="pixels of the counted images")
+    parser.add_argument("--entity-chars", type=int, default=6000,
+                        help="characters of entity text (6,000: ~1,500 tokens of Qwen's, the README's estimate)")
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--judge", help="a VLM folder or Hub id (default: build the tiny test model)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--real-size-7b", action="store_true",
+                        help="Qwen2.5-VL-7B's architecture with random weights (on a GPU)")
+    parser.add_argument("--max-entity-tokens", type=int, default=None,
+                        help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b, see above)")
+    parser.add_argument("--tokens-only", action="store_true", help="count tokens, time nothing")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    count_tokens(args)
+    if not args.tokens_only:
+        time_judge(args)
     estimate_7b()
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sqlite3
 import time
 from datetime import datetime, timedelta, timezone
@@ -38,6 +37,7 @@ from tqdm import tqdm
 
 from benchmark import __version__, results
 from benchmark.datasets import cube_1k
+from benchmark.run_record import BackboneUsed, RunRecord
 from leaderboard import seal
 from leaderboard.queue import open_queue
 from leaderboard.store import Store
@@ -75,6 +75,11 @@ METRICS = [
     ("w1kp", "W1KP score, 1 - mean normalised pair distance", "variability", False, "prompt", DREAMSIM,
      ("normal", 0.55, 0.12)),
 ]
+PROMPTS_SEED = 20260101  # the synthetic dataset's: every store draws its prompts' countries and concepts alike
+# Each metric's declared range (``MetricInfo.low``, ``high``), as the harness records it.
+RANGES = {"clip_cosine": (-1.0, 1.0), "clip_score": (0.0, 2.5), "artifact_top1": (0.0, 1.0),
+          "artifact_top5": (0.0, 1.0), "country_top1": (0.0, 1.0), "hps_v2": (-1.0, 1.0), "cra_image": (0.0, 1.0),
+          "vr_image": (0.0, 1.0), "cra_reference": (0.0, 1.0), "crt": (0.0, 1.0), "w1kp": (0.0, 1.0)}
 
 # Base models: name, Hub id, type, size (B params), revisions; fine-tunes of the open ones fill the rest.
 BASES = [
@@ -105,8 +110,10 @@ FINETUNE_TOPICS = ["cuisine", "landmarks", "art", "africa", "asia", "latam", "he
                    "anime", "portrait", "architecture", "painting", "multicultural", "dpo", "lora"]
 
 
-def prompt_table(n_prompts: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """CUBE-like prompts: a country and a concept each, ids cube-00001..."""
+def prompt_table(n_prompts: int) -> dict[str, np.ndarray]:
+    """CUBE-like prompts: a country and a concept each, ids cube-00001...; the same for every store of as many
+    prompts (its own seed): the results of one protocol answer one dataset, as a dataset revision pins it."""
+    rng = np.random.default_rng(PROMPTS_SEED)
     names = list(COUNTRIES)
     country = np.array(names)[rng.integers(0, len(names), n_prompts)]
     concept = np.array(CONCEPTS)[rng.integers(0, len(CONCEPTS), n_prompts)]
@@ -216,8 +223,9 @@ def aggregate_rows(values: dict[str, np.ndarray], groups: dict[str, tuple[np.nda
 
 def synthetic_protocol(backbone: str, n_seeds: int) -> dict:
     """The protocol columns the harness would write for a metric of ``backbone`` (ids joined by '+'), version 1."""
-    return results.protocol_columns({"dataset": DATASET.split("@")[0], "images_per_prompt": n_seeds, "metric_version": "1",
-                             "backbones": [f"{b}@main" for b in backbone.split("+")]})
+    return results.protocol_columns({"dataset": DATASET.split("@")[0], "images_per_prompt": n_seeds,
+                                     "missing_images": results.MISSING_AS_FAILURES, "metric_version": "1",
+                                     "backbones": [f"{b}@main" for b in backbone.split("+")]})
 
 
 def _constant(value, n: int, kind: pa.DataType) -> pa.Array:
@@ -264,7 +272,9 @@ class Writer:
             "parameters_billions": _constant(model["parameters_billions"], rows, pa.float64()),
             "track": track, "metric": metric, "metric_label": label,
             "metric_version": _constant("1", rows, pa.string()),
-            "higher_is_better": higher, "slice": pa.array(cols["slice"]), "slice_value": pa.array(cols["slice_value"]),
+            "higher_is_better": higher, "range_low": pc.take(pa.array([RANGES[m[0]][0] for m in METRICS]), which),
+            "range_high": pc.take(pa.array([RANGES[m[0]][1] for m in METRICS]), which),
+            "slice": pa.array(cols["slice"]), "slice_value": pa.array(cols["slice_value"]),
             "value": pa.array(cols["value"]), "ci_low": pa.array(cols["ci_low"], from_pandas=True),
             "ci_high": pa.array(cols["ci_high"], from_pandas=True), "n": pa.array(cols["n"], pa.int64()),
             "excluded": _constant(0, rows, pa.int64()),
@@ -373,7 +383,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     store = Store(args.out)
     reported = store.seed_reported()
-    prompts = prompt_table(args.prompts, rng)
+    prompts = prompt_table(args.prompts)
     prompt_effect = rng.normal(0, 0.6, args.prompts)
     chosen = models(args.submissions, rng)
     writer = Writer(prompts, args.images)
@@ -399,14 +409,14 @@ def main() -> None:
         pq.write_table(curves, tmp / "curves.parquet")
         if i < per_image_for:
             pq.write_table(writer.per_image(sid, model, values, rng), tmp / "per_image.parquet")
-        run = {"submission_id": sid, "harness_version": __version__,
-               "backbones": {b.split("=")[0]: {"uid": b.split("=")[1], "revision": "main", "preprocess": "1"}
-                             for b in (CLIP, DINO, DREAMSIM, HPS)},
-               "metrics": {m[0]: "1" for m in METRICS}, "skipped": {}, "dataset": DATASET,
-               "seeds": list(range(args.images)), "images": args.prompts * args.images, "missing": 0,
-               "embeddings_cached": 0, "embeddings_computed": args.prompts * args.images * 3,
-               "scored_at": context["scored_at"], "synthetic": "benchmarks/make_store.py"}
-        (tmp / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+        run = RunRecord(submission_id=sid, harness_version=__version__,
+                        backbones={b.split("=")[0]: BackboneUsed(uid=b.split("=")[1], revision="main", preprocess="1")
+                                   for b in (CLIP, DINO, DREAMSIM, HPS)},
+                        metrics={m[0]: "1" for m in METRICS}, skipped={}, dataset=DATASET,
+                        seeds=list(range(args.images)), images=args.prompts * args.images, missing=0,
+                        embeddings_cached=0, embeddings_computed=args.prompts * args.images * 3,
+                        scored_at=context["scored_at"], synthetic="benchmarks/make_store.py")
+        (tmp / "run.json").write_text(run.to_json(), encoding="utf-8")
         seal.seal_folder(tmp, store.results_folders.keys)  # as the store's worker seals what it writes
         for name in sizes:
             path = tmp / f"{name}.parquet"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 from benchmark import settings as declared
@@ -40,14 +41,21 @@ def add_metric_options(parser: argparse.ArgumentParser) -> None:
             declared.add_options(parser, f"{name} ({track.title})", track.settings)
 
 
-def chosen_metrics(args: argparse.Namespace, backbones: dict):
-    """The metrics the options choose, and {metric: reason} for those unavailable; a CultureLensError when a
-    chosen track cannot run at all. ``backbones``: the registry ``--backbones`` gives (the probe judge loads
-    from it)."""
+def scoring_options(given: Mapping[str, object]):
+    """The ``benchmark.scoring_options.ScoringOptions`` the options ``given`` by name choose (a verb's parsed
+    arguments, ``vars(args)``, or the Python API's keywords), built once: ``tracks``, every metric setting the
+    tracks declare and ``backbones`` (its file's registry), each not given from its environment variable, else its
+    default; ``device``, ``batch_size`` and ``num_workers`` as given (the harness's defaults where absent). A
+    CultureLensError names a setting that cannot be read."""
     from benchmark import tracks
+    from benchmark.encoders.spec import load_registry
+    from benchmark.scoring_options import ScoringOptions
 
-    settings = declared.from_args(tracks.settings_declared(), args)
-    return tracks.select(*tracks.build(settings, backbones, args.tracks), args.tracks)
+    chosen = given.get("tracks")
+    runtime = {name: given[name] for name in ("device", "batch_size", "num_workers") if given.get(name) is not None}
+    return ScoringOptions(declared.from_values(tracks.settings_declared(), given),
+                          tuple(chosen) if chosen is not None else None, load_registry(given.get("backbones")),
+                          **runtime)
 
 
 def add_cube_source(parser: argparse.ArgumentParser, where: str) -> None:
@@ -71,15 +79,6 @@ def default_cube_source() -> str:
     return str(shared) if shared.is_file() else DEFAULT_SOURCE
 
 
-def default_w1kp_source() -> str:
-    """``suite build --w1kp-source``'s default: the authors' cdf-xy.pt next to this checkout
-    (``../shared/data/w1kp/cdf-xy.pt``) when present, else its pinned URL."""
-    from benchmark.suite import source
-
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "w1kp" / "cdf-xy.pt"
-    return str(shared) if shared.is_file() else source("w1kp-calibration").default
-
-
 def add_suite(parser: argparse.ArgumentParser, what: str) -> None:
     """``--suite REPO_OR_DIR`` (else ``CULTURELENS_SUITE``): the suite a suite submission answers, and its scoring
     assets."""
@@ -94,18 +93,19 @@ def suite(args: argparse.Namespace) -> str | None:
     return service.SUITE.resolve(getattr(args, "suite", None))
 
 
-def use_suite_assets(args: argparse.Namespace, assets) -> None:
+def use_suite_assets(given: MutableMapping[str, object], assets) -> None:
     """Give every metric setting the suite folder's assets imply (``Assets.settings``: artifact index, knowledge
-    base, W1KP calibration and its backbone) to ``args``, where neither its flag nor its environment variable set
-    one: what the operator says wins over the suite."""
+    base, W1KP calibration and its backbone) to the options ``given`` by name (a verb's, ``vars(args)``: changed in
+    place), where neither its option nor its environment variable set one: what the operator says wins over the
+    suite."""
     from benchmark import tracks
 
     declared_settings = {s.name: s for s in tracks.settings_declared()}
     for name, value in assets.settings().items():
         setting = declared_settings[name]
-        flag = getattr(args, name, None)
+        flag = given.get(name)
         if setting.given(None if flag == setting.default else flag)[0] is None:
-            setattr(args, name, value)
+            given[name] = value
 
 
 def build_default_dataset(datasets_root: Path, source: str) -> Path | None:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from benchmark import layout, results
 from benchmark.aggregate import CROSS_SEPARATOR, CROSSED, SLICES
+from benchmark.errors import CultureLensError
 from benchmark.layout import RESULT_PARQUET
 from leaderboard import quarantine, snapshot
 from leaderboard.store import Store
@@ -60,6 +61,9 @@ class Catalog:
         self.from_folders: set[str] = set()  # ever loaded from a folder: never served from the release again
         self.checked = 0.0
         self.unsorted = 0
+        self._digests: dict[tuple, str] = {}  # a served prompt set's digest, computed once per load
+        self._memo: dict[tuple, object] = {}  # ``cached``'s answers, for the results of ``_state``
+        self._state: tuple | None = None
         for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
             self.con.register("_empty", schema.empty_table())
             self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
@@ -113,8 +117,10 @@ class Catalog:
         curves = ", ".join(f'"{name}"' for name in results.CURVES.names if name != "prompt_id")
         self.con.execute("BEGIN TRANSACTION")
         try:
+            have = set(self.con.read_parquet(file).columns)  # a release older than a column has it null
+            select = ", ".join(f'"{n}"' if n in have else f'NULL AS "{n}"' for n in results.AGGREGATE.names)
             self.unsorted += self.con.execute(
-                f"INSERT INTO aggregates ({columns}) SELECT {columns} FROM read_parquet(?) WHERE part = 'aggregates'"
+                f"INSERT INTO aggregates ({columns}) SELECT {select} FROM read_parquet(?) WHERE part = 'aggregates'"
                 " AND provenance = 'scored' AND slice <> 'prompt' AND list_contains(?, submission_id)",
                 [file, names]).fetchone()[0]
             self.con.execute(f"INSERT INTO curves ({curves}) SELECT {curves} FROM read_parquet(?) WHERE part = "
@@ -265,28 +271,53 @@ class Catalog:
 
     def per_prompt(self, submission_ids: list[str], metric: str) -> pd.DataFrame:
         """The per-prompt values (slice ``prompt``) of one metric for these submissions: submission_id,
-        prompt_id, value (null values left out). Only submissions the catalog has loaded are read (from the
-        release, those it has them from); a folder removed meanwhile is skipped (its files are looked for again,
-        up to ``VANISHED_RETRIES`` times)."""
+        prompt_id, value (null values left out)."""
+        return self._prompt_rows(submission_ids, "metric = ?", [metric])
+
+    def track_prompts(self, submission_ids: list[str], track: str) -> pd.DataFrame:
+        """The per-prompt values of every metric of a track for these submissions, in one read: submission_id,
+        metric, prompt_id, value (null values left out). A prompt a submission refused or missed has none; one
+        whose value a metric leaves undefined (VR where nothing was recognised) still has the others'."""
+        return self._prompt_rows(submission_ids, "track = ?", [track], "submission_id, metric, slice_value, value")
+
+    def cached(self, key: tuple, compute: Callable[[], object]) -> object:
+        """``compute()``, kept under ``key`` until the catalog's results change (a folder or release loaded or
+        dropped): what a ranking reads of every submission of a protocol, for the next view."""
+        with self.lock:
+            state = (frozenset(self.loaded), self.reported_stamp)
+            if self._state != state:
+                self._memo, self._state = {}, state
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+
+    def _prompt_rows(self, submission_ids: list[str], where: str, params: list,
+                     select: str = "submission_id, slice_value, value") -> pd.DataFrame:
+        """Per-prompt rows (slice ``prompt``, value not null; ``where``: a condition with ``?`` placeholders) of
+        these submissions: ``select``'s columns, slice_value named prompt_id (default submission_id, prompt_id,
+        value). Only submissions the catalog has loaded are read (from the release, those it has them from); a
+        folder removed meanwhile is skipped (its files are looked for again, up to ``VANISHED_RETRIES`` times)."""
+        select = select.replace("slice_value", "slice_value AS prompt_id")
         with self.lock:
             known = sorted(set(submission_ids) & self.loaded - self.from_release)  # ids from outside never name a path
             released = self._from_release_file(
-                "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?) WHERE part = 'aggregates' "
-                "AND slice = 'prompt' AND metric = ? AND value IS NOT NULL AND list_contains(?, submission_id)",
-                [metric, sorted(set(submission_ids) & self.from_release)])
+                f"SELECT {select} FROM read_parquet(?) WHERE part = 'aggregates' AND slice = 'prompt' AND {where} "
+                "AND value IS NOT NULL AND list_contains(?, submission_id)",
+                [*params, sorted(set(submission_ids) & self.from_release)])
             for attempt in range(VANISHED_RETRIES + 1):
                 files = [str(p) for p in (self.store.results_folder(s) / layout.AGGREGATES for s in known) if p.exists()]
                 if not files:
                     break
                 try:
                     frame = self.con.execute(
-                        "SELECT submission_id, slice_value AS prompt_id, value FROM read_parquet(?, union_by_name = "
-                        "true) WHERE slice = 'prompt' AND metric = ? AND value IS NOT NULL", [files, metric]).df()
+                        f"SELECT {select} FROM read_parquet(?, union_by_name = true) WHERE slice = 'prompt' AND "
+                        f"{where} AND value IS NOT NULL", [files, *params]).df()
                     return frame if released is None else pd.concat([released, frame], ignore_index=True)
                 except duckdb.IOException:
                     if attempt == VANISHED_RETRIES:
                         raise
-        return released if released is not None else pd.DataFrame(columns=["submission_id", "prompt_id", "value"])
+        columns = [c.split()[-1] for c in select.removeprefix("DISTINCT ").split(", ")]
+        return released if released is not None else pd.DataFrame(columns=columns)
 
     def _from_release_file(self, sql: str, params: list) -> pd.DataFrame | None:
         """``sql`` (its first ``?`` the release file) over the release; None when none of the submissions asked
@@ -295,24 +326,45 @@ class Catalog:
             return None
         return self.con.execute(sql, [str(self.release[1]), *params]).df()
 
-    def prompts_in_slice(self, submission_id: str, metric: str, slice_name: str, slice_value: str) -> set[str] | None:
-        """The prompts of one slice value (e.g. country = Japan, or country_concept = Japan / cuisine), read from
-        one submission's per-image rows of ``metric`` (a prompt's slice is its dataset's, the same for every
-        submission of a protocol); None for a slice the per-image rows do not hold."""
+    def prompt_slices(self, submission_ids: list[str], track: str, slice_name: str) -> pd.Series | None:
+        """prompt_id -> its value of slice ``slice_name`` (e.g. country, or country_concept "Japan / cuisine"),
+        for every prompt any of these submissions has a row of on ``track`` (a prompt's slice is its dataset's,
+        the same in every submission of a protocol, so each submission adds the prompts it answered); None for a
+        slice the rows do not hold, or without such rows."""
         columns = CROSSED.get(slice_name, (slice_name,) if slice_name in SLICES else ())
         if not columns:
             return None
         key = f" || '{CROSS_SEPARATOR}' || ".join(f'CAST("{c}" AS VARCHAR)' for c in columns)
-        with self.lock:  # a submission served from the release: its per-prompt rows say which prompts
-            frame = self._from_release_file(
-                f"SELECT DISTINCT slice_value AS prompt_id FROM read_parquet(?) WHERE part = 'aggregates' AND slice = "
-                f"'prompt' AND metric = ? AND {key} = ? AND list_contains(?, submission_id)",
-                [metric, slice_value, [submission_id] if submission_id in self.from_release else []])
-        if frame is not None:
-            return set(frame["prompt_id"])
-        frame = self._read_per_image([submission_id], f"SELECT DISTINCT prompt_id FROM read_parquet(?) WHERE "
-                                     f"metric = ? AND {key} = ?", [metric, slice_value])
-        return set(frame["prompt_id"]) if frame is not None else None
+        with self.lock:  # submissions served from the release: their per-prompt rows say which prompts
+            released = self._from_release_file(
+                f"SELECT DISTINCT slice_value AS prompt_id, {key} AS value FROM read_parquet(?) WHERE part = "
+                "'aggregates' AND slice = 'prompt' AND track = ? AND list_contains(?, submission_id)",
+                [track, sorted(set(submission_ids) & self.from_release)])
+            folders = [s for s in submission_ids if s not in self.from_release]
+        frame = self._read_per_image(folders, f"SELECT DISTINCT prompt_id, {key} AS value FROM read_parquet(?, "
+                                     "union_by_name = true) WHERE track = ?", [track]) if folders else None
+        found = [f for f in (released, frame) if f is not None and len(f)]
+        if not found:
+            return None
+        rows = pd.concat(found, ignore_index=True).dropna().drop_duplicates("prompt_id")
+        return rows.set_index("prompt_id")["value"]
+
+    def dataset_prompts(self, protocol: dict) -> pd.DataFrame | None:
+        """The prompt rows (index prompt_id; the prompt set's slice columns) of the dataset a protocol names
+        (``dataset``, repo:config:split) at the revision it names (``dataset_revision``: the digest of its prompt
+        rows), when this store serves exactly that; else None (another revision, or a dataset not served here)."""
+        repo, _, rest = str(protocol.get("dataset") or "").partition(":")
+        config, _, split = rest.partition(":")
+        if not (repo and config and protocol.get("dataset_revision")):
+            return None
+        try:
+            prompts = self.store.prompts(repo, config, split or "test")
+        except (CultureLensError, ValueError, OSError):
+            return None
+        key = (repo, config, split, id(prompts))
+        if key not in self._digests:  # the store's loader caches one PromptSet per dataset folder state
+            self._digests[key] = prompts.digest
+        return prompts.table if self._digests[key] == protocol["dataset_revision"] else None
 
     def curves(self, metric: str, submission_ids: list[str] | None = None) -> pd.DataFrame:
         """Model-level curves of one metric (of some submissions, or all)."""

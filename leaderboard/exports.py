@@ -1,11 +1,11 @@
 """Typed rows for downloads and the API: one row per model x metric x slice (and protocol), numbers as numbers.
 
 What a script or a spreadsheet reads back: ids, never labels (track, metric, slice), each value with its 95%
-CI and n (for a ranked table's rows: on the prompts its ranked models share, ``tables.basis``), the rank with
-its 95% interval and tie group where the view ranks the row (or why a row of that table is not ranked), the
-protocol in columns,
+CI, n and refusal rate (for a ranked table's rows: the ranking's, on the protocol's prompt set,
+``leaderboard.rankings``), the rank with its 95% interval and tie group where the view ranks the row (or why a row
+of that table is not ranked), the protocol in columns,
 the provenance as stored (``scored`` / ``reported``), the submission and the model with links. The strings
-people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``tables.display``.
+people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``display.display``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ COLUMNS = {
     "model": "string", "model_id": "string", "model_url": "string", "model_type": "string",
     "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
     "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
+    "refused": "float64", "range_low": "float64", "range_high": "float64",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
     "not_ranked": "string",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
+    "missing_images": "string",
     "metric_version": "string", "backbones": "string",
     "scored_at": "datetime64[us, UTC]", "harness_version": "string", "backbone": "string", "seeds": "string",
     "citation": "string", "source_table": "string", "paper_url": "string",
@@ -60,6 +62,7 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(
         dataset=[f.get("dataset", d) for f, d in zip(fields, out["dataset"])],
         images_per_prompt=[f.get("images_per_prompt") for f in fields],
+        missing_images=[f.get("missing_images") for f in fields],
         metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
         backbones=["; ".join(f["backbones"]) if f.get("backbones") else None for f in fields],
         on_protocol=_per_value(pairs, lambda pair: track_registry.on_protocol(*pair)),
@@ -121,7 +124,9 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
     """The overall ranking's download: per model of the track set shown (``tables.overall``) a row of metric
     ``mean_win_rate`` (track ``overall``, slice value the track set; value, 95% interval, rank and its
     interval), a ``win_rate`` row per track, then the headline rows the win rates were computed from, and those of
-    the tracks shown beside the mean win rate (variability: its headline value, not in the mean)."""
+    the tracks shown beside the mean win rate (variability: its headline value, not in the mean), each with the
+    numbers of its track's ranking (score, CI, n, refusal rate, rank: ``tables.win_rates``' ``attrs["ranked"]``),
+    never its own-prompt aggregate."""
     wide, _, chosen, _ = tables.overall(cat, filters, track_set)
     if wide.empty:
         return typed(pd.DataFrame())
@@ -140,11 +145,8 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
         rows.append(pd.DataFrame({**common, "track": track, "metric": WIN_RATE, "slice_value": "all",
                                   "metric_label": f"Win rate on {track_registry.get(track).title}'s headline metric",
                                   "model_id": model_id, "value": wide[track]}))
-    headline = tables.headline_rows(cat, filters)
-    frame = pd.concat([tables.headline_protocol_rows(cat, headline)[0],
-                       tables.headline_protocol_rows(cat, headline, beside=True)[0]])
-    shown = [*chosen.split(" + "), *(c.removesuffix(tables.BESIDE) for c in tables.beside_columns(wide))]
-    frame = frame[frame["track"].isin(shown)].merge(wide[["model", "provenance"]], on=["model", "provenance"])
+    frame = pd.concat(list(wide.attrs["ranked"].values()), ignore_index=True)  # each track's ranked rows
+    frame = frame.merge(wide[["model", "provenance"]], on=["model", "provenance"])
     frame = frame.sort_values(["track", "model"], kind="stable")
     return typed(pd.concat([*rows, frame], ignore_index=True))
 

@@ -40,7 +40,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from benchmark import layout, results
+from benchmark import layout
+from benchmark.run_record import RunRecord
 from benchmark.datasets.hub_layout import PushError
 from benchmark.layout import SEALED_FILES, is_submission_id
 from leaderboard import hub_sync, seal, snapshot
@@ -111,7 +112,7 @@ def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None)
         repo.download(list(runs.values()), staged, revision)
         texts = {sid: (staged / run).read_bytes() for sid, run in runs.items() if (staged / run).is_file()}
         wanted = [sid for sid, text in texts.items()
-                  if not folders.refused_before(sid, text) and not folders.superseded(sid, results.read_run(text))]
+                  if not folders.refused_before(sid, text) and not folders.superseded(sid, RunRecord.parse(text))]
         repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in SEALED_FILES
                        if name != layout.RUN], staged, revision)
         for sid in wanted:

@@ -19,6 +19,7 @@ from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k, names
 from benchmark.papers import Paper
 from benchmark.suite import Suite
+from benchmark.track import judge_named
 from leaderboard.tables import UNRECORDED
 
 # The datasets this project builds, by the name their cards give them, and their rows in a sentence (a submitter's
@@ -64,22 +65,39 @@ def _source(fields: dict) -> str:
     return version.removeprefix("paper (").removesuffix(")") if version.startswith("paper (") else version
 
 
+def _the_suites(track: str, protocol: str, fields: dict, suite: Suite) -> bool:
+    """Whether rows under ``protocol`` answer the suite's part for ``track`` (``Suite.answered_by``), judged by the
+    track's protocol's judge where it pins one (``Protocol.judged_alike``): as ``tables.protocols`` says."""
+    return suite.answered_by(track, fields) and track_registry.get(track).protocol.judged_alike(protocol)
+
+
 def base_name(track: str, protocol: str | None, suite: Suite) -> str:
     """The protocol's name before two of one table are told apart: the suite's, a paper's, else its dataset's
-    (with its images per prompt when the dataset is the suite part's but the count is not)."""
+    (with what differs from the suite part's when the dataset is: its images per prompt, its prompt rows, its
+    judge, or how a missing image was scored)."""
     fields = results.protocol_fields(protocol)
     if fields is None:
         return UNRECORDED
     if (paper := _paper(track, fields)) is not None:
         return f"{paper.called} paper protocol"
-    if suite.answered_by(track, fields):
+    if _the_suites(track, protocol, fields, suite):
         return f"CultureLens suite v{suite.version}"
     name = dataset_name(str(fields.get("dataset")))
     part = suite.part_of_track(track)
     if part is not None and fields.get("dataset") == str(part.dataset):
         images = fields.get("images_per_prompt")
-        name += f", {_images(images)}" if images != part.images_per_prompt else ", other prompt rows"
+        name += f", {_images(images)}" if images != part.images_per_prompt else f", {_unlike_the_suite(fields)}"
     return name
+
+
+def _unlike_the_suite(fields: dict) -> str:
+    """What keeps rows of the suite part's dataset and images per prompt out of the suite's protocol."""
+    if fields.get("missing_images") != results.MISSING_AS_FAILURES:
+        return "a missing image not scored as a failure"
+    if judge := judge_named(fields.get("metric_version")):
+        return f"judge {judge}"
+    return "other prompt rows"
+
 
 
 def _details(track: str, fields: dict | None) -> list[str]:
@@ -145,7 +163,7 @@ def difference(track: str, protocol: str | None, suite: Suite) -> str:
         return ("The track's headline protocol." if headline else
                 f"Not the track's headline protocol ({track_registry.get(track).protocol.describe()}): ranked only "
                 "with rows scored the same way.")
-    if suite.answered_by(track, fields):
+    if _the_suites(track, protocol, fields, suite):
         return f"The suite's protocol for this track: {words}, scored here{settings}."
     part = suite.part_of_track(track)
     differs = []
@@ -155,5 +173,11 @@ def difference(track: str, protocol: str | None, suite: Suite) -> str:
         differs.append("other prompt rows than the suite pins")
     if fields.get("images_per_prompt") != part.images_per_prompt:
         differs.append(_images(fields.get("images_per_prompt")))
+    if fields.get("missing_images") != results.MISSING_AS_FAILURES:
+        differs.append("scored before a missing image counted as a failure (its images per prompt may be fewer "
+                       "than the seeds declared)")
+    if not declared.judged_alike(protocol):
+        differs.append(f"judged by {judge_named(fields.get('metric_version')) or 'no judge'}, not "
+                       f"{declared.judge}")
     return (f"Not {words}: {', '.join(differs) or 'other settings'}{settings}; ranked only with rows scored the "
             "same way.")

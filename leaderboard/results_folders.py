@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from benchmark import layout, results
+from benchmark.run_record import RunRecord
 from benchmark.atomic import atomic_folder
 from benchmark.layout import RESULT_FILES, SEALED_FILES, is_submission_id
 from leaderboard import quarantine, seal
@@ -75,20 +76,20 @@ class Results:
         """Whether the store holds a complete results folder of the submission (run.json is written last)."""
         return (self.folder(submission_id) / layout.RUN).exists()
 
-    def run(self, submission_id: str) -> dict | None:
-        """The run.json of the submission's results folder (None without one, or one that is not a JSON object)."""
+    def run(self, submission_id: str) -> RunRecord | None:
+        """The run record of the submission's results folder (None without one, or one that is not a run record)."""
         try:
-            return results.read_run((self.folder(submission_id) / layout.RUN).read_bytes())
+            return RunRecord.parse((self.folder(submission_id) / layout.RUN).read_bytes())
         except FileNotFoundError:
             return None
 
-    def run_in_repo(self, submission_id: str) -> dict | None:
+    def run_in_repo(self, submission_id: str) -> RunRecord | None:
         """The run.json of the submission's results folder in the results repo, committed last, so a complete
         folder has one (one small download, not a listing of every folder); None without one, or without a repo."""
         if self.repo is None:
             return None
         data = self.repo.read(f"{layout.RESULTS}/{submission_id}/{layout.RUN}")
-        return results.read_run(data) if data is not None else None
+        return RunRecord.parse(data) if data is not None else None
 
     # --- do they answer the job? --------------------------------------------------------------------------------
     def refusal_here(self, submission_id: str, request: Request | None, holder: str | None = None) -> str | None:
@@ -116,12 +117,11 @@ class Results:
         as ``answered_here``."""
         return self.answered_here(submission_id, holder) or self.answered_in_repo(submission_id, holder)
 
-    def superseded(self, submission_id: str, run: dict | None) -> bool:
+    def superseded(self, submission_id: str, run: RunRecord | None) -> bool:
         """Whether results whose run.json is ``run`` answer an earlier request of the submission than its current
         one: the run before a re-run, which the re-run's results replace. Not to be taken, nor quarantined."""
         request = self.queue.request(submission_id)
-        number = run.get("request", 1) if isinstance(run, dict) else None
-        return request is not None and isinstance(number, int) and number < request.number
+        return request is not None and run is not None and run.request_answered < request.number
 
     # --- in and out ---------------------------------------------------------------------------------------------
     def write(self, submission_id: str, scores: Scores) -> Path:
@@ -165,9 +165,9 @@ class Results:
         if unscored := sum(value != "scored" for value in read[layout.AGGREGATES].column("provenance").to_pylist()):
             return (f"{layout.AGGREGATES} holds {unscored} row(s) whose provenance is not 'scored' (a paper's rows "
                     "come only from its track's declaration)")
-        run = results.read_run((source / layout.RUN).read_bytes())
-        if run is None or run.get("submission_id") != sid:
-            named = repr(run.get("submission_id"))[:80] if run is not None else "no submission"
+        run = RunRecord.parse((source / layout.RUN).read_bytes())
+        if run is None or run.submission_id != sid:
+            named = repr(run.submission_id)[:80] if run is not None else "no submission"
             return f"its run.json names {named}, not {sid}"
         if why := seal.folder_refusal(source, self.keys):
             return f"its seal: {why}"

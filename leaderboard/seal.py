@@ -132,6 +132,15 @@ def table_digests(folder: Path) -> dict[str, str]:
     return digests
 
 
+def _json_object(path: Path) -> dict | None:
+    """The JSON object in the file at ``path`` as it is (what a seal is over), or None when it holds none."""
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def _folder_message(run: dict, key: str, files: dict[str, str]) -> dict:
     return {"kind": "results", "version": VERSION, "key": key, "run": run, "files": files}
 
@@ -140,7 +149,7 @@ def seal_folder(folder: Path, keys: Keys) -> None:
     """Write ``folder``'s seal (``layout.SEAL``) over its run.json and result tables, with the sealing key; the folder
     is a temporary one being written (``Results.write``), renamed into place afterwards."""
     folder = Path(folder)
-    run = json.loads((folder / layout.RUN).read_bytes())
+    run = _json_object(folder / layout.RUN)
     files = table_digests(folder)
     mac = keys.sign(_folder_message(run, keys.sealing, files))
     record = {"seal": VERSION, "key": keys.sealing, "files": files, "hmac": mac}
@@ -168,7 +177,7 @@ def folder_refusal(folder: Path, keys: Keys) -> str | None:
     files = table_digests(folder)
     if changed := sorted(name for name in files if record["files"].get(name) != files[name]):
         return f"its {', '.join(changed)} {'is not the file' if len(changed) == 1 else 'are not the files'} sealed"
-    run = results.read_run((folder / layout.RUN).read_bytes())
+    run = _json_object(folder / layout.RUN)
     if run is None:
         return f"its {layout.RUN} is not a JSON object"
     expected = keys.sign(_folder_message(run, record["key"], files), record["key"])

@@ -15,7 +15,7 @@ A release's rows, column ``part``:
 - ``aggregates``: every row of each submission's ``aggregates.parquet`` (``results.AGGREGATE``), the per-prompt
   rows (slice ``prompt``) included: the rank intervals of the first page are a bootstrap over them. A per-prompt
   row also carries its prompt's dataset columns (country, continent, concept...: ``SLICE_COLUMNS``, read from
-  ``per_image.parquet``), which say which prompts a slice value holds (``Catalog.prompts_in_slice``);
+  ``per_image.parquet``), which say which prompts a slice value holds (``Catalog.prompt_slices``);
 - ``curves``: each submission's model-level curves (``curves.parquet`` rows whose prompt_id is null: x,
   value, standard_error, ci_low, ci_high, n);
 
@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmark import layout, results
+from benchmark.run_record import RunRecord
 from benchmark.atomic import atomic_write_text
 from benchmark.datasets.prompts import SLICE_COLUMNS
 from benchmark.errors import CultureLensError
@@ -164,7 +165,7 @@ def current(store: Store, installed: tuple[Release, Path]) -> set[str]:
     return {sid for sid in release.submissions if refusal(ran.get(sid), requests.get(sid), sealed=True) is None}
 
 
-def runs(file: Path) -> dict[str, dict | None]:
+def runs(file: Path) -> dict[str, RunRecord | None]:
     """Each submission's run.json in the release ``file`` (read once per file: a release is never modified); empty
     for a file that cannot be read (logged)."""
     stat = file.stat()
@@ -172,7 +173,7 @@ def runs(file: Path) -> dict[str, dict | None]:
 
 
 @functools.lru_cache(maxsize=4)
-def _runs(file: str, mtime_ns: int, size: int) -> dict[str, dict | None]:
+def _runs(file: str, mtime_ns: int, size: int) -> dict[str, RunRecord | None]:
     con = duckdb.connect()
     try:
         rows = con.execute("SELECT submission_id, any_value(run) FROM read_parquet(?) GROUP BY 1", [file]).fetchall()
@@ -181,7 +182,7 @@ def _runs(file: str, mtime_ns: int, size: int) -> dict[str, dict | None]:
         return {}
     finally:
         con.close()
-    return {sid: results.read_run(run.encode()) if run is not None else None for sid, run in rows}
+    return {sid: RunRecord.parse(run) if run is not None else None for sid, run in rows}
 
 
 def install(store: Store, release: Release, file: Path) -> Path:

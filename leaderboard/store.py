@@ -41,6 +41,7 @@ from benchmark.atomic import atomic_write
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import PromptSet, load_prompts
 from benchmark.layout import SubmissionLayout, is_submission_id
+from benchmark.run_record import RunRecord
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from benchmark.suite import SUITE_V1, Suite
@@ -228,7 +229,7 @@ class Store:
     def has_results(self, submission_id: str) -> bool:
         return self.results_folders.has(submission_id)
 
-    def run_record(self, submission_id: str) -> dict | None:
+    def run_record(self, submission_id: str) -> RunRecord | None:
         return self.results_folders.run(submission_id)
 
     def per_image_file(self, submission_id: str) -> Path | None:
@@ -276,7 +277,7 @@ class Store:
         # the paper's rows, uploaded files and tables written before versions were recorded: none
         table["metric_version"] = table["metric_version"].fillna("") if "metric_version" in table else ""
         columns = ["provenance", "metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling",
-                   "source", "metric_version"]
+                   "model_spearman", "models", "source", "metric_version"]
         table = table.reindex(columns=columns)
         return table.sort_values(["criterion", "country", "spearman"], ascending=[True, True, False],
                                  na_position="last").round(3).reset_index(drop=True)

@@ -5,6 +5,7 @@ details. Markdown; text a submitter chose goes through ``render.plain``."""
 from __future__ import annotations
 
 from benchmark.datasets import cube_1k
+from benchmark.run_record import RunRecord
 from benchmark.submission import Report
 from benchmark.submission.suite import SuiteReport
 from benchmark.suite import COSTS, Suite
@@ -108,15 +109,15 @@ def problems(report: Report | SuiteReport) -> list[str]:
     return [f"part {name}: {error}" for name, part in report.parts.items() for error in part.errors] + report.errors
 
 
-def run_parts_lines(run: dict) -> list[str]:
+def run_parts_lines(run: RunRecord) -> list[str]:
     """The Queue details' lines on a suite submission's results (run.json ``suite``): the parts scored, and those
     missing, which the submission did not hold."""
-    record = run.get("suite") if isinstance(run, dict) else None
-    if not isinstance(record, dict):
+    record = run.suite
+    if record is None:
         return []
-    lines = [f"- suite {render.plain(record.get('repo'))} v{render.plain(record.get('version'))}: parts scored "
-             f"{render.plain(', '.join(record.get('parts') or []) or 'none')}"]
-    if record.get("missing"):
-        lines.append(f"- **parts missing**: {render.plain(', '.join(record['missing']))} (not in the submission: "
+    lines = [f"- suite {render.plain(record.repo)} v{render.plain(record.version)}: parts scored "
+             f"{render.plain(', '.join(record.parts) or 'none')}"]
+    if record.missing:
+        lines.append(f"- **parts missing**: {render.plain(', '.join(record.missing))} (not in the submission: "
                      "their tracks have no value)")
     return lines

@@ -40,14 +40,15 @@ import threading
 import time
 import traceback
 import uuid
+from dataclasses import replace
 
 from benchmark import harness, suite_scoring, tracks
 from benchmark.atomic import leftovers
 from benchmark.datasets.prompts import DatasetUnavailable
 from benchmark.encoders.base import Backbone
-from benchmark.encoders.spec import BackboneSpec
 from benchmark.errors import CultureLensError
 from benchmark.metrics.base import Metric
+from benchmark.scoring_options import ScoringOptions
 from leaderboard.queue import Job, Queue, QueueDamaged
 from leaderboard.remote import Remote
 from leaderboard.store import Store
@@ -63,25 +64,24 @@ class LeaseLost(RuntimeError):
 
 
 class Worker:
-    def __init__(self, store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric],
-                 unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, batch_size: int = 32,
-                 num_workers: int | None = None, device: str | None = None, id: str | None = None,
-                 settings: dict | None = None, remote: Remote | None = None):
-        """``settings``: how ``metrics`` were built (``benchmark.reproduce.settings_record``), recorded in every
-        result's run.json so that ``culturelens reproduce`` can redo the scoring. ``remote``: the repos of a
-        worker that shares no disk with the app; its ``store`` must be built with its results repo
-        (``Store(..., results_repo=remote.results)``), so that results there count, for this worker and for the
-        queue's takeover rule."""
+    def __init__(self, store: Store, options: ScoringOptions, metrics: list[Metric],
+                 unavailable: dict[str, str] | None = None, *, lease_seconds: float = 60, id: str | None = None,
+                 remote: Remote | None = None):
+        """``options``: how every submission is scored (backbones, device, batch size, DataLoader workers) and
+        how ``metrics`` were built (``ScoringOptions.record``, in every result's run.json so that
+        ``culturelens reproduce`` can redo the scoring). ``unavailable``: metrics that could not be built, with the
+        reason. ``remote``: the repos of a worker that shares no disk with the app; its ``store`` must be built with
+        its results repo (``Store(..., results_repo=remote.results)``), so that results there count, for this worker
+        and for the queue's takeover rule."""
         if remote is not None and store.results_folders.repo is not remote.results:
             raise ValueError("a worker on another machine needs a store built with its results repo: "
                              "Store(..., results_repo=remote.results)")
-        self.store, self.registry, self.metrics = store, registry, metrics
+        self.store, self.options, self.metrics = store, options, metrics
         self.remote = remote
-        self.settings = settings
         self.disabled: dict[str, str] = dict(unavailable or {})
         self.tracks_of = {m.info.name: m.info.track for m in metrics}  # kept: loading drops a disabled metric
         self.id = id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.lease_seconds, self.batch_size, self.num_workers, self.device = lease_seconds, batch_size, num_workers, device
+        self.lease_seconds = lease_seconds
         self.backbones: dict[str, Backbone] = {}
 
     @property
@@ -118,7 +118,8 @@ class Worker:
         Returns whether any metric can run."""
         needed = sorted({n.backbone for m in self.metrics for n in m.info.needs})
         with keep_alive(self.store.queue, self.id, "loading", f"loading {', '.join(needed)}"):
-            self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, self.registry, self.device)
+            self.backbones, self.metrics, disabled = harness.load_backbones(self.metrics, dict(self.options.registry),
+                                                                            self.options.device)
         self.disabled.update(disabled)
         self.store.queue.set_worker_tracks(self.id, self.track_states())
         if not self.metrics:
@@ -177,15 +178,14 @@ class Worker:
                 self.remote.fetch(self.store, job.id, heartbeat.check)
             scores = suite_scoring.score(self.store.submissions / job.id, self.metrics, self.backbones,
                                          self.store.cache, submission_id=job.id, datasets_root=self.store.datasets,
-                                         suite=self.store.suite, local_only=True, batch_size=self.batch_size,
-                                         num_workers=self.num_workers, progress=heartbeat.report,
-                                         disabled=self.disabled, settings=self.settings)
+                                         suite=self.store.suite, local_only=True, options=self.options,
+                                         progress=heartbeat.report, disabled=self.disabled)
             heartbeat.check()
             log.info("scored %s (attempt %d)", job.id, job.attempts)  # what a soak counts: never twice per job
             if results.answered(job.id):  # a worker that took over before us finished first
                 queue.finish(job.id, self.id, "scored (results written by another worker)")
                 return
-            scores.run.update(request=request, lease=job.lease)
+            scores = replace(scores, run=scores.run.answering(request, job.lease))
             self._remove_superseded_results(job.id)
             try:
                 results.write(job.id, scores)
@@ -210,11 +210,11 @@ class Worker:
         finally:
             heartbeat.stop()
         run = scores.run
-        missing = (run.get("suite") or {}).get("missing")
+        missing = run.suite.missing if run.suite is not None else []
         parts = f"; parts missing: {', '.join(missing)}" if missing else ""
-        skipped = f"; not scored: {', '.join(sorted(run['skipped']))}" if run["skipped"] else ""
-        queue.finish(job.id, self.id, f"scored {run['images']} images ({run['embeddings_computed']} embeddings "
-                                      f"computed, {run['embeddings_cached']} from the cache){parts}{skipped}")
+        skipped = f"; not scored: {', '.join(sorted(run.skipped))}" if run.skipped else ""
+        queue.finish(job.id, self.id, f"scored {run.images} images ({run.embeddings_computed} embeddings "
+                                      f"computed, {run.embeddings_cached} from the cache){parts}{skipped}")
         if self.remote is not None:
             self.remote.forget(self.store, job.id)
 
@@ -322,10 +322,11 @@ def stop_when_parent_dies() -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
-def main(store: Store, registry: dict[str, BackboneSpec], metrics: list[Metric], unavailable: dict[str, str], *,
-         once: bool, **options) -> int:
-    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when no metric can run."""
-    worker = Worker(store, registry, metrics, unavailable, **options)
+def main(store: Store, options: ScoringOptions, metrics: list[Metric], unavailable: dict[str, str], *,
+         once: bool, **keywords) -> int:
+    """Entry point of ``culturelens worker``: 0 when stopped cleanly, 2 when no metric can run. ``keywords``: the
+    ``Worker``'s (lease_seconds, id, remote)."""
+    worker = Worker(store, options, metrics, unavailable, **keywords)
     if not worker.load():
         return 2
     stop = threading.Event()

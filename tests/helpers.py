@@ -130,6 +130,7 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
     value -0.01 and +0.01 in turn, the same for every model: the mean is the value, and the order on every prompt is
     the order of the values). Returns the submission ids (sub-<model>), oldest first."""
     from benchmark import results
+    from benchmark.run_record import RunRecord
     from benchmark import tracks as track_registry
 
     ids = []
@@ -138,14 +139,17 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
         rows = []
         for track, value in values.items():
             part = store.suite.part_of_track(track)
+            judge = track_registry.get(track).protocol.judge  # a judged track's suite rows name its judge
+            version = f"1 (judge {judge}@r1)" if judge else "1"
             protocol = results.protocol_columns({
                 "dataset": str(part.dataset), "dataset_revision": part.dataset.digest,
-                "images_per_prompt": part.images_per_prompt, "metric_version": "1", "backbones": []})
+                "images_per_prompt": part.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,
+                "metric_version": version, "backbones": []})
             headline = track_registry.get(track).headline
             per_prompt = [value + (0.01 if i % 2 else -0.01) for i in range(prompts)]
             common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",
                       "model_type": "open", "track": track, "metric": headline, "metric_label": headline,
-                      "metric_version": "1", "higher_is_better": True, "harness_version": "0.1.0",
+                      "metric_version": version, "higher_is_better": True, "harness_version": "0.1.0",
                       "dataset": str(part.dataset), "seeds": ",".join(map(str, part.seeds)),
                       "scored_at": f"2026-03-0{rank + 1}T00:00:00+00:00", **protocol}
             mean = sum(per_prompt) / prompts
@@ -153,6 +157,6 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
                          "ci_high": mean + 0.01, "n": prompts, "excluded": 0})
             rows += [{**common, "slice": "prompt", "slice_value": f"{track}-{i}", "value": v, "n": 1}
                      for i, v in enumerate(per_prompt)]
-        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
         ids.append(sid)
     return ids

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
+from benchmark.stats import mean_ci
 from leaderboard import exports
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
@@ -23,7 +26,7 @@ CUBE = "culturelens/cube-1k:cube_1k:test"
 PROTOCOL = results.protocol_columns({"dataset": CUBE, "images_per_prompt": 2, "metric_version": "1",
                                      "backbones": ["clip-vit-b-32=openai/clip@r1"]})
 # model: (submission id, model id, per-prompt CLIPScores of Brazil's prompts b1-b7 and Nigeria's n1-n3: ten in
-# all, as the overall rank and win-rate intervals need tables.MIN_SHARED_PROMPTS)
+# all, as the overall rank and win-rate intervals need ranking.MIN_PROMPTS)
 BRAZIL = ["b1", "b2", "b3", "b4", "b5", "b6", "b7"]
 MODELS = {
     "Alpha": ("sub-alpha", "org/alpha", {"b1": 0.875, "b2": 0.75, "b3": 0.875, "b4": 0.75, "b5": 0.875, "b6": 0.75,
@@ -38,7 +41,8 @@ SLICES = {("overall", "all"): [*BRAZIL, "n1", "n2", "n3"], ("country", "Brazil")
 
 
 def _rows(model: str) -> list[dict]:
-    """One submission's clip_score rows: per slice a mean with a made-up but distinct CI, and per prompt."""
+    """One submission's clip_score rows: per slice a mean with its CI (``mean_ci`` of its prompts' values, as the
+    harness writes it, which the ranking gives too: every model answered every prompt), and per prompt."""
     sid, model_id, values = MODELS[model]
     common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": model_id,
               "model_type": "open", "parameters_billions": 2.5, "track": "awareness", "metric": "clip_score",
@@ -48,8 +52,9 @@ def _rows(model: str) -> list[dict]:
     rows = []
     for (name, value), prompts in SLICES.items():
         mean = sum(values[p] for p in prompts) / len(prompts)
-        rows.append({**common, "slice": name, "slice_value": value, "value": mean, "ci_low": mean - 0.0625,
-                     "ci_high": mean + 0.03125, "n": len(prompts), "excluded": 0})
+        low, high = mean_ci(np.array([values[p] for p in sorted(prompts)]))
+        rows.append({**common, "slice": name, "slice_value": value, "value": mean, "ci_low": low, "ci_high": high,
+                     "n": len(prompts), "excluded": 0})
     rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": 2} for p, v in values.items()]
     return rows
 
@@ -59,7 +64,7 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("data-api")
     store = Store(root / "store")
     for model, (sid, _, _) in MODELS.items():
-        results.write_folder(store.results / sid, [], _rows(model), [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], _rows(model), [], RunRecord(submission_id=sid))
     store.seed_reported()
     store.queue.add(id="job-failed", content_hash="sha256:2", owner="ada", model="Failed_model", model_id=None,
                     model_revision=None, dataset=CUBE)
@@ -104,7 +109,8 @@ def test_the_track_download_is_typed_rows_with_ids_and_the_ranks_of_the_table_sh
         merged = expected.merge(got, on=["model", "slice", "slice_value"], suffixes=("", "_got"), validate="1:1")
         assert len(merged) == len(expected) == len(scored) == 9
         for column in ("value", "ci_low", "ci_high", "n"):
-            assert (merged[column] == merged[f"{column}_got"]).all(), column  # exact: no rounding
+            got = merged[f"{column}_got"]
+            assert ((merged[column] == got) | (merged[column].isna() & got.isna())).all(), column  # no rounding
         # The papers' awareness rows (CUBE Tables 3 and 4) are there too, marked as such; no display string.
         assert set(frame["provenance"]) == {"scored", "reported"}
         assert set(frame["metric"]) >= {"clip_score", "human_relevance_yes_pct", "human_faithfulness"}
@@ -166,7 +172,7 @@ def test_leaderboard_api_takes_ids_and_returns_records(served):
     assert [(r["model"], r["value"], r["n"], r["rank"]) for r in records] == [
         ("Alpha", pytest.approx(2.375 / 3), 3, 1), ("Beta", pytest.approx(1.75 / 3), 3, 2),
         (FORMULA, pytest.approx(0.625 / 3), 3, 3)]
-    assert records[0]["ci_low"] == pytest.approx(2.375 / 3 - 0.0625) and records[0]["provenance"] == "scored"
+    assert records[0]["ci_low"] is None and records[0]["provenance"] == "scored"  # 3 prompts: too few for a CI
     assert records[0]["slice"] == "country" and records[0]["slice_value"] == "Nigeria"
     overall = client.predict("awareness", "clip_score", api_name="/leaderboard")
     assert [r["model"] for r in overall] == ["Alpha", "Beta", FORMULA] and overall[0]["scored_at"] == \

@@ -71,9 +71,9 @@ def _symbols(text: str) -> list[str]:
 
 def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folder(tmp_path, tiny_upstream):
     from benchmark.datasets import cube_1k
+    from leaderboard.store import Store
     from leaderboard.ui.about import about_markdown
     from leaderboard.ui.datasets import DatasetBrowser
-    from leaderboard.store import Store
     from tests.helpers import serving_tiny_cube
 
     store = Store(tmp_path / "store")
@@ -89,15 +89,15 @@ def test_the_datasets_snippet_and_about_page_name_the_store_not_the_server_folde
 
 
 def test_markers_are_words_that_render_without_an_emoji_font(tmp_path):
-    from leaderboard import render, tables
+    from leaderboard import display, render, tables
     from leaderboard.catalog import Catalog
     from leaderboard.store import Store
 
     store = Store(tmp_path / "store")
     store.seed_reported()
     cat = Catalog(store)
-    ranked = tables.display(tables.ranked(cat, "iconicity", "cra_reference", "kind", "still")[0])
-    overall = tables.display_win_rates(tables.overall(cat)[0])
+    ranked = display.display(tables.ranked(cat, "iconicity", "cra_reference", "kind", "still")[0])
+    overall = display.display_win_rates(tables.overall(cat)[0])
     heatmap = tables.heatmap(cat, "iconicity", "crt_from_means", "kind")
     assert set(ranked["Provenance"]) == {"paper"}
     assert overall.empty  # no paper reports a track's headline on the overall slice (CulturalFrames: human_alignment)
@@ -144,6 +144,7 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
     under two W1KP calibrations: the CRT scatter and the W1KP curves each show the headline protocol's model only."""
     from benchmark import results, tracks
     from benchmark.metrics.crt_protocol import VARIANTS
+    from benchmark.run_record import RunRecord
     from leaderboard import protocol_names, tables
     from leaderboard.store import Store
     from leaderboard.ui.site import Site
@@ -156,14 +157,14 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
         fields = {**crt, "images_per_prompt": images}
         rows = _rows(sid, model, "iconicity", {"cra_reference": 0.5, "vr": 0.25}, fields)
         rows += _rows(sid, model, "iconicity", {"crt_from_means": 0.375}, fields, ("kind", "still"))
-        results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+        results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
     for sid, model, sha in (("w1", "Calibrated", "ab"), ("w2", "Other calibration", "cd")):
         fields = {"dataset": "x", "images_per_prompt": 10, "backbones": ["dreamsim=d@r"],
                   "metric_version": f"1 (paper; calibration sha256 {sha} for dreamsim)"}
         curve = [{"submission_id": sid, "model": model, "metric": "w1kp", "prompt_id": None, "x": k, "value": 0.5,
                   "n": 20} for k in range(2, 6)]
         results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,
-                             {"submission_id": sid})
+                             RunRecord(submission_id=sid))
     views = SlicesTab(Site(store, "local"))
     bars, profile, scatter, curves, note = views.charts(tables.Filters())
     assert set(scatter["model"]) == {"Ten"}
@@ -181,15 +182,16 @@ def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tm
     import pandas as pd
 
     from benchmark.layout import META_EVAL
-    from leaderboard import tables
-    from leaderboard.ui.about import about_markdown
-    from leaderboard.ui.metrics import METRICS_INTRO
     from leaderboard.store import Store
+    from leaderboard.ui.about import about_markdown
+    from leaderboard.ui.metrics import METRICS_INTRO, agreement_table
 
     store = Store(tmp_path / "store")
     about = " ".join(about_markdown(store).split())  # as read: line breaks are spaces
-    for words in ("Every number of a ranked row comes from one set of prompts", "fewer than 90%",
-                  "fewer than 10 shared prompts there is a rank but no range", "contain one same rank",
+    for words in ("Every number of a ranked row comes from one set of prompts: the protocol's",
+                  "A prompt a model did not answer, refused or missing, counts in the ranking as the metric's worst "
+                  "value", "never raises its rank", "refusal rate", "is listed below the ranking, not ranked",
+                  "fewer than 10 prompts there is a rank but no range", "contain one same rank",
                   "make two groups, not one chain", "never ranked", "\"> k\"", "Variability (W1KP) is not part of it",
                   "Holm's method over all those tests at once"):
         assert words in about, words
@@ -199,7 +201,7 @@ def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tm
     pd.DataFrame({"metric": ["mine", "weak"], "criterion": "alignment", "country": "all", "spearman": [0.9, 0.1],
                   "ci_low": [0.8, 0.0], "ci_high": [0.95, 0.2], "n": 100, "ceiling": 0.4, "rank": [1, 2]}).to_parquet(
         store.root / META_EVAL / "mine.parquet")
-    table = tables.agreement_table(store.meta_evaluation())
+    table = agreement_table(store.meta_evaluation())
     alignment = table[table["criterion"] == "alignment"]
     assert list(alignment["provenance"])[:2] == ["scored", "scored"] and set(alignment["provenance"][2:]) == {"reported"}
     assert alignment["measures"].iloc[0].startswith("Spearman with the mean of the other raters")

@@ -130,5 +130,5 @@ def test_recognition_through_the_harness_with_a_tiny_clip(tmp_path, tiny_upstrea
     assert len(cache) == 12 + len(candidates) + countries  # 12 images + label texts
     again = harness.score(staged, report.manifest, prompts, images, metrics, backbones, cache,
                           submission_id="s1")
-    assert again.run["embeddings_computed"] == 0 and len(cache) == 12 + len(candidates) + countries
+    assert again.run.embeddings_computed == 0 and len(cache) == 12 + len(candidates) + countries
     pd.testing.assert_frame_equal(again.per_image[["metric", "value"]], rows[["metric", "value"]])

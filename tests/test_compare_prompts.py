@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
 from leaderboard import search
 from leaderboard.store import Store
@@ -37,7 +38,7 @@ def compared(tmp_path_factory, tiny_upstream):
                  for pid, row in prompts.iterrows() for seed in (0, 1)]
     aggregate = [{**common, "provenance": "scored", "metric_label": LABEL, "slice": "overall", "slice_value": "all",
                   "value": 0.375, "n": len(prompts)}]
-    results.write_folder(store.results / sid, per_image, aggregate, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, per_image, aggregate, [], RunRecord(submission_id=sid))
     return CompareTab(Site(store, "tester")), sid, prompts
 
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from culturelens.testing.soak import Soak, build_store
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
@@ -119,7 +120,8 @@ def _rows(submission_id: str) -> tuple[list[dict], list[dict], list[dict]]:
 def _write_many(root: str, count: int) -> None:
     for i in range(count):
         per_image, aggregates, curves = _rows(f"sub-{i:03d}")
-        results.write_folder(Path(root) / f"sub-{i:03d}", per_image, aggregates, curves, {"submission_id": i})
+        results.write_folder(Path(root) / f"sub-{i:03d}", per_image, aggregates, curves,
+                             RunRecord(submission_id=f"sub-{i:03d}"))
 
 
 @pytest.mark.slow
@@ -143,7 +145,7 @@ def _killed_write(results_dir: Path, submission_id: str) -> Path:
     ``.<id>.<random>`` folder next to the results (made here by writing elsewhere and moving it there)."""
     elsewhere = results_dir.parent / "elsewhere"
     per_image, aggregates, curves = _rows(submission_id)
-    results.write_folder(elsewhere / submission_id, per_image, aggregates, curves, {})
+    results.write_folder(elsewhere / submission_id, per_image, aggregates, curves, RunRecord())
     leftover = results_dir / f".{submission_id}.k1ll3d"
     os.rename(elsewhere / submission_id, leftover)
     shutil.rmtree(elsewhere)
@@ -153,7 +155,7 @@ def _killed_write(results_dir: Path, submission_id: str) -> Path:
 def test_a_killed_writers_leftover_is_invisible_to_the_app(tmp_path):
     store = Store(tmp_path / "store")
     per_image, aggregates, curves = _rows("sub-real")
-    results.write_folder(store.results / "sub-real", per_image, aggregates, curves, {})
+    results.write_folder(store.results / "sub-real", per_image, aggregates, curves, RunRecord())
     _killed_write(store.results, "sub-ghost")
     catalog = Catalog(store)
     shown = catalog.query("SELECT DISTINCT submission_id FROM aggregates WHERE provenance = 'scored'")

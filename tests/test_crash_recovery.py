@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts, load_prompts_for
@@ -82,7 +83,7 @@ def scoring(tmp_path_factory, tiny_dataset_root, tiny_clip):
 
     def score(cache):
         return harness.score(staged, report.manifest, report.prompts, images, [ClipCosine()], backbones, cache,
-                             submission_id="damaged", batch_size=4)
+                             submission_id="damaged", options=ScoringOptions(batch_size=4))
     return score
 
 
@@ -101,17 +102,17 @@ DAMAGES = {  # SQL applied to one entry each: torn, overwritten, re-typed, re-sh
 def test_damaged_cache_entries_are_detected_and_recomputed(scoring, tmp_path):
     cache = EmbeddingCache(tmp_path / "cache.sqlite")
     cold = scoring(cache)
-    assert cold.run["embeddings_computed"] == TOTAL
+    assert cold.run.embeddings_computed == TOTAL
     with sqlite3.connect(cache.path) as db:
         keys = [k for (k,) in db.execute("SELECT key FROM embeddings ORDER BY key LIMIT ?", (len(DAMAGES),))]
         for sql, key in zip(DAMAGES.values(), keys):
             db.execute(sql, (key,))
     again = scoring(cache)
-    assert again.run["embeddings_cached"] == TOTAL - len(DAMAGES)
-    assert again.run["embeddings_computed"] == len(DAMAGES)
+    assert again.run.embeddings_cached == TOTAL - len(DAMAGES)
+    assert again.run.embeddings_computed == len(DAMAGES)
     # recomputed in other batches than the first time: equal up to float32 rounding
     np.testing.assert_allclose(again.per_image["value"].to_numpy(), cold.per_image["value"].to_numpy(), atol=1e-6)
-    assert scoring(cache).run["embeddings_cached"] == TOTAL and len(cache) == TOTAL
+    assert scoring(cache).run.embeddings_cached == TOTAL and len(cache) == TOTAL
 
 
 @pytest.mark.parametrize("damage", ["truncated to half", "header overwritten"])
@@ -127,8 +128,8 @@ def test_a_damaged_cache_file_is_moved_aside_and_rebuilt(scoring, tmp_path, dama
         else:
             file.write(b"\xde\xad" * 50)
     again = scoring(cache)
-    assert (again.run["embeddings_cached"], again.run["embeddings_computed"]) == (0, TOTAL)
+    assert (again.run.embeddings_cached, again.run.embeddings_computed) == (0, TOTAL)
     assert np.array_equal(again.per_image["value"].to_numpy(), cold.per_image["value"].to_numpy())
     assert [p.name.split("-")[0] for p in tmp_path.glob("cache.sqlite.corrupt-*") if "-wal" not in p.name
             and "-shm" not in p.name] == ["cache.sqlite.corrupt"]
-    assert scoring(EmbeddingCache(cache.path)).run["embeddings_cached"] == TOTAL
+    assert scoring(EmbeddingCache(cache.path)).run.embeddings_cached == TOTAL

@@ -373,12 +373,12 @@ def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, t
     index_id = f"index of 12 artifacts by {CLIP} (fixed-vectors), 'a photo of {{artifact}}'"
     assert index.id == index_id
     assert {m.info.version for m in built} == {f"1 (N = 8, 50 random draws, seed 0; tagger {tagger.id} over {index_id}; "
-                                               "tagging accuracy not measured)"}
+                                               "tagging accuracy not measured); images tensor-1"}
     counts = ", ".join(f"{a} {n}" for a, n in Counter(expected).most_common()[:5])
     assert f"artifact tags by {tagger.id}: {counts}" in results["vendi_artifact"]["note"]
     # The index's own tags on the same inputs are memoised apart, and its version names the index.
     assert {m.info.version for m in metrics(index)} == {f"1 (N = 8, 50 random draws, seed 0; tagger {index_id}; "
-                                                        "tagging accuracy not measured)"}
+                                                        "tagging accuracy not measured); images tensor-1"}
     NormalisedVendi(index, "artifact").per_prompt(inputs)
     assert sum(key[0] == "diversity-tags" for key in inputs.memo) == 2
 
@@ -428,6 +428,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
     """The real path: a CUBE-layout dataset with a concept column, a submission of 8 seeds per prompt, the
     tiny CLIP as both the tagging and the quality backbone; every prompt's value checked by hand."""
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
 
     report, staged, images = staged_submission(tiny_upstream, tmp_path)
     prompts = report.prompts
@@ -435,7 +436,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
     quality = load_backbone(HPS, {HPS: tiny_clip}, device="cpu")
     index = ArtifactIndex.from_backbone(CSPACE, clip, progress=False)
     scores = harness.score(staged, report.manifest, report.prompts, images, metrics(index),
-                           {CLIP: clip, HPS: quality}, submission_id="t", batch_size=16)
+                           {CLIP: clip, HPS: quality}, submission_id="t", options=ScoringOptions(batch_size=16))
     rows = scores.per_image.set_index(["metric", "prompt_id"])
     assert len(rows) == 10 * len(prompts) and rows["seed"].isna().all()
 
@@ -457,8 +458,8 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
     assert {a["metric"] for a in scores.aggregates} == {m.info.name for m in metrics(index)}
     # The results record the tagger: the index's size, backbone id and weights key, and template.
     version = f"1 (N = 8, 50 random draws, seed 0; tagger index of {len(CSPACE)} artifacts by {CLIP} ({clip.key}), " \
-        "'a photo of {artifact}'; tagging accuracy not measured)"
-    assert set(scores.run["metrics"].values()) == {version}  # run.json
+        "'a photo of {artifact}'; tagging accuracy not measured); images tensor-1"
+    assert set(scores.run.metrics.values()) == {version}  # run.json
     assert {a["metric_version"] for a in scores.aggregates} == {version}
 
 
@@ -468,6 +469,7 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_llava
     VLM's choice among the index's top 5, the same as an independent ``VLMTagger.tag`` call on the images, and
     the results name the tagger."""
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.tracks import build, metric_settings, select
 
     report, staged, images = staged_submission(tiny_upstream, tmp_path)
@@ -477,13 +479,13 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_llava
     built, unavailable = build(metric_settings(artifact_index=str(folder), diversity_tagger=str(tiny_llava)))
     chosen, _ = select(built, unavailable, ["diversity"])
     scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
-                           submission_id="t", batch_size=16)
+                           submission_id="t", options=ScoringOptions(batch_size=16))
     rows = scores.per_image.set_index(["metric", "prompt_id"])
 
     tagger = VLMTagger.from_pretrained(ArtifactIndex.load(folder), str(tiny_llava), device="cpu")
     version = f"1 (N = 8, seed batches; tagger {tiny_llava}@local, top 5 over index of {len(CSPACE)} artifacts by " \
-        f"{CLIP} ({clip.key}), 'a photo of {{artifact}}'; tagging accuracy not measured)"
-    assert set(scores.run["metrics"].values()) == {version}
+        f"{CLIP} ({clip.key}), 'a photo of {{artifact}}'; tagging accuracy not measured); images tensor-1"
+    assert set(scores.run.metrics.values()) == {version}
     assert {a["metric_version"] for a in scores.aggregates} == {version}
     table, chose_other = report.prompts.table, False
     for prompt_id in table.index:
@@ -514,7 +516,7 @@ def test_a_vlm_tagger_that_cannot_load_makes_the_diversity_track_unavailable(ind
     built, _ = build(metric_settings(artifact_index=folder))  # the default: the index tags, and is named
     tracked = [m for m in built if m.info.track == "diversity"]
     version = f"1 (N = 8, seed batches; tagger index of 12 artifacts by {CLIP} (fixed-vectors), " \
-        "'a photo of {artifact}'; tagging accuracy not measured)"
+        "'a photo of {artifact}'; tagging accuracy not measured); images tensor-1"
     assert len(tracked) == 10 and all(isinstance(m.tagger, ArtifactIndex) and m.info.version == version
                                       for m in tracked)
     # Scoring other tracks never loads the tagger (nor its index): no diversity metric, no reason to give.

@@ -116,23 +116,88 @@ def test_backbones_file_overrides_and_validates(tmp_path, tiny_clip):
         load_registry(path)
 
 
-@pytest.mark.parametrize("backbone_id", ["clip-vit-b-32", "dinov2-base"])
-def test_inputs_staged_in_workers_and_finished_on_the_device_are_the_transforms_own(backbone_id, tiny_clip,
-                                                                                     tiny_dino):
-    """What the harness's workers stage (uint8) and the device finishes equals the backbone's transform applied to
-    each image or grid tile, bit for bit (a non-square image, so resize and crop both act)."""
-    from benchmark.encoders.base import stage
-    from benchmark.encoders.hf_vision import ProcessorPreparation
-    from benchmark.encoders.open_clip import ComposePreparation
+# --- images prepared on the device (the CPU only decodes) -----------------------------------------------------
+DEVICE_TOLERANCE = 5e-3  # largest |embedding difference| (L2, unit vectors) of device-prepared inputs, real size
 
-    backbone = load_backbone(backbone_id, {"clip-vit-b-32": tiny_clip, "dinov2-base": tiny_dino}, device="cpu")
-    preparation = backbone.preparation
-    assert isinstance(preparation, (ComposePreparation, ProcessorPreparation))  # not the float fallback
-    image = Image.fromarray(np.random.default_rng(3).integers(0, 256, (70, 90, 3), dtype=np.uint8))
+
+def test_device_transforms_dino_on_the_cpu_are_the_processors_own_bit_for_bit(tiny_dino):
+    """DINOv2's processor runs the same torchvision operations on a tensor as on a PIL image: prepared from the
+    decoded pixels, a batch at a time, the inputs (image and 4x4 grid tiles) equal the processor's on each PIL
+    image or tile, bit for bit (a non-square image, so resize and crop both act)."""
+    from benchmark.encoders.base import pixels_of, prepare
+    from benchmark.encoders.hf_vision import ProcessorPreparation
+
+    backbone = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
+    assert isinstance(backbone.preparation, ProcessorPreparation)  # not the PIL fallback
+    images = [Image.fromarray(np.random.default_rng(s).integers(0, 256, (70, 90, 3), dtype=np.uint8))
+              for s in range(3)]
+    pixels = torch.stack([pixels_of(image) for image in images])
     for kind in ("image", "grid"):
-        staged = stage(preparation, image, kind)
-        assert staged.dtype == torch.uint8
-        assert torch.equal(preparation.finish(staged), backbone.prepare(image, kind)), kind
+        prepared = backbone.preparation.prepare(pixels, kind)
+        assert torch.equal(prepared, torch.stack([prepare(backbone.transform, image, kind) for image in images]))
+
+
+def test_device_transforms_clip_runs_open_clips_steps_on_tensors_within_a_few_levels(tiny_clip):
+    """open_clip's resize, crop, ToTensor and Normalize run on the uint8 pixels as torchvision runs them on
+    tensors. PIL resizes in fixed point, rounding to whole levels between its two passes, so a pixel may land a
+    few levels away (measured: at most 4 of 255 at 1024 px -> 224 px): the inputs have their own cache key, and
+    the metrics reading them their own version."""
+    from benchmark.encoders.base import ComposePreparation, pixels_of, prepare
+    from benchmark.metrics.alignment import ClipScore
+
+    backbone = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")
+    assert isinstance(backbone.preparation, ComposePreparation)
+    rng = np.random.default_rng(4)
+    image = Image.fromarray(rng.integers(0, 256, (96, 72, 3), dtype=np.uint8)).resize((700, 900), Image.BICUBIC)
+    prepared = backbone.preparation.prepare(pixels_of(image).unsqueeze(0), "image")[0]
+    reference = prepare(backbone.transform, image, "image")
+    levels = (prepared - reference).abs() * backbone.preparation.std * 255
+    assert levels.max() <= 6 and levels.mean() < 0.5
+    assert backbone.image_key == backbone.key + "/tensor-1"  # image embeddings: their own cache key
+    assert ClipScore().info.version == "1; images tensor-1"
+
+
+@pytest.mark.slow
+def test_device_transforms_bound_the_embedding_difference_on_real_size_backbones(tmp_path):
+    """open_clip ViT-B-32 and ViT-L-14 and DINOv2-base at their real sizes (random weights), on a 1,024 px
+    image: the embedding of the device-prepared inputs is within ``DEVICE_TOLERANCE`` (L2) of the PIL-prepared
+    one's, so every cosine a metric reads (CLIPScore, CRA's similarities, VR's patch similarities) moves by at
+    most that much; DINOv2's inputs are the processor's own bit for bit on the CPU."""
+    from benchmark.encoders.base import prepare
+    from culturelens.testing.tiny_models import real_size_backbones
+
+    registry = real_size_backbones(tmp_path)
+    rng = np.random.default_rng(5)
+    image = Image.fromarray(rng.integers(0, 256, (128, 128, 3), dtype=np.uint8)).resize((1024, 1024), Image.BICUBIC)
+    for backbone_id in ("clip-vit-b-32", "clip-vit-l-14", "dinov2-base"):
+        backbone = load_backbone(backbone_id, registry, device="cpu")
+        reference = prepare(backbone.transform, image, "image").unsqueeze(0)
+        prepared = backbone.prepare(image, "image").unsqueeze(0)
+        difference = np.linalg.norm(backbone.embed(prepared) - backbone.embed(reference))
+        assert difference <= DEVICE_TOLERANCE, backbone_id
+        if backbone_id == "dinov2-base":
+            assert torch.equal(prepared, reference)
+            assert torch.equal(backbone.prepare(image, "grid"), prepare(backbone.transform, image, "grid"))
+        else:
+            assert difference > 0  # not the same inputs: hence the new key and version
+
+
+def test_device_transforms_a_transform_they_cannot_run_falls_back_to_pil_and_keeps_its_key(tiny_clip):
+    """A Compose with a step that has no tensor form (here a PIL filter) is prepared through the transform itself,
+    image by image: the inputs are the transform's own, and the cache key stays the PIL one."""
+    from PIL import ImageFilter
+    from torchvision import transforms
+
+    from benchmark.encoders.base import Preparation, pixels_of, prepare
+
+    backbone = load_backbone("clip-vit-b-32", {"clip-vit-b-32": tiny_clip}, device="cpu")
+    blurred = transforms.Compose([transforms.Lambda(lambda i: i.filter(ImageFilter.BLUR)),
+                                  *backbone.preprocess.transforms])
+    backbone.preprocess, backbone._preparation = blurred, None
+    assert type(backbone.preparation) is Preparation and backbone.image_key == backbone.key
+    image = _image(64)
+    prepared = backbone.preparation.prepare(pixels_of(image).unsqueeze(0), "image")[0]
+    assert torch.equal(prepared, prepare(blurred, image, "image"))
 
 
 def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
@@ -152,7 +217,12 @@ def test_grid_cuts_rounded_and_at_w_floor_4_with_the_remainder_last():
 def test_a_backbone_with_the_floor_cut_prepares_its_grid_and_the_harness_decoder_too(tiny_dino, tmp_path):
     from dataclasses import replace
 
-    from benchmark.features.embeddings import FileSource, _Decode
+    from benchmark.features.embeddings import (
+        DecodedBatch,
+        FileSource,
+        _Decode,
+        prepared_batch,
+    )
     from benchmark.metrics.base import Need
 
     backbone = load_backbone("d", {"d": replace(tiny_dino, grid_cut="floor")}, device="cpu")
@@ -161,9 +231,9 @@ def test_a_backbone_with_the_floor_cut_prepares_its_grid_and_the_harness_decoder
     assert torch.equal(backbone.prepare(image, "grid"), expected)
     image.save(tmp_path / "0.png")
     need = Need("d", "grid", 4)
-    _, prepared = _Decode(FileSource(tmp_path, ["0.png"]), [(0, (need,))], {"d": backbone.transform},
-                          {"d": backbone.grid_cut})[0]
-    assert torch.equal(prepared[need], expected)
+    row, needs, pixels = _Decode(FileSource(tmp_path, ["0.png"]), [(0, (need,))])[0]
+    [(_, rows, prepared)] = prepared_batch(DecodedBatch([([row], [needs], pixels.unsqueeze(0))]), {"d": backbone})
+    assert rows == [0] and torch.equal(prepared[0], expected)
     rounded = load_backbone("d", {"d": tiny_dino}, device="cpu")
     assert not torch.equal(rounded.prepare(image, "grid"), expected) and rounded.key != backbone.key
 

@@ -16,9 +16,11 @@ import pytest
 from PIL import Image
 from scipy import stats
 
+from benchmark.judges.constrained import restricted_softmax
 from benchmark.judges.prompts import expectation_prompt, viescore_prompt
 from benchmark.metrics.base import Inputs
 from benchmark.metrics.expectations import expectations_met, expected_score, likeliest_answer
+from benchmark.run_record import RunRecord
 from culturelens.testing.tiny_qwen import model_next_logits, random_image, token_id
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -94,6 +96,35 @@ def test_the_judges_probabilities_are_the_models_own_0_to_10_distribution(judge)
     assert not np.allclose(produced[0], produced[1])  # the two kinds are two questions
 
 
+def test_judge_prefix_expectations_both_kinds_and_10_from_two_passes_per_image(judge):
+    """Three images, each rated for both kinds: the judge runs each image's shared tokens (the image and Fig. 24's
+    opening) once and both kinds' tails in one more pass, whose last two positions give the first digit and the
+    split of "1" into "1]" and "10]" (before: four whole-prompt passes per image). Every probability equals the
+    model's own over the whole prompt within 1e-5 (float32, CPU)."""
+    from benchmark.judges.expectations import ExpectationRequest
+
+    vlm = judge.vlm
+    digits = [token_id(vlm, str(k)) for k in range(10)]
+    close, zero = token_id(vlm, "]"), token_id(vlm, "0")
+    images = [random_image(20 + n, size=56 + 28 * n) for n in range(3)]
+    requests = [ExpectationRequest(f"A family greeting elders at the door, home {n}", kind)
+                for n in range(3) for kind in ("explicit", "implicit")]
+    paired = [image for image in images for _ in range(2)]
+    passes = []
+    handle = vlm.model.register_forward_hook(lambda *_: passes.append(1))
+    try:
+        produced = judge.produce_batch(paired, requests)
+    finally:
+        handle.remove()
+    assert len(passes) == 2 * len(images)
+    for image, request, p in zip(paired, requests, produced):
+        chat = judge.prompt(request)
+        first = restricted_softmax(model_next_logits(vlm, image, chat), digits)
+        after_one = restricted_softmax(model_next_logits(vlm, image, chat + "1"), [close, zero])
+        expected = [first[0], first[1] * after_one[0], *first[2:], first[1] * after_one[1]]
+        assert p == pytest.approx(expected, abs=1e-5)
+
+
 class _Pictures:
     """Images a metric opens by row, counting each opening."""
 
@@ -138,7 +169,7 @@ def test_three_metrics_from_one_judging_per_kind_cached_by_content(tiny_qwen_vl,
     judge, built, first, calls, opened = score(PROMPTS, cache)
     assert [m.info.name for m in built] == ["expectations_explicit", "expectations_implicit", "expectations_met"]
     assert all(m.info.track == "expectations" and m.info.higher_is_better and (m.info.low, m.info.high) == (0, 10)
-               and m.info.version == f"1 (judge {judge.id})" and m.info.needs == () for m in built)
+               and m.info.version == f"2 (judge {judge.id})" and m.info.needs == () for m in built)
     assert calls > 0 and opened == 3  # each image opened once for both kinds and the three metrics
     for kind in ("explicit", "implicit"):
         distributions = judge.produce_batch(images, [ExpectationRequest(p, kind) for p in PROMPTS])
@@ -216,7 +247,7 @@ def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_prot
         assert len(wide) == 3 and wide.notna().all().all() and wide.stack().between(0, 10).all()
         assert (wide["expectations_met"] == wide[["expectations_explicit", "expectations_implicit"]].min(axis=1)).all()
         run = json.loads((folder / "run.json").read_text())
-        assert run["metrics"]["expectations_met"] == f"1 (judge {tiny_qwen_vl}@local)"
+        assert run["metrics"]["expectations_met"] == f"2 (judge {tiny_qwen_vl}@local, shared prefix)"
         assert run["settings"]["metric_settings"]["expectations_judge"] == str(tiny_qwen_vl.resolve())
         aggregates = pq.read_table(folder / "aggregates.parquet").to_pandas()
         headline = aggregates[(aggregates["metric"] == "expectations_met") & (aggregates["slice"] == "overall")]
@@ -225,7 +256,8 @@ def test_score_tracks_expectations_scores_each_rated_image_under_the_judges_prot
         assert json.loads(protocol)["dataset"] == "culturelens/culturalframes:prompts:test"
         # The tiny judge is not the headline protocol's: its rows rank under their own protocol.
         assert not tracks.on_protocol("expectations", protocol)
-        fields = {**json.loads(protocol), "metric_version": "1 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123)"}
+        fields = {**json.loads(protocol),
+                  "metric_version": "2 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, shared prefix)"}
         assert tracks.on_protocol("expectations", json.dumps(fields))
 
 
@@ -243,7 +275,7 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
     table = Store(store_root).meta_evaluation()
     ours = table[(table["provenance"] == "scored") & (table["metric"] == "expectations_met")
                  & (table["criterion"] == "alignment")].iloc[0]
-    assert ours["n"] == 6 and ours["metric_version"] == f"1 (judge {tiny_qwen_vl}@local)"
+    assert ours["n"] == 6 and ours["metric_version"] == f"2 (judge {tiny_qwen_vl}@local, shared prefix)"
     # Like for like with the raters, by an explicit loop: for each rater slot, scipy's Spearman between the judge's
     # values and the mean of the other two raters; slots whose target does not vary (slot 2: every image's other
     # raters say 1 and ½) leave the mean, as meta_eval leaves them out.
@@ -265,7 +297,7 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
         results.write_folder(layout.results_folder(store.root, folder.name),
                              *(pq.read_table(folder / name).to_pylist() for name in
                                (layout.PER_IMAGE, layout.AGGREGATES, layout.CURVES)),
-                             json.loads((folder / "run.json").read_text()))
+                             RunRecord.parse((folder / "run.json").read_bytes()))
     views = OverviewTab(Site(store, "ada"))
     _, metric, shown, note, *_ = views.overview("expectations", None, "", [], None, None, "", [],
                                                 ["Rank", "Model", "Score"])
@@ -273,10 +305,12 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
     assert sorted(html.unescape(m) for m in shown["Model"]) == ["FLUX.1-dev", "SD-3.5-Large"]
     # The tiny release's raters in slots 0 and 1 give every image 1 and ½: no rater ranks images, no ceiling.
     assert np.isnan(ours["ceiling"])
-    assert (f"**Agreement with the CulturalFrames raters** (alignment, `culturelens meta-eval`): Spearman ρ "
-            f"{ours['spearman']:.2f} [{ours['ci_low']:.2f}, {ours['ci_high']:.2f}] over 6 images (Metrics tab"
-            in note)
+    read = html.unescape(note)
+    assert (f"**Agreement of the judge <code>{tiny_qwen_vl}@local</code> with the CulturalFrames raters** "
+            "(alignment, `culturelens meta-eval`): per image, Spearman ρ "
+            f"{ours['spearman']:.2f} [{ours['ci_low']:.2f}, {ours['ci_high']:.2f}] over 6 images") in read
+    assert "per model" in read and "not measured for this judge" not in read
     _, metric, shown, human_note, *_ = views.overview("expectations", "human_alignment", "", [], None, None, "",
                                                       [], ["Rank", "Model", "Score"])
     assert metric["value"] == "human_alignment" and len(shown) == 4  # the raters' rows, under the paper's protocol
-    assert "Agreement with the CulturalFrames raters" not in human_note  # no meta-eval of that metric
+    assert "with the CulturalFrames raters" not in human_note  # the raters' own rows: no judge to measure

@@ -92,8 +92,84 @@ def test_an_image_is_the_same_alone_in_a_batch_and_in_a_full_run(tiny_sd, datase
             assert difference.max() <= 1
 
 
+def _inline_png(pipeline, text: str, seed: int) -> bytes:
+    """What the runner wrote before the writes moved to other threads: the pipeline's own PIL output for one
+    image (batch size 1), encoded as PNG in line."""
+    import io
+
+    import torch
+
+    image = pipeline(prompt=[text], generator=[torch.Generator("cpu").manual_seed(seed)], output_type="pil",
+                     num_inference_steps=2, guidance_scale=7.5, width=64, height=64).images[0]
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 @pytest.mark.slow
-def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
+def test_overlapped_writes_are_written_while_the_next_batch_runs_with_the_same_bytes(tiny_sd, datasets_root,
+                                                                                      tmp_path, monkeypatch):
+    """Each batch's images are converted and encoded on the writer's threads, and each write of a batch (all but
+    the last) waits here until the pipeline has started the next batch: inline, the run would never get there.
+    The files are the bytes the pipeline's own "pil" output gives when encoded in line."""
+    import functools
+    import threading
+
+    from diffusers import StableDiffusionPipeline
+
+    from benchmark.generation import writer
+
+    calls: list[threading.Event] = []
+    real_call, real_write = StableDiffusionPipeline.__call__, writer.atomic_write
+
+    @functools.wraps(real_call)  # the runner reads the pipeline's signature
+    def call(self, *args, **kwargs):
+        calls.append(threading.Event())
+        if len(calls) > 1:
+            calls[-2].set()  # the next batch has started
+        return real_call(self, *args, **kwargs)
+
+    seen = []
+
+    def write(path, save, **options):
+        batch = len(calls) - 1
+        started_next = calls[batch].wait(timeout=120) if batch < 5 else True  # 6 batches: the last has no next
+        seen.append((threading.current_thread().name, started_next))
+        return real_write(path, save, **options)
+
+    monkeypatch.setattr(StableDiffusionPipeline, "__call__", call)
+    monkeypatch.setattr(writer, "atomic_write", write)
+    out = tmp_path / "overlapped"
+    result = generate(datasets_root, tiny_sd, out, "--images-per-prompt", "2", "--limit", "3")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(calls) == 6 and len(seen) == 6
+    assert all(name.startswith("png-writer") and started_next for name, started_next in seen)
+    monkeypatch.undo()
+    pipeline = StableDiffusionPipeline.from_pretrained(tiny_sd)
+    pipeline.set_progress_bar_config(disable=True)
+    table = load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table
+    for prompt_id in table.index[:3]:
+        for seed in range(2):
+            written = (out / "images" / prompt_id / f"{seed}.png").read_bytes()
+            assert written == _inline_png(pipeline, table.loc[prompt_id, "prompt"], seed), (prompt_id, seed)
+
+
+@pytest.mark.slow
+def test_overlapped_writes_a_failed_write_stops_the_run_with_its_error(tiny_sd, datasets_root, tmp_path):
+    """A write that fails on a writer thread (here the image's path is taken by a folder) is the run's error, as it
+    was when the main thread wrote: it reaches the command, never a silent hole; the images before it are kept."""
+    out = tmp_path / "blocked"
+    table = load_prompts(cube_1k.HUB_REPO, cube_1k.CONFIG, local_root=datasets_root).table
+    (out / "images" / table.index[1] / "0.png").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError, match=f"{table.index[1]}/0.png"):
+        generate(datasets_root, tiny_sd, out, "--images-per-prompt", "1", "--limit", "3")
+    assert (out / "images" / table.index[0] / "0.png").is_file()
+
+
+@pytest.mark.slow
+def test_overlapped_writes_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path):
+    """Killed while images may still be on the writer's threads: every file in the submission is complete,
+    the rerun makes only the missing ones, and the result is a clean run's, byte for byte."""
     out = tmp_path / "resumed"
     args = ["generate", "--model", str(tiny_sd), "--dataset", str(local_folder(datasets_root, cube_1k.HUB_REPO)),
             "--out", str(out), "--device", "cpu", *SIZE, "--images-per-prompt", "4"]
@@ -115,7 +191,7 @@ def test_a_killed_run_resumes_where_it_stopped(tiny_sd, datasets_root, tmp_path)
     clean = tmp_path / "clean"
     assert generate(datasets_root, tiny_sd, clean, "--images-per-prompt", "4").returncode == 0
     for path in sorted(images.rglob("*.png")):
-        assert np.array_equal(pixels(path), pixels(clean / path.relative_to(out)))
+        assert path.read_bytes() == (clean / path.relative_to(out)).read_bytes()
 
 
 def test_resuming_with_other_settings_is_refused(tiny_sd, datasets_root, tmp_path):

@@ -28,6 +28,7 @@ from PIL import Image
 
 from benchmark.datasets import cube_1k
 from benchmark.encoders.spec import load_registry
+from benchmark.scoring_options import ScoringOptions
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.submission import Limits, Manifest, Rejected, Report
 from benchmark.submission.archive import Entry, unpack
@@ -55,7 +56,7 @@ def populated(tmp_path_factory, tiny_upstream, backbones_file):
                              model={"name": "Kept Model", "id": "local/kept", "revision": "1", "type": "open"})
     kept = store.submit(source, "alice")
     assert kept.job is not None, kept.report.errors
-    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    worker = Worker(store, ScoringOptions(registry=load_registry(str(backbones_file))), [ClipCosine()], lease_seconds=60)
     assert worker.load()
     assert worker.run(once=True) == 1
     assert store.queue.get(kept.job.id).state == "FINISHED" and store.has_results(kept.job.id)

@@ -20,6 +20,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from benchmark.datasets import cube_1k
 from benchmark.datasets.hub_layout import PushError
 from benchmark.encoders.spec import load_registry
+from benchmark.scoring_options import ScoringOptions
 from benchmark.metrics.alignment import ClipCosine
 from leaderboard import hub_sync, pickup
 from leaderboard.catalog import Catalog
@@ -38,7 +39,7 @@ def _store(root, tiny_upstream) -> Store:
 
 
 def _worker(store: Store, backbones_file) -> Worker:
-    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    worker = Worker(store, ScoringOptions(registry=load_registry(str(backbones_file))), [ClipCosine()], lease_seconds=60)
     assert worker.load()
     return worker
 

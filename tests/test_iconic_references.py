@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.datasets import iconic_references as iconic
 from benchmark.datasets.prompts import load_prompts, local_folder
 from benchmark.encoders import load_backbone
@@ -179,7 +180,7 @@ def test_iconicity_through_the_harness_matches_an_independent_computation(built,
     staged = report.keep(tmp_path / "staged")
     scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
                            iconicity.metrics(), {"clip-vit-b-32": clip, "dinov2-base": dino}, submission_id="t",
-                           batch_size=4)
+                           options=ScoringOptions(batch_size=4))
     rows = scores.per_image.set_index(["metric", "prompt_id"])
     assert rows.loc[("cra_reference", "ref-q1"), "value"] == 1.0 and rows.loc[("vr", "ref-q1"), "value"] == 1.0
     assert rows.loc[("crt", "ref-q1"), "value"] == 0.0  # recognised and fully reused: regurgitation
@@ -236,8 +237,8 @@ def test_iconicity_is_skipped_with_a_reason_on_a_dataset_without_references(tiny
     backbones = {"clip-vit-b-32": load_backbone("c", {"c": tiny_clip}), "dinov2-base": load_backbone("d", {"d": tiny_dino})}
     scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
                            iconicity.metrics(), backbones, submission_id="t")
-    assert set(scores.run["skipped"]) == {"cra_image", "cra_reference", "vr", "vr_image", "crt", "crc"}
-    assert "no reference images" in scores.run["skipped"]["crt"]
+    assert set(scores.run.skipped) == {"cra_image", "cra_reference", "vr", "vr_image", "crt", "crc"}
+    assert "no reference images" in scores.run.skipped["crt"]
 
 
 def test_pruning_drops_the_image_unlike_the_rest():

@@ -131,6 +131,72 @@ def test_viescore_rates_0_to_10_with_two_tokens_for_10(judge):
             [first[k] for k in (0, *range(2, 10))], abs=1e-4)
 
 
+# --- an image pays once for what its prompts share -------------------------------------------------------------
+CUBE_COUNTRIES = ["Brazil", "France", "India", "Italy", "Japan", "Nigeria", "Turkey", "United States"]
+PREFIX_TOLERANCE = 1e-5  # the shared prefix against a forward pass over each whole prompt, float32 on the CPU
+
+
+def _counting(module) -> list:
+    calls = []
+    handle = module.register_forward_hook(lambda *_: calls.append(1))
+    return calls, handle
+
+
+def test_judge_prefix_relevance_equals_each_whole_prompt_for_the_eight_cube_countries(judge):
+    """Two images x CUBE's 8 countries, each image linked to one entity whose text all its labels share: every
+    probability equals the model's own over the whole prompt, and the vision tower runs once per image."""
+    images = [random_image(70, size=56), random_image(71, size=84)]
+    requests = [JudgeRequest(image, label, f"Entity {n}", "a stew of black beans with pork " * (3 + n))
+                for n, image in enumerate(images) for label in CUBE_COUNTRIES]
+    calls, handle = _counting(judge.model.model.visual)
+    try:
+        judgements = judge.judge_batch(requests)
+    finally:
+        handle.remove()
+    assert len(calls) == 2  # today's path ran it 16 times, once per image-label
+    digits = [token_id(judge, str(k)) for k in range(1, 6)]
+    for request, j in zip(requests, judgements):
+        whole = model_next_logits(judge, request.image, judge.prompt((request, CAIRE_RUBRIC)))
+        assert j.probabilities == pytest.approx(restricted_softmax(whole, digits), abs=PREFIX_TOLERANCE)
+    assert np.ptp([j.probabilities for j in judgements[:8]], axis=0).max() > 1e-3  # the label still matters
+
+
+def test_judge_prefix_runs_the_shared_tokens_once_and_each_labels_tail_after_them(judge):
+    """The token positions the language model runs for one image and 8 labels: the prompts' common tokens
+    once (the image's expanded ones included), then each label's own tail, padded to the longest of its batch of
+    4; against 8 whole prompts, one pass each, as before."""
+    image = random_image(72, size=56)
+    requests = [JudgeRequest(image, label, "Feijoada", "a stew of black beans with pork " * 4)
+                for label in CUBE_COUNTRIES]
+    prompts = [judge.prompt((r, CAIRE_RUBRIC)) for r in requests]
+    whole = [judge.processor(text=[p], images=[image], return_tensors="pt")["input_ids"][0].tolist() for p in prompts]
+    shared = next(k for k in range(len(whole[0])) if len({tuple(w[:k + 1]) for w in whole}) > 1)
+    tails = [len(w) - shared for w in whole]
+    expected = shared + 4 * max(tails[:4]) + 4 * max(tails[4:])
+    before = judge.tokens_fed
+    judge.judge_batch(requests)
+    assert judge.tokens_fed - before == expected
+    assert expected < sum(len(w) for w in whole)  # what 8 whole prompts cost
+
+
+def test_judge_prefix_is_named_in_the_judge_id_so_a_full_prompt_cache_entry_is_not_read(judge, tmp_path):
+    """Values computed over each whole prompt (the judge before the shared prefix) were cached under the
+    model's id alone: the judge's id names its computation, so those entries miss and are computed again."""
+    from benchmark.cache import EmbeddingCache, product_key
+    from benchmark.features.producers import produce
+
+    assert judge.id.endswith(", shared prefix")
+    image = random_image(73)
+    context = (JudgeRequest(None, "Japan", "Tea", "green tea"), CAIRE_RUBRIC)
+    cache = EmbeddingCache(tmp_path / "products.sqlite")
+    old_id = judge.id.removesuffix(", shared prefix")
+    cache.put_many([(*product_key("sha-73", old_id, judge.prompt(context), "Japan"), np.full(5, 0.2))])
+    fresh = produce(judge, [(0, context)], [image], ["sha-73"], cache)[0]
+    assert not np.allclose(fresh, 0.2)
+    assert fresh == pytest.approx(judge.judge(image, "green tea", CAIRE_RUBRIC, "Japan", entity_name="Tea")
+                                  .probabilities, abs=PREFIX_TOLERANCE)
+
+
 def test_a_missing_judge_model_is_a_clear_error():
     from benchmark.judges.vlm import VLMJudge
 

@@ -124,3 +124,20 @@ def test_the_checks_find_a_type_only_cycle_a_lazy_one_a_relative_one_and_one_bet
     assert cycles(import_graph(tmp_path, ("toy",))) == ["toy.a -> toy.b -> toy.a", "toy.c -> toy.d -> toy.c"]
     assert cycles(import_graph(tmp_path, ("toy",), depth=2)) == ["toy.a -> toy.b -> toy.a", "toy.c -> toy.d -> toy.c",
                                                                  "toy.high -> toy.low -> toy.high"]
+
+
+def test_the_ranking_rules_are_one_pure_module_that_reads_no_catalog_and_draws_no_page():
+    """`benchmark.ranking` takes per-prompt values and returns ranked rows: it imports no module of the service
+    (catalog, tables, UI) nor any that reads a store or draws a page (duckdb, gradio, pyarrow), and of this project
+    only the statistics; every view ranks through it (``leaderboard.rankings`` is the one caller that reads the
+    catalog for it)."""
+    path = ROOT / "benchmark" / "ranking.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add(node.module or "")
+    assert found - {"__future__"} == {"collections.abc", "dataclasses", "numpy", "pandas", "scipy", "benchmark.stats"}
+    callers = sorted(module for module, names in import_graph().items() if "benchmark.ranking" in names)
+    assert callers == ["leaderboard.rankings", "leaderboard.tables", "leaderboard.ui.about", "leaderboard.ui.notes"]

@@ -10,7 +10,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from benchmark.papers import CRT, CUBE
-from leaderboard import links, tables
+from leaderboard import display, links
 
 
 @pytest.mark.parametrize("model_id, url", [
@@ -53,11 +53,11 @@ def test_ranked_table_links_model_names_and_paper_sources():
         "parameters_billions": None, "scored_at": None, "protocol_id": "p", "on_protocol": True,
         "citation": [None, CRT.text, None], "source_table": [None, "Table 1", None],
         "harness_version": "0.1", "backbone": "clip", "seeds": "0,1", "submission_id": None})
-    shown = tables.display(frame)
+    shown = display.display(frame)
     assert _rendered_links(shown.loc[0, "Model"]) == [("https://huggingface.co/org/sd", html.escape(name))]
     assert _rendered_links(shown.loc[1, "Model"]) == [] and _rendered_links(shown.loc[2, "Model"]) == []
     assert _rendered_links(shown.loc[1, "Source"]) == [("https://arxiv.org/abs/2511.11435",
                                                         "De Rosa Palmini &amp; Cetinic, arXiv:2511.11435")]
     assert list(shown["Provenance"]) == ["scored", "paper", "scored"]
     assert list(shown["Rank range (95%)"]) == ["1–2", "", "2–3"]
-    assert tables.datatypes(shown.columns)[:5] == ["number", "str", "str", "markdown", "number"]
+    assert display.datatypes(shown.columns)[:5] == ["number", "str", "str", "markdown", "number"]

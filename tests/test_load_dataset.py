@@ -23,6 +23,7 @@ from benchmark.datasets import culturalframes as cf
 from benchmark.expectations.rated_images import export_submission
 from benchmark.metrics.alignment import ClipCosine
 from benchmark.encoders.spec import load_registry
+from benchmark.scoring_options import ScoringOptions
 from culturelens.testing.submissions import make_submission
 from leaderboard.store import Store
 from leaderboard.worker import Worker
@@ -211,7 +212,8 @@ def leaderboard_store(tmp_path_factory, tiny_upstream, backbones_file) -> tuple[
     store = serving_tiny_cube(Store(root / "store"), tiny_upstream)
     prompt_ids = list(store.prompts("culturelens/cube-1k", "cube_1k").table.index)
     done = store.submit(make_submission(root / "a", prompt_ids, model_name="Model A"), "ada").job
-    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    worker = Worker(store, ScoringOptions(registry=load_registry(str(backbones_file))), [ClipCosine()],
+                    lease_seconds=60)
     assert worker.load() and worker.run(once=True) == 1
     waiting = store.submit(make_submission(root / "b", prompt_ids, model_name="Model B"), "bo").job
     return store, done.id, waiting.id

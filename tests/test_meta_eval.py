@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from benchmark.expectations import human, meta_eval
 from benchmark.papers import CULTURALFRAMES
 from benchmark.tracks.papers import culturalframes as published
@@ -280,7 +281,7 @@ def test_results_map_to_image_ids_by_prompt_and_model(tmp_path):
     rows = [{**flux, "prompt_id": "cf-1", "metric": "clip_score", "value": 0.3, "image_sha256": "a1"},
             {**flux, "prompt_id": "cf-2", "metric": "clip_score", "value": 0.2, "image_sha256": "a2"},
             {**flux, "prompt_id": "cf-2", "metric": "clip_cosine", "value": 0.1}]
-    folder = results.write_folder(tmp_path / "r", [{"track": "awareness", **r} for r in rows], [], [], {})
+    folder = results.write_folder(tmp_path / "r", [{"track": "awareness", **r} for r in rows], [], [], RunRecord())
     mapped = meta_eval.scores_from_results(folder, IMAGES, "clip_score")
     assert mapped.to_dict("list") == {"image_id": ["p1_flux", "p2_flux"], "score": [0.3, 0.2]}
     renamed = per_image([{**r, "model": "My FLUX export"} for r in rows[:2]])
@@ -313,7 +314,7 @@ def test_each_metric_is_recorded_with_the_version_its_results_were_scored_under(
     """A judge's correlation belongs to that judge: versions come from run.json, and folders scored under two
     versions of one metric are not pooled."""
     def folder(name, versions):
-        return results.write_folder(tmp_path / name, [], [], [], {"metrics": versions})
+        return results.write_folder(tmp_path / name, [], [], [], RunRecord(metrics=versions))
 
     a = folder("a", {"expectations_met": "1 (judge org/vlm@c1)", "clip_score": "1"})
     b = folder("b", {"expectations_met": "1 (judge org/vlm@c1)"})

@@ -18,6 +18,7 @@ from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
+from benchmark.scoring_options import ScoringOptions
 from benchmark.metrics.iconicity import (
     RecognitionPerImage,
     VisualReusePerImage,
@@ -99,7 +100,7 @@ def _score(submission, backbone, images):
     staged, manifest, prompts = submission
     # one image a batch: an image's embedding then does not depend on which images share its batch
     return harness.score(staged, manifest, prompts, images, METRICS, {CLIP: backbone}, submission_id="t",
-                         batch_size=1)
+                         options=ScoringOptions(batch_size=1))
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +125,8 @@ def test_the_nan_image_gets_an_error_row_for_every_metric_with_its_reason(runs):
 
 def test_the_run_record_counts_the_excluded_image_by_reason(runs):
     full, without = runs
-    assert full.run["errors"] == {REASON: 1} and full.run["excluded"] == 1
-    assert without.run["errors"] == {} and without.run["excluded"] == 0
+    assert full.run.errors == {REASON: 1} and full.run.excluded == 1
+    assert without.run.errors == {} and without.run.excluded == 0
 
 
 def test_other_images_score_as_in_a_run_without_the_nan_image(runs):

@@ -179,6 +179,7 @@ def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_u
     """``harness.score`` with an embedding cache: the tagger's outputs go to ``cache.products.sqlite`` beside it,
     and a second scoring with fresh objects makes no VLM call and gives the same rows."""
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.encoders import load_backbone
     from benchmark.tracks import build, metric_settings, select
     from benchmark.tagging import ArtifactIndex
@@ -194,7 +195,7 @@ def test_the_harness_caches_the_vlm_tags_beside_the_embeddings(tiny_clip, tiny_u
         chosen, _ = select(built, unavailable, ["diversity"])
         calls = count_forward(chosen[0].tagger.model)
         scores = harness.score(staged, report.manifest, report.prompts, images, chosen, {CLIP: clip, HPS: quality},
-                               cache, submission_id="t", batch_size=16)
+                               cache, submission_id="t", options=ScoringOptions(batch_size=16))
         return scores.per_image[["metric", "prompt_id", "value", "note"]], len(calls)
 
     uncached, _ = run(None)

@@ -14,7 +14,8 @@ CUBE_PART = SUITE_V1.part("cube-1k")
 
 def _protocol(**fields) -> str:
     base = {"dataset": str(CUBE_PART.dataset), "dataset_revision": CUBE_PART.dataset.digest,
-            "images_per_prompt": 10, "metric_version": "1", "backbones": ["clip-vit-b-32=openai/clip@r1"]}
+            "images_per_prompt": 10, "missing_images": "failures", "metric_version": "1",
+            "backbones": ["clip-vit-b-32=openai/clip@r1"]}
     return results.protocol_columns({**base, **fields})["protocol"]
 
 

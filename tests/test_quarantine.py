@@ -10,6 +10,7 @@ import logging
 import threading
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from leaderboard import quarantine, tables
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
@@ -30,7 +31,8 @@ def _write(store: Store, submission_id: str, value: float):
                   + [{**row, "slice": "prompt", "slice_value": f"p{i}", "value": value, "n": 2} for i in range(4)])
     curves = [{"submission_id": submission_id, "model": f"model {submission_id}", "metric": "w1kp", "prompt_id": None,
                "x": float(k), "value": value / k} for k in (2, 3)]
-    return results.write_folder(store.results / submission_id, per_image, aggregates, curves, {"id": submission_id})
+    return results.write_folder(store.results / submission_id, per_image, aggregates, curves,
+                                RunRecord(submission_id=submission_id))
 
 
 def _truncate(path) -> None:

@@ -16,10 +16,16 @@ from dataclasses import replace
 
 import pytest
 
+from benchmark.run_record import RunRecord
 from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
+
+
+def _run(fields: dict) -> RunRecord:
+    """A results folder's run record holding ``fields``."""
+    return RunRecord.model_validate(fields)
 
 
 @pytest.fixture()
@@ -292,21 +298,21 @@ def test_results_answer_a_submission_s_newest_request_only(queue):
     nor an unknown id's."""
     _add(queue, "a")
     assert queue.request_number("a") == 1 and queue.request_number("nope") is None
-    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # PENDING: no lease issued yet
+    assert not queue.answered_by("a", _run({"submission_id": "a", "request": 1}))  # PENDING: no lease issued yet
     lease = queue.claim("w", 60).lease
     first = {"submission_id": "a", "request": 1, "lease": lease}
-    assert queue.answered_by("a", first) and queue.answered_by("a", {"submission_id": "a", "lease": lease})
-    assert not queue.answered_by("a", {"submission_id": "a", "request": 1})  # a request number alone
-    assert not queue.answered_by("a", {**first, "lease": "0" * 32})
+    assert queue.answered_by("a", _run(first)) and queue.answered_by("a", _run({"submission_id": "a", "lease": lease}))
+    assert not queue.answered_by("a", _run({"submission_id": "a", "request": 1}))  # a request number alone
+    assert not queue.answered_by("a", _run({**first, "lease": "0" * 32}))
     assert not queue.answered_by("a", None)  # no run.json: no results
     queue.finish("a", "w", "done")
     assert queue.requeue("a", "alice")  # within the same second as the submission
     assert queue.request_number("a") == 2
-    assert not queue.answered_by("a", first) and not queue.answered_by("a", {**first, "request": 2})
+    assert not queue.answered_by("a", _run(first)) and not queue.answered_by("a", _run({**first, "request": 2}))
     again = queue.claim("w", 60).lease
-    assert queue.answered_by("a", {"submission_id": "a", "request": 2, "lease": again})
-    assert not queue.answered_by("a", {**first, "request": 2})  # the run before's lease
-    assert not queue.answered_by("gone", first)  # a submission the queue does not know: never
+    assert queue.answered_by("a", _run({"submission_id": "a", "request": 2, "lease": again}))
+    assert not queue.answered_by("a", _run({**first, "request": 2}))  # the run before's lease
+    assert not queue.answered_by("gone", _run(first))  # a submission the queue does not know: never
 
 
 def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_queue):
@@ -318,14 +324,14 @@ def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_
     run_sql(queue, "UPDATE submissions SET lease_expires = DB_NOW - 1 WHERE id = 'a'")  # w1 died: its lease ran out
     second = queue.claim("w2", 60)
     assert second.id == "a" and second.lease != first.lease
-    ran = {t: {"submission_id": "a", "request": 1, "lease": t} for t in (first.lease, second.lease)}
+    ran = {t: _run({"submission_id": "a", "request": 1, "lease": t}) for t in (first.lease, second.lease)}
     # While w2 holds the job, only its lease answers it: w1's expired one is refused (issue 40), but w2 itself may
     # take w1's results as its own (w1 was killed after writing them: they are not scored again).
     assert queue.answered_by("a", ran[second.lease]) and not queue.answered_by("a", ran[first.lease])
     assert queue.answered_by("a", ran[first.lease], holder=second.lease)
     assert not queue.answered_by("a", ran[first.lease], holder=first.lease)
     other = queue.claim("w3", 60)
-    assert other.id == "b" and not queue.answered_by("a", {"submission_id": "a", "lease": other.lease})
+    assert other.id == "b" and not queue.answered_by("a", _run({"submission_id": "a", "lease": other.lease}))
     run_sql(queue, "UPDATE submissions SET lease_expires = DB_NOW - 1 WHERE id = 'a'")  # w2 died too
     # Nobody holds it: results written under either claim answer it (the takeover rule's last attempt).
     assert all(queue.answered_by("a", run) for run in ran.values())
@@ -344,10 +350,10 @@ def test_a_job_finished_with_no_lease_recorded_takes_only_sealed_results(queue):
     assert queue.restore(restored) and queue.restore(replace(restored, id="p", content_hash="sha256:p",
                                                              state="PENDING"))
     assert queue.get("f").lease_tokens is None  # a token is never taken from outside the queue
-    assert queue.answered_by("f", {"submission_id": "f", "request": 3}, sealed=True)
-    assert not queue.answered_by("f", {"submission_id": "f", "request": 3})  # unsealed
-    assert not queue.answered_by("p", {"submission_id": "p"}, sealed=True)
-    assert not queue.answered_by("p", {"submission_id": "p", "lease": "a-token-from-outside"}, sealed=True)
+    assert queue.answered_by("f", _run({"submission_id": "f", "request": 3}), sealed=True)
+    assert not queue.answered_by("f", _run({"submission_id": "f", "request": 3}))  # unsealed
+    assert not queue.answered_by("p", _run({"submission_id": "p"}), sealed=True)
+    assert not queue.answered_by("p", _run({"submission_id": "p", "lease": "a-token-from-outside"}), sealed=True)
 
 
 def test_a_restored_record_knows_its_leases_by_their_sha256_only(queue):
@@ -364,9 +370,9 @@ def test_a_restored_record_knows_its_leases_by_their_sha256_only(queue):
     restored = queue
     assert restored.restore(replace(mirrored, lease_tokens=None, lease_hashes=mirrored.issued_hashes))
     assert restored.get("a").lease_tokens is None and restored.get("a").lease_hashes == lease_hash(token)
-    assert restored.answered_by("a", {"submission_id": "a", "lease": token})
-    assert not restored.answered_by("a", {"submission_id": "a", "lease": "0" * 32}, sealed=True)
-    assert not restored.answered_by("a", {"submission_id": "a"}, sealed=True)  # no lease: the job has some
+    assert restored.answered_by("a", _run({"submission_id": "a", "lease": token}))
+    assert not restored.answered_by("a", _run({"submission_id": "a", "lease": "0" * 32}), sealed=True)
+    assert not restored.answered_by("a", _run({"submission_id": "a"}), sealed=True)  # no lease: the job has some
 
 
 def test_a_queue_made_before_leases_gets_them(open_queue):
@@ -381,9 +387,10 @@ def test_a_queue_made_before_leases_gets_them(open_queue):
 
     upgraded = open_queue()
     assert upgraded.get("old").lease_tokens is None and upgraded.get("old").lease_hashes is None
-    assert upgraded.answered_by("old", {"submission_id": "old", "request": 1}, sealed=True)  # finished before leases
+    assert upgraded.answered_by("old", _run({"submission_id": "old", "request": 1}), sealed=True)  # before leases
     job = upgraded.claim("w", 60)
-    assert job.id == "waiting" and upgraded.answered_by("waiting", {"submission_id": "waiting", "lease": job.lease})
+    assert job.id == "waiting"
+    assert upgraded.answered_by("waiting", _run({"submission_id": "waiting", "lease": job.lease}))
 
 
 def test_a_job_not_being_scored_can_be_deleted_and_its_quota_stays_used(queue):

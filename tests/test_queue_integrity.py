@@ -18,6 +18,7 @@ import pytest
 
 from benchmark.datasets import cube_1k
 from benchmark import results
+from benchmark.run_record import RunRecord
 from leaderboard import render, seal
 from leaderboard.intake import PermissionDenied
 from leaderboard.queue import open_queue
@@ -184,7 +185,7 @@ def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sql
     (waiting,) = jobs.values()
     # Its worker's results, sealed as a worker seals them (leaderboard.seal).
     results.write_folder(store.results / scored.id, [], [], [],
-                         {"submission_id": scored.id, "request": 1, "lease": claimed.lease},
+                         RunRecord(submission_id=scored.id, request=1, lease=claimed.lease),
                          then=lambda tmp: seal.seal_folder(tmp, store.results_folders.keys))
     assert store.queue.finish(scored.id, "w", "done")
     path = store.root / "queue.sqlite"

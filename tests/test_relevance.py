@@ -347,20 +347,19 @@ def test_relevance_settings_reach_the_judge_and_are_recorded(kb, backbone, tmp_p
     inputs = _inputs(base, backbone, tmp_path)
     (metric,) = metrics(["japanese"], base, judge, linking="top", label_case="capitalize", text_chars=5)
     assert metric.info.name == "relevance[japanese]"
-    assert metric.info.version.endswith("linking top, label capitalize, text 5)")
+    assert metric.info.version.endswith("linking top, label capitalize, text 5); images tensor-1")
     values, _ = metric.per_image(inputs)
     assert values.tolist() == [judge.score(inputs.open_image(row), None, metric.rubric, "Japanese") for row in range(3)]
     links = base.link(inputs.features[Need("msiglip-so400m", "image")], rule="top")
     assert [d["truncated"] for d in metric.details(inputs)] == [len(base.entity_text(x.entity)) > 5 for x in links]
     assert metric.info.version != metrics(["japanese"], base, judge)[0].info.version
     assert metrics(["japanese"], base, judge)[0].info.version.endswith("linking first_with_page, label as_given, "
-                                                                     "text whole)")
+                                                                     "text whole); images tensor-1")
     with pytest.raises(ValueError, match="unknown linking rule 'best'"):
         metrics(["japanese"], base, judge, linking="best")
 
 
 def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, tmp_path):
-    from benchmark.encoders.spec import load_registry
     from culturelens import cli, options
 
     backbones = tmp_path / "backbones.json"
@@ -369,10 +368,10 @@ def test_cli_relevance_flags_are_recorded_in_the_metric_version(kb, tiny_clip, t
         "score", "sub.zip", "--out", str(tmp_path / "out"), "--backbones", str(backbones), "--tracks", "relevance",
         "--relevance-kb", str(kb[0].folder), "--relevance-judge", "probe", "--relevance-linking", "top",
         "--relevance-label-case", "capitalize", "--relevance-text-chars", "15000"])
-    (metric,), reasons = options.chosen_metrics(args, load_registry(args.backbones))
+    (metric,), reasons = options.scoring_options(vars(args)).build_metrics()
     assert reasons == {}
     assert (metric.linking, metric.label_case, metric.text_chars) == ("top", "capitalize", 15000)
-    assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000)")
+    assert metric.info.version.endswith("k 20, linking top, label capitalize, text 15000); images tensor-1")
     default = cli.parser().parse_args(["score", "sub.zip", "--out", "x"])
     assert (default.relevance_linking, default.relevance_label_case, default.relevance_text_chars) == (
         "first_with_page", "as_given", None)
@@ -427,6 +426,7 @@ def cube_submission(tmp_path_factory, tiny_upstream):
 
 def _score_cube(cube_submission, kb, backbone, manifest):
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.judges.probe import ProbeJudge
     from benchmark.metrics.relevance import metrics
 
@@ -434,7 +434,7 @@ def _score_cube(cube_submission, kb, backbone, manifest):
     (relevance,) = metrics([], kb[0], ProbeJudge(backbone))  # what the track's factory builds
     images = pq.read_table(staged / "images.parquet").to_pandas()
     return harness.score(staged, manifest, prompts, images, [relevance], {"msiglip-so400m": backbone},
-                         submission_id=manifest.model.name.replace(" ", "-"), batch_size=4)
+                         submission_id=manifest.model.name.replace(" ", "-"), options=ScoringOptions(batch_size=4))
 
 
 def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_own_country(
@@ -468,12 +468,16 @@ def test_relevance_labels_are_the_prompt_sets_countries_and_the_headline_is_the_
 
     store = Store(tmp_path / "store")
     for outcome in (scores, again):
-        sid = outcome.run["submission_id"]
+        sid = outcome.run.submission_id
         results.write_folder(store.results / sid, results.records(outcome.per_image), outcome.aggregates,
                              results.records(outcome.curves), outcome.run)
-    ranked, sets, chosen, _ = tables.overall(Catalog(store))
-    assert chosen == "relevance" and sets == [("relevance", 2)]
-    assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["relevance"].tolist() == [0.5, 0.5]
+    cat = Catalog(store)
+    ranked, _ = tables.ranked(cat, "relevance", headline)  # two models on the same labels: one table
+    assert sorted(ranked["model"]) == ["Other Model", "Tiny Test Model"] and ranked["not_ranked"].eq("").all()
+    # The tiny judge is not the protocol's (Qwen2.5-VL-7B-Instruct): its rows never feed the overall ranking.
+    assert not tables.protocols(cat, "relevance", headline)["on_protocol"].any()
+    wide, sets, chosen, off = tables.overall(cat)
+    assert wide.empty and sets == [] and off == 2
 
 
 def test_every_cube_1k_image_is_scored_against_its_eight_countries(cube_file, tmp_path):

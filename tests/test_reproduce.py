@@ -161,10 +161,11 @@ def test_a_row_on_one_side_only_is_reported_missing_even_where_its_recorded_valu
     """The recorded result has a VR row whose value is null (no image recognised); the rescore has no such row.
     Two nulls would compare equal, but a row that is not there is missing: 'missing', NO, exit 1."""
     from benchmark import reproduce, results
+    from benchmark.run_record import RunRecord
 
     def folder(name: str, aggregates: list[dict]) -> Path:
         per_image = [{"metric": "crt", "prompt_id": "p1", "seed": 0, "image_sha256": "a", "value": 0.5}]
-        return results.write_folder(tmp_path / name, per_image, aggregates, [], {})
+        return results.write_folder(tmp_path / name, per_image, aggregates, [], RunRecord())
 
     crt = {"metric": "crt", "slice": "overall", "slice_value": "all", "value": 0.5}
     vr = {"metric": "vr", "slice": "overall", "slice_value": "all", "value": None}

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.cache import EmbeddingCache
 from benchmark.encoders import load_backbone
 from benchmark.encoders.spec import load_registry
@@ -43,11 +44,12 @@ runs = [("cold", f"cold-{rank}"), ("held", f"held-{rank}" if rank == 0 else f"co
 for name, folder in runs:
     cache = EmbeddingCache(work / folder / "cache.sqlite")
     scores = harness.score(staged, manifest, prompts, _images(staged), METRICS, backbones, cache,
-                           submission_id="t", batch_size=4, num_workers=0, shard=(rank, world))
+                           submission_id="t",
+                           options=ScoringOptions(batch_size=4, num_workers=0, shard=(rank, world)))
     if rank == 0:
         scores.per_image.to_parquet(work / f"{name}.parquet")
-        (work / f"{name}.json").write_text(json.dumps({"cached": scores.run["embeddings_cached"],
-                                                      "computed": scores.run["embeddings_computed"],
+        (work / f"{name}.json").write_text(json.dumps({"cached": scores.run.embeddings_cached,
+                                                      "computed": scores.run.embeddings_computed,
                                                       "rank_0_cache": len(cache)}))
 dist.destroy_process_group()
 """
@@ -66,6 +68,7 @@ def _run(world: int, inputs: Path, work: Path) -> None:
 def test_two_gloo_processes_with_their_own_caches_equal_one_process(submission, backbones, backbones_file,  # noqa: F811
                                                                     one_torch_thread, tmp_path):
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from tests.test_harness import METRICS, _images
 
     staged, manifest, prompts, *_ = submission
@@ -73,7 +76,7 @@ def test_two_gloo_processes_with_their_own_caches_equal_one_process(submission, 
     inputs.write_bytes(pickle.dumps((staged, manifest, prompts, str(backbones_file))))
     _run(2, inputs, tmp_path)
     one = harness.score(staged, manifest, prompts, _images(staged), METRICS, backbones, submission_id="t",
-                        batch_size=4, num_workers=0).per_image  # one process, one thread, as each shard
+                        options=ScoringOptions(batch_size=4, num_workers=0)).per_image  # as each shard: one thread
     assert len(one) == 18 * 3  # 18 images x CLIP cosine, CLIPScore and the DINO-grid metric
     for name in ("cold", "held"):
         sharded = pd.read_parquet(tmp_path / f"{name}.parquet")
@@ -88,9 +91,10 @@ def test_two_gloo_processes_with_their_own_caches_equal_one_process(submission, 
 
 def test_sharding_without_torch_distributed_says_what_to_do(submission, backbones):  # noqa: F811
     from benchmark import harness
+    from benchmark.scoring_options import ScoringOptions
     from tests.test_harness import METRICS, _images
 
     staged, manifest, prompts, *_ = submission
     with pytest.raises(ValueError, match="needs torch.distributed initialised"):
         harness.score(staged, manifest, prompts, _images(staged), METRICS, backbones, submission_id="t",
-                      shard=(0, 2))
+                      options=ScoringOptions(shard=(0, 2)))

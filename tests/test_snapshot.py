@@ -20,7 +20,7 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from benchmark.layout import SEALED_FILES
-from leaderboard import hub_sync, pickup, seal, snapshot, tables
+from leaderboard import display, hub_sync, pickup, seal, snapshot, tables
 from leaderboard.operator_settings import SEAL_SECRET
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
@@ -89,7 +89,7 @@ def _pages(views: Site) -> dict[str, object]:
     submissions a visitor can pick and the curves."""
     shown = {}
     for track in [None, *tables.tracks(views.catalog)]:
-        out = OverviewTab(views).overview(track, None, "", [], None, None, "", [], tables.RANK_COLUMNS)
+        out = OverviewTab(views).overview(track, None, "", [], None, None, "", [], display.RANK_COLUMNS)
         shown[f"overview {track}"] = (_columns(out[2]), out[3])
     shown["slices"] = _columns(SlicesTab(views).slices("awareness", "clip_score", "country", "Japan", "")[4])
     shown["submissions"] = _columns(tables.submissions(views.catalog))
@@ -160,7 +160,8 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
     assert configs["leaderboard"]["data_files"] == [{"split": "train", "path": SECOND}]
     assert 'load_dataset("org/results", "leaderboard"' not in (repo.folder / "README.md").read_text()
     # A researcher's load_dataset reads the newest release only, not the two concatenated.
-    loaded = datasets.load_dataset(str(repo.folder), "leaderboard", split="train").to_pandas()
+    loaded = datasets.load_dataset(str(repo.folder), "leaderboard", split="train",  # its own cache: never a
+                                   cache_dir=str(tmp_path / "hf-cache")).to_pandas()  # stale one of this path
     second = pq.read_table(repo.folder / SECOND).to_pandas()
     assert len(loaded) == len(second) > len(pq.read_table(repo.folder / FIRST))
     assert sorted(loaded["submission_id"].unique()) == sorted(latest["submissions"])

@@ -2,23 +2,64 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchmark.stats import MIN_CI_N, difference_ci, holm, mean_ci, paired_comparisons, wilson_interval
+from benchmark.stats import (
+    MIN_CI_N,
+    RESAMPLES,
+    SEED,
+    TAIL_SHARE,
+    difference_ci,
+    holm,
+    mean_ci,
+    paired_comparisons,
+    wilson_interval,
+)
 
 SAMPLE = np.array([0.21, 0.35, 0.18, 0.42, 0.30, 0.27, 0.33, 0.25])
 
 
-def test_mean_ci_is_the_student_t_interval():
-    # mean 0.28875, s 0.0780911, t_7 0.975-quantile 2.3646243: half-width 2.3646243 * 0.0780911 / sqrt(8) = 0.0652857
-    assert mean_ci(SAMPLE) == pytest.approx((0.2234642, 0.3540358), abs=1e-7)
-    expected = scipy_stats.t.interval(0.95, len(SAMPLE) - 1, loc=SAMPLE.mean(), scale=scipy_stats.sem(SAMPLE))
-    assert mean_ci(SAMPLE) == pytest.approx(expected)
-    expected_90 = scipy_stats.t.interval(0.90, len(SAMPLE) - 1, loc=SAMPLE.mean(), scale=scipy_stats.sem(SAMPLE))
-    assert mean_ci(SAMPLE, confidence=0.90) == pytest.approx(expected_90)
+def percentile_t_by_hand(values: np.ndarray, tail: float) -> tuple[float, float]:
+    """The percentile-t interval written out: the values sorted, each of the seeded resamples' t* = (m* - m) / se*
+    one by one (no
+    spread: +/-inf by the sign of m* - m), sorted, the t* at ranks ceil(B a) and ceil(B (1 - a)) (the inverse of
+    their empirical CDF), then [m - t*_hi se, m - t*_lo se]."""
+    values, n, count = np.sort(values), len(values), RESAMPLES
+    mean, se = values.mean(), values.std(ddof=1) / math.sqrt(n)
+    t_star = []
+    for drawn in np.random.default_rng(SEED).integers(0, n, size=(count, n)):
+        sample = values[drawn]
+        spread = sample.std(ddof=1) / math.sqrt(n)
+        shift = sample.mean() - mean
+        t_star.append(shift / spread if spread > 0 else math.copysign(math.inf, shift) if shift else 0.0)
+    t_star.sort()
+    low, high = t_star[math.ceil(count * tail) - 1], t_star[math.ceil(count * (1 - tail)) - 1]
+    return mean - high * se, mean - low * se
+
+
+def test_mean_ci_is_the_percentile_t_bootstrap_with_one_percent_tails():
+    assert TAIL_SHARE * 0.025 == pytest.approx(0.01)
+    assert mean_ci(SAMPLE) == pytest.approx(percentile_t_by_hand(SAMPLE, 0.01), abs=1e-12)
+    assert mean_ci(SAMPLE, confidence=0.90) == pytest.approx(percentile_t_by_hand(SAMPLE, 0.02), abs=1e-12)
+    low, high = mean_ci(SAMPLE)
+    t_low, t_high = scipy_stats.t.interval(0.95, len(SAMPLE) - 1, loc=SAMPLE.mean(), scale=scipy_stats.sem(SAMPLE))
+    assert low < t_low < SAMPLE.mean() < t_high < high  # wider than Student-t, as its coverage asks
+    assert mean_ci(SAMPLE) == mean_ci(SAMPLE[::-1])  # the same values in any order, the same interval
+
+
+def test_an_interval_stays_inside_the_values_declared_range():
+    # Shares of 4 seeds, mostly 0: more than 1% of the resamples have no spread, and the upper side is unbounded
+    # until the range of a share (at most 1) closes it.
+    shares = np.array([0.25, 0, 0, 0, 0, 0, 0, 0, 0, 0.0])
+    low, high = mean_ci(shares)
+    assert low <= 0.025 and high == math.inf
+    assert mean_ci(shares, bounds=(0.0, 1.0)) == (max(low, 0.0), 1.0)
+    assert mean_ci(SAMPLE, bounds=(0.0, 0.3)) == (mean_ci(SAMPLE)[0], 0.3)
 
 
 def test_zero_one_values_get_the_wilson_interval():
@@ -49,7 +90,7 @@ def test_no_interval_below_the_minimum_n():
 
 
 def test_all_equal_values():
-    # No spread: the t interval has zero width.
+    # No spread: the interval has zero width.
     assert mean_ci(np.full(6, 0.3)) == (0.3, 0.3)
     # All 0 or all 1 are events that never or always happened: Wilson's interval, not a point.
     # 0 of 6: (0, z^2/6 / (1 + z^2/6)) = (0, 0.6402431 / 1.6402431 = 0.3903343); 5 of 5: (0.5655175, 1).
@@ -96,22 +137,26 @@ def test_differences_of_paired_events_get_bonett_prices_interval_not_wilsons():
     # Every pair tied: the interval is not the point (0, 0) (the t interval's), as a sparse difference may hide.
     # p+ = p- = 1/12: half-width t_11 sqrt((2/12) / 12) = 2.2009852 x 0.1178511 = 0.2593886.
     assert difference_ci(np.zeros(10)) == pytest.approx((-0.2593886, 0.2593886), abs=1e-7)
-    # Fractional differences (shares, scores) get the Student-t interval, as means do.
+    # Shares of 10 images that differ by one image at most: the same interval in units of 0.1.
+    assert difference_ci(differences / 10) == pytest.approx((-0.01845471, 0.05178805), abs=1e-8)
+    # Other differences (shares, scores) get a mean's interval.
     assert difference_ci(SAMPLE - 0.3) == pytest.approx(mean_ci(SAMPLE - 0.3))
     assert np.isnan(difference_ci(np.ones(MIN_CI_N - 1))).all()
 
 
-def test_paired_difference_interval_covers_95_percent_at_n_10_on_minus_one_zero_one_data():
+@pytest.mark.parametrize("step", [1.0, 0.1])
+def test_paired_difference_interval_covers_95_percent_at_n_10_on_minus_c_zero_c_data(step):
     """Exact coverage (every outcome of n = 10 trinomial draws enumerated, as benchmarks/coverage.py does) at
-    trinomials where the t interval and Wilson's fail: few differing prompts, and +/-1 coin flips."""
+    trinomials where the t interval and Wilson's fail: few differing prompts, and +/-c coin flips; c = 1 (0/1
+    events) and c = 0.1 (shares of 10 images one image apart)."""
     n = 10
     for minus, plus in ((0.0, 0.1), (0.05, 0.0), (0.0, 0.3), (0.5, 0.5), (0.2, 0.2), (0.1, 0.6)):
         covered = 0.0
         for wins in range(n + 1):
             for losses in range(n + 1 - wins):
-                sample = np.array([1.0] * wins + [-1.0] * losses + [0.0] * (n - wins - losses))
+                sample = np.array([step] * wins + [-step] * losses + [0.0] * (n - wins - losses))
                 low, high = difference_ci(sample)
-                if low <= plus - minus <= high:
+                if low <= step * (plus - minus) + 1e-12 and step * (plus - minus) <= high + 1e-12:
                     covered += scipy_stats.multinomial.pmf([wins, losses, n - wins - losses], n,
                                                            [plus, minus, 1 - plus - minus])
         assert covered >= 0.93, (minus, plus, covered)

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import socket
 import subprocess
 import zipfile
 from pathlib import Path
@@ -114,27 +115,38 @@ def test_suite_build_makes_every_dataset_and_scoring_asset_from_stand_in_sources
     assert references.rows["wikidata_revision"] == [2000000000, 2000000001, 2000000002, 2000000003]
     assert references.rows["image_licenses"][0] == ["CC0 (test image)"]
     # The stand-ins are not the pinned files: recorded, and said in the card, never passed off as the suite's.
-    assert sorted(assets.unpinned) == ["artifact-index", "cube-1k", "w1kp-calibration"]
+    assert sorted(assets.unpinned) == ["artifact-index", "cube-1k", "culturalframes", "iconic-references",
+                                      "relevance-kb", "w1kp-calibration"]  # all but the package's own prompts
     assert assets.built["cube-1k"]["sha256"] == hashlib.sha256(tiny_upstream.read_bytes()).hexdigest()
     text = (out / "README.md").read_text()
     assert "| `cube-1k` |" in text and "**no**: results on it are not the suite's" in text
     assert f"(built here: `{assets.suite.part('cube-1k').dataset.digest}`)" in text
 
 
-def test_building_without_a_source_builds_the_rest_and_names_the_command_for_what_is_missing(tmp_path):
+def test_a_public_source_out_of_reach_leaves_its_asset_unbuilt_and_names_the_command(tmp_path, monkeypatch):
+    from benchmark import settings
+
+    with socket.socket() as closed:  # a port nothing listens on: Wikidata and Commons refuse, as offline
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    for setting in (settings.WIKIDATA_API, settings.WIKIDATA_SPARQL, settings.WIKIPEDIA_API, settings.COMMONS_API):
+        monkeypatch.setenv(setting.env, f"http://127.0.0.1:{port}/w")
     out = tmp_path / "suite"
     result = culturelens_here("suite", "build", "--out", out, "--only", "cube-diversity", "iconic-references")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "built cube-diversity: from benchmark/datasets/cube_diversity.py"
-    assert result.stdout.splitlines()[1].startswith("NOT BUILT iconic-references: no source for iconic-references: "
-                                                    "no public pinned copy yet")
+    unbuilt = result.stdout.splitlines()[1]
+    assert unbuilt.startswith(f"NOT BUILT iconic-references: cannot reach Wikidata's SPARQL service "
+                              f"(http://127.0.0.1:{port}/w): ")
+    assert unbuilt.endswith("where there is no network, give the source as a file instead (the command's --help "
+                            "names the option)")
     state = Assets(out).tracks()
     assert state["diversity"] == (f"no artifact-index in {out}: culturelens suite build --out {out} --only "
                                   "artifact-index")
     assert state["iconicity"] == (f"no iconic-references in {out}: culturelens suite build --out {out} --only "
                                   "iconic-references")
     assert Assets(out).settings() == {}
-    assert "`iconic-references`: no source for iconic-references" in (out / "README.md").read_text()
+    assert "`iconic-references`: cannot reach Wikidata's SPARQL service" in (out / "README.md").read_text()
 
 
 def test_building_cube_1k_from_the_pinned_file_gives_the_pinned_prompt_rows(tmp_path):

@@ -24,23 +24,28 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
+from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
+from benchmark.run_record import RunRecord
 from benchmark.submission.suite import validated_hash
 from benchmark.suite import SUITE_V1
-from leaderboard import tables
+from culturelens.testing.submissions import write_image, zip_folder
+from leaderboard import display, tables
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 from tests.helpers import culturelens, serving
-from culturelens.testing.submissions import write_image, zip_folder
 from tests.suite_stand_ins import write_part
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HEADLINES = {"awareness": "clip_score", "diversity": "cd_uniform", "iconicity": "crt", "variability": "w1kp",
              "relevance": "relevance_intended", "expectations": "expectations_met"}
-IN_THE_MEAN = sorted(set(HEADLINES) - {"variability"})
+# The judged tracks' rows here are the tests' tiny judge's, not their protocol's judge's (Protocol.judge): scored on
+# the suite's parts, ranked under their own protocol, never in the overall mean.
+JUDGED = ("expectations", "relevance")
+IN_THE_MEAN = sorted(set(HEADLINES) - {"variability", *JUDGED})
 
 
 # --- the served suite, end to end ------------------------------------------------------------------------------
@@ -107,6 +112,7 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     for track, rows in headline.items():
         fields = results.protocol_fields(rows["protocol"].iloc[0])
         assert suite.answered_by(track, fields), (track, fields)  # the suite's part protocol
+        assert track_registry.get(track).protocol.judged_alike(rows["protocol"].iloc[0]) == (track not in JUDGED)
     run = json.loads((store.results_folder(jobs["Tiny SD"]) / "run.json").read_text())
     assert run["suite"]["parts"] == suite.names and run["suite"]["missing"] == []
     # Compare finds its images in whichever part holds them, and a reference prompt's reference images.
@@ -117,8 +123,8 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     gallery, references, _, _, _ = client.predict([jobs["Tiny SD"]], reference, api_name="/compare")
     assert len(gallery) == 2 and len(references) >= 1  # its two seeds; the title's reference image(s)
 
-    # /overall: both suite models in one track set, ranked; each with a win rate on five tracks, and the headline
-    # rows behind them: six tracks, variability's W1KP beside the mean.
+    # /overall: both suite models in one track set, ranked; each with a win rate on the three tracks not judged by
+    # the tiny judge, and the headline rows behind them, variability's W1KP beside the mean.
     rows = pd.DataFrame(client.predict(None, api_name="/overall"))
     means = rows[rows["metric"] == "mean_win_rate"].set_index("model")
     assert set(means.index) == {"Tiny SD", "Tiny Noise"} and set(means["slice_value"]) == {" + ".join(IN_THE_MEAN)}
@@ -126,20 +132,20 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     wins = rows[rows["metric"] == "win_rate"]
     assert sorted(wins.loc[wins["model"] == "Tiny SD", "track"]) == IN_THE_MEAN
     behind = rows[(rows["model"] == "Tiny SD") & rows["metric"].isin(list(HEADLINES.values()))]
-    assert sorted(behind["track"]) == sorted(HEADLINES) and behind["value"].notna().all()
+    assert sorted(behind["track"]) == sorted([*IN_THE_MEAN, "variability"]) and behind["value"].notna().all()
     w1kp = behind.loc[behind["track"] == "variability", "value"].iloc[0]
     assert w1kp == pytest.approx(headline["variability"]["value"].iloc[0])
 
-    # /overview, "All tracks": one row for the model, six tracks with values (five win rates and W1KP).
-    _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], tables.RANK_COLUMNS,
+    # /overview, "All tracks": one row for the model, four tracks with values (three win rates and W1KP).
+    _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS,
                                                   None, api_name="/overview")
     shown = pd.DataFrame(table["data"], columns=table["headers"])
     ours = shown[shown["Model"].str.contains("Tiny SD")]
     track_columns = [c for c in shown.columns if c.split(":")[0] in {
         "Awareness (CUBE)", "Diversity (CUBE)", "Iconicity (CRT)", "Variability (W1KP)", "Relevance (CAIRE)",
         "Expectations (CulturalFrames)"}]
-    assert len(ours) == 1 and len(track_columns) == 6, shown.columns
-    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 5
+    assert len(ours) == 1 and len(track_columns) == 4, shown.columns
+    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 3
     assert "Variability (W1KP): w1kp (not in the mean)" in track_columns
     assert "the suite's part for that track" in note and "is shown in its own column, beside the mean" in note
     assert track_set["value"] == " + ".join(IN_THE_MEAN)
@@ -160,11 +166,12 @@ def test_a_two_part_suite_submission_is_scored_on_those_parts_and_names_the_miss
     details = html.unescape(details)  # Markdown with the run record's text escaped (render.plain)
     assert "parts scored cube-1k, iconic-references" in details
     assert "**parts missing**: cube-diversity, culturalframes" in details
-    # It is not among the models of five tracks: its own set of three is one choice away.
-    *_, track_set = client.predict("overall", None, "", [], None, None, "", [], tables.RANK_COLUMNS, None,
+    # It is not among the models of three tracks: its own set of two (relevance is the tiny judge's: not in the
+    # overall) is one choice away.
+    *_, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS, None,
                                    api_name="/overview")
-    assert track_set["value"] != "awareness + iconicity + relevance"
-    assert "awareness + iconicity + relevance" in [value for _, value in track_set["choices"]]
+    assert track_set["value"] != "awareness + iconicity"
+    assert "awareness + iconicity" in [value for _, value in track_set["choices"]]
 
 
 
@@ -184,15 +191,16 @@ def _headline_row(store: Store, sid: str, model: str, track: str, metric: str, d
                   revision: str | None, prompts: dict[str, float], version: str = "1",
                   backbones=("clip-vit-b-32=openai/clip@r1",)) -> None:
     protocol = results.protocol_columns({"dataset": dataset, "dataset_revision": revision,
-                                        "images_per_prompt": images, "metric_version": version,
-                                        "backbones": list(backbones)})
+                                        "images_per_prompt": images, "missing_images": results.MISSING_AS_FAILURES,
+                                        "metric_version": version, "backbones": list(backbones)})
     common = {"provenance": "scored", "submission_id": sid, "model": model, "track": track, "metric": metric,
-              "higher_is_better": True, "dataset": dataset, "scored_at": f"2026-01-01T00:00:{len(sid):02d}",
+              "higher_is_better": True, "range_low": 0.0, "range_high": 1.0, "dataset": dataset,
+              "scored_at": f"2026-01-01T00:00:{len(sid):02d}",
               "metric_version": version, **protocol}
     rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(prompts.values()))),
              "n": len(prompts)}]
     rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": images} for p, v in prompts.items()]
-    results.write_folder(store.results / sid, [], rows, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
 
 
 def test_the_overall_takes_each_tracks_suite_protocol_and_never_its_metric_on_other_prompts(tmp_path):
@@ -246,7 +254,7 @@ def test_variability_is_shown_beside_the_overall_not_in_its_mean(tmp_path):
     wide, _, chosen, _ = tables.overall(Catalog(store))
     assert chosen == "awareness" and list(wide["model"]) == ["A", "B"]  # W1KP does not move the mean
     assert list(wide["win_rate"]) == [1.0, 0.0] and list(wide["variability" + tables.BESIDE]) == [0.25, 0.875]
-    shown = tables.display_win_rates(wide)
+    shown = display.display_win_rates(wide)
     assert list(shown["Variability (W1KP): w1kp (not in the mean)"]) == [0.25, 0.875]
     assert list(shown["Tracks"]) == [1, 1] and tables.win_rate_columns(wide) == ["awareness"]
 

@@ -21,8 +21,9 @@ import time
 import pytest
 
 from benchmark import results
+from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
-from leaderboard import render, search, tables
+from leaderboard import display, render, search
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
@@ -36,7 +37,7 @@ SCORED = "sub-bounded"  # a scored submission with aggregate rows only: Compare 
 BIG = ("street food at night " * 250_000)[:5_000_000]
 DATASET = [cube_1k.HUB_REPO, cube_1k.CONFIG, "(any)", "(any)", "", ""]  # /datasets: repo, config, column, value,
 #                                                                           contains, semantic query
-OVERVIEW = ["awareness", None, "", [], None, None, "", [], tables.RANK_COLUMNS, None]
+OVERVIEW = ["awareness", None, "", [], None, None, "", [], display.RANK_COLUMNS, None]
 SLICES = ["awareness", None, None, None, ""]
 
 
@@ -54,7 +55,7 @@ def bounded_app(tmp_path_factory, tiny_upstream):
     from gradio_client import Client
 
     store = serving_tiny_cube(Store(tmp_path_factory.mktemp("bounded") / "store"), tiny_upstream)
-    results.write_folder(store.results / SCORED, [], [_aggregate_row()], [], {"submission_id": SCORED})
+    results.write_folder(store.results / SCORED, [], [_aggregate_row()], [], RunRecord(submission_id=SCORED))
     app = build_app(store, owner="visitor")
     port = free_port()
     app.queue(default_concurrency_limit=8).launch(server_name="127.0.0.1", server_port=port,
@@ -234,16 +235,16 @@ def test_a_forged_results_folder_holding_another_ids_rows_and_reported_rows_is_r
         job = store.queue.claim("gpu", 60)
         store.queue.finish(job.id, "gpu", "scored")
     results.write_folder(store.results / "sub-b", [], [_row(submission_id="sub-b", model="Model B", value=0.5)], [],
-                         {"submission_id": "sub-b", "request": 1})  # B's results, as its worker wrote them
+                         RunRecord(submission_id="sub-b", request=1))  # B's results, as its worker wrote them
     # Someone who can write the results repo publishes results/sub-a/ with B's rows and a paper's rows in it, and
     # results/sub-c/ with a paper's row under C's own id.
     repo = folder_repo(tmp_path / "results-repo")
     reported = _row(provenance="reported", submission_id=None, model="DALL-E 3", value=0.999)
     results.write_folder(repo.folder / "results" / "sub-a", [], [
         _row(submission_id="sub-a", model="Model A", value=0.4), _row(submission_id="sub-b", model="Model B"),
-        reported], [], {"submission_id": "sub-a", "request": 1})
+        reported], [], RunRecord(submission_id="sub-a", request=1))
     results.write_folder(repo.folder / "results" / "sub-c", [], [{**reported, "submission_id": "sub-c"}], [],
-                         {"submission_id": "sub-c", "request": 1})
+                         RunRecord(submission_id="sub-c", request=1))
 
     assert pickup.fetch(store, repo, pickup.missing(store, repo)) == []
 
@@ -277,6 +278,7 @@ def test_a_forged_results_folder_holding_another_ids_rows_and_reported_rows_is_r
 @pytest.mark.slow  # scores with a tiny CLIP
 def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_upstream, backbones_file):
     from benchmark.encoders.spec import load_registry
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.metrics.alignment import ClipCosine
     from leaderboard import pickup
     from leaderboard.repo import folder_repo
@@ -289,7 +291,7 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     job = store.submit(make_submission(tmp_path / "upload", prompt_ids), "ada").job
     # A token holder publishes results/<id>/ for the pending job: its own rows, scored, answering request 1.
     results.write_folder(repo.folder / "results" / job.id, [], [_row(submission_id=job.id, value=0.99)], [],
-                         {"submission_id": job.id, "request": 1})
+                         RunRecord(submission_id=job.id, request=1))
 
     # The app's pickup refuses them, with the reason.
     assert pickup.fetch(store, repo, [job.id]) == []
@@ -298,7 +300,8 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
         "its results do not answer the job: the queue has issued no lease for its request 1 (PENDING): no worker "
         "has scored it")
     # The next worker does not take them for its job's results: it scores the submission.
-    worker = Worker(store, load_registry(str(backbones_file)), [ClipCosine()], lease_seconds=60)
+    worker = Worker(store, ScoringOptions(registry=load_registry(str(backbones_file))), [ClipCosine()],
+                    lease_seconds=60)
     assert worker.load() and worker.run(once=True) == 1
     scored = store.queue.get(job.id)
     assert scored.state == "FINISHED" and scored.message.startswith("scored 12 images"), scored
@@ -314,6 +317,7 @@ def test_a_deleted_submission_stays_absent_after_a_restart_over_a_release_and_af
     from gradio_client import Client
 
     from benchmark.encoders.spec import load_registry
+    from benchmark.scoring_options import ScoringOptions
     from benchmark.metrics.alignment import ClipCosine
     from leaderboard import hub_sync, pickup
     from leaderboard.remote import Remote
@@ -329,7 +333,7 @@ def test_a_deleted_submission_stays_absent_after_a_restart_over_a_release_and_af
     hub_sync.push(app, "requests", requests)  # the app's mirror
     remote = Remote(requests, published)
     gpu = serving_tiny_cube(Store(tmp_path / "gpu", queue=postgres_url, results_repo=published), tiny_upstream)
-    worker = Worker(gpu, load_registry(str(backbones_file)), [ClipCosine()], remote=remote)
+    worker = Worker(gpu, ScoringOptions(registry=load_registry(str(backbones_file))), [ClipCosine()], remote=remote)
     assert worker.load() and worker.run(once=True) == 2  # scored and published both
     assert pickup.publish(app, published).submissions.keys() == {kept, gone}  # release 1
 
@@ -374,10 +378,11 @@ def _damage(queue_file) -> None:
 def test_a_worker_waits_for_a_damaged_queue_to_be_rebuilt_rather_than_exit(tmp_path, caplog):
     import threading
 
+    from benchmark.scoring_options import ScoringOptions
     from leaderboard.worker import Worker
 
     store = Store(tmp_path / "store")
-    worker = Worker(store, {}, [])  # no job comes: it only claims
+    worker = Worker(store, ScoringOptions(), [])  # no job comes: it only claims
     _damage(store.root / "queue.sqlite")
     stop = threading.Event()
     running = threading.Thread(target=worker.run, kwargs={"stop": stop, "poll_seconds": 0.1})

@@ -14,7 +14,9 @@ from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.encoders.spec import load_registry
-from leaderboard import reported, tables
+from benchmark.run_record import RunRecord
+from benchmark.scoring_options import ScoringOptions
+from leaderboard import display, reported, tables
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.overview import OverviewTab
@@ -24,7 +26,7 @@ from leaderboard.ui.widgets import compact_table
 from leaderboard.worker import Worker
 from tests.helpers import SUITE_WIN_RATES, serving_tiny_cube, suite_results
 
-DEFAULT = ("", [], None, None, "", [], tables.SHOWN_COLUMNS, None)  # the Overview's controls as a page opens
+DEFAULT = ("", [], None, None, "", [], display.SHOWN_COLUMNS, None)  # the Overview's controls as a page opens
 
 
 def _demo_row(store: Store) -> None:
@@ -34,7 +36,7 @@ def _demo_row(store: Store) -> None:
     row = {"provenance": "scored", "submission_id": "sub-demo", "model": "Demo", "track": "awareness",
            "metric": "clip_score", "slice": "overall", "slice_value": "all", "value": 0.5, "n": 72,
            "higher_is_better": True, **protocol}
-    results.write_folder(store.results / "sub-demo", [], [row], [], {"submission_id": "sub-demo"})
+    results.write_folder(store.results / "sub-demo", [], [row], [], RunRecord(submission_id="sub-demo"))
 
 
 def test_the_overview_opens_on_the_papers_tables_until_suite_rows_exist(tmp_path):
@@ -82,13 +84,13 @@ def test_a_compact_table_puts_the_rank_with_its_range_and_the_score_with_its_int
         "Rank": pd.array([1, 2, None], dtype="Int64"), "Rank range (95%)": ["1–2", "2", "not ranked: other protocol"],
         "Tie group": ["1", "1", ""], "Model": ["A", "B", "C"], "Score": [0.5, 0.25, 0.125],
         "95% CI": ["[0.400, 0.600]", "", ""], "n": [10, 10, None], "Provenance": ["scored", "scored", "paper"]})
-    compact = compact_table(shown, tables.SHOWN_COLUMNS)
+    compact = compact_table(shown, display.SHOWN_COLUMNS)
     assert list(compact.columns) == ["Rank", "Model", "Score", "Provenance"]
     assert compact["Rank"].tolist() == ["1 (1–2)", "2", "–"]
     assert compact["Model"].tolist() == ["A", "B", "C · not ranked: other protocol"]
     assert compact["Score"].tolist() == ["0.500 [0.400, 0.600]", "0.250", "0.125"]
     assert compact["Provenance"].str.contains(">scored</span>").tolist() == [True, True, False]
-    assert list(compact_table(shown, [*tables.SHOWN_COLUMNS, "n"]).columns) == ["Rank", "Model", "Score",
+    assert list(compact_table(shown, [*display.SHOWN_COLUMNS, "n"]).columns) == ["Rank", "Model", "Score",
                                                                                 "Provenance", "n"]
 
 
@@ -100,7 +102,7 @@ def _answers(store: Store, sid: str, prompts: list[str], scored_at: str) -> None
     aggregate = [{"provenance": "scored", "submission_id": sid, "model": sid, "track": "awareness",
                   "metric": "clip_score", "slice": "overall", "slice_value": "all", "value": 0.5, "n": len(prompts),
                   "scored_at": scored_at, "dataset": "culturelens/cube-1k:cube_1k:test"}]
-    results.write_folder(store.results / sid, per_image, aggregate, [], {"submission_id": sid})
+    results.write_folder(store.results / sid, per_image, aggregate, [], RunRecord(submission_id=sid))
 
 
 def test_compare_opens_on_the_two_newest_scored_submissions_that_share_a_prompt(tmp_path):
@@ -119,9 +121,8 @@ def test_compare_opens_on_the_two_newest_scored_submissions_that_share_a_prompt(
 
 
 def _worker(store: Store, registry: dict) -> Worker:
-    metrics, unavailable = track_registry.select(*track_registry.build(track_registry.metric_settings(), registry),
-                                                 None)
-    worker = Worker(store, registry, metrics, unavailable, lease_seconds=60)
+    options = ScoringOptions(track_registry.metric_settings(), registry=registry)
+    worker = Worker(store, options, *options.build_metrics(), lease_seconds=60)
     worker.load()
     return worker
 

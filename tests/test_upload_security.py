@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from PIL import Image
 from pydantic import ValidationError
 
@@ -108,14 +107,28 @@ def test_the_scoring_decoder_and_the_validator_see_the_rotated_image(tmp_path):
     _rotated_jpeg(tmp_path / "images" / "p0" / "0.jpg")
     need = Need("pixels", "image")
     rows = [(tmp_path / "images" / "p0" / "0.jpg").read_bytes()]  # scoring reads a shard row's bytes
-    decode = _Decode(rows.__getitem__, [(0, (need,))],
-                     {"pixels": lambda image: torch.from_numpy(np.array(image)).permute(2, 0, 1)})
-    row, prepared = decode[0]
-    pixels = prepared[need]
-    assert row == 0 and tuple(pixels.shape) == (3, 96, 64)
-    assert _close(pixels[:, 10, 32].tolist(), RED) and _close(pixels[:, 85, 32].tolist(), BLUE)
+    row, needs, pixels = _Decode(rows.__getitem__, [(0, (need,))])[0]
+    assert row == 0 and needs == (need,) and tuple(pixels.shape) == (96, 64, 3)
+    assert _close(pixels[10, 32].tolist(), RED) and _close(pixels[85, 32].tolist(), BLUE)
     record, problem = check_image(tmp_path, parse_name("images/p0/0.jpg"), Limits())
     assert problem is None and (record.width, record.height) == (64, 96)
+
+
+def test_the_scoring_decoder_reads_a_plain_png_with_libspng_as_pillow_does(tmp_path):
+    """An 8-bit RGB PNG as generators write it takes the fast decoder (libspng), and its pixels are Pillow's,
+    from the file and from its bytes alike; a PNG with transparency takes Pillow's way, onto white."""
+    from benchmark.images import _spng_rgb, decode_pixels
+
+    rng = np.random.default_rng(7)
+    image = Image.fromarray(rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)).resize((123, 97), Image.BICUBIC)
+    image.save(tmp_path / "plain.png")
+    data = (tmp_path / "plain.png").read_bytes()
+    assert _spng_rgb(data) is not None  # the fast way, not the fallback
+    viewed = np.asarray(open_as_viewed(tmp_path / "plain.png"))
+    assert np.array_equal(decode_pixels(tmp_path / "plain.png"), viewed)
+    assert np.array_equal(decode_pixels(data), viewed)
+    Image.new("RGBA", (4, 4), (255, 0, 0, 0)).save(tmp_path / "clear.png")
+    assert decode_pixels(tmp_path / "clear.png")[0, 0].tolist() == [255, 255, 255]
 
 
 def test_16_bit_greyscale_is_scaled_not_clamped(tmp_path):

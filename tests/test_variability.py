@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmark import harness
+from benchmark.scoring_options import ScoringOptions
 from benchmark.aggregate import aggregate_curves
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts
@@ -96,7 +97,7 @@ def test_the_authors_published_pt_loads_and_equals_the_npz():
     assert published.backbone is converted.backbone is None and published.fitted_for == "dreamsim"
     version = W1KP(published).info.version
     assert version == f"1 (paper; calibration sha256 {published.sha256} for dreamsim, assumed: the file records " \
-        "no backbone)"
+        "no backbone); images tensor-1"
 
 
 def test_a_pt_written_by_torch_save_under_numpy_2_loads(tmp_path):
@@ -289,7 +290,8 @@ def test_the_authors_code_variant_through_the_metric():
         return 0.8 + (d - 0.9) / 3.1 * 0.2
 
     metric = W1KP(calibration, backbone="x", variant="authors_code")
-    assert metric.info.name == "w1kp_authors_code" and metric.info.version == "2 (authors_code; calibration for x)"
+    assert metric.info.name == "w1kp_authors_code"
+    assert metric.info.version == "2 (authors_code; calibration for x); images tensor-1"
     inputs = Inputs(images, {Need("x", "image"): features}, {})
     rows = metric.per_prompt(inputs).set_index("prompt_id")
     assert rows.loc["a", "value"] == 1.0
@@ -300,7 +302,7 @@ def test_the_authors_code_variant_through_the_metric():
     derived = metric.derived([], aggregate_curves(curves.assign(metric="w1kp_authors_code")))
     # model curve: k=2 (1 + 1 - f(.9333)) / 2 = .599 < .85; k=3 (1 + .8) / 2 = .9
     assert derived[0]["metric"] == "w1kp_reusability_authors_code" and derived[0]["value"] == 3.0
-    assert derived[0]["metric_version"] == "2 (authors_code; calibration for x)"
+    assert derived[0]["metric_version"] == "2 (authors_code; calibration for x); images tensor-1"
 
 
 @pytest.fixture(scope="module")
@@ -340,7 +342,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     staged = report.keep(tmp_path / "staged")
     images = pq.read_table(staged / "images.parquet").to_pandas()
     scores = harness.score(staged, report.manifest, report.prompts, images, [W1KP(calibration, "dinov2-base")],
-                           {"dinov2-base": backbone}, submission_id="t", batch_size=8)
+                           {"dinov2-base": backbone}, submission_id="t", options=ScoringOptions(batch_size=8))
     rows = scores.per_image[scores.per_image.metric == "w1kp"].set_index("prompt_id")
     assert len(rows) == 6 and rows["seed"].isna().all()
     assert rows.loc[ids[0], "value"] == pytest.approx(1 - calibration.normalize(0.0))  # identical seeds
@@ -358,8 +360,9 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     overall = [r for r in scores.aggregates if r["metric"] == "w1kp" and r["slice"] == "overall"]
     assert overall[0]["value"] == pytest.approx(rows["value"].mean())
     assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
-    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base)"
-    assert scores.run["metrics"]["w1kp"] == version  # run.json
+    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base); " \
+        "images tensor-1"
+    assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
 
 
@@ -376,7 +379,7 @@ def test_w1kp_is_skipped_with_a_reason_when_each_prompt_has_one_image(sample, ti
     scores = harness.score(staged, report.manifest, report.prompts, pq.read_table(staged / "images.parquet").to_pandas(),
                            [W1KP(dataclasses.replace(IDENTITY, backbone="dinov2-base"), "dinov2-base")],
                            {"dinov2-base": backbone}, submission_id="t")
-    assert "at least two images" in scores.run["skipped"]["w1kp"] and scores.per_image.empty
+    assert "at least two images" in scores.run.skipped["w1kp"] and scores.per_image.empty
 
 
 def test_the_dreamsim_backbone_needs_its_optional_package():
@@ -446,8 +449,9 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
     staged = report.keep(tmp_path / "staged")
     images = pq.read_table(staged / "images.parquet").to_pandas()
     scores = harness.score(staged, report.manifest, report.prompts, images, [metric], {"clip-vit-b-32": clip},
-                           submission_id="t", batch_size=8)
-    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32)"
-    assert scores.run["metrics"]["w1kp"] == version  # run.json
+                           submission_id="t", options=ScoringOptions(batch_size=8))
+    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32); " \
+        "images tensor-1"
+    assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
     assert len(scores.per_image[scores.per_image.metric == "w1kp"]) == 6

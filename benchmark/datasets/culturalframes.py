@@ -138,6 +138,27 @@ def resolve_source(source: str | Path, *, revision: str | None = None) -> Path:
             "pass --source DIR.") from None
 
 
+def fetch_release(downloads, *, repo: str = SOURCE_REPO, revision: str | None = None, pins: dict | None = None,
+                  progress: bool = True) -> tuple[Path, dict]:
+    """The release's files (card, ratings, image Parquet files) at one Hub commit in the downloads folder
+    (``benchmark.downloads.Downloads``), each verified: at the commit and sha256s of ``pins`` (an earlier
+    build's), else at the commit ``revision`` names now (default: the repo's main branch). Returns the folder
+    and the pins: {"repo", "commit", "files": {path: {"size", "sha256"}}}."""
+    from benchmark.datasets import hub_files
+
+    if pins is not None:
+        commit, files = pins["commit"], pins["files"]
+        if pins.get("repo") != repo:
+            raise CulturalFramesSourceError(f"the CulturalFrames pins are of {pins.get('repo')}, not {repo}")
+    else:
+        commit, files = hub_files.files_at(repo, revision or "main", ["README.md", ANNOTATIONS_FILE, IMAGE_FILES])
+        if ANNOTATIONS_FILE not in files:
+            raise CulturalFramesSourceError(f"{repo}@{commit[:7]} has no {ANNOTATIONS_FILE}: is this the "
+                                            "CulturalFrames release?")
+    folder, pinned = hub_files.download(repo, commit, files, downloads, what="culturalframes", progress=progress)
+    return folder, {"repo": repo, "commit": commit, "files": pinned}
+
+
 def _get(obj, path: tuple[str, ...]):
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
@@ -405,9 +426,10 @@ LICENCE = hub_layout.Licence("other", "culturalframes-no-licence-declared",
 
 
 def build(source: str | Path, out: Path | str, *, revision: str | None = None, repo: str = HUB_REPO,
-          max_shard_bytes: int = hub_layout.MAX_SHARD_BYTES) -> dict:
+          max_shard_bytes: int = hub_layout.MAX_SHARD_BYTES, shown_as: str | None = None) -> dict:
     """Build the CulturalFrames folder (``prompts``, ``images``, ``ratings``) from the release; return a summary.
-    ``max_shard_bytes``: a Parquet shard's size at most (the rated images are most of it)."""
+    ``max_shard_bytes``: a Parquet shard's size at most (the rated images are most of it). ``shown_as``: what the
+    card names as the source (a downloaded release's repo, not its local folder)."""
     from benchmark import __version__
     from benchmark.papers import CULTURALFRAMES, bibtex
 
@@ -429,7 +451,7 @@ def build(source: str | Path, out: Path | str, *, revision: str | None = None, r
             language=["en"], size_categories=[hub_layout.size_category(len(ratings))],
             source_datasets=[f"https://huggingface.co/datasets/{SOURCE_REPO}"],
             tags=["culture", "benchmark", "human-evaluation", "text-to-image-evaluation"]),
-        version=__version__, repo=repo, split=SPLIT, source=str(source), revision=revision,
+        version=__version__, repo=repo, split=SPLIT, source=shown_as or str(source), revision=revision,
         source_repo=SOURCE_REPO, n_prompts=len(release.prompts), n_images=len(images), n_ratings=len(ratings),
         models=dict(sorted(models.items())), countries=dict(sorted(countries.items())),
         domains=dict(sorted(domains.items())), ratings_per_image=dict(sorted(per_image.items())),

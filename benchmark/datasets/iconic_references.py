@@ -10,12 +10,15 @@ images whose mean CLIP similarity to the others is below 0.7.
 
 Input, offline: a records file (JSON Lines, one reference per line) and a
 folder with the images it names. A record may name the Wikidata revision it was
-read at (``wikidata_revision``, written by ``--from-sparql``): the records file
-then pins the prompt set, whatever Wikidata holds later. ``--from-sparql`` makes both from Wikidata
-(the query is ``sparql/iconic_references.rq``) and Wikimedia Commons, where
-there is network. The paper's moving-image depictions were web images; from
-Wikidata alone a moving reference has its P18 image, plus whatever a
-maintainer adds to its record.
+read at (``wikidata_revision``): the records file then pins the prompt set,
+whatever Wikidata holds later. ``fetch_public`` makes both from Wikidata (the
+query is ``sparql/iconic_references.rq``, each item's revision recorded) and
+Wikimedia Commons (each image's version, sha256, licence and author), where
+there is network: ``culturelens suite build`` runs it as a step, and
+``culturelens data build iconic-references --from-sparql`` for this dataset
+alone. The paper's moving-image depictions were web images; from Wikidata alone
+a moving reference has its P18 images, plus whatever a maintainer adds to its
+record.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import hashlib
 import json
 import re
 import urllib.parse
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,18 +43,14 @@ PERTURBATIONS = {"synonym": "references_synonym", "description": "references_des
 MODALITIES = {"artwork": "still", "album": "still", "photograph": "still",
               "film": "moving", "tv_series": "moving", "animation": "moving"}
 MIN_SITELINKS = 20  # kept when sitelinks > 20
-SPARQL_ENDPOINT = "https://query.wikidata.org/sparql"
 QUERY = Path(__file__).with_name("sparql") / "iconic_references.rq"
-USER_AGENT = "CultureLens dataset builder (https://huggingface.co/culturelens)"
+PINS = "pins/iconic-references.json"  # under the downloads folder: a killed build goes on from the pins it made
+PINNED_FIELDS = ("qid", "title", "modality", "sitelinks", "year", "country", "wikidata_revision")
 QID = re.compile(r"Q[1-9][0-9]*")
 
 
 class RecordsError(CultureLensError, ValueError):
     """The records file or its images are not usable; the message names the line and the problem."""
-
-
-class FetchError(CultureLensError, OSError):
-    """Wikidata's query service or Wikimedia Commons cannot be reached (``--from-sparql``)."""
 
 
 @dataclass
@@ -209,33 +207,61 @@ def records_from_sparql(bindings: list[dict]) -> list[dict]:
     return list(records.values())
 
 
-def _download(request: urllib.request.Request, timeout: float) -> bytes:
-    """The body of a request to Wikidata or Commons (fixed https hosts); FetchError when it cannot be had."""
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (fixed https hosts)
-            return response.read()
-    except OSError as error:  # refused, timed out, no such host, an HTTP error status
-        raise FetchError(f"cannot fetch the references from Wikidata ({request.full_url[:80]}): {error}; "
-                         "check the network, or give --records and --images without --from-sparql") from None
+def fetch_public(downloads, *, pins: dict | None = None, progress: bool = True) -> tuple[Path, Path, dict]:
+    """The references from Wikidata and Wikimedia Commons, as a records file and an images folder under
+    ``downloads`` (``benchmark.downloads.Downloads``), and the pins they were made at: ``pins`` when given (an
+    earlier build's: its records, each at its Wikidata revision, and every image's Commons version and sha256),
+    else those a killed build left in the downloads folder, else new ones (the SPARQL query run now, each
+    image's current version). Returns (records file, images root, pins)."""
+    from benchmark.datasets.wikimedia import Commons, ImagePin, Wikidata, fetch_images, file_name
+    from benchmark.downloads import Step
+
+    query = QUERY.read_text(encoding="utf-8")
+    query_sha256 = hashlib.sha256(query.encode("utf-8")).hexdigest()
+    if pins is None:
+        kept = downloads.load_json(PINS)
+        pins = kept if isinstance(kept, dict) and kept.get("query_sha256") == query_sha256 else None
+    if pins is None:
+        rows = records_from_sparql(Wikidata().sparql(query))
+        names = sorted({file_name(source) for row in rows for source in row["image_sources"]})
+        step = Step("iconic-references: Commons files", len(names), enabled=progress)
+        try:
+            files = Commons().current(names, step)
+        finally:
+            step.close()
+        records = []
+        for row in rows:
+            images = [files[file_name(s)].to_dict() for s in row["image_sources"] if file_name(s) in files]
+            if images:  # a file Commons lacks, or that is no image, is left out; a record without one too
+                records.append({**{k: row.get(k) for k in PINNED_FIELDS}, "images": images})
+        pins = {"query_sha256": query_sha256, "records": records}
+        downloads.save_json(PINS, pins)
+    images = [ImagePin.from_dict(i) for record in pins["records"] for i in record["images"]]
+    fetched = {(p.file, p.version): p for p in fetch_images(
+        images, downloads, what="iconic-references", progress=progress,
+        refresh_hint="; rebuild from the current sources with --refresh iconic-references to pin the new bytes")}
+    lines = []
+    for record in pins["records"]:
+        record["images"] = [fetched[(i["file"], i["version"])].to_dict() for i in record["images"]]
+        shown = [ImagePin.from_dict(i) for i in record["images"]]
+        lines.append({**{k: record.get(k) for k in PINNED_FIELDS}, "images": [p.local for p in shown],
+                      "image_sources": [f"File:{p.file}" for p in shown],
+                      "image_licenses": [p.credit for p in shown]})
+    downloads.save_json(PINS, pins)
+    records_path = downloads.path("iconic-references/records.jsonl")
+    records_path.parent.mkdir(parents=True, exist_ok=True)
+    records_path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return records_path, downloads.root, pins
 
 
-def fetch_from_wikidata(records_path: Path, images_root: Path, *, width: int = 1024) -> int:
-    """Run the SPARQL query, download each image from Wikimedia Commons, write the records file."""
-    url = f"{SPARQL_ENDPOINT}?{urllib.parse.urlencode({'query': QUERY.read_text(), 'format': 'json'})}"
-    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/sparql-results+json"})
-    records = records_from_sparql(json.loads(_download(request, 300))["results"]["bindings"])
-    for record in records:
-        for name, source in zip(record["images"], record["image_sources"]):
-            target = images_root / name
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            file_url = ("https://commons.wikimedia.org/wiki/Special:FilePath/"
-                        f"{urllib.parse.quote(source)}?width={width}")
-            target.write_bytes(_download(urllib.request.Request(file_url, headers={"User-Agent": USER_AGENT}), 120))
-        record["image_licenses"] = ["see Wikimedia Commons: " + s for s in record["image_sources"]]
-    records_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return len(records)
+def fetch_from_wikidata(records_path: Path, images_root: Path) -> int:
+    """``--from-sparql``: run the query, download each image from Wikimedia Commons into ``images_root``
+    (resumable, each recorded with its version, sha256, licence and author), write the records file."""
+    from benchmark.downloads import Downloads
+
+    made, _, pins = fetch_public(Downloads(images_root))
+    Path(records_path).write_text(made.read_text(encoding="utf-8"), encoding="utf-8")
+    return len(pins["records"])
 
 
 def _features() -> datasets.Features:

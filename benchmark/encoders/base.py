@@ -10,7 +10,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from benchmark.encoders.spec import GRID_CUTS, BackboneSpec, BackboneUnavailable
+from benchmark.encoders.spec import (
+    GRID_CUTS,
+    PREPARED_ON_DEVICE,
+    BackboneSpec,
+    BackboneUnavailable,
+)
 
 
 def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:
@@ -54,45 +59,105 @@ def prepare(transform: Callable[[Image.Image], torch.Tensor], image: Image.Image
 
 
 class Preparation:
-    """A backbone's preprocessing in two steps, so that the heavy part runs where it is cheapest: ``stage`` on
-    the CPU, in the harness's DataLoader workers (decoded images -> (N, C, H, W), uint8 where the pixels are
-    still whole numbers), then ``finish`` on the model's device (-> the float model input). ``finish(stage(x))``
-    equals ``transform`` on each image bit for bit (tests/test_encoder.py; on a GPU, benchmarks/harness_speed.py).
+    """A backbone's preprocessing of decoded images on the model's device, a batch at a time: ``images`` takes
+    uint8 (N, 3, H, W) RGB pixels of one size, on any device, and returns the float model inputs there;
+    ``grids`` cuts each image into ``grid x grid`` tiles first. The harness's DataLoader workers only decode, and
+    one batch per backbone (one per ``key``: CLIP ViT-B/32 and ViT-L/14 both resize to 224 px) is prepared where
+    the model runs.
 
-    Two backbones whose preparations have the same ``key`` stage an image identically, so the harness stages it
-    once for both (CLIP ViT-B/32 and ViT-L/14 both resize to 224 px). This base class is the fallback for any
-    transform: it stages the finished float input and ``finish`` passes it through. Small and picklable: it
-    travels to DataLoader worker processes.
-    """
+    This base class is the fallback for a transform that cannot run on tensors: each image goes back to PIL on
+    the CPU through ``transform`` itself, as before (``tag`` "pil": its inputs, and so its cache keys, are the
+    transform's own). Subclasses run the transform's steps on tensors (``tag`` ``PREPARED_ON_DEVICE``)."""
+
+    tag = "pil"
 
     def __init__(self, transform: Callable[[Image.Image], torch.Tensor], key: str):
         self.transform, self.key = transform, key
 
-    def stage(self, images: list[Image.Image]) -> torch.Tensor:
-        return torch.stack([self.transform(image) for image in images])
+    def images(self, pixels: torch.Tensor) -> torch.Tensor:
+        on_cpu = pixels.permute(0, 2, 3, 1).cpu().numpy()
+        return torch.stack([self.transform(Image.fromarray(p, "RGB")) for p in on_cpu]).to(pixels.device)
 
-    def stage_grid(self, image: Image.Image, grid: int, cut: str) -> torch.Tensor:
-        """The ``grid x grid`` tiles of ``image`` staged, (grid^2, C, H, W)."""
-        return self.stage(grid_tiles(image, grid, cut))
+    def grids(self, pixels: torch.Tensor, grid: int, cut: str) -> torch.Tensor:
+        """(N, grid^2, C, h, w): each image's tiles row by row (``grid_edges``), each tile prepared as an image."""
+        xs, ys = grid_edges(pixels.shape[-1], grid, cut), grid_edges(pixels.shape[-2], grid, cut)
+        return torch.stack([self.images(pixels[..., ys[j]:ys[j + 1], xs[i]:xs[i + 1]])
+                            for j in range(grid) for i in range(grid)], dim=1)
 
-    def finish(self, staged: torch.Tensor) -> torch.Tensor:
-        """Staged inputs (on any device) -> model inputs; float inputs are already finished."""
-        return staged
-
-
-def stage(preparation: Preparation, image: Image.Image, kind: str, grid: int = 4, cut: str = GRID_CUTS[0]
-          ) -> torch.Tensor:
-    """``prepare`` up to the preparation's stage: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
-    if kind == "image":
-        return preparation.stage([image])[0]
-    if kind == "grid":
-        return preparation.stage_grid(image, grid, cut)
-    raise ValueError(f"cannot prepare {kind!r} inputs")
+    def prepare(self, pixels: torch.Tensor, kind: str, grid: int = 4, cut: str = GRID_CUTS[0]) -> torch.Tensor:
+        """Model inputs for one need: (N, C, h, w) for ``image``, (N, grid^2, C, h, w) for ``grid``."""
+        if kind == "image":
+            return self.images(pixels)
+        if kind == "grid":
+            return self.grids(pixels, grid, cut)
+        raise ValueError(f"cannot prepare {kind!r} inputs")
 
 
-def as_preparation(transform, key: str) -> Preparation:
-    """``transform`` itself if it is a Preparation, else the fallback Preparation around it."""
-    return transform if isinstance(transform, Preparation) else Preparation(transform, key)
+class ComposePreparation(Preparation):
+    """The ``Preparation`` of a torchvision ``Compose`` of resizes and centre crops, then ToTensor and, optionally,
+    Normalize (open_clip's preprocessing; DreamSim's without Normalize), run on the device: the resize and crop
+    steps on the uint8 pixels as torchvision runs them on tensors (antialiased, as PIL's resize always is; a
+    bicubic or bilinear result rounded to whole levels, as PIL's uint8 output is), then x / 255 in float32 and
+    (x - mean) / std, each one IEEE operation per element.
+
+    Not bit for bit the PIL transform: PIL resizes in fixed point with a uint8 rounding between its horizontal and
+    vertical passes, torchvision in floating point in one. Pixels differ by a level here and there
+    (tests/test_encoder.py, ``test_device_transforms_*``, bounds what that does to the embeddings), so these
+    inputs have their own cache key (``PREPARED_ON_DEVICE``)."""
+
+    tag = PREPARED_ON_DEVICE
+    _SAME_ON_RGB_TENSORS = ("MaybeConvertMode", "_convert_to_rgb")  # a PIL mode conversion; our pixels are RGB
+
+    def __init__(self, transform, steps: list, normalize):
+        super().__init__(transform, "compose:" + repr(steps) + repr(normalize))
+        self.steps = steps
+        self.mean = None if normalize is None else torch.tensor(normalize.mean, dtype=torch.float32).view(-1, 1, 1)
+        self.std = None if normalize is None else torch.tensor(normalize.std, dtype=torch.float32).view(-1, 1, 1)
+        self._constants: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    @classmethod
+    def of(cls, transform) -> Preparation | None:
+        """The preparation of ``transform`` if it has that shape, else None (the PIL fallback prepares it)."""
+        from torchvision import transforms
+
+        steps = list(getattr(transform, "transforms", []))
+        at = next((i for i, step in enumerate(steps) if isinstance(step, transforms.ToTensor)), None)
+        if at is None:
+            return None
+        after = steps[at + 1:]
+        if after and (len(after) > 1 or not isinstance(after[0], transforms.Normalize) or after[0].inplace):
+            return None
+        kept = []
+        for step in steps[:at]:
+            if isinstance(step, transforms.CenterCrop) or (isinstance(step, transforms.Resize) and step.interpolation
+                                                           in (transforms.InterpolationMode.BICUBIC,
+                                                               transforms.InterpolationMode.BILINEAR)):
+                kept.append(step)
+            elif getattr(step, "__name__", type(step).__name__) not in cls._SAME_ON_RGB_TENSORS:
+                return None
+        return cls(transform, kept, after[0] if after else None)
+
+    def images(self, pixels: torch.Tensor) -> torch.Tensor:
+        from torchvision import transforms
+        from torchvision.transforms import functional
+
+        x = pixels
+        for step in self.steps:
+            x = functional.center_crop(x, step.size) if isinstance(step, transforms.CenterCrop) else \
+                functional.resize(x, step.size, step.interpolation, step.max_size, antialias=True)
+        # The constants are copied to a device once: a copy from pageable memory waits for the device's queue,
+        # which would keep the next batch from being queued while the last one runs.
+        if x.device not in self._constants:
+            self._constants[x.device] = tuple(t.to(x.device) for t in (torch.tensor(255.0), self.mean, self.std)
+                                              if t is not None)
+        scale, *normalise = self._constants[x.device]
+        x = x.to(torch.float32) / scale
+        return (x - normalise[0]) / normalise[1] if normalise else x
+
+
+def pixels_of(image: Image.Image) -> torch.Tensor:
+    """An RGB PIL image as uint8 (3, H, W) pixels, what the harness's workers send."""
+    return torch.from_numpy(np.asarray(image.convert("RGB")).copy()).permute(2, 0, 1)
 
 
 class PendingEmbedding:
@@ -151,10 +216,17 @@ class Backbone(ABC):
         return f"{self.spec.uid}@{self.revision}#{self.preprocess_version}"
 
     @property
+    def image_key(self) -> str:
+        """``key`` and where image inputs are prepared, the key of image and grid embeddings in the cache: a
+        ``Preparation`` that runs on tensors adds its tag (``PREPARED_ON_DEVICE``), the PIL fallback none (its
+        inputs are the transform's own). Text embeddings, and the indexes built of them, keep ``key``."""
+        return self.key + ("" if self.preparation.tag == Preparation.tag else f"/{self.preparation.tag}")
+
+    @property
     @abstractmethod
     def transform(self) -> Callable[[Image.Image], torch.Tensor]:
-        """One RGB image -> (C, H, W) model input. A small picklable object (no model weights): the
-        harness ships it to DataLoader worker processes."""
+        """One RGB image -> (C, H, W) model input: the model library's own preprocessing, on PIL images (what
+        ``preparation`` runs on tensors, and the reference it is measured against)."""
 
     @abstractmethod
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
@@ -166,8 +238,10 @@ class Backbone(ABC):
         return self.spec.grid_cut or GRID_CUTS[0]
 
     def prepare(self, image: Image.Image, kind: str, grid: int = 4) -> torch.Tensor:
-        """Model input for one need: (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
-        return prepare(self.transform, image, kind, grid, self.grid_cut)
+        """Model input for one need, as the harness prepares it (``preparation``, on the model's device):
+        (C, H, W) for ``image``, (grid^2, C, H, W) for ``grid``."""
+        pixels = pixels_of(image).unsqueeze(0).to(self.device)
+        return self.preparation.prepare(pixels, kind, grid, self.grid_cut)[0]
 
     def _autocast(self):
         if self.device.startswith("cuda"):
@@ -177,22 +251,22 @@ class Backbone(ABC):
 
     @property
     def preparation(self) -> Preparation:
-        """How the harness stages inputs for this backbone (``Preparation``); the fallback stages
-        ``transform``'s finished inputs."""
+        """How the harness prepares inputs for this backbone on its device (``Preparation``); the fallback runs
+        ``transform`` on PIL images."""
         return Preparation(self.transform, f"backbone:{self.id}:{self.preprocess_version}")
 
     def embed(self, pixels: torch.Tensor) -> np.ndarray:
-        """(N, C, H, W) or (N, K, C, H, W) inputs -> (N, D) or (N, K, D) unit-norm float32 embeddings. Inputs are
-        finished model inputs (``prepare``) or, as uint8, staged ones (``preparation.stage``)."""
+        """(N, C, H, W) or (N, K, C, H, W) model inputs (``prepare``) -> (N, D) or (N, K, D) unit-norm float32
+        embeddings."""
         return self.embed_start(pixels).result()
 
     @torch.inference_mode()
     def embed_start(self, pixels: torch.Tensor) -> PendingEmbedding:
         """``embed`` without waiting: the inputs are copied to the device (without blocking when they are in
-        pinned memory), finished there, embedded, and the embeddings copied back into pinned memory behind an
+        pinned memory or there already), embedded, and the embeddings copied back into pinned memory behind an
         event."""
         shape = pixels.shape
-        flat = self.preparation.finish(pixels.reshape(-1, *shape[-3:]).to(self.device, non_blocking=True))
+        flat = pixels.reshape(-1, *shape[-3:]).to(self.device, non_blocking=True)
         with self._autocast():
             features = self._forward_images(flat)
         features = torch.nn.functional.normalize(features.float(), dim=-1)

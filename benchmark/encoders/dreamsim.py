@@ -10,7 +10,12 @@ from __future__ import annotations
 import torch
 from torchvision import transforms
 
-from benchmark.encoders.base import Backbone, how_to_provide
+from benchmark.encoders.base import (
+    Backbone,
+    ComposePreparation,
+    Preparation,
+    how_to_provide,
+)
 from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
 
 IMAGE_SIZE = 224  # DreamSim's preprocessing: bicubic resize to 224 x 224, values in [0, 1]
@@ -34,6 +39,7 @@ class DreamSimBackbone(Backbone):
         self._transform = transforms.Compose([
             transforms.Resize((IMAGE_SIZE, IMAGE_SIZE), interpolation=transforms.InterpolationMode.BICUBIC),
             transforms.ToTensor()])
+        self._preparation = ComposePreparation.of(self._transform)
 
     @property
     def preprocess_version(self) -> str:
@@ -42,6 +48,10 @@ class DreamSimBackbone(Backbone):
     @property
     def transform(self):
         return self._transform
+
+    @property
+    def preparation(self) -> Preparation:
+        return self._preparation
 
     def _forward_images(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.embed(pixels)

@@ -14,14 +14,17 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 from PIL import Image
 from transformers import AutoImageProcessor, AutoModel
 
 from benchmark.digests import file_digest
-from benchmark.encoders.base import Backbone, Preparation, grid_edges, how_to_provide
-from benchmark.encoders.spec import BackboneSpec, BackboneUnavailable
+from benchmark.encoders.base import Backbone, Preparation, how_to_provide
+from benchmark.encoders.spec import (
+    PREPARED_ON_DEVICE,
+    BackboneSpec,
+    BackboneUnavailable,
+)
 
 
 class _ProcessorTransform:
@@ -34,21 +37,20 @@ class _ProcessorTransform:
         return self.processor(images=image, return_tensors="pt")["pixel_values"][0]
 
 
-# The settings that normalise; everything else in a processor's settings decides how it stages.
-_FINISHING = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")
-
-
 class ProcessorPreparation(Preparation):
     """The ``Preparation`` of a torchvision-backed transformers image processor (``backend == "torchvision"``,
-    e.g. DINOv2's BitImageProcessor in transformers 5): ``stage`` runs the processor with rescaling and
-    normalisation off (RGB, resize, centre crop: uint8 out), ``finish`` runs the processor's own
-    ``rescale_and_normalize`` on the device. A grid's tiles are staged in one call, as slices of one tensor of
-    the image (the processor batches equal-sized tiles)."""
+    e.g. DINOv2's BitImageProcessor in transformers 5), run on the device: the processor itself on the uint8
+    pixels there (its ``device`` argument), rescaling and normalisation off (RGB, resize, centre crop: uint8 out),
+    then its rescale and normalisation with constants made once per device. On the CPU the inputs are the
+    processor's own bit for bit (the same torchvision operations on the same uint8 tensor); on a GPU torch resizes
+    in floating point where the CPU resizes uint8 in fixed point, so a pixel may land a few levels away, and these
+    inputs have their own cache key (``PREPARED_ON_DEVICE``)."""
+
+    tag = PREPARED_ON_DEVICE
 
     def __init__(self, processor):
-        settings = {k: v for k, v in processor.to_dict().items() if k not in _FINISHING}
         super().__init__(_ProcessorTransform(processor),
-                         "hf:" + json.dumps(settings, sort_keys=True, default=str))
+                         "hf:" + json.dumps(processor.to_dict(), sort_keys=True, default=str))
         self.processor = processor
         self._constants: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -58,22 +60,10 @@ class ProcessorPreparation(Preparation):
             return None
         return cls(processor)
 
-    def _staged(self, images) -> torch.Tensor:
-        staged = self.processor(images=images, do_rescale=False, do_normalize=False, return_tensors="pt")
-        return staged["pixel_values"]
-
-    def stage(self, images) -> torch.Tensor:
-        return self._staged(list(images))
-
-    def stage_grid(self, image: Image.Image, grid: int, cut: str) -> torch.Tensor:
-        pixels = torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1)
-        xs, ys = grid_edges(image.width, grid, cut), grid_edges(image.height, grid, cut)
-        return self._staged([pixels[:, ys[j]:ys[j + 1], xs[i]:xs[i + 1]] for j in range(grid) for i in range(grid)])
-
-    def finish(self, staged: torch.Tensor) -> torch.Tensor:
-        if staged.is_floating_point():
-            return staged
+    def images(self, pixels: torch.Tensor) -> torch.Tensor:
         p = self.processor
+        staged = p(images=list(pixels), do_rescale=False, do_normalize=False, return_tensors="pt",
+                   device=pixels.device)["pixel_values"]
         if not (p.do_rescale and p.do_normalize):
             return p.rescale_and_normalize(staged, p.do_rescale, p.rescale_factor, p.do_normalize,
                                            tuple(p.image_mean), tuple(p.image_std))

@@ -20,7 +20,12 @@ import torch
 from huggingface_hub import hf_hub_download
 
 from benchmark.digests import file_digest
-from benchmark.encoders.base import Backbone, Preparation, how_to_provide
+from benchmark.encoders.base import (
+    Backbone,
+    ComposePreparation,
+    Preparation,
+    how_to_provide,
+)
 from benchmark.encoders.spec import LOCAL_WEIGHTS, BackboneSpec, BackboneUnavailable
 
 HF_FILE = "hf-file:"
@@ -46,54 +51,6 @@ def _resolve_weights(backbone_id: str, spec: BackboneSpec) -> tuple[str | None, 
         raise BackboneUnavailable(f"open_clip has no pretrained tag {weights!r} for {spec.model} "
                                   f"(backbone {backbone_id!r})")
     return weights, f"tag:{weights}"
-
-
-class ComposePreparation(Preparation):
-    """The ``Preparation`` of a torchvision ``Compose`` that ends in ToTensor and Normalize (open_clip's):
-    ``stage`` runs the PIL steps before them (resize, crop, RGB) and keeps the uint8 pixels; ``finish`` converts
-    as ToTensor (x / 255 in float32) and Normalize ((x - mean) / std) do, on whatever device the pixels are.
-    Every step is one IEEE operation per element (division by a tensor: a CUDA division by a Python number is
-    a multiplication by its reciprocal), so the result is the transform's own bit for bit."""
-
-    def __init__(self, transform, pil_steps: list, normalize):
-        super().__init__(transform, "compose:" + repr(pil_steps))
-        self.pil_steps = pil_steps
-        self.mean = torch.tensor(normalize.mean, dtype=torch.float32).view(-1, 1, 1)
-        self.std = torch.tensor(normalize.std, dtype=torch.float32).view(-1, 1, 1)
-        self._constants: dict[torch.device, tuple[torch.Tensor, ...]] = {}
-
-    @classmethod
-    def of(cls, transform) -> Preparation | None:
-        """The preparation of ``transform`` if it has that shape, else None."""
-        from torchvision import transforms
-
-        steps = list(getattr(transform, "transforms", []))
-        at = next((i for i, step in enumerate(steps) if isinstance(step, transforms.ToTensor)), None)
-        if at is None or len(steps) != at + 2 or not isinstance(steps[-1], transforms.Normalize) \
-                or steps[-1].inplace:
-            return None
-        return cls(transform, steps[:at], steps[-1])
-
-    def stage(self, images) -> torch.Tensor:
-        staged = []
-        for image in images:
-            for step in self.pil_steps:
-                image = step(image)
-            if getattr(image, "mode", None) != "RGB":
-                raise TypeError(f"{self.key}: expected an RGB PIL image before ToTensor, got {type(image).__name__}")
-            staged.append(torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1))
-        return torch.stack(staged)
-
-    def finish(self, staged: torch.Tensor) -> torch.Tensor:
-        if staged.is_floating_point():
-            return staged
-        # The constants are copied to a device once: a copy from pageable memory waits for the device's queue,
-        # which would keep the next batch from being queued while the last one runs.
-        if staged.device not in self._constants:
-            self._constants[staged.device] = tuple(t.to(staged.device) for t in
-                                                   (torch.tensor(255.0), self.mean, self.std))
-        scale, mean, std = self._constants[staged.device]
-        return (staged.to(torch.float32) / scale - mean) / std
 
 
 class OpenClipBackbone(Backbone):

@@ -29,16 +29,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from benchmark.datasets.culturalframes import canonical_model, load_config
 from benchmark.errors import CultureLensError
 from benchmark.layout import PER_IMAGE, RUN
-from benchmark.results import read_run
+from benchmark.run_record import RunRecord
 
 CRITERIA = ("alignment", "quality", "overall")
 ALL = "all"
 MIN_IMAGES = 20
-RANKING_COLUMNS = ["metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling", "rank"]
+MIN_MODELS = 3  # fewest models a model-level order is compared on (with two, any order is +1 or -1)
+RANKING_COLUMNS = ["metric", "criterion", "country", "spearman", "ci_low", "ci_high", "n", "ceiling", "model_spearman",
+                   "models", "rank"]
 
 
 class ScoresError(CultureLensError, ValueError):
@@ -114,12 +117,29 @@ def read_scores(source: str | Path | pd.DataFrame, known_image_ids: Iterable[str
 
 
 def human_means(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per image (index image_id): its prompt, its country and the mean of its raters' scores per criterion."""
+    """Per image (index image_id): its prompt, its country, its model (when the ratings say) and the mean of its
+    raters' scores per criterion."""
     missing = {"image_id", "prompt_id", "country", *CRITERIA} - set(ratings.columns)
     if missing:
         raise ValueError(f"ratings table has no column(s) {sorted(missing)}: pass the CulturalFrames ratings config")
     grouped = ratings.groupby("image_id", sort=True)
-    return pd.concat([grouped[["prompt_id", "country"]].first(), grouped[list(CRITERIA)].mean()], axis=1)
+    about = ["prompt_id", "country", *(["model"] if "model" in ratings.columns else [])]
+    return pd.concat([grouped[about].first(), grouped[list(CRITERIA)].mean()], axis=1)
+
+
+def model_agreement(group: pd.DataFrame, criterion: str) -> tuple[float, int]:
+    """How far a metric orders the models as the raters do: Spearman's rho between the models' mean metric score
+    and their mean rater score on ``criterion`` over the same images (``group``: image rows with model, score and
+    the criterion's rater mean), and the number of models; nan below ``MIN_MODELS`` models or without a model
+    column. A ranking of models rests on this, which per-image agreement does not give: a metric can follow the
+    raters image by image within each model and still reverse the models' order (CulturalFrames, arXiv:2506.08835,
+    Sec. 6 correlates images only)."""
+    if "model" not in group.columns:
+        return float("nan"), 0
+    means = group.groupby("model")[["score", criterion]].mean()
+    if len(means) < MIN_MODELS:
+        return float("nan"), len(means)
+    return float(stats.spearmanr(means["score"], means[criterion]).statistic), len(means)
 
 
 def _weighted_ranks(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -277,7 +297,9 @@ def meta_evaluate(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFrame, *, 
     the ceiling (a correlation with the mean of all raters would give it more: a mean of more raters is less
     noisy). ``ci_low``/``ci_high``: percentile CI of ``spearman`` from a cluster bootstrap over prompts
     (``metric_agreement_ci``), because the four CulturalFrames models share prompts (Nayak et al.,
-    arXiv:2506.08835, Sec. 3). ``n``: images. Groups with fewer than ``min_images`` rated images are left out.
+    arXiv:2506.08835, Sec. 3). ``n``: images. ``model_spearman`` and ``models``: the models' order by the metric
+    against theirs by the raters (``model_agreement``; the ratings' ``model`` column). Groups with fewer than
+    ``min_images`` rated images are left out.
     ``rank`` is 1 for the highest spearman within a (criterion, country).
     """
     means = human_means(ratings)
@@ -298,9 +320,11 @@ def meta_evaluate(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFrame, *, 
                 matrix = matrices[criterion].loc[group["image_id"]].to_numpy(float)
                 rho, low, high = metric_agreement_ci(group["score"].to_numpy(), matrix, group["prompt_id"].to_numpy(),
                                                      confidence=confidence, n_resamples=n_resamples, seed=seed)
+                model_rho, models = model_agreement(group, criterion)
                 rows.append({"metric": metric, "criterion": criterion, "country": country, "spearman": rho,
                              "ci_low": low, "ci_high": high, "n": len(group),
-                             "ceiling": float(leave_one_out_agreement(matrix, matrix)[0])})
+                             "ceiling": float(leave_one_out_agreement(matrix, matrix)[0]),
+                             "model_spearman": model_rho, "models": models})
     table = pd.DataFrame(rows, columns=RANKING_COLUMNS[:-1])
     table["rank"] = table.groupby(["criterion", "country"])["spearman"].rank(ascending=False, method="min")
     table["rank"] = table["rank"].astype("Int64")
@@ -398,10 +422,10 @@ def metric_versions(results: Sequence[str | Path], metrics: Sequence[str]) -> di
     versions: dict[str, set[str]] = {metric: set() for metric in metrics}
     for folder in results:
         path = Path(folder) / RUN if Path(folder).is_dir() else Path(folder).with_name(RUN)
-        run = read_run(path.read_bytes()) if path.is_file() else None
-        recorded = (run or {}).get("metrics") or {}
+        run = RunRecord.parse(path.read_bytes()) if path.is_file() else None
+        recorded = (run.metrics if run is not None else None) or {}
         for metric in metrics:
-            if isinstance(recorded.get(metric), str):
+            if metric in recorded:
                 versions[metric].add(recorded[metric])
     mixed = {metric: sorted(found) for metric, found in versions.items() if len(found) > 1}
     if mixed:
@@ -411,13 +435,18 @@ def metric_versions(results: Sequence[str | Path], metrics: Sequence[str]) -> di
     return {metric: next(iter(found), "") for metric, found in versions.items()}
 
 
-def agreement(table: pd.DataFrame, metric: str, criterion: str = "alignment") -> dict | None:
+def agreement(table: pd.DataFrame, metric: str, criterion: str = "alignment", version: str | None = None
+              ) -> dict | None:
     """The row of a ranking table (``meta_evaluate``'s, or the store's with provenance) that says how far
     ``metric`` agrees with the raters on ``criterion`` over every country (``ALL``), computed here rather than
-    reported; None if there is none. With several (re-runs), the one over the most images."""
+    reported, for the metric ``version`` when given (a judge's agreement is that judge's: another judge, or
+    another revision of it, says nothing of it); None if there is none. With several (re-runs), the one over the
+    most images."""
     rows = table[(table["metric"] == metric) & (table["criterion"] == criterion) & (table["country"] == ALL)]
     if "provenance" in rows:
         rows = rows[rows["provenance"] == "scored"]
+    if version is not None:
+        rows = rows[rows["metric_version"] == version] if "metric_version" in rows else rows.iloc[0:0]
     if rows.empty:
         return None
     return rows.sort_values("n", ascending=False, kind="stable").iloc[0].to_dict()

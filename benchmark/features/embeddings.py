@@ -2,12 +2,14 @@
 once, embedded once per backbone.
 
 1. The union of the needs (``benchmark.features.Need``) is looked up in the embedding cache.
-2. Images with anything missing are decoded once each (``images.decode_for_scoring``), in DataLoader worker
-   processes (``default_num_workers``, a whole batch per worker), and staged for every backbone that still needs
-   them (``encoders.base.Preparation``: uint8 pixels, staged once for backbones that prepare alike); on a GPU the
-   batches come in pinned memory, are copied without blocking and finished (rescaled, normalised) there. Each
-   backbone embeds its batch under ``torch.inference_mode`` (autocast fp16/bf16 on GPU) while the previous
-   batch's embeddings come back and go to the cache, so a crash loses at most two batches of work.
+2. Images with anything missing are decoded once each (``images.decode_pixels``), in DataLoader worker
+   processes (``default_num_workers``, a whole batch per worker), and sent as uint8 pixels at their own size:
+   the CPU only decodes. On a GPU the batches come in reused pinned memory (``PinnedBuffers``) and are copied
+   without blocking; there (or on the CPU, when the backbones run there) each batch is resized, cropped and
+   normalised for every backbone that still needs it (``encoders.base.Preparation``, once for backbones that
+   prepare alike: ``prepared_batch``). Each backbone embeds its batch under ``torch.inference_mode`` (autocast
+   fp16/bf16 on GPU) while the previous batch's embeddings come back and go to the cache, so a crash loses at
+   most two batches of work.
 
 Scale-out, over processes and machines with nothing shared but ``torch.distributed`` (``accelerate launch``
 sets it up; ``culturelens score`` wires this): with ``shard=(rank, world)`` every process looks in its own
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +34,9 @@ import pandas as pd
 import torch
 
 from benchmark.cache import EmbeddingCache, entry_key
-from benchmark.encoders.base import Backbone, as_preparation
-from benchmark.encoders.base import stage as stage_input
-from benchmark.encoders.spec import GRID_CUTS
+from benchmark.encoders.base import Backbone
 from benchmark.features import Need
-from benchmark.images import decode_for_scoring
+from benchmark.images import decode_pixels
 from benchmark.submission.shards import Shards
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -53,69 +54,144 @@ class FileSource:
 
 
 class _Decode(torch.utils.data.Dataset):
-    """Item i: decode image once, stage it for each need it still lacks (``encoders.base.Preparation``; needs
-    whose preparations stage alike share one staging). Holds only the source and the preparations (no
-    weights), so worker processes stay light."""
+    """Item i: plan row i's image decoded once, as uint8 (H, W, 3) pixels at its own size (as decoded: a plain copy
+    into the batch, where (3, H, W) would cost a transposing one, ~5 ms of a 1,024 px image), and the needs it still
+    lacks. Holds only the source and the plan (no transforms, no weights), so worker processes stay light: every
+    resize, crop and normalisation runs on the model's device (``encoders.base.Preparation``)."""
 
-    def __init__(self, source: Callable, plan: list[tuple[int, tuple[Need, ...]]], preparations: dict[str, Callable],
-                 cuts: dict[str, str] | None = None):  # backbone -> grid cut (``grid_edges``), default rounded
-        self.source, self.plan, self.cuts = source, plan, cuts or {}
-        self.preparations = {b: as_preparation(p, f"backbone:{b}") for b, p in preparations.items()}
+    def __init__(self, source: Callable, plan: list[tuple[int, tuple[Need, ...]]]):
+        self.source, self.plan = source, plan
 
     def __len__(self) -> int:
         return len(self.plan)
 
     def __getitem__(self, index: int):
         row, needs = self.plan[index]
-        rgb = decode_for_scoring(self.source(row), formats=None)  # references may be in any format Pillow reads
-        staged, out = {}, {}
-        for need in needs:
-            preparation = self.preparations[need.backbone]
-            cut = self.cuts.get(need.backbone, GRID_CUTS[0])
-            alike = (preparation.key, need.kind) + ((need.grid, cut) if need.kind == "grid" else ())
-            if alike not in staged:
-                staged[alike] = stage_input(preparation, rgb, need.kind, need.grid, cut)
-            out[need] = staged[alike]
-        return row, out
+        pixels = decode_pixels(self.source(row), formats=None)  # references may be in any format Pillow reads
+        return row, needs, torch.from_numpy(pixels)
 
 
-def _collate(items):
-    """Decoded items -> [(need, rows, stacked inputs)] for each need present in the batch. Runs in the DataLoader
-    worker that decoded the batch, so the batch reaches this process as one shared-memory tensor per need (needs
-    staged alike share one)."""
-    by_need: dict[Need, tuple[list[int], list[torch.Tensor]]] = {}
-    for row, prepared in items:
-        for need, tensor in prepared.items():
-            rows, tensors = by_need.setdefault(need, ([], []))
-            rows.append(row)
-            tensors.append(tensor)
-    stacked: dict[tuple[int, ...], torch.Tensor] = {}
-    batch = []
-    for need, (rows, tensors) in by_need.items():
-        alike = tuple(map(id, tensors))
-        if alike not in stacked:
-            stacked[alike] = torch.stack(tensors)
-        batch.append((need, rows, stacked[alike]))
-    return batch
+class PinnedBuffers:
+    """Pinned host memory for decoded batches, reused batch after batch: ``pinned`` copies a batch into a free
+    buffer at least as large (a new one only when none is free), ``release`` gives it back behind the event that
+    marks the end of the copy to the device that read it. On an H100 machine a pinned allocation per batch cost
+    32 ms each, 18 of them in a cold run of 10 s (benchmarks/README.md). Used by the DataLoader's pinning thread
+    and the main loop alike, hence the lock."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.free: list[tuple[torch.Tensor, object]] = []
+
+    def pinned(self, pixels: torch.Tensor) -> torch.Tensor:
+        size = pixels.numel()
+        with self.lock:
+            ready = [i for i, (buffer, event) in enumerate(self.free) if buffer.numel() >= size and event.query()]
+            buffer = self.free.pop(min(ready, key=lambda i: self.free[i][0].numel()))[0] if ready else None
+        if buffer is None:
+            buffer = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        staged = buffer[:size].view(pixels.shape)
+        staged.copy_(pixels)
+        return staged
+
+    def release(self, staged: torch.Tensor, event) -> None:
+        with self.lock:
+            self.free.append((torch.empty(0, dtype=torch.uint8).set_(staged.untyped_storage()), event))
+
+
+_PINNED = PinnedBuffers()
+
+
+class DecodedBatch:
+    """A batch of decoded images grouped by size: ``groups`` [(rows, each row's needs, uint8 (n, H, W, 3))].
+    ``pin_memory`` (the DataLoader's pinning thread calls it) copies each group into reused pinned memory."""
+
+    def __init__(self, groups: list[tuple[list[int], list[tuple[Need, ...]], torch.Tensor]]):
+        self.groups = groups
+
+    def pin_memory(self) -> DecodedBatch:
+        return DecodedBatch([(rows, needs, _PINNED.pinned(pixels)) for rows, needs, pixels in self.groups])
+
+
+def _collate(items) -> DecodedBatch:
+    """Decoded items -> one ``DecodedBatch``. Runs in the DataLoader worker that decoded the batch, so the batch
+    reaches this process as one shared-memory tensor per image size."""
+    by_size: dict[tuple[int, ...], list] = {}
+    for item in items:
+        by_size.setdefault(tuple(item[2].shape), []).append(item)
+    return DecodedBatch([([row for row, _, _ in group], [needs for _, needs, _ in group],
+                          _stacked([pixels for _, _, pixels in group])) for group in by_size.values()])
+
+
+def _stacked(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack``, in a DataLoader worker straight into shared memory (as torch's ``default_collate`` does):
+    the batch then reaches the main process without another copy."""
+    if torch.utils.data.get_worker_info() is None:
+        return torch.stack(tensors)
+    shared = tensors[0].untyped_storage()._new_shared(sum(t.nbytes for t in tensors))
+    out = torch.empty(0, dtype=tensors[0].dtype).set_(shared).view(len(tensors), *tensors[0].shape)
+    return torch.stack(tensors, out=out)
 
 
 def decoded_batches(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], backbones: dict[str, Backbone],
                     batch_size: int, num_workers: int | None = None):
-    """``plan`` (row, needs) decoded and staged, in batches of ``batch_size`` rows in plan order:
-    [(need, rows, stacked staged inputs)]. Each DataLoader worker (``default_num_workers``) decodes and stacks
-    whole batches; when a backbone is on a GPU, the loader's pinning thread copies them into pinned memory
-    (the GPU then copies without blocking). Measured on an H100 machine (benchmarks/README.md): stacking in
-    this process instead, item by item, took 40% of a cold run and capped decoding at ~85 images/s."""
+    """``plan`` (row, needs) decoded, in ``DecodedBatch``es of ``batch_size`` rows in plan order. Each DataLoader
+    worker (``default_num_workers``) decodes and stacks whole batches; when a backbone is on a GPU, the loader's
+    pinning thread copies them into reused pinned memory (``PinnedBuffers``; the GPU then copies without
+    blocking). Measured on an H100 machine (benchmarks/README.md): stacking in this process instead, item by
+    item, took 40% of a cold run and capped decoding at ~85 images/s."""
     on_gpu = any(b.device.startswith("cuda") for b in backbones.values())
     if num_workers is None:
         num_workers = default_num_workers("cuda" if on_gpu else "cpu")
     loader = torch.utils.data.DataLoader(
-        _Decode(source, plan, {b: x.preparation for b, x in backbones.items()},
-                {b: x.grid_cut for b, x in backbones.items()}),
-        batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate, pin_memory=on_gpu,
-        prefetch_factor=2 if num_workers else None,
+        _Decode(source, plan), batch_size=batch_size, shuffle=False, num_workers=num_workers, collate_fn=_collate,
+        pin_memory=on_gpu, prefetch_factor=2 if num_workers else None,
         multiprocessing_context=_worker_context(on_gpu) if num_workers else None)
     yield from loader
+
+
+def prepared_batch(batch: DecodedBatch, backbones: dict[str, Backbone]) -> list[tuple[Need, list[int], torch.Tensor]]:
+    """[(need, rows, model inputs on the backbone's device)] for a decoded batch, the rows in batch order: each
+    size group copied to each device once (without blocking from pinned memory; the buffer goes back to the pool
+    behind an event), prepared once per preparation (``Preparation.key``), kind and grid for the rows that need
+    it, and the groups' inputs joined, so that a backbone embeds the batch in one forward pass whatever the
+    images' sizes. Nothing here reads a device value back, so the batch is queued while the device still works
+    on the one before."""
+    parts: dict[Need, tuple[list[int], list[torch.Tensor]]] = {}
+    for rows, needs, pixels in batch.groups:
+        devices = {backbones[n.backbone].device for row_needs in needs for n in row_needs}
+        on = {device: pixels.to(device, non_blocking=True).permute(0, 3, 1, 2) for device in devices}
+        if pixels.is_pinned() and torch.cuda.is_available():
+            event = torch.cuda.Event()
+            event.record()
+            _PINNED.release(pixels, event)
+        prepared: dict[tuple, torch.Tensor] = {}
+        for need in dict.fromkeys(n for row_needs in needs for n in row_needs):
+            backbone = backbones[need.backbone]
+            members = [k for k, row_needs in enumerate(needs) if need in row_needs]
+            alike = (backbone.preparation.key, backbone.device, need.kind, tuple(members)) + \
+                ((need.grid, backbone.grid_cut) if need.kind == "grid" else ())
+            if alike not in prepared:
+                images = on[backbone.device]
+                if len(members) < len(rows):
+                    images = images[_indices(members, backbone.device)]
+                prepared[alike] = backbone.preparation.prepare(images, need.kind, need.grid, backbone.grid_cut)
+            need_rows, inputs = parts.setdefault(need, ([], []))
+            need_rows.extend(rows[k] for k in members)
+            inputs.append(prepared[alike])
+    out = []
+    for need, (rows, inputs) in parts.items():
+        joined = inputs[0] if len(inputs) == 1 else torch.cat(inputs)
+        order = sorted(range(len(rows)), key=rows.__getitem__)
+        if order != list(range(len(rows))):
+            joined = joined[_indices(order, backbones[need.backbone].device)]
+        out.append((need, sorted(rows), joined))
+    return out
+
+
+def _indices(members: list[int], device: str) -> torch.Tensor:
+    """An index tensor on ``device``, copied from pinned memory on a GPU so that the copy does not wait."""
+    index = torch.tensor(members, dtype=torch.long)
+    return index.pin_memory().to(device, non_blocking=True) if device.startswith("cuda") else index
 
 
 # Cores per DataLoader worker when the backbones run on the CPU: the workers share the cores with the model's
@@ -130,22 +206,21 @@ def available_cores() -> int:
 
 def default_num_workers(device: str) -> int:
     """DataLoader worker processes when the caller names none: one per core when the backbones run on a GPU
-    (decoding is then the bottleneck: on an H100 machine, decoding and staging a 1024 px PNG cost ~50-90 ms of
-    one core, against ~4 ms of GPU time for two CLIPs and a DINO grid; benchmarks/README.md), one per ``CPU_CORES_PER_WORKER`` cores on the CPU (none, decoding in the main
-    process, below that)."""
+    (decoding can then be the bottleneck: decoding a 1024 px PNG costs ~25-50 ms of one core, against ~4 ms of an
+    H100 for two CLIPs and a DINO grid; benchmarks/README.md), one per ``CPU_CORES_PER_WORKER`` cores on the CPU
+    (none, decoding in the main process, below that)."""
     cores = available_cores()
     return cores if device.startswith("cuda") else cores // CPU_CORES_PER_WORKER
 
 
 def _worker_context(on_gpu: bool):
     """How DataLoader workers start. Forked workers cannot use a process that has initialised CUDA; a fork
-    server, started once with the modules the workers unpickle already imported, forks them in milliseconds
-    where spawning each would import torch, transformers and open_clip again."""
+    server, started once with the module the workers unpickle already imported, forks them in milliseconds where
+    spawning each would import torch again. Workers only decode: no model library is imported there."""
     if not on_gpu:
         return None
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["benchmark.features.embeddings", "benchmark.encoders.open_clip",
-                                    "benchmark.encoders.hf_vision"])
+    context.set_forkserver_preload(["benchmark.features.embeddings"])
     return context
 
 
@@ -231,7 +306,7 @@ def compute_features(source: Path | Callable, images: pd.DataFrame, needs: list[
     if isinstance(source, (str, Path)):
         source = Shards(Path(source)).source(images["path"].tolist())
 
-    requests = {(row, need): entry_key(sha, backbones[need.backbone].key, need.name)
+    requests = {(row, need): entry_key(sha, backbones[need.backbone].image_key, need.name)
                 for row, sha in enumerate(shas) for need in image_needs}
     unique_texts = sorted(set(texts))
     text_requests = {(text, b): entry_key(_text_sha(text), backbones[b].key, "text")
@@ -312,7 +387,8 @@ def _embed_planned(source: Callable, plan: list[tuple[int, tuple[Need, ...]]], b
 
     previous = None
     for batch in decoded_batches(source, plan, backbones, batch_size, num_workers):
-        started = [(need, rows, backbones[need.backbone].embed_start(inputs)) for need, rows, inputs in batch]
+        started = [(need, rows, backbones[need.backbone].embed_start(inputs))
+                   for need, rows, inputs in prepared_batch(batch, backbones)]
         if previous is not None:
             store(previous)
         previous = started

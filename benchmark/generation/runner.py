@@ -13,11 +13,15 @@ manifest (with refusals so far) is rewritten atomically after every batch. A
 rerun skips images that exist and decode, and refusals already recorded; it
 tries failed images again, and refuses to mix settings with an earlier run in
 the same folder.
+
+The disk never holds the pipeline up: a batch's images are converted to PIL and
+encoded as PNG on other threads while the next batch runs
+(``benchmark.generation.writer``), the same bytes as converting and encoding
+them in line.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import re
@@ -32,8 +36,9 @@ import torch
 from PIL import Image
 
 from benchmark import __version__
-from benchmark.atomic import atomic_write, atomic_write_text
+from benchmark.atomic import atomic_write_text
 from benchmark.errors import CultureLensError
+from benchmark.generation.writer import ImageWriter, output_type, pending_images
 from benchmark.layout import MANIFEST, image_name
 from benchmark.submission.manifest import Manifest
 
@@ -201,12 +206,26 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
                 todo.append((prompt_id, text, seed, path))
     _write_manifest(out, {**manifest, "missing": list(missing.values())}, tmp_dir)
 
+    returned = output_type(pipeline)
+
     def generate(batch):
         return pipeline(prompt=[text for _, text, _, _ in batch],
                         negative_prompt=[settings.negative_prompt] * len(batch) if settings.negative_prompt else None,
                         generator=[torch.Generator("cpu").manual_seed(seed) for _, _, seed, _ in batch],
-                        output_type="pil", **options)
+                        output_type=returned, **options)
 
+    writer = ImageWriter(tmp_dir)
+    try:
+        _generate_all(generate, pipeline, todo, settings, out, manifest, missing, outcome, writer, tmp_dir, progress)
+    finally:
+        writer.close()
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    return outcome
+
+
+def _generate_all(generate, pipeline, todo, settings: Settings, out: Path, manifest: dict, missing: dict,
+                  outcome: Outcome, writer: ImageWriter, tmp_dir: Path, progress) -> None:
+    """Each batch of ``todo`` generated, its refusals and failures recorded, its images handed to ``writer``."""
     done = 0
     for start in range(0, len(todo), settings.batch_size):
         batch = todo[start:start + settings.batch_size]
@@ -224,20 +243,19 @@ def run(pipeline, prompts: list[tuple[str, str]], seeds: list[int], settings: Se
                     outcome.failed += 1
         for items, result in results:
             flags = getattr(result, "nsfw_content_detected", None) or [False] * len(items)
-            for (prompt_id, _, seed, path), image, flagged in zip(items, result.images, flags):
+            for (prompt_id, _, seed, _), flagged in zip(items, flags):
                 if flagged:
                     missing[(prompt_id, seed)] = {"prompt_id": prompt_id, "seed": seed, "reason": "safety_filter",
                                                   "detail": f"{type(pipeline).__name__} safety checker"}
                     outcome.refused += 1
                 else:
-                    atomic_write(path, functools.partial(image.save, format="PNG"), temp_dir=tmp_dir)
                     outcome.generated += 1
+            writer.write([path for *_, path in items], pending_images(pipeline, result.images),
+                         [not flagged for flagged in flags])
         _write_manifest(out, {**manifest, "missing": list(missing.values())}, tmp_dir)
         done += len(batch)
         if progress:
             progress(done, len(todo))
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    return outcome
 
 
 def select_prompts(table, where: list[str], limit: int | None) -> list[tuple[str, str]]:

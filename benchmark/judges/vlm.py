@@ -16,13 +16,17 @@ closed set of answers (``benchmark.judges.constrained``); three uses sit on it:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import textwrap
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from PIL import Image
+from transformers import DynamicCache
 
 from benchmark.judges.base import Context, Judge, Judgement, JudgeRequest, JudgeUnavailable, how_to_provide_judge
 from benchmark.judges.constrained import Tokens, answer_probabilities, branching_nodes
@@ -32,6 +36,43 @@ from benchmark.judges.prompts import (CAIRE_ANSWER_PREFIX, CAIRE_SYSTEM, VIESCOR
 
 DEFAULT_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's best scorer (Table 1: F1 65.5 with Wikipedia text)
 YES_NO = ("Yes", "No")
+# How the probabilities are computed, in every judge id (so in every products-cache key and metric version): the
+# prefix an image's prompts share runs once, into a key-value cache (``SharedPrefix``). Values differ from a
+# forward pass over each whole prompt by rounding only, but they are not those values bit for bit.
+COMPUTATION = "shared prefix"
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """What the chat prompts of one image have in common, as the model reads them: ``inputs``, the processor's
+    output for the leading tokens all prompts share (the image's pixels and its expanded image tokens included),
+    ``length`` tokens long; ``tails``, each prompt's own tokens after it (at least its last token).
+
+    Each prompt is tokenised whole, as the processor tokenises it, so the split never changes a token: the
+    prefix is a prefix of every prompt's own token sequence."""
+
+    inputs: dict
+    length: int
+    tails: tuple[Tokens, ...]
+
+    @classmethod
+    def of(cls, judge: VLMJudge, image: Image.Image, prompts: Sequence[str]) -> SharedPrefix:
+        full = judge.processor(text=[prompts[0]], images=[image.convert("RGB")], return_tensors="pt")
+        expanded = full["input_ids"][0].tolist()
+        texts = [judge.tokenizer(prompt)["input_ids"] for prompt in prompts]
+        common = min(len(t) for t in texts) - 1  # a tail keeps at least the token whose logits are read
+        for text in texts[1:]:
+            common = next((k for k in range(common) if text[k] != texts[0][k]), common)
+        grown = len(expanded) - len(texts[0])  # image tokens the processor added
+        image_at = next((k for k, (a, b) in enumerate(zip(expanded, texts[0])) if a != b), len(texts[0]))
+        if image_at >= common or expanded[common + grown:] != texts[0][common:]:
+            raise ValueError(f"the prompts of one image do not share the image's tokens as a prefix (judge "
+                             f"{judge.id}): put the image before the text that differs between them")
+        length = common + grown
+        inputs = {key: value[:, :length] if torch.is_tensor(value) and value.shape == full["input_ids"].shape
+                  else value for key, value in full.items()}
+        inputs = type(full)(inputs).to(judge.device, dtype=judge.model.dtype)
+        return cls(inputs, length, tuple(tuple(text[common:]) for text in texts))
 
 
 class VLMJudge(Judge):
@@ -63,11 +104,13 @@ class VLMJudge(Judge):
         self.tokenizer.padding_side = "left"  # every row's next-token position is then the last column
         self.batch_size, self.max_entity_tokens = batch_size, max_entity_tokens
         commit = getattr(self.model.config, "_commit_hash", None)
-        self.id = f"{model}@{commit or revision or 'local'}"
+        self.id = f"{model}@{commit or revision or 'local'}, {COMPUTATION}"
         self._added = [t.content for t in self.tokenizer.added_tokens_decoder.values()]
         self._answers: dict[tuple[str, tuple[str, ...]], tuple[Tokens, ...]] = {}
-        self._keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters \
-            else {}
+        accepted = inspect.signature(self.model.forward).parameters
+        # transformers 5.24 names the key-value cache ``cache``, earlier releases ``past_key_values``
+        self._cache_argument = "cache" if "cache" in accepted else "past_key_values"
+        self.tokens_fed = 0  # token positions run through the language model, padding included
 
     # --- prompts ----------------------------------------------------------------------------------------------
     def render(self, user_text: str, system: str | None = None, answer_prefix: str = "") -> str:
@@ -106,41 +149,82 @@ class VLMJudge(Judge):
         return self._answers[key]
 
     # --- the core ---------------------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def _next_logits(self, inputs, prefix: Tokens) -> np.ndarray:
-        """(B, V) next-token logits after each row's prompt followed by ``prefix`` (rows are left-padded)."""
-        batch = dict(inputs)
-        if prefix:
-            ids = batch["input_ids"]
-            extra = torch.tensor(prefix, dtype=ids.dtype, device=ids.device).expand(ids.shape[0], len(prefix))
-            for key, value in inputs.items():
-                if torch.is_tensor(value) and value.shape == ids.shape:  # per-token tensors grow with the text
-                    fill = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask"
-                                                              else torch.zeros_like(extra))
-                    batch[key] = torch.cat([value, fill.to(value.dtype)], dim=1)
-        logits = self.model(**batch, **self._keep).logits[:, -1, :]
-        return logits.float().cpu().numpy()
-
     def answer_distribution(self, images: Sequence[Image.Image], prompts: Sequence[str],
                             answers: Sequence[str]) -> np.ndarray:
-        """(B, len(answers)) constrained-decoding probabilities of ``answers`` after each (image, prompt)."""
+        """(B, len(answers)) constrained-decoding probabilities of ``answers`` after each (image, prompt).
+
+        An image pays once for what its prompts share (``SharedPrefix``): rows holding the same image object are
+        one group; the tokens its prompts have in common (the system text, the image, and for CAIRE the entity
+        text) run through the model once, into a key-value cache, and only each prompt's own tail runs after it,
+        the tails batched ``batch_size`` rows at a time. A tail carries the tokens of the answer trie's deepest
+        branching node with it, so every branching node's logits come from that one pass (causal attention:
+        a position never sees the tokens after it). The values are the full prompt's up to rounding
+        (tests/test_judges.py, ``test_judge_prefix_*``: within 1e-5 on the CPU in float32). The processor (on
+        the CPU) prepares the next image on another thread while the model reads this one."""
         if len(images) != len(prompts):
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
         out = np.zeros((len(prompts), len(answers)))
-        groups: dict[tuple[Tokens, ...], list[int]] = {}
-        for i, prompt in enumerate(prompts):
-            groups.setdefault(self.answer_tokens(prompt, answers), []).append(i)
-        for sequences, rows in groups.items():
-            nodes = branching_nodes(sequences)
-            rows.sort(key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
-            for start in range(0, len(rows), self.batch_size):
-                chunk = rows[start:start + self.batch_size]
-                inputs = self.processor(text=[prompts[i] for i in chunk],
-                                        images=[images[i].convert("RGB") for i in chunk],
-                                        padding=True, return_tensors="pt").to(self.device, dtype=self.model.dtype)
-                logits = {prefix: self._next_logits(inputs, prefix) for prefix in nodes}
-                out[chunk] = answer_probabilities(sequences, logits)
+        groups: dict[int, list[int]] = {}
+        for i, image in enumerate(images):
+            groups.setdefault(id(image), []).append(i)
+        # Every prompt's answer tokens before the processor's thread starts: a fast tokenizer is not to be used
+        # from two threads at once.
+        sequences = [self.answer_tokens(prompt, answers) for prompt in prompts]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-processor") as ahead:
+            prefixes = ahead.map(lambda rows: SharedPrefix.of(self, images[rows[0]], [prompts[i] for i in rows]),
+                                 groups.values())
+            for rows, prefix in zip(groups.values(), prefixes):
+                for i, p in zip(rows, self._shared_prefix_distributions(prefix, [sequences[i] for i in rows])):
+                    out[i] = p
         return out
+
+    @torch.inference_mode()
+    def _shared_prefix_distributions(self, prefix: SharedPrefix, answers: Sequence[tuple[Tokens, ...]]
+                                     ) -> list[np.ndarray]:
+        """Per prompt of one image, the probabilities of its ``answers`` (token sequences) after ``prefix``."""
+        cache = DynamicCache(config=self.model.config)
+        self.model(**prefix.inputs, use_cache=True, logits_to_keep=1, **{self._cache_argument: cache})
+        self.tokens_fed += prefix.length
+        out: list[np.ndarray | None] = [None] * len(answers)
+        by_answers: dict[tuple[Tokens, ...], list[int]] = {}
+        for i, sequences in enumerate(answers):
+            by_answers.setdefault(sequences, []).append(i)
+        for sequences, members in by_answers.items():
+            nodes = branching_nodes(sequences)
+            # Each branching node read from one pass: a tail ends with the tokens of the deepest node on its path.
+            deepest = [node for node in nodes if not any(o != node and o[:len(node)] == node for o in nodes)]
+            for start in range(0, len(members), self.batch_size):
+                chunk = members[start:start + self.batch_size]
+                tails = [(i, path) for i in chunk for path in deepest]
+                logits = self._tail_logits(cache, [prefix.tails[i] + path for i, path in tails],
+                                           [len(prefix.tails[i]) - 1 for i, _ in tails])
+                for i in chunk:
+                    node_logits = {}
+                    for (j, path), row in zip(tails, logits):
+                        if j == i:
+                            node_logits.update({node: row[len(node)] for node in nodes if path[:len(node)] == node})
+                    out[i] = answer_probabilities(sequences, node_logits)
+        return out
+
+    def _tail_logits(self, prefix_cache, tails: list[Tokens], ends: list[int]) -> list[np.ndarray]:
+        """Per tail, the next-token logits (K, V) at its positions ``end``, ``end + 1``, ... to its last token,
+        with the tails run after the shared prefix held in ``prefix_cache`` (which is left as it was). Tails are
+        padded at the end: a causal model's logits at a position ignore what follows it."""
+        width = max(len(t) for t in tails)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(tails), width), pad, dtype=torch.long)
+        for row, tail in enumerate(tails):
+            ids[row, :len(tail)] = torch.tensor(tail, dtype=torch.long)
+        cache = copy.deepcopy(prefix_cache)
+        cache.batch_repeat_interleave(len(tails))
+        positions = sorted({p for tail, end in zip(tails, ends) for p in range(end, len(tail))})
+        keep = torch.tensor(positions, dtype=torch.long, device=self.device)
+        logits = self.model(input_ids=ids.to(self.device), use_cache=True, **{self._cache_argument: cache},
+                            logits_to_keep=keep).logits.float().cpu().numpy()
+        self.tokens_fed += ids.numel()
+        column = {p: c for c, p in enumerate(positions)}
+        return [logits[row, [column[p] for p in range(end, len(tail))]]
+                for row, (tail, end) in enumerate(zip(tails, ends))]
 
     # --- the judges -------------------------------------------------------------------------------------------
     def _entity_text(self, request: JudgeRequest) -> tuple[str | None, bool]:

@@ -25,6 +25,7 @@ import pandas as pd
 from PIL import Image
 
 from benchmark.cache import EmbeddingCache
+from benchmark.encoders.spec import PREPARED_ON_DEVICE
 from benchmark.features import Need
 
 
@@ -41,6 +42,24 @@ class MetricInfo:
     citation: str
     needs: tuple[Need, ...]
     level: Literal["image", "prompt"] = "image"
+    # What an image a submission declared but does not hold (refused, missing) counts as in a prompt's mean of an
+    # image-level metric: "worst", the worse end of the range (``failure``); "undefined", no value (VR of an image
+    # not recognised: a missing image is not recognised either).
+    missing_image: Literal["worst", "undefined"] = "worst"
+
+    @property
+    def failure(self) -> float:
+        """The value a missing image counts as (``missing_image``): the range's worse end, or nan (undefined)."""
+        if self.missing_image == "undefined":
+            return float("nan")
+        return self.low if self.higher_is_better else self.high
+
+    def __post_init__(self):
+        """A metric that reads image features names how the images were prepared (``PREPARED_ON_DEVICE``) at the
+        end of its version: its values moved, by rounding, when preparation moved to the device."""
+        marker = f"images {PREPARED_ON_DEVICE}"
+        if any(need.kind != "text" for need in self.needs) and not self.version.endswith(marker):
+            object.__setattr__(self, "version", f"{self.version}; {marker}")
 
 
 @dataclass(frozen=True)

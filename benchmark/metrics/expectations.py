@@ -45,7 +45,8 @@ LABELS = {
     "expectations_implicit": "implicit (cultural) expectations met, 0-10 (VIEScore-style VLM judge)",
     "expectations_met": "explicit and implicit expectations met, min of the two, 0-10 (VIEScore-style VLM judge)",
 }
-VERSION = "1"  # the prompts of ``expectation_prompt``, the expected-score reading and the min
+VERSION = "2"  # the prompts of ``expectation_prompt``, the expected-score reading and the min; 2: the judge
+# reads an image's two prompts after their shared prefix, run once (``judges.vlm.SharedPrefix``)
 
 
 def _checked(probabilities: np.ndarray) -> np.ndarray:

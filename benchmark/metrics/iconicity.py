@@ -364,6 +364,7 @@ class _Iconicity(Metric):
     """Shared settings and needs of the iconicity metrics (a ``Protocol``: thresholds and backbones)."""
 
     name, label, higher, level, unit, equation = "", "", True, "prompt", "share", ""
+    missing_image = "worst"  # a declared image the submission lacks: not recognised (``MetricInfo.missing_image``)
 
     def __init__(self, settings: Protocol = VARIANTS["paper"]):
         self.settings = settings
@@ -371,7 +372,8 @@ class _Iconicity(Metric):
         needs = (Need(clip, "image"), Need(clip, "image", of="reference"), Need(dino, "grid", grid),
                  Need(dino, "grid", grid, of="reference"))
         self.info = MetricInfo(self.name, _labelled(self.label, settings), "iconicity", settings.version, self.higher,
-                               self.unit, 0.0, 1.0, f"{CITATION}, {self.equation}", needs, self.level)
+                               self.unit, 0.0, 1.0, f"{CITATION}, {self.equation}", needs, self.level,
+                               self.missing_image)
 
     def applies(self, inputs: Inputs) -> str | None:
         if inputs.reference_counts is None or not (inputs.reference_counts > 0).any():
@@ -424,6 +426,7 @@ class VisualReusePerImage(_Iconicity):
 
     name, label, higher, level, equation = ("vr_image", "share of a recognised image's patches reused", False,
                                             "image", "Eq. 2")
+    missing_image = "undefined"  # a missing image is not recognised, and VR is defined on recognised images only
 
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
@@ -449,17 +452,21 @@ class Transformation(_Iconicity):
         return pd.DataFrame({"prompt_id": table.index, "value": values, "note": None})
 
     def derived(self, aggregates: list[dict], curves) -> list[dict]:
-        """Table 1's CRT: Eq. 3 on the column means, cra_reference x (1 - vr), for every slice. It has no CI here:
-        a ranking bootstraps it over the references its models share (``leaderboard.tables``)."""
+        """Table 1's CRT: Eq. 3 on the column means, cra_reference x (1 - vr), for every slice; 0 on a slice where
+        no reference was recognised (VR undefined there: no row), so a model that recognised nothing ranks last at
+        0, not out of the table. It has no CI here: a ranking bootstraps it over the slice's references
+        (``benchmark.ranking``)."""
         by = {(r["metric"], r["slice"], r["slice_value"]): r for r in aggregates}
         rows = []
         for (metric, slice_name, slice_value), cra in by.items():
-            vr = by.get(("vr", slice_name, slice_value))
-            if metric != "cra_reference" or vr is None or vr["value"] is None or slice_name == "prompt":
+            if metric != "cra_reference" or slice_name == "prompt":
                 continue
+            vr = by.get(("vr", slice_name, slice_value), {}).get("value")  # none: no reference recognised here
+            value = float(crt_from_means(cra["value"], np.nan if vr is None else vr))
             rows.append({"track": "iconicity", "metric": CRT_FROM_MEANS[0], "slice": slice_name,
-                         "slice_value": slice_value, "value": float(crt_from_means(cra["value"], vr["value"])),
-                         "ci_low": None, "ci_high": None, "n": cra["n"], "higher_is_better": True,
+                         "slice_value": slice_value, "value": value,
+                         "ci_low": None, "ci_high": None, "n": cra["n"], "higher_is_better": True, "range_low": 0.0,
+                         "range_high": 1.0,
                          "metric_version": self.info.version, "metric_label": _labelled(CRT_FROM_MEANS[1], self.settings)})
         return rows
 

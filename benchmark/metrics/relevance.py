@@ -133,7 +133,7 @@ class CulturalRelevance(Metric):
         self.info = MetricInfo(
             metric_name(label) if label else "relevance",
             f"CAIRE relevance to {label} (1-5)" if label else "CAIRE relevance to the prompt set's countries",
-            "relevance", f"2 (kb {knowledge_base.fingerprint}, judge {judge.id}, k {k}, linking {linking}, "
+            "relevance", f"3 (kb {knowledge_base.fingerprint}, judge {judge.id}, k {k}, linking {linking}, "
                          f"label {label_case}, text {text_chars or 'whole'})", True, "score", 1.0,
             float(len(rubric.levels)), f"{CAIRE.short}, Eq. 1-3", (Need(knowledge_base.backbone_id, "image"),))
 

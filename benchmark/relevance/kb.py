@@ -7,7 +7,11 @@ Input: a records file (JSONL, one object per line, or Parquet) with one entity p
     {"entity_id": "bn:03096581n", "name": "Pysanka", "description": "Ukrainian decorated Easter egg",
      "wikipedia": "A pysanka is a Ukrainian Easter egg ...", "images": ["pysanka/1.jpg", "pysanka/2.jpg"]}
 
-``images`` are paths relative to an image folder; ``description`` and ``wikipedia`` may be empty.
+``images`` are paths relative to an image folder; ``description`` and ``wikipedia`` may be empty. Two keys are
+optional, for a knowledge base built from public sources (``benchmark.relevance.public_kb``): ``sources``, an
+object of where the entity was read (its Wikidata and Wikipedia revisions, country, category ...: each key becomes
+a column of ``entities.parquet``), and ``image_credits``, one line per image (licence, author, file and version:
+the ``credit`` column of ``images.parquet``).
 
 Output: a folder with ``image.faiss`` (one row per distinct KB image, by content), ``text.faiss`` (one row per
 entity: its lemma's text embedding), ``images.parquet`` (path, image_sha256, entity_ids of each image row),
@@ -50,6 +54,7 @@ from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entit
 FORMAT_VERSION = 1
 DEFAULT_BACKBONE = "msiglip-so400m"
 RECORD_KEYS = ("entity_id", "name", "description", "wikipedia", "images")
+OPTIONAL_KEYS = ("sources", "image_credits")
 MANIFEST = "kb.json"
 FILES = ("image.faiss", "text.faiss", "images.parquet", "entities.parquet")
 TABLES = {"entities": "entities.parquet", "images": "images.parquet"}
@@ -96,9 +101,10 @@ def read_records(path: str | Path) -> pd.DataFrame:
         entity_id = row.get("entity_id")
         if isinstance(entity_id, str) and entity_id.strip():
             where = f"{where} (entity {entity_id!r})"
-        unknown = sorted(set(row) - set(RECORD_KEYS))
+        unknown = sorted(set(row) - set(RECORD_KEYS) - set(OPTIONAL_KEYS))
         if unknown:
-            raise KnowledgeBaseError(f"{where}: unknown key(s) {unknown} (known: {', '.join(RECORD_KEYS)})")
+            raise KnowledgeBaseError(f"{where}: unknown key(s) {unknown} (known: "
+                                     f"{', '.join(RECORD_KEYS + OPTIONAL_KEYS)})")
         for key in ("entity_id", "name"):
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise KnowledgeBaseError(f"{where}: {key!r} must be a non-empty string")
@@ -109,12 +115,19 @@ def read_records(path: str | Path) -> pd.DataFrame:
         if not isinstance(images, (list, tuple)) or not images or not all(isinstance(p, str) and p for p in images):
             raise KnowledgeBaseError(f"{where}: 'images' must be a non-empty list of paths relative to the image "
                                      "folder")
+        sources, credits = row.get("sources") or {}, row.get("image_credits")
+        if not isinstance(sources, dict) or not all(isinstance(v, (str, int, type(None))) and not isinstance(v, bool)
+                                                    for v in sources.values()):
+            raise KnowledgeBaseError(f"{where}: 'sources' must be an object of texts and whole numbers")
+        if credits is not None and (not isinstance(credits, list) or len(credits) != len(images)
+                                    or not all(isinstance(c, str) for c in credits)):
+            raise KnowledgeBaseError(f"{where}: 'image_credits' must be a list of texts, one per image")
         if entity_id in seen:
             raise KnowledgeBaseError(f"{where}: entity_id repeats {seen[entity_id]}")
         seen[entity_id] = where
         records.append({"entity_id": entity_id, "name": row["name"].strip(),
                         "description": row.get("description") or "", "wikipedia": row.get("wikipedia") or "",
-                        "images": list(images), "where": where})
+                        "images": list(images), "where": where, "sources": sources, "image_credits": credits})
     if not records:
         raise KnowledgeBaseError(f"{path}: no entity records")
     return pd.DataFrame(records)
@@ -127,9 +140,10 @@ def image_table(records: pd.DataFrame, folder: str | Path, show_progress: bool =
     if not folder.is_dir():
         raise KnowledgeBaseError(f"image folder {folder} does not exist")
     by_sha: dict[str, dict] = {}
-    pairs = [(r.where, r.entity_id, p) for r in records.itertuples() for p in r.images]
-    for where, entity_id, relative in tqdm(pairs, desc="checking KB images", unit="image", leave=False,
-                                           disable=not show_progress):
+    pairs = [(r.where, r.entity_id, p, (r.image_credits or [None] * len(r.images))[i])
+             for r in records.itertuples() for i, p in enumerate(r.images)]
+    for where, entity_id, relative, credit in tqdm(pairs, desc="checking KB images", unit="image", leave=False,
+                                                   disable=not show_progress):
         path = (folder / relative).resolve()
         if not path.is_relative_to(folder):
             raise KnowledgeBaseError(f"{where}: image {relative!r} is outside the image folder {folder}")
@@ -140,11 +154,12 @@ def image_table(records: pd.DataFrame, folder: str | Path, show_progress: bool =
                 image.verify()
         except (UnidentifiedImageError, OSError, SyntaxError) as error:
             raise KnowledgeBaseError(f"{where}: image {relative!r} cannot be decoded ({error})") from None
-        entry = by_sha.setdefault(file_digest(path), {"path": relative, "entity_ids": []})
+        entry = by_sha.setdefault(file_digest(path), {"path": relative, "entity_ids": [], "credit": credit})
         if entity_id not in entry["entity_ids"]:
             entry["entity_ids"].append(entity_id)
-    return pd.DataFrame([{"path": e["path"], "image_sha256": sha, "entity_ids": e["entity_ids"]}
-                         for sha, e in by_sha.items()])
+    credited = any(e["credit"] is not None for e in by_sha.values())
+    return pd.DataFrame([{"path": e["path"], "image_sha256": sha, "entity_ids": e["entity_ids"],
+                          **({"credit": e["credit"]} if credited else {})} for sha, e in by_sha.items()])
 
 
 # --- the index --------------------------------------------------------------------------------------------------
@@ -160,8 +175,8 @@ def _flat_index(vectors: np.ndarray) -> faiss.Index:
 class KnowledgeBase:
     """Entities (row e = text-index row e) and images (row r = image-index row r), with their indices."""
 
-    entities: pd.DataFrame  # entity_id, name, description, wikipedia
-    images: pd.DataFrame  # path, image_sha256, entity_ids
+    entities: pd.DataFrame  # entity_id, name, description, wikipedia (and the records' ``sources`` columns)
+    images: pd.DataFrame  # path, image_sha256, entity_ids (and credit, when the records give one)
     image_index: faiss.Index
     text_index: faiss.Index
     info: dict  # what kb.json records: backbone, backbone_key, dimension, counts, files (sha256 each)
@@ -261,9 +276,10 @@ class KnowledgeBase:
         return kb
 
 
-def card(info: dict) -> str:
+def card(info: dict, public: dict | None = None) -> str:
     """The folder's card (``README.md``) from what ``kb.json`` records: the tables as configs, the licence declared
-    (``unknown`` for a folder that records none), the size by entities, the BibTeX of CAIRE and CultureLens."""
+    (``unknown`` for a folder that records none), the size by entities, the BibTeX of CAIRE and CultureLens.
+    ``public``: for a knowledge base built from public sources, what its card states besides (``public_kb.card``)."""
     from benchmark import __version__
     from benchmark.papers import CAIRE, bibtex
 
@@ -275,7 +291,7 @@ def card(info: dict) -> str:
         size_categories=[hub_layout.size_category(info["entities"])],
         tags=["culture", "knowledge-base", "entity-linking", "caire"])
     return hub_layout.render_card("relevance_kb", data, version=__version__, info=info, licence=licence,
-                                  bibtex=bibtex(CAIRE))
+                                  bibtex=bibtex(CAIRE), public=public)
 
 
 def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
@@ -316,7 +332,11 @@ def build_index(records: str | Path, image_folder: str | Path, out: str | Path,
             "images": len(images), "records": Path(records).name, "records_sha256": file_digest(Path(records)),
             "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "licence": (licence or hub_layout.Licence("unknown")).fields()}
-    kb = KnowledgeBase(entities[["entity_id", "name", "description", "wikipedia"]].reset_index(drop=True), images,
+    columns = sorted({key for sources in entities["sources"] for key in sources})
+    table = entities[["entity_id", "name", "description", "wikipedia"]].reset_index(drop=True)
+    for column in columns:  # where each entity was read, when the records say (public_kb's)
+        table[column] = [sources.get(column) for sources in entities["sources"]]
+    kb = KnowledgeBase(table, images,
                        _flat_index(image_vectors), _flat_index(np.stack([lemmas[n] for n in names])), info)
     kb.save(out)
     return kb

@@ -181,7 +181,7 @@ rate (share < 1) and its explicit / implicit split; agreement by Krippendorff's 
 automatic metrics, this judge's included, by Spearman ρ with the raters per criterion, against the
 leave-one-rater-out human ceiling.
 """, EXPECTATIONS,
-    Protocol(str(names.CULTURALFRAMES), 1, f"1 (judge {PROTOCOL_JUDGE}@"),
+    Protocol(str(names.CULTURALFRAMES), 1, "2 (judge ", judge=PROTOCOL_JUDGE),
     settings=SETTINGS, metrics=metrics, order=60,
     verbs=(Verb("culturalframes", "CulturalFrames prompts, rated images and per-rater ratings from the authors' "
                 "release", "culturelens data build culturalframes --source mair-lab/CulturalFrames "

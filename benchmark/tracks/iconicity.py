@@ -147,7 +147,7 @@ TRACK = Track(
                 _build_options, under=("data", "build")),),
     charts=(Chart("scatter", "CRT: recognition vs realisation (per model, still/moving)", "recognition (CRA)",
                   "realisation (1 - VR)", "no CRT scatter: no iconicity rows with both CRA and VR yet",
-                  recognition_vs_realisation),),
+                  recognition_vs_realisation, metrics=("cra_reference", "vr"), slices=("overall", "kind")),),
     pictures=(DetailPicture("visual-reuse picture", "vr_image", reuse_detail,
                             "no image of these submissions recognised a reference, and VR compares the patches of "
                             "recognised images only",

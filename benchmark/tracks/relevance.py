@@ -4,21 +4,24 @@ and to its own prompt's country above all (1-5)?"""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.errors import CultureLensError
-from benchmark.settings import Setting, positive_int
-from benchmark.track import MetricsUnavailable, Papers, Track, Verb
 from benchmark.papers import CAIRE
+from benchmark.settings import Setting, positive_int
+from benchmark.track import MetricsUnavailable, Papers, Protocol, Track, Verb
 
 ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
+PROTOCOL_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's open judge (Table 2, CAIRE-Qwen), the headline protocol's
+LABEL = ("relevance[", "]")  # a per-label metric's name around its label (``benchmark.metrics.relevance.metric_name``)
 
 # The CAIRE authors' code (siddharthyayavaram/CAIRE) links to the best-ranked candidate with a Wikipedia page
 # ("top": the Eq. 2 argmax); optionally their label casing ("capitalize") and text cut-off (15000 characters).
 SETTINGS = (
     Setting("relevance_kb", None, "relevance: folder from `culturelens kb-index`", env=ENV_RELEVANCE_KB, path=True),
-    Setting("relevance_judge", "Qwen/Qwen2.5-VL-7B-Instruct",
+    Setting("relevance_judge", PROTOCOL_JUDGE,
             "relevance: VLM judge (Hub id or folder), or 'probe' for the CLIP-probe baseline", path=True),
     Setting("relevance_k", 20, "relevance: KB images pooled for linking", type=positive_int),
     Setting("relevance_linking", "first_with_page", "relevance: best-ranked candidate with a Wikipedia page "
@@ -59,6 +62,14 @@ def metrics(settings, backbones) -> list:
                              label_case=settings.relevance_label_case, text_chars=settings.relevance_text_chars)
 
 
+def labelled_prompts(metric: str) -> tuple[str, str] | None:
+    """A per-label metric's prompts (``Track.ranked_on``): relevance to Japan is ranked on the prompts whose
+    country is Japan, where being Japanese is what the prompt asks; on the others a model that makes every image
+    look Japanese would score high for failing its prompt, so there it is shown, not ranked."""
+    head, tail = LABEL
+    return ("country", metric[len(head):-len(tail)]) if metric.startswith(head) and metric.endswith(tail) else None
+
+
 # --- `culturelens kb-index` -------------------------------------------------------------------------------------
 def kb_index(args: argparse.Namespace) -> int:
     from benchmark.datasets.hub_layout import Licence
@@ -93,6 +104,51 @@ def _kb_options(kbi: argparse.ArgumentParser) -> None:
     kbi.set_defaults(run=kb_index, hub=True)
 
 
+# --- `culturelens data build relevance-kb` -------------------------------------------------------------------
+def build_public_kb(args: argparse.Namespace) -> int:
+    from benchmark.atomic import atomic_write_text
+    from benchmark.datasets import cube_1k
+    from benchmark.datasets.prompts import load_prompts
+    from benchmark.downloads import Downloads
+    from benchmark.encoders import load_backbone
+    from benchmark.encoders.spec import load_registry
+    from benchmark.relevance import public_kb
+
+    folder = Path(args.prompts) if Path(args.prompts).is_dir() else None
+    prompts = load_prompts(cube_1k.HUB_REPO if folder else args.prompts, args.config, folder=folder)
+    out = Path(args.out)
+    downloads = Downloads(Path(args.downloads) if args.downloads else out.with_name(out.name + "-downloads"))
+    if args.refresh:
+        downloads.path(public_kb.PINS).unlink(missing_ok=True)
+    pins = public_kb.read_pins(Path(args.pins)) if args.pins else None
+    backbone = load_backbone(args.backbone, load_registry(args.backbones), args.device)
+    _, pins = public_kb.build(prompts, out, downloads, backbone, pins=pins, batch_size=args.batch_size)
+    atomic_write_text(out / "pins.json", json.dumps(pins, indent=1, ensure_ascii=False) + "\n")
+    counted = public_kb.counts(pins)
+    print(f"built the relevance knowledge base: {counted['entities']} entities ({counted['prompt_entities']} named by "
+          f"the prompts, {counted['neighbours']} of other cultures), {counted['images']} images, {counted['pages']} "
+          f"Wikipedia pages, in {out}; a rebuild with --pins {out / 'pins.json'} reads the same revisions and bytes; "
+          f"score relevance with --relevance-kb {out}")
+    return 0
+
+
+def _public_kb_options(p: argparse.ArgumentParser) -> None:
+    from benchmark.datasets.names import CUBE_1K
+
+    p.add_argument("--prompts", default=CUBE_1K.repo,
+                   help=f"the relevance prompts: a CUBE-1K build folder (`culturelens data build cube-1k`) or Hub repo "
+                        f"(default {CUBE_1K.repo})")
+    p.add_argument("--config", default=CUBE_1K.config, help=f"its config (default {CUBE_1K.config})")
+    p.add_argument("--out", required=True, help="the index folder to write (replaced if a KB folder)")
+    p.add_argument("--downloads", default=None, help="where downloads are kept between runs (default OUT-downloads)")
+    p.add_argument("--pins", default=None, help="build at the pins of an earlier build: its pins.json, or a suite "
+                                                "folder (its relevance-kb record)")
+    p.add_argument("--refresh", action="store_true", help="read the current sources, not the pins a killed run left")
+    p.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
+    declared.add_runtime_options(p)
+    p.set_defaults(run=build_public_kb, hub=True)
+
+
 TRACK = Track(
     "relevance", "Relevance (CAIRE)", "relevance_intended",
     "How relevant is the image to its prompt's own culture, and to each other culture of the prompt set (1-5)?",
@@ -106,8 +162,17 @@ The labels come from the prompt set, the same for every submission: every countr
 as CAIRE's universal set scores each image against each of its 10 countries. One metric per label,
 `relevance[<country>]`; the headline **relevance_intended** is each image's relevance to its own prompt's
 country (higher is better), the judgement CAIRE validates against raters of that country (Table 2).
+A per-label column is ranked on the prompts that name its label only (relevance to Japan on the Japanese
+prompts); its values elsewhere are shown, not ranked. Headline protocol: judge Qwen2.5-VL-7B-Instruct (the CLIP
+probe and other judges are ranked under their own protocols, never in the overall), one knowledge base per
+ranking (its fingerprint is in the metric's version).
 """, Papers(CAIRE),
-    settings=SETTINGS, metrics=metrics, order=50,
+    Protocol(judge=PROTOCOL_JUDGE),
+    settings=SETTINGS, metrics=metrics, order=50, ranked_on=labelled_prompts,
     verbs=(Verb("kb-index", "embed a knowledge base (entities, texts, images) for the relevance track (CAIRE)",
                 "culturelens kb-index --records kb.jsonl --images kb/ --backbone msiglip-so400m --out idx/kb",
-                _kb_options),))
+                _kb_options),
+           Verb("relevance-kb", "the relevance knowledge base from public sources: every entity the prompts name and "
+                                "same-category entities of other cultures, from Wikidata, Wikipedia and Commons",
+                "culturelens data build relevance-kb --prompts data/cube-1k --out idx/kb", _public_kb_options,
+                under=("data", "build"))))

@@ -54,6 +54,8 @@ W1KP_k ≥ 0.85.
     not_in_overall=("variability (W1KP) is left out: more variable is not better in itself (pure noise is the "
                     "most variable of all) and less variable is not either, so it has no direction to win on; its "
                     "own table orders models by W1KP"),
+    # With no worse end, a prompt left unanswered has no worst value to count as: such a row is listed apart.
+    unanswered="not_ranked",
     charts=(Chart("line", "W1KP reusability curves: W1KP_k over k seeds (0.85 = prompt used up)", "k", "W1KP_k",
                   "no W1KP reusability curves: no submission has been scored on the variability track yet",
                   reusability_curves),))

@@ -72,6 +72,26 @@ def small_backbones(folder: Path) -> dict:
             "dinov2-base": BackboneSpec("hf_vision", str(dino))}
 
 
+def real_size_backbones(folder: Path) -> dict:
+    """open_clip ViT-B-32 and ViT-L-14 (no pretrained tag: random weights) and DINOv2-base (its configuration
+    and image-processor settings as facebook/dinov2-base publishes them, random weights), saved under ``folder``:
+    backbone id -> ``BackboneSpec`` (the speed benchmarks' real-size models and the device-transform tests')."""
+    import torch
+    from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
+
+    from benchmark.encoders.spec import BackboneSpec
+
+    dino = folder / "dinov2-base"
+    torch.manual_seed(0)
+    Dinov2Model(Dinov2Config(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4,
+                             patch_size=14, image_size=518, layerscale_value=1.0)).save_pretrained(dino)
+    BitImageProcessor(size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, resample=3,
+                      image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(dino)
+    return {"clip-vit-b-32": BackboneSpec("open_clip", "ViT-B-32"),
+            "clip-vit-l-14": BackboneSpec("open_clip", "ViT-L-14"),
+            "dinov2-base": BackboneSpec("hf_vision", str(dino))}
+
+
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2/CLIP byte-level alphabet: printable bytes map to themselves, others above U+0100."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \

@@ -17,8 +17,6 @@ from leaderboard.operator_settings import STORE
 
 def score(args: argparse.Namespace) -> int:
     from benchmark import scoring
-    from benchmark.reproduce import settings_record
-
     from benchmark.submission.suite import is_suite_upload
     from benchmark.suite_assets import open_suite
 
@@ -27,18 +25,13 @@ def score(args: argparse.Namespace) -> int:
     named = options.suite(args)
     suite = open_suite(named, store_datasets) if named or is_suite_upload(Path(args.submission)) else None
     if suite is not None and suite.assets is not None:
-        options.use_suite_assets(args, suite.assets)  # the index, knowledge base and calibration it holds
+        options.use_suite_assets(vars(args), suite.assets)  # the index, knowledge base and calibration it holds
     else:  # before any relaunch: one process builds, the shards find the local copy
         options.build_default_dataset(store_datasets, options.cube_source(args))
     if args.num_processes > 1 and not scoring.launched_by_accelerate():
         return scoring.relaunch_with_accelerate(args.num_processes, sys.argv[1:])
-    registry = load_registry(args.backbones)
-    metrics, unavailable = options.chosen_metrics(args, registry)
-    return scoring.main(Path(args.submission), Path(args.out), registry=registry, metrics=metrics,
-                        unavailable=unavailable, store=options.store(args),
-                        cache=Path(args.cache) if args.cache else None, device=args.device,
-                        batch_size=args.batch_size, num_workers=args.num_workers, settings=settings_record(args),
-                        suite=suite)
+    return scoring.main(Path(args.submission), Path(args.out), options.scoring_options(vars(args)),
+                        store=options.store(args), cache=Path(args.cache) if args.cache else None, suite=suite)
 
 
 def reproduce(args: argparse.Namespace) -> int:

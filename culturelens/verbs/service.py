@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from benchmark import settings as declared
-from benchmark.encoders.spec import load_registry
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.track import Verb
@@ -20,7 +19,6 @@ from leaderboard import operator_settings
 
 def worker(args: argparse.Namespace) -> int:
     from benchmark import layout
-    from benchmark.reproduce import settings_record
     from leaderboard import worker
     from leaderboard.served_suite import open_served
     from leaderboard.store import Store
@@ -34,15 +32,13 @@ def worker(args: argparse.Namespace) -> int:
     root = options.store(args)
     served = open_served(options.suite(args), root / layout.DATASETS, logging.getLogger("culturelens.worker").info)
     if served.assets is not None:
-        options.use_suite_assets(args, served.assets)  # every track whose assets the suite holds is on
-    registry = load_registry(args.backbones)
-    metrics, unavailable = options.chosen_metrics(args, registry)
+        options.use_suite_assets(vars(args), served.assets)  # every track whose assets the suite holds is on
+    scoring = options.scoring_options(vars(args))
+    metrics, unavailable = scoring.build_metrics()
     store = Store(root, max_attempts=options.max_attempts(args), queue=queue,
                   results_repo=remote.results if remote is not None else None, suite=served.suite)
-    return worker.main(store, registry, metrics, unavailable, once=args.once,
-                       batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
-                       lease_seconds=args.lease_seconds, id=args.supervised, settings=settings_record(args),
-                       remote=remote)
+    return worker.main(store, scoring, metrics, unavailable, once=args.once, lease_seconds=args.lease_seconds,
+                       id=args.supervised, remote=remote)
 
 
 def _remote(args: argparse.Namespace, queue: str | None):

@@ -1,6 +1,6 @@
-"""``culturelens suite build`` and ``culturelens suite push``: every dataset and scoring asset of the suite, from
-public sources at pinned versions, into one folder, and that folder published as Hub datasets
-(``benchmark.suite_build``)."""
+"""``culturelens suite build``, ``suite status`` and ``suite push``: every dataset and scoring asset of the suite,
+from public sources (pinned, or at the revisions the build records), into one folder (``benchmark.suite_build``);
+what a folder lets ``make run`` serve; and that folder published as Hub datasets."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from benchmark import settings as declared
 from benchmark.progress import quiet_datasets
+from benchmark.errors import CultureLensError
 from benchmark.track import Verb
-from culturelens import options
 
 EXIT_NOT_BUILT = 1  # some asset asked for could not be built: the others were, and the lines above say why
 
@@ -18,20 +18,50 @@ EXIT_NOT_BUILT = 1  # some asset asked for could not be built: the others were, 
 def build(args: argparse.Namespace) -> int:
     from benchmark.encoders.spec import load_registry
     from benchmark.suite_build import build as build_suite
+    from benchmark.suite_build import read_pins
 
     quiet_datasets()
     sources = {"cube-1k": args.cube_source, "artifact-index": args.cspace_source,
                "culturalframes": args.culturalframes_source, "w1kp-calibration": args.w1kp_source,
                "iconic-references": (args.iconic_records, args.iconic_images) if args.iconic_records else None,
                "relevance-kb": (args.kb_records, args.kb_images) if args.kb_records else None}
+    for asset, pair, flags in (("iconic-references", (args.iconic_records, args.iconic_images),
+                                "--iconic-records and --iconic-images"),
+                               ("relevance-kb", (args.kb_records, args.kb_images), "--kb-records and --kb-images")):
+        if any(pair) and not all(pair):
+            raise CultureLensError(f"{asset}: give both {flags} (or neither: then it is built from public sources)")
     outcomes = build_suite(Path(args.out), sources, only=args.only, registry=load_registry(args.backbones),
                            device=args.device, batch_size=args.batch_size, prune=not args.no_prune, ner=args.ner,
-                           culturalframes_revision=args.culturalframes_revision)
+                           culturalframes_revision=args.culturalframes_revision, refresh=args.refresh,
+                           pins_from=read_pins(args.pins) if args.pins else None)
     for outcome in outcomes:
         print(f"{'built' if outcome.built else 'NOT BUILT'} {outcome.asset}: {outcome.detail}")
     print(f"the suite folder: {args.out} (its card: {args.out}/README.md); generate with `culturelens generate "
           f"--suite {args.out} ...`, score with `--suite {args.out}`")
     return 0 if all(o.built for o in outcomes) else EXIT_NOT_BUILT
+
+
+def status(args: argparse.Namespace) -> int:
+    """What `make run` serves: the tracks the suite folder turns on, and for those off, whether the public
+    sources can be reached from here to build them."""
+    from benchmark.downloads import unreachable
+    from benchmark.suite_assets import serving
+
+    folder = Path(args.dir)
+    lines, missing = serving(folder)
+    for line in lines:
+        print(line)
+    if not missing:
+        return 0
+    down = unreachable()
+    build = f"culturelens suite build --out {folder}"
+    if not down:
+        print(f"the public sources answer from here: `make run BUILD_SUITE=1` builds the suite first ({build}: "
+              "downloads resumable, progress shown), then serves it; or run that command and restart")
+    else:
+        print(f"offline ({', '.join(down)} cannot be reached): {', '.join(missing)} stay off until `{build}` runs "
+              "where there is network (its folder, copied here, is served with `make run SUITE=DIR`)")
+    return 0
 
 
 def push(args: argparse.Namespace) -> int:
@@ -53,26 +83,44 @@ def _build_options(p: argparse.ArgumentParser) -> None:
     from benchmark.suite import SOURCES, source
     from benchmark.suite_build import ORDER
 
-    p.add_argument("--out", required=True, help="the suite folder (created; an earlier build's is updated)")
+    p.add_argument("--out", required=True, help="the suite folder (created; an earlier build's is updated, at its "
+                                                "recorded pins)")
     p.add_argument("--only", nargs="+", choices=ORDER, default=None, metavar="ASSET",
                    help=f"build only these assets, of {', '.join(ORDER)} (default: all)")
-    p.add_argument("--cube-source", default=options.default_cube_source(),
-                   help="the CUBE authors' cube_1k.json, path or URL (default: the pinned file)")
+    p.add_argument("--refresh", nargs="+", choices=ORDER, default=None, metavar="ASSET",
+                   help="read these assets from the current public sources, not at the pins an earlier build of "
+                        "this folder recorded (new revisions, commits and images: a new pin)")
+    p.add_argument("--pins", default=None, metavar="SUITE",
+                   help="build at the pins of another suite (a folder, its suite.json, or a Hub repo such as "
+                        "culturelens/suite): the same revisions, commits and bytes")
+    p.add_argument("--cube-source", default=None,
+                   help=f"the CUBE authors' cube_1k.json, path or URL (default {source('cube-1k').default})")
     p.add_argument("--cspace-source", default=None,
                    help=f"the CUBE authors' CSpace file, path or URL (default {source('artifact-index').default})")
     _two(p, "iconic-references", "--iconic-records", "--iconic-images")
     p.add_argument("--no-prune", action="store_true", help="iconic-references: keep every depiction")
     p.add_argument("--ner", default=None, help="iconic-references: token-classification model for the title filter")
     p.add_argument("--culturalframes-source", default=None,
-                   help=f"the CulturalFrames release, Hub repo id or local copy (default {source('culturalframes').default})")
-    p.add_argument("--culturalframes-revision", default=None, help="Hub commit of --culturalframes-source")
+                   help=f"the CulturalFrames release, a local copy (default the Hub dataset "
+                        f"{source('culturalframes').default})")
+    p.add_argument("--culturalframes-revision", default=None, help="the Hub commit of CulturalFrames to read "
+                                                                    "(default: the recorded one, else main's)")
     _two(p, "relevance-kb", "--kb-records", "--kb-images")
-    p.add_argument("--w1kp-source", default=options.default_w1kp_source(),
-                   help="the W1KP authors' cdf-xy.pt (or an .npz calibration), path or URL (default: the pinned file)")
+    p.add_argument("--w1kp-source", default=None,
+                   help=f"the W1KP authors' cdf-xy.pt (or an .npz calibration), path or URL (default "
+                        f"{source('w1kp-calibration').default})")
     declared.add_runtime_options(p)
-    p.epilog = (p.epilog or "") + "\n\nsources and pins:\n" + "\n".join(
-        f"  {s.asset}: {s.what}; default {s.default or 'none (' + s.how + ')'}; pin {s.pin or 'none'}" for s in SOURCES)
+    p.epilog = (p.epilog or "") + "\n\nsources and pins (every asset has a public source; a file given instead is " \
+        "built and recorded as not pinned):\n" + "\n".join(
+            f"  {s.asset}: {s.what}; default {s.default}; instead: {s.how}; pin {s.pinned_by}" for s in SOURCES) + \
+        "\n\nthe public services' addresses: " + ", ".join(e.env for e in declared.PUBLIC_SOURCES) + \
+        " (a mirror's when set)"
     p.set_defaults(run=build, hub=True)
+
+
+def _status_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default="suite", help="the suite folder `make run` serves (default: suite)")
+    p.set_defaults(run=status)
 
 
 def _push_options(p: argparse.ArgumentParser) -> None:
@@ -87,8 +135,10 @@ def _push_options(p: argparse.ArgumentParser) -> None:
 
 
 VERBS = (
-    Verb("build", "every dataset and scoring asset of the suite, from public sources at pinned versions, into one "
-                  "folder", "culturelens suite build --out suite/", _build_options, under=("suite",)),
+    Verb("build", "every dataset and scoring asset of the suite, from public sources (pinned, or recorded at build), "
+                  "into one folder", "culturelens suite build --out suite/", _build_options, under=("suite",)),
+    Verb("status", "what a suite folder lets `make run` serve, and whether the public sources to build the rest "
+                   "can be reached from here", "culturelens suite status suite/", _status_options, under=("suite",)),
     Verb("push", "publish a suite folder as Hub datasets: the suite repo and one repo per dataset",
          "culturelens suite push suite/ --repo culturelens/suite", _push_options, under=("suite",)),
 )

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmark.errors import CultureLensError
+from benchmark.run_record import RunRecord
 
 
 def now_iso() -> str:
@@ -81,7 +82,7 @@ class Request:
     held: bool = False
 
 
-def refusal(run: dict | None, request: Request | None, *, sealed: bool = False,
+def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = False,
             holder: str | None = None) -> str | None:
     """Why results whose run.json is ``run`` do not answer a submission's current ``request``
     (``Queue.request``; None: the queue knows no such submission); None when they do.
@@ -94,11 +95,11 @@ def refusal(run: dict | None, request: Request | None, *, sealed: bool = False,
     a record that kept none) takes only results whose seal a caller checked (``sealed``: ``leaderboard.seal``). Any
     other job takes none: results nobody scored under its lease (another submission's, a forged folder, a re-run's
     run before) never answer it, nor mark it FINISHED."""
-    if not isinstance(run, dict):
-        return "it has no run.json holding a JSON object"
+    if run is None:
+        return "it has no run.json holding a run record"
     if request is None:
         return UNKNOWN
-    lease = run.get("lease")
+    lease = run.lease
     if not request.leases and not request.hashes:
         if request.state == "FINISHED":
             return None if sealed else ("its job holds no lease (finished before leases, or restored without them): "
@@ -106,10 +107,10 @@ def refusal(run: dict | None, request: Request | None, *, sealed: bool = False,
         return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
                 "has scored it")
     if lease in request.leases:
-        if run.get("request", 1) != request.number:
-            return f"it answers request {str(run.get('request'))[:20]}, not its current request {request.number}"
-    elif not isinstance(lease, str) or lease_hash(lease) not in request.hashes:
-        carried = "carries none" if "lease" not in run else "carries another"
+        if run.request_answered != request.number:
+            return f"it answers request {run.request_answered}, not its current request {request.number}"
+    elif lease is None or lease_hash(lease) not in request.hashes:
+        carried = "carries none" if lease is None else "carries another"
         return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
     if request.held and request.leases and lease != request.leases[-1] and holder != request.leases[-1]:
         return "its lease expired and another worker holds the job now: only the holder's results answer it"
@@ -332,7 +333,8 @@ class Queue:
         request = self.request(id)
         return request.number if request else None
 
-    def answered_by(self, id: str, run: dict | None, *, sealed: bool = False, holder: str | None = None) -> bool:
+    def answered_by(self, id: str, run: RunRecord | None, *, sealed: bool = False,
+                    holder: str | None = None) -> bool:
         """Whether results whose run.json is ``run`` answer submission ``id``'s current request (``refusal``)."""
         return refusal(run, self.request(id), sealed=sealed, holder=holder) is None
 

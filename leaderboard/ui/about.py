@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
+from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
-from leaderboard import render, tables
+from leaderboard import render
 from leaderboard.store import Store
 
 
@@ -29,33 +30,45 @@ Iconic references, the iconicity track's titles and reference images: `culturele
 ## Protocols and rank intervals
 
 A score only compares with scores made the same way. Every result records its **protocol**: the dataset (repo,
-config, split) and the revision of its prompt rows, the images per prompt the submission actually holds (the fewest
-of any prompt it answered, not the seeds it declared: a prompt's recognition rate depends on how many images
-it has), the metric's version (which names every setting that changes its values: thresholds, variant,
-calibration file, tagger; for diversity the set size N and how sets are drawn) and each backbone with its
-revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by what it is
-instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts, pinned, and its
-images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the dataset otherwise
-(**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from the suite's; its
-fields and id are under "How to read this table". A ranking holds one protocol only: the Overview shows the
-suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10 images per
-title and the paper's thresholds, CUBE's diversity with N = 8 in seed batches), and the **Protocol** picker lists
-the others with their row counts. A submission made differently (4 seeds, another dataset, diversity at N = 4) is
-scored and ranked under its own protocol. Paper rows carry their paper's protocol: they are ranked among
+config, split) and the revision of its prompt rows, the images per prompt (the seeds the submission declared: an
+image it declared and does not hold, refused or missing, is scored as a failure, the metric's worst value, never as
+a smaller protocol, so padding the seeds and refusing some cannot pass for fewer seeds: a prompt's recognition rate
+depends on how many images it has), the metric's version (which names every setting that changes its values:
+thresholds, variant, calibration file, tagger; for diversity the set size N and how sets are drawn) and each
+backbone with its revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by
+what it is instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts,
+pinned, and its images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the
+dataset otherwise (**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from
+the suite's; its fields and id are under "How to read this table". A ranking holds one protocol only: the Overview
+shows the suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10
+images per title and the paper's thresholds, CUBE's diversity with N = 8 in seed batches), and the **Protocol**
+picker lists the others with their row counts. A submission made differently (4 seeds, another dataset, diversity at
+N = 4) is scored and ranked under its own protocol. Paper rows carry their paper's protocol: they are ranked among
 themselves and listed, not ranked, beside the others. Results scored before protocols were recorded form the
-protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike. The charts of
-the Slices tab show one protocol each, the one the track's Overview ranks.
+protocol `unrecorded`: they are listed but never ranked, as nothing says they were scored alike. The charts of the
+Slices tab show one protocol each, the one the track's Overview ranks.
 
-**How to read a ranked table.** Every number of a ranked row comes from one set of prompts: those every ranked
-model answered. A model's **score** is its mean over them (the note gives their number, and so does n), its
-**rank** orders those scores, and its **rank range**, e.g. `2-5`, is the middle 95% of its ranks when those
-prompts are resampled 1,000 times (the same draw for every model, all models ranked in each draw). So a model that
-declined its hardest prompts is compared with the others on the prompts it did answer, never on easier ones than
-theirs. A model that answered fewer than {tables.MIN_COVERAGE:.0%} of the prompts the table's models answered
-between them (say 3 of 200) is listed below, not ranked, with the reason: ranking it would shrink every other
-model's comparison to its few prompts. With fewer than {tables.MIN_SHARED_PROMPTS} shared prompts there is a rank
-but no range: a bootstrap over a handful of prompts would give ranges too narrow to trust. Paper rows have no
-per-prompt values: they are ranked by their published value, without a range.
+**How to read a ranked table.** Every number of a ranked row comes from one set of prompts: the protocol's (the
+dataset's prompts at the protocol's revision where this server holds it, else those any submission of the protocol
+answered; on a slice, its prompts), the same for every row whoever submitted first and whatever each answered. A
+model's **score** is its mean over them (the note gives their number), its **rank** orders those scores, and its
+**rank range**, e.g. `2-5`, is the middle 95% of its ranks when those prompts are resampled 1,000 times (the same
+draw for every model, all models ranked in each draw). With fewer than {ranking.MIN_PROMPTS} prompts there is a
+rank but no range: a bootstrap over a handful of prompts would give ranges too narrow to trust. Paper rows have no
+per-prompt values: they are ranked by their published value, without a range. One submission per model is ranked,
+its latest; earlier ones are listed below it, not ranked.
+
+**The withholding rule.** A prompt a model did not answer, refused or missing, counts in the ranking as the
+metric's worst value (the end of its declared range that is worse: 0 for a recognition rate, 1 for visual reuse,
+1 on relevance's 1-5 scale), and each row shows its **refusal rate** (Refused: the share of the prompt set it left
+unanswered). So withholding prompts can only lower a model's score and never raises its rank, and a model that
+answered few prompts is ranked with its refusals counted instead of shrinking every other model's comparison to
+its own prompts. Where a track declares it, and on a track whose metric has no worse end (variability), a row that
+left prompts unanswered is listed below the ranking, not ranked, with the reason; so is a row whose metric range
+was not recorded. A value a metric leaves undefined on a prompt that was answered (visual reuse where no image was
+recognised) is no refusal: it is left out of that model's mean. A metric about one label (relevance to Japan) is
+ranked on the prompts that name it only; its values elsewhere are shown, not ranked, since a model that makes every
+image look Japanese would otherwise win it by failing every other prompt.
 
 A **tie group** collects, reading down the table, models whose rank ranges all contain one same rank: the data
 cannot put them in order. A model whose range shares no rank with all of the current group starts the next
@@ -64,18 +77,24 @@ overlap, and their ranges say by how much. A value that could not be measured be
 measured is shown as such: a model never "used up" within the seeds W1KP can compare has a reusability of
 "> k" (k the most seeds counted) and ranks first on reusability.
 
-The **overall** ranking averages each track's win rate (the share of the other models a model beats on that
-track's shared prompts) only over models scored on the same set of tracks (the picker offers the other sets),
-with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the suite's part
-for that track when it has rows (so a model's suite submission is one row across the tracks), else the track's
-headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not better in
-themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win on; its
-W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
+The **overall** ranking averages each track's win rate (the share of the other models a model beats on that track's
+ranking: the same scores as its table) only over models scored on the same set of tracks (the picker offers the
+other sets), with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the
+suite's part for that track when it has rows (so a model's suite submission is one row across the tracks), else the
+track's headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not
+better in themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win
+on; its W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
+
+A score's **95% CI** is the percentile-t bootstrap's (Wilson's for 0/1 values): Student-t undercovers skewed
+values (0.86 instead of 0.95 on lognormal ones), and the bootstrap's tails were chosen by measured coverage
+(`benchmarks/coverage.py`). A judged track (expectations, relevance) says beside its ranking how far its judge, that
+judge and version, agrees with the CulturalFrames raters, per image and in the order of the models, or that it
+was not measured.
 
 `culturelens compare` tests every pair of models on every metric (Wilcoxon signed-rank) and corrects the
-p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Student-t,
-or Bonett and Price's interval where the differences are -1, 0 or 1 (both models' values are 0/1 events): a
-proportion's interval (Wilson's) is not one of a difference.
+p-values with Holm's method over all those tests at once. Its intervals of a mean difference are Bonett and
+Price's interval where the differences are -c, 0 or c (both models' values are 0/1 events, or shares one image
+apart), else the percentile-t's: a proportion's interval (Wilson's) is not one of a difference.
 
 ## Submitting
 

@@ -4,10 +4,11 @@ every track's BibTeX."""
 from __future__ import annotations
 
 import gradio as gr
+import numpy as np
 import pandas as pd
 
 from benchmark import tracks as track_registry
-from leaderboard import render, tables
+from leaderboard import render
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, linked_table
 
@@ -16,9 +17,32 @@ METRICS_INTRO = (
     "rows (computed here, `culturelens meta-eval`): Spearman ρ of a metric's per-image scores with the mean of "
     "the other raters, each rater left out in turn and the correlations averaged, with a 95% CI from a bootstrap "
     "over prompts; **ceiling** is the same for one rater against the others, so a metric as good as one more rater "
-    "reaches it. **paper** rows are the paper's Fig. 7 (Nayak et al.): a Spearman ρ with the human ratings whose "
-    "pooling the paper does not state, so they follow the scored rows and are never ordered among them. The "
-    "key under the table says what each kind of row measures.")
+    "reaches it. **Models' order ρ**: the metric's order of the CulturalFrames models (mean score per model) "
+    "against the raters' order, what a ranking of models rests on. **paper** rows are the paper's Fig. 7 (Nayak et "
+    "al.): a Spearman ρ with the human ratings whose pooling the paper does not state, so they follow the scored "
+    "rows and are never ordered among them. The key under the table says what each kind of row measures.")
+
+
+# What each row of the metric-agreement table measures (the Metrics tab), by provenance.
+AGREEMENT_MEASURES = {
+    "scored": "Spearman with the mean of the other raters, one rater left out in turn (like for like with the "
+              "ceiling)",
+    "reported": "Spearman with the human ratings as the paper pooled them (not stated; Fig. 7)",
+}
+
+
+def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The metric-agreement table (``Store.meta_evaluation``) for the Metrics tab: a ``measures`` column saying
+    what each row's Spearman is (``AGREEMENT_MEASURES``), the scored rows first, each criterion and country's
+    sorted by Spearman, then the paper's rows of another definition, by criterion: never ordered together."""
+    if frame.empty:
+        return frame
+    frame = frame.assign(measures=frame["provenance"].map(AGREEMENT_MEASURES).fillna(""),
+                         _paper=frame["provenance"] != "scored")
+    frame = frame.sort_values(["_paper", "criterion", "country", "spearman"], ascending=[True, True, True, False],
+                              kind="stable", na_position="last")
+    columns = ["provenance", "measures", *[c for c in frame.columns if c not in ("provenance", "measures", "_paper")]]
+    return frame[columns].reset_index(drop=True)
 
 
 class MetricsTab(Tab):
@@ -30,7 +54,7 @@ class MetricsTab(Tab):
         choices = self.site.track_choices()
         first = choices[0][1] if choices else None
         return {"track": gr.update(choices=choices, value=first), "method": render.method_page(first) if first else "",
-                "table": linked_table(agreement_page(tables.agreement_table(self.site.store.meta_evaluation())))}
+                "table": linked_table(agreement_page(agreement_table(self.site.store.meta_evaluation())))}
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
@@ -38,9 +62,10 @@ class MetricsTab(Tab):
         # Widths for ``agreement_page``'s columns: the two texts wrap rather than push the table past a laptop's page;
         # on a phone it scrolls inside its box rather than squeeze a column to a letter a line.
         table = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"],
-                             column_widths=["280px", "100px", "80px", "140px", "80px", "60px", "100px", "250px"])
+                             column_widths=["280px", "100px", "80px", "140px", "80px", "60px", "120px", "100px",
+                                            "250px"])
         gr.Markdown(" ".join(f"{render.badge(render.PROVENANCE[kind])} rows: {what}."
-                             for kind, what in tables.AGREEMENT_MEASURES.items()))
+                             for kind, what in AGREEMENT_MEASURES.items()))
         track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
         method = gr.Markdown()
         track.input(render.method_page, track, method, api_name="method")
@@ -51,9 +76,10 @@ class MetricsTab(Tab):
 
 
 def agreement_page(frame: pd.DataFrame) -> pd.DataFrame:
-    """The metric-agreement table (``tables.agreement_table``) as the page shows it, narrow enough to read without
-    scrolling sideways: Spearman ρ with its 95% CI in one cell, the provenance as a badge (the key under the table
-    says what each kind measures), the source with the metric's version."""
+    """The metric-agreement table (``agreement_table``) as the page shows it, narrow enough to read without
+    scrolling sideways: Spearman ρ with its 95% CI in one cell, the models' order ρ (the metric's order of the
+    CulturalFrames models against the raters'), the provenance as a badge (the key under the table says what each
+    kind measures), the source with the metric's version."""
     if frame.empty:
         return frame
     def interval(rho, low, high) -> str:
@@ -64,6 +90,9 @@ def agreement_page(frame: pd.DataFrame) -> pd.DataFrame:
         "Spearman ρ (95% CI)": [interval(*values) for values in zip(frame["spearman"], frame["ci_low"],
                                                                      frame["ci_high"])],
         "Ceiling": frame["ceiling"], "n": frame["n"],
+        "Models' order ρ": [f"{rho:.2f} ({int(m)} models)" if pd.notna(rho) else "" for rho, m in
+                            zip(frame.get("model_spearman", pd.Series(np.nan, index=frame.index)),
+                                frame.get("models", pd.Series(0, index=frame.index)).fillna(0))],
         "Provenance": frame["provenance"].map(lambda p: render.badge(render.PROVENANCE.get(p, p))),
         "Source": [", ".join(str(v) for v in (source, version) if v) for source, version in
                    zip(frame["source"].fillna(""), frame["metric_version"].fillna(""))],

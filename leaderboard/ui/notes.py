@@ -3,11 +3,14 @@ and tie groups are read, the overall rule, the filters at work. Markdown; user t
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.suite import Suite
-from leaderboard import protocol_names, render, tables
+from benchmark.track import judge_named
+from leaderboard import display, protocol_names, render, tables
 
 
 def protocol_choices(table: pd.DataFrame, names: dict[str, str]) -> list[tuple[str, str]]:
@@ -44,18 +47,20 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
 
 # How a ranked table's ranks, intervals and tie groups are read (the Overview and Slices notes; About says more).
 RANKS_IN_WORDS = (
-    "**One set of prompts**: each model's score, rank and 95% rank interval come from the same prompts, those "
-    "every ranked model answered (the note below gives their number, and n is it); a model that answered fewer "
-    f"than {tables.MIN_COVERAGE:.0%} of the table's prompts is listed apart, not ranked, and with fewer than "
-    f"{tables.MIN_SHARED_PROMPTS} shared prompts no rank interval is given. **Rank range**, e.g. 2-5: the middle "
-    f"95% of the model's ranks over {tables.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading "
-    "down, models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring "
-    "groups may still overlap: read the ranges).")
+    "**One set of prompts, the protocol's**: each model's score, rank and 95% rank interval come from the same "
+    "prompts, the protocol's (the note below gives their number), whoever submitted first. **Withholding never "
+    "pays**: a prompt a model did not answer (refused or missing) counts as the metric's worst value, so leaving "
+    "prompts out can only lower a score, and **Refused** gives each row's share of such prompts (on a track without "
+    "a worse end, such a row is listed apart, not ranked). With fewer than "
+    f"{ranking.MIN_PROMPTS} prompts no rank interval is given. **Rank range**, e.g. 2-5: the middle 95% of the "
+    f"model's ranks over {ranking.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading down, "
+    "models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring groups "
+    "may still overlap: read the ranges). One submission per model is ranked, its latest.")
 
 
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
     """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
-    shown beside), what each track's win rates rest on (``basis``: ``tables.win_rates``' note), rows other
+    shown beside), what each track's win rates rest on (``tables.win_rates``' note), rows other
     protocols leave out."""
     if not sets:
         return "No results for this choice yet."
@@ -66,12 +71,13 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
     return ("**Mean win rate** (the rule of Stanford's HEIM benchmark): on each track's headline metric (overall "
             "slice; the track's rows of one protocol: the suite's part for that track when it has rows, so a "
             "model's suite submission is one row across the tracks, else the track's headline protocol, else the "
-            "papers'; never the metric scored on other prompts), the share of the other models a model beats on the "
-            "prompts they all answered, ties counting half; a model without a value on a track leaves that track's "
-            "comparison. "
+            "papers'; never the metric scored on other prompts, nor by another judge), the share of the other models "
+            "a model beats on that track's ranking (the scores of its own table: the protocol's prompts, a prompt "
+            "left unanswered counting as the worst value), ties counting half; a model not ranked on a track leaves "
+            "that track's comparison. "
             "Only models scored on the same set of tracks are ranked together: here "
             f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
-            ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's shared prompts; "
+            ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's prompts; "
             "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
             "apart. " + left_out +
             (f" {render.plain(basis[:1].upper() + basis[1:])}." if basis else "") +
@@ -86,26 +92,42 @@ def overall_line(chosen: str, protocols: dict[str, str]) -> str:
     under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
              "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
     return (f"**Mean win rate** over {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}): on each, the "
-            "share of the other models a model beats on the prompts they all answered; higher is better. "
+            "share of the other models a model beats on that track's ranking; higher is better. "
             f"Ranked on {under}.")
 
 
-def agreement_note(table: pd.DataFrame, metric: str) -> str:
-    """The sentence beside a metric's ranking on how far the metric itself agrees with human raters, when
-    ``culturelens meta-eval --store`` measured it (``meta_eval.agreement``: alignment, every country); else ""."""
+def agreement_note(table: pd.DataFrame, metric: str, version: str | None) -> str:
+    """The sentence beside a judged metric's ranking (``version``, the ranked protocol's metric version, names a
+    judge: ``benchmark.track.judge_named``) on how far that judge agrees with the CulturalFrames raters, as
+    ``culturelens meta-eval --store`` measured it for this very version (``meta_eval.agreement``: alignment, every
+    country): per image (Spearman ρ with its CI, against the raters' own ceiling) and per model (the judge's order
+    of the CulturalFrames models against the raters'), which a ranking of models needs and per-image agreement does
+    not give; "not measured for this judge" where no run measured it. '' for a metric no judge scores."""
     from benchmark.expectations import meta_eval
 
-    row = meta_eval.agreement(table, metric)
-    if row is None:
+    judge = judge_named(version)
+    if judge is None:
         return ""
+    head = f" **Agreement of the judge {render.code(judge)} with the CulturalFrames raters**"
+    row = meta_eval.agreement(table, metric, version=version)
+    if row is None:
+        command = render.code(f"culturelens meta-eval --results ... --metrics {metric} --store STORE")
+        return (f"{head}: not measured for this judge ({command} measures it; a table of another judge or version "
+                "says nothing of this one).")
     if pd.isna(row["spearman"]):
         rho = "undefined (the metric's values or the raters' do not vary)"
     else:
         interval = f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]" if pd.notna(row["ci_low"]) else ""
         rho = f"{row['spearman']:.2f}{interval}"
     ceiling = f", against {row['ceiling']:.2f} between raters" if pd.notna(row["ceiling"]) else ""
-    return (f" **Agreement with the CulturalFrames raters** (alignment, `culturelens meta-eval`): Spearman ρ {rho} "
-            f"over {int(row['n']):,} images{ceiling} (Metrics tab, with the version measured).")
+    models = row.get("models")
+    if pd.notna(row.get("model_spearman", np.nan)):
+        order = (f"per model, Spearman ρ {row['model_spearman']:.2f} between its order of the {int(models)} "
+                 "CulturalFrames models and the raters' (1: the same order, -1: reversed)")
+    else:
+        order = "per model: not measured (no model column in that run, or fewer than 3 models)"
+    return (f"{head} (alignment, `culturelens meta-eval`): per image, Spearman ρ {rho} over {int(row['n']):,} "
+            f"images{ceiling}; {order} (Metrics tab).")
 
 
 def empty_track_note(track: str) -> str:
@@ -121,7 +143,7 @@ def filters_label(filters: tables.Filters, columns) -> str:
     active = [name for name, on in (("model search", filters.models), ("model type", filters.types),
                                     ("size", filters.size_min is not None or filters.size_max is not None),
                                     ("date", filters.since), ("provenance", filters.provenance)) if on]
-    if columns and set(columns) != set(tables.SHOWN_COLUMNS):
-        active.append(f"{len(columns)} of {len(tables.RANK_COLUMNS)} columns chosen")
+    if columns and set(columns) != set(display.SHOWN_COLUMNS):
+        active.append(f"{len(columns)} of {len(display.RANK_COLUMNS)} columns chosen")
     return "Filters and columns (" + (f"{len(active)} active: {', '.join(active)}" if active else
                                       "none active: every row is shown") + ")"

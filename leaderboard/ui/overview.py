@@ -11,8 +11,9 @@ import html
 import gradio as gr
 import pandas as pd
 
+from benchmark import results
 from benchmark import tracks as track_registry
-from leaderboard import exports, links, protocol_names, render, tables
+from leaderboard import display, exports, links, protocol_names, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, compact_table, compact_win_rates, linked_table, on_change, pick, text_markdown
@@ -41,7 +42,7 @@ class OverviewTab(Tab):
     def view(self, track, metric, models, types, size_min, size_max, since, provenance, columns, protocol=None,
              limit: int | None = MAX_ROWS) -> dict:
         """The Overview as named parts: ``track`` (the view shown), the picker updates, ``frame`` (the table as
-        ``tables.display`` gives it, columns chosen), ``line`` (the note people read first: what is ranked, under
+        ``display.display`` gives it, columns chosen), ``line`` (the note people read first: what is ranked, under
         which protocol and how it differs from the suite's, what the filters hid) and ``details`` (the rest,
         one click away), ``cards`` (the papers' tables, in the papers view) and the filter panel's title."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
@@ -92,7 +93,7 @@ class OverviewTab(Tab):
         """The page as a link's query names it (``track``, ``metric``, ``models``, ``protocol``), by output name,
         with the model search box as the link fills it."""
         named = self.page(state.get("track"), state.get("metric"), state.get("models", ""), [], None, None, "", [],
-                          tables.SHOWN_COLUMNS, state.get("protocol"))
+                          display.SHOWN_COLUMNS, state.get("protocol"))
         return {**named, "models": state["models"]} if "models" in state else named
 
     # --- the three kinds of view ----------------------------------------------------------------------------------
@@ -105,7 +106,7 @@ class OverviewTab(Tab):
                    if t not in {p.track for p in papers}]
         frame = pd.concat([pd.DataFrame({
             "Track": track_registry.get(p.track).title, "Rank": p.table["Rank"],
-            "Model": tables.model_links(p.table.rename(columns={"Model": "model"})), "Metric": p.label,
+            "Model": display.model_links(p.table.rename(columns={"Model": "model"})), "Metric": p.label,
             "Score": p.table.iloc[:, 3:].mean(axis=1).round(3),
             "Source": render.link(protocol_names.paper_name(p.citation) + ", " + p.source, links.paper_url(p.citation)),
         }) for p in papers], ignore_index=True) if papers else pd.DataFrame(columns=PAPER_COLUMNS)
@@ -145,7 +146,7 @@ class OverviewTab(Tab):
         wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
         details = notes.overall_note(chosen, sets, off, wide.attrs.get("note", ""))
         line = notes.overall_line(chosen, self._overall_protocols(chosen)) if sets else details
-        return {"frame": tables.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
+        return {"frame": display.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
                 "details": details if sets else "", "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
                 "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
@@ -169,7 +170,7 @@ class OverviewTab(Tab):
         metric = tables.metric_id(self.catalog, track, metric)
         metric_update = gr.update(choices=pairs, value=metric, visible=True)
         if metric is None:
-            return {"frame": tables.display(pd.DataFrame()), "line": notes.empty_track_note(track), "details": "",
+            return {"frame": display.display(pd.DataFrame()), "line": notes.empty_track_note(track), "details": "",
                     "metric": metric_update, "protocol": gr.update(label="Protocol", choices=[], value=None,
                                                                    visible=True)}
         name, values = tables.overview_slice(self.catalog, track, metric)
@@ -186,14 +187,18 @@ class OverviewTab(Tab):
             f"by {render.slice_label(name)}, each value ranked apart (the results have no overall value; the Slices "
             "tab shows one value at a time)")
         if len(shown):
-            line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), "
-                    f"{'higher' if higher else 'lower'} is better. "
+            declared = track_registry.get(track)
+            direction = (f"{'higher' if higher else 'lower'} is better" if not declared.not_in_overall else
+                         f"ordered {'higher' if higher else 'lower'} first: neither end is better")
+            line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), {direction}. "
                     + notes.protocol_line(chosen, table, names, track, suite))
+            version = (results.protocol_fields(table.loc[table["protocol_id"] == chosen, "protocol"].iloc[0])
+                       or {}).get("metric_version")
             details = (notes.protocol_note(table, chosen, track, names) +
-                       "\n\n95% CI over the same prompts: Student-t (Wilson for 0/1 values; for a metric computed from "
-                       "means, such as CRT from column means, the bootstrap's); none below 5 prompts, too few to "
-                       "cover." + (f" {render.plain(basis)}" if basis else "")
-                       + notes.agreement_note(self.site.store.meta_evaluation(), metric))
+                       "\n\n95% CI over the same prompts: the percentile-t bootstrap (Wilson's for 0/1 values; for a "
+                       "metric computed from means, such as CRT from column means, the paired bootstrap's); none "
+                       "below 5 prompts, too few to cover." + (f" {render.plain(basis)}" if basis else "")
+                       + notes.agreement_note(self.site.store.meta_evaluation(), metric, version))
         else:
             line, details = "No results for this choice yet.", ""
         return {"frame": shown, "line": line, "details": details, "hidden": hidden, "metric": metric_update,
@@ -204,7 +209,7 @@ class OverviewTab(Tab):
                        protocol: str | None, names: dict[str, str]) -> tuple[pd.DataFrame, bool, str, str]:
         """The rows of each value of slice ``name``, each value ranked apart, for people (with a *Slice* column
         unless the slice is overall; protocols by ``names``); whether higher is better; what the filters hid,
-        counted over every value at once; and what the rankings rest on (``tables.basis``' notes)."""
+        counted over every value at once; and what the rankings rest on (``leaderboard.rankings``' notes)."""
         shown, said, higher = [], [], True
         rows = tables.rows(self.catalog, track, metric, name)
         for value in values:
@@ -213,7 +218,7 @@ class OverviewTab(Tab):
                 higher = tables.higher_is_better(frame)
             own = filters.apply(rows[rows["slice_value"] == value])[1]  # this value's filter note, counted below
             said.append(note.replace(own, "").strip() if own else note)
-            part = tables.display(frame, names)
+            part = display.display(frame, names)
             if name != tables.OVERALL:
                 part.insert(0, SLICE_COLUMN, value)
             shown.append(part)
@@ -263,7 +268,7 @@ class OverviewTab(Tab):
             track = gr.Radio(label="Track", choices=self.choices(), value=None, scale=3, min_width=320)
             metric = gr.Dropdown(label="Metric", choices=[], interactive=True, allow_custom_value=True, scale=2)
             protocol = gr.Dropdown(label="Protocol", choices=[], interactive=True, allow_custom_value=True, scale=2)
-        with gr.Accordion(notes.filters_label(tables.Filters(), tables.SHOWN_COLUMNS), open=False) as panel:
+        with gr.Accordion(notes.filters_label(tables.Filters(), display.SHOWN_COLUMNS), open=False) as panel:
             with gr.Row():
                 models = gr.Textbox(label="Models (comma-separated, any matches)", placeholder="SDXL, FLUX")
                 types = gr.CheckboxGroup(TYPES, label="Model type (none = all)")
@@ -272,7 +277,7 @@ class OverviewTab(Tab):
                 size_min = gr.Number(label="Min size, B params (0 = no bound)", value=None)
                 size_max = gr.Number(label="Max size, B params (0 = no bound)", value=None)
                 since = gr.Textbox(label="Scored since (YYYY-MM-DD)")
-            columns = gr.CheckboxGroup(tables.RANK_COLUMNS, value=tables.SHOWN_COLUMNS, label="Columns")
+            columns = gr.CheckboxGroup(display.RANK_COLUMNS, value=display.SHOWN_COLUMNS, label="Columns")
         note = text_markdown()
         with gr.Accordion("How to read this table", open=False, elem_classes=["cl-details"]):
             details = text_markdown()

@@ -151,11 +151,13 @@ class QueueTab(Tab):
                  f" attempts {job.attempts}"]
         if job.state == "FAILED":
             lines.append(f"- **reason**: {self.public(job.error)}")
-        run = self.store.run_record(job.id) or {}  # it counts the images left out for errors (non-finite values)
-        lines += suite_view.run_parts_lines(run)
-        if errors := run.get("errors"):
-            reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in errors.items())
-            lines.append(f"- **{run.get('excluded', sum(errors.values()))} images excluded**: {reasons}")
+        run = self.store.run_record(job.id)  # it counts the images left out for errors (non-finite values)
+        if run is not None:
+            lines += suite_view.run_parts_lines(run)
+        if run is not None and run.errors:
+            reasons = ", ".join(f"{render.plain(reason)} ({count})" for reason, count in run.errors.items())
+            excluded = run.excluded if run.excluded is not None else sum(run.errors.values())
+            lines.append(f"- **{excluded} images excluded**: {reasons}")
         if job.log_excerpt:
             excerpt = render.hide_paths(job.log_excerpt, self.places).replace("```", "'''")
             lines.append("\n**Log excerpt**\n\n```text\n" + excerpt + "\n```")

@@ -8,7 +8,7 @@ import pandas as pd
 
 from benchmark import tracks as track_registry
 from benchmark.track import Chart
-from leaderboard import protocol_names, render, tables
+from leaderboard import display, protocol_names, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import (
@@ -24,7 +24,7 @@ from leaderboard.ui.widgets import (
 CHART_MODELS = 20
 MAX_ROWS = 100  # rows a slice's table shows (the note says when there are more)
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
-COLUMNS = ["Rank", "Rank range (95%)", "Model", "Score", "95% CI", "n", "Provenance"]  # the slice table's columns
+COLUMNS = ["Rank", "Rank range (95%)", "Model", "Score", "95% CI", "n", "Refused", "Provenance"]  # the slice table's
 
 
 def track_charts() -> list[tuple[str, Chart]]:
@@ -61,14 +61,16 @@ class SlicesTab(Tab):
         higher = tables.higher_is_better(frame) if len(frame) else True
         caption = (f"{label}, overall" if slice_name == tables.OVERALL
                    else f"{label} by {render.slice_label(slice_name or '')}")
-        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = better)", empty=(
+        darker = "better" if not track_registry.get(track or "").not_in_overall else (
+            f"{'higher' if higher else 'lower'}; neither end is better")
+        heat = render.heatmap_html(matrix, higher, f"{caption} (darker = {darker})", empty=(
             f"No model has a value of this metric by {render.slice_label(slice_name or '')} yet."))
         where = "overall" if slice_name == tables.OVERALL else f"{render.slice_label(slice_name)} = {slice_value}"
         line, details = self._note(label, where, frame, hidden, chosen, table, names, track)
         note = line + (f"\n\n{details}" if details else "")
         return (gr.update(choices=track_choices, value=track), gr.update(choices=pairs, value=metric),
                 gr.update(choices=[(render.slice_label(n), n) for n in slice_names], value=slice_name),
-                gr.update(choices=values, value=slice_value), tables.display(frame.head(MAX_ROWS), names), note, heat,
+                gr.update(choices=values, value=slice_value), display.display(frame.head(MAX_ROWS), names), note, heat,
                 *self.charts(filters))
 
     def _note(self, label: str, where: str, frame: pd.DataFrame, hidden: str, chosen: str | None,
@@ -109,7 +111,9 @@ class SlicesTab(Tab):
     def charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
         (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
-        the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``): the
+        the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``) and of the
+        metrics and slices it reads (``Chart.metrics``, ``Chart.slices``), each value as its ranking gives it
+        (``tables.ranked_values``: the protocol's prompts, an unanswered one counting as worst): the
         ``CHART_MODELS`` best models by mean win rate, unless a search names others (curves: those first, then others
         by name, up to as many)."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
@@ -125,10 +129,12 @@ class SlicesTab(Tab):
             # One protocol per chart, the one the track's Overview ranks: points scored otherwise never mix in.
             table = tables.chart_protocols(self.catalog, track)
             chosen = tables.pick_protocol(table) if table is not None else None
-            aggregates, _ = filters.apply(tables.rows(self.catalog, track))
-            aggregates = aggregates[aggregates["protocol_id"] == chosen]
+            rows, _ = filters.apply(tables.rows(self.catalog, track))
+            rows = rows[rows["protocol_id"] == chosen]
+            aggregates = tables.ranked_values(  # the values its tables rank
+                self.catalog, rows[rows["metric"].isin(chart.metrics) & rows["slice"].isin(chart.slices)])
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
-                               chart_curves(curves[curves["submission_id"].isin(aggregates["submission_id"])],
+                               chart_curves(curves[curves["submission_id"].isin(rows["submission_id"])],
                                             list(wide["model"])))
             points.append(frame)
             if frame.empty:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 import pandas as pd
 
-from leaderboard import render, tables
+from leaderboard import display, render
 
 
 @dataclass
@@ -48,8 +48,8 @@ def on_change(control):
 
 def linked_table(frame: pd.DataFrame) -> dict:
     """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
-    others by ``tables.DATATYPES``. The API returns the frame itself."""
-    return gr.update(value=frame, datatype=tables.datatypes(frame.columns, frame))
+    others by ``display.DATATYPES``. The API returns the frame itself."""
+    return gr.update(value=frame, datatype=display.datatypes(frame.columns, frame))
 
 
 def shown_if_filled(value, **options) -> dict:
@@ -61,7 +61,7 @@ def shown_if_filled(value, **options) -> dict:
 
 def _rank_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """Each row's rank with its 95% range in one cell ("2 (1–4)", "1" when the range is that rank), and why a row
-    is listed apart ('' for a ranked row), from ``tables.display``'s Rank and Rank range columns."""
+    is listed apart ('' for a ranked row), from ``display.display``'s Rank and Rank range columns."""
     ranks, reasons = [], []
     ranges = frame["Rank range (95%)"] if "Rank range (95%)" in frame.columns else pd.Series("", index=frame.index)
     for rank, span in zip(frame["Rank"], ranges.fillna("")):
@@ -89,7 +89,7 @@ def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
 
 
 def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
-    """A ranked table (``tables.display``'s columns, those chosen) as the page shows it, narrow enough to read
+    """A ranked table (``display.display``'s columns, those chosen) as the page shows it, narrow enough to read
     without scrolling sideways: the rank with its range in one cell, the score with its 95% CI in one, the
     provenance as a badge, why a row is listed apart after its model; every other column chosen as it is, after
     those."""
@@ -113,7 +113,7 @@ def compact_table(frame: pd.DataFrame, columns) -> pd.DataFrame:
 
 
 def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
-    """The overall ranking (``tables.display_win_rates``) as the page shows it: the rank with its range, the model,
+    """The overall ranking (``display.display_win_rates``) as the page shows it: the rank with its range, the model,
     the mean win rate with its 95% interval, the provenance as a badge, then each track's column."""
     if frame.empty:
         return frame

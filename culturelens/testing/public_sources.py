@@ -1,0 +1,345 @@
+"""A stand-in for every public service ``culturelens suite build`` reads, on 127.0.0.1, answering in each real API's
+format: Wikidata's ``wbgetentities`` and SPARQL JSON, Wikipedia's ``action=query&prop=revisions``, Commons'
+``prop=imageinfo`` (with ``extmetadata`` licence and author), the Hugging Face Hub's dataset revision and file API,
+and GitHub's raw files. A test fills it with stand-in items, pages, images and files, points the settings at it
+(``env``: the ``CULTURELENS_*`` variables and ``HF_ENDPOINT``), and reads back every request it was sent
+(``requests``), so that nothing reaches the network and the download code's behaviour can be counted.
+
+``hold`` makes one download stop midway (the bytes so far sent, then nothing until released): a test kills the
+build there and checks that the next one resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Item:
+    """A Wikidata item: English label and description, images (P18 file names), classes (P31), countries (P495),
+    English Wikipedia title, revision and sitelink count."""
+
+    qid: str
+    label: str
+    description: str = ""
+    enwiki: str | None = None
+    images: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()
+    countries: tuple[str, ...] = ()
+    revision: int = 1
+    sitelinks: int = 30
+
+
+@dataclass
+class Page:
+    """An English Wikipedia page at its current revision, and its earlier ones (revid -> wikitext)."""
+
+    title: str
+    revid: int
+    wikitext: str
+    earlier: dict[int, str] = field(default_factory=dict)
+
+    def edit(self, revid: int, wikitext: str) -> None:
+        """A new current revision; the one it replaces stays readable by its revid."""
+        self.earlier[self.revid] = self.wikitext
+        self.revid, self.wikitext = revid, wikitext
+
+
+@dataclass
+class CommonsFile:
+    """A Commons file (one version): its bytes, upload timestamp, licence and author (HTML, as Commons gives it)."""
+
+    name: str
+    data: bytes
+    timestamp: str = "2021-03-04T05:06:07Z"
+    licence: str = "CC BY-SA 4.0"
+    author: str = '<a href="//commons.wikimedia.org/wiki/User:Ann">Ann</a>'
+    mime: str = "image/png"
+
+
+@dataclass
+class HubRepo:
+    """A Hub dataset repo at one commit (what ``main`` names)."""
+
+    commit: str
+    files: dict[str, bytes]
+
+
+@dataclass
+class Hold:
+    """A download held midway: ``reached`` is set once ``after`` bytes are sent; it goes on (and ends the
+    connection) when ``release`` is set."""
+
+    match: str
+    after: int
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    used: bool = False
+
+
+def _entity(item: Item) -> dict:
+    def claim(prop: str, value, kind: str) -> dict:
+        return {"mainsnak": {"snaktype": "value", "property": prop, "datavalue": {"value": value, "type": kind}},
+                "type": "statement", "rank": "normal"}
+
+    def item_claim(prop: str, qid: str) -> dict:
+        return claim(prop, {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid}, "wikibase-entityid")
+
+    claims = {"P18": [claim("P18", name, "string") for name in item.images],
+              "P31": [item_claim("P31", q) for q in item.classes],
+              "P495": [item_claim("P495", q) for q in item.countries]}
+    return {"type": "item", "id": item.qid, "lastrevid": item.revision,
+            "labels": {"en": {"language": "en", "value": item.label}},
+            "descriptions": {"en": {"language": "en", "value": item.description}} if item.description else {},
+            "claims": {k: v for k, v in claims.items() if v},
+            "sitelinks": {"enwiki": {"site": "enwiki", "title": item.enwiki, "badges": []}} if item.enwiki else {}}
+
+
+class PublicSources:
+    """The stand-in server. ``items``, ``pages`` (by title), ``files`` (by name), ``hub`` (by repo id) and ``raw``
+    (GitHub paths) are what it serves; ``iconic_rows`` the SPARQL bindings of the iconic references' query;
+    ``country_labels`` the English labels of country items."""
+
+    def __init__(self, *, items=(), pages=(), files=(), iconic_rows=(), hub=None, raw=None, country_labels=None):
+        self.items = {i.qid: i for i in items}
+        self.pages = {p.title: p for p in pages}
+        self.files = {f.name: f for f in files}
+        self.iconic_rows = list(iconic_rows)
+        self.hub = dict(hub or {})
+        self.raw = dict(raw or {})
+        self.country_labels = dict(country_labels or {})
+        self.requests: list[dict] = []
+        self.holds: list[Hold] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # --- life ---------------------------------------------------------------------------------------------
+    def start(self) -> PublicSources:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                owner._answer(self, body=True)
+
+            def do_HEAD(self):  # noqa: N802
+                owner._answer(self, body=False)
+
+            def log_message(self, *args):
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        for hold in self.holds:
+            hold.release.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> PublicSources:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables pointing every public source at this server."""
+        from benchmark import settings
+
+        base = self.url
+        return {settings.WIKIDATA_API.env: f"{base}/wikidata/w/api.php", settings.WIKIDATA_SPARQL.env: f"{base}/sparql",
+                settings.WIKIPEDIA_API.env: f"{base}/wikipedia/w/api.php",
+                settings.COMMONS_API.env: f"{base}/commons/w/api.php", settings.GITHUB_RAW.env: f"{base}/raw",
+                settings.HUB_ENDPOINT.env: f"{base}/hub"}
+
+    # --- what a test asks -----------------------------------------------------------------------------------
+    def hold(self, match: str, after: int) -> Hold:
+        """Hold the next full download whose path contains ``match`` after ``after`` bytes."""
+        hold = Hold(match, after)
+        self.holds.append(hold)
+        return hold
+
+    def downloads(self) -> list[dict]:
+        """The file downloads asked for (Commons images, Hub files, GitHub files), in order, with their Range."""
+        return [r for r in self.requests if r["method"] == "GET" and (
+            r["path"].startswith(("/upload/", "/raw/")) or "/resolve/" in r["path"])]
+
+    def api_calls(self) -> list[dict]:
+        """The API requests (Wikidata, SPARQL, Wikipedia, Commons, the Hub's revision API)."""
+        return [r for r in self.requests if r["method"] == "GET" and r not in self.downloads()]
+
+    def file_url(self, name: str) -> str:
+        return f"{self.url}/upload/{urllib.parse.quote(name)}"
+
+    # --- answers --------------------------------------------------------------------------------------------
+    def _answer(self, handler: BaseHTTPRequestHandler, body: bool) -> None:
+        parsed = urllib.parse.urlparse(handler.path)
+        path, params = urllib.parse.unquote(parsed.path), dict(urllib.parse.parse_qsl(parsed.query))
+        with self._lock:
+            self.requests.append({"method": handler.command, "path": path, "params": params,
+                                  "range": handler.headers.get("Range")})
+        if handler.command == "HEAD":
+            return self._send(handler, 200, b"", "text/plain", body=False)
+        try:
+            if path == "/wikidata/w/api.php":
+                return self._json(handler, self._wikidata(params))
+            if path == "/sparql":
+                return self._json(handler, self._sparql(params["query"]))
+            if path == "/wikipedia/w/api.php":
+                return self._json(handler, self._wikipedia(params))
+            if path == "/commons/w/api.php":
+                return self._json(handler, self._commons(params))
+            if path.startswith("/upload/") and path[len("/upload/"):] in self.files:
+                return self._bytes(handler, path, self.files[path[len("/upload/"):]].data)
+            if path.startswith("/raw/") and path[len("/raw/"):] in self.raw:
+                return self._bytes(handler, path, self.raw[path[len("/raw/"):]])
+            if path.startswith("/hub/"):
+                return self._hub(handler, path[len("/hub"):])
+        except KeyError as error:
+            return self._send(handler, 400, f"bad request: {error}".encode(), "text/plain")
+        self._send(handler, 404, b"not found", "text/plain")
+
+    def _send(self, handler, status: int, data: bytes, kind: str, body: bool = True, headers=None) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        if body:
+            handler.wfile.write(data)
+
+    def _json(self, handler, data: dict) -> None:
+        self._send(handler, 200, json.dumps(data).encode(), "application/json")
+
+    def _bytes(self, handler, path: str, data: bytes) -> None:
+        ranged = handler.headers.get("Range")
+        if ranged:
+            start = int(re.fullmatch(r"bytes=(\d+)-", ranged).group(1))
+            if start >= len(data):
+                return self._send(handler, 416, b"", "text/plain",
+                                  headers={"Content-Range": f"bytes */{len(data)}"})
+            return self._send(handler, 206, data[start:], "application/octet-stream",
+                              headers={"Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"})
+        hold = next((h for h in self.holds if not h.used and h.match in path), None)
+        if hold is None:
+            return self._send(handler, 200, data, "application/octet-stream")
+        hold.used = True
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data[:hold.after])
+        handler.wfile.flush()
+        hold.reached.set()
+        hold.release.wait(120)
+        handler.close_connection = True
+
+    def _wikidata(self, params: dict) -> dict:
+        assert params["action"] == "wbgetentities", params
+        if "ids" in params:
+            return {"entities": {q: _entity(self.items[q]) if q in self.items else {"id": q, "missing": ""}
+                                 for q in params["ids"].split("|")}, "success": 1}
+        found = {}
+        for n, title in enumerate(params["titles"].split("|"), start=1):
+            if params.get("normalize"):
+                title = title[:1].upper() + title[1:]
+            item = next((i for i in self.items.values() if i.enwiki == title), None)
+            found[item.qid if item else str(-n)] = _entity(item) if item else {"site": "enwiki", "title": title,
+                                                                                 "missing": ""}
+        return {"entities": found, "success": 1}
+
+    def _sparql(self, query: str) -> dict:
+        if "iconic" in query.split("\n", 1)[0].lower():
+            return {"head": {"vars": ["item", "itemLabel", "modality", "sitelinks", "image", "revision"]},
+                    "results": {"bindings": self.iconic_rows}}
+        classes = set(re.findall(r"wd:(Q\d+)", re.search(r"VALUES \?class \{([^}]*)\}", query).group(1)))
+        excluded = set(re.findall(r"wd:(Q\d+)", re.search(r"\?own IN \(([^)]*)\)", query).group(1)))
+        limit = int(re.search(r"LIMIT (\d+)", query).group(1))
+        found = [i for i in self.items.values() if set(i.classes) & classes and i.images and i.enwiki
+                 and i.countries and not set(i.countries) & excluded]
+        found.sort(key=lambda i: (-i.sitelinks, i.qid))
+        return {"head": {"vars": ["item", "sitelinks", "country"]}, "results": {"bindings": [
+            {"item": {"type": "uri", "value": f"http://www.wikidata.org/entity/{i.qid}"},
+             "sitelinks": {"type": "literal", "value": str(i.sitelinks)},
+             "country": {"type": "literal", "xml:lang": "en", "value": self.country_labels.get(i.countries[0], "")}}
+            for i in found[:limit]]}}
+
+    def _wikipedia(self, params: dict) -> dict:
+        def page(p: Page, revid: int | None = None) -> dict:
+            revid = p.revid if revid is None else revid
+            text = p.wikitext if revid == p.revid else p.earlier[revid]
+            pageid = int(hashlib.sha1(p.title.encode()).hexdigest()[:6], 16)
+            return {"pageid": pageid, "ns": 0, "title": p.title, "revisions": [{
+                "revid": revid, "parentid": revid - 1, "slots": {"main": {
+                    "contentmodel": "wikitext", "contentformat": "text/x-wiki", "content": text,
+                    "sha1": hashlib.sha1(text.encode()).hexdigest()}}}]}
+
+        if "revids" in params:
+            wanted = {int(r) for r in params["revids"].split("|")}
+            return {"batchcomplete": True, "query": {"pages": [page(p, r) for p in self.pages.values()
+                                                               for r in [p.revid, *p.earlier] if r in wanted]}}
+        normalized, pages = [], []
+        for title in params["titles"].split("|"):
+            final = title[:1].upper() + title[1:]
+            if final != title:
+                normalized.append({"fromencoded": False, "from": title, "to": final})
+            pages.append(page(self.pages[final]) if final in self.pages else {"ns": 0, "title": final, "missing": True})
+        return {"batchcomplete": True, "query": {"normalized": normalized, "pages": pages}}
+
+    def _commons(self, params: dict) -> dict:
+        pages = []
+        for title in params["titles"].split("|"):
+            name = title.split(":", 1)[1]
+            f = self.files.get(name)
+            if f is None or ("iistart" in params and params["iistart"] != f.timestamp):
+                pages.append({"ns": 6, "title": title, "missing": True, "known": ""} if f is None else
+                             {"ns": 6, "title": title, "imagerepository": "local"})
+                continue
+            url = self.file_url(name)
+            pages.append({"ns": 6, "title": title, "imagerepository": "local", "imageinfo": [{
+                "timestamp": f.timestamp, "size": len(f.data), "width": 64, "height": 64, "thumburl": url,
+                "thumbwidth": 64, "thumbheight": 64, "url": url,
+                "descriptionurl": f"https://commons.wikimedia.org/wiki/File:{urllib.parse.quote(name)}",
+                "sha1": hashlib.sha1(f.data).hexdigest(), "mime": f.mime, "extmetadata": {
+                    "LicenseShortName": {"value": f.licence, "source": "commons-desc-page", "hidden": ""},
+                    "Artist": {"value": f.author, "source": "commons-desc-page"},
+                    "LicenseUrl": {"value": "https://creativecommons.org/licenses/by-sa/4.0",
+                                   "source": "commons-desc-page", "hidden": ""}}}]})
+        return {"batchcomplete": True, "query": {"pages": pages}}
+
+    def _hub(self, handler, path: str) -> None:
+        revision = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/revision/([^/]+)", path)
+        if revision and revision.group(1) in self.hub:
+            repo = self.hub[revision.group(1)]
+            if revision.group(2) not in ("main", repo.commit):
+                return self._send(handler, 404, b'{"error": "Invalid rev id"}', "application/json")
+            siblings = []
+            for name, data in sorted(repo.files.items()):
+                entry = {"rfilename": name, "size": len(data),
+                         "blobId": hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()}
+                if name.endswith(".parquet"):
+                    entry["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+                siblings.append(entry)
+            return self._json(handler, {"_id": "0", "id": revision.group(1), "sha": repo.commit,
+                                        "siblings": siblings})
+        resolve = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+        if resolve and resolve.group(1) in self.hub:
+            repo = self.hub[resolve.group(1)]
+            if resolve.group(2) == repo.commit and resolve.group(3) in repo.files:
+                return self._bytes(handler, path, repo.files[resolve.group(3)])
+        self._send(handler, 404, b"not found", "text/plain")

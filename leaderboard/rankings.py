@@ -1,0 +1,274 @@
+"""What a ranking rests on, read from the catalog, and the ranked rows it gives: one protocol's per-prompt values,
+which prompts each submission answered and the protocol's prompt set, handed to ``benchmark.ranking`` (the rules).
+
+The prompt set is the protocol's, never the first submission's nor what the ranked rows answered between them:
+
+- the prompts of the dataset the protocol names, at the revision it names, when this store serves exactly that
+  (``Catalog.dataset_prompts``); else the prompts any submission of the protocol answered (the note says which);
+- of those, the ones the metric is defined on: a prompt that submissions answered without any of them getting a
+  value of the metric (CRC on a still reference, an artifact metric on a prompt without an artifact label) is not
+  in its set, while a prompt nobody answered is;
+- on a slice value, the prompts of that value (the dataset's columns, else the per-image rows of the protocol's
+  submissions); for a metric about one label (``Track.ranked_on``: relevance to Japan), those naming it.
+
+A submission answered a prompt when it has a per-prompt value of any metric of the track there
+(``Catalog.answered``). One row per model and provenance is ranked, its latest; an earlier one is listed apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from benchmark import ranking, results
+from benchmark import tracks as track_registry
+from benchmark.aggregate import CROSS_SEPARATOR, CROSSED
+from leaderboard.catalog import Catalog
+
+OVERALL = "overall"
+UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols were recorded
+FROM_DATASET = "dataset"
+FROM_ANSWERS = "answers"
+
+
+@dataclass
+class ProtocolValues:
+    """One protocol's per-prompt values of a metric, read once for all of its slice values. ``values``: per input of
+    the rule (the metric itself, or the metrics it is made of), prompts x submissions (nan: no value);
+    ``answered``: prompts x submissions; ``prompts``: the protocol's prompts the metric is defined on, in order;
+    ``dataset``: the dataset's prompt rows when the store serves the protocol's revision (else None, and the
+    prompts are those the submissions answered); ``slices``: slice name -> prompt_id -> value, read on demand."""
+
+    track: str
+    metric: str
+    rule: ranking.Rule
+    values: list[pd.DataFrame]
+    answered: pd.DataFrame
+    prompts: list[str]
+    dataset: pd.DataFrame | None
+    submissions: list[str]
+    catalog: Catalog
+    slices: dict[str, pd.Series | None] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return FROM_DATASET if self.dataset is not None else FROM_ANSWERS
+
+    def slice_of(self, slice_name: str) -> pd.Series | None:
+        """prompt_id -> its value of a slice (crossed ones joined by ``CROSS_SEPARATOR``): from the dataset's
+        columns when it has them, else from the submissions' per-image rows; None when neither holds it."""
+        if slice_name not in self.slices:
+            columns = list(CROSSED.get(slice_name, (slice_name,)))
+            if self.dataset is not None and set(columns) <= set(self.dataset.columns):
+                parts = self.dataset[columns].astype(str)
+                self.slices[slice_name] = parts.agg(CROSS_SEPARATOR.join, axis=1).where(
+                    self.dataset[columns].notna().all(axis=1))
+            else:
+                self.slices[slice_name] = self.catalog.cached(
+                    ("slices", tuple(self.submissions), self.track, slice_name),
+                    lambda: self.catalog.prompt_slices(self.submissions, self.track, slice_name))
+        return self.slices[slice_name]
+
+    def prompt_set(self, slice_name: str = OVERALL, slice_value: str = "all") -> tuple[list[str] | None, str]:
+        """The prompts a ranking on one slice value rests on, and why there are none ('' when there are); None
+        when nothing records which prompts the slice holds (no per-image rows, the dataset not served)."""
+        prompts = self.prompts
+        if slice_name != OVERALL:
+            members = self.slice_of(slice_name)
+            if members is None:
+                return None, ""
+            inside = set(members.index[members == slice_value])
+            prompts = [p for p in prompts if p in inside]
+        label = track_registry.get(self.track).ranked_on(self.metric)
+        if label is not None:
+            column, value = label
+            members = self.slice_of(column)
+            naming = set() if members is None else set(members.index[members == value])
+            prompts = [p for p in prompts if p in naming]
+            if not prompts:
+                return [], (f"ranked on the prompts whose {column} is {value} only (where the prompt asks for "
+                            "it): " + ("this slice has none, so its values are shown, not ranked" if members is not
+                                       None else "nothing here records which those are, so it is not ranked"))
+        return prompts, "" if prompts else "no prompt of this protocol on this slice value"
+
+
+def rule(cat: Catalog, track: str, metric: str, frame: pd.DataFrame, protocol_id: str) -> ranking.Rule:
+    """How ``metric`` is ranked: its direction and declared range from its rows, its inputs' from theirs (a
+    ``benchmark.track.FromMeans`` metric), what an unanswered prompt does (``Track.unanswered``), and whether
+    it has a better end at all (a track left out of the overall for having none, ``Track.not_in_overall``)."""
+    declared = track_registry.get(track)
+    composite = next((f for f in declared.from_means if f.metric == metric), None)
+    higher = higher_is_better(frame)
+    low, high = (_number(frame[c]) if c in frame.columns else None for c in ("range_low", "range_high"))
+    inputs = (ranking.Quantity(higher, low, high),)
+    if composite is not None:
+        known = cat.query(f"SELECT metric, bool_and(higher_is_better) AS higher, max(range_low) AS low, "
+                          f"max(range_high) AS high FROM aggregates WHERE track = ? AND list_contains(?, metric) AND "
+                          f"coalesce(protocol_id, '{UNRECORDED}') = ? GROUP BY metric",
+                          [track, list(composite.inputs), protocol_id]).set_index("metric")
+        inputs = tuple(ranking.Quantity(bool(known.at[m, "higher"]) if m in known.index else True,
+                                        _number(known["low"].get(m)), _number(known["high"].get(m)))
+                       for m in composite.inputs)
+    return ranking.Rule(inputs, composite.combine if composite else None, higher, not declared.not_in_overall,
+                        low=low, high=high, unanswered=declared.unanswered)
+
+
+def _number(value) -> float | None:
+    """A recorded number, or None (null, or a column of nulls)."""
+    if isinstance(value, pd.Series):
+        value = value.dropna().iloc[0] if value.notna().any() else None
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def higher_is_better(frame: pd.DataFrame) -> bool:
+    """Whether higher values of ``frame``'s rows (one metric) are better: as their rows say, else yes."""
+    known = frame["higher_is_better"].dropna()
+    return bool(known.iloc[0]) if len(known) else True
+
+
+def read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> ProtocolValues | None:
+    """The per-prompt values behind ``frame`` (rows of one protocol of ``metric``): every scored submission of the
+    protocol's (the filters hide rows, never prompts), its inputs' values, what each answered and the prompt
+    set; None when the protocol's submissions have no per-prompt value of it (paper rows, model-level values).
+    Kept by the catalog until its results change (``Catalog.cached``)."""
+    protocol_id = frame["protocol_id"].iloc[0]
+    return cat.cached(("protocol values", track, metric, protocol_id), lambda: _read(cat, track, metric, frame))
+
+
+def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> ProtocolValues | None:
+    protocol_id = frame["protocol_id"].iloc[0]
+    submissions = list(cat.query(
+        f"SELECT DISTINCT submission_id FROM aggregates WHERE provenance = 'scored' AND track = ? AND metric = ? "
+        f"AND coalesce(protocol_id, '{UNRECORDED}') = ? AND submission_id IS NOT NULL ORDER BY 1",
+        [track, metric, protocol_id])["submission_id"])
+    chosen = rule(cat, track, metric, frame, protocol_id)
+    composite = next((f for f in track_registry.get(track).from_means if f.metric == metric), None)
+    names = composite.inputs if composite else (metric,)
+    rows = cat.track_prompts(submissions, track)
+    if not submissions or not (rows["metric"] == names[0]).any():
+        return None
+    values = [rows[rows["metric"] == name].pivot_table(index="prompt_id", columns="submission_id", values="value")
+              for name in names]
+    answered = pd.crosstab(rows["prompt_id"], rows["submission_id"]) > 0
+    dataset = cat.dataset_prompts(results.protocol_fields(frame["protocol"].iloc[0]) or {})
+    universe = list(dataset.index) if dataset is not None else sorted(answered.index)
+    # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value.
+    asked = set(answered.index[answered.any(axis=1)])
+    defined = set(values[0].index[values[0].notna().any(axis=1)])
+    prompts = [p for p in universe if p not in asked or p in defined]
+    return ProtocolValues(track, metric, chosen, values, answered, prompts, dataset, submissions, cat)
+
+
+def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name: str = OVERALL,
+               slice_value: str = "all", *, intervals: bool = True, values: ProtocolValues | None = None
+               ) -> tuple[pd.DataFrame, ranking.Ranking | None, str]:
+    """Rows of one protocol of ``metric`` on one slice value (``frame``: catalog rows, one per model at most once
+    ranked) ranked on the protocol's prompt set (``benchmark.ranking.rank``): value, ci_low, ci_high and n
+    replaced by the ranking's, with refused, rank, rank_low, rank_high, tie_group and not_ranked ('' when
+    ranked); rows in input order. Also the ranking (None when no row has per-prompt values: each is then ranked
+    on its own value, a censored one above all, without interval) and a note on what it rests on.
+    ``values``: the protocol's values when the caller read them already (``read``)."""
+    frame = frame.reset_index(drop=True)
+    higher = higher_is_better(frame)
+    out = frame.assign(refused=np.nan, not_ranked="", rank=pd.NA, rank_low=pd.NA, rank_high=pd.NA, tie_group=pd.NA)
+    latest = frame.sort_values("scored_at", na_position="first", kind="stable").drop_duplicates(
+        ["model", "provenance"], keep="last").index
+    earlier = ~frame.index.isin(latest)
+    out.loc[earlier, "not_ranked"] = "an earlier submission of this model: its latest is ranked"
+    values = values if values is not None else read(cat, track, metric, frame)
+    scored = (frame["provenance"].eq("scored") & frame["submission_id"].notna() & ~earlier).to_numpy()
+    if values is not None:
+        scored = scored & frame["submission_id"].isin(values.answered.columns).to_numpy()
+    if values is None or not scored.any():
+        return _own_values(out, higher, earlier)
+    prompts, empty = values.prompt_set(slice_name, slice_value)
+    if prompts is None:
+        return _own_values(out, higher, earlier, "which prompts this slice holds is recorded nowhere here (no "
+                           "per-image rows, and the store does not serve the dataset at the protocol's revision)")
+    ids = list(frame.loc[scored, "submission_id"])
+    apart = ~scored & ~earlier
+    out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
+    notes = [f"{int(apart.sum())} row(s) without per-prompt values: listed apart, not ranked"] if apart.any() else []
+    if not prompts:
+        out.loc[scored, "not_ranked"] = empty
+        return _ordered(out), None, "; ".join([empty, *notes])
+    matrices = [v.reindex(index=prompts, columns=ids) for v in values.values]
+    answered = values.answered.reindex(index=prompts, columns=ids, fill_value=False)
+    source = ("the dataset's at the protocol's revision" if values.source == FROM_DATASET else
+              "those any submission of this protocol answered: this store does not serve the dataset at the "
+              "protocol's revision")
+    ranked = ranking.rank(matrices, values.rule, answered, intervals=intervals, source=source)
+    got = ranked.rows
+    where = np.flatnonzero(scored)
+    for column, source in (("value", "score"), ("ci_low", "ci_low"), ("ci_high", "ci_high"), ("n", "n"),
+                           ("refused", "refused"), ("not_ranked", "not_ranked"), ("rank", "rank"),
+                           ("rank_low", "rank_low"), ("rank_high", "rank_high"), ("tie_group", "tie_group")):
+        out[column] = out[column].astype(object)
+        out.loc[where, column] = got[source].astype(object).to_numpy()
+    if earlier.any():
+        notes.append(f"{int(earlier.sum())} earlier submission(s) of a ranked model listed apart")
+    return _ordered(out), ranked, "; ".join([ranked.note, *notes])
+
+
+def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, slice_value: str) -> pd.Series:
+    """Each row's score as its ranking on one slice value gives it (``rank_frame``'s value, without intervals,
+    ranks or ordering: a heatmap's cells), the stored value where the ranking has none of its own (no per-prompt
+    values, a slice nothing records, a label's other prompts)."""
+    out = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    if values is None:
+        return out
+    prompts, _ = values.prompt_set(slice_name, slice_value)
+    ids = frame["submission_id"].where(frame["submission_id"].isin(values.answered.columns))
+    if not prompts or ids.isna().all():
+        return out
+    keys = list(ids.dropna())
+    matrices = [v.reindex(index=prompts, columns=keys) for v in values.values]
+    answered = values.answered.reindex(index=prompts, columns=keys, fill_value=False)
+    ranked = ranking.rank(matrices, values.rule, answered, intervals=False).rows["score"]
+    out[ids.notna()] = ranked.to_numpy()
+    return out
+
+
+def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
+                ) -> tuple[pd.DataFrame, None, str]:
+    """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
+    (``why``), ranked on their own values, a censored one (null, with the bound it exceeds in ci_low) above all,
+    without interval."""
+    scored = out["provenance"].eq("scored")
+    said = [why] if why else []
+    if scored.any() and not why:
+        said.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
+    if (~scored).any():
+        said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
+    note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
+    out["rank"] = ranking.rank_values(out["value"], higher, censored(out), ranked=~np.asarray(earlier))
+    return _ordered(out), None, note
+
+
+def listed(frame: pd.DataFrame, reason: str) -> pd.DataFrame:
+    """Rows listed, not ranked (``reason`` says why; '' for none to list), in the columns ``rank_frame`` gives."""
+    out = frame.reset_index(drop=True).assign(refused=np.nan, not_ranked=reason, rank=pd.NA, rank_low=pd.NA,
+                                              rank_high=pd.NA, tie_group=pd.NA)
+    return _ordered(out)
+
+
+def censored(frame: pd.DataFrame) -> pd.Series:
+    """Which rows hold a right-censored value: null, with the bound it exceeds in ``ci_low`` (``benchmark.results``:
+    e.g. a W1KP reusability never reached, shown "> k")."""
+    return frame["value"].isna() & frame["ci_low"].notna() & frame["ci_high"].isna()
+
+
+def _ordered(out: pd.DataFrame) -> pd.DataFrame:
+    """Ranked rows first by rank, then the rows listed apart, best first (a censored value above all); numbers
+    typed (ranks, n and tie groups whole, nullable)."""
+    whole = {c: pd.array(pd.to_numeric(out[c], errors="coerce"), dtype="Float64").astype("Int64")
+             for c in ("rank", "rank_low", "rank_high", "tie_group", "n")}
+    numbers = {c: pd.to_numeric(out[c], errors="coerce").astype(float) for c in ("value", "ci_low", "ci_high",
+                                                                                  "refused")}
+    out = out.assign(**whole, **numbers, not_ranked=out["not_ranked"].fillna("").astype(str))
+    value = out["value"].where(~censored(out), np.inf)
+    out = out.assign(_apart=out["not_ranked"].ne(""), _key=-value if higher_is_better(out) else value)
+    out = out.sort_values(["_apart", "rank", "_key", "model"], kind="stable", na_position="last", ignore_index=True)
+    return out.drop(columns=["_apart", "_key"])
