@@ -18,6 +18,8 @@ import sys
 import textwrap
 import time
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
@@ -442,3 +444,172 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
         assert (supervisor["state"], supervisor["restarts"]) == ("running", 0)
         assert len(list(store.root.glob("queue.sqlite.damaged-*"))) == 2
     assert "restarting it in" not in log.read_text()
+
+
+# --- issue 40, finding 1: trust that survives a restore ------------------------------------------------------------
+def _sealed_results(store: Store, sid: str, lease: str, value: float) -> None:
+    """``sid``'s results as the store's worker writes them (``Results.write``): its rows, run.json answering request 1
+    under ``lease``, sealed with the store's key (``leaderboard.seal``)."""
+    from leaderboard import seal
+
+    results.write_folder(store.results / sid, [], [_row(submission_id=sid, model=f"Model {sid}", value=value)], [],
+                         RunRecord(submission_id=sid, harness_version="0.1.0", request=1, lease=lease),
+                         then=lambda tmp: seal.seal_folder(tmp, store.results_folders.keys))
+
+
+def _forge(folder, sid: str, lease: str | None, value: float = 0.99, keep_seal: bool = False) -> None:
+    """What a writer of the results repo who holds no seal secret leaves at ``folder`` (results/<sid>/): rows of its
+    choosing, run.json naming ``sid`` under ``lease`` (None: none), and the seal.json that was there if
+    ``keep_seal``."""
+    kept = (folder / "seal.json").read_bytes() if keep_seal else None
+    shutil.rmtree(folder, ignore_errors=True)
+    results.write_folder(folder, [], [_row(submission_id=sid, model=f"Model {sid}", value=value)], [],
+                         RunRecord(submission_id=sid, harness_version="0.1.0", request=1, lease=lease))
+    if kept is not None:
+        (folder / "seal.json").write_bytes(kept)
+
+
+@pytest.fixture()
+def attacked(tmp_path, tiny_upstream):
+    """A served store whose six submissions were scored by its worker (sealed results, FINISHED) but ``pending``
+    (never scored) and ``gone`` (scored, then deleted by its owner), exported to a requests and a results repo (the
+    mirror's files and release 1); then someone who can write both repos but holds no seal secret: ``nolease``'s
+    results replaced by a folder carrying no lease, ``guessed``'s by one with a guessed lease, ``copied``'s by its own
+    run.json (its genuine lease) and seal with its value changed, ``pending``'s record edited to FINISHED beside a
+    folder carrying no lease, ``gone``'s folder left in the results repo, and release 1's value of ``good`` changed."""
+    from culturelens.testing.submissions import make_submission
+    from leaderboard import hub_sync, pickup
+    from leaderboard.repo import folder_repo
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    names = ["good", "nolease", "guessed", "copied", "gone", "pending"]
+    ids = {name: store.submit(make_submission(tmp_path / name, prompt_ids, model_name=f"Model {name}"),
+                              name).job.id for name in names}  # each its own owner: one quota each
+    for _ in names[:-1]:
+        job = store.queue.claim("gpu", 60)
+        _sealed_results(store, job.id, job.lease, 0.022)
+        assert store.queue.finish(job.id, "gpu", "scored")
+    requests, published = tmp_path / "requests-repo", tmp_path / "results-repo"
+    hub_sync.export(store, "results", published)
+    assert pickup.publish(store, folder_repo(published)).number == 1
+    store.delete(ids["gone"], "gone")
+    hub_sync.export(store, "requests", requests)
+
+    folder = published / "results"
+    genuine = RunRecord.parse((folder / ids["copied"] / "run.json").read_bytes())
+    _forge(folder / ids["nolease"], ids["nolease"], None)
+    _forge(folder / ids["guessed"], ids["guessed"], "0" * 32)
+    _forge(folder / ids["copied"], ids["copied"], genuine.lease, keep_seal=True)
+    _forge(folder / ids["pending"], ids["pending"], None, 0.999)
+    record = requests / "requests" / f"{ids['pending']}.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "state": "FINISHED", "progress": 1}))
+    latest = json.loads((published / "leaderboard" / "latest.json").read_text())
+    release = published / latest["file"]
+    table = pq.read_table(release).to_pandas()
+    table.loc[table["submission_id"] == ids["good"], "value"] = 0.99
+    pq.write_table(pa.Table.from_pandas(table, schema=pq.read_schema(release), preserve_index=False), release)
+    return store, ids, requests, published
+
+
+def _forged_refused(store: Store, ids: dict[str, str]) -> None:
+    """What a store must show after taking the attacked results repo: every forged folder quarantined with its
+    seal's reason, the attacked jobs PENDING (to be scored again), the genuine one FINISHED and served, no 0.99."""
+    reasons = {entry.name: entry.reason for entry in store.quarantined()}
+    assert reasons[ids["nolease"]] == reasons[ids["guessed"]] == reasons[ids["pending"]] == (
+        "its seal: it carries no seal (seal.json): results are taken only as a worker of this queue sealed them "
+        "(results written before seals: re-run the submission)")
+    assert reasons[ids["copied"]] == "its seal: its aggregates.parquet is not the file sealed"
+    for name in ("nolease", "guessed", "copied", "pending"):
+        assert not store.has_results(ids[name]) and store.queue.get(ids[name]).state == "PENDING", name
+    assert store.queue.get(ids["good"]).state == "FINISHED"
+    served = Site(store, "ada").catalog.query("SELECT submission_id, value FROM aggregates WHERE provenance = "
+                                              "'scored'")
+    assert served.to_dict("records") == [{"submission_id": ids["good"], "value": 0.022}]
+
+
+def test_restore_from_the_requests_repo_refuses_forged_results_and_an_edited_record_and_keeps_deletions(
+        attacked, tmp_path, tiny_upstream):
+    from leaderboard import hub_sync
+
+    _, ids, requests, published = attacked
+    fresh = serving_tiny_cube(Store(tmp_path / "fresh"), tiny_upstream)  # `serve --hub-requests` on an empty disk
+    counts = hub_sync.pull(fresh, "requests", str(requests))
+    # Five records (gone's is left out: deletions.json names it); the four FINISHED ones and the one edited to
+    # FINISHED come back PENDING until sealed results answering them arrive.
+    assert counts == {"added": 5, "present": 0, "without_files": 0, "refused": 0, "unsealed": 5, "deleted": 1}
+    assert ids["gone"] in fresh.queue.deleted() and fresh.queue.get(ids["gone"]) is None
+    assert hub_sync.pull(fresh, "results", str(published)) == {"added": 1, "present": 0}
+    _forged_refused(fresh, ids)
+    assert not fresh.has_results(ids["gone"]) and fresh.queue.get(ids["gone"]) is None  # its folder: not taken
+    # The next worker scores the attacked ones again (not the deleted one).
+    claimed = {fresh.queue.claim("gpu", 60).id for _ in range(4)}
+    assert claimed == {ids[n] for n in ("nolease", "guessed", "copied", "pending")}
+
+
+def test_restore_of_a_release_with_a_changed_value_is_refused(attacked, tmp_path):
+    from leaderboard import pickup, snapshot
+    from leaderboard.repo import folder_repo
+
+    _, _, _, published = attacked
+    fresh = Store(tmp_path / "fresh")
+    with pytest.raises(snapshot.SnapshotError, match="release 1: its seal does not match its file and submissions"):
+        pickup.install_latest(fresh, folder_repo(published))
+    assert snapshot.installed(fresh) is None
+
+
+def test_restore_into_a_rebuilt_damaged_queue_refuses_forged_results_and_keeps_deletions_and_owners(attacked):
+    from leaderboard import pickup
+    from leaderboard.repo import folder_repo
+
+    store, ids, _, published = attacked
+    # Their results were scored by a remote worker: in the repo only, and no release installed here yet.
+    for name in ("nolease", "guessed", "copied", "pending"):
+        shutil.rmtree(store.results / ids[name], ignore_errors=True)
+    shutil.rmtree(store.root / "leaderboard")
+    with open(store.root / "queue.sqlite", "r+b") as file:
+        file.write(bytes(100))  # damaged: the next open keeps it aside and rebuilds from the folders and ledger
+    rebuilt = Store(store.root)
+    assert rebuilt.queue.damaged is not None
+    assert {job.id: job.owner for job in rebuilt.queue.jobs()} == {ids[n]: n for n in ids if n != "gone"}
+    assert ids["gone"] in rebuilt.queue.deleted() and rebuilt.queue.get(ids["gone"]) is None
+    assert rebuilt.queue.get(ids["good"]).state == "FINISHED"  # its sealed results answer it
+
+    repo = folder_repo(published)
+    assert pickup.fetch(rebuilt, repo, pickup.missing(rebuilt, repo)) == []
+    _forged_refused(rebuilt, ids)
+
+
+# --- issue 40, finding 2: uploads checked before they are unpacked -------------------------------------------------
+def _refused_before_unpacking(store: Store, archive) -> None:
+    """``archive`` (``many_entries_zip``) is refused for its layout, the seeds its manifest lacks, listed 20 at a
+    time and counted, never for an entry that cannot be unpacked (each would be: its CRC-32 is broken): only its
+    manifest was unpacked. Nothing is left in staging, nothing queued."""
+    outcome = store.submit(archive, "mallory")
+    assert outcome.job is None and not outcome.report.ok
+    errors = outcome.report.errors
+    assert errors[0].endswith("is not in the manifest's seeds [0, 1]") and errors[-1].startswith("... and ")
+    assert not any("cannot be extracted" in e or "CRC" in e for e in errors)
+    assert list(store.staging.iterdir()) == [] and store.queue.jobs() == []
+
+
+def test_upload_scale_a_10k_entry_zip_is_refused_for_its_layout_before_anything_else_is_unpacked(
+        tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import many_entries_zip
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    archive = many_entries_zip(tmp_path / "many.zip", 10_000, ids)
+    _refused_before_unpacking(store, archive)
+    # 9,999 images for 6 prompts x 2 seeds: 12 answer the prompt set, the other 9,987 name seeds 2 to 1,666.
+    assert store.submit(archive, "mallory").report.problems == 9_999 - 12
+
+
+@pytest.mark.slow  # builds a 24 MiB zip of 200,000 entries; benchmarks/upload_scale.py measures its CPU time
+def test_upload_scale_a_200k_entry_zip_is_refused_for_its_layout_before_anything_else_is_unpacked(
+        tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import many_entries_zip
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    _refused_before_unpacking(store, many_entries_zip(tmp_path / "many.zip", 200_000, ids))
