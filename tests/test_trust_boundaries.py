@@ -613,3 +613,72 @@ def test_upload_scale_a_200k_entry_zip_is_refused_for_its_layout_before_anything
     store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     _refused_before_unpacking(store, many_entries_zip(tmp_path / "many.zip", 200_000, ids))
+
+
+# --- issue 40, finding 3: everything a queue client writes is text ------------------------------------------------
+HOSTILE_TEXT = ('[live](http://evil.example/a) ![img](http://evil.example/x.png) <img src="http://evil.example/y.png">'
+                ' <a href="http://evil.example/b">b</a> https://evil.example/c **bold**')
+
+
+def _rendered(markdown: str) -> tuple[list[str], str]:
+    """The tags an independent CommonMark renderer makes of ``markdown`` (HTML on, as Gradio's Markdown allows it),
+    and its text."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(markdown)
+    return re.findall(r"<([a-z0-9]+)", rendered), html.unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+def test_queue_text_every_field_a_queue_client_writes_shows_as_text(tmp_path):
+    """A client of the queue (a fake worker, a supervisor, a restored record) writes Markdown and HTML into every
+    field the Queue tab shows: the supervisor rows' pid and last exit, a worker's name, state, message and track
+    reasons, a job's model, owner, state, message and error, a notice. The tab shows each as the text it is: no
+    link, no image, no HTML element of the writer's."""
+    store = Store(tmp_path / "store")
+    queue = store.queue
+    queue.set_supervisor("sup-run", "running", pid=HOSTILE_TEXT, restarts=1, last_exit=HOSTILE_TEXT)
+    queue.set_supervisor("sup-restart", "restarting", pid=None, restarts=2, last_exit=HOSTILE_TEXT, retry_in=5)
+    queue.set_supervisor("sup-gave-up", "gave up", pid=None, restarts=3, last_exit=HOSTILE_TEXT, message=HOSTILE_TEXT)
+    queue.set_worker(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT)
+    queue.set_worker("unavailable-" + HOSTILE_TEXT, "unavailable", HOSTILE_TEXT)
+    queue.set_worker_tracks(HOSTILE_TEXT, {"awareness": HOSTILE_TEXT, "relevance": None})
+    queue.add_notice(HOSTILE_TEXT)
+    for sid in ("q-a", "q-b"):
+        queue.add(id=sid, content_hash=f"sha256:{sid}", owner=HOSTILE_TEXT, model=HOSTILE_TEXT, model_id=None,
+                  model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
+    job = queue.claim(HOSTILE_TEXT, 60)
+    queue.fail(job.id, HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT)
+    queue.claim(HOSTILE_TEXT, 60)
+    assert queue.heartbeat("q-b", HOSTILE_TEXT, 60, 0.5, HOSTILE_TEXT)  # a RUNNING job's message
+
+    tab = QueueTab(Site(store, "ada"))
+    page = tab.page()
+    shown = [page["workers"], page["worker_details"], tab.track_lines([HOSTILE_TEXT]), *page["table"]["State"]]
+    for markdown in shown:
+        tags, text = _rendered(markdown)
+        assert not {"a", "img"} & set(tags), markdown
+        assert set(tags) <= {"p", "ul", "li", "strong", "code", "blockquote", "span", "em", "br"}, tags
+    everything = " ".join(_rendered(m)[1] for m in shown)
+    assert everything.count(HOSTILE_TEXT) >= 8, everything  # each field, as written
+    # The supervisor rows: pid and last exit of the running one (folded), the others' last exits (shown).
+    assert f"worker pid {HOSTILE_TEXT} running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
+        _rendered(page["worker_details"])[1]
+    assert f"the worker stopped ({HOSTILE_TEXT})" in _rendered(page["workers"])[1]
+
+
+def test_queue_text_a_track_a_worker_says_it_scores_is_off_without_its_asset_here(tmp_path, tiny_upstream):
+    """A fake worker says it scores every track; this server serves CUBE-1K but holds no scoring asset: the tracks
+    on CUBE-1K that need one (variability's calibration, relevance's knowledge base) stay off, with the server's
+    reason; awareness, which needs none, is on."""
+    from benchmark import tracks
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    store.queue.set_worker("fake", "idle", "ready")
+    store.queue.set_worker_tracks("fake", {name: None for name in tracks.all_tracks()})
+    lines = QueueTab(Site(store, "ada", metric_settings={})).track_lines(["fake"])
+    state = {line.removeprefix("- **").split("** ", 1)[0]: line.split("** ", 1)[1] for line in lines.splitlines()[1:]}
+    assert state["Awareness (CUBE)"] == "is on"
+    assert state["Variability (W1KP)"].startswith("is off: no w1kp-calibration: ")
+    assert state["Relevance (CAIRE)"].startswith("is off: no relevance-kb: ")
