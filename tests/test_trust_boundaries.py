@@ -682,3 +682,72 @@ def test_queue_text_a_track_a_worker_says_it_scores_is_off_without_its_asset_her
     assert state["Awareness (CUBE)"] == "is on"
     assert state["Variability (W1KP)"].startswith("is off: no w1kp-calibration: ")
     assert state["Relevance (CAIRE)"].startswith("is off: no relevance-kb: ")
+
+
+# --- issue 40, finding 4: `reproduce` takes no instruction from the record ----------------------------------------
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[1;1HOK every metric reproduced\r"  # a title, a cleared screen, a fake verdict
+
+
+def _hostile_record(sid: str, calibration: str) -> RunRecord:
+    return RunRecord.model_validate({
+        "submission_id": sid, "harness_version": "0.1.0" + ESCAPES, "dataset": "culturelens/cube-1k:cube_1k:test",
+        "dataset_digest": "0" * 16, "seeds": [0, 1], "batch_size": 4, "backbones": {}, "backbone_specs": {},
+        "metrics": {"w1kp" + ESCAPES: "1"},
+        "settings": {"metric_settings": {"w1kp_calibration": calibration}, "tracks": ["variability"]}})
+
+
+@pytest.fixture()
+def listening():
+    """A local HTTP server standing in for wherever a record points: it serves anything and counts requests."""
+    import http.server
+    import threading
+
+    heard = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            heard.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"not a calibration")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/calibration.npz", heard
+    finally:
+        server.shutdown()
+
+
+def test_reproduce_hostile_record_fetches_nothing_and_prints_no_escape_byte(tmp_path, tiny_upstream, listening):
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import culturelens_here
+
+    url, heard = listening
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    sid = store.submit(make_submission(tmp_path / "sub", ids), "ada").job.id
+    results.write_folder(store.results / sid, [], [], [], _hostile_record(sid, url))
+
+    done = culturelens_here("reproduce", sid, "--store", store.root)
+    assert done.returncode == 2 and heard == []  # refused, and nothing was asked of the server the record names
+    assert "reproduce fetches nothing a record names unless given --allow-fetch" in done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
+
+
+def test_reproduce_hostile_submission_id_reads_nothing_outside_the_store(tmp_path):
+    from tests.helpers import culturelens_here
+
+    store = tmp_path / "store"
+    folder = store / "results" / "sub-x"
+    results.write_folder(folder, [], [], [], _hostile_record("../elsewhere/x/y", "w1kp.npz"))
+    elsewhere = store / "elsewhere" / "x" / "y"  # what the record points at: a validated submission's files
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "manifest.json").write_text("{}")
+    done = culturelens_here("reproduce", folder, "--store", store)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "which is not a submission id" in done.stderr and "a record never chooses a path" in done.stderr
+    assert "\x1b" not in done.stdout + done.stderr
