@@ -244,7 +244,7 @@ def test_queue_details_rerun_and_failure_reason(live_app):
     requests = store.queue.request_number(submission_id)
     row = _wait_for_state(client, submission_id)
     assert row["state"] == "FINISHED" and store.has_results(submission_id)
-    assert requests >= 2 and store.run_record(submission_id)["request"] == requests  # they answer the re-run
+    assert requests >= 2 and store.run_record(submission_id).request == requests  # they answer the re-run
     # Someone else's submission cannot be deleted from this server's user.
     store.queue.add(id="foreign-1", content_hash="sha256:foreign", owner="someone-else", model="X", model_id="x",
                     model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")

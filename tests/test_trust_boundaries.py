@@ -307,7 +307,7 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     assert worker.load() and worker.run(once=True) == 1
     scored = store.queue.get(job.id)
     assert scored.state == "FINISHED" and scored.message.startswith("scored 12 images"), scored
-    assert store.run_record(job.id)["lease"] == scored.lease and len(scored.lease) == 32
+    assert store.run_record(job.id).lease == scored.lease and len(scored.lease) == 32
 
 
 # --- finding 2: a deleted submission is gone everywhere ------------------------------------------------------------
