@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
+from benchmark.errors import CultureLensError
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.shards import MAX_SHARD_BYTES, ImageRecord, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
@@ -301,8 +302,9 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     return report
 
 
-class _LayoutRefused(Exception):
-    """The layout check refused an upload before its images were unpacked: ``report`` says why."""
+class _LayoutRefused(CultureLensError):
+    """The layout check refused an upload before its images were unpacked: ``report`` says why (caught by
+    ``stage_with``, which returns that report)."""
 
     def __init__(self, report: Report):
         super().__init__(report.summary)
