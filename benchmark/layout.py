@@ -29,6 +29,8 @@ A results folder (the worker's ``STORE/results/<id>/``, ``culturelens score``'s 
 
     per_image.parquet  aggregates.parquet  curves.parquet  run.json      RESULT_FILES
 
+and, written by a leaderboard's worker, ``seal.json`` (``SEAL``, ``leaderboard.seal``) beside them (``SEALED_FILES``).
+
 A store (``leaderboard.store.Store``) and a score output folder (``ScoreOutput``) share ``datasets/``,
 ``results/`` and ``submissions/``'s naming, so ``culturelens reproduce`` finds a result's submission in either.
 """
@@ -71,6 +73,10 @@ RUN = "run.json"
 """A result's record of how it was scored; its presence marks a complete results folder."""
 RESULT_FILES = (PER_IMAGE, AGGREGATES, CURVES, RUN)
 """Exactly the files of a results folder."""
+SEAL = "seal.json"
+"""A leaderboard worker's seal over a results folder's run.json and tables (``leaderboard.seal``)."""
+SEALED_FILES = (PER_IMAGE, AGGREGATES, CURVES, SEAL, RUN)
+"""The files of a results folder a leaderboard's worker writes, run.json last (the mark of a complete folder)."""
 RESULT_PARQUET = (AGGREGATES, CURVES, PER_IMAGE)
 """A results folder's Parquet files."""
 

@@ -21,6 +21,7 @@ checked against its own record, and the submission is scored again as ``culturel
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -75,6 +76,9 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     if run is None:
         raise ReproduceError(f"{folder}/run.json is not a run record (a JSON object of its fields): not a results "
                              "folder")
+    if not layout.is_submission_id(run.submission_id or ""):
+        raise ReproduceError(f"{folder}/run.json names submission {shown(run.submission_id)}, which is not a "
+                             "submission id (letters, digits, '-' and '_'): a record never chooses a path")
     missing = unrecorded(run)
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
@@ -94,6 +98,25 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     if staged == in_store:
         return Target(folder, run, staged, home / layout.DATASETS, home / layout.STORE_CACHE)
     return Target(folder, run, staged, store / layout.DATASETS, ScoreOutput(home).cache)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def shown(text: object) -> str:
+    """Text a record holds, as a terminal may print it: every control character (an escape sequence's ESC, a
+    carriage return, bidirectional overrides) written as its escape (``\\x1b``), never sent to the terminal."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def fetched_settings(run: RunRecord) -> dict[str, str]:
+    """The recorded metric settings (of the result, or of each part of a suite result) whose value is a URL:
+    setting -> URL. Reproducing would fetch each."""
+    records = [run, *(run.parts or {}).values()]
+    return {name: value for record in records if record.settings is not None
+            for name, value in record.settings.metric_settings.items()
+            if isinstance(value, str) and _URL.match(value)}
 
 
 def unrecorded(run: RunRecord) -> list[str]:
@@ -237,9 +260,9 @@ def report(differences: list[Difference], tolerance: float) -> str:
     def number(value: float | None, missing: int) -> str:
         return "missing" if missing else "-" if value is None else f"{value:.6g}"
 
-    width = max([len("metric"), *(len(d.metric) for d in differences)])
+    width = max([len("metric"), *(len(shown(d.metric)) for d in differences)])
     lines = [f"{'metric':<{width}}  {'per-image max |diff|':>20}  {'aggregate max |diff|':>20}  equal"]
-    lines += [f"{d.metric:<{width}}  {number(d.per_image, d.per_image_missing):>20}  "
+    lines += [f"{shown(d.metric):<{width}}  {number(d.per_image, d.per_image_missing):>20}  "
               f"{number(d.aggregate, d.aggregate_missing):>20}  {'yes' if d.within(tolerance) else 'NO'}"
               for d in differences]
     differing = sum(not d.within(tolerance) for d in differences)
@@ -256,10 +279,12 @@ def _warn(message: str) -> None:
 
 def main(result: str, *, store: Path, submission: str | None, backbones: str | None, device: str | None,
          batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool,
-         suite: str | None = None) -> int:
+         suite: str | None = None, allow_fetch: bool = False) -> int:
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
     when the result cannot be reproduced here (nothing recorded, other weights, another dataset). ``suite``: the
-    suite a suite result answers (``--suite``: a folder's datasets are read from it)."""
+    suite a suite result answers (``--suite``: a folder's datasets are read from it). Nothing the record names is
+    fetched unless ``allow_fetch`` (``--allow-fetch``), and then each fetched file must have the digest the record's
+    metric versions pin; record text is printed escaped (``shown``)."""
     from benchmark import __version__, harness, results, suite_scoring
     from benchmark.cache import EmbeddingCache
     from benchmark.scoring_options import ScoringOptions
@@ -267,6 +292,12 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
 
     target = locate(result, store, submission)
     run = target.run
+    fetches = fetched_settings(run)
+    if fetches and not allow_fetch:
+        name, url = next(iter(fetches.items()))
+        raise ReproduceError(f"the result's run.json names {shown(url)[:200]} for {shown(name)}: reproduce fetches "
+                             "nothing a record names unless given --allow-fetch (the file's digest is then checked "
+                             "against the one the record pins)")
     registry = registry_for(run, backbones)
     try:
         options = ScoringOptions.from_record(run.settings, registry, device=device,
@@ -277,7 +308,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
     datasets_root = answered.datasets_root if answered is not None else target.datasets_root
     check_datasets(run, target.submission, datasets_root)
     if run.harness_version != __version__:
-        _warn(f"the result was scored by harness {run.harness_version}, this is {__version__}")
+        _warn(f"the result was scored by harness {shown(run.harness_version)}, this is {__version__}")
     try:
         built, unavailable = options.build_metrics()
     except CultureLensError as error:
@@ -306,9 +337,12 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         bars.close()
         shutil.rmtree(workspace, ignore_errors=True)
     changed = sorted(name for name, version in scores.run.metrics.items() if run.metrics.get(name, version) != version)
+    if fetches and changed:  # a fetched file's digest is in its metric's version (``Calibration.sha256``)
+        raise ReproduceError(f"a file fetched for {', '.join(map(shown, fetches))} is not the one the result pins: "
+                             f"the versions of {', '.join(map(shown, changed))} differ from those recorded")
     if changed:
         _warn(f"metric versions changed since the result was scored: {', '.join(changed)}")
-    print(f"reproduced {run.submission_id} ({target.result}) on {target.submission}"
+    print(f"reproduced {run.submission_id} ({shown(target.result)}) on {shown(target.submission)}"
           + (" with the stored embedding cache" if use_cache else " with a fresh embedding cache"))
     print(report(differences, tolerance))
     return 0 if all(d.within(tolerance) for d in differences) else 1

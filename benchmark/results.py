@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -160,9 +161,11 @@ def _rows(path: str, size: int, modified: int) -> int | None:
 def published(folder: Path) -> list[str]:
     """The files of a results folder that a results repo holds: every one but a Parquet file of no rows (a
     submission without curves has an empty ``curves.parquet``, and one empty file breaks ``load_dataset`` on the
-    whole config), ``run.json`` last (the mark of a complete folder). ``complete`` restores the others."""
-    names = [name for name in layout.RESULT_FILES
-             if name not in SCHEMAS or parquet_rows(Path(folder) / name) != 0]
+    whole config), and its seal (``layout.SEAL``) where it has one, ``run.json`` last (the mark of a complete folder).
+    ``complete`` restores the others."""
+    names = [name for name in layout.SEALED_FILES
+             if (name in SCHEMAS and parquet_rows(Path(folder) / name) != 0)
+             or (name == layout.SEAL and (Path(folder) / name).exists()) or name == layout.RUN]
     return sorted(names, key=lambda name: name == layout.RUN)
 
 
@@ -175,10 +178,11 @@ def complete(folder: Path) -> None:
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
-                 run: RunRecord, *, replace: bool = False) -> Path:
+                 run: RunRecord, *, replace: bool = False, then: Callable[[Path], object] | None = None) -> Path:
     """Write ``per_image.parquet``, ``aggregates.parquet``, ``curves.parquet`` and ``run.json`` (``run``, in its
     canonical text: ``RunRecord.to_json``) as one folder, atomically (``benchmark.atomic.atomic_folder``): readers
-    see all files or none.
+    see all files or none. ``then`` is called on the temporary folder once they are written, before it is renamed
+    into place (a leaderboard worker seals it there: ``leaderboard.seal``).
 
     An existing ``target`` is never modified (results are immutable: FileExistsError) unless ``replace``
     (``culturelens score`` scoring the same submission again into its --out).
@@ -188,4 +192,6 @@ def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[
         pq.write_table(table(aggregate_rows, AGGREGATE), tmp / layout.AGGREGATES)
         pq.write_table(table(curve_rows, CURVES), tmp / layout.CURVES)
         (tmp / layout.RUN).write_text(run.to_json(), encoding="utf-8")
+        if then is not None:
+            then(tmp)
     return Path(target)

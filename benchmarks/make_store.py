@@ -7,8 +7,9 @@ Writes what the harness and the app would leave behind after scoring many submis
 (``leaderboard.store`` layout): per submission ``results/<id>/`` with ``aggregates.parquet`` (tracks
 awareness, iconicity and variability, 11 metrics; slices overall, country (8), continent, concept (3),
 country_concept (24) and the per-prompt slice ``prompt``, plus the derived W1KP reusability row),
-``curves.parquet`` (W1KP_k for k = 2..images, per prompt and the model's), ``run.json`` and
-``per_image.parquet``; ``queue.sqlite`` with every submission FINISHED; the paper-reported rows.
+``curves.parquet`` (W1KP_k for k = 2..images, per prompt and the model's), ``run.json``,
+``per_image.parquet`` and the seal a worker of the store writes (``leaderboard.seal``: the store's key, or
+``CULTURELENS_SEAL_SECRET``); ``queue.sqlite`` with every submission FINISHED; the paper-reported rows.
 
 Values are consistent the way the harness makes them: a prompt's value is the mean over its seeds, a slice's
 the mean over its prompts; the 95% CI is a normal approximation (the harness's Student-t interval differs
@@ -37,6 +38,7 @@ from tqdm import tqdm
 from benchmark import __version__, results
 from benchmark.datasets import cube_1k
 from benchmark.run_record import BackboneUsed, RunRecord
+from leaderboard import seal
 from leaderboard.queue import open_queue
 from leaderboard.store import Store
 
@@ -416,6 +418,7 @@ def main() -> None:
                         embeddings_cached=0, embeddings_computed=args.prompts * args.images * 3,
                         scored_at=context["scored_at"], synthetic="benchmarks/make_store.py")
         (tmp / "run.json").write_text(run.to_json(), encoding="utf-8")
+        seal.seal_folder(tmp, store.results_folders.keys)  # as the store's worker seals what it writes
         for name in sizes:
             path = tmp / f"{name}.parquet"
             sizes[name] += path.stat().st_size if path.exists() else 0

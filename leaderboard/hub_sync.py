@@ -8,6 +8,7 @@ dataset repos, as the Hugging Face leaderboard template does::
       README.md              card; configs requests, images  README.md                card; configs leaderboard,
       queue.parquet          the records as one table        results/<id>/*.parquet   aggregates, per_image, curves
       requests/<id>.json                  queue record       results/<id>/run.json    (``load_dataset(repo, ...)``)
+      deletions.json         deleted submissions, when       results/<id>/seal.json   its worker's seal
       submissions/<id>/manifest.json
       submissions/<id>/data/images-00000-of-00008.parquet
       submissions/<id>/parts/<part>/manifest.json, .../data/*.parquet   (a suite submission: each part's)
@@ -23,6 +24,12 @@ files, not 9,920 images. A worker on another machine fetches one submission, and
 (``leaderboard.snapshot``: every submission's leaderboard rows in one Parquet file) and the card are written by
 ``leaderboard.pickup``, which also keeps an app's store in step with the results repo (its newest release at
 start, then only the folders it lacks): results are never restored whole at start.
+
+A queue record in the requests repo holds no lease token, only the sha256 of each lease issued for its request
+(``lease_hashes``), and ``deletions.json`` lists the deleted submissions: a queue restored from the repo tells the
+leases it issued, and the deletions, from forged ones. A record cannot make a job FINISHED by itself: one restored
+FINISHED whose sealed results (``leaderboard.seal``) the store does not hold, as a folder or in its installed
+release, answering it, comes back PENDING, and is scored again unless such results arrive first.
 
 Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a local folder laid out like one: the
 same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
@@ -50,7 +57,7 @@ import tempfile
 import threading
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -68,7 +75,8 @@ from benchmark.layout import (
 )
 from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards
-from leaderboard.queue import Job
+from leaderboard import snapshot
+from leaderboard.queue import Job, Request, refusal
 from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo
 from leaderboard.store import Store
 
@@ -77,7 +85,9 @@ log = logging.getLogger("culturelens.hub_sync")
 KINDS = ("requests", "results")
 PRIVATE_FIELDS = ("lease_owner", "lease_expires", "lease_tokens")
 """A queue record's fields that never leave the queue: a results-repo writer who could read a lease token could
-forge results for a job."""
+forge results for a job. The record's ``lease_hashes`` are the sha256 of every lease issued (``Job.issued_hashes``)."""
+DELETIONS = "deletions.json"
+"""The requests repo's deleted submissions: {id: when}, so a restored queue still knows them."""
 QUEUE_TABLE = "queue.parquet"
 """The requests repo's records as one table (config ``requests``); ``requests/<id>.json`` are what a restore reads."""
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
@@ -168,7 +178,10 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
     if kind == "requests":
         images = kept = 0
         jobs = store.queue.jobs()
-        records = [{k: v for k, v in asdict(job).items() if k not in PRIVATE_FIELDS} for job in jobs]
+        records = [{**{k: v for k, v in asdict(job).items() if k not in PRIVATE_FIELDS},
+                    "lease_hashes": job.issued_hashes} for job in jobs]
+        if deletions := store.queue.deletions():
+            files[DELETIONS] = json.dumps(dict(sorted(deletions.items())), indent=1).encode()
         for job, record in zip(jobs, records):
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = store.submissions / job.id
@@ -425,12 +438,41 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
     return {"added": added, "present": len(found) - len(sources)}
 
 
+def _deletions(folder: Path) -> dict[str, str]:
+    """The snapshot's ``deletions.json``: {submission id: when}; RepoError when it is not one."""
+    path = folder / DELETIONS
+    if not path.is_file():
+        return {}
+    record = _read_json(path)
+    if not isinstance(record, dict) or not all(is_submission_id(k) and isinstance(v, str) and len(v) <= 40
+                                               for k, v in record.items()):
+        raise RepoError(f"{path}: not a list of deletions ({{submission id: when}})")
+    return record
+
+
+def finished_by_seal(store: Store, job: Job) -> bool:
+    """Whether sealed results that answer the restored record ``job`` (its request, under the leases whose sha256 it
+    keeps) are the store's: its results folder (``Results.refusal_here``), or its installed release (checked when
+    installed). What a record saying FINISHED needs to stay FINISHED."""
+    request = Request(1, "FINISHED", (), tuple((job.lease_hashes or "").split()))
+    if store.has_results(job.id):
+        return store.results_folders.refusal_here(job.id, request) is None
+    installed = snapshot.installed(store)
+    if installed is None or job.id not in installed[0].submissions:
+        return False
+    return refusal(snapshot.runs(installed[1]).get(job.id), request, sealed=True) is None
+
+
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
     """Records first, all checked before anything is added: a record that is not one of ours (bad id, fields,
-    JSON) means the snapshot is not a requests repo, and it restores nothing (RepoError). Then each submission
-    the store lacks is accepted as an upload is (``Intake.accept`` with its record): one that fails is refused,
-    its record and files left out and the reasons logged, and the others are restored (counted as ``refused``)."""
+    JSON) means the snapshot is not a requests repo, and it restores nothing (RepoError). The deletions come first
+    (the records of deleted submissions are left out). Then each submission the store lacks is accepted as an upload
+    is (``Intake.accept`` with its record): one that fails is refused, its record and files left out and the reasons
+    logged, and the others are restored (counted as ``refused``). A record FINISHED without sealed results answering
+    it (``finished_by_seal``) comes back PENDING (counted as ``unsealed``): FINISHED again once they are taken
+    (``Results.add``: the pickup, a results restore), else scored by the next worker."""
     root = folder / "requests"
+    deletions = _deletions(folder)
     names = {f.name for f in fields(Job)}
     jobs = []
     for path in sorted(root.glob("*.json")) if root.is_dir() else []:
@@ -444,9 +486,16 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
         _checked_id(path.stem, path)
         job = Job(**{name: record.get(name) for name in names})
         files = folder / layout.SUBMISSIONS / job.id
-        jobs.append((job, files if files.is_dir() else None))
-    counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0}
+        if job.id not in deletions:
+            jobs.append((job, files if files.is_dir() else None))
+    counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0,
+              "deleted": store.queue.remember_deleted(deletions)}
     for job, files in jobs:
+        if job.state == "FINISHED" and not finished_by_seal(store, job):
+            counts["unsealed"] += 1
+            job = replace(job, state="PENDING", finished_at=None, progress=None,
+                          message="restored: its record says FINISHED, but no sealed results answering it are here yet;"
+                                  " waiting for them, or for a worker to score it")
         if job.state in ("PENDING", "RUNNING") and files is None and not store.has_results(job.id):
             counts["without_files"] += 1  # nothing to score: the repo lost its images
             continue

@@ -68,14 +68,18 @@ SPACE_ID = Setting("space_id", None, "set by Hugging Face Spaces: visitors sign 
 SPACE_STORAGE = Setting("space_storage", "/data", "where a Hugging Face Space mounts its persistent storage: on a "
                                                   "Space that has it, the store defaults to its culturelens/ folder",
                         env="CULTURELENS_SPACE_STORAGE", path=True)
+SEAL_SECRET = Setting("seal_secret", None, "the secret that seals results (leaderboard.seal): the app and every worker "
+                                           "of its queue hold the same one; several, separated by spaces, to rotate "
+                                           "(the first seals, each verifies); none: a key kept in STORE/seal.key",
+                      env="CULTURELENS_SEAL_SECRET")
 SPACE_STORE = "culturelens"
 """The store's folder in a Space's persistent storage."""
 
 SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, SUITE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS,
            LIMITS)
 """The settings `culturelens serve` and app.py share (``service``); serve has a flag for each."""
-OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID, SPACE_STORAGE)
-"""The service's other variables: the worker's attempts, the login name, and the Space's own."""
+OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID, SPACE_STORAGE, SEAL_SECRET)
+"""The service's other variables: the worker's attempts, the login name, the Space's own and the seal's secret."""
 
 
 def environment() -> list[Setting]:

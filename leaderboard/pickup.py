@@ -5,9 +5,9 @@ scored submission and the leaderboard's releases (``leaderboard.snapshot``). ``P
 with it, never by reading the whole repo:
 
 - ``start`` (the app starting): download latest.json and, when the store lacks that release, its one Parquet
-  file; checked (``snapshot.read``) and installed in ``STORE/leaderboard/``. The catalog serves the release's
-  rows at once, so the first page is complete from two files. A release that cannot be read is said, and the app
-  starts without it: the rounds then fetch the folders it lacks;
+  file; checked (its seal, ``leaderboard.seal``, then ``snapshot.read``) and installed in ``STORE/leaderboard/``.
+  The catalog serves the release's rows at once, so the first page is complete from two files. A release that
+  cannot be read is said, and the app starts without it: the rounds then fetch the folders it lacks;
 - ``round`` (every ``--hub-interval`` seconds, after the mirror's push): compare the repo's commit sha with the
   last round's (an unchanged repo costs one call), take a newer release another writer published, list
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
@@ -35,6 +35,7 @@ import math
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -42,8 +43,8 @@ import pyarrow.parquet as pq
 from benchmark import layout
 from benchmark.run_record import RunRecord
 from benchmark.datasets.hub_layout import PushError
-from benchmark.layout import RESULT_FILES, is_submission_id
-from leaderboard import hub_sync, snapshot
+from benchmark.layout import SEALED_FILES, is_submission_id
+from leaderboard import hub_sync, seal, snapshot
 from leaderboard.repo import Repo, RepoError
 from leaderboard.snapshot import Release, SnapshotError
 from leaderboard.store import Store
@@ -70,6 +71,9 @@ def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Rel
         file = staged / release.file
         if not file.is_file():
             raise SnapshotError(f"{repo.name}: {snapshot.LATEST} names {release.file}, which the repo does not hold")
+        if why := seal.release_refusal(release.seal, store.results_folders.keys, release.number,
+                                       seal.file_sha256(file), release.submissions):
+            raise SnapshotError(f"{repo.name}: release {release.number}: {why}")
         snapshot.read(file, release)
         snapshot.install(store, release, file)
         return release
@@ -109,7 +113,7 @@ def fetch(store: Store, repo: Repo, ids: list[str], revision: str | None = None)
         texts = {sid: (staged / run).read_bytes() for sid, run in runs.items() if (staged / run).is_file()}
         wanted = [sid for sid, text in texts.items()
                   if not folders.refused_before(sid, text) and not folders.superseded(sid, RunRecord.parse(text))]
-        repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in RESULT_FILES
+        repo.download([f"{layout.RESULTS}/{sid}/{name}" for sid in wanted for name in SEALED_FILES
                        if name != layout.RUN], staged, revision)
         for sid in wanted:
             try:
@@ -149,6 +153,8 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
         file = staged / "release.parquet"
         release = snapshot.build(store, ids, file, previous)
         snapshot.read(file, release)  # what others will check, checked before it leaves
+        release = replace(release, seal=seal.release_seal(store.results_folders.keys, release.number,
+                                                          seal.file_sha256(file), release.submissions))
         listed = repo.files([f"{layout.RESULTS}/*/{name}.parquet" for name in hub_sync.RESULT_CONFIGS], revision)
         held = [name for name in hub_sync.RESULT_CONFIGS if any(p.endswith(f"/{name}.parquet") for p in listed)]
         card = hub_sync.results_card(repo_id, release.file, pq.read_metadata(file).num_rows, held)

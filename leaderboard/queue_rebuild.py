@@ -2,7 +2,12 @@
 
 When SQLite finds ``queue.sqlite`` damaged, the queue keeps it aside and starts empty (``SQLiteQueue.damaged``);
 ``rebuild`` then gives every ``submissions/<id>/`` folder its record again, and the operator hears what happened
-(the log, and the app's Queue tab). At start that is the store's first step (``Store``); while the service runs,
+(the log, and the app's Queue tab). What the folders do not say, the queue's ledger does (``Ledger``: the file beside
+the queue's, which damage to the database does not reach): each submission's owner and submission time, the sha256
+of the leases issued for its current request, and the deletions. A submission is FINISHED again only where its
+results folder is sealed by a worker of this queue (``leaderboard.seal``) and answers it under one of those leases
+(or, a job of no lease recorded, is sealed at all); else it is PENDING, to be scored. A deleted submission stays
+deleted. At start that is the store's first step (``Store``); while the service runs,
 ``Watch`` does it (``Store.rebuild_damaged_queue``) the moment a view meets the damage, and every
 ``CHECK_SECONDS`` for damage no view met (a worker meeting it waits meanwhile: ``leaderboard.worker``), so the
 service never needs a restart for it.
@@ -10,9 +15,11 @@ service never needs a restart for it.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,7 +28,7 @@ from benchmark.layout import is_submission_id, submission_layouts
 from benchmark.submission import Manifest
 from benchmark.submission.suite import validated_hash
 from leaderboard.intake import dataset_label
-from leaderboard.queue import DATASETS_JOINED, Job, Queue, now_iso
+from leaderboard.queue import DATASETS_JOINED, Job, Queue, Request, now_iso
 from leaderboard.results_folders import Results
 
 log = logging.getLogger("culturelens.store")
@@ -30,17 +37,59 @@ REBUILT_OWNER = "unknown (rebuilt)"  # the owner of records rebuilt from disk af
 CHECK_SECONDS = 300.0  # between the service's own looks at the queue file (SQLite's quick_check)
 
 
+@dataclass
+class Ledger:
+    """What a queue's ledger (``Queue.ledger``, written by ``Queue._note``) says, per submission id: its owner and
+    when it was submitted, the sha256 of the leases issued for its current request, and the deletions (when)."""
+
+    owners: dict[str, str] = field(default_factory=dict)
+    submitted: dict[str, str] = field(default_factory=dict)
+    hashes: dict[str, list[str]] = field(default_factory=dict)
+    deleted: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path | None) -> Ledger:
+        """The ledger at ``path`` (empty without one); a line that is not one of its records is skipped."""
+        ledger = cls()
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path else []
+        except FileNotFoundError:
+            lines = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:  # a line cut by a crash, or damaged: the others still count
+                continue
+            if not isinstance(event, dict) or not is_submission_id(sid := event.get("id")):
+                continue
+            kind = event.get("event")
+            if kind in ("add", "restore") and isinstance(event.get("owner"), str):
+                ledger.owners[sid] = event["owner"]
+                ledger.submitted[sid] = str(event.get("created_at") or event.get("at") or "")
+                ledger.hashes[sid] = [h for h in event.get("hashes") or [] if isinstance(h, str)]
+            elif kind == "lease" and isinstance(event.get("hash"), str):
+                ledger.hashes.setdefault(sid, []).append(event["hash"])
+            elif kind == "rerun":
+                ledger.hashes[sid] = []
+            elif kind == "delete":
+                ledger.deleted[sid] = str(event.get("at") or now_iso())
+        return ledger
+
+
 def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
-    """Give every folder in ``submissions`` its record in the (empty) ``queue``: FINISHED if its results exist,
-    else PENDING, owner unknown, content hash recomputed as validation computes it. Returns the notice, also
-    logged and recorded for the app's Queue tab."""
+    """Give every folder in ``submissions`` its record in the (empty) ``queue``: FINISHED if its results are sealed
+    and answer it (``Results.refusal_here``, under the leases the ledger names), else PENDING; its owner and
+    submission time from the queue's ledger (``Ledger``; unknown without one), content hash recomputed as validation
+    computes it; and the ledger's deletions remembered (a deleted submission's folder is skipped). Returns the
+    notice, also logged and recorded for the app's Queue tab."""
 
     def mtime(path: Path) -> str:
         return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
 
-    states, skipped = [], []
+    ledger = Ledger.read(queue.ledger)
+    states, skipped, unknown = [], [], 0
     for folder in sorted(submissions.iterdir()):
-        if not is_submission_id(folder.name):
+        if not is_submission_id(folder.name) or folder.name in ledger.deleted:
             skipped.append(folder.name)
             continue
         try:  # a submission, or a suite submission's parts (the model is every part's)
@@ -50,23 +99,30 @@ def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
         except (OSError, ValueError):  # not a complete submission folder (ValueError: pydantic, pyarrow)
             skipped.append(folder.name)
             continue
-        done = results.has(folder.name)
+        hashes = ledger.hashes.get(folder.name, [])
+        done = results.has(folder.name) and results.refusal_here(
+            folder.name, Request(1, "FINISHED", (), tuple(hashes))) is None
         manifest = manifests[0]
-        job = Job(id=folder.name, content_hash=digest, owner=REBUILT_OWNER,
+        unknown += folder.name not in ledger.owners
+        job = Job(id=folder.name, content_hash=digest, owner=ledger.owners.get(folder.name, REBUILT_OWNER),
                   model=manifest.model.name, model_id=manifest.model.id, model_revision=manifest.model.revision,
                   dataset=DATASETS_JOINED.join(map(dataset_label, manifests)), state="FINISHED" if done else "PENDING",
-                  created_at=mtime(folder), started_at=None,
+                  created_at=ledger.submitted.get(folder.name) or mtime(folder), started_at=None,
                   finished_at=mtime(results.folder(folder.name) / layout.RUN) if done else None,
                   updated_at=now_iso(), attempts=0, lease_owner=None, lease_expires=None,
                   progress=1 if done else None, message="record rebuilt from the submission folder", error=None,
-                  log_excerpt=None)
+                  log_excerpt=None, lease_hashes=" ".join(hashes) or None)
         if queue.restore(job):
             states.append(job.state)
+    queue.remember_deleted(ledger.deleted)
+    owners = f"{unknown} owner{'s' * (unknown != 1)} unknown" if unknown else "owners from the queue's ledger"
     notice = (f"queue rebuilt from disk at {now_iso()} (damaged file kept as {queue.damaged.name}): "
               f"{len(states)} submissions restored ({states.count('FINISHED')} finished, "
-              f"{states.count('PENDING')} pending), owners unknown")
+              f"{states.count('PENDING')} pending), {owners}")
+    if ledger.deleted:
+        notice += f"; {len(ledger.deleted)} deletion{'s' * (len(ledger.deleted) != 1)} kept"
     if skipped:
-        notice += f"; not submissions, skipped: {', '.join(skipped)}"
+        notice += f"; not submissions (or deleted), skipped: {', '.join(skipped)}"
     log.warning(notice)
     queue.add_notice(notice)
     return notice

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 
 from benchmark import layout, results
-from benchmark.layout import RESULT_FILES
+from benchmark.layout import SEALED_FILES
 from leaderboard import hub_sync
 from leaderboard.repo import Repo
 from leaderboard.store import Store
@@ -75,7 +75,7 @@ class Remote:
         folder = store.results_folder(submission_id)
         names = results.published(folder)
         prefix = f"{layout.RESULTS}/{submission_id}"
-        stale = [f"{prefix}/{name}" for name in RESULT_FILES if name not in names]
+        stale = [f"{prefix}/{name}" for name in SEALED_FILES if name not in names]
         self.results.commit({f"{prefix}/{name}": folder / name for name in names},
                             f"CultureLens worker: results of {submission_id}",
                             delete=sorted(set(stale) & set(self.results.files([f"{prefix}/*"]))))

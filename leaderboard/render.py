@@ -118,10 +118,11 @@ _TONES = {"paper": "#1d4ed8", "scored": "#047857", "PENDING": "#6b7280", "RUNNIN
 
 def badge(word: str) -> str:
     """A marker for Markdown or HTML: ``word`` in a small outlined box (inline style, so it needs no stylesheet
-    and no emoji font). ``word`` is one of ours (a provenance name or a queue state), escaped all the same."""
+    and no emoji font). ``word`` is one of ours (a provenance name or a queue state), but a queue state is what a
+    queue client wrote (issue 40): shown as text (``plain``: Markdown inside an HTML span is still Markdown)."""
     tone = _TONES.get(word, "#374151")
     return (f'<span class="cl-badge" style="border:1px solid {tone};color:{tone};border-radius:4px;'
-            f'padding:0 4px;font-size:0.85em;white-space:nowrap">{html.escape(word)}</span>')
+            f'padding:0 4px;font-size:0.85em;white-space:nowrap">{plain(word)}</span>')
 
 
 HEADER = (

@@ -10,14 +10,15 @@ handed the question when it is built (``Store``), and asks it outside any transa
 network.
 
 It is also the one way a results folder enters the store: written by a worker (``write``: every file at once,
-by one rename), or taken from a repo (``add``: checked first, then copied into place whole), and the one way it
-leaves (``drop``; ``set_aside`` while a re-run is requested). Results are never modified in place. A folder taken
-from a repo is checked for what it is (``check``: its files, Parquet that reads, JSON) and then against its job
-(``reason_to_refuse``): every row of its three Parquet files is its own submission's, every aggregate row is ``scored``
-(paper rows come only from the tracks' declarations, ``leaderboard.reported``), its run.json names it, and its
-results answer the job. One that is not is quarantined with the reason (``STORE/quarantine/``, listed in the
-Queue tab; its run.json is kept there, its files stay in the repo) and taken again only once the repo holds
-another run.json for it (or, refused because the queue did not know its submission, once the queue does).
+sealed with the store's key, ``leaderboard.seal``, by one rename), or taken from a repo (``add``: checked first, then
+copied into place whole), and the one way it leaves (``drop``; ``set_aside`` while a re-run is requested). Results
+are never modified in place. A folder taken from a repo is checked for what it is (``check``: its files, Parquet that
+reads, JSON) and then against its job (``reason_to_refuse``): every row of its three Parquet files is its own
+submission's, every aggregate row is ``scored`` (paper rows come only from the tracks' declarations,
+``leaderboard.reported``), its run.json names it, a worker of this queue sealed it as it is, and its results answer
+the job. One that is not is quarantined with the reason (``STORE/quarantine/``, listed in the Queue tab; its
+run.json is kept there, its files stay in the repo) and taken again only once the repo holds another run.json for
+it (or, refused because the queue did not know its submission, once the queue does).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ import pyarrow.parquet as pq
 from benchmark import layout, results
 from benchmark.run_record import RunRecord
 from benchmark.atomic import atomic_folder
-from benchmark.layout import RESULT_FILES, is_submission_id
-from leaderboard import quarantine
-from leaderboard.queue.base import UNKNOWN, refusal
+from benchmark.layout import RESULT_FILES, SEALED_FILES, is_submission_id
+from leaderboard import quarantine, seal
+from leaderboard.queue.base import UNKNOWN, Request, refusal
 from leaderboard.repo import Repo, RepoError
 
 if TYPE_CHECKING:
@@ -53,11 +54,19 @@ class Refused(RepoError):
 class Results:
     """The results folders of the store at ``store`` (``root``: its ``results/``) and ``repo``, the results repo a
     worker on another machine publishes to (None for a worker that shares the app's disk); ``queue``: the store's
-    queue, which says what results must answer (``Queue.request``)."""
+    queue, which says what results must answer (``Queue.request``); ``keys``: what it seals and checks seals with
+    (None: the store's, ``seal.keys_for``, read when first needed)."""
 
-    def __init__(self, store: Path, queue: Queue, repo: Repo | None = None):
+    def __init__(self, store: Path, queue: Queue, repo: Repo | None = None, keys: seal.Keys | None = None):
         self.store, self.queue, self.repo = Path(store), queue, repo
         self.root = self.store / layout.RESULTS
+        self._keys = keys
+
+    @property
+    def keys(self) -> seal.Keys:
+        if self._keys is None:
+            self._keys = seal.keys_for(self.store)
+        return self._keys
 
     def folder(self, submission_id: str) -> Path:
         """``results/<id>``, named as ``culturelens score`` names its results (``layout.results_folder``)."""
@@ -83,18 +92,30 @@ class Results:
         return RunRecord.parse(data) if data is not None else None
 
     # --- do they answer the job? --------------------------------------------------------------------------------
-    def answered_here(self, submission_id: str) -> bool:
-        """Whether the store's results of the submission answer its current request (``Queue.answered_by``)."""
-        return self.queue.answered_by(submission_id, self.run(submission_id))
+    def refusal_here(self, submission_id: str, request: Request | None, holder: str | None = None) -> str | None:
+        """Why the store's results of the submission do not answer ``request`` (``leaderboard.queue.base.refusal``),
+        or None; their seal is checked where the request holds no lease to check them by (a job finished before
+        leases, or restored without them)."""
+        run = self.run(submission_id)
+        needs_seal = request is not None and not request.leases and not request.hashes
+        sealed = needs_seal and run is not None and seal.folder_refusal(self.folder(submission_id), self.keys) is None
+        return refusal(run, request, sealed=sealed, holder=holder)
 
-    def answered_in_repo(self, submission_id: str) -> bool:
+    def answered_here(self, submission_id: str, holder: str | None = None) -> bool:
+        """Whether the store's results of the submission answer its current request (``refusal_here``); ``holder``:
+        the lease of the worker asking, which may take an earlier attempt's results as its own."""
+        return self.refusal_here(submission_id, self.queue.request(submission_id), holder) is None
+
+    def answered_in_repo(self, submission_id: str, holder: str | None = None) -> bool:
         """Whether the results repo holds results answering the submission's current request (False without one)."""
-        return self.repo is not None and self.queue.answered_by(submission_id, self.run_in_repo(submission_id))
+        return self.repo is not None and self.queue.answered_by(submission_id, self.run_in_repo(submission_id),
+                                                                holder=holder)
 
-    def answered(self, submission_id: str) -> bool:
+    def answered(self, submission_id: str, holder: str | None = None) -> bool:
         """Whether results answering the submission's current request exist: in the store, or else in the results
-        repo (read only then). Reads a repo over the network: never call it inside a queue transaction."""
-        return self.answered_here(submission_id) or self.answered_in_repo(submission_id)
+        repo (read only then). Reads a repo over the network: never call it inside a queue transaction. ``holder``:
+        as ``answered_here``."""
+        return self.answered_here(submission_id, holder) or self.answered_in_repo(submission_id, holder)
 
     def superseded(self, submission_id: str, run: RunRecord | None) -> bool:
         """Whether results whose run.json is ``run`` answer an earlier request of the submission than its current
@@ -104,17 +125,19 @@ class Results:
 
     # --- in and out ---------------------------------------------------------------------------------------------
     def write(self, submission_id: str, scores: Scores) -> Path:
-        """Write one submission's results folder atomically (all files appear at once, or none); FileExistsError
-        when it exists (results are immutable: another worker's rename won)."""
+        """Write one submission's results folder atomically (all files appear at once, or none), sealed with the
+        store's key (``seal.seal_folder``); FileExistsError when it exists (results are immutable: another worker's
+        rename won)."""
         return results.write_folder(self.folder(submission_id), results.records(scores.per_image),
-                                    scores.aggregates, results.records(scores.curves), scores.run)
+                                    scores.aggregates, results.records(scores.curves), scores.run,
+                                    then=lambda tmp: seal.seal_folder(tmp, self.keys))
 
     @staticmethod
     def check(source: Path) -> None:
         """RepoError, naming the file and the reason, unless ``source`` (a folder taken from a repo, named by its
-        submission id) is a results folder: a submission id, exactly the result files (no link; those of no rows
-        that the repo does not hold written back first: ``results.complete``), Parquet that reads (its schema:
-        never unpickled) and a run.json that is JSON."""
+        submission id) is a results folder: a submission id, exactly the result files and at most a seal (no link;
+        those of no rows that the repo does not hold written back first: ``results.complete``), Parquet that reads
+        (its schema: never unpickled) and a run.json that is JSON."""
         if not is_submission_id(source.name):
             raise RepoError(f"{source}: {source.name!r} is not a submission id (letters, digits, '-' and '_')")
         results.complete(source)
@@ -124,8 +147,9 @@ class Results:
     def reason_to_refuse(self, source: Path) -> str | None:
         """Why the results folder ``source`` (``check``ed) is not its job's results, or None: a row of its Parquet
         files under another submission id (or none), an aggregate row not ``scored`` by the harness, a run.json
-        naming another submission, or results that do not answer the job's current request under a lease the
-        queue issued (``leaderboard.queue.base.refusal``)."""
+        naming another submission, no seal of a worker of this queue over it as it is (``seal.folder_refusal``), or
+        results that do not answer the job's current request under a lease the queue issued
+        (``leaderboard.queue.base.refusal``)."""
         sid = source.name
         columns = {name: ["submission_id"] for name in layout.RESULT_PARQUET}
         columns[layout.AGGREGATES].append("provenance")
@@ -145,7 +169,9 @@ class Results:
         if run is None or run.submission_id != sid:
             named = repr(run.submission_id)[:80] if run is not None else "no submission"
             return f"its run.json names {named}, not {sid}"
-        if why := refusal(run, self.queue.request(sid)):
+        if why := seal.folder_refusal(source, self.keys):
+            return f"its seal: {why}"
+        if why := refusal(run, self.queue.request(sid), sealed=True):
             return f"its results do not answer the job: {why}"
         return None
 
@@ -169,6 +195,8 @@ class Results:
             return False
         for entry in self._set_aside_with(source.name, (source / layout.RUN).read_bytes()):
             shutil.rmtree(entry.folder, ignore_errors=True)  # refused while its submission was unknown: taken now
+        # A record restored FINISHED came back PENDING until its sealed results arrived: here they are.
+        self.queue.settle(source.name, "scored (its sealed results were taken from the results repo)")
         return True
 
     def refuse(self, source: Path, reason: str) -> Refused:
@@ -227,8 +255,9 @@ def _damage(source: Path) -> str | None:
     """Why the folder ``source`` is not a results folder at all, or None: exactly the result files (no link),
     Parquet that reads (its schema: never unpickled), a run.json that is JSON."""
     names = sorted(p.name for p in source.iterdir())
-    if names != sorted(RESULT_FILES) or any((source / n).is_symlink() for n in names):
-        return f"a results folder holds exactly {', '.join(RESULT_FILES)}; found {', '.join(names) or 'nothing'}"
+    if not set(RESULT_FILES) <= set(names) <= set(SEALED_FILES) or any((source / n).is_symlink() for n in names):
+        return (f"a results folder holds exactly {', '.join(RESULT_FILES)} and its seal ({layout.SEAL}); found "
+                f"{', '.join(names) or 'nothing'}")
     for name in layout.RESULT_PARQUET:
         try:
             pq.read_schema(source / name)

@@ -6,7 +6,8 @@ start reads two files whatever the number of submissions (``leaderboard.pickup``
 
     leaderboard/leaderboard-00012.parquet   release 12: ``SCHEMA`` rows, never modified once written
     leaderboard/latest.json                 {"release": 12, "file": "leaderboard/leaderboard-00012.parquet",
-                                             "created_at": ..., "submissions": {id: sha256 of its run.json}}
+                                             "created_at": ..., "submissions": {id: sha256 of its run.json},
+                                             "seal": {"key": ..., "hmac": ...}}
     README.md                               the card: config ``leaderboard`` is the newest release's file
 
 A release's rows, column ``part``:
@@ -24,7 +25,10 @@ folders, fetched when a page needs one submission's detail.
 
 Older releases stay in the repo, so a figure can cite release N; the store keeps only the newest
 (``STORE/leaderboard/``). A release read from outside is checked as any file from outside is (``read``): the
-names in latest.json, the Parquet schema, the ids and digests; it is parsed, never unpickled.
+names in latest.json, the Parquet schema, the ids and digests; it is parsed, never unpickled. And it must carry the
+seal of an app of this queue (``seal``: ``leaderboard.seal.release_seal`` over its number, its file's sha256 and its
+submissions, made by ``leaderboard.pickup.publish``): a value changed in its file, or a release someone else wrote,
+is refused before it is installed (``leaderboard.pickup.install_latest``).
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class Release:
     number: int
     submissions: dict[str, str]  # id -> sha256 of its run.json
     created_at: str = ""
+    seal: dict | None = None  # the publishing app's seal (``leaderboard.seal.release_seal``); None before it is sealed
 
     @property
     def file(self) -> str:
@@ -89,7 +94,8 @@ class Release:
 
     def to_json(self) -> str:
         return json.dumps({"release": self.number, "file": self.file, "created_at": self.created_at,
-                           "submissions": dict(sorted(self.submissions.items()))}, indent=1)
+                           "submissions": dict(sorted(self.submissions.items())),
+                           **({"seal": self.seal} if self.seal is not None else {})}, indent=1)
 
     @classmethod
     def parse(cls, data: bytes, where: str) -> Release:
@@ -112,8 +118,9 @@ class Release:
                 raise SnapshotError(f"{where}: {sid[:200]!r} is not a submission id (letters, digits, '-' and '_')")
             if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
                 raise SnapshotError(f"{where}: submission {sid}: {str(digest)[:100]!r} is not a sha256 (64 hex digits)")
-        created = record.get("created_at", "")
-        return cls(number, dict(record["submissions"]), created if isinstance(created, str) else "")
+        created, sealed = record.get("created_at", ""), record.get("seal")
+        return cls(number, dict(record["submissions"]), created if isinstance(created, str) else "",
+                   sealed if isinstance(sealed, dict) else None)
 
 
 def release_file(number: int) -> str:
@@ -154,7 +161,8 @@ def current(store: Store, installed: tuple[Release, Path]) -> set[str]:
         log.warning("cannot tell which submissions of release %d still stand: %s", release.number, error)
         return set(release.submissions)
     ran = runs(file)
-    return {sid for sid in release.submissions if refusal(ran.get(sid), requests.get(sid)) is None}
+    # The store installed only a release whose seal it checked: its runs are sealed ones.
+    return {sid for sid in release.submissions if refusal(ran.get(sid), requests.get(sid), sealed=True) is None}
 
 
 def runs(file: Path) -> dict[str, RunRecord | None]:

@@ -15,7 +15,8 @@ found damaged (``QueueDamaged``) is waited for, with growing pauses, while the s
 (``leaderboard.queue_rebuild``): the worker neither exits nor is restarted every few seconds.
 
 Each job is claimed with a lease token (``Job.lease``), written into its results' run.json (``lease``, beside
-``request``): only results carrying it answer the job (``leaderboard.queue.base.refusal``).
+``request``), which the store seals (``Results.write``, ``leaderboard.seal``): only results carrying it answer the job
+(``leaderboard.queue.base.refusal``).
 
 Under ``culturelens serve`` (``--supervised ID``) the worker's stdin is a pipe
 from the serve process: when it reads end-of-file, serve has died (even by
@@ -159,7 +160,7 @@ class Worker:
         # The request the results must answer (and will record, with this claim's lease): a re-run's are not those
         # of the run before.
         request = queue.request_number(job.id)
-        if results.answered(job.id):  # a previous attempt wrote them, then stopped before FINISHED
+        if results.answered(job.id, holder=job.lease):  # a previous attempt wrote them, then stopped before FINISHED
             try:
                 self._publish(job.id)
             except CultureLensError as error:  # the Hub refused or is away: the job says so

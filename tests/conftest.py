@@ -13,6 +13,12 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
+from leaderboard.operator_settings import SEAL_SECRET  # noqa: E402
+
+# Every store of the session, and every process a test starts, seals with one secret, as the app and the workers of one
+# deployment do (leaderboard.seal); a test of a store's own key removes it.
+SEAL_SECRET.put("culturelens-tests-seal-secret-0123456789")
+
 from culturelens.testing import tiny_models
 from tests import suite_stand_ins
 from tests.helpers import CUBE_FILE, culturelens_here, tiny_cube

@@ -74,13 +74,16 @@ def test_a_fresh_store_restored_from_the_repos_has_the_same_queue_files_and_lead
         hub_sync.export(store, kind, folder)
     fresh = _store(tmp_path / "fresh", tiny_upstream)  # a restarted Space: empty disk, datasets rebuilt
 
-    # The requests first: a results folder is taken only for a submission the queue knows (issue 30).
-    assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {"added": 2, "present": 0, "without_files": 0,
-                                                                      "refused": 0}
+    # The requests first: a results folder is taken only for a submission the queue knows (issue 30). The scored
+    # one's record says FINISHED, but no sealed results answer it yet: PENDING until they arrive (issue 40).
+    assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {
+        "added": 2, "present": 0, "without_files": 0, "refused": 0, "unsealed": 1, "deleted": 0}
+    assert fresh.queue.get(done).state == "PENDING"
     assert hub_sync.pull(fresh, "results", str(repos["results"])) == {"added": 1, "present": 0}
+    assert fresh.queue.get(done).message == "scored (its sealed results were taken from the results repo)"
 
-    before = {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in store.queue.jobs()}
-    assert {j.id: [getattr(j, f) for f in QUEUE_FIELDS] for j in fresh.queue.jobs()} == before
+    before = {j.id: [getattr(j, f) for f in QUEUE_FIELDS if f != "message"] for j in store.queue.jobs()}
+    assert {j.id: [getattr(j, f) for f in QUEUE_FIELDS if f != "message"] for j in fresh.queue.jobs()} == before
     for sub in (done, waiting):
         assert _files(fresh.submissions / sub) == _files(store.submissions / sub)
     assert _files(fresh.results / done) == _files(store.results / done)
@@ -117,7 +120,7 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     # load_dataset on the whole config); the card and releases: pickup.publish.
     assert pq.read_metadata(store.results / done / "curves.parquet").num_rows == 0
     assert sorted(op.path_in_repo for op in operations) == sorted(
-        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "run.json"))
+        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "seal.json", "run.json"))
     assert hub_sync.plan(files, pushed)[0] == []  # nothing changed: nothing to commit
 
     # Results the store quarantined (unreadable here) stay on the Hub, where the copy may be the good one.
@@ -134,7 +137,7 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     operations, _ = hub_sync.plan(hub_sync.mirror_files(store, "results"), pushed)
     assert all(isinstance(op, CommitOperationDelete) for op in operations)
     assert sorted(op.path_in_repo for op in operations) == sorted(
-        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "run.json"))
+        f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "seal.json", "run.json"))
 
     # A state change re-sends that one record, and the table of the records (what load_dataset reads); the card
     # (its counts unchanged) stays as pushed.
@@ -192,17 +195,18 @@ def test_a_snapshot_whose_records_are_damaged_or_hostile_is_refused_whole(scored
     # A queued record whose images the repo lost cannot be scored: skipped and counted, never queued.
     lost = damaged(lambda f: shutil.rmtree(f / "submissions" / waiting))
     assert hub_sync.pull(fresh, "requests", str(lost)) == {"added": 1, "present": 0, "without_files": 1,
-                                                           "refused": 0}
+                                                           "refused": 0, "unsealed": 1, "deleted": 0}
     assert [j.id for j in fresh.queue.jobs()] == [done]
 
 
 def test_a_record_restored_while_running_waits_for_a_new_worker(scored, tmp_path, tiny_upstream):
     store, _, waiting = scored
     store.queue.claim("gone-with-the-old-machine", 60)
-    folder = tmp_path / "repo"
-    hub_sync.export(store, "requests", folder)
+    for kind in hub_sync.KINDS:
+        hub_sync.export(store, kind, tmp_path / kind)
     fresh = _store(tmp_path / "fresh", tiny_upstream)
-    hub_sync.pull(fresh, "requests", str(folder))
+    hub_sync.pull(fresh, "requests", str(tmp_path / "requests"))
+    hub_sync.pull(fresh, "results", str(tmp_path / "results"))  # the scored one's sealed results: FINISHED again
     job = fresh.queue.get(waiting)
     assert job.state == "PENDING" and job.lease_owner is None and "restored from the Hub" in job.message
     assert fresh.queue.claim("new", 60).id == waiting
@@ -236,8 +240,8 @@ def test_serve_mirrors_only_hub_repos_and_restores_at_start(scored, tmp_path, ti
 def test_an_empty_store_exports_a_repo_that_pulls_back(tmp_path, tiny_upstream):
     empty, fresh = _store(tmp_path / "empty", tiny_upstream), _store(tmp_path / "fresh", tiny_upstream)
     assert hub_sync.export(empty, "requests", tmp_path / "requests") == 0
-    assert hub_sync.pull(fresh, "requests", str(tmp_path / "requests")) == {"added": 0, "present": 0,
-                                                                          "without_files": 0, "refused": 0}
+    assert hub_sync.pull(fresh, "requests", str(tmp_path / "requests")) == {
+        "added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0, "deleted": 0}
 
 
 def _rewrite_rows(folder, submission_id: str, change) -> None:
@@ -322,7 +326,8 @@ def test_a_restored_submission_goes_through_the_upload_validator_and_a_refused_o
         with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
             counts = hub_sync.pull(fresh, "requests", str(snapshot))
         # The good submission is restored, the refused one leaves nothing: no record, no files, no staging.
-        assert counts == {"added": 1, "present": 0, "without_files": 0, "refused": 1}, message
+        assert counts == {"added": 1, "present": 0, "without_files": 0, "refused": 1, "unsealed": 1, "deleted": 0}, \
+            message
         assert [j.id for j in fresh.queue.jobs()] == [done]
         assert sorted(p.name for p in fresh.submissions.iterdir()) == [done]
         assert list(fresh.staging.iterdir()) == []
@@ -337,7 +342,7 @@ def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_
     bare = Store(tmp_path / "bare")  # no dataset built yet
     with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
         counts = hub_sync.pull(bare, "requests", str(tmp_path / "repo"))
-    assert counts == {"added": 0, "present": 0, "without_files": 0, "refused": 2}
+    assert counts == {"added": 0, "present": 0, "without_files": 0, "refused": 2, "unsealed": 1, "deleted": 0}
     assert bare.queue.jobs() == [] and list(bare.submissions.iterdir()) == []
     assert "dataset culturelens/cube-1k is not served here" in caplog.text
     assert "restore or build that dataset in this store's datasets/ first, then pull again" in caplog.text

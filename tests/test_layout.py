@@ -154,10 +154,11 @@ def test_score_and_the_worker_name_a_results_folder_alike(tmp_path, tiny_upstrea
     for _ in range(2):
         scored = culturelens("score", str(submission), "--out", str(out), "--store", str(store.root), *options)
         assert scored.returncode == 0, scored.stderr
-    for root in (store.root, out):
+    # The worker seals what it writes (leaderboard.seal); `score` writes the result files alone.
+    for root, files in ((store.root, layout.SEALED_FILES), (out, layout.RESULT_FILES)):
         (folder,) = (root / "results").iterdir()
         run = json.loads((folder / "run.json").read_text())
         assert folder == layout.results_folder(root, run["submission_id"])
-        assert sorted(p.name for p in folder.iterdir()) == sorted(layout.RESULT_FILES)
+        assert sorted(p.name for p in folder.iterdir()) == sorted(files)
     assert (store.root / "results" / job.id).is_dir()
     assert run["submission_id"].startswith("local-")

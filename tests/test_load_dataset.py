@@ -230,7 +230,7 @@ def test_load_dataset_on_the_results_repo_reads_the_leaderboard_first_and_no_emp
     result = culturelens_here("hub", "export", "--results", folder, "--store", store.root)  # files, release, card
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (folder / "results" / done).iterdir()) == [
-        "aggregates.parquet", "per_image.parquet", "run.json"]
+        "aggregates.parquet", "per_image.parquet", "run.json", "seal.json"]
     assert all(pq.read_metadata(p).num_rows > 0 for p in folder.rglob("*.parquet"))
     metadata, text = card(folder)
     assert sorted(configs(metadata)) == ["aggregates", "leaderboard", "per_image"]

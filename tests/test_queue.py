@@ -6,6 +6,7 @@ workers, supervisors and notices, and leases timed by the database's clock rathe
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import subprocess
 import sys
@@ -323,19 +324,24 @@ def test_each_claim_issues_a_lease_that_stays_valid_until_the_next_request(open_
     run_sql(queue, "UPDATE submissions SET lease_expires = DB_NOW - 1 WHERE id = 'a'")  # w1 died: its lease ran out
     second = queue.claim("w2", 60)
     assert second.id == "a" and second.lease != first.lease
-    # Results written under either claim answer the job: a worker killed after writing its results is not
-    # scored again by the one that took over.
-    assert all(queue.answered_by("a", _run({"submission_id": "a", "request": 1, "lease": t}))
-               for t in (first.lease, second.lease))
+    ran = {t: _run({"submission_id": "a", "request": 1, "lease": t}) for t in (first.lease, second.lease)}
+    # While w2 holds the job, only its lease answers it: w1's expired one is refused (issue 40), but w2 itself may
+    # take w1's results as its own (w1 was killed after writing them: they are not scored again).
+    assert queue.answered_by("a", ran[second.lease]) and not queue.answered_by("a", ran[first.lease])
+    assert queue.answered_by("a", ran[first.lease], holder=second.lease)
+    assert not queue.answered_by("a", ran[first.lease], holder=first.lease)
     other = queue.claim("w3", 60)
     assert other.id == "b" and not queue.answered_by("a", _run({"submission_id": "a", "lease": other.lease}))
+    run_sql(queue, "UPDATE submissions SET lease_expires = DB_NOW - 1 WHERE id = 'a'")  # w2 died too
+    # Nobody holds it: results written under either claim answer it (the takeover rule's last attempt).
+    assert all(queue.answered_by("a", run) for run in ran.values())
     queue.finish("a", "w2", "done")
     assert queue.requeue("a", "alice") and queue.get("a").lease is None  # the re-run's leases are new ones
 
 
-def test_a_job_finished_with_no_lease_recorded_takes_results_as_they_are(queue):
-    """Records restored from a requests repo (which never holds tokens), rebuilt from the folders or finished by an
-    earlier version carry no lease: a FINISHED one takes results without a token, a pending one none."""
+def test_a_job_finished_with_no_lease_recorded_takes_only_sealed_results(queue):
+    """Records restored from a requests repo that kept no lease, or finished by an earlier version, carry no lease: a
+    FINISHED one takes results without a token only when their seal was checked (issue 40), a pending one none."""
     restored = Job(id="f", content_hash="sha256:f", owner="ada", model="m", model_id=None, model_revision=None,
                    dataset="d", state="FINISHED", created_at="2026-11-20T00:00:00+00:00", started_at=None,
                    finished_at="2026-11-20T00:05:00+00:00", updated_at="2026-11-20T00:05:00+00:00", attempts=1,
@@ -344,9 +350,29 @@ def test_a_job_finished_with_no_lease_recorded_takes_results_as_they_are(queue):
     assert queue.restore(restored) and queue.restore(replace(restored, id="p", content_hash="sha256:p",
                                                              state="PENDING"))
     assert queue.get("f").lease_tokens is None  # a token is never taken from outside the queue
-    assert queue.answered_by("f", _run({"submission_id": "f", "request": 3})) and queue.answered_by("f", _run({}))
-    assert not queue.answered_by("p", _run({"submission_id": "p"}))
-    assert not queue.answered_by("p", _run({"submission_id": "p", "lease": "a-token-from-outside"}))
+    assert queue.answered_by("f", _run({"submission_id": "f", "request": 3}), sealed=True)
+    assert not queue.answered_by("f", _run({"submission_id": "f", "request": 3}))  # unsealed
+    assert not queue.answered_by("p", _run({"submission_id": "p"}), sealed=True)
+    assert not queue.answered_by("p", _run({"submission_id": "p", "lease": "a-token-from-outside"}), sealed=True)
+
+
+def test_a_restored_record_knows_its_leases_by_their_sha256_only(queue):
+    """A requests mirror keeps the sha256 of each lease issued (``Job.issued_hashes``), never a token: a queue
+    restored from it takes results under those leases, and no others (issue 40)."""
+    from leaderboard.queue.base import lease_hash
+
+    _add(queue, "a")
+    token = queue.claim("w", 60).lease
+    queue.finish("a", "w", "done")
+    mirrored = queue.get("a")
+    assert mirrored.issued_hashes == lease_hash(token) == hashlib.sha256(token.encode()).hexdigest()
+    run_sql(queue, "DELETE FROM submissions WHERE id = 'a'")  # the queue lost it: restored from the mirror
+    restored = queue
+    assert restored.restore(replace(mirrored, lease_tokens=None, lease_hashes=mirrored.issued_hashes))
+    assert restored.get("a").lease_tokens is None and restored.get("a").lease_hashes == lease_hash(token)
+    assert restored.answered_by("a", _run({"submission_id": "a", "lease": token}))
+    assert not restored.answered_by("a", _run({"submission_id": "a", "lease": "0" * 32}), sealed=True)
+    assert not restored.answered_by("a", _run({"submission_id": "a"}), sealed=True)  # no lease: the job has some
 
 
 def test_a_queue_made_before_leases_gets_them(open_queue):
@@ -355,12 +381,13 @@ def test_a_queue_made_before_leases_gets_them(open_queue):
     queue.claim("w", 60)
     queue.finish("old", "w", "done")
     _add(queue, "waiting")
-    run_sql(queue, "ALTER TABLE submissions DROP COLUMN lease_tokens")  # as an earlier version made it
+    for column in ("lease_tokens", "lease_hashes"):  # as an earlier version made it
+        run_sql(queue, f"ALTER TABLE submissions DROP COLUMN {column}")
     queue.close()
 
     upgraded = open_queue()
-    assert upgraded.get("old").lease_tokens is None
-    assert upgraded.answered_by("old", _run({"submission_id": "old", "request": 1}))  # finished before leases
+    assert upgraded.get("old").lease_tokens is None and upgraded.get("old").lease_hashes is None
+    assert upgraded.answered_by("old", _run({"submission_id": "old", "request": 1}), sealed=True)  # before leases
     job = upgraded.claim("w", 60)
     assert job.id == "waiting"
     assert upgraded.answered_by("waiting", _run({"submission_id": "waiting", "lease": job.lease}))

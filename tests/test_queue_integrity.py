@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from benchmark.datasets import cube_1k
-from leaderboard import render
+from benchmark import results
+from benchmark.run_record import RunRecord
+from leaderboard import render, seal
 from leaderboard.intake import PermissionDenied
 from leaderboard.queue import open_queue
-from leaderboard.queue_rebuild import REBUILT_OWNER
 from leaderboard.store import Store
 from leaderboard.ui.queue import QueueTab
 from leaderboard.ui.site import Site
@@ -178,12 +179,15 @@ def test_a_server_that_cannot_store_an_upload_does_not_count_it_against_the_uplo
 # --- a damaged queue file --------------------------------------------------------------------------------------
 def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sqlite_store, tmp_path):
     store = sqlite_store
-    jobs = {job.id: job for job in (_accepted(store, tmp_path, "one"), _accepted(store, tmp_path, "two"))}
-    scored = jobs.pop(store.queue.claim("w", 60).id)
+    jobs = {job.id: job for job in (_accepted(store, tmp_path, "one", owner="bo"), _accepted(store, tmp_path, "two"))}
+    claimed = store.queue.claim("w", 60)
+    scored = jobs.pop(claimed.id)
     (waiting,) = jobs.values()
+    # Its worker's results, sealed as a worker seals them (leaderboard.seal).
+    results.write_folder(store.results / scored.id, [], [], [],
+                         RunRecord(submission_id=scored.id, request=1, lease=claimed.lease),
+                         then=lambda tmp: seal.seal_folder(tmp, store.results_folders.keys))
     assert store.queue.finish(scored.id, "w", "done")
-    (store.results / scored.id).mkdir()
-    (store.results / scored.id / "run.json").write_text("{}")
     path = store.root / "queue.sqlite"
     with open(path, "r+b") as file:
         file.write(bytes(100))
@@ -193,9 +197,11 @@ def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sql
     assert len(kept) == 1 and (store.root / kept[0]).read_bytes()[:100] == bytes(100)
     jobs = {job.id: job for job in reopened.queue.jobs()}
     assert {id: job.state for id, job in jobs.items()} == {scored.id: "FINISHED", waiting.id: "PENDING"}
-    assert jobs[waiting.id].content_hash == waiting.content_hash and jobs[waiting.id].owner == REBUILT_OWNER
+    assert jobs[waiting.id].content_hash == waiting.content_hash
+    assert (jobs[waiting.id].owner, jobs[scored.id].owner) == ("ada", "bo")  # from the queue's ledger
     assert jobs[waiting.id].model == waiting.model and jobs[waiting.id].dataset == waiting.dataset
-    assert kept[0] in reopened.rebuilt and "2 submissions restored (1 finished, 1 pending)" in reopened.rebuilt
+    assert kept[0] in reopened.rebuilt and "2 submissions restored (1 finished, 1 pending), owners from the queue's " \
+        "ledger" in reopened.rebuilt
     markdown = QueueTab(Site(Store(store.root), "ada")).page()["workers"]  # another process opening the store later
     assert "queue rebuilt from disk at" in markdown and render.plain(kept[0]) in markdown
     assert reopened.queue.claim("w", 60).id == waiting.id  # and the pending one is scored

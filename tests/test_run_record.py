@@ -71,11 +71,11 @@ def test_run_record_reads_every_format_results_were_published_in():
                                       missing=["culturalframes"])
     # a record without a request answers the first; the queue reads the lease and request it carries
     assert (first.request_answered, suite.request_answered) == (1, 2)
-    assert refusal(first, Request(1, "FINISHED", ())) is None
+    assert refusal(first, Request(1, "FINISHED", ()), sealed=True) is None  # finished before leases: its seal counts
     assert refusal(suite, Request(2, "RUNNING", ("L-7",))) is None
     assert refusal(suite, Request(3, "RUNNING", ("L-7",))) == "it answers request 2, not its current request 3"
     assert refusal(first, Request(1, "RUNNING", ("L-1",))) == \
-        "its run.json carries none of the lease tokens the queue issued for its request 1"
+        "its run.json carries none of the leases the queue issued for its request 1"
 
 
 def _keys_in_order(text: str) -> list[list[str]]:

@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import DatasetCard
 
-from benchmark.layout import RESULT_FILES
-from leaderboard import display, hub_sync, pickup, snapshot, tables
+from benchmark.layout import SEALED_FILES
+from leaderboard import display, hub_sync, pickup, seal, snapshot, tables
+from leaderboard.operator_settings import SEAL_SECRET
 from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 from leaderboard.ui.overview import OverviewTab
@@ -34,7 +35,8 @@ LATEST, FIRST, SECOND = snapshot.LATEST, snapshot.release_file(1), snapshot.rele
 def _make_store(folder: Path, submissions: int, seed: int) -> Store:
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_store.py"), "--out", str(folder),
                     "--submissions", str(submissions), "--prompts", "40", "--images", "3", "--seed", str(seed)],
-                   check=True, capture_output=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                   check=True, capture_output=True, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", SEAL_SECRET.env: SEAL_SECRET.resolve()})
     return Store(folder)
 
 
@@ -125,9 +127,9 @@ def test_per_image_rows_are_fetched_for_the_one_submission_a_page_needs(original
 
     assert len(prompts) == 40
     assert [p.name for p in fresh.results.iterdir()] == [chosen]
-    assert sorted(source.downloaded[2:]) == sorted(f"results/{chosen}/{name}" for name in RESULT_FILES)
+    assert sorted(source.downloaded[2:]) == sorted(f"results/{chosen}/{name}" for name in SEALED_FILES)
     assert len(views.catalog.per_image([chosen], "prompt_id = ?", [prompts["prompt_id"].iloc[0]])) > 0
-    assert len(source.downloaded) == 6  # read once
+    assert len(source.downloaded) == 7  # read once
 
 
 def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_unchanged(original, repo, newcomer,
@@ -146,7 +148,8 @@ def test_a_new_result_is_picked_up_alone_and_the_next_release_leaves_the_first_u
 
     assert [p.name for p in fresh.results.iterdir()] == [newcomer.name]  # that folder, not the five others
     assert source.downloaded[0] == LATEST  # its run.json first, then the rest of that folder
-    assert source.downloaded[1:5] == [f"results/{newcomer.name}/{n}" for n in sorted(RESULT_FILES, key="run.json".__ne__)]
+    assert source.downloaded[1:6] == [f"results/{newcomer.name}/{n}"
+                                      for n in sorted(SEALED_FILES, key="run.json".__ne__)]
     views.catalog.refresh(force=True)
     assert newcomer.name in set(tables.submissions(views.catalog)["submission_id"])
     # The same round published release 2: release 1 is unchanged, latest.json and the card name release 2.
@@ -217,11 +220,27 @@ HOSTILE = [
 ]
 
 
+def _sealed_again(repo: LocalRepo, store: Store) -> None:
+    """Seal the release as it now is with the store's key, as an app holding the secret would (a release made by a
+    faulty app): what is left for ``snapshot.read`` to refuse. A latest.json that cannot be read stays as it is."""
+    try:
+        record = json.loads((repo.folder / LATEST).read_text())
+        file = repo.folder / record["file"]
+        digest = seal.file_sha256(file)
+    except (ValueError, OSError, KeyError, TypeError):
+        return
+    record["seal"] = seal.release_seal(store.results_folders.keys, record["release"], digest, record["submissions"])
+    (repo.folder / LATEST).write_text(json.dumps(record))
+
+
 @pytest.mark.parametrize("change, message", HOSTILE, ids=[m[:30] for _, m in HOSTILE])
 def test_a_hostile_release_is_refused_with_the_reason_and_the_app_starts_from_the_folders(
         original, repo, change, message, tmp_path):
     change(repo)
     fresh = _fresh(tmp_path, knows=(original,))
+    with pytest.raises(snapshot.SnapshotError, match=f"seal|{message}"):
+        pickup.install_latest(fresh, LocalRepo(repo.folder))  # as any writer of the repo would leave it: unsealed
+    _sealed_again(repo, fresh)
     with pytest.raises(snapshot.SnapshotError, match=message):
         pickup.install_latest(fresh, LocalRepo(repo.folder))
     assert not (fresh.root / "leaderboard").exists() and list(fresh.staging.iterdir()) == []

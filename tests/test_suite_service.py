@@ -344,10 +344,11 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     assert "Expectations (CulturalFrames)** is off: no culturalframes:" in lines
 
 
-def test_a_track_a_remote_worker_scores_is_on_unless_this_server_lacks_its_dataset(small_suite, tmp_path):
-    """A CPU server without the artifact index, and a GPU worker elsewhere that has it: the worker's word wins for
-    what it brings (diversity), never for a part whose dataset the server does not serve (iconicity, expectations:
-    this suite folder holds CUBE-1K and the diversity prompts only)."""
+def test_a_track_is_on_only_where_this_server_holds_its_asset_whatever_a_worker_says(small_suite, tmp_path):
+    """A CPU server without the artifact index, and a worker that says it scores diversity with one: any client
+    of the queue can say that (issue 40), so a track that needs a scoring asset is on only where this server holds
+    the asset (its digest in the suite); a worker's word never turns on a part whose dataset the server does not
+    serve (iconicity, expectations: this suite folder holds CUBE-1K and the diversity prompts only)."""
     from leaderboard.ui.queue import QueueTab
     from leaderboard.ui.site import Site
 
@@ -355,10 +356,11 @@ def test_a_track_a_remote_worker_scores_is_on_unless_this_server_lacks_its_datas
     store, served = served_store(tmp_path, folder)
     store.queue.set_worker("gpu-1", "idle", "ready")
     store.queue.set_worker_tracks("gpu-1", {"awareness": None, "diversity": None, "iconicity": None,
-                                            "expectations": None, "relevance": "no knowledge base"})
+                                            "expectations": None, "relevance": None})
     tab = QueueTab(Site(store, "ada", suite=served, metric_settings={}))
     lines = dict(line.removeprefix("- **").split("** ", 1) for line in tab.track_lines(["gpu-1"]).splitlines()[1:])
-    assert lines["Awareness (CUBE)"] == lines["Diversity (CUBE)"] == "is on"
+    assert lines["Awareness (CUBE)"] == "is on"
+    assert lines["Diversity (CUBE)"].startswith("is off: no artifact-index: ")
     assert lines["Relevance (CAIRE)"].startswith("is off: no relevance-kb: ")  # the server's command, then restart
     assert lines["Iconicity (CRT)"].startswith("is off: no iconic-references: `culturelens suite build")
     assert lines["Expectations (CulturalFrames)"].startswith("is off: no culturalframes: ")

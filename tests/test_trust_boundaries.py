@@ -18,6 +18,8 @@ import sys
 import textwrap
 import time
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from benchmark import results
@@ -442,3 +444,310 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
         assert (supervisor["state"], supervisor["restarts"]) == ("running", 0)
         assert len(list(store.root.glob("queue.sqlite.damaged-*"))) == 2
     assert "restarting it in" not in log.read_text()
+
+
+# --- issue 40, finding 1: trust that survives a restore ------------------------------------------------------------
+def _sealed_results(store: Store, sid: str, lease: str, value: float) -> None:
+    """``sid``'s results as the store's worker writes them (``Results.write``): its rows, run.json answering request 1
+    under ``lease``, sealed with the store's key (``leaderboard.seal``)."""
+    from leaderboard import seal
+
+    results.write_folder(store.results / sid, [], [_row(submission_id=sid, model=f"Model {sid}", value=value)], [],
+                         RunRecord(submission_id=sid, harness_version="0.1.0", request=1, lease=lease),
+                         then=lambda tmp: seal.seal_folder(tmp, store.results_folders.keys))
+
+
+def _forge(folder, sid: str, lease: str | None, value: float = 0.99, keep_seal: bool = False) -> None:
+    """What a writer of the results repo who holds no seal secret leaves at ``folder`` (results/<sid>/): rows of its
+    choosing, run.json naming ``sid`` under ``lease`` (None: none), and the seal.json that was there if
+    ``keep_seal``."""
+    kept = (folder / "seal.json").read_bytes() if keep_seal else None
+    shutil.rmtree(folder, ignore_errors=True)
+    results.write_folder(folder, [], [_row(submission_id=sid, model=f"Model {sid}", value=value)], [],
+                         RunRecord(submission_id=sid, harness_version="0.1.0", request=1, lease=lease))
+    if kept is not None:
+        (folder / "seal.json").write_bytes(kept)
+
+
+@pytest.fixture()
+def attacked(tmp_path, tiny_upstream):
+    """A served store whose six submissions were scored by its worker (sealed results, FINISHED) but ``pending``
+    (never scored) and ``gone`` (scored, then deleted by its owner), exported to a requests and a results repo (the
+    mirror's files and release 1); then someone who can write both repos but holds no seal secret: ``nolease``'s
+    results replaced by a folder carrying no lease, ``guessed``'s by one with a guessed lease, ``copied``'s by its own
+    run.json (its genuine lease) and seal with its value changed, ``pending``'s record edited to FINISHED beside a
+    folder carrying no lease, ``gone``'s folder left in the results repo, and release 1's value of ``good`` changed."""
+    from culturelens.testing.submissions import make_submission
+    from leaderboard import hub_sync, pickup
+    from leaderboard.repo import folder_repo
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    names = ["good", "nolease", "guessed", "copied", "gone", "pending"]
+    ids = {name: store.submit(make_submission(tmp_path / name, prompt_ids, model_name=f"Model {name}"),
+                              name).job.id for name in names}  # each its own owner: one quota each
+    for _ in names[:-1]:
+        job = store.queue.claim("gpu", 60)
+        _sealed_results(store, job.id, job.lease, 0.022)
+        assert store.queue.finish(job.id, "gpu", "scored")
+    requests, published = tmp_path / "requests-repo", tmp_path / "results-repo"
+    hub_sync.export(store, "results", published)
+    assert pickup.publish(store, folder_repo(published)).number == 1
+    store.delete(ids["gone"], "gone")
+    hub_sync.export(store, "requests", requests)
+
+    folder = published / "results"
+    genuine = RunRecord.parse((folder / ids["copied"] / "run.json").read_bytes())
+    _forge(folder / ids["nolease"], ids["nolease"], None)
+    _forge(folder / ids["guessed"], ids["guessed"], "0" * 32)
+    _forge(folder / ids["copied"], ids["copied"], genuine.lease, keep_seal=True)
+    _forge(folder / ids["pending"], ids["pending"], None, 0.999)
+    record = requests / "requests" / f"{ids['pending']}.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "state": "FINISHED", "progress": 1}))
+    latest = json.loads((published / "leaderboard" / "latest.json").read_text())
+    release = published / latest["file"]
+    table = pq.read_table(release).to_pandas()
+    table.loc[table["submission_id"] == ids["good"], "value"] = 0.99
+    pq.write_table(pa.Table.from_pandas(table, schema=pq.read_schema(release), preserve_index=False), release)
+    return store, ids, requests, published
+
+
+def _forged_refused(store: Store, ids: dict[str, str]) -> None:
+    """What a store must show after taking the attacked results repo: every forged folder quarantined with its
+    seal's reason, the attacked jobs PENDING (to be scored again), the genuine one FINISHED and served, no 0.99."""
+    reasons = {entry.name: entry.reason for entry in store.quarantined()}
+    assert reasons[ids["nolease"]] == reasons[ids["guessed"]] == reasons[ids["pending"]] == (
+        "its seal: it carries no seal (seal.json): results are taken only as a worker of this queue sealed them "
+        "(results written before seals: re-run the submission)")
+    assert reasons[ids["copied"]] == "its seal: its aggregates.parquet is not the file sealed"
+    for name in ("nolease", "guessed", "copied", "pending"):
+        assert not store.has_results(ids[name]) and store.queue.get(ids[name]).state == "PENDING", name
+    assert store.queue.get(ids["good"]).state == "FINISHED"
+    served = Site(store, "ada").catalog.query("SELECT submission_id, value FROM aggregates WHERE provenance = "
+                                              "'scored'")
+    assert served.to_dict("records") == [{"submission_id": ids["good"], "value": 0.022}]
+
+
+def test_restore_from_the_requests_repo_refuses_forged_results_and_an_edited_record_and_keeps_deletions(
+        attacked, tmp_path, tiny_upstream):
+    from leaderboard import hub_sync
+
+    _, ids, requests, published = attacked
+    fresh = serving_tiny_cube(Store(tmp_path / "fresh"), tiny_upstream)  # `serve --hub-requests` on an empty disk
+    counts = hub_sync.pull(fresh, "requests", str(requests))
+    # Five records (gone's is left out: deletions.json names it); the four FINISHED ones and the one edited to
+    # FINISHED come back PENDING until sealed results answering them arrive.
+    assert counts == {"added": 5, "present": 0, "without_files": 0, "refused": 0, "unsealed": 5, "deleted": 1}
+    assert ids["gone"] in fresh.queue.deleted() and fresh.queue.get(ids["gone"]) is None
+    assert hub_sync.pull(fresh, "results", str(published)) == {"added": 1, "present": 0}
+    _forged_refused(fresh, ids)
+    assert not fresh.has_results(ids["gone"]) and fresh.queue.get(ids["gone"]) is None  # its folder: not taken
+    # The next worker scores the attacked ones again (not the deleted one).
+    claimed = {fresh.queue.claim("gpu", 60).id for _ in range(4)}
+    assert claimed == {ids[n] for n in ("nolease", "guessed", "copied", "pending")}
+
+
+def test_restore_of_a_release_with_a_changed_value_is_refused(attacked, tmp_path):
+    from leaderboard import pickup, snapshot
+    from leaderboard.repo import folder_repo
+
+    _, _, _, published = attacked
+    fresh = Store(tmp_path / "fresh")
+    with pytest.raises(snapshot.SnapshotError, match="release 1: its seal does not match its file and submissions"):
+        pickup.install_latest(fresh, folder_repo(published))
+    assert snapshot.installed(fresh) is None
+
+
+def test_restore_into_a_rebuilt_damaged_queue_refuses_forged_results_and_keeps_deletions_and_owners(attacked):
+    from leaderboard import pickup
+    from leaderboard.repo import folder_repo
+
+    store, ids, _, published = attacked
+    # Their results were scored by a remote worker: in the repo only, and no release installed here yet.
+    for name in ("nolease", "guessed", "copied", "pending"):
+        shutil.rmtree(store.results / ids[name], ignore_errors=True)
+    shutil.rmtree(store.root / "leaderboard")
+    with open(store.root / "queue.sqlite", "r+b") as file:
+        file.write(bytes(100))  # damaged: the next open keeps it aside and rebuilds from the folders and ledger
+    rebuilt = Store(store.root)
+    assert rebuilt.queue.damaged is not None
+    assert {job.id: job.owner for job in rebuilt.queue.jobs()} == {ids[n]: n for n in ids if n != "gone"}
+    assert ids["gone"] in rebuilt.queue.deleted() and rebuilt.queue.get(ids["gone"]) is None
+    assert rebuilt.queue.get(ids["good"]).state == "FINISHED"  # its sealed results answer it
+
+    repo = folder_repo(published)
+    assert pickup.fetch(rebuilt, repo, pickup.missing(rebuilt, repo)) == []
+    _forged_refused(rebuilt, ids)
+
+
+# --- issue 40, finding 2: uploads checked before they are unpacked -------------------------------------------------
+def _refused_before_unpacking(store: Store, archive) -> None:
+    """``archive`` (``many_entries_zip``) is refused for its layout, the seeds its manifest lacks, listed 20 at a
+    time and counted, never for an entry that cannot be unpacked (each would be: its CRC-32 is broken): only its
+    manifest was unpacked. Nothing is left in staging, nothing queued."""
+    outcome = store.submit(archive, "mallory")
+    assert outcome.job is None and not outcome.report.ok
+    errors = outcome.report.errors
+    assert errors[0].endswith("is not in the manifest's seeds [0, 1]") and errors[-1].startswith("... and ")
+    assert not any("cannot be extracted" in e or "CRC" in e for e in errors)
+    assert list(store.staging.iterdir()) == [] and store.queue.jobs() == []
+
+
+def test_upload_scale_a_10k_entry_zip_is_refused_for_its_layout_before_anything_else_is_unpacked(
+        tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import many_entries_zip
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    archive = many_entries_zip(tmp_path / "many.zip", 10_000, ids)
+    _refused_before_unpacking(store, archive)
+    # 9,999 images for 6 prompts x 2 seeds: 12 answer the prompt set, the other 9,987 name seeds 2 to 1,666.
+    assert store.submit(archive, "mallory").report.problems == 9_999 - 12
+
+
+@pytest.mark.slow  # builds a 24 MiB zip of 200,000 entries; benchmarks/upload_scale.py measures its CPU time
+def test_upload_scale_a_200k_entry_zip_is_refused_for_its_layout_before_anything_else_is_unpacked(
+        tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import many_entries_zip
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    _refused_before_unpacking(store, many_entries_zip(tmp_path / "many.zip", 200_000, ids))
+
+
+# --- issue 40, finding 3: everything a queue client writes is text ------------------------------------------------
+HOSTILE_TEXT = ('[live](http://evil.example/a) ![img](http://evil.example/x.png) <img src="http://evil.example/y.png">'
+                ' <a href="http://evil.example/b">b</a> https://evil.example/c **bold**')
+
+
+def _rendered(markdown: str) -> tuple[list[str], str]:
+    """The tags an independent CommonMark renderer makes of ``markdown`` (HTML on, as Gradio's Markdown allows it),
+    and its text."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(markdown)
+    return re.findall(r"<([a-z0-9]+)", rendered), html.unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+def test_queue_text_every_field_a_queue_client_writes_shows_as_text(tmp_path):
+    """A client of the queue (a fake worker, a supervisor, a restored record) writes Markdown and HTML into every
+    field the Queue tab shows: the supervisor rows' pid and last exit, a worker's name, state, message and track
+    reasons, a job's model, owner, state, message and error, a notice. The tab shows each as the text it is: no
+    link, no image, no HTML element of the writer's."""
+    store = Store(tmp_path / "store")
+    queue = store.queue
+    queue.set_supervisor("sup-run", "running", pid=HOSTILE_TEXT, restarts=1, last_exit=HOSTILE_TEXT)
+    queue.set_supervisor("sup-restart", "restarting", pid=None, restarts=2, last_exit=HOSTILE_TEXT, retry_in=5)
+    queue.set_supervisor("sup-gave-up", "gave up", pid=None, restarts=3, last_exit=HOSTILE_TEXT, message=HOSTILE_TEXT)
+    queue.set_worker(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT)
+    queue.set_worker("unavailable-" + HOSTILE_TEXT, "unavailable", HOSTILE_TEXT)
+    queue.set_worker_tracks(HOSTILE_TEXT, {"awareness": HOSTILE_TEXT, "relevance": None})
+    queue.add_notice(HOSTILE_TEXT)
+    for sid in ("q-a", "q-b"):
+        queue.add(id=sid, content_hash=f"sha256:{sid}", owner=HOSTILE_TEXT, model=HOSTILE_TEXT, model_id=None,
+                  model_revision=None, dataset="culturelens/cube-1k:cube_1k:test")
+    job = queue.claim(HOSTILE_TEXT, 60)
+    queue.fail(job.id, HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT)
+    queue.claim(HOSTILE_TEXT, 60)
+    assert queue.heartbeat("q-b", HOSTILE_TEXT, 60, 0.5, HOSTILE_TEXT)  # a RUNNING job's message
+
+    tab = QueueTab(Site(store, "ada"))
+    page = tab.page()
+    shown = [page["workers"], page["worker_details"], tab.track_lines([HOSTILE_TEXT]), *page["table"]["State"]]
+    for markdown in shown:
+        tags, text = _rendered(markdown)
+        assert not {"a", "img"} & set(tags), markdown
+        assert set(tags) <= {"p", "ul", "li", "strong", "code", "blockquote", "span", "em", "br"}, tags
+    everything = " ".join(_rendered(m)[1] for m in shown)
+    assert everything.count(HOSTILE_TEXT) >= 8, everything  # each field, as written
+    # The supervisor rows: pid and last exit of the running one (folded), the others' last exits (shown).
+    assert f"worker pid {HOSTILE_TEXT} running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
+        _rendered(page["worker_details"])[1]
+    assert f"the worker stopped ({HOSTILE_TEXT})" in _rendered(page["workers"])[1]
+
+
+def test_queue_text_a_track_a_worker_says_it_scores_is_off_without_its_asset_here(tmp_path, tiny_upstream):
+    """A fake worker says it scores every track; this server serves CUBE-1K but holds no scoring asset: the tracks
+    on CUBE-1K that need one (variability's calibration, relevance's knowledge base) stay off, with the server's
+    reason; awareness, which needs none, is on."""
+    from benchmark import tracks
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    store.queue.set_worker("fake", "idle", "ready")
+    store.queue.set_worker_tracks("fake", {name: None for name in tracks.all_tracks()})
+    lines = QueueTab(Site(store, "ada", metric_settings={})).track_lines(["fake"])
+    state = {line.removeprefix("- **").split("** ", 1)[0]: line.split("** ", 1)[1] for line in lines.splitlines()[1:]}
+    assert state["Awareness (CUBE)"] == "is on"
+    assert state["Variability (W1KP)"].startswith("is off: no w1kp-calibration: ")
+    assert state["Relevance (CAIRE)"].startswith("is off: no relevance-kb: ")
+
+
+# --- issue 40, finding 4: `reproduce` takes no instruction from the record ----------------------------------------
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[1;1HOK every metric reproduced\r"  # a title, a cleared screen, a fake verdict
+
+
+def _hostile_record(sid: str, calibration: str) -> RunRecord:
+    return RunRecord.model_validate({
+        "submission_id": sid, "harness_version": "0.1.0" + ESCAPES, "dataset": "culturelens/cube-1k:cube_1k:test",
+        "dataset_digest": "0" * 16, "seeds": [0, 1], "batch_size": 4, "backbones": {}, "backbone_specs": {},
+        "metrics": {"w1kp" + ESCAPES: "1"},
+        "settings": {"metric_settings": {"w1kp_calibration": calibration}, "tracks": ["variability"]}})
+
+
+@pytest.fixture()
+def listening():
+    """A local HTTP server standing in for wherever a record points: it serves anything and counts requests."""
+    import http.server
+    import threading
+
+    heard = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            heard.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"not a calibration")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/calibration.npz", heard
+    finally:
+        server.shutdown()
+
+
+def test_reproduce_hostile_record_fetches_nothing_and_prints_no_escape_byte(tmp_path, tiny_upstream, listening):
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import culturelens_here
+
+    url, heard = listening
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    sid = store.submit(make_submission(tmp_path / "sub", ids), "ada").job.id
+    results.write_folder(store.results / sid, [], [], [], _hostile_record(sid, url))
+
+    done = culturelens_here("reproduce", sid, "--store", store.root)
+    assert done.returncode == 2 and heard == []  # refused, and nothing was asked of the server the record names
+    assert "reproduce fetches nothing a record names unless given --allow-fetch" in done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
+
+
+def test_reproduce_hostile_submission_id_reads_nothing_outside_the_store(tmp_path):
+    from tests.helpers import culturelens_here
+
+    store = tmp_path / "store"
+    folder = store / "results" / "sub-x"
+    results.write_folder(folder, [], [], [], _hostile_record("../elsewhere/x/y", "w1kp.npz"))
+    elsewhere = store / "elsewhere" / "x" / "y"  # what the record points at: a validated submission's files
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "manifest.json").write_text("{}")
+    done = culturelens_here("reproduce", folder, "--store", store)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "which is not a submission id" in done.stderr and "a record never chooses a path" in done.stderr
+    assert "\x1b" not in done.stdout + done.stderr

@@ -7,7 +7,10 @@ from its parsed parts. Zip members are checked before any byte is extracted
 (absolute paths, ``..``, backslashes, symlinks and special files, encryption,
 duplicates, file count, declared sizes, compression ratio of each member and of
 the whole archive) and the limits are enforced again on the bytes actually
-read, while streaming. A damaged archive is a rejection with its reason, whatever
+read, while streaming. The manifests are copied first and a caller's check of the
+names, manifests and counts (``before``: ``validate.stage_with``) runs before any
+other byte is: an upload whose layout is wrong is refused in time linear in its
+entries, never after unpacking it. A damaged archive is a rejection with its reason, whatever
 the layer that notices it (zip structure, name encoding, decompressor). Every check
 on the archive's metadata is linear in its number of entries.
 
@@ -25,7 +28,7 @@ import struct
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -175,8 +178,19 @@ def _limit_for(entry: Entry, limits: Limits) -> int:
     return limits.max_file_bytes if entry.prompt_id is not None else limits.max_total_bytes  # a Parquet file
 
 
-def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
-    """Check every member of ``archive`` and copy the layout's files into ``dest`` (empty)."""
+Before = Callable[[list[Entry]], None]
+"""A check of an upload's entries, run once its manifests are copied and before any other file is (it refuses by
+raising)."""
+
+
+def _manifests_first(plan: list[tuple[object, Entry]]) -> tuple[list, list]:
+    first = [(source, entry) for source, entry in plan if entry.local.path == MANIFEST]
+    return first, [(source, entry) for source, entry in plan if entry.local.path != MANIFEST]
+
+
+def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits(), before: Before | None = None) -> list[Entry]:
+    """Check every member of ``archive`` and copy the layout's files into ``dest`` (empty): its manifests first,
+    then ``before`` is called with the entries, then the other files are copied."""
     try:
         zf = zipfile.ZipFile(archive)
     except _DAMAGED as error:
@@ -224,20 +238,26 @@ def unpack_zip(archive: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
             raise Rejected(f"{archive.name}: compression ratio {declared / packed:.0f}:1 over the whole archive "
                            f"({len(infos)} entries) exceeds {limits.max_compression_ratio:.0f}:1 (zip bomb?)")
         budget = [limits.max_total_bytes]
-        for info, entry in plan:
-            try:
-                with zf.open(info) as member:
-                    write_entry(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
-                           budget, repr(info.filename))
-            except ServerFault:
-                raise
-            except _DAMAGED as error:
-                raise Rejected(f"{info.filename!r}: cannot be extracted ({type(error).__name__}: {error})") from None
+        manifests, others = _manifests_first(plan)
+        for batch in (manifests, others):
+            if batch is others and before is not None:
+                before([entry for _, entry in plan])
+            for info, entry in batch:
+                try:
+                    with zf.open(info) as member:
+                        write_entry(dest, entry, iter(lambda: member.read(_CHUNK), b""), _limit_for(entry, limits),
+                                    budget, repr(info.filename))
+                except ServerFault:
+                    raise
+                except _DAMAGED as error:
+                    raise Rejected(f"{info.filename!r}: cannot be extracted ({type(error).__name__}: {error})") \
+                        from None
     return [entry for _, entry in plan]
 
 
-def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
-    """Check every entry of ``folder`` (no links, no special files) and copy the layout's files into ``dest``."""
+def copy_folder(folder: Path, dest: Path, limits: Limits = Limits(), before: Before | None = None) -> list[Entry]:
+    """Check every entry of ``folder`` (no links, no special files) and copy the layout's files into ``dest``: its
+    manifests first, then ``before`` is called with the entries, then the other files are copied."""
     plan: list[tuple[Path, Entry]] = []
     for root, dirs, files in os.walk(folder, followlinks=False):
         for name in dirs + files:
@@ -257,9 +277,14 @@ def copy_folder(folder: Path, dest: Path, limits: Limits = Limits()) -> list[Ent
             if len(plan) > limits.max_files:
                 raise Rejected(f"{folder.name}: more than the limit of {limits.max_files} files")
     budget = [limits.max_total_bytes]
-    for path, entry in plan:
-        with open(path, "rb") as source:
-            write_entry(dest, entry, iter(lambda: source.read(_CHUNK), b""), _limit_for(entry, limits), budget, repr(entry.path))
+    manifests, others = _manifests_first(plan)
+    for batch in (manifests, others):
+        if batch is others and before is not None:
+            before([entry for _, entry in plan])
+        for path, entry in batch:
+            with open(path, "rb") as source:
+                write_entry(dest, entry, iter(lambda: source.read(_CHUNK), b""), _limit_for(entry, limits), budget,
+                            repr(entry.path))
     return [entry for _, entry in plan]
 
 
@@ -269,17 +294,18 @@ def _unexpected(name: str) -> str:
             f"or, a suite submission, the same under {PARTS_DIR}/<part>/ for each part")
 
 
-def unpack(source: Path, dest: Path, limits: Limits = Limits()) -> list[Entry]:
-    """Copy a submission folder or ``.zip`` into the empty folder ``dest``; raise Rejected if unsafe."""
+def unpack(source: Path, dest: Path, limits: Limits = Limits(), before: Before | None = None) -> list[Entry]:
+    """Copy a submission folder or ``.zip`` into the empty folder ``dest``; raise Rejected if unsafe. ``before``:
+    a check run once the manifests are copied, before any other file is."""
     source = Path(source)
     if source.is_symlink():
         raise Rejected(f"{source.name}: a submission path must not be a symbolic link")
     if source.is_dir():
-        return copy_folder(source, dest, limits)
+        return copy_folder(source, dest, limits, before)
     if source.is_file():
         size = source.stat().st_size
         if size > limits.max_upload_bytes:
             raise Rejected(f"{source.name}: {size:,} bytes, over the upload limit of {limits.max_upload_bytes:,} "
                            f"bytes ({limits.max_upload_bytes / 2**30:g} GiB)")
-        return unpack_zip(source, dest, limits)
+        return unpack_zip(source, dest, limits, before)
     raise Rejected(f"{source.name}: no such file or folder")

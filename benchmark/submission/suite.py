@@ -132,8 +132,9 @@ def _model(manifest: Manifest) -> tuple:
 
 
 def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, load_prompts: PromptLoader,
-               limits: Limits, progress: Callable[[int, int], None] | None) -> Report:
-    """One part's folder, checked as a submission against the part's dataset, seeds and pinned prompt rows."""
+               limits: Limits, progress: Callable[[int, int], None] | None, layout_only: bool = False) -> Report:
+    """One part's folder, checked as a submission against the part's dataset, seeds and pinned prompt rows
+    (``layout_only``: as ``validate.check_folder``)."""
     report = Report(folder=folder)
     manifest = read_manifest(folder, report)
     if manifest is None:
@@ -163,7 +164,8 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
                                      "`generate --suite DIR` read")
         return prompts
 
-    return check_folder(folder, expand(folder, entries, limits), pinned, limits, progress)
+    return check_folder(folder, entries if layout_only else expand(folder, entries, limits), pinned, limits, progress,
+                        layout_only)
 
 
 def _seeds(seeds) -> str:
@@ -174,8 +176,10 @@ def _seeds(seeds) -> str:
 
 
 def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: PromptLoader,
-                limits: Limits = Limits(), progress: StageProgress | None = None) -> SuiteReport:
-    """Validate an already staged suite submission folder: each part present, then the whole."""
+                limits: Limits = Limits(), progress: StageProgress | None = None,
+                layout_only: bool = False) -> SuiteReport:
+    """Validate an already staged suite submission folder: each part present, then the whole (``layout_only``: as
+    ``validate.check_folder``)."""
     report = SuiteReport(suite, folder=folder)
     by_part: dict[str, list[Entry]] = {}
     for entry in entries:
@@ -195,7 +199,8 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
             stage = f"checking images ({part.name})"
             report.parts[part.name] = check_part(folder / part_folder(part.name), by_part[part.name], part, suite,
                                                  load_prompts, limits,
-                                                 progress and (lambda done, total, s=stage: progress(s, done, total)))
+                                                 progress and (lambda done, total, s=stage: progress(s, done, total)),
+                                                 layout_only)
     models = {name: _model(r.manifest) for name, r in report.parts.items() if r.manifest is not None}
     if len(set(models.values())) > 1:
         first, *others = models
@@ -212,11 +217,11 @@ def stage(source: Path, staging_root: Path, suite: Suite, load_prompts: PromptLo
     ``staging_root`` and validate it there (``validate.stage_with``: what is left behind, and when): a
     ``SuiteReport`` for a suite submission (checked against ``suite``), else the ``Report`` of a submission."""
 
-    def check(folder: Path, entries: list[Entry]) -> Report | SuiteReport:
+    def check(folder: Path, entries: list[Entry], layout_only: bool) -> Report | SuiteReport:
         if any(e.part for e in entries):
-            return check_suite(folder, entries, suite, load_prompts, limits, progress)
-        return check_folder(folder, expand(folder, entries, limits), load_prompts, limits,
-                            progress and (lambda done, total: progress("checking images", done, total)))
+            return check_suite(folder, entries, suite, load_prompts, limits, progress, layout_only)
+        return check_folder(folder, entries if layout_only else expand(folder, entries, limits), load_prompts, limits,
+                            progress and (lambda done, total: progress("checking images", done, total)), layout_only)
 
     return stage_with(source, staging_root, check, limits)
 

@@ -1,7 +1,9 @@
 """Validate a submission before any scoring: layout, manifest, coverage of the prompts, every image.
 
 ``stage`` copies a folder or zip into a staging folder (see ``archive``; an upload in Parquet form has its
-rows unpacked there as files, ``shards.expand``) and checks it there; ``Report.keep`` turns the staged copy into
+rows unpacked there as files, ``shards.expand``) and checks it there: first its layout (manifest, names and
+counts against the prompt set: ``layout_only``), from the manifest and the archive's directory alone, before any
+image is unpacked, then every image; ``Report.keep`` turns the staged copy into
 the kept one (manifest, Parquet shards, image table), so the bytes checked are the bytes scored. A rejected
 submission's staging folder is removed: a rejected upload leaves nothing behind.
 """
@@ -26,6 +28,7 @@ from pydantic import ValidationError
 
 from benchmark.atomic import publish
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
+from benchmark.errors import CultureLensError
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.shards import MAX_SHARD_BYTES, ImageRecord, expand, write_shards
 from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
@@ -244,8 +247,10 @@ def content_hash(manifest: Manifest, images: list[ImageRecord]) -> str:
 
 
 def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader, limits: Limits = Limits(),
-                 progress: Progress | None = None) -> Report:
-    """Validate an already staged submission folder."""
+                 progress: Progress | None = None, layout_only: bool = False) -> Report:
+    """Validate an already staged submission folder; ``layout_only``: only its manifest and the names and counts
+    of its entries (the manifest alone is staged yet: ``stage_with``), the coverage of an upload in Parquet form
+    left to the full check, once its rows are unpacked."""
     report = Report(folder=folder)
     manifest = report.manifest = read_manifest(folder, report)
     if manifest is None:
@@ -262,8 +267,10 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     except DatasetUnavailable as error:
         report.error(f"manifest.json: dataset: {error}")
         return report
+    if layout_only and any(e.prompt_id is None and e.local.path != MANIFEST for e in entries):
+        return report  # in Parquet form: its rows name the images
     check_coverage(entries, manifest, prompts, report)
-    if report.errors:
+    if report.errors or layout_only:
         return report  # decoding thousands of images is pointless when the layout is wrong
     images = [e for e in entries if e.prompt_id is not None]
     if not images:
@@ -295,20 +302,43 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     return report
 
 
-def stage_with(source: Path, staging_root: Path, check: Callable[[Path, list[Entry]], Report], limits: Limits):
-    """Copy ``source`` into a new folder under ``staging_root`` and return ``check(folder, entries)``, the report
-    on the copy (a ``Rejected`` raised there is a rejection). On success ``report.folder`` is the staged copy (the
+class _LayoutRefused(CultureLensError):
+    """The layout check refused an upload before its images were unpacked: ``report`` says why (caught by
+    ``stage_with``, which returns that report)."""
+
+    def __init__(self, report: Report):
+        super().__init__(report.summary)
+        self.report = report
+
+
+Check = Callable[[Path, list[Entry], bool], Report]
+"""``check(folder, entries, layout_only)``: the report on a staged upload (``check_folder``)."""
+
+
+def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits):
+    """Copy ``source`` into a new folder under ``staging_root`` and return ``check(folder, entries, False)``, the
+    report on the copy (a ``Rejected`` raised there is a rejection). Its layout is checked first, once the manifests
+    alone are copied (``check(folder, entries, True)``, from the archive's directory: linear in its entries): an
+    upload it refuses is never unpacked, and that report is returned. On success ``report.folder`` is the staged copy (the
     caller moves or removes it); on rejection the staged copy is already gone, and so it is when our own disk
     fails (``ServerFault``: not the uploader's fault, so not a rejection)."""
     with storing():
         staging_root.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
+
+    def layout(entries: list[Entry]) -> None:
+        early = check(folder, entries, True)
+        if not early.ok:
+            raise _LayoutRefused(early)
+
     try:
         try:
-            report = check(folder, unpack(Path(source), folder, limits))
+            report = check(folder, unpack(Path(source), folder, limits, layout), False)
         except Rejected as error:
             report = Report()
             report.error(str(error))
+        except _LayoutRefused as refused:
+            report = refused.report
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -323,10 +353,11 @@ def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: 
     """Copy ``source`` into a new folder under ``staging_root`` and validate it there (``stage_with``). A suite
     submission is refused here: ``benchmark.submission.suite.stage`` takes both kinds."""
 
-    def check(folder: Path, entries: list[Entry]) -> Report:
+    def check(folder: Path, entries: list[Entry], layout_only: bool) -> Report:
         if any(e.part for e in entries):
             raise Rejected(f"{PARTS_DIR}/: a suite submission, one folder per part; check it as one with "
                            "`culturelens validate` (benchmark.submission.suite.stage)")
-        return check_folder(folder, expand(folder, entries, limits), load_prompts, limits, progress)
+        return check_folder(folder, entries if layout_only else expand(folder, entries, limits), load_prompts, limits,
+                            progress, layout_only)
 
     return stage_with(source, staging_root, check, limits)

@@ -73,3 +73,21 @@ def zip_folder(folder: Path, archive: Path, wrapper: str = "") -> Path:
             if path.is_file():
                 zf.write(path, wrapper + path.relative_to(folder).as_posix())
     return archive
+
+
+NOT_AN_IMAGE = b"NOTANIMG"  # each entry of ``many_entries_zip``: stored, its CRC-32 broken after writing
+
+
+def many_entries_zip(archive: Path, entries: int, prompt_ids: list[str], seeds=(0, 1)) -> Path:
+    """A hostile upload of ``entries`` small entries (issue 40): a valid manifest for ``prompt_ids`` and ``seeds``,
+    then ``entries - 1`` images named in the layout, cycling over the prompts with seeds counting up, so that all but the first
+    ``len(prompt_ids) * len(seeds)`` name seeds the manifest lacks. Every image entry holds ``NOT_AN_IMAGE`` under
+    a CRC-32 that does not match it: unpacking any one of them fails, so an upload refused for its layout (the
+    unknown seeds) shows it was refused before anything but its manifest was unpacked."""
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("manifest.json", json.dumps(manifest(seeds=seeds)))
+        for i in range(entries - 1):
+            zf.writestr(f"images/{prompt_ids[i % len(prompt_ids)]}/{i // len(prompt_ids)}.png", NOT_AN_IMAGE)
+    data = archive.read_bytes()
+    archive.write_bytes(data.replace(NOT_AN_IMAGE, NOT_AN_IMAGE[:-1] + b"H"))  # the data, not the names or CRCs
+    return archive

@@ -43,7 +43,7 @@ def reproduce(args: argparse.Namespace) -> int:
     return reproduce.main(args.result, store=options.store(args), submission=args.submission,
                           backbones=args.backbones, device=args.device, batch_size=args.batch_size,
                           num_workers=args.num_workers, tolerance=args.tolerance, use_cache=args.use_cache,
-                          suite=options.suite(args))
+                          suite=options.suite(args), allow_fetch=args.allow_fetch)
 
 
 def calibrate(args: argparse.Namespace) -> int:
@@ -96,6 +96,9 @@ def _reproduce_options(p: argparse.ArgumentParser) -> None:
                    help="largest absolute difference still counted as equal (exit 1 beyond it)")
     p.add_argument("--use-cache", action="store_true",
                    help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one")
+    p.add_argument("--allow-fetch", action="store_true",
+                   help="fetch the URLs the result's run.json names for its settings (a calibration file); without "
+                        "it nothing a record names is fetched. Each fetched file must have the digest the record pins")
     options.add_suite(p, "a suite result answers, whose datasets its parts are checked against and scored on")
     declared.add_runtime_options(p)
     p.set_defaults(run=reproduce, batch_size=None, hub=True)  # None: the batch size the result records

@@ -20,9 +20,13 @@ the transactions of one owner there).
 Each claim issues a lease token (``Job.lease``), kept with the job until its next request (a re-run), and the
 worker writes it into the results it writes (run.json ``lease``): results answer a job only when they carry a
 lease the queue issued for its current request (``refusal``), so results that someone else put in a results repo
-never answer a job, nor mark one FINISHED. The tokens never leave the queue but in the run.json of results written
-under them (``hub_sync`` mirrors no token). A deleted submission is remembered (``deleted``), so that a mirror
-can remove its results wherever they were published.
+never answer a job, nor mark one FINISHED; while a worker holds the job, only its own lease counts (an expired
+lease is refused once another worker took the job over). The tokens never leave the queue but in the run.json of
+results written under them: a requests mirror (``hub_sync``) keeps their sha256 (``Job.issued_hashes``), and a
+queue restored from it (``restore``) or rebuilt from the store's folders knows the leases it issued by those
+(``lease_hashes``). A deleted submission is remembered (``deleted``), so that a mirror can remove its results
+wherever they were published. What a rebuilt queue needs (owners, lease hashes, deletions) a backend whose file
+can be damaged also appends to a ledger beside it (``_note``: SQLite's ``.ledger``; ``queue_rebuild``).
 
 The SQL is written once, with ``?`` placeholders and ``DB_NOW``; a backend
 (``sqlite``, ``postgres``) supplies connections, transactions, the clock and
@@ -31,6 +35,8 @@ row locking (``_skip_locked``), so the two cannot drift apart.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -52,44 +58,62 @@ def _times(n: int) -> str:
     return f"{n} time" + ("s" if n != 1 else "")
 
 
+_HASH = re.compile(r"[0-9a-f]{64}")  # a lease token's sha256, as a mirror keeps it
 UNKNOWN = "the queue knows no such submission (never submitted here, or deleted)"  # ``refusal``'s one that may pass
+
+
+def lease_hash(token: str) -> str:
+    """The sha256 of a lease token: what a requests mirror keeps of it (the token itself never leaves the queue)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
 class Request:
     """What results must answer to count as a submission's scores: its current request to be scored (``number``:
-    1 for the submission, one more per re-run), the state of its job and the lease tokens the queue issued for
-    that request (one per claim: a worker that takes over a dead one's job gets its own)."""
+    1 for the submission, one more per re-run), the state of its job, the lease tokens the queue issued for that
+    request (one per claim: a worker that takes over a dead one's job gets its own, the newest last), the sha256 of
+    those issued before the queue was restored or rebuilt (``hashes``), and whether a worker holds the job now
+    (``held``: RUNNING, its lease not expired: the newest token's claimant)."""
 
     number: int
     state: str
     leases: tuple[str, ...]
+    hashes: tuple[str, ...] = ()
+    held: bool = False
 
 
-def refusal(run: RunRecord | None, request: Request | None) -> str | None:
+def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = False,
+            holder: str | None = None) -> str | None:
     """Why results whose run.json is ``run`` do not answer a submission's current ``request``
     (``Queue.request``; None: the queue knows no such submission); None when they do.
 
-    They answer it when they carry (run.json ``lease``) a lease token the queue issued for that request, and record
-    its number (``request``; results written before requests were recorded answer the first). A job FINISHED with
-    no lease recorded (finished by a version before leases, or a record restored from a requests repo or rebuilt
-    from the store's folders: neither holds tokens) takes results as they are: nothing tells them apart there,
-    and its scores are public already. Any other job takes none: results nobody scored under its lease (another
-    submission's, a forged folder, a re-run's run before) never answer it, nor mark it FINISHED."""
+    They answer it when they carry (run.json ``lease``) a lease the queue issued for that request: a token it holds
+    (then they must record its number, ``request``; results written before requests were recorded answer the
+    first), or one whose sha256 a restored or rebuilt queue holds. While a worker holds the job, only its lease
+    answers: results of an expired lease are refused (the worker itself, ``holder``, may take an earlier attempt's
+    results as its own). A job FINISHED with no lease recorded (finished by a version before leases, or restored from
+    a record that kept none) takes only results whose seal a caller checked (``sealed``: ``leaderboard.seal``). Any
+    other job takes none: results nobody scored under its lease (another submission's, a forged folder, a re-run's
+    run before) never answer it, nor mark it FINISHED."""
     if run is None:
         return "it has no run.json holding a run record"
     if request is None:
         return UNKNOWN
-    if not request.leases:
+    lease = run.lease
+    if not request.leases and not request.hashes:
         if request.state == "FINISHED":
-            return None
+            return None if sealed else ("its job holds no lease (finished before leases, or restored without them): "
+                                        "only sealed results answer it")
         return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
                 "has scored it")
-    if run.lease not in request.leases:
-        carried = "carries none" if run.lease is None else "carries another"
-        return f"its run.json {carried} of the lease tokens the queue issued for its request {request.number}"
-    if run.request_answered != request.number:
-        return f"it answers request {run.request_answered}, not its current request {request.number}"
+    if lease in request.leases:
+        if run.request_answered != request.number:
+            return f"it answers request {run.request_answered}, not its current request {request.number}"
+    elif lease is None or lease_hash(lease) not in request.hashes:
+        carried = "carries none" if lease is None else "carries another"
+        return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
+    if request.held and request.leases and lease != request.leases[-1] and holder != request.leases[-1]:
+        return "its lease expired and another worker holds the job now: only the holder's results answer it"
     return None
 
 
@@ -144,11 +168,18 @@ class Job:
     error: str | None
     log_excerpt: str | None
     lease_tokens: str | None = None  # the tokens issued for the current request, space-separated (never mirrored)
+    lease_hashes: str | None = None  # sha256 of tokens issued before a restore or rebuild, space-separated
 
     @property
     def lease(self) -> str | None:
         """The token of the newest claim: the one the worker that claimed this job writes into its results."""
         return self.lease_tokens.split()[-1] if self.lease_tokens else None
+
+    @property
+    def issued_hashes(self) -> str | None:
+        """The sha256 of every lease issued for the current request, held or restored: what a mirror keeps."""
+        hashes = [*(self.lease_hashes or "").split(), *map(lease_hash, (self.lease_tokens or "").split())]
+        return " ".join(dict.fromkeys(hashes)) or None
 
     @property
     def datasets(self) -> list[str]:
@@ -182,6 +213,7 @@ class Queue:
 
     errors: tuple[type[Exception], ...] = ()
     damaged: Path | None = None
+    ledger: Path | None = None  # where ``_note`` keeps what a rebuild needs (SQLite's file; none for PostgreSQL)
     location: str
     _integrity_errors: tuple[type[Exception], ...] = ()
     _skip_locked = ""  # appended to a SELECT that picks rows to change: lock them, skip those others hold
@@ -208,6 +240,12 @@ class Queue:
 
     def close(self) -> None:
         """Release the connections kept open (none for SQLite)."""
+
+    def _note(self, event: str, id: str, **facts) -> None:
+        """Keep, outside the database, a fact a queue rebuilt from the store's folders needs (``queue_rebuild``):
+        ``add`` (the owner, when), ``lease`` (a token's sha256), ``rerun``, ``delete``, ``restore`` (owner, lease
+        hashes). Called after the change is committed. Nothing for a backend whose data cannot be damaged under it
+        (PostgreSQL keeps its own data safe)."""
 
     def replace_damaged(self) -> Path | None:
         """While the queue is in use: when its file is damaged, keep it aside and start an empty queue, as at start
@@ -239,6 +277,7 @@ class Queue:
             if existing := self.find_by_hash(content_hash):
                 raise DuplicateSubmission(existing) from None
             raise
+        self._note("add", id, owner=owner, created_at=stamp)
         return self.get(id)
 
     @staticmethod
@@ -264,13 +303,15 @@ class Queue:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
 
-    _REQUESTS = ("SELECT id, state, lease_tokens, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id)"
-                 " AS logged FROM submissions s")
+    _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, (state = 'RUNNING' AND lease_expires >= DB_NOW) AS"
+                 " held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
+                 " FROM submissions s")
 
     @staticmethod
     def _request(row: dict) -> Request:
         # 1 when the log has none: a record restored from the Hub, or rebuilt
-        return Request(max(1, row["logged"]), row["state"], tuple((row["lease_tokens"] or "").split()))
+        return Request(max(1, row["logged"]), row["state"], tuple((row["lease_tokens"] or "").split()),
+                       tuple((row["lease_hashes"] or "").split()), bool(row["held"]))
 
     def request(self, id: str) -> Request | None:
         """Submission ``id``'s current request to be scored (``Request``: what results must answer); None for an
@@ -292,14 +333,30 @@ class Queue:
         request = self.request(id)
         return request.number if request else None
 
-    def answered_by(self, id: str, run: RunRecord | None) -> bool:
+    def answered_by(self, id: str, run: RunRecord | None, *, sealed: bool = False,
+                    holder: str | None = None) -> bool:
         """Whether results whose run.json is ``run`` answer submission ``id``'s current request (``refusal``)."""
-        return refusal(run, self.request(id)) is None
+        return refusal(run, self.request(id), sealed=sealed, holder=holder) is None
 
     def deleted(self) -> set[str]:
         """The submissions their owners deleted (``delete``): their results go wherever they were published."""
+        return set(self.deletions())
+
+    def deletions(self) -> dict[str, str]:
+        """Each deleted submission and when it was deleted (ISO 8601): what a requests mirror keeps of them."""
         with self._connect() as db:
-            return {row["submission"] for row in db.execute("SELECT submission FROM deletions").fetchall()}
+            return {row["submission"]: row["at"] for row in db.execute("SELECT submission, at FROM deletions")}
+
+    def remember_deleted(self, deletions: dict[str, str]) -> int:
+        """Record deletions kept elsewhere (a requests mirror, a ledger: ``deletions``), so that a restored or rebuilt
+        queue still knows them; the records of those submissions, if any, go. Returns how many were new."""
+        added = 0
+        with self._transaction() as db:
+            for submission, at in deletions.items():
+                db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (submission,))
+                added += db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                                    (submission, at)).rowcount
+        return added
 
     def wait(self, id: str, timeout: float = 300, poll: float = 0.5) -> Job:
         """Block until submission ``id`` is FINISHED or FAILED; TimeoutError after ``timeout`` seconds."""
@@ -338,6 +395,7 @@ class Queue:
                 " message = ?, error = NULL, lease_tokens = trim(COALESCE(lease_tokens, '') || ' ' || ?)"
                 " WHERE id = ?",
                 (worker, lease_seconds, stamp, stamp, f"claimed by worker {worker}", token, row["id"]))
+        self._note("lease", row["id"], hash=lease_hash(token))
         return self.get(row["id"])
 
     def _end_exhausted(self) -> None:
@@ -387,6 +445,16 @@ class Queue:
         stamp = now_iso()
         return self._update_own(id, worker, "state = 'FAILED', finished_at = ?, error = ?, log_excerpt = ?,"
                                 " lease_owner = NULL", (stamp, error, log_excerpt))
+
+    def settle(self, id: str, message: str) -> bool:
+        """PENDING -> FINISHED for a job whose sealed results answering it were just taken (a record restored
+        FINISHED before its results arrived: ``hub_sync``); the caller checked them. False in any other state (a
+        worker claimed it meanwhile: it finds them)."""
+        stamp = now_iso()
+        with self._transaction() as db:
+            cursor = db.execute("UPDATE submissions SET state = 'FINISHED', finished_at = ?, progress = 1, message = ?,"
+                                " updated_at = ? WHERE id = ? AND state = 'PENDING'", (stamp, message, stamp, id))
+        return cursor.rowcount == 1
 
     def expire_leases(self, worker: str, reason: str) -> int:
         """Expire the leases ``worker`` holds (its process is known to be gone), so the next claim takes its
@@ -500,10 +568,12 @@ class Queue:
             cursor = db.execute(
                 "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
                 " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
-                " lease_tokens = NULL, message = 're-run requested: waiting for a worker', updated_at = ?"
-                " WHERE id = ? AND state IN ('FINISHED', 'FAILED')", (stamp, id))
+                " lease_tokens = NULL, lease_hashes = NULL, message = 're-run requested: waiting for a worker',"
+                " updated_at = ? WHERE id = ? AND state IN ('FINISHED', 'FAILED')", (stamp, id))
             if cursor.rowcount == 1:
                 self._log_submission(db, owner, id, "rerun", stamp, quota)  # QuotaExceeded rolls the update back
+        if cursor.rowcount == 1:
+            self._note("rerun", id)
         return cursor.rowcount == 1
 
     def delete(self, id: str) -> bool:
@@ -514,18 +584,26 @@ class Queue:
             if cursor.rowcount == 1:
                 db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            (id, now_iso()))
+        if cursor.rowcount == 1:
+            self._note("delete", id)
         return cursor.rowcount == 1
 
     def restore(self, job: Job) -> bool:
-        """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue);
-        False if its id or content is already here. A RUNNING record comes back PENDING: its worker is gone. No lease
-        comes with it: a token is never taken from outside the queue."""
+        """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue; or rebuilt
+        from the folders, ``queue_rebuild``); False if its id or content is already here. A RUNNING record comes back
+        PENDING: its worker is gone. No token comes with it (a token is never taken from outside the queue), only
+        the sha256 of the leases issued for its request (``lease_hashes``: 64 hex digits each, anything else
+        dropped)."""
         record = asdict(job)
         if job.state == "RUNNING":
             record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
-        record.update(lease_owner=None, lease_expires=None, lease_tokens=None, updated_at=now_iso())
+        hashes = [h for h in (job.lease_hashes or "").split() if _HASH.fullmatch(h)]
+        record.update(lease_owner=None, lease_expires=None, lease_tokens=None, lease_hashes=" ".join(hashes) or None,
+                      updated_at=now_iso())
         names = ", ".join(record)
         with self._transaction() as db:
             cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"
                                 " ON CONFLICT DO NOTHING", tuple(record.values()))
+        if cursor.rowcount == 1:
+            self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes)
         return cursor.rowcount == 1

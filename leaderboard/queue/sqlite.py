@@ -8,7 +8,10 @@ with ``BEGIN IMMEDIATE``: writers take turns, so a claim or a quota check
 sees every transaction before it (the semantics are ``base``'s).
 
 A file SQLite finds damaged is kept aside and replaced by an empty queue
-(``damaged``): the store rebuilds it from its folders. At start, that is found by
+(``damaged``): the store rebuilds it from its folders, and from the ledger beside
+the file (``<name>.ledger``: one JSON line per submission added or restored, lease
+issued, re-run and deletion, ``_note``), which tells the rebuilt queue each
+submission's owner, the leases it issued and what was deleted. At start, that is found by
 ``PRAGMA quick_check``; while the queue is in use, a statement SQLite finds damage in
 raises ``QueueDamaged`` (SQLite's "database disk image is malformed", "file is not a
 database"), and ``replace_damaged`` does then what a start does.
@@ -17,14 +20,16 @@ database"), and ``replace_damaged`` does then what a start does.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from leaderboard.queue.base import Queue, QueueDamaged
+from leaderboard.queue.base import Queue, QueueDamaged, now_iso
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -47,7 +52,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     message TEXT,
     error TEXT,
     log_excerpt TEXT,
-    lease_tokens TEXT  -- the lease tokens issued for the current request, space-separated
+    lease_tokens TEXT,  -- the lease tokens issued for the current request, space-separated
+    lease_hashes TEXT  -- the sha256 of those issued before the queue was restored or rebuilt, space-separated
 );
 CREATE TABLE IF NOT EXISTS attempts (
     owner TEXT NOT NULL,
@@ -141,6 +147,23 @@ class SQLiteQueue(Queue):
         except QueueDamaged as error:
             self.damaged = self._replace_damaged(error)
 
+    @property
+    def ledger(self) -> Path:
+        """The ledger beside the queue file: what a queue rebuilt after damage needs (``queue_rebuild``)."""
+        return self.path.with_name(self.path.name + ".ledger")
+
+    def _note(self, event: str, id: str, **facts) -> None:
+        line = json.dumps({"event": event, "id": id, "at": now_iso(), **facts}, ensure_ascii=False) + "\n"
+        try:  # one write of one line, appended: lines of processes writing at once never interleave
+            fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8", "surrogatepass"))
+            finally:
+                os.close(fd)
+        except OSError as error:
+            log.warning("%s: %s of %s not noted (%s): a queue rebuilt after damage would not know it",
+                        self.ledger.name, event, id, error)
+
     def _open(self) -> None:
         """Create the tables if needed (and the columns a queue made by an earlier version lacks); QueueDamaged if
         SQLite finds the file damaged. Processes opening the queue at once take turns (``_exclusive``): switching
@@ -161,8 +184,10 @@ class SQLiteQueue(Queue):
             db.db.execute("PRAGMA journal_mode=WAL")
             db.db.executescript(_SCHEMA)
             db.db.execute("BEGIN IMMEDIATE")  # one process adds the column, the others then see it
-            if "lease_tokens" not in {row["name"] for row in db.db.execute("PRAGMA table_info(submissions)")}:
-                db.db.execute("ALTER TABLE submissions ADD COLUMN lease_tokens TEXT")
+            columns = {row["name"] for row in db.db.execute("PRAGMA table_info(submissions)")}
+            for column in ("lease_tokens", "lease_hashes"):  # a queue made by an earlier version lacks them
+                if column not in columns:
+                    db.db.execute(f"ALTER TABLE submissions ADD COLUMN {column} TEXT")
             db.db.execute("COMMIT")
             problems = [row["quick_check"] for row in db.db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from benchmark import layout
 from benchmark import tracks as track_registry
+from benchmark.suite import SCORING_ASSETS
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.ui.site import Tab, while_queue_rebuilt
@@ -104,16 +105,17 @@ class QueueTab(Tab):
         """One line per track: on (a worker among ``workers`` scores it), or off with why: what the suite this
         server serves lacks for it, with the one command that turns it on (``ServedSuite.tracks_off``), else what
         the workers said (their disabled metrics, ``Worker.track_states``); a track no worker spoke of waits for
-        one. A worker that scores a track has its own settings and assets (a remote GPU worker's judge), so its word
-        wins over this server's, except where this server does not serve the track's dataset. Server folders
-        hidden."""
+        one. A track that needs a scoring asset (``SCORING_ASSETS``) is on only where this server holds it (in its
+        suite, by digest, or given by the operator), whatever a worker says: any queue client can say it scores a
+        track (issue 40). A worker's word wins over this server's only for the expectations judge, a model the
+        worker holds, and never where this server does not serve the track's dataset. Server folders hidden."""
         off = self.site.suite.tracks_off(self.store.datasets, self.site.metric_settings)
         unserved = self.site.suite.unserved_tracks(self.store.datasets)
         said = self.store.queue.worker_tracks(workers or [])
         lines = []
         for name, track in track_registry.all_tracks().items():
             states = [tracks[name] for tracks in said.values() if name in tracks]
-            if name in off and (None not in states or name in unserved):
+            if name in off and (None not in states or name in unserved or name in SCORING_ASSETS):
                 state = f"is off: {render.hide_paths(off[name], self.places)}"  # our commands, in code spans
             elif None in states:
                 state = "is on"
@@ -128,13 +130,14 @@ class QueueTab(Tab):
 
     @staticmethod
     def _supervisor_line(s: dict) -> str | None:
-        """One line for a worker supervisor (``leaderboard.supervisor``); None once it stopped."""
-        restarts = f"restarted {s['restarts']} time{'s' if s['restarts'] != 1 else ''}"
-        last = f", last exit: {s['last_exit']}" if s["last_exit"] else ""
+        """One line for a worker supervisor (``leaderboard.supervisor``); None once it stopped. Every field is as a
+        queue client wrote it (any client of a shared queue can): shown as text (issue 40)."""
+        restarts = f"restarted {render.plain(s['restarts'])} time{'s' if s['restarts'] != 1 else ''}"
+        last = f", last exit: {render.plain(s['last_exit'])}" if s["last_exit"] else ""
         if s["state"] == "running":
-            return f"- supervisor: worker pid {s['pid']} running ({restarts}{last})"
+            return f"- supervisor: worker pid {render.plain(s['pid'])} running ({restarts}{last})"
         if s["state"] == "restarting":
-            return (f"- **restarting**: the worker stopped ({s['last_exit']}); restarting it in "
+            return (f"- **restarting**: the worker stopped ({render.plain(s['last_exit'])}); restarting it in "
                     f"{max(s['retry_in'] or 0, 0):.0f} s ({restarts} so far)")
         if s["state"] == "gave up":
             return f"- **supervisor gave up** ({restarts}{last}): {render.plain(s['message'] or '')}"

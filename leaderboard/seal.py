@@ -1,0 +1,216 @@
+"""Seals: what tells results a worker of this queue wrote from results anyone else put in a repo.
+
+A worker seals each results folder it writes (``seal.json``, ``layout.SEAL``): an HMAC-SHA256, keyed by a secret the
+operator gives the app and every worker of its queue (``operator_settings.SEAL_SECRET``), over a canonical form of
+run.json (which names the submission, the request and the lease the results answer) and the sha256 of every result
+table ("empty" for a table of no rows: a repo never holds one, and it is written back, ``results.complete``). The
+seal names its key by an id (a digest of the secret, which tells nothing of it), so that keys can rotate: the first
+secret seals, every one verifies. The app seals each leaderboard release it publishes the same way
+(``release_seal``: the release's number, its file's sha256 and its submissions).
+
+The store checks a seal wherever results come from outside: a results folder taken from a repo (``Results.add``: the
+pickup, a restore), a release before it is installed (``leaderboard.pickup``), and a queue rebuilt from the store's
+folders marks FINISHED only a submission whose sealed results answer it. So whoever can write the results repo, but
+holds no secret, can neither forge a folder, nor change a value of a sealed one, nor of a release.
+
+Without a configured secret a store seals with a key of its own, ``STORE/seal.key`` (made on first use, readable by
+its owner only): enough for a server whose worker shares its disk. A worker on another machine, and an app started
+on an empty disk (a Space without persistent storage), need the secret: results sealed with a key a server does not
+hold are refused, with the key's id in the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmark import layout, results
+from benchmark.errors import CultureLensError
+
+KEY_FILE = "seal.key"  # STORE/seal.key: the store's own secret, when none is configured
+MIN_SECRET_CHARS = 16
+VERSION = 1
+EMPTY = "empty"  # a result table of no rows, in a seal's digests
+
+
+class SealError(CultureLensError):
+    """A seal secret that cannot be used (too short); the message says what to set."""
+
+
+def key_id(secret: bytes) -> str:
+    """The id a seal names its key by: 16 hex digits of a digest of the secret (the secret cannot be read back)."""
+    return hashlib.sha256(b"culturelens seal key id\0" + secret).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The secrets a server seals and verifies with: the first seals, every one verifies (key rotation)."""
+
+    secrets: tuple[bytes, ...]
+    origin: str  # where they came from, for messages: the variable, or STORE/seal.key
+
+    @property
+    def sealing(self) -> str:
+        """The id of the key this server seals with."""
+        return key_id(self.secrets[0])
+
+    @property
+    def ids(self) -> list[str]:
+        return [key_id(secret) for secret in self.secrets]
+
+    def sign(self, message: dict, key: str | None = None) -> str:
+        """The HMAC-SHA256 of ``message`` (canonical JSON) under the key ``key`` (an id; None: the sealing key)."""
+        secret = {key_id(s): s for s in self.secrets}[key or self.sealing]
+        return hmac.new(secret, canonical(message), hashlib.sha256).hexdigest()
+
+    def holds(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.ids
+
+    @classmethod
+    def parse(cls, text: str, origin: str) -> Keys:
+        """Secrets separated by spaces; SealError for none, or one too short to seal with."""
+        found = tuple(part.encode() for part in text.split())
+        if not found:
+            raise SealError(f"{origin}: no seal secret in it")
+        if short := [s for s in found if len(s) < MIN_SECRET_CHARS]:
+            raise SealError(f"{origin}: a seal secret of {len(short[0])} characters is too short (at least "
+                            f"{MIN_SECRET_CHARS}; make one with `python -c \"import secrets; "
+                            "print(secrets.token_urlsafe(32))\"`)")
+        return cls(found, origin)
+
+
+def keys_for(store_root: Path) -> Keys:
+    """The keys of the store at ``store_root``: the configured secret(s) (``CULTURELENS_SEAL_SECRET``), else the
+    store's own key file, made on first use (owner-readable only; made whole by one link, so processes starting
+    together read the same key)."""
+    from leaderboard.operator_settings import SEAL_SECRET
+
+    configured = SEAL_SECRET.resolve()
+    if configured:
+        return Keys.parse(str(configured), SEAL_SECRET.env)
+    path = Path(store_root) / KEY_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".seal-key-", dir=path.parent)
+        try:
+            os.write(fd, secrets.token_urlsafe(32).encode())
+            os.close(fd)
+            try:
+                os.link(name, path)
+            except FileExistsError:  # another process made it first: its key is the store's
+                pass
+        finally:
+            os.unlink(name)
+    return Keys.parse(path.read_text(encoding="utf-8"), f"STORE/{KEY_FILE}")
+
+
+def canonical(record: object) -> bytes:
+    """The bytes a seal signs: JSON with sorted keys, no spaces, non-ASCII as it is."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _digest(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def table_digests(folder: Path) -> dict[str, str]:
+    """Each result table of ``folder`` by its sha256, or ``EMPTY`` for one of no rows (or none at all)."""
+    digests = {}
+    for name in layout.RESULT_PARQUET:
+        path = Path(folder) / name
+        digests[name] = EMPTY if not path.is_file() or results.parquet_rows(path) == 0 else _digest(path)
+    return digests
+
+
+def _json_object(path: Path) -> dict | None:
+    """The JSON object in the file at ``path`` as it is (what a seal is over), or None when it holds none."""
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _folder_message(run: dict, key: str, files: dict[str, str]) -> dict:
+    return {"kind": "results", "version": VERSION, "key": key, "run": run, "files": files}
+
+
+def seal_folder(folder: Path, keys: Keys) -> None:
+    """Write ``folder``'s seal (``layout.SEAL``) over its run.json and result tables, with the sealing key; the folder
+    is a temporary one being written (``Results.write``), renamed into place afterwards."""
+    folder = Path(folder)
+    run = _json_object(folder / layout.RUN)
+    files = table_digests(folder)
+    mac = keys.sign(_folder_message(run, keys.sealing, files))
+    record = {"seal": VERSION, "key": keys.sealing, "files": files, "hmac": mac}
+    (folder / layout.SEAL).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def folder_refusal(folder: Path, keys: Keys) -> str | None:
+    """Why the results folder ``folder`` is not as a worker holding one of ``keys`` sealed it, or None: a seal that
+    is missing or not one, of a key this server does not hold, over other tables than those there, or whose HMAC does
+    not match (run.json or the seal changed, or forged)."""
+    folder = Path(folder)
+    try:
+        record = json.loads((folder / layout.SEAL).read_bytes())
+    except FileNotFoundError:
+        return (f"it carries no seal ({layout.SEAL}): results are taken only as a worker of this queue sealed them "
+                "(results written before seals: re-run the submission)")
+    except (OSError, ValueError):
+        return f"its {layout.SEAL} is not readable JSON"
+    if not isinstance(record, dict) or record.get("seal") != VERSION or not isinstance(record.get("files"), dict) \
+            or not isinstance(record.get("hmac"), str):
+        return f"its {layout.SEAL} is not a seal (seal: {VERSION}, key, files, hmac)"
+    if not keys.holds(record.get("key")):
+        return (f"it is sealed with key {str(record.get('key'))[:20]!r}, which this server does not hold (its keys: "
+                f"{', '.join(keys.ids)}, from {keys.origin}): give it the secret of the queue's workers")
+    files = table_digests(folder)
+    if changed := sorted(name for name in files if record["files"].get(name) != files[name]):
+        return f"its {', '.join(changed)} {'is not the file' if len(changed) == 1 else 'are not the files'} sealed"
+    run = _json_object(folder / layout.RUN)
+    if run is None:
+        return f"its {layout.RUN} is not a JSON object"
+    expected = keys.sign(_folder_message(run, record["key"], files), record["key"])
+    if not hmac.compare_digest(expected, record["hmac"]):
+        return f"its seal does not match its {layout.RUN} (changed after it was sealed, or forged)"
+    return None
+
+
+def _release_message(number: int, file_sha256: str, submissions: dict[str, str], key: str) -> dict:
+    return {"kind": "release", "version": VERSION, "key": key, "release": number, "file": file_sha256,
+            "submissions": submissions}
+
+
+def release_seal(keys: Keys, number: int, file_sha256: str, submissions: dict[str, str]) -> dict:
+    """The seal latest.json carries for release ``number``: its key and the HMAC over the number, the sha256 of the
+    release's file and its submissions (id -> sha256 of its run.json)."""
+    return {"key": keys.sealing, "hmac": keys.sign(_release_message(number, file_sha256, submissions, keys.sealing))}
+
+
+def release_refusal(seal: object, keys: Keys, number: int, file_sha256: str,
+                    submissions: dict[str, str]) -> str | None:
+    """Why a release is not as the app holding one of ``keys`` published it, or None."""
+    if not isinstance(seal, dict) or not isinstance(seal.get("hmac"), str):
+        return "it carries no seal: releases are taken only as an app of this queue sealed them"
+    if not keys.holds(seal.get("key")):
+        return (f"it is sealed with key {str(seal.get('key'))[:20]!r}, which this server does not hold (its keys: "
+                f"{', '.join(keys.ids)}, from {keys.origin})")
+    expected = keys.sign(_release_message(number, file_sha256, submissions, seal["key"]), seal["key"])
+    if not hmac.compare_digest(expected, seal["hmac"]):
+        return "its seal does not match its file and submissions (changed after it was published, or forged)"
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in chunks (a release's file: what its seal covers)."""
+    return _digest(Path(path))
