@@ -27,10 +27,12 @@ CROSS_SEPARATOR = " / "
 
 def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES,
               crossed: dict[str, tuple[str, ...]] = CROSSED,
-              ranges: dict[str, tuple[float, float]] | None = None) -> list[dict]:
+              ranges: dict[str, tuple[float, float]] | None = None,
+              kinds: dict[str, str] | None = None) -> list[dict]:
     """Rows with metric, slice, slice_value, value, ci_low, ci_high, n and excluded for every metric and slice (and
     crossed slice whose columns are all present: value ``"Japan / cuisine"``). ``ranges``: metric -> its declared
-    range, which holds each CI (``mean_ci``'s bounds).
+    range, which holds each CI (``mean_ci``'s bounds); ``kinds``: metric -> what its values are
+    (``MetricInfo.kind``: "rate" or "continuous", the default), which chooses the CI.
 
     ``excluded`` counts the slice's error rows of the metric (``error`` not null: an image, or a prompt for a
     prompt-level value, left out of ``n``); 0 when ``per_image`` has no ``error`` column."""
@@ -49,7 +51,8 @@ def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES,
         parts += [("prompt", str(p), g, {"prompt_id": p}) for p, g in group.groupby("prompt_id", sort=True)]
         bounds = (ranges or {}).get(metric, (None, None))
         for slice_name, slice_value, part, where in parts:
-            low, high = mean_ci(part["value"].to_numpy(), bounds=bounds)
+            low, high = mean_ci(part["value"].to_numpy(), bounds=bounds,
+                                kind=(kinds or {}).get(metric, "continuous"))
             rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,
                          "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part),
                          "excluded": _matching(errors, where)})

@@ -303,12 +303,14 @@ def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, ima
 
     aggregates = []
     ranges = {name: (m.low, m.high) for name, m in info.items()}
+    kinds = {name: m.kind for name, m in info.items()}
     for row in aggregate(pd.concat([per_image, missing_as_failures(per_image, manifest, metrics)], ignore_index=True),
-                         ranges=ranges):
+                         ranges=ranges, kinds=kinds):
         metric = info[row["metric"]]
         aggregates.append(with_protocol({**row, **context, **provenance(metric), "metric_label": metric.label,
                                          "metric_version": metric.version, "higher_is_better": metric.higher_is_better,
-                                         "range_low": metric.low, "range_high": metric.high}, metric.version))
+                                         "range_low": metric.low, "range_high": metric.high,
+                                         "value_kind": metric.kind}, metric.version))
     ordinary = list(aggregates)
     for metric in metrics:
         curve = model_curves[model_curves["metric"] == metric.info.name] if model_curves is not None else None

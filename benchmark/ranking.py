@@ -24,7 +24,9 @@ the prompts naming it), whoever submitted first and whatever each row answered. 
   **tie groups** (``tie_groups``): rows whose intervals all hold one common rank.
 - **win rates** (HEIM's mean win rate): ``track_win_rates`` per track, ``mean_win_rates`` across tracks.
 
-A metric's kind (``KINDS``) and declared range ride along in its ``Rule`` for the interval rules built on them.
+A metric's kind (``KINDS``: a rate, a continuous score, a difference of two models') and declared range ride along
+in its ``Rule``: the kind chooses the interval (Wilson's for a rate of events only, never for a continuous score
+whose values happen to be 0 or 1) and no interval leaves the range.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark.stats import difference_ci, mean_cis
+from benchmark.stats import clip, difference_ci, mean_cis
 
 REPLICATES = 1000  # bootstrap draws of a rank interval
 SEED = 0  # the draws' seed: the same values always give the same intervals
@@ -194,8 +196,10 @@ def _means(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def _cis(matrix: np.ndarray, rule: Rule) -> list[tuple[float, float]]:
     """The 95% CI of the mean of each column (nan cells left out), by the metric's kind, inside its range."""
     if rule.kind == "difference":
-        return [difference_ci(column[~np.isnan(column)]) for column in matrix.T]
-    return mean_cis(matrix, bounds=(rule.low, rule.high))
+        span = None if rule.low is None or rule.high is None else rule.high - rule.low
+        return [clip(*difference_ci(column[~np.isnan(column)]), (-span, span) if span is not None else (None, None))
+                for column in matrix.T]
+    return mean_cis(matrix, bounds=(rule.low, rule.high), kind=rule.kind)
 
 
 def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, with_intervals: bool,

@@ -62,6 +62,8 @@ AGGREGATE = pa.schema([
     ("higher_is_better", pa.bool_()),
     ("range_low", pa.float64()),        # the metric's declared range (``MetricInfo.low``, ``high``): a ranking counts
     ("range_high", pa.float64()),       # an unanswered prompt as its worse end; null if not declared
+    ("value_kind", pa.string()),        # ``MetricInfo.kind``: "rate" or "continuous" (null: continuous), which
+                                        # chooses the CI (``benchmark.stats.mean_ci``)
     ("slice", pa.string()),             # "overall", "country", "concept", "prompt", "subset", ...
     ("slice_value", pa.string()),       # "all" for overall
     ("value", pa.float64()),

@@ -6,7 +6,8 @@ signed-rank tests on per-reference pairs, Holm-corrected, and reports bootstrap
 values for every track, with intervals chosen by their measured coverage at small n
 (``benchmarks/coverage.py``, figures in ``benchmarks/README.md``):
 
-- a mean of values (``mean_ci``): Wilson's for values that are all 0 or 1 (events), else the percentile-t
+- a mean of values (``mean_ci``), chosen by what the values are (the metric's declared kind), never by the values
+  that happened to occur: Wilson's for a rate whose values are all 0 or 1 (events), else the percentile-t
   bootstrap with 1% in each tail, because Student-t undercovers on skewed values (exponential 0.89 at n = 5,
   lognormal 0.84 to 0.92 from n = 5 to 50) and the percentile-t at 2.5% tails still does on the lognormal (0.89
   to 0.93);
@@ -50,13 +51,16 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
 
 
 def mean_ci(values: np.ndarray, *, confidence: float = 0.95,
-            bounds: tuple[float | None, float | None] = (None, None)) -> tuple[float, float]:
+            bounds: tuple[float | None, float | None] = (None, None), kind: str = "continuous") -> tuple[float, float]:
     """Confidence interval of the mean of independent ``values`` (e.g. one value per prompt), inside ``bounds``
-    (the values' declared range, when known: a mean cannot leave it).
+    (the values' declared range, when known: a mean cannot leave it, and no side of the interval does either).
+    ``kind``: what the values are (``benchmark.metrics.base.MetricInfo.kind``): "rate", a share of events;
+    "continuous", any other score.
 
     - fewer than ``MIN_CI_N`` values: (nan, nan), no interval;
-    - every value 0 or 1 (events, e.g. "artifact recognised" per image): the Wilson (1927) score interval. The
-      values must be a proportion's: differences between two models go to ``difference_ci``;
+    - a rate whose every value is 0 or 1 (events, e.g. "artifact recognised" per image): the Wilson (1927) score
+      interval. A continuous score whose values all happen to be 0 (CLIPScore of images unlike their prompts) is
+      not a proportion, and gets the rules below. Differences between two models go to ``difference_ci``;
     - every value equal (no spread in the sample): (v, v);
     - otherwise the percentile-t (studentized) bootstrap (Efron & Tibshirani 1993, "An Introduction to the
       Bootstrap", ch. 12.5; ``percentile_t``) with ``TAIL_SHARE`` of the nominal tails.
@@ -70,11 +74,13 @@ def mean_ci(values: np.ndarray, *, confidence: float = 0.95,
     On heavily tied values (shares of a few seeds, n <= 10) more than 1% of the resamples may have no spread,
     and a side of the interval is then unbounded: the sample cannot bound the mean there, and ``bounds`` does.
     """
-    return mean_cis(np.asarray(values, dtype=np.float64)[:, None], confidence=confidence, bounds=bounds)[0]
+    return mean_cis(np.asarray(values, dtype=np.float64)[:, None], confidence=confidence, bounds=bounds,
+                    kind=kind)[0]
 
 
 def mean_cis(columns: np.ndarray, *, confidence: float = 0.95,
-             bounds: tuple[float | None, float | None] = (None, None)) -> list[tuple[float, float]]:
+             bounds: tuple[float | None, float | None] = (None, None),
+             kind: str = "continuous") -> list[tuple[float, float]]:
     """``mean_ci`` of each column of ``columns`` (values x samples; nan cells left out), the complete columns'
     percentile-t resamples taken in one product (a ranking's rows: one interval each)."""
     columns = np.asarray(columns, dtype=np.float64)
@@ -84,7 +90,7 @@ def mean_cis(columns: np.ndarray, *, confidence: float = 0.95,
         values = columns[:, j][~np.isnan(columns[:, j])]
         if values.size < MIN_CI_N:
             continue
-        if np.all((values == 0) | (values == 1)):
+        if kind == "rate" and np.all((values == 0) | (values == 1)):
             out[j] = wilson_interval(int(values.sum()), values.size, confidence=confidence)
         elif np.all(values == values[0]):
             out[j] = float(values[0]), float(values[0])
@@ -96,9 +102,18 @@ def mean_cis(columns: np.ndarray, *, confidence: float = 0.95,
             out[j] = interval
     for j in (j for j in bootstrapped if j not in set(complete)):
         out[j] = _percentile_t(columns[:, [j]][~np.isnan(columns[:, [j]])][:, None], confidence)[0]
+    return [clip(low, high, bounds) for low, high in out]
+
+
+def clip(low: float, high: float, bounds: tuple[float | None, float | None]) -> tuple[float, float]:
+    """An interval kept inside a metric's declared range ``bounds`` (None: that side open): a mean of values in the
+    range cannot leave it, so neither does any side of its interval."""
     floor, ceiling = bounds
-    return [((low if floor is None else max(low, floor)), (high if ceiling is None else min(high, ceiling)))
-            for low, high in out]
+    if floor is not None:
+        low, high = max(low, floor), max(high, floor)
+    if ceiling is not None:
+        low, high = min(low, ceiling), min(high, ceiling)
+    return low, high
 
 
 def percentile_t(values: np.ndarray, *, confidence: float = 0.95) -> tuple[float, float]:

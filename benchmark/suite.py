@@ -110,13 +110,20 @@ COSTS = (
 )
 
 
+UNPINNED = "unpinned"
+"""A protocol's ``build`` field for rows scored against a build of the suite whose sources were not all the pinned
+ones (a file given, a mirror's): never the protocol of the suite's pinned build, so never ranked with it."""
+
+
 @dataclass(frozen=True)
 class Suite:
-    """A versioned suite: its Hub repo, version and parts."""
+    """A versioned suite: its Hub repo, version and parts. ``pinned``: whether the build served (a suite folder's
+    ``suite.json``) read every source at its pin; the definition alone is pinned."""
 
     repo: str
     version: int
     parts: tuple[Part, ...]
+    pinned: bool = True
 
     def __post_init__(self) -> None:
         seen = [p.name for p in self.parts]
@@ -126,6 +133,17 @@ class Suite:
     @property
     def label(self) -> str:
         return f"{self.repo} v{self.version}"
+
+    @property
+    def name(self) -> str:
+        """What a page calls the suite's protocol: "CultureLens suite v1", and ", unpinned build" for a build from
+        other sources than the pinned ones."""
+        return f"CultureLens suite v{self.version}" + ("" if self.pinned else f", {UNPINNED} build")
+
+    @property
+    def build(self) -> str | None:
+        """The protocol field ``build`` of rows scored against this build (None for the pinned one)."""
+        return None if self.pinned else UNPINNED
 
     @property
     def names(self) -> list[str]:
@@ -146,8 +164,8 @@ class Suite:
         them) answers this suite's part for the track: its dataset, the prompt rows the part pins (when pinned)
         and the part's images per prompt, as the seeds declared with each image missing of them scored as a
         failure (``results.MISSING_AS_FAILURES``; results scored before that counted the fewest images present,
-        so a submission that padded its seeds and refused some could pass for fewer seeds). Such rows are the
-        ones the overall ranking compares."""
+        so a submission that padded its seeds and refused some could pass for fewer seeds), and the same build, pinned
+        or not (``build``). Such rows are the ones the overall ranking compares."""
         from benchmark.results import MISSING_AS_FAILURES  # pyarrow: only when a ranking reads rows
 
         part = self.part_of_track(track)
@@ -155,7 +173,7 @@ class Suite:
             return False
         pin = part.dataset
         return (protocol.get("dataset") == str(pin) and protocol.get("images_per_prompt") == part.images_per_prompt
-                and protocol.get("missing_images") == MISSING_AS_FAILURES
+                and protocol.get("missing_images") == MISSING_AS_FAILURES and protocol.get("build") == self.build
                 and (pin.digest is None or protocol.get("dataset_revision") == pin.digest))
 
     @property

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmark.datasets.prompts import local_folder
@@ -66,8 +66,9 @@ class Assets:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self.suite = Suite.load(self.folder)  # a SuiteError saying how to make one when it is not a suite folder
+        suite = Suite.load(self.folder)  # a SuiteError saying how to make one when it is not a suite folder
         self.built: dict[str, dict] = json.loads((self.folder / DEFINITION).read_text(encoding="utf-8")).get("built", {})
+        self.suite = replace(suite, pinned=not self.unpinned)
 
     @property
     def datasets_root(self) -> Path:

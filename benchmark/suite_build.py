@@ -6,7 +6,10 @@ Every asset has a public source (``suite.SOURCES``), so a build with no source g
 - files pinned by this package (CUBE-1K, the CSpace file, the W1KP calibration): their bytes are checked against
   the pin (sha256, or the git blob id of a file in a pinned GitHub commit). The public address serving other
   bytes is an error; a mirror's (``CULTURELENS_GITHUB_RAW``) or a file the operator gives is built, recorded as
-  not pinned (``suite.json``, the card), and said in one line: results on it are not the suite's.
+  not pinned (``suite.json``, the card), and said in one line: results on it are not the suite's. ``suite.json``'s
+  ``pinned`` says whether every asset built is pinned; rows scored against a build that is not carry the protocol
+  field ``build: unpinned`` (``benchmark.suite.UNPINNED``), are called "CultureLens suite v1, unpinned build" and
+  are never ranked with the pinned build's.
 - sources that change with the day (the iconic references' Wikidata query and Commons images, the relevance
   knowledge base's Wikidata items, Wikipedia pages and Commons images, CulturalFrames on the Hub): the build
   records what it read (``pins``: every record's revision, the Hub commit, every file's and image's sha256) in
@@ -396,8 +399,10 @@ def write_definition(out: Path, suite: Suite, built: dict, not_built: dict[str, 
     from benchmark import __version__
 
     out.mkdir(parents=True, exist_ok=True)
+    pinned = all(record.get("pinned") is not False for record in built.values())
     atomic_write_text(out / DEFINITION, json.dumps({"culturelens": __version__, "suite": suite.to_dict(),
-                                                    "built": built}, indent=2, ensure_ascii=False) + "\n")
+                                                    "built": built, "pinned": pinned}, indent=2,
+                                                   ensure_ascii=False) + "\n")
     atomic_write_text(out / LICENCE_FILE, licences(suite))
     atomic_write_text(out / "README.md", card(suite, built, not_built, asset_configs(out)))
 

@@ -6,6 +6,9 @@ own dataset; their rows go into one results folder. Each aggregate row keeps its
 ``dataset``, ``seeds`` and ``protocol`` columns), so a part is ranked among rows of the same protocol; ``run.json``
 records the suite, the parts present and missing, and each part's own run record under ``parts``.
 
+Against a build of the suite that is not pinned (``Suite.pinned``), every row's protocol also says so
+(``build: unpinned``): such rows are never ranked with the pinned suite's.
+
 ``score`` is the one call the command line (``culturelens score``) and the leaderboard's worker make.
 """
 
@@ -16,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from benchmark import __version__, harness
+from benchmark import __version__, harness, results
 from benchmark.cache import EmbeddingCache
 from benchmark.datasets.prompts import load_prompts_for
 from benchmark.encoders.base import Backbone
@@ -63,10 +66,26 @@ def score(folder: Path, metrics: list[Metric], backbones: dict[str, Backbone], c
                             submission_id=submission_id, options=options, progress=part_progress, disabled=disabled)
         if result is None:
             return None  # a shard's rank > 0: rank 0 writes the results
-        scored[name] = result
+        scored[name] = of_build(result, suite)
     unscored = {name: "none of its tracks' metrics can run" for name in parts if name not in scored}
     return merge(scored, suite, submission_id=submission_id, disabled={**absent, **(disabled or {})},
                  options=options, unscored=unscored)
+
+
+def of_build(scores: Scores, suite: Suite) -> Scores:
+    """``scores`` with every aggregate row's protocol naming the build scored against (``Suite.build``; unchanged
+    for the pinned one), and the run record's protocols alike."""
+    if suite.build is None:
+        return scores
+
+    def marked(protocol) -> dict:
+        fields = results.protocol_fields(protocol)
+        return {} if fields is None else results.protocol_columns({**fields, "build": suite.build})
+
+    rows = [{**row, **marked(row.get("protocol"))} for row in scores.aggregates]
+    protocols = {m: marked(p).get("protocol", p) for m, p in (scores.run.protocols or {}).items()}
+    run = scores.run.model_copy(update={"protocols": protocols or scores.run.protocols})
+    return Scores(scores.per_image, rows, scores.curves, run)
 
 
 def _score_one(layout: SubmissionLayout, metrics, backbones, cache, datasets_root, local_only, **arguments):

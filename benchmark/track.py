@@ -81,12 +81,13 @@ class Protocol:
 
     def describe(self) -> str:
         """The protocol in words, for notes and the method page."""
-        parts = [f"dataset {self.dataset or 'any'}",
-                 f"{self.images_per_prompt} images per prompt" if self.images_per_prompt else "any images per prompt",
-                 f"metric version {self.version}…" if self.version else "",
+        images = self.images_per_prompt
+        parts = [f"dataset {self.dataset}" if self.dataset else "",
+                 f"{images} image{'' if images == 1 else 's'} per prompt" if images else "",
+                 f"metric version {self.version} with its settings" if self.version else "",
                  f"backbones {', '.join(self.backbones)}" if self.backbones else "",
                  f"judge {self.judge}" if self.judge else ""]
-        return "; ".join(p for p in parts if p)
+        return "; ".join(p for p in parts if p) or "no field fixed"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ true mean. Kinds: normal; skewed (exponential, lognormal with sigma = 1); values
 - ``t``: Student-t interval, mean -/+ t_{n-1} s / sqrt(n) (CultureLens's rule until issue 39);
 - ``boot-t``: studentized (percentile-t) bootstrap (Efron & Tibshirani 1993, ch. 12.5), 2.5% tails;
 - ``Wilson``: Wilson (1927) score interval, 0/1 data only;
-- ``ours``: ``benchmark.stats.mean_ci`` itself (Wilson for 0/1 samples, else the percentile-t with 1% tails);
+- ``ours``: ``benchmark.stats.mean_ci`` itself (Wilson for 0/1 samples of a rate, else the percentile-t with 1% tails);
   "-" below its minimum n, where it gives no interval.
 
 The other columns treat a sample whose values are all equal as the interval (v, v)
@@ -125,7 +125,8 @@ def coverage_cell(kind: str, n: int, replicates: int, resamples: int, seed: int)
     if binary:
         intervals["Wilson"] = tuple(wilson)
     if n >= MIN_CI_N:
-        intervals["ours"] = tuple(np.array(bounds) for bounds in zip(*(mean_ci(row) for row in samples)))
+        intervals["ours"] = tuple(np.array(bounds) for bounds in zip(*(mean_ci(row, kind="rate" if binary else
+                                                                                   "continuous") for row in samples)))
     cell = {}
     for method, (low, high) in intervals.items():
         covered = (low <= truth) & (truth <= high)  # nan bounds: not covered

@@ -274,6 +274,7 @@ class Writer:
             "metric_version": _constant("1", rows, pa.string()),
             "higher_is_better": higher, "range_low": pc.take(pa.array([RANGES[m[0]][0] for m in METRICS]), which),
             "range_high": pc.take(pa.array([RANGES[m[0]][1] for m in METRICS]), which),
+            "value_kind": _constant("continuous", rows, pa.string()),
             "slice": pa.array(cols["slice"]), "slice_value": pa.array(cols["slice_value"]),
             "value": pa.array(cols["value"]), "ci_low": pa.array(cols["ci_low"], from_pandas=True),
             "ci_high": pa.array(cols["ci_high"], from_pandas=True), "n": pa.array(cols["n"], pa.int64()),

@@ -79,13 +79,14 @@ def default_cube_source() -> str:
     return str(shared) if shared.is_file() else DEFAULT_SOURCE
 
 
-def add_suite(parser: argparse.ArgumentParser, what: str) -> None:
+def add_suite(parser: argparse.ArgumentParser, what: str, *, served: bool = False) -> None:
     """``--suite REPO_OR_DIR`` (else ``CULTURELENS_SUITE``): the suite a suite submission answers, and its scoring
-    assets."""
+    assets. ``served``: by default the one the store's ``serve --suite`` serves (``served_suite.remembered``)."""
     from benchmark.suite import SUITE_REPO
 
+    first = "the one `serve --suite` serves on this store, else " if served else ""
     service.SUITE.add_to(parser, help=f"the suite {what}: a folder from `culturelens suite build` or a Hub repo id "
-                                      f"(default {SUITE_REPO}, its datasets from the store then the Hub)")
+                                      f"(default {first}{SUITE_REPO}, its datasets from the store then the Hub)")
 
 
 def suite(args: argparse.Namespace) -> str | None:

@@ -40,6 +40,8 @@ WIN_RATES = (
 RANK_COLUMNS = [c.name for c in RANKED]
 SHOWN_COLUMNS = [c.name for c in RANKED if c.shown]
 WIN_COLUMNS = [c.name for c in WIN_RATES]
+WIN_RATE = " win rate"  # a track's column in the overall: "<track title> win rate" (a share of models beaten)
+OWN_SCORE = " score"  # beside it: "<track title> score", the track's own score (its headline metric)
 DATATYPES = {c.name: c.datatype for c in (*RANKED, *WIN_RATES) if c.datatype != "str"}
 
 
@@ -49,7 +51,12 @@ def datatypes(columns, frame: pd.DataFrame | None = None) -> list[str]:
     def holds_text(column) -> bool:
         return frame is not None and frame[column].map(lambda v: isinstance(v, str)).any()
 
-    return ["str" if DATATYPES.get(c) == "number" and holds_text(c) else DATATYPES.get(c, "str") for c in columns]
+    def kind(column) -> str:
+        if column.endswith(WIN_RATE) and column not in DATATYPES and frame is not None and holds_text(column):
+            return "markdown"  # the page's track cell: the win rate and the track's own score, linked to its table
+        return "str" if DATATYPES.get(column) == "number" and holds_text(column) else DATATYPES.get(column, "str")
+
+    return [kind(c) for c in columns]
 
 
 def _sources(frame: pd.DataFrame) -> pd.Series:
@@ -124,10 +131,11 @@ def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -
 
 
 def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None = None) -> pd.DataFrame:
-    """``tables.overall``'s table for people (``WIN_COLUMNS``, then each track's win rate and the values shown
-    beside them): the rank and its 95% range, the model (linked to its page with ``ids``, from
-    ``tables.model_ids``), the overall win rate with its interval (``render.WIN_RATE_FOOTNOTE`` says what a win
-    rate is)."""
+    """``tables.overall``'s table for people (``WIN_COLUMNS``, then for each track in the README's order its win
+    rate, "<title> win rate", and its own score, "<title> score", then the values shown beside them): the rank and
+    its 95% range, the model (linked to its page with ``ids``, from ``tables.model_ids``), the overall win rate with
+    its interval (``render.WIN_RATE_FOOTNOTE`` says what a win rate is). A model alone on its tracks has no win
+    rate, and its own scores."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
     rank = wide["win_rate"].rank(ascending=False, method="min").astype("Int64")
@@ -146,7 +154,9 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
         "Tracks": wide["tracks"].astype(int),
     })
     for column in tables.win_rate_columns(wide):
-        shown[track_registry.get(column).title] = wide[column].round(3)
+        title = track_registry.get(column).title
+        shown[title + WIN_RATE] = wide[column].round(3)
+        shown[title + OWN_SCORE] = wide[column + tables.SCORE].round(3) if column + tables.SCORE in wide else np.nan
     for column in tables.beside_columns(wide):
         track = track_registry.get(column.removesuffix(tables.BESIDE))
         shown[f"{track.title}: {track.headline} (not in the mean)"] = wide[column].round(3)

@@ -15,7 +15,7 @@ import pandas as pd
 from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.errors import CultureLensError
-from leaderboard import links, tables
+from leaderboard import links, render, tables
 from leaderboard.catalog import Catalog
 
 # Every column of a typed row, in order, with its pandas dtype (nullable where a value may be missing).
@@ -25,6 +25,7 @@ COLUMNS = {
     "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
     "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
     "refused": "float64", "range_low": "float64", "range_high": "float64",
+    "value_kind": "string",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
     "not_ranked": "string",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
@@ -64,7 +65,9 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         images_per_prompt=[f.get("images_per_prompt") for f in fields],
         missing_images=[f.get("missing_images") for f in fields],
         metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
-        backbones=["; ".join(f["backbones"]) if f.get("backbones") else None for f in fields],
+        backbones=[render.public_backbones(f["backbones"]).replace(", ", "; ") if f.get("backbones") else None
+                   for f in fields],
+        model_id=_per_value(out["model_id"], lambda i: None if i is None or pd.isna(i) else render.public_id(i)),
         on_protocol=_per_value(pairs, lambda pair: track_registry.on_protocol(*pair)),
         model_url=_per_value(out["model_id"], links.model_url),
         paper_url=_per_value(out["citation"], links.paper_url),

@@ -81,7 +81,7 @@ def base_name(track: str, protocol: str | None, suite: Suite) -> str:
     if (paper := _paper(track, fields)) is not None:
         return f"{paper.called} paper protocol"
     if _the_suites(track, protocol, fields, suite):
-        return f"CultureLens suite v{suite.version}"
+        return suite.name
     name = dataset_name(str(fields.get("dataset")))
     part = suite.part_of_track(track)
     if part is not None and fields.get("dataset") == str(part.dataset):
@@ -156,7 +156,7 @@ def difference(track: str, protocol: str | None, suite: Suite) -> str:
     declared = track_registry.get(track).protocol
     # The track's headline settings whatever the prompts: the suite's part says which prompts and how many images.
     same_settings = replace(declared, dataset="", images_per_prompt=None).admits(protocol)
-    said = [f"metric version {declared.version}…" if declared.version else "",
+    said = [f"metric version {declared.version} with its settings" if declared.version else "",
             f"backbones {', '.join(declared.backbones)}" if declared.backbones else ""]
     settings = "" if same_settings else f", not the track's settings ({'; '.join(w for w in said if w)})"
     if words is None:

@@ -112,7 +112,14 @@ def rule(cat: Catalog, track: str, metric: str, frame: pd.DataFrame, protocol_id
                                         _number(known["low"].get(m)), _number(known["high"].get(m)))
                        for m in composite.inputs)
     return ranking.Rule(inputs, composite.combine if composite else None, higher, not declared.not_in_overall,
-                        low=low, high=high, unanswered=declared.unanswered)
+                        kind=value_kind(frame), low=low, high=high, unanswered=declared.unanswered)
+
+
+def value_kind(frame: pd.DataFrame) -> str:
+    """What a metric's values are, as its rows declare (``MetricInfo.kind``): "rate" or, by default and for rows
+    scored before kinds were recorded, "continuous"."""
+    known = frame["value_kind"].dropna() if "value_kind" in frame.columns else pd.Series(dtype=object)
+    return "rate" if len(known) and known.iloc[0] == "rate" else "continuous"
 
 
 def _number(value) -> float | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import string
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pandas as pd
 
@@ -80,6 +81,26 @@ def hide_paths(text: object, places: dict[str, str]) -> str:
     for path in sorted(places, key=len, reverse=True):
         text = text.replace(path, places[path])
     return text
+
+
+def public_id(value: object) -> str:
+    """A model id or backbone source as a visitor may read it: a Hub id or URL as it is, a path of someone's
+    machine (an operator's weights, a submitter's model folder) by its last name only, marked as local."""
+    text = str(value)
+    if text.startswith(("/", "~", "./", "../")) or re.match(r"^[A-Za-z]:[\\/]", text):
+        return f"{PurePath(text).name or text} (local folder)"
+    return text
+
+
+def public_backbones(backbones: list[str]) -> str:
+    """A protocol's backbones (``id=source@revision``, or ``id@revision``) with each source as ``public_id`` names
+    it: the id and revision (a digest for local weights) say which weights, the operator's path does not."""
+    shown = []
+    for entry in backbones:
+        name, _, rest = str(entry).partition("=")
+        source, at, revision = rest.rpartition("@") if "@" in rest else (rest, "", "")
+        shown.append(f"{name}={public_id(source)}{at}{revision}" if rest else name)
+    return ", ".join(shown)
 
 
 def link(text: object, url: str | None) -> str:

@@ -12,10 +12,14 @@ definition v1 of this package, with the store's own datasets and no scoring asse
 
 ``tracks_off`` says, for the Queue tab, which tracks of the suite cannot be scored here and the one command that
 turns each on.
+
+``serve`` records in the store which suite it serves (``remember``: ``served-suite.json``), so that ``validate``,
+``submit`` and ``generate`` on the same store answer that suite without being told it again (``remembered``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ from benchmark.suite import SCORING_ASSETS, SUITE_V1, Suite
 from benchmark.suite_assets import SETTINGS, Assets, open_suite
 
 DEFAULT_FOLDER = "suite/"  # where the README's operator builds the suite
+RECORD = "served-suite.json"  # in a store: the suite its service serves (``remember``)
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ class ServedSuite:
         off = {}
         for part in self.suite.parts:
             for track in part.tracks:
-                needs = [] if self._serves(part, store_datasets) else [part.name]
+                needs = [] if self.serves(part, store_datasets) else [part.name]
                 asset = SCORING_ASSETS.get(track)
                 if asset and not settings.get(SETTINGS[asset]):
                     needs.append(asset)
@@ -66,10 +71,11 @@ class ServedSuite:
 
     def unserved_tracks(self, store_datasets: Path) -> set[str]:
         """The tracks whose part's dataset is not in ``store_datasets``: off here whatever a worker can score."""
-        return {track for part in self.suite.parts if not self._serves(part, store_datasets) for track in part.tracks}
+        return {track for part in self.suite.parts if not self.serves(part, store_datasets) for track in part.tracks}
 
     @staticmethod
-    def _serves(part, store_datasets: Path) -> bool:
+    def serves(part, store_datasets: Path) -> bool:
+        """Whether ``store_datasets`` holds the part's dataset: this server accepts that part."""
         return (local_folder(store_datasets, part.dataset.repo) / "README.md").exists()
 
     def command(self, needs: list[str]) -> str:
@@ -101,6 +107,30 @@ def open_served(ref: str | None, store_datasets: Path, say: Callable[[str], None
         elif not local and not (target / "README.md").exists():
             say(_download(part, target))
     return ServedSuite(opened.suite, opened.assets, ref)
+
+
+def remember(store_root: Path, ref: str | None) -> None:
+    """Record in the store that its service serves the suite ``ref`` (a folder, kept as its absolute path, or a
+    Hub repo id); None: the package's definition, and no record."""
+    from benchmark.atomic import atomic_write_text
+
+    path = Path(store_root) / RECORD
+    if ref is None:
+        path.unlink(missing_ok=True)
+        return
+    kept = str(Path(ref).resolve()) if Path(ref).is_dir() else ref
+    Path(store_root).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"suite": kept}) + "\n")
+
+
+def remembered(store_root: Path) -> str | None:
+    """The suite the store's service serves (``remember``), or None when it serves the package's definition, has
+    never been served, or its record is not readable (then the package's definition, as before the record)."""
+    try:
+        ref = json.loads((Path(store_root) / RECORD).read_text(encoding="utf-8")).get("suite")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return ref if isinstance(ref, str) and ref else None
 
 
 def _link(source: Path, target: Path) -> None:

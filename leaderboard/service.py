@@ -23,7 +23,7 @@ from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
 from leaderboard import hub_sync, pickup, quarantine
 from leaderboard.repo import hub_repo
-from leaderboard.served_suite import open_served
+from leaderboard.served_suite import open_served, remember
 from leaderboard.store import Store
 from leaderboard.supervisor import Supervisor
 
@@ -69,6 +69,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     from leaderboard.app import build_app
 
     served = open_served(suite, Path(root) / layout.DATASETS, say)
+    remember(root, suite)  # validate, submit and generate on this store answer the suite it serves
     store = Store(root, limits, **quota, queue=queue, suite=served.suite)
     if queue:
         say(f"queue: {store.queue.location}")  # without its password

@@ -4,12 +4,15 @@ details. Markdown; text a submitter chose goes through ``render.plain``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmark.datasets import cube_1k
 from benchmark.run_record import RunRecord
 from benchmark.submission import Report
 from benchmark.submission.suite import SuiteReport
-from benchmark.suite import COSTS, Suite
+from benchmark.suite import COSTS, SUITE_REPO, Suite
 from leaderboard import render
+from leaderboard.served_suite import ServedSuite
 
 TRY_COMMAND = (f"culturelens generate --preset sdxl --dataset {cube_1k.HUB_REPO} --config {cube_1k.CONFIG_DEMO} "
                "--images-per-prompt 1 --out subs/demo")
@@ -23,10 +26,10 @@ def _count(value: int | None) -> str:
     return f"{value:,}" if value is not None else "not pinned yet"
 
 
-def parts_table(suite: Suite) -> str:
-    """The suite's parts: prompts x images per prompt, and the tracks each is scored on."""
+def parts_table(suite: Suite, parts=None) -> str:
+    """The suite's parts (or ``parts`` of them): prompts x images per prompt, and the tracks each is scored on."""
     rows = [f"| `{p.name}` | {_count(p.dataset.prompts)} × {p.images_per_prompt} ({_seeds(p)}) | "
-            f"{', '.join(p.tracks)} |" for p in suite.parts]
+            f"{', '.join(p.tracks)} |" for p in (suite.parts if parts is None else parts)]
     return "\n".join(["| part | prompts × images | tracks |", "|---|---|---|", *rows])
 
 
@@ -39,25 +42,53 @@ def generation_cost(suite: Suite) -> str:
             ("" if measured else " (estimates from published per-image times, not measured here: the suite's card)"))
 
 
-def submit_guide(suite: Suite, demo_prompts: int | None) -> tuple[str, str]:
-    """The Submit tab's text, in the order a submitter needs it: the suite, one generate, one submit, the format
-    (the schema button goes between the two parts), then the demo config to try the path in minutes."""
+def suite_flag(served: ServedSuite) -> tuple[str, str]:
+    """How a submitter's ``generate`` names the suite this server serves, and a sentence on it where it needs one:
+    the Hub default bare, another Hub repo by its id, a suite folder by a placeholder (the operator's path is never
+    shown: ``SUITE_DIR``, a build of the same suite)."""
+    ref = served.ref
+    if ref is None or ref == SUITE_REPO:
+        return "--suite", ""
+    if served.assets is not None and Path(ref).is_dir():
+        return "--suite SUITE_DIR", (" `SUITE_DIR` is a folder of this server's suite: `culturelens suite build --out "
+                                     "SUITE_DIR` makes one from the same public sources" +
+                                     ("" if served.suite.pinned else ", though this server's build is not "
+                                      "pinned: ask its operator for theirs") + ".")
+    return f"--suite {ref}", ""
+
+
+def submit_guide(served: ServedSuite, store_datasets: Path, demo_prompts: int | None) -> tuple[str, str]:
+    """The Submit tab's text, in the order a submitter needs it: the suite served (its name, the parts this server
+    accepts: those whose dataset it holds), one generate, one submit, the format (the schema button goes between
+    the two parts), then the demo config to try the path in minutes, where this server holds CUBE-1K."""
+    suite = served.suite
     demo_size = f"{demo_prompts} prompts" if demo_prompts else f"{cube_1k.DEMO_PER_CELL} prompts per country × concept"
+    accepted = [p for p in suite.parts if served.serves(p, store_datasets)]
+    flag, about = suite_flag(served)
+    only = (f" --parts {' '.join(p.name for p in accepted)}" if accepted and len(accepted) < len(suite.parts)
+            else "")
+    refused = [p.name for p in suite.parts if p not in accepted]
+    scope = ("one submission scores a model on every track" if not refused else
+             f"this server accepts {', '.join(f'`{p.name}`' for p in accepted) or 'no part'} of it (it does not "
+             f"hold the datasets of {', '.join(f'`{name}`' for name in refused)}, so their tracks are off here: see "
+             "the **Queue** tab)")
+    images = sum(p.images or 0 for p in accepted)
+    cost = generation_cost(suite) if not refused else f"**{images:,} images** for the parts accepted here"
     steps = f"""### Take part: one generate, one submit
 
-**The benchmark is the suite** {render.code(suite.label)}: one submission scores a model on every track. For
-each track it says which prompts to answer and how many images each (one seed per image):
+**The benchmark is the suite** {render.code(suite.name)}: {scope}. For each track it says which prompts to answer
+and how many images each (one seed per image):
 
-{parts_table(suite)}
+{parts_table(suite, accepted)}
 
-{generation_cost(suite)}.
+{cost}.
 
-**1. Generate every part** with any diffusers pipeline (`--preset` carries a paper's settings; rerun the same command
-to resume):
+**1. Generate {'every part' if not refused else 'the parts accepted here'}** with any diffusers pipeline (`--preset`
+carries a paper's settings; rerun the same command to resume).{about}
 
 ```bash
-culturelens generate --suite --preset sdxl --out subs/my-model
-culturelens validate subs/my-model       # a report per part; the parts missing are named
+culturelens generate {flag}{only} --preset sdxl --out subs/my-model
+culturelens validate subs/my-model{'' if flag == '--suite' else ' ' + flag}       # a report per part; the parts missing are named
 ```
 
 **2. Submit it**, one submission for every part: zip the folder and upload it below, or push it as a Hub dataset
@@ -70,6 +101,8 @@ silently.
 each manifest naming its part (`submissions/README.md` explains each field; the button below gives the manifest's
 JSON Schema, and `culturelens schema` prints it).
 """
+    if not any(p.dataset.repo == cube_1k.HUB_REPO for p in accepted):
+        return steps, ""
     demo = f"""**To try the path in minutes**, answer CUBE-1K's demo config `{cube_1k.CONFIG_DEMO}` ({demo_size}, one
 image each; demo rows are ranked only among themselves): `submissions/example` in the repository is a complete demo
 submission to zip and upload.

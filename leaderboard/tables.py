@@ -39,13 +39,15 @@ from leaderboard.rankings import OVERALL, UNRECORDED, higher_is_better
 # The columns the views read (never SELECT *: the catalog holds every provenance field).
 COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
            "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
-           "range_low, range_high, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
+           "range_low, range_high, value_kind, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
            f"protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
 HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
 # The columns of ``win_rates`` that are not a track's win rate.
 WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank_low",
                 "rank_high")
 BESIDE = ":value"  # ``overall``'s column "<track>:value": a track's headline value shown beside the win rates
+SCORE = ":score"  # ``overall``'s column "<track>:score": the track's own score of each model (its ranking's value)
+LONE = "ranks appear when a second model on the same tracks is scored"  # a track set of one model
 
 
 def tracks(cat: Catalog) -> list[str]:
@@ -158,12 +160,14 @@ def describe_protocol(protocol: str | None) -> str:
     if fields is None:
         return "unrecorded (scored before protocols were recorded, or not readable)"
     images = fields.get("images_per_prompt")
-    backbones = ", ".join(fields.get("backbones") or []) or "none"
+    backbones = render.public_backbones(fields.get("backbones") or []) or "none"
     revision = f" (prompt rows {fields['dataset_revision']})" if fields.get("dataset_revision") else ""
     missing = (" (an image declared but missing scored as a failure)" if fields.get("missing_images") ==
                results.MISSING_AS_FAILURES else "")
-    return (f"dataset {fields.get('dataset')}{revision}; {images if images is not None else 'unstated'} images per "
-            f"prompt{missing}; metric version {fields.get('metric_version')}; backbones {backbones}")
+    count = "unstated images" if images is None else f"{images} image{'' if images == 1 else 's'}"
+    build = "; an unpinned build of the suite" if fields.get("build") else ""
+    return (f"dataset {fields.get('dataset')}{revision}; {count} per prompt{missing}; metric version "
+            f"{fields.get('metric_version')}; backbones {backbones}{build}")
 
 
 def chart_protocols(cat: Catalog, track: str) -> pd.DataFrame | None:
@@ -237,7 +241,8 @@ def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = Fal
 
 def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (model, provenance) of headline rows: the set of tracks it has a row on, as text ('a + b')."""
-    return frame.groupby(["model", "provenance"])["track"].agg(lambda t: " + ".join(sorted(set(t)))).rename(
+    return frame.groupby(["model", "provenance"])["track"].agg(
+        lambda t: " + ".join(sorted(set(t), key=track_order))).rename(
         "track_set").reset_index()
 
 
@@ -254,19 +259,22 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
     if entities.empty:
         return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
     index = {key: i for i, key in enumerate(zip(entities["model"], entities["provenance"]))}
-    point, boot, notes, shown = {}, {}, [], {}
+    point, boot, notes, shown, own = {}, {}, [], {}, {}
     not_ranked = np.full(len(entities), "", dtype=object)
-    for track, group in sorted(frame.groupby("track"), key=lambda item: item[0]):
+    for track, group in sorted(frame.groupby("track"), key=lambda item: track_order(item[0])):
         higher = higher_is_better(group)
         values, replicates = np.full((1, len(entities)), np.nan), None
+        own[track] = np.full(len(entities), np.nan)
         if cat is None:
             values[0, [index[k] for k in zip(group["model"], group["provenance"])]] = group["value"]
+            own[track][[index[k] for k in zip(group["model"], group["provenance"])]] = group["value"]
         else:
             rows, result, note = rankings.rank_frame(cat, group, track, track_registry.get(track).headline)
             shown[track] = rows
             notes.append(f"{track_registry.get(track).title}: {note}")
             where = np.array([index[k] for k in zip(rows["model"], rows["provenance"])])
             values[0, where] = np.where(rows["not_ranked"].eq(""), rows["value"], np.nan)
+            own[track][where] = rows["value"].to_numpy(float)
             for i, why in zip(where, rows["not_ranked"]):
                 if why and not not_ranked[i]:
                     not_ranked[i] = f"{track_registry.get(track).title}: {why}"
@@ -281,14 +289,15 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
     if cat is not None and any(b is None for b in boot.values()):
         notes.append("no interval on the mean win rate: a track above has none")
     means = ranking.mean_win_rates(point, boot if cat is not None else {t: None for t in boot})
-    wide = entities.assign(**point)
+    wide = entities.assign(**point, **{track + SCORE: values for track, values in own.items()})
     wide["tracks"] = means["tracks"].to_numpy()
     wide["win_rate"] = np.where(not_ranked == "", means["win_rate"], np.nan)
     wide["not_ranked"] = not_ranked
     if cat is not None and all(b is not None for b in boot.values()):
         for name in ("win_low", "win_high", "rank_low", "rank_high"):
             wide[name] = np.where(not_ranked == "", means[name], np.nan)
-    wide = wide[(wide["tracks"] > 0) | (wide["not_ranked"] != "")]
+    scored = np.column_stack([~np.isnan(v) for v in own.values()]).any(axis=1) if own else np.zeros(len(wide), bool)
+    wide = wide[(wide["tracks"] > 0) | (wide["not_ranked"] != "") | scored]
     wide = wide.sort_values(["win_rate", "model"], ascending=[False, True], na_position="last").reset_index(drop=True)
     wide.attrs["note"] = "; ".join(notes)
     wide.attrs["ranked"] = shown
@@ -314,6 +323,8 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     members = sets[sets["track_set"] == chosen]
     frame = frame.merge(members[["model", "provenance"]], on=["model", "provenance"])
     wide = win_rates(frame, cat)
+    if len(members) < 2:  # one model: shown with its own scores, unranked, saying what ranks it
+        wide["not_ranked"] = wide["not_ranked"].where(wide["not_ranked"] != "", LONE)
     beside, _ = headline_protocol_rows(cat, headline, beside=True)
     for track, group in beside.groupby("track", sort=False):
         rows, _, _ = rankings.rank_frame(cat, group, track, track_registry.get(track).headline, intervals=False)
@@ -323,9 +334,16 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     return wide, choices, chosen, off
 
 
+def track_order(track: str) -> tuple[int, str]:
+    """Where a track's column stands: the README's order (``Track.order``), then by name."""
+    known = list(track_registry.all_tracks())
+    return (known.index(track) if track in known else len(known), track)
+
+
 def win_rate_columns(wide: pd.DataFrame) -> list[str]:
-    """The tracks of an ``overall`` table that have a win rate (in its mean)."""
-    return [c for c in wide.columns if c not in WIDE_COLUMNS and not c.endswith(BESIDE)]
+    """The tracks of an ``overall`` table that have a win rate (in its mean), in the README's order."""
+    return sorted((c for c in wide.columns if c not in WIDE_COLUMNS and not c.endswith((BESIDE, SCORE))),
+                  key=track_order)
 
 
 def beside_columns(wide: pd.DataFrame) -> list[str]:

@@ -144,7 +144,8 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
             protocol = results.protocol_columns({
                 "dataset": str(part.dataset), "dataset_revision": part.dataset.digest,
                 "images_per_prompt": part.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,
-                "metric_version": version, "backbones": []})
+                "metric_version": version, "backbones": [],
+                **({"build": store.suite.build} if store.suite.build else {})})  # an unpinned build's, as scored
             headline = track_registry.get(track).headline
             per_prompt = [value + (0.01 if i % 2 else -0.01) for i in range(prompts)]
             common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",

@@ -245,7 +245,9 @@ def test_overall_ranks_models_of_one_track_set_with_brute_force_intervals(store)
         assert row["win_high"] == pytest.approx(sorted(means[:, j])[high])
     assert "from the same 12 prompts" in wide.attrs["note"]
     other, _, shown, _ = tables.overall(Catalog(store), track_set="iconicity")
-    assert shown == "iconicity" and list(other["model"]) == []  # one model alone has no win rate
+    # One model alone has no win rate: it is shown with its own score, unranked, saying what ranks it (issue 41).
+    assert shown == "iconicity" and list(other["model"]) == ["SDXL"] and other["win_rate"].isna().all()
+    assert list(other["not_ranked"]) == [tables.LONE]
 
 
 # --- issue 33: one set of prompts per ranking ------------------------------------------------------------------

@@ -66,12 +66,14 @@ def test_zero_one_values_get_the_wilson_interval():
     # 2 of 10, z^2 = 3.8414588: centre (0.2 + 0.1920729) / 1.3841459 = 0.2832598,
     # half 1.9599640 / 1.3841459 * sqrt(0.016 + 0.0096037) = 0.2265777
     events = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0], dtype=float)
-    assert mean_ci(events) == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
+    assert mean_ci(events, kind="rate") == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
     assert wilson_interval(2, 10) == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
     scipy_wilson = scipy_stats.binomtest(2, 10).proportion_ci(0.95, method="wilson")
-    assert mean_ci(events) == pytest.approx((scipy_wilson.low, scipy_wilson.high))
+    assert mean_ci(events, kind="rate") == pytest.approx((scipy_wilson.low, scipy_wilson.high))
     scipy_90 = scipy_stats.binomtest(2, 10).proportion_ci(0.90, method="wilson")
-    assert mean_ci(events, confidence=0.90) == pytest.approx((scipy_90.low, scipy_90.high))
+    assert mean_ci(events, confidence=0.90, kind="rate") == pytest.approx((scipy_90.low, scipy_90.high))
+    # The same values of a continuous score are no proportion: the percentile-t's interval, not Wilson's.
+    assert mean_ci(events) == pytest.approx(percentile_t_by_hand(events, 0.01), abs=1e-12)
     # At 0 of n the interval is [0, z^2 / (n + z^2)], at n of n [n / (n + z^2), 1]: exactly 0 and 1, never a
     # rounding residue above the share itself (0 of 9: 3.8414588 / 12.8414588 = 0.2991450).
     assert wilson_interval(0, 9) == (0.0, pytest.approx(0.2991450, abs=1e-7))
@@ -92,10 +94,12 @@ def test_no_interval_below_the_minimum_n():
 def test_all_equal_values():
     # No spread: the interval has zero width.
     assert mean_ci(np.full(6, 0.3)) == (0.3, 0.3)
-    # All 0 or all 1 are events that never or always happened: Wilson's interval, not a point.
+    # A rate's all 0 or all 1 are events that never or always happened: Wilson's interval, not a point.
     # 0 of 6: (0, z^2/6 / (1 + z^2/6)) = (0, 0.6402431 / 1.6402431 = 0.3903343); 5 of 5: (0.5655175, 1).
-    assert mean_ci(np.zeros(6)) == pytest.approx((0.0, 0.3903343), abs=1e-7)
-    assert mean_ci(np.ones(5)) == pytest.approx((0.5655175, 1.0), abs=1e-7)
+    assert mean_ci(np.zeros(6), kind="rate") == pytest.approx((0.0, 0.3903343), abs=1e-7)
+    assert mean_ci(np.ones(5), kind="rate") == pytest.approx((0.5655175, 1.0), abs=1e-7)
+    # A continuous score that is 0 everywhere has no spread: the point, never a rate's interval.
+    assert mean_ci(np.zeros(6)) == (0.0, 0.0)
 
 
 def test_holm_on_hand_computed_values():

@@ -264,8 +264,8 @@ def test_a_part_whose_prompt_rows_are_not_the_pinned_ones_is_refused(small_suite
     served = suite.part("cube-1k").dataset.digest
     assert report.parts["cube-1k"].errors == [
         f"manifest.json: dataset: the prompt rows of culturelens/cube-1k:cube_1k:test served here (digest {served}) "
-        "are not the ones culturelens/suite v1 pins (digest 0123456789abcdef); serve the suite's build "
-        "(`culturelens suite build`)"]
+        "are not the ones culturelens/suite v1 pins (digest 0123456789abcdef); a submission generated for a "
+        "suite folder is checked against it: `--suite DIR`, the folder `generate --suite DIR` read"]
 
 
 def test_the_single_submission_path_refuses_a_suite_submission_with_the_way_to_check_it(small_suite, tmp_path):

@@ -29,6 +29,7 @@ from benchmark.datasets import cube_1k
 from benchmark.layout import SuiteLayout, part_folder
 from benchmark.run_record import RunRecord
 from benchmark.submission.suite import validated_hash
+from benchmark.suite_assets import Assets
 from benchmark.suite import SUITE_V1
 from culturelens.testing.submissions import write_image, zip_folder
 from leaderboard import display, tables
@@ -111,7 +112,9 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     assert all(rows["value"].notna().all() for rows in headline.values()), overall[["track", "metric", "value"]]
     for track, rows in headline.items():
         fields = results.protocol_fields(rows["protocol"].iloc[0])
-        assert suite.answered_by(track, fields), (track, fields)  # the suite's part protocol
+        assert Assets(folder).suite.answered_by(track, fields), (track, fields)  # the served build's part protocol
+        assert fields["build"] == "unpinned" and not suite.answered_by(track, fields)  # a stand-in build: never
+        # the pinned suite's (``suite`` here is the definition alone, pinned)
         assert track_registry.get(track).protocol.judged_alike(rows["protocol"].iloc[0]) == (track not in JUDGED)
     run = json.loads((store.results_folder(jobs["Tiny SD"]) / "run.json").read_text())
     assert run["suite"]["parts"] == suite.names and run["suite"]["missing"] == []
@@ -136,15 +139,19 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
     w1kp = behind.loc[behind["track"] == "variability", "value"].iloc[0]
     assert w1kp == pytest.approx(headline["variability"]["value"].iloc[0])
 
-    # /overview, "All tracks": one row for the model, four tracks with values (three win rates and W1KP).
+    # /overview, "All tracks": one row for the model, three tracks with a win rate and its own score each, in the
+    # README's order, and W1KP beside.
     _, _, table, note, track_set = client.predict("overall", None, "", [], None, None, "", [], display.RANK_COLUMNS,
                                                   None, api_name="/overview")
     shown = pd.DataFrame(table["data"], columns=table["headers"])
     ours = shown[shown["Model"].str.contains("Tiny SD")]
-    track_columns = [c for c in shown.columns if c.split(":")[0] in {
+    track_columns = [c for c in shown.columns if c.startswith((
         "Awareness (CUBE)", "Diversity (CUBE)", "Iconicity (CRT)", "Variability (W1KP)", "Relevance (CAIRE)",
-        "Expectations (CulturalFrames)"}]
-    assert len(ours) == 1 and len(track_columns) == 4, shown.columns
+        "Expectations (CulturalFrames)"))]
+    assert len(ours) == 1 and track_columns[:6] == [f"{t}{kind}" for t in ("Awareness (CUBE)", "Diversity (CUBE)",
+                                                                          "Iconicity (CRT)")
+                                                    for kind in (" win rate", " score")], shown.columns
+    assert len(track_columns) == 7
     assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 3
     assert "Variability (W1KP): w1kp (not in the mean)" in track_columns
     assert "the suite's part for that track" in note and "is shown in its own column, beside the mean" in note

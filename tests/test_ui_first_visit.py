@@ -94,7 +94,8 @@ def test_the_first_view_with_suite_rows_ranks_the_models_across_the_tracks(suite
         assert [(row["Model"], row["Overall win rate"].split()[0]) for row in rows] == [
             (model, f"{rate:.3f}") for model, rate in SUITE_WIN_RATES.items()]
         assert [row["Rank"] for row in rows] == ["1", "2", "3"] and {row["Provenance"] for row in rows} == {"scored"}
-        assert [rows[1][track] for track in ("Awareness (CUBE)", "Relevance (CAIRE)")] == ["0.5", "0"]
+        assert [rows[1][f"{track} win rate"].split()[0] for track in ("Awareness (CUBE)", "Relevance (CAIRE)")] == [
+            "0.50", "0.00"]
         assert hashes(page) == [] and scrolls_sideways(page) == []
         screenshot(page, "overview-suite-1366")
         page.get_by_role("radio", name="The papers' tables").check()

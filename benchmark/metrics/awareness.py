@@ -61,7 +61,7 @@ class ArtifactRecognition(Metric):
         self.backbone, self.top, self.template = backbone, top, template
         self.info = MetricInfo(
             f"artifact_top{top}", f"Artifact recognised (top-{top}, zero-shot)", "awareness", "1", True,
-            "share", 0.0, 1.0, CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
+            "share", 0.0, 1.0, CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate")
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue
@@ -108,7 +108,7 @@ class CountryRecognition(Metric):
         self.backbone, self.nouns = backbone, nouns
         self.info = MetricInfo(
             "country_top1", "Country recognised (zero-shot)", "awareness", "1", True, "share", 0.0, 1.0,
-            CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),))
+            CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate")
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue

@@ -46,6 +46,10 @@ class MetricInfo:
     # image-level metric: "worst", the worse end of the range (``failure``); "undefined", no value (VR of an image
     # not recognised: a missing image is not recognised either).
     missing_image: Literal["worst", "undefined"] = "worst"
+    # What a value is, which chooses its confidence interval (``benchmark.stats.mean_ci``), whatever values occur:
+    # "rate", a share of events (1 if the artifact is recognised, else 0: Wilson's interval where every value is 0
+    # or 1); "continuous", any other score (CLIPScore is continuous even where every value happens to be 0).
+    kind: Literal["rate", "continuous"] = "continuous"
 
     @property
     def failure(self) -> float:

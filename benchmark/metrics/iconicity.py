@@ -365,6 +365,7 @@ class _Iconicity(Metric):
 
     name, label, higher, level, unit, equation = "", "", True, "prompt", "share", ""
     missing_image = "worst"  # a declared image the submission lacks: not recognised (``MetricInfo.missing_image``)
+    kind = "continuous"  # ``MetricInfo.kind``
 
     def __init__(self, settings: Protocol = VARIANTS["paper"]):
         self.settings = settings
@@ -373,7 +374,7 @@ class _Iconicity(Metric):
                  Need(dino, "grid", grid, of="reference"))
         self.info = MetricInfo(self.name, _labelled(self.label, settings), "iconicity", settings.version, self.higher,
                                self.unit, 0.0, 1.0, f"{CITATION}, {self.equation}", needs, self.level,
-                               self.missing_image)
+                               self.missing_image, self.kind)
 
     def applies(self, inputs: Inputs) -> str | None:
         if inputs.reference_counts is None or not (inputs.reference_counts > 0).any():
@@ -389,6 +390,7 @@ class _Iconicity(Metric):
 
 class RecognitionPerImage(_Iconicity):
     name, label, level, equation = "cra_image", "CRA, share of images recognised (Eq. 1)", "image", "Eq. 1"
+    kind = "rate"  # each image recognised or not
 
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, self.settings)

@@ -159,8 +159,9 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
         prompts = load_prompts(m)
         if pin.digest is not None and prompts.digest != pin.digest:
             raise DatasetUnavailable(f"the prompt rows of {pin} served here (digest {prompts.digest}) are not the "
-                                     f"ones {suite.label} pins (digest {pin.digest}); serve the suite's build "
-                                     "(`culturelens suite build`)")
+                                     f"ones {suite.label} pins (digest {pin.digest}); a submission generated "
+                                     "for a suite folder is checked against it: `--suite DIR`, the folder "
+                                     "`generate --suite DIR` read")
         return prompts
 
     return check_folder(folder, entries if layout_only else expand(folder, entries, limits), pinned, limits, progress,

@@ -22,12 +22,33 @@ def generate(args: argparse.Namespace) -> int:
     quiet_datasets()
     if args.suite:
         ref = _suite(args.suite, options.store() / "datasets", options.cube_source(args))
-        return command.main(args, suite=ref)
-    if args.dataset == HUB_REPO:
-        folder = options.build_default_dataset(options.store() / "datasets", options.cube_source(args))
-        if folder is not None:
-            args.dataset, args.dataset_repo = str(folder), HUB_REPO
-    return command.main(args)
+        code = command.main(args, suite=ref)
+    else:
+        if args.dataset == HUB_REPO:
+            folder = options.build_default_dataset(options.store() / "datasets", options.cube_source(args))
+            if folder is not None:
+                args.dataset, args.dataset_repo = str(folder), HUB_REPO
+        code = command.main(args)
+    if code == 0:
+        print(f"next: {next_command(args)}")
+    return code
+
+
+def next_command(args: argparse.Namespace) -> str:
+    """The command that submits what ``generate`` made: ``--suite`` named only where the store (``--store``'s
+    default, as ``submit`` reads it) does not serve that suite already (``served_suite.remembered``)."""
+    import shlex
+
+    from benchmark.suite import SUITE_REPO
+    from leaderboard.served_suite import remembered
+
+    words = ["culturelens", "submit", str(args.out)]
+    if args.suite:
+        served = remembered(options.store())
+        given = str(Path(args.suite).resolve()) if Path(args.suite).is_dir() else args.suite
+        if given != (served or SUITE_REPO):
+            words += ["--suite", str(args.suite)]
+    return shlex.join([*words, "--wait"])
 
 
 def _suite(ref: str | None, store_datasets: Path, cube_source: str):
@@ -41,6 +62,15 @@ def _suite(ref: str | None, store_datasets: Path, cube_source: str):
     return suite
 
 
+def _served(store_root: Path, upload: Path) -> str | None:
+    """For a suite upload given no ``--suite``: the suite the store's service serves (``served_suite.remembered``),
+    else None (the default suite)."""
+    from benchmark.submission.suite import is_suite_upload
+    from leaderboard.served_suite import remembered
+
+    return remembered(store_root) if is_suite_upload(upload) else None
+
+
 def validate(args: argparse.Namespace) -> int:
     import functools
 
@@ -52,7 +82,7 @@ def validate(args: argparse.Namespace) -> int:
     quiet_datasets()
     limits = options.limits(args)
     store_datasets = options.store(args) / "datasets"
-    named = options.suite(args)
+    named = options.suite(args) or _served(options.store(args), Path(args.path))
     if named or is_suite_upload(Path(args.path)):
         ref = _suite(named, store_datasets, options.cube_source(args))
         suite, datasets_root = ref.suite, ref.datasets_root
@@ -81,7 +111,10 @@ def submit(args: argparse.Namespace) -> int:
 
     quiet_datasets()
     root = options.store(args)
-    served = open_served(options.suite(args), root / layout.DATASETS, lambda line: print(line, file=sys.stderr))
+    from leaderboard.served_suite import remembered
+
+    served = open_served(options.suite(args) or remembered(root), root / layout.DATASETS,
+                         lambda line: print(line, file=sys.stderr))
     # Whoever runs this holds the store's disk: the operator, held to a quota only when one is set.
     store = Store(root, options.limits(args), **options.quota(args, public=False), queue=options.queue(args),
                   suite=served.suite)
@@ -125,13 +158,13 @@ def _upload_options(p: argparse.ArgumentParser, help: str) -> None:
 
 def _validate_options(p: argparse.ArgumentParser) -> None:
     _upload_options(p, "submission folder or .zip (a suite submission: a report per part)")
-    options.add_suite(p, "a suite submission answers")
+    options.add_suite(p, "a suite submission answers", served=True)
     p.set_defaults(run=validate, hub=True)
 
 
 def _submit_options(p: argparse.ArgumentParser) -> None:
     _upload_options(p, "submission folder or .zip (a suite submission: every part it holds, one job)")
-    options.add_suite(p, "a suite submission answers, as the leaderboard serves it (`serve --suite`: the same one)")
+    options.add_suite(p, "a suite submission answers, as the leaderboard serves it", served=True)
     options.add_queue(p)
     p.add_argument("--owner", default=operator_settings.login(), help="who submits (default: your login name, "
                                                                       "$USER)")

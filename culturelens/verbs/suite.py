@@ -36,6 +36,12 @@ def build(args: argparse.Namespace) -> int:
                            pins_from=read_pins(args.pins) if args.pins else None)
     for outcome in outcomes:
         print(f"{'built' if outcome.built else 'NOT BUILT'} {outcome.asset}: {outcome.detail}")
+    from benchmark.suite_assets import Assets
+
+    assets = Assets(Path(args.out))
+    if assets.unpinned:
+        print(f"an unpinned build ({', '.join(assets.unpinned)} not from the pinned sources): its rows are called "
+              f"\"{assets.suite.name}\" and never ranked with the pinned suite's")
     print(f"the suite folder: {args.out} (its card: {args.out}/README.md); generate with `culturelens generate "
           f"--suite {args.out} ...`, score with `--suite {args.out}`")
     return 0 if all(o.built for o in outcomes) else EXIT_NOT_BUILT

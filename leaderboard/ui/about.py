@@ -17,6 +17,8 @@ def about_markdown(store: Store) -> str:
     cube_dir = render.hide_paths(local_folder(store.datasets, cube_1k.HUB_REPO), render.server_places(store.root))
     status = (f"built locally in `{cube_dir}`" if built
               else f"**not built on this server yet**: run `culturelens data build cube-1k --out {cube_dir}`")
+    pinning = ("pinned" if store.suite.pinned else "from a build whose sources are not all the pinned ones, so its "
+               "rows are never ranked with the pinned suite's")
     papers = "\n".join(f"- {t.name}: {render.plain(t.citation)}" for t in track_registry.all_tracks().values())
     return f"""
 ## Datasets
@@ -36,8 +38,8 @@ a smaller protocol, so padding the seeds and refusing some cannot pass for fewer
 depends on how many images it has), the metric's version (which names every setting that changes its values:
 thresholds, variant, calibration file, tagger; for diversity the set size N and how sets are drawn) and each
 backbone with its revision; its id is the first 12 hex digits of the protocol's sha256. The page names a protocol by
-what it is instead: **CultureLens suite v1** for rows that answer the suite's part of the track (its prompts,
-pinned, and its images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the
+what it is instead: **{store.suite.name}** for rows that answer the suite's part of the track (its prompts,
+{pinning}, and its images per prompt), **CRT paper protocol** (and so on) for the numbers a paper published, the
 dataset otherwise (**CUBE-1K demo**, **CUBE-1K, 2 images per prompt**), each with one line on how it differs from
 the suite's; its fields and id are under "How to read this table". A ranking holds one protocol only: the Overview
 shows the suite's when it has rows, else the track's headline protocol (the paper's settings: e.g. CRT with 10
@@ -85,7 +87,9 @@ track's headline protocol, else the papers'. Variability (W1KP) is not part of i
 better in themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win
 on; its W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
 
-A score's **95% CI** is the percentile-t bootstrap's (Wilson's for 0/1 values): Student-t undercovers skewed
+A score's **95% CI** is chosen by the metric's kind, never by the values that happened to occur: Wilson's for a
+rate (a share of events, such as a recognition rate), else the percentile-t bootstrap's, and it never leaves the
+metric's declared range. Student-t undercovers skewed
 values (0.86 instead of 0.95 on lognormal ones), and the bootstrap's tails were chosen by measured coverage
 (`benchmarks/coverage.py`). A judged track (expectations, relevance) says beside its ranking how far its judge, that
 judge and version, agrees with the CulturalFrames raters, per image and in the order of the models, or that it

@@ -35,7 +35,7 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
     row = table[table["protocol_id"] == chosen].iloc[0]
     others = len(table) - 1
     status = ("the track's headline protocol" if row["on_protocol"] else "not the track's headline protocol, "
-              f"which assumes {render.plain(track_registry.get(track).protocol.describe())}")
+              f"which is: {render.plain(track_registry.get(track).protocol.describe())}")
     if row["suite"]:
         status = f"the suite's protocol for this track, and {status}"
     name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
@@ -63,7 +63,9 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
     shown beside), what each track's win rates rest on (``tables.win_rates``' note), rows other
     protocols leave out."""
     if not sets:
-        return "No results for this choice yet."
+        return ("No model has been scored on the suite's tracks yet (or the filters hide every one): a submission "
+                "scored on the suite appears here, with its own score on each track (see **Submit**); ranks appear "
+                "once a second model on the same tracks is scored.")
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
     left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}; its "
                         f"{render.plain(t.headline)} is shown in its own column, beside the mean."
@@ -84,13 +86,18 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
             (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 
 
-def overall_line(chosen: str, protocols: dict[str, str]) -> str:
+def overall_line(chosen: str, protocols: dict[str, str], models: int = 2) -> str:
     """The overall view's first line: what the ranking is, over which tracks, and under which protocol each track's
-    rows are (``protocols``: track -> the protocol's name), said once when they all share it."""
+    rows are (``protocols``: track -> the protocol's name), said once when they all share it; with one model
+    (``models``), that it is shown with its own scores, unranked, until a second is scored on the same tracks."""
     titles = {t: track_registry.get(t).title for t in chosen.split(" + ")}
     named = set(protocols.values())
     under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
              "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
+    if models < 2:
+        return (f"**One model scored** on {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}), "
+                f"{under}: its own score on each track is shown, unranked; {tables.LONE}. A track's score links to "
+                "its table.")
     return (f"**Mean win rate** over {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}): on each, the "
             "share of the other models a model beats on that track's ranking; higher is better. "
             f"Ranked on {under}.")

@@ -111,7 +111,7 @@ class OverviewTab(Tab):
             "Source": render.link(protocol_names.paper_name(p.citation) + ", " + p.source, links.paper_url(p.citation)),
         }) for p in papers], ignore_index=True) if papers else pd.DataFrame(columns=PAPER_COLUMNS)
         suite = self.site.store.suite
-        line = (f"**No model has been scored on CultureLens suite v{suite.version} yet.** Below, the tables the papers "
+        line = (f"**No model has been scored on {suite.name} yet.** Below, the tables the papers "
                 "published, each under its paper's protocol: the paper's own numbers, ranked only among the paper's "
                 "models. A model scored on the suite joins the ranking across all tracks: see **Submit**.")
         scored = self._scored_elsewhere()
@@ -145,11 +145,13 @@ class OverviewTab(Tab):
         _, hidden = filters.apply(tables.headline_rows(self.catalog))
         wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
         details = notes.overall_note(chosen, sets, off, wide.attrs.get("note", ""))
-        line = notes.overall_line(chosen, self._overall_protocols(chosen)) if sets else details
+        line = notes.overall_line(chosen, self._overall_protocols(chosen), dict(sets).get(chosen, 0)) if sets \
+            else details
         return {"frame": display.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
                 "details": details if sets else "", "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
-                "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model(s))", s) for s, n in sets],
+                "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model{'s' if n != 1 else ''})", s)
+                                                                 for s, n in sets],
                                       value=chosen or None, visible=True)}
 
     def _overall_protocols(self, chosen: str) -> dict[str, str]:

@@ -92,9 +92,11 @@ class QueueTab(Tab):
                 heard.append(w["id"])
             elif w["age"] < 600 and w["state"] != "stopped":
                 shown.append(f"{worker} silent for {w['age']:.0f} s (last: {render.plain(w['state'])})")
-        if not live:
-            shown.insert(0, "**No worker is running right now**: new submissions wait as PENDING until one starts "
-                            "(`culturelens worker --store DIR`).")
+        if not live:  # one instruction per state: a supervisor's line says what it does, else start a worker
+            supervised = any(s["state"] in ("restarting", "gave up") for s, _ in supervisors)
+            shown.insert(0, "**No worker is running right now**: new submissions wait as PENDING " + (
+                "(the supervisor's line below says what comes next)." if supervised else
+                "until one starts: `culturelens worker --store DIR`."))
         tracks = self.track_lines(heard)
         text = "\n".join(notices + shown) or "No worker has been seen."
         return text + (f"\n\n{tracks}" if tracks else ""), "\n".join(folded)
@@ -119,7 +121,7 @@ class QueueTab(Tab):
                 state = "is on"
             elif states:
                 reasons = (_short_reason(line) for reason in states for line in reason.splitlines())
-                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons)))
+                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track)
             else:
                 state = "waits for a worker"
             lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
@@ -236,6 +238,19 @@ def _notice(notice: str) -> str:
 
 
 SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause
+
+
+def turn_on(track) -> str:
+    """The setting that turns on a track a worker could not score (a model it could not load, weights not in the
+    cache offline), in words: the track's model and asset settings, and local weights for the backbones."""
+    from benchmark.settings import BACKBONES
+
+    wanted = ("judge", "kb", "index", "calibration", "backbone", "tagger")
+    flags = [f"`{s.flag} ...`" + (f" ({s.env})" if s.env else "") for s in track.settings
+             if any(word in s.name for word in wanted)]
+    given = f"{', '.join(flags)} naming a model or file this server can load, or " if flags else ""
+    return (f"to turn it on, restart `culturelens serve` with {given}`{BACKBONES.env}=FILE` naming local weights "
+            "(see Backbones in the README)")
 
 
 def _short_reason(reason: str) -> str:

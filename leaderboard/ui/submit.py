@@ -68,7 +68,7 @@ class SubmitTab(Tab):
         held = "".join(f"- {line}\n" for line in suite_view.accepted_lines(report))
         return (f"### Accepted: `{outcome.job.id}`\n\n"  # an id the store made: safe in a code span
                 f"**{render.plain(report.summary.removeprefix('OK: '))}**\n\n"
-                f"- model: **{render.plain(m.model.name)}** ({render.plain(m.model.id)})\n{held}"
+                f"- model: **{render.plain(m.model.name)}** ({render.plain(render.public_id(m.model.id))})\n{held}"
                 f"- content hash: `{report.content_hash}`{warnings}\n\n"
                 "It is queued: follow it in the **Queue** tab.")
 
@@ -84,7 +84,8 @@ class SubmitTab(Tab):
             who = "the Hugging Face account you sign in with"
         else:
             who = f"**{render.plain(self.site.owner)}** (this server's local user)"
-        steps, demo = suite_view.submit_guide(self.site.suite.suite, prompt_count(store, cube_1k.CONFIG_DEMO))
+        steps, demo = suite_view.submit_guide(self.site.suite, store.datasets,
+                                              prompt_count(store, cube_1k.CONFIG_DEMO))
         gr.Markdown(steps)
         gr.DownloadButton("Manifest schema (JSON Schema)", value=self.schema_file(), size="sm")
         gr.Markdown(demo)

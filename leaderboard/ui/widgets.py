@@ -7,8 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gradio as gr
+import numpy as np
 import pandas as pd
 
+from benchmark import tracks as track_registry
 from leaderboard import display, render
 
 
@@ -81,7 +83,9 @@ def _model_cells(frame: pd.DataFrame, reasons: list[str]) -> list[str]:
 def _with_interval(values: pd.Series, intervals: pd.Series | None) -> list:
     """Scores with their 95% interval in one cell ("0.553 [0.501, 0.612]"); a score alone without one."""
     def number(value):
-        return f"{value:.3f}" if isinstance(value, float) else ("" if value is None or pd.isna(value) else str(value))
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            return ""  # no value, never "nan"
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
 
     if intervals is None:
         return [number(v) for v in values]
@@ -121,11 +125,29 @@ def compact_win_rates(frame: pd.DataFrame) -> pd.DataFrame:
     shown = pd.DataFrame({
         "Rank": ranks,
         "Model": _model_cells(frame, reasons),
-        "Overall win rate": _with_interval(frame["Overall win rate"], frame["95% interval"]),
+        "Overall win rate": [cell or "–" for cell in _with_interval(frame["Overall win rate"],  # – : alone, none
+                                                                       frame["95% interval"])],
         "Provenance": frame["Provenance"].map(render.badge),
     })
     fixed = {"Rank", "Rank range (95%)", "Model", "Provenance", "Overall win rate", "95% interval", "Tracks"}
+    titles = {t.title: name for name, t in track_registry.all_tracks().items()}
     for column in frame.columns:
-        if column not in fixed:
+        title = column.removesuffix(display.WIN_RATE)
+        if column in fixed or (column.endswith(display.OWN_SCORE) and column.removesuffix(display.OWN_SCORE)
+                               in titles):
+            continue
+        if title in titles and column != title:
+            score = frame.get(title + display.OWN_SCORE, pd.Series(np.nan, index=frame.index))
+            shown[column] = [_track_cell(rate, own, titles[title]) for rate, own in zip(frame[column], score)]
+        else:
             shown[column] = frame[column]
     return shown
+
+
+def _track_cell(rate, own, track: str) -> str:
+    """A track's cell of the overall on the page, linked to the track's table (its own scores, ranking, intervals
+    and every metric, one click away): the win rate, or for a model without one, – and its own score."""
+    address = f"?tab=overview&track={track}"
+    if rate is not None and not pd.isna(rate):
+        return render.link(f"{rate:.2f}", address)
+    return "–" if own is None or pd.isna(own) else f"– · {render.link(f'score {own:.3f}', address)}"

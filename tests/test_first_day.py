@@ -1,0 +1,319 @@
+"""The first submitter's day (issue 41), on a served stand-in suite (a suite folder built by `culturelens suite build`
+from tiny stand-ins of its sources: files given instead of the public ones, so an unpinned build): the first scored
+model shows on the first view, unranked with its own scores until a second is scored; `validate` and `submit` of a
+`generate --suite DIR` folder need no `--suite` on the store `serve --suite DIR` runs on, and `generate` prints the
+command that follows; an unpinned build's rows say so and never rank with a pinned build's; the Submit tab's recipe
+names only what this server accepts; every track the Queue tab calls off ends with what turns it on; no visitor page
+shows a path of the operator's machine; intervals by the metric's declared kind, inside its range. Screenshots of
+the first view with one model and with two, at 1366 and 390 px."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark import ranking, results
+from benchmark.aggregate import aggregate
+from benchmark.harness import Scores
+from benchmark.run_record import RunRecord
+from benchmark.stats import wilson_interval
+from benchmark.suite_assets import Assets
+from benchmark.suite_scoring import of_build
+from leaderboard import display, exports, protocol_names, tables
+from leaderboard.catalog import Catalog
+from leaderboard.served_suite import ServedSuite, open_served
+from leaderboard.store import Store
+from tests.helpers import SUITE_MODELS, culturelens, serving, suite_results
+
+ONE = {"Alpha": SUITE_MODELS["Alpha"]}
+TWO = {"Alpha": SUITE_MODELS["Alpha"], "Beta": SUITE_MODELS["Beta"]}
+
+
+def served_store(root: Path, folder: Path) -> tuple[Store, ServedSuite]:
+    """A store serving the suite folder ``folder``, as `serve --suite` opens it."""
+    served = open_served(str(folder), root / "datasets", lambda line: None)
+    return Store(root, suite=served.suite), served
+
+
+def pinned_copy(folder: Path, target: Path) -> Path:
+    """The suite folder as a build from the pinned sources writes it: every asset's record pinned."""
+    shutil.copytree(folder, target, symlinks=True)
+    record = json.loads((target / "suite.json").read_text())
+    record["built"] = {asset: {**built, "pinned": True} for asset, built in record["built"].items()}
+    (target / "suite.json").write_text(json.dumps({**record, "pinned": True}))
+    return target
+
+
+def scored_rows(store: Store, sid: str, model: str, track: str, metric: str, values: list[float],
+                model_id: str = "org/model", backbones=("clip-vit-b-32=openai/clip@r1",),
+                prompts: list[str] | None = None) -> None:
+    """One scored suite part's headline rows, as the harness writes them (its protocol columns), through
+    ``suite_scoring.of_build`` for the suite the store serves (an unpinned build's rows say so)."""
+    part = store.suite.part_of_track(track)
+    protocol = results.protocol_columns({
+        "dataset": str(part.dataset), "dataset_revision": part.dataset.digest,
+        "images_per_prompt": part.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,
+        "metric_version": "1", "backbones": list(backbones)})
+    common = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": model_id, "track": track,
+              "metric": metric, "metric_label": metric, "metric_version": "1", "higher_is_better": True,
+              "range_low": 0.0, "range_high": 1.0, "dataset": str(part.dataset), "scored_at": "2026-01-01T00:00:00",
+              **protocol}
+    rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(values)), "n": len(values)}]
+    prompts = prompts or [f"p{i}" for i in range(len(values))]
+    rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": 1} for p, v in zip(prompts, values)]
+    run = RunRecord(submission_id=sid, protocols={metric: protocol["protocol"]})
+    marked = of_build(Scores(pd.DataFrame(), rows, pd.DataFrame(), run), store.suite)
+    results.write_folder(store.results / sid, [], marked.aggregates, [], marked.run)
+
+
+def suite_model(store: Store, model: str, means: dict[str, float]) -> None:
+    """A model scored on the suite's tracks ``means`` names: on each, its headline metric on every prompt of the
+    part's dataset served here, ``mean`` -0.05 and +0.05 in turn (an odd last one at ``mean``: the mean is ``mean``)."""
+    from benchmark import tracks as track_registry
+
+    for track, mean in means.items():
+        pin = store.suite.part_of_track(track).dataset
+        prompts = list(store.prompts(pin.repo, pin.config).table.index)
+        paired = len(prompts) - len(prompts) % 2  # an odd last prompt at the mean itself
+        values = [mean + (0.05 if i % 2 else -0.05) if i < paired else mean for i in range(len(prompts))]
+        scored_rows(store, f"{model.lower()}-{track}", model, track, track_registry.get(track).headline, values,
+                    model_id=f"org/{model.lower()}", prompts=prompts)
+
+
+# --- one model on the first view -------------------------------------------------------------------------------
+def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_track_scores(small_suite, tmp_path):
+    from leaderboard.ui.overview import OVERALL_VIEW, OverviewTab
+    from leaderboard.ui.site import Site
+
+    folder, _ = small_suite
+    store, served = served_store(tmp_path / "store", folder)
+    overview = OverviewTab(Site(store, "ada", suite=served, metric_settings={}))
+    empty = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+    assert "No model has been scored on CultureLens suite v1, unpinned build yet" in empty["line"]
+    assert "A model scored on the suite joins the ranking" in empty["line"]  # what fills it
+    suite_model(store, "Alpha", {"awareness": 0.7, "diversity": 0.6})
+    overview.catalog.refresh(force=True)  # the results landed now: the app sees them within REFRESH_SECONDS
+    shown = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+    assert shown["track"]["value"] == OVERALL_VIEW
+    frame = shown["frame"]
+    assert list(frame["Model"]) == ["[Alpha](https://huggingface.co/org/alpha)"]
+    assert frame["Rank"].isna().all() and frame["Overall win rate"].isna().all()
+    assert list(frame["Rank range (95%)"]) == [f"not ranked: {tables.LONE}"]
+    # The README's track order, each labelled a win rate, the track's own score beside it (the mean of its prompts).
+    assert [c for c in frame.columns if c.endswith((display.WIN_RATE, display.OWN_SCORE))][1:5] == [
+        "Awareness (CUBE) win rate", "Awareness (CUBE) score", "Diversity (CUBE) win rate", "Diversity (CUBE) score"]
+    assert frame["Awareness (CUBE) score"].tolist() == [0.7] and frame["Diversity (CUBE) score"].tolist() == [0.6]
+    assert html.unescape(shown["line"]).startswith("**One model scored** on 2 track(s) (Awareness (CUBE), Diversity (CUBE)), every "
+                                    "track's rows under **CultureLens suite v1, unpinned build**")
+    assert tables.LONE in shown["line"]
+    assert shown["protocol"]["choices"] == [("awareness + diversity (1 model)", "awareness + diversity")]
+    page = overview.page(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+    cells = page["table"]["value"]
+    assert [html.unescape(c) for c in cells["Awareness (CUBE) win rate"]] == [
+        "– · [score 0.700](?tab=overview&track=awareness)"]  # the track's own table one click away
+    # A second model on the same tracks: both ranked, win rates 1 and 0, each track's score still beside.
+    suite_model(store, "Beta", {"awareness": 0.5, "diversity": 0.4})
+    overview.catalog.refresh(force=True)
+    frame = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)["frame"]
+    assert list(frame["Overall win rate"]) == [1.0, 0.0] and list(frame["Rank"]) == [1, 2]
+    assert list(frame["Awareness (CUBE) win rate"]) == [1.0, 0.0]
+    assert list(frame["Awareness (CUBE) score"]) == [0.7, 0.5]
+
+
+# --- validate, submit and generate know the suite the store serves ---------------------------------------------
+@pytest.mark.slow
+def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where_the_store_serves_it(
+        tiny_suite, suite_generated, tmp_path, monkeypatch):
+    from culturelens.verbs.submissions import next_command
+
+    folder, _, _ = tiny_suite
+    generated, made = suite_generated
+    # generate ended with the exact next command: the default store serves no suite, so it names the folder.
+    assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --suite {folder} --wait"
+    store_root = tmp_path / "store"
+    before = culturelens("validate", generated, "--store", tmp_path / "unserved")  # a store no serve ran on
+    assert before.returncode == 1 and before.stdout.startswith("REJECTED")  # a store serving no suite: the default
+    with serving(store_root, tmp_path / "serve.log", "--suite", folder, "--no-worker"):
+        checked = culturelens("validate", generated, "--store", store_root)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        submitted = culturelens("submit", generated, "--store", store_root)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        assert re.search(r"queued as \S+", submitted.stdout)
+    # generate on this store names no --suite: the store serves that very folder.
+    monkeypatch.setenv("CULTURELENS_STORE", str(store_root))
+    assert next_command(argparse.Namespace(out=generated, suite=str(folder))) == \
+        f"culturelens submit {generated} --wait"
+
+
+# --- an unpinned build -----------------------------------------------------------------------------------------
+def test_first_day_an_unpinned_builds_rows_are_labelled_and_never_ranked_with_pinned_ones(small_suite, tmp_path):
+    folder, _ = small_suite
+    assert json.loads((folder / "suite.json").read_text())["pinned"] is False  # given files: not the pinned sources
+    unpinned = Assets(folder)
+    assert unpinned.suite.name == "CultureLens suite v1, unpinned build"
+    pinned = Assets(pinned_copy(folder, tmp_path / "pinned"))
+    assert pinned.suite.pinned and pinned.suite.name == "CultureLens suite v1"
+    # Two stores on the same prompt rows: one serving the unpinned build, one the pinned.
+    loose, _ = served_store(tmp_path / "loose", folder)
+    tight, _ = served_store(tmp_path / "tight", pinned.folder)
+    values = [0.2, 0.4, 0.6, 0.8, 0.5, 0.3]
+    scored_rows(loose, "u1", "Unpinned Model", "awareness", "clip_score", values)
+    scored_rows(tight, "p1", "Pinned Model", "awareness", "clip_score", values)
+    for source in ("u1", "p1"):  # both rows in one store, as when one store served both builds in turn
+        shutil.copytree((loose if source == "u1" else tight).results / source, loose.results.parent / "both" / source)
+    for store, suite_name, own in ((loose, "CultureLens suite v1, unpinned build", "Unpinned Model"),
+                                   (tight, "CultureLens suite v1", "Pinned Model")):
+        both = Store(store.root, suite=store.suite)
+        for source in ("u1", "p1"):
+            if not (both.results / source).exists():
+                shutil.copytree(loose.results.parent / "both" / source, both.results / source)
+        cat = Catalog(both)
+        table = tables.protocols(cat, "awareness", "clip_score")
+        assert len(table) == 2 and table["suite"].sum() == 1  # two protocols: the builds never share one
+        names = protocol_names.protocol_names("awareness", table, both.suite)
+        assert names[table.loc[table["suite"], "protocol_id"].iloc[0]] == suite_name
+        wide, _, _, _ = tables.overall(cat)
+        assert list(wide["model"]) == [own]  # the overall takes the served build's rows only
+        ranked, _ = tables.ranked(cat, "awareness", "clip_score")
+        assert list(ranked.loc[~ranked["beside"], "model"]) == [own]
+
+
+# --- the Submit tab's recipe, the Queue tab's lines ------------------------------------------------------------
+def test_first_day_the_submit_recipe_on_a_fresh_store_names_only_parts_the_server_accepts(small_suite, tmp_path,
+                                                                                         tiny_upstream):
+    from leaderboard.suite_view import submit_guide
+    from tests.helpers import tiny_cube
+
+    fresh = Store(tmp_path / "fresh")  # make run's first store: the package's suite, CUBE-1K built
+    tiny_cube(fresh.datasets, tiny_upstream)
+    steps, demo = submit_guide(ServedSuite(), fresh.datasets, None)
+    assert "<code>CultureLens suite v1</code>" in steps
+    assert "this server accepts `cube-1k` of it" in steps
+    assert "culturelens generate --suite --parts cube-1k --preset sdxl --out subs/my-model" in steps
+    table = steps.split("| part |")[1].split("\n\n")[0]
+    assert "`cube-1k`" in table and not any(f"`{p}`" in table for p in ("cube-diversity", "iconic-references",
+                                                                      "culturalframes"))
+    assert "19,773" not in steps and "cube_1k_demo" in demo
+    # A suite folder served: its name, the parts it serves, and no path of the server's.
+    store, served = served_store(tmp_path / "store", small_suite[0])
+    steps, _ = submit_guide(served, store.datasets, None)
+    assert "CultureLens suite v1, unpinned build" in html.unescape(steps) and "--suite SUITE_DIR --parts cube-1k cube-diversity" \
+        in steps and str(small_suite[0]) not in steps and str(tmp_path) not in steps
+
+
+def test_first_day_every_off_line_of_the_queue_tab_ends_with_what_turns_it_on(small_suite, tmp_path):
+    from benchmark import tracks as track_registry
+    from leaderboard.ui.queue import QueueTab, turn_on
+    from leaderboard.ui.site import Site
+
+    for store, served in ((Store(tmp_path / "fresh"), ServedSuite()), served_store(tmp_path / "store",
+                                                                                    small_suite[0])):
+        shown, _ = QueueTab(Site(store, "ada", suite=served, metric_settings={})).status()
+        lines = html.unescape(shown).splitlines()
+        off = [line for line in lines if " is off: " in line]
+        assert off and all(re.search(r"`culturelens [^`]+`(, then `culturelens serve[^`]*`| \(the headline|, then "
+                                     r"restart)", line) for line in off), off
+        no_worker = [line for line in lines if line.startswith("**No worker")]
+        assert no_worker == ["**No worker is running right now**: new submissions wait as PENDING until one starts: "
+                             "`culturelens worker --store DIR`."]  # one instruction, the one that starts a worker
+    # A track a worker could not score (a judge it cannot load) ends with the setting that turns it on.
+    said = turn_on(track_registry.get("relevance"))
+    assert said.startswith("to turn it on, restart `culturelens serve` with `--relevance-kb ...` "
+                           "(CULTURELENS_RELEVANCE_KB), `--relevance-judge ...`")
+    assert "`CULTURELENS_BACKBONES=FILE`" in turn_on(track_registry.get("awareness"))
+
+
+# --- no path of the operator's machine -------------------------------------------------------------------------
+def test_first_day_no_visitor_page_contains_the_stores_or_the_sources_absolute_paths(small_suite, tmp_path):
+    from leaderboard.ui.about import about_markdown
+    from leaderboard.ui.overview import OverviewTab
+    from leaderboard.ui.queue import QueueTab
+    from leaderboard.ui.site import Site
+
+    folder, _ = small_suite
+    store, served = served_store(tmp_path / "store", folder)
+    weights = tmp_path / "weights" / "clip"
+    for i, model in enumerate(("Local One", "Local Two")):
+        scored_rows(store, f"s{i}", model, "awareness", "clip_score", [0.1 * (i + 1)] * 3 + [0.5, 0.6, 0.7],
+                    model_id=str(tmp_path / "models" / model.replace(" ", "-")),
+                    backbones=(f"clip-vit-b-32={weights}@sha256-0123",))
+    site = Site(store, "ada", suite=served, metric_settings={})
+    overview = OverviewTab(site)
+    pages = [about_markdown(store), *QueueTab(site).status()]
+    for track in (None, "overall", "awareness", "papers"):
+        shown = overview.view(track, None, "", [], None, None, "", [], display.RANK_COLUMNS)
+        pages += [shown["line"], shown["details"], shown["frame"].to_csv()]
+    pages.append(exports.ranking(Catalog(store), "awareness", "clip_score").to_csv())
+    text = "\n".join(map(str, pages))
+    for path in (store.root, folder, tmp_path, weights):
+        assert str(path) not in text, path
+    assert "clip (local folder)@sha256-0123" in text  # the backbone by name and digest
+
+
+# --- intervals by the metric's kind, inside its range ----------------------------------------------------------
+def test_first_day_an_all_zero_continuous_metric_gets_no_wilson_interval_and_no_interval_leaves_its_range():
+    from benchmark.metrics.alignment import ClipScore
+    from benchmark.metrics.awareness import ArtifactRecognition
+
+    clip = ClipScore("clip-vit-b-32").info
+    artifact = ArtifactRecognition("clip-vit-b-32").info
+    assert (clip.kind, artifact.kind) == ("continuous", "rate")
+    zeros = pd.DataFrame({"track": "awareness", "prompt_id": [f"p{i}" for i in range(6)], "value": 0.0})
+    rows = aggregate(pd.concat([zeros.assign(metric="clip_score"), zeros.assign(metric="artifact_top1")]),
+                     slices=(), ranges={"clip_score": (0.0, 2.5), "artifact_top1": (0.0, 1.0)},
+                     kinds={"clip_score": clip.kind, "artifact_top1": artifact.kind})
+    overall = {r["metric"]: (r["ci_low"], r["ci_high"]) for r in rows if r["slice"] == "overall"}
+    assert overall["clip_score"] == (0.0, 0.0)  # no spread: the point, never Wilson's [0, 0.390]
+    assert overall["artifact_top1"] == pytest.approx(wilson_interval(0, 6))  # 0 of 6 events: (0, 0.3903)
+    # A skewed score near its floor: the percentile-t alone reaches below 0; the declared range holds it.
+    near_floor = pd.DataFrame({"v": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01, 0.35]})
+    rule = ranking.Rule(kind="continuous", low=0.0, high=2.5)
+    ranked = ranking.rank([near_floor], rule, intervals=True)
+    low, high = ranked.rows.loc["v", ["ci_low", "ci_high"]]
+    assert low == 0.0 and 0.036 < high <= 2.5
+    open_rule = ranking.Rule(kind="continuous")
+    assert ranking.rank([near_floor], open_rule).rows.loc["v", "ci_low"] < 0  # what the range prevents
+    # A difference of two models' scores stays within plus or minus the range's span.
+    diff = ranking.Rule(kind="difference", low=0.0, high=1.0)
+    values = pd.DataFrame({"d": [1.0, 1.0, 1.0, 1.0, 0.0, 1.0]})
+    low, high = ranking.rank([values], diff).rows.loc["d", ["ci_low", "ci_high"]]
+    assert -1.0 <= low <= high <= 1.0
+
+
+# --- the first view in a browser: one model, then two ----------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.browser
+def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(small_suite, tmp_path):
+    from tests.browser import LAPTOP, PHONE, chromium, open_page, screenshot, scrolls_sideways, table
+
+    folder, _ = small_suite
+    store, _ = served_store(tmp_path / "store", folder)
+    suite_model(store, "Alpha", {"awareness": 0.7, "diversity": 0.6})
+    with chromium() as browser:
+        for models, second in ((1, None), (2, ("Beta", {"awareness": 0.5, "diversity": 0.4}))):
+            if second:
+                suite_model(store, *second)
+            with serving(store.root, tmp_path / f"serve-{models}.log", "--suite", folder, "--no-worker") as url:
+                for size, width in ((LAPTOP, 1366), (PHONE, 390)):
+                    shows = "One model scored" if models == 1 else "Mean win rate"
+                    page = open_page(browser, url, size, shows=shows)
+                    rows = table(page)
+                    assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
+                    if models == 1:
+                        assert rows[0]["Rank"] == "–" and tables.LONE in rows[0]["Model"]
+                        assert rows[0]["Overall win rate"] == "–"
+                        assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
+                    else:
+                        assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00", "0.00"]
+                        if width == 1366:
+                            assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
+                    screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")
+                    page.close()
