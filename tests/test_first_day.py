@@ -128,6 +128,46 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     assert list(frame["Awareness (CUBE) score"]) == [0.7, 0.5]
 
 
+def test_first_day_equal_scores_are_shown_as_ties(small_suite, tmp_path):
+    from leaderboard.ui.overview import OVERALL_VIEW, OverviewTab
+    from leaderboard.ui.site import Site
+
+    store, served = served_store(tmp_path / "store", small_suite[0])
+    pin = store.suite.part_of_track("awareness").dataset
+    prompts = list(store.prompts(pin.repo, pin.config).table.index)
+    assert len(prompts) == 6 < ranking.MIN_PROMPTS  # no bootstrap rank interval: ties come from paired differences
+    alpha = [0.6, 0.7, 0.5, 0.6, 0.7, 0.5]  # mean 0.6
+    # Beta: 0.001 lower on one prompt (mean 0.59983, shown 0.600): the differences 0 x5 and 0.001 give Bonett &
+    # Price's interval 0.001 x (0.125 -/+ 2.365 x 0.212) = [-0.00038, 0.00063], holding 0: a tie.
+    beta = alpha[:5] + [0.499]
+    gamma = [0.1] * 6  # 0.5 below Alpha on every prompt: (0.875 - 0.125) -/+ 0.553, times 0.5: [0.20, 0.65]
+    for sid, model, values in (("a", "Alpha", alpha), ("b", "Beta", beta), ("c", "Gamma", gamma)):
+        scored_rows(store, sid, model, "awareness", "clip_score", values, model_id=f"org/{sid}", prompts=prompts)
+    cat = Catalog(store)
+    rows, _ = tables.ranked(cat, "awareness", "clip_score")
+    rows = rows.set_index("model")
+    assert rows.loc["Beta", "value"] < rows.loc["Alpha", "value"]  # not equal, as shown to 3 decimals only
+    assert list(rows.loc[["Alpha", "Beta", "Gamma"], "rank"]) == [1, 1, 3]  # the tie shares the best rank
+    assert [rows.at[m, "rank_low"] for m in ("Alpha", "Beta")] == [1, 1]
+    assert [rows.at[m, "rank_high"] for m in ("Alpha", "Beta")] == [2, 2]
+    assert pd.isna(rows.at["Gamma", "rank_low"])  # no interval and no tie: no range claimed
+    assert rows.at["Alpha", "tie_group"] == rows.at["Beta", "tie_group"]
+    overview = OverviewTab(Site(store, "ada", suite=served, metric_settings={}))
+    shown = overview.view("awareness", None, "", [], None, None, "", [], display.RANK_COLUMNS)["frame"]
+    by_model = {re.sub(r"^\[([^]]+)\].*", r"\1", m): (r, span) for m, r, span in
+                zip(shown["Model"], shown["Rank"], shown["Rank range (95%)"])}
+    assert by_model == {"Alpha": (1, "1–2"), "Beta": (1, "1–2"), "Gamma": (3, "")}
+    # The overall: a tie counts half a win each. Alpha and Beta beat Gamma and tie each other: (1 + 0.5) / 2.
+    wide, _, _, _ = tables.overall(cat)
+    rates = dict(zip(wide["model"], wide["win_rate"]))
+    assert rates == {"Alpha": 0.75, "Beta": 0.75, "Gamma": 0.0}
+    first = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+    assert first["track"]["value"] == OVERALL_VIEW
+    assert list(first["frame"]["Rank"]) == [1, 1, 3]
+    # Exactly equal values (the same per-prompt values): a shared rank too, and half a win each.
+    assert list(ranking.track_win_rates(np.array([[6.099, 6.099, 1.0]]), True)[0]) == [0.75, 0.75, 0.0]
+
+
 # --- validate, submit and generate know the suite the store serves ---------------------------------------------
 @pytest.mark.slow
 def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where_the_store_serves_it(
