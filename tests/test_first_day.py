@@ -328,6 +328,71 @@ def test_first_day_an_all_zero_continuous_metric_gets_no_wilson_interval_and_no_
     assert -1.0 <= low <= high <= 1.0
 
 
+# --- wording a visitor reads ----------------------------------------------------------------------------------
+def test_first_day_wording_variability_has_no_direction_in_its_own_table_as_in_the_overall():
+    from leaderboard.ui import notes
+
+    assert notes.direction(False, directed=False) == (
+        "ordered lower first: neither end is better, no direction to win on")
+    assert notes.direction(True) == "higher is better" and notes.direction(False) == "lower is better"
+
+
+def test_first_day_wording_protocol_details_balance_their_parentheses_and_show_what_differs():
+    from benchmark import tracks as track_registry
+    from benchmark.suite import SUITE_V1
+
+    def balanced(text: str) -> bool:
+        depth = 0
+        for char in text:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth < 0:
+                return False
+        return depth == 0
+
+    # A track's version is a prefix ("1 (paper; calibration"): shown as one, its parenthesis closed.
+    variability = track_registry.get("variability").protocol.describe()
+    assert "metric version 1 (paper; calibration ...) with its settings" in variability and balanced(variability)
+    expectations = track_registry.get("expectations").protocol.describe()
+    assert "metric version 2 (judge ...) with its settings" in expectations and balanced(expectations)
+    # A row of the suite's prompts scored under another metric version: the line says which, beside the track's.
+    fields = {"dataset": "culturelens/culturalframes:prompts:test", "images_per_prompt": 1,
+              "missing_images": results.MISSING_AS_FAILURES, "backbones": [],
+              "metric_version": "3 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, rubric 3)"}
+    said = protocol_names.difference("expectations", results.protocol_columns(fields)["protocol"], SUITE_V1)
+    assert said.endswith("not the track's settings (metric version 3 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, "
+                         "rubric 3), where the track's is 2 (judge ...)).") and balanced(said)
+    # Another backbone: named beside the track's.
+    w1kp = {"dataset": "x", "images_per_prompt": 10, "backbones": ["clip-vit-b-32=openai/clip@r1"],
+            "metric_version": "1 (paper; calibration sha256 ab for dreamsim)"}
+    said = protocol_names.difference("variability", results.protocol_columns(w1kp)["protocol"], SUITE_V1)
+    assert "backbones clip-vit-b-32, where the track's are dreamsim" in said and balanced(said)
+    described = tables.describe_protocol(results.protocol_columns(w1kp)["protocol"])
+    assert "metric version 1 (paper; calibration sha256 ab for dreamsim); backbones" in described
+    assert balanced(described)
+
+
+def test_first_day_wording_a_verdict_gives_one_line_per_wrong_prompt_with_its_seeds(tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import serving_tiny_cube
+
+    store = serving_tiny_cube(Store(tmp_path / "store", attempt_quota=10**6), tiny_upstream)
+    prompt_ids = list(store.prompts("culturelens/cube-1k", "cube_1k").table.index)
+    folder = make_submission(tmp_path / "sub", prompt_ids, seeds=range(20))
+    wrong = prompt_ids[0]  # its 20 images under a mistyped prompt id: one wrong prompt, 20 seeds
+    (folder / "images" / wrong).rename(folder / "images" / "not-a-prompt")
+    report = store.submit(folder, "alice").report
+    assert not report.ok
+    stranger = [e for e in report.errors if "'not-a-prompt'" in e]
+    assert stranger == ["images/not-a-prompt/0.png and 19 more image(s) of prompt id 'not-a-prompt' (seeds 0-19): "
+                        "prompt id 'not-a-prompt' is not in culturelens/cube-1k (cube_1k, test)"]
+    absent = [e for e in report.errors if "no image for prompt" in e]
+    assert absent == [f"images/{wrong}/*: no image for prompt {wrong} seeds 0-19, and manifest.missing does not "
+                      "list them"]
+    # Counted per image all the same: 20 missing, 20 of an unknown prompt.
+    assert report.summary == (f"REJECTED: answered {len(prompt_ids) - 1} of {len(prompt_ids)} prompts; 20 images "
+                              "missing; 20 other problems")
+
+
 # --- the first view in a browser: one model, then two ----------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.browser
@@ -348,12 +413,13 @@ def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(sma
                     rows = table(page)
                     assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
                     if models == 1:
-                        assert rows[0]["Rank"] == "–" and tables.LONE in rows[0]["Model"]
+                        assert rows[0]["Rank"] == "–" and rows[0]["Model"] == "Alpha · not ranked yet"
+                        assert tables.LONE in page.inner_text("body")  # the why, in the line above the table
                         assert rows[0]["Overall win rate"] == "–"
                         assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
                     else:
                         assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00", "0.00"]
-                        if width == 1366:
-                            assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
+                    if width == 1366:
+                        assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
                     screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")
                     page.close()

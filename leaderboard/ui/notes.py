@@ -58,6 +58,14 @@ RANKS_IN_WORDS = (
     "may still overlap: read the ranges). One submission per model is ranked, its latest.")
 
 
+def direction(higher: bool, directed: bool = True) -> str:
+    """Which way a table reads: "higher is better", or for a track with no better end (``Track.not_in_overall``,
+    variability) its order and the overall's words for it, so the track's table, its paper card and the overall
+    agree."""
+    end = "higher" if higher else "lower"
+    return f"{end} is better" if directed else f"ordered {end} first: neither end is better, no direction to win on"
+
+
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
     """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
     shown beside), what each track's win rates rest on (``tables.win_rates``' note), rows other
