@@ -798,3 +798,31 @@ def test_upload_cache_refuses_a_file_over_the_upload_limit_with_the_limit_in_the
         accepted = httpx.post(url + "gradio_api/upload", files={"files": ("a.zip", b"x" * 100_000)}, timeout=30)
         assert accepted.status_code == 200
     assert [p for p in temp.rglob("*") if p.is_file()] == []  # nothing of either is left
+
+
+# --- finding 7: a wrong-typed value is a visitor's mistake, answered in a sentence -----------------------------------
+def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_log_no_traceback(tmp_path, tiny_upstream):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    results.write_folder(store.results / SCORED, [], [_aggregate_row()], [], RunRecord(submission_id=SCORED))
+    log = tmp_path / "serve.log"
+    calls = {  # endpoint: (values, the refusal expected)
+        "/leaderboard": ((7, "overall", "", "", None), "'track' takes text, not a number"),
+        "/details": ((["sub-1", "sub-2"],), "'submission_id' takes text, not a list"),
+        "/submit": (("not-a-file.zip",), "'file' takes an uploaded file (gradio_client's handle_file), "
+                                         "not text"),
+        "/compare": ((3.5, None), "'chosen' takes a list, not a number"),
+        "/overview": ((True, *OVERVIEW[1:]), "'track' takes text, not true or false"),
+    }
+    with serving(store.root, log, "--no-worker") as url:
+        client = Client(url, verbose=False)
+        for endpoint, (values, expected) in calls.items():
+            with pytest.raises(AppError) as refused:
+                client.predict(*values, api_name=endpoint)
+            assert refused.value.message.startswith(expected), (endpoint, refused.value.message)
+        # The same endpoints with the values a page sends are answered (no value refused for its type).
+        assert client.predict(SCORED, api_name="/details")
+        assert client.predict(*OVERVIEW, api_name="/overview")
+    assert "Traceback" not in log.read_text(encoding="utf-8")
