@@ -767,6 +767,7 @@ def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_t
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder, where Gradio's cache would be
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)  # an app built in this process set it to its own folder
     payload = os.urandom(300_000)  # not a zip: refused, but Gradio keeps the upload all the same
     upload = tmp_path / "upload.zip"
     upload.write_bytes(payload)
@@ -790,6 +791,7 @@ def test_upload_cache_refuses_a_file_over_the_upload_limit_with_the_limit_in_the
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
     store = Store(tmp_path / "store")
     with serving(store.root, tmp_path / "serve.log", "--no-worker", "--limit", "max_upload_bytes=100000") as url:
         refused = httpx.post(url + "gradio_api/upload", files={"files": ("a.zip", b"x" * 100_001)}, timeout=30)
