@@ -828,3 +828,19 @@ def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_lo
         assert client.predict(SCORED, api_name="/details")
         assert client.predict(*OVERVIEW, api_name="/overview")
     assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    store = Store(tmp_path / "store")
+    killed = _holder(store)  # built the app: made its upload cache, as serve does
+    (cache,) = temp.glob("culturelens-uploads-*")
+    (cache / "upload.zip").write_bytes(b"an upload")
+    killed.kill()  # SIGKILL: nothing of its own runs at exit
+    killed.wait()
+    assert (cache / "upload.zip").exists()
+    with serving(store.root, tmp_path / "serve.log", "--no-worker"):
+        assert not cache.exists() and len(list(temp.glob("culturelens-uploads-*"))) == 1  # its own only
