@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from leaderboard import bounds, render
+from leaderboard import bounds, render, upload_cache
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
@@ -79,7 +79,9 @@ def launch_options(store: Store) -> dict:
     working directory or the temporary folder: the whole store is blocked, so the app hands out only the
     copies its views make of files and images they picked (``Site.serve``, ``Site.serve_images``: images are
     read from a submission's shards), and nothing else in the store (the queue
-    database, staging, caches) can ever be served. Uploads are capped at the validator's own limit."""
+    database, staging, caches) can ever be served. A file posted to Gradio's upload route is capped at the
+    validator's own limit on a submission's zip (``Limits.max_upload_bytes``, 64 GiB: a whole suite submission of
+    19,773 PNGs is 46-55 GiB), and refused over it before it is all written."""
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD}
 
@@ -93,10 +95,12 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``ui.site.Site``).
     ``notice``: an operator's warning (Markdown) shown under the header, above every tab (a Space whose results
     would not survive a restart: ``operator_settings.restart_warning``)."""
+    upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
-    # Uploads and downloads Gradio keeps in its cache are deleted after an hour.
+    # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
+    # and all of them when the server stops.
     with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
         gr.Markdown(render.HEADER)
         if notice:

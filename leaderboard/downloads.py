@@ -36,14 +36,16 @@ class DownloadFolder:
     """This server's download folder, made at once under the system's temporary folder after the folders of servers
     that are gone are removed; removed with its files at exit (not before: a path a view returned stays good)."""
 
-    def __init__(self):
-        parent = Path(tempfile.gettempdir())
-        if removed := remove_abandoned(parent):
-            log.info("removed %d download folder(s) of servers that are gone: %s", len(removed), ", ".join(removed))
+    def __init__(self, prefix: str = PREFIX, parent: Path | None = None):
+        """``prefix``: the folders' names (``upload_cache`` keeps Gradio's uploads in one of its own); ``parent``:
+        where they are (the system's temporary folder)."""
+        parent = Path(parent or tempfile.gettempdir())
+        if removed := remove_abandoned(parent, prefix):
+            log.info("removed %d folder(s) of servers that are gone: %s", len(removed), ", ".join(removed))
         making = Path(tempfile.mkdtemp(prefix=MAKING, dir=parent))
         lock = open(making / LOCK, "wb")
         fcntl.flock(lock, fcntl.LOCK_EX)  # held until this process closes it or ends
-        self.root = parent / (PREFIX + making.name.removeprefix(MAKING))
+        self.root = parent / (prefix + making.name.removeprefix(MAKING))
         os.rename(making, self.root)
         atexit.register(_remove, self.root, lock)
 
@@ -64,11 +66,11 @@ def _remove(root: Path, lock) -> None:
     lock.close()
 
 
-def remove_abandoned(parent: Path) -> list[str]:
-    """Remove the download folders under ``parent`` whose server is gone: this user's, whose lock is free (or, for
-    an earlier version's folder, which has none, unused for ``UNLOCKED_SECONDS``). Returns their names."""
+def remove_abandoned(parent: Path, prefix: str = PREFIX) -> list[str]:
+    """Remove the folders named ``prefix``... under ``parent`` whose server is gone: this user's, whose lock is free
+    (or, for an earlier version's folder, which has none, unused for ``UNLOCKED_SECONDS``). Returns their names."""
     removed = []
-    for folder in sorted(parent.glob(PREFIX + "*")):
+    for folder in sorted(parent.glob(prefix + "*")):
         try:
             info = folder.lstat()
         except OSError:  # removed meanwhile by another server starting

@@ -72,14 +72,19 @@ SEAL_SECRET = Setting("seal_secret", None, "the secret that seals results (leade
                                            "of its queue hold the same one; several, separated by spaces, to rotate "
                                            "(the first seals, each verifies); none: a key kept in STORE/seal.key",
                       env="CULTURELENS_SEAL_SECRET")
+GRADIO_TEMP_DIR = Setting("gradio_temp_dir", None, "where Gradio keeps uploads: the app keeps its own in a "
+                                                 "culturelens-uploads-<random> folder under it (default: the system's "
+                                                 "temporary folder), removed when the app stops",
+                          env="GRADIO_TEMP_DIR", path=True)
 SPACE_STORE = "culturelens"
 """The store's folder in a Space's persistent storage."""
 
 SERVICE = (STORE, QUEUE, USER, CUBE_SOURCE, SUITE, HUB_REQUESTS, HUB_RESULTS, QUOTA, ATTEMPT_QUOTA, QUOTA_HOURS,
            LIMITS)
 """The settings `culturelens serve` and app.py share (``service``); serve has a flag for each."""
-OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID, SPACE_STORAGE, SEAL_SECRET)
-"""The service's other variables: the worker's attempts, the login name, the Space's own and the seal's secret."""
+OTHERS = (MAX_ATTEMPTS, LOGIN, SPACE_ID, SPACE_STORAGE, SEAL_SECRET, GRADIO_TEMP_DIR)
+"""The service's other variables: the worker's attempts, the login name, the Space's own, the seal's secret and
+where Gradio's uploads go."""
 
 
 def environment() -> list[Setting]:

@@ -751,3 +751,96 @@ def test_reproduce_hostile_submission_id_reads_nothing_outside_the_store(tmp_pat
     assert done.returncode == 2, done.stdout + done.stderr
     assert "which is not a submission id" in done.stderr and "a record never chooses a path" in done.stderr
     assert "\x1b" not in done.stdout + done.stderr
+
+
+# --- finding 5: Gradio's upload cache is this server's, and goes with it --------------------------------------------
+def _uploaded_copies(temp, payload: bytes) -> list:
+    """Files under ``temp`` holding ``payload`` (an upload Gradio cached, wherever it put it)."""
+    return [p for p in temp.rglob("*") if p.is_file() and p.stat().st_size == len(payload)
+            and p.read_bytes() == payload]
+
+
+def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_through_a_restart(
+        tmp_path, monkeypatch):
+    from gradio_client import Client, handle_file
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder, where Gradio's cache would be
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)  # an app built in this process set it to its own folder
+    payload = os.urandom(300_000)  # not a zip: refused, but Gradio keeps the upload all the same
+    upload = tmp_path / "upload.zip"
+    upload.write_bytes(payload)
+    store = Store(tmp_path / "store")
+    with serving(store.root, tmp_path / "serve.log", "--no-worker") as url:
+        verdict = Client(url, verbose=False).predict(handle_file(upload), api_name="/submit")
+        assert "zip" in verdict.lower()  # refused for what it is
+        cached = _uploaded_copies(temp, payload)
+        assert cached and all(p.is_relative_to(next(temp.glob("culturelens-uploads-*"))) for p in cached)
+        # The machine's shared Gradio cache holds nothing (Gradio makes an empty folder there when it is imported).
+        assert not [p for p in temp.glob("gradio/**/*") if p.is_file()]
+    assert _uploaded_copies(temp, payload) == [] and list(temp.glob("culturelens-uploads-*")) == []  # SIGTERM
+    with serving(store.root, tmp_path / "serve2.log", "--no-worker"):
+        assert _uploaded_copies(temp, payload) == []
+    assert list(temp.glob("culturelens-uploads-*")) == []
+
+
+def test_upload_cache_refuses_a_file_over_the_upload_limit_with_the_limit_in_the_message(tmp_path, monkeypatch):
+    import httpx
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    store = Store(tmp_path / "store")
+    with serving(store.root, tmp_path / "serve.log", "--no-worker", "--limit", "max_upload_bytes=100000") as url:
+        refused = httpx.post(url + "gradio_api/upload", files={"files": ("a.zip", b"x" * 100_001)}, timeout=30)
+        assert refused.status_code == 413
+        assert refused.text == "File size exceeded maximum allowed size of 100000 bytes."
+        accepted = httpx.post(url + "gradio_api/upload", files={"files": ("a.zip", b"x" * 100_000)}, timeout=30)
+        assert accepted.status_code == 200
+    assert [p for p in temp.rglob("*") if p.is_file()] == []  # nothing of either is left
+
+
+# --- finding 7: a wrong-typed value is a visitor's mistake, answered in a sentence -----------------------------------
+def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_log_no_traceback(tmp_path, tiny_upstream):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    results.write_folder(store.results / SCORED, [], [_aggregate_row()], [], RunRecord(submission_id=SCORED))
+    log = tmp_path / "serve.log"
+    calls = {  # endpoint: (values, the refusal expected)
+        "/leaderboard": ((7, "overall", "", "", None), "'track' takes text, not a number"),
+        "/details": ((["sub-1", "sub-2"],), "'submission_id' takes text, not a list"),
+        "/submit": (("not-a-file.zip",), "'file' takes an uploaded file (gradio_client's handle_file), "
+                                         "not text"),
+        "/compare": ((3.5, None), "'chosen' takes a list, not a number"),
+        "/overview": ((True, *OVERVIEW[1:]), "'track' takes text, not true or false"),
+    }
+    with serving(store.root, log, "--no-worker") as url:
+        client = Client(url, verbose=False)
+        for endpoint, (values, expected) in calls.items():
+            with pytest.raises(AppError) as refused:
+                client.predict(*values, api_name=endpoint)
+            assert refused.value.message.startswith(expected), (endpoint, refused.value.message)
+        # The same endpoints with the values a page sends are answered (no value refused for its type).
+        assert client.predict(SCORED, api_name="/details")
+        assert client.predict(*OVERVIEW, api_name="/overview")
+    assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    store = Store(tmp_path / "store")
+    killed = _holder(store)  # built the app: made its upload cache, as serve does
+    (cache,) = temp.glob("culturelens-uploads-*")
+    (cache / "upload.zip").write_bytes(b"an upload")
+    killed.kill()  # SIGKILL: nothing of its own runs at exit
+    killed.wait()
+    assert (cache / "upload.zip").exists()
+    with serving(store.root, tmp_path / "serve.log", "--no-worker"):
+        assert not cache.exists() and len(list(temp.glob("culturelens-uploads-*"))) == 1  # its own only
