@@ -383,11 +383,11 @@ def test_first_day_wording_a_verdict_gives_one_line_per_wrong_prompt_with_its_se
     report = store.submit(folder, "alice").report
     assert not report.ok
     stranger = [e for e in report.errors if "'not-a-prompt'" in e]
-    assert stranger == ["images/not-a-prompt/0.png and 19 more image(s) of prompt id 'not-a-prompt' (seeds 0-19): "
-                        "prompt id 'not-a-prompt' is not in culturelens/cube-1k (cube_1k, test)"]
+    assert stranger == [("images/not-a-prompt/0.png and 19 more image(s) of prompt id 'not-a-prompt' (seeds 0-19): "
+                         "prompt id 'not-a-prompt' is not in culturelens/cube-1k (cube_1k, test)")]
     absent = [e for e in report.errors if "no image for prompt" in e]
-    assert absent == [f"images/{wrong}/*: no image for prompt {wrong} seeds 0-19, and manifest.missing does not "
-                      "list them"]
+    assert absent == [(f"images/{wrong}/*: no image for prompt {wrong} seeds 0-19, and manifest.missing does not "
+                       "list them")]
     # Counted per image all the same: 20 missing, 20 of an unknown prompt.
     assert report.summary == (f"REJECTED: answered {len(prompt_ids) - 1} of {len(prompt_ids)} prompts; 20 images "
                               "missing; 20 other problems")
