@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmark import results
+from benchmark import layout, results
 from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
 from leaderboard import display, render, search
@@ -282,7 +282,7 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     from benchmark.encoders.spec import load_registry
     from benchmark.scoring_options import ScoringOptions
     from benchmark.metrics.alignment import ClipCosine
-    from leaderboard import pickup
+    from leaderboard import pickup, seal
     from leaderboard.repo import folder_repo
     from leaderboard.worker import Worker
     from culturelens.testing.submissions import make_submission
@@ -295,10 +295,16 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     results.write_folder(repo.folder / "results" / job.id, [], [_row(submission_id=job.id, value=0.99)], [],
                          RunRecord(submission_id=job.id, request=1))
 
-    # The app's pickup refuses them, with the reason.
+    # The app's pickup refuses them, with the reason: unsealed, they are refused for their seal first.
     assert pickup.fetch(store, repo, [job.id]) == []
-    [entry] = store.quarantined()
-    assert entry.name == job.id and entry.reason == (
+    [unsealed] = store.quarantined()
+    assert unsealed.name == job.id and unsealed.reason.startswith(
+        f"its seal: it carries no seal ({layout.SEAL}): results are taken only as a worker of this queue sealed them")
+    # Sealed with the store's own key, as a worker of this queue would: still refused, as no lease was issued.
+    seal.seal_folder(repo.folder / "results" / job.id, store.results_folders.keys)
+    assert pickup.fetch(store, repo, [job.id]) == []
+    [_, unleased] = store.quarantined()
+    assert unleased.name == job.id and unleased.reason == (
         "its results do not answer the job: the queue has issued no lease for its request 1 (PENDING): no worker "
         "has scored it")
     # The next worker does not take them for its job's results: it scores the submission.
@@ -429,7 +435,8 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
             assert "Error" not in page.evaluate("() => document.body.innerText")
             wait_for_text(page, "queue rebuilt from disk at")  # its timer redraws the Queue tab
             wait_for_text(page, "First model")
-        assert jobs(client) == {"First model": "FINISHED"} and store.queue.get(first.id).owner == "unknown (rebuilt)"
+        # The rebuilt queue keeps the owner: the queue's ledger, beside its file, says who submitted it.
+        assert jobs(client) == {"First model": "FINISHED"} and store.queue.get(first.id).owner == "ada"
 
         # The Submit tab, while the queue is damaged: a notice, nothing stored; once rebuilt, the same upload passes.
         _damage(queue_file)
