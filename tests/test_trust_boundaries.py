@@ -300,8 +300,13 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     [unsealed] = store.quarantined()
     assert unsealed.name == job.id and unsealed.reason.startswith(
         f"its seal: it carries no seal ({layout.SEAL}): results are taken only as a worker of this queue sealed them")
-    # Sealed with the store's own key, as a worker of this queue would: still refused, as no lease was issued.
-    seal.seal_folder(repo.folder / "results" / job.id, store.results_folders.keys)
+    # Published again (a new run.json: the same one is not downloaded twice), sealed with the store's own key as a
+    # worker of this queue would seal it: still refused, as the queue issued no lease for it.
+    published = repo.folder / "results" / job.id
+    shutil.rmtree(published)
+    results.write_folder(published, [], [_row(submission_id=job.id, value=0.99)], [],
+                         RunRecord(submission_id=job.id, request=1, scored_at="2025-01-01T00:00:00+00:00"))
+    seal.seal_folder(published, store.results_folders.keys)
     assert pickup.fetch(store, repo, [job.id]) == []
     [_, unleased] = store.quarantined()
     assert unleased.name == job.id and unleased.reason == (
