@@ -842,6 +842,17 @@ def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_lo
     assert "Traceback" not in log.read_text(encoding="utf-8")
 
 
+def test_wrong_types_a_box_of_no_single_type_takes_any_value():
+    """A JSON box or a state (the Queue tab's timer sends one) has a schema, not one type, for its API type."""
+    import gradio as gr
+
+    from leaderboard.bounds import checked
+
+    assert checked(gr.JSON(), {"jobs": [1]}) == {"jobs": [1]} and checked(gr.State(), ["a", 2]) == ["a", 2]
+    with pytest.raises(gr.Error, match="'track' takes text, not a number"):
+        checked(gr.Textbox(label="track"), 7)
+
+
 def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"
     temp.mkdir()
