@@ -867,3 +867,24 @@ def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_
     assert (cache / "upload.zip").exists()
     with serving(store.root, tmp_path / "serve.log", "--no-worker"):
         assert not cache.exists() and len(list(temp.glob("culturelens-uploads-*"))) == 1  # its own only
+
+
+def test_wrong_types_the_pages_own_values_pass_every_events_check(tmp_path):
+    """Every event of the page (the timer's included, whose inputs hold session states) takes the values its
+    components start with, as a browser sends them: the type check refuses only what no page sends."""
+    import gradio as gr
+
+    from leaderboard import bounds
+    from leaderboard.app import build_app
+
+    app = build_app(Store(tmp_path / "store"))
+    refused = []
+    for fn in app.fns.values():
+        for component in fn.inputs:
+            value = component.get_config().get("value") if hasattr(component, "get_config") else None
+            try:
+                bounds.checked(component, value)
+            except Exception as error:  # noqa: BLE001 - every refusal is listed, whatever it is
+                refused.append((fn.name, type(component).__name__, repr(error)))
+    assert any(isinstance(c, gr.State) for fn in app.fns.values() for c in fn.inputs)  # the case that broke
+    assert refused == []
