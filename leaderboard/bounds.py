@@ -46,7 +46,7 @@ def checked(component, value, name: str | None = None):
     its label."""
     info = component.api_info() if hasattr(component, "api_info") else {}
     expected = info.get("type") if isinstance(info, dict) else None
-    if expected not in TYPES:  # no single type (a state, any JSON)
+    if not isinstance(expected, str) or expected not in TYPES:  # no single type (a state, any JSON: a schema)
         return value
     if value is None:
         return [] if expected == "array" else None

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from benchmark import results
+from benchmark import layout, results
 from benchmark.run_record import RunRecord
 from culturelens.testing.soak import Soak, build_store
 from leaderboard.catalog import Catalog
@@ -25,7 +25,7 @@ from leaderboard.store import Store
 _SCORING = re.compile(r"scoring (\S+) \(")
 
 
-RESULT_FILES = {"per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json"}
+RESULT_FILES = set(layout.SEALED_FILES)  # a worker's results folder: the result tables, run.json and its seal
 
 
 class Reader(threading.Thread):

@@ -63,8 +63,9 @@ def test_a_remote_worker_fetches_scores_and_publishes_and_the_app_picks_the_resu
     assert finished.state == "FINISHED", finished
     assert finished.message.startswith("scored 12 images")  # 6 prompts x 2 seeds
     published = results_repo / layout.RESULTS / job.id
-    # Awareness draws no curve: the empty curves.parquet is not published (it would break load_dataset's "curves").
-    with_rows = ["per_image.parquet", "aggregates.parquet", "run.json"]
+    # Awareness draws no curve: the empty curves.parquet is not published (it would break load_dataset's "curves");
+    # the worker's seal over the folder is.
+    with_rows = ["per_image.parquet", "aggregates.parquet", "run.json", layout.SEAL]
     assert sorted(p.name for p in published.iterdir()) == sorted(with_rows)
     assert not (gpu_root / layout.SUBMISSIONS / job.id).exists()  # the scored submission left the worker's disk
     assert not (gpu_root / layout.RESULTS / job.id).exists()  # published: its results did too

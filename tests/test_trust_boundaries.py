@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmark import results
+from benchmark import layout, results
 from benchmark.run_record import RunRecord
 from benchmark.datasets import cube_1k
 from leaderboard import display, render, search
@@ -282,7 +282,7 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     from benchmark.encoders.spec import load_registry
     from benchmark.scoring_options import ScoringOptions
     from benchmark.metrics.alignment import ClipCosine
-    from leaderboard import pickup
+    from leaderboard import pickup, seal
     from leaderboard.repo import folder_repo
     from leaderboard.worker import Worker
     from culturelens.testing.submissions import make_submission
@@ -295,10 +295,21 @@ def test_results_for_a_job_without_its_lease_token_are_refused(tmp_path, tiny_up
     results.write_folder(repo.folder / "results" / job.id, [], [_row(submission_id=job.id, value=0.99)], [],
                          RunRecord(submission_id=job.id, request=1))
 
-    # The app's pickup refuses them, with the reason.
+    # The app's pickup refuses them, with the reason: unsealed, they are refused for their seal first.
     assert pickup.fetch(store, repo, [job.id]) == []
-    [entry] = store.quarantined()
-    assert entry.name == job.id and entry.reason == (
+    [unsealed] = store.quarantined()
+    assert unsealed.name == job.id and unsealed.reason.startswith(
+        f"its seal: it carries no seal ({layout.SEAL}): results are taken only as a worker of this queue sealed them")
+    # Published again (a new run.json: the same one is not downloaded twice), sealed with the store's own key as a
+    # worker of this queue would seal it: still refused, as the queue issued no lease for it.
+    published = repo.folder / "results" / job.id
+    shutil.rmtree(published)
+    results.write_folder(published, [], [_row(submission_id=job.id, value=0.99)], [],
+                         RunRecord(submission_id=job.id, request=1, scored_at="2025-01-01T00:00:00+00:00"))
+    seal.seal_folder(published, store.results_folders.keys)
+    assert pickup.fetch(store, repo, [job.id]) == []
+    [_, unleased] = store.quarantined()
+    assert unleased.name == job.id and unleased.reason == (
         "its results do not answer the job: the queue has issued no lease for its request 1 (PENDING): no worker "
         "has scored it")
     # The next worker does not take them for its job's results: it scores the submission.
@@ -429,7 +440,8 @@ def test_a_queue_file_damaged_under_a_live_app_gives_a_notice_and_is_rebuilt_wit
             assert "Error" not in page.evaluate("() => document.body.innerText")
             wait_for_text(page, "queue rebuilt from disk at")  # its timer redraws the Queue tab
             wait_for_text(page, "First model")
-        assert jobs(client) == {"First model": "FINISHED"} and store.queue.get(first.id).owner == "unknown (rebuilt)"
+        # The rebuilt queue keeps the owner: the queue's ledger, beside its file, says who submitted it.
+        assert jobs(client) == {"First model": "FINISHED"} and store.queue.get(first.id).owner == "ada"
 
         # The Submit tab, while the queue is damaged: a notice, nothing stored; once rebuilt, the same upload passes.
         _damage(queue_file)
@@ -830,6 +842,17 @@ def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_lo
     assert "Traceback" not in log.read_text(encoding="utf-8")
 
 
+def test_wrong_types_a_box_of_no_single_type_takes_any_value():
+    """A JSON box or a state (the Queue tab's timer sends one) has a schema, not one type, for its API type."""
+    import gradio as gr
+
+    from leaderboard.bounds import checked
+
+    assert checked(gr.JSON(), {"jobs": [1]}) == {"jobs": [1]} and checked(gr.State(), ["a", 2]) == ["a", 2]
+    with pytest.raises(gr.Error, match="'track' takes text, not a number"):
+        checked(gr.Textbox(label="track"), 7)
+
+
 def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -844,3 +867,24 @@ def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_
     assert (cache / "upload.zip").exists()
     with serving(store.root, tmp_path / "serve.log", "--no-worker"):
         assert not cache.exists() and len(list(temp.glob("culturelens-uploads-*"))) == 1  # its own only
+
+
+def test_wrong_types_the_pages_own_values_pass_every_events_check(tmp_path):
+    """Every event of the page (the timer's included, whose inputs hold session states) takes the values its
+    components start with, as a browser sends them: the type check refuses only what no page sends."""
+    import gradio as gr
+
+    from leaderboard import bounds
+    from leaderboard.app import build_app
+
+    app = build_app(Store(tmp_path / "store"))
+    refused = []
+    for fn in app.fns.values():
+        for component in fn.inputs:
+            value = component.get_config().get("value") if hasattr(component, "get_config") else None
+            try:
+                bounds.checked(component, value)
+            except Exception as error:  # noqa: BLE001 - every refusal is listed, whatever it is
+                refused.append((fn.name, type(component).__name__, repr(error)))
+    assert any(isinstance(c, gr.State) for fn in app.fns.values() for c in fn.inputs)  # the case that broke
+    assert refused == []

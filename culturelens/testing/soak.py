@@ -23,19 +23,20 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from benchmark import layout
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import local_folder
 from benchmark.settings import HUB_OFFLINE, child_environment
 from leaderboard import hub_sync, pickup
 from leaderboard.catalog import Catalog
 from leaderboard.repo import LocalRepo
-from leaderboard.operator_settings import QUEUE
+from leaderboard.operator_settings import QUEUE, SEAL_SECRET
 from leaderboard.store import Store
 from culturelens.testing.tiny_models import small_backbones
 from culturelens.testing.submissions import TINY_UPSTREAM, manifest, write_image
 
 REPO = Path(__file__).resolve().parents[2]  # the workers run this checkout's code (``-m`` from here)
-RESULT_FILES = {"per_image.parquet", "aggregates.parquet", "curves.parquet", "run.json"}
+RESULT_FILES = set(layout.SEALED_FILES)  # a worker's results folder: the result tables, run.json and its seal
 _SCORED = re.compile(r"scored (\d+) images \((\d+) embeddings computed, (\d+) from the cache\)")
 _ATTEMPT = re.compile(r"scoring (\S+) \(.*\), attempt (\d+)")
 _COMPLETED = re.compile(r"scored (\S+) \(attempt (\d+)\)")
@@ -118,6 +119,15 @@ class Soak:
         shutil.rmtree(staged)
 
     # --- workers ----------------------------------------------------------------------------------------------
+    @property
+    def seal_secret(self) -> str | None:
+        """What a remote worker seals its results with: the app's secret(s), as the operator gives each worker of
+        the queue the Space's ``CULTURELENS_SEAL_SECRET`` (README, "Deploying"), so that the app takes its results;
+        None for a worker on the app's store, which reads the store's own key."""
+        if self.remote is None:
+            return None
+        return " ".join(secret.decode() for secret in self.store.results_folders.keys.secrets)
+
     def start_worker(self, machine: Path | None = None) -> int:
         """A worker on the app's store, or (remote) on ``machine``'s own store: a new machine when None, which
         gets the served dataset as its operator would build it."""
@@ -136,7 +146,7 @@ class Soak:
             [sys.executable, "-m", "culturelens.cli", "worker", "--store", str(store), "--backbones",
              str(self.backbones), "--lease-seconds", str(self.lease_seconds), "--batch-size", str(self.batch_size),
              "--tracks", "awareness", *hub],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.queue))
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.queue, self.seal_secret))
         log.close()
         self.workers[process.pid] = process
         self.worker_logs[process.pid] = path
@@ -331,9 +341,11 @@ def _machine_of(lease_owner: str | None, machines: dict[int, Path]) -> Path | No
     return machines.get(int(lease_owner.rsplit("-", 2)[1])) if lease_owner else None
 
 
-def worker_env(queue: str | None) -> dict[str, str]:
-    """A worker's environment: offline, on the store's SQLite queue or the PostgreSQL ``queue``."""
-    return {**child_environment({HUB_OFFLINE: "1", QUEUE: queue}), "HF_DATASETS_OFFLINE": "1"}
+def worker_env(queue: str | None, seal_secret: str | None = None) -> dict[str, str]:
+    """A worker's environment: offline, on the store's SQLite queue or the PostgreSQL ``queue``, sealing with
+    ``seal_secret`` where given (else with what this process's environment or the store configures)."""
+    changes = {HUB_OFFLINE: "1", QUEUE: queue, **({SEAL_SECRET: seal_secret} if seal_secret else {})}
+    return {**child_environment(changes), "HF_DATASETS_OFFLINE": "1"}
 
 
 def build_store(root: Path, queue: str | None = None) -> Store:
