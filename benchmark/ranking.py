@@ -21,7 +21,10 @@ the prompts naming it), whoever submitted first and whatever each row answered. 
 - **rank**: best first by the rule's direction, ties sharing the best rank; **rank interval**: the 2.5% and 97.5%
   order statistics of each row's rank over ``REPLICATES`` draws of the prompt set (the same draw for every row:
   a paired bootstrap), none below ``MIN_PROMPTS`` prompts (a percentile bootstrap over a handful covers poorly);
-  **tie groups** (``tie_groups``): rows whose intervals all hold one common rank.
+  **tie groups** (``tie_groups``): rows whose intervals all hold one common rank. Without a rank interval (fewer
+  than ``MIN_PROMPTS`` prompts), neighbours in rank order whose paired difference's 95% interval
+  (``benchmark.stats.difference_ci``) covers 0 are tied (``paired_ties``): they share the best rank of their group,
+  and its span of ranks is their rank range, so a gap the data cannot tell from none never reads as rank 1 and 2.
 - **win rates** (HEIM's mean win rate): ``track_win_rates`` per track, ``mean_win_rates`` across tracks.
 
 A metric's kind (``KINDS``: a rate, a continuous score, a difference of two models') and declared range ride along
@@ -154,9 +157,34 @@ def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | No
     rows["rank_low"] = pd.array(rank_low, dtype="Float64").astype("Int64")
     rows["rank_high"] = pd.array(rank_high, dtype="Float64").astype("Int64")
     order = rows.sort_values(["rank", "score"], ascending=[True, not rule.higher_is_better], na_position="last").index
+    if replicates is None and intervals and rule.combine is None:
+        paired_ties(rows, order, chosen[0])
     rows["tie_group"] = tie_groups(rows.loc[order, "rank_low"], rows.loc[order, "rank_high"]).reindex(rows.index)
     note = _note(rule, prompts, unanswered, why, replicates is not None, source)
     return Ranking(rows, replicates, prompts, note)
+
+
+def paired_ties(rows: pd.DataFrame, order: pd.Index, matrix: np.ndarray) -> None:
+    """Without a rank interval: reading ``order`` (rank order) down, a ranked row whose paired difference from the
+    one above (``matrix``: prompts x rows, in ``rows``' order; on the prompts both have a value) has a 95% interval
+    (``difference_ci``) holding 0 joins its group; a group of two or more shares its best rank, and rank_low and
+    rank_high are the span of ranks it holds (two tied at the top: rank 1, range 1-2). In place, on ``rows``."""
+    position = {key: j for j, key in enumerate(rows.index)}
+    ranked = [key for key in order if rows.at[key, "not_ranked"] == "" and pd.notna(rows.at[key, "rank"])]
+    groups: list[list] = []
+    for key in ranked:
+        if groups:
+            above = matrix[:, position[groups[-1][-1]]] - matrix[:, position[key]]
+            # Rounded: a subtraction's float noise (0.75 - 0.55 = 0.19999999999999996) is no spread to bootstrap.
+            low, high = difference_ci(np.round(above[~np.isnan(above)], 12))
+            if not np.isnan(low) and low <= 0 <= high:
+                groups[-1].append(key)
+                continue
+        groups.append([key])
+    for group in (g for g in groups if len(g) > 1):
+        best = int(rows.loc[group, "rank"].min())
+        rows.loc[group, "rank"] = best
+        rows.loc[group, "rank_low"], rows.loc[group, "rank_high"] = best, best + len(group) - 1
 
 
 def _not_ranked(rule: Rule, unanswered: int, prompts: int) -> str:
@@ -217,7 +245,8 @@ def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, wit
     if apart:
         said.append(f"{apart} row(s) listed apart, not ranked (each says why)")
     if prompts < MIN_PROMPTS:
-        said.append(f"with fewer than {MIN_PROMPTS} prompts there is no rank interval")
+        said.append(f"with fewer than {MIN_PROMPTS} prompts there is no rank interval: neighbours whose paired "
+                    "difference's 95% interval holds 0 share a rank, their range the ranks they span")
     return "; ".join(said)
 
 

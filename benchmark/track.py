@@ -68,6 +68,12 @@ class Protocol:
                 and str(fields.get("metric_version") or "").startswith(self.version)
                 and (not self.backbones or ids == tuple(sorted(self.backbones))) and self.judged_alike(protocol))
 
+    def version_words(self) -> str:
+        """``version`` as people read it: a prefix (any version starting so is this one, "1 (paper; calibration")
+        ends in "..." and closes the parentheses it opened, so that no sentence around it is left unbalanced."""
+        opened = self.version.count("(") - self.version.count(")")
+        return f"{self.version.rstrip()} ...{')' * opened}" if opened > 0 else self.version
+
     def judged_alike(self, protocol: str | None) -> bool:
         """Whether a row's ``protocol`` names this protocol's judge (always, when it pins none): a judged track's
         rows by another judge (a CLIP probe, a smaller VLM) never stand in for its headline ranking, nor feed the
@@ -84,7 +90,7 @@ class Protocol:
         images = self.images_per_prompt
         parts = [f"dataset {self.dataset}" if self.dataset else "",
                  f"{images} image{'' if images == 1 else 's'} per prompt" if images else "",
-                 f"metric version {self.version} with its settings" if self.version else "",
+                 f"metric version {self.version_words()} with its settings" if self.version else "",
                  f"backbones {', '.join(self.backbones)}" if self.backbones else "",
                  f"judge {self.judge}" if self.judge else ""]
         return "; ".join(p for p in parts if p) or "no field fixed"

@@ -141,6 +141,20 @@ def _suite_words(track: str, suite: Suite) -> str | None:
     return f"the suite's {count}{rows} × {_images(part.images_per_prompt, '')}"
 
 
+def _unlike_the_tracks(declared, fields: dict) -> str:
+    """Which of the track's headline settings (``declared``: its ``Protocol``) a row's protocol ``fields`` lack, each
+    as the row has it beside the track's: what differs in full, not the track's prefix alone (a judge's revision,
+    a W1KP calibration); '' when only the judge differs (said apart)."""
+    said = []
+    version = str(fields.get("metric_version") or "")
+    if declared.version and not version.startswith(declared.version):
+        said.append(f"metric version {version or 'unrecorded'}, where the track's is {declared.version_words()}")
+    ids = sorted(b.split("=")[0] for b in fields.get("backbones") or ())
+    if declared.backbones and ids != sorted(declared.backbones):
+        said.append(f"backbones {', '.join(ids) or 'none'}, where the track's are {', '.join(declared.backbones)}")
+    return "; ".join(said)
+
+
 def difference(track: str, protocol: str | None, suite: Suite) -> str:
     """One short sentence: how the protocol differs from the suite's for ``track`` (or, for a track the suite has
     no part for, from the track's headline protocol), and so what it is ranked with."""
@@ -156,9 +170,8 @@ def difference(track: str, protocol: str | None, suite: Suite) -> str:
     declared = track_registry.get(track).protocol
     # The track's headline settings whatever the prompts: the suite's part says which prompts and how many images.
     same_settings = replace(declared, dataset="", images_per_prompt=None).admits(protocol)
-    said = [f"metric version {declared.version} with its settings" if declared.version else "",
-            f"backbones {', '.join(declared.backbones)}" if declared.backbones else ""]
-    settings = "" if same_settings else f", not the track's settings ({'; '.join(w for w in said if w)})"
+    unlike = "" if same_settings else _unlike_the_tracks(declared, fields)
+    settings = f", not the track's settings ({unlike})" if unlike else ""
     if words is None:
         return ("The track's headline protocol." if headline else
                 f"Not the track's headline protocol ({track_registry.get(track).protocol.describe()}): ranked only "

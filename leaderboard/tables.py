@@ -273,7 +273,9 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
             shown[track] = rows
             notes.append(f"{track_registry.get(track).title}: {note}")
             where = np.array([index[k] for k in zip(rows["model"], rows["provenance"])])
-            values[0, where] = np.where(rows["not_ranked"].eq(""), rows["value"], np.nan)
+            # By rank, not value: rows the ranking ties (a shared rank) count half a win each, as equal values do.
+            rank = pd.to_numeric(rows["rank"], errors="coerce").to_numpy(float)
+            values[0, where] = np.where(rows["not_ranked"].eq("") & rows["value"].notna(), -rank, np.nan)
             own[track][where] = rows["value"].to_numpy(float)
             for i, why in zip(where, rows["not_ranked"]):
                 if why and not not_ranked[i]:
@@ -284,7 +286,7 @@ def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
                 for i, sid, why in zip(where, rows["submission_id"], rows["not_ranked"]):
                     if not why and sid in columns:
                         replicates[:, i] = result.replicates[:, columns[sid]]
-        point[track] = ranking.track_win_rates(values, higher)[0]
+        point[track] = ranking.track_win_rates(values, higher if cat is None else True)[0]
         boot[track] = None if replicates is None else ranking.track_win_rates(replicates, higher)
     if cat is not None and any(b is None for b in boot.values()):
         notes.append("no interval on the mean win rate: a track above has none")

@@ -128,6 +128,46 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     assert list(frame["Awareness (CUBE) score"]) == [0.7, 0.5]
 
 
+def test_first_day_equal_scores_are_shown_as_ties(small_suite, tmp_path):
+    from leaderboard.ui.overview import OVERALL_VIEW, OverviewTab
+    from leaderboard.ui.site import Site
+
+    store, served = served_store(tmp_path / "store", small_suite[0])
+    pin = store.suite.part_of_track("awareness").dataset
+    prompts = list(store.prompts(pin.repo, pin.config).table.index)
+    assert len(prompts) == 6 < ranking.MIN_PROMPTS  # no bootstrap rank interval: ties come from paired differences
+    alpha = [0.6, 0.7, 0.5, 0.6, 0.7, 0.5]  # mean 0.6
+    # Beta: 0.001 lower on one prompt (mean 0.59983, shown 0.600): the differences 0 x5 and 0.001 give Bonett &
+    # Price's interval 0.001 x (0.125 -/+ 2.365 x 0.212) = [-0.00038, 0.00063], holding 0: a tie.
+    beta = alpha[:5] + [0.499]
+    gamma = [0.1] * 6  # 0.5 below Alpha on every prompt: (0.875 - 0.125) -/+ 0.553, times 0.5: [0.20, 0.65]
+    for sid, model, values in (("a", "Alpha", alpha), ("b", "Beta", beta), ("c", "Gamma", gamma)):
+        scored_rows(store, sid, model, "awareness", "clip_score", values, model_id=f"org/{sid}", prompts=prompts)
+    cat = Catalog(store)
+    rows, _ = tables.ranked(cat, "awareness", "clip_score")
+    rows = rows.set_index("model")
+    assert rows.loc["Beta", "value"] < rows.loc["Alpha", "value"]  # not equal, as shown to 3 decimals only
+    assert list(rows.loc[["Alpha", "Beta", "Gamma"], "rank"]) == [1, 1, 3]  # the tie shares the best rank
+    assert [rows.at[m, "rank_low"] for m in ("Alpha", "Beta")] == [1, 1]
+    assert [rows.at[m, "rank_high"] for m in ("Alpha", "Beta")] == [2, 2]
+    assert pd.isna(rows.at["Gamma", "rank_low"])  # no interval and no tie: no range claimed
+    assert rows.at["Alpha", "tie_group"] == rows.at["Beta", "tie_group"]
+    overview = OverviewTab(Site(store, "ada", suite=served, metric_settings={}))
+    shown = overview.view("awareness", None, "", [], None, None, "", [], display.RANK_COLUMNS)["frame"]
+    by_model = {re.sub(r"^\[([^]]+)\].*", r"\1", m): (r, span) for m, r, span in
+                zip(shown["Model"], shown["Rank"], shown["Rank range (95%)"])}
+    assert by_model == {"Alpha": (1, "1–2"), "Beta": (1, "1–2"), "Gamma": (3, "")}
+    # The overall: a tie counts half a win each. Alpha and Beta beat Gamma and tie each other: (1 + 0.5) / 2.
+    wide, _, _, _ = tables.overall(cat)
+    rates = dict(zip(wide["model"], wide["win_rate"]))
+    assert rates == {"Alpha": 0.75, "Beta": 0.75, "Gamma": 0.0}
+    first = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+    assert first["track"]["value"] == OVERALL_VIEW
+    assert list(first["frame"]["Rank"]) == [1, 1, 3]
+    # Exactly equal values (the same per-prompt values): a shared rank too, and half a win each.
+    assert list(ranking.track_win_rates(np.array([[6.099, 6.099, 1.0]]), True)[0]) == [0.75, 0.75, 0.0]
+
+
 # --- validate, submit and generate know the suite the store serves ---------------------------------------------
 @pytest.mark.slow
 def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where_the_store_serves_it(
@@ -288,6 +328,71 @@ def test_first_day_an_all_zero_continuous_metric_gets_no_wilson_interval_and_no_
     assert -1.0 <= low <= high <= 1.0
 
 
+# --- wording a visitor reads ----------------------------------------------------------------------------------
+def test_first_day_wording_variability_has_no_direction_in_its_own_table_as_in_the_overall():
+    from leaderboard.ui import notes
+
+    assert notes.direction(False, directed=False) == (
+        "ordered lower first: neither end is better, no direction to win on")
+    assert notes.direction(True) == "higher is better" and notes.direction(False) == "lower is better"
+
+
+def test_first_day_wording_protocol_details_balance_their_parentheses_and_show_what_differs():
+    from benchmark import tracks as track_registry
+    from benchmark.suite import SUITE_V1
+
+    def balanced(text: str) -> bool:
+        depth = 0
+        for char in text:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth < 0:
+                return False
+        return depth == 0
+
+    # A track's version is a prefix ("1 (paper; calibration"): shown as one, its parenthesis closed.
+    variability = track_registry.get("variability").protocol.describe()
+    assert "metric version 1 (paper; calibration ...) with its settings" in variability and balanced(variability)
+    expectations = track_registry.get("expectations").protocol.describe()
+    assert "metric version 2 (judge ...) with its settings" in expectations and balanced(expectations)
+    # A row of the suite's prompts scored under another metric version: the line says which, beside the track's.
+    fields = {"dataset": "culturelens/culturalframes:prompts:test", "images_per_prompt": 1,
+              "missing_images": results.MISSING_AS_FAILURES, "backbones": [],
+              "metric_version": "3 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, rubric 3)"}
+    said = protocol_names.difference("expectations", results.protocol_columns(fields)["protocol"], SUITE_V1)
+    assert said.endswith("not the track's settings (metric version 3 (judge Qwen/Qwen2.5-VL-7B-Instruct@abc123, "
+                         "rubric 3), where the track's is 2 (judge ...)).") and balanced(said)
+    # Another backbone: named beside the track's.
+    w1kp = {"dataset": "x", "images_per_prompt": 10, "backbones": ["clip-vit-b-32=openai/clip@r1"],
+            "metric_version": "1 (paper; calibration sha256 ab for dreamsim)"}
+    said = protocol_names.difference("variability", results.protocol_columns(w1kp)["protocol"], SUITE_V1)
+    assert "backbones clip-vit-b-32, where the track's are dreamsim" in said and balanced(said)
+    described = tables.describe_protocol(results.protocol_columns(w1kp)["protocol"])
+    assert "metric version 1 (paper; calibration sha256 ab for dreamsim); backbones" in described
+    assert balanced(described)
+
+
+def test_first_day_wording_a_verdict_gives_one_line_per_wrong_prompt_with_its_seeds(tmp_path, tiny_upstream):
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import serving_tiny_cube
+
+    store = serving_tiny_cube(Store(tmp_path / "store", attempt_quota=10**6), tiny_upstream)
+    prompt_ids = list(store.prompts("culturelens/cube-1k", "cube_1k").table.index)
+    folder = make_submission(tmp_path / "sub", prompt_ids, seeds=range(20))
+    wrong = prompt_ids[0]  # its 20 images under a mistyped prompt id: one wrong prompt, 20 seeds
+    (folder / "images" / wrong).rename(folder / "images" / "not-a-prompt")
+    report = store.submit(folder, "alice").report
+    assert not report.ok
+    stranger = [e for e in report.errors if "'not-a-prompt'" in e]
+    assert stranger == [("images/not-a-prompt/0.png and 19 more image(s) of prompt id 'not-a-prompt' (seeds 0-19): "
+                         "prompt id 'not-a-prompt' is not in culturelens/cube-1k (cube_1k, test)")]
+    absent = [e for e in report.errors if "no image for prompt" in e]
+    assert absent == [(f"images/{wrong}/*: no image for prompt {wrong} seeds 0-19, and manifest.missing does not "
+                       "list them")]
+    # Counted per image all the same: 20 missing, 20 of an unknown prompt.
+    assert report.summary == (f"REJECTED: answered {len(prompt_ids) - 1} of {len(prompt_ids)} prompts; 20 images "
+                              "missing; 20 other problems")
+
+
 # --- the first view in a browser: one model, then two ----------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.browser
@@ -308,12 +413,13 @@ def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(sma
                     rows = table(page)
                     assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
                     if models == 1:
-                        assert rows[0]["Rank"] == "–" and tables.LONE in rows[0]["Model"]
+                        assert rows[0]["Rank"] == "–" and rows[0]["Model"] == "Alpha · not ranked yet"
+                        assert tables.LONE in page.inner_text("body")  # the why, in the line above the table
                         assert rows[0]["Overall win rate"] == "–"
                         assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
                     else:
                         assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00", "0.00"]
-                        if width == 1366:
-                            assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
+                    if width == 1366:
+                        assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
                     screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")
                     page.close()

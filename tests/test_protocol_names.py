@@ -67,6 +67,6 @@ def test_each_protocol_says_in_one_sentence_how_it_differs_from_the_suites():
         "scored the same way.")
     assert protocol_names.difference("awareness", _protocol(backbones=["clip-vit-l-14=x@r"]), SUITE_V1) == (
         "The suite's protocol for this track: the suite's 992 CUBE-1K prompts × 10 images, scored here, not the "
-        "track's settings (metric version 1 with its settings; backbones clip-vit-b-32).")
+        "track's settings (backbones clip-vit-l-14, where the track's are clip-vit-b-32).")
     assert protocol_names.difference("awareness", None, SUITE_V1) == (
         "Scored before protocols were recorded: nothing says these rows were scored alike, so none is ranked.")

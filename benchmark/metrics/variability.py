@@ -366,7 +366,8 @@ class W1KP(Metric):
         sha = f" sha256 {calibration.sha256}" if calibration.sha256 else ""
         assumed = ", assumed: the file records no backbone" if calibration.backbone is None else ""
         version = f"{base} ({variant}; calibration{sha} for {calibration.fitted_for}{assumed})"
-        # Higher W1KP means more alike images across seeds: less variability, so lower is better here.
+        # Higher W1KP means more alike images across seeds, less variability; neither end is better (the track
+        # orders its rows, never ranks them): higher_is_better False only sets the order, more variable first.
         self.info = MetricInfo(f"w1kp{self.suffix}", label, "variability", version, False, "W1KP score", 0.0, 1.0,
                                f"{CITATION}, Sec. 2.2", (self.need,), level="prompt")
 

@@ -81,10 +81,11 @@ class Report:
         self.errors.append(message)
         self.problems += 1
 
-    def error_group(self, messages: list[str]) -> None:
-        """Problems of one kind: the first ``MAX_LISTED`` listed, the rest counted."""
+    def error_group(self, messages: list[str], count: int | None = None) -> None:
+        """Problems of one kind: the first ``MAX_LISTED`` listed, the rest counted (``count``: how many problems
+        the messages hold, when one line says several, e.g. one line per prompt for its seeds)."""
         self.errors += _listed(messages)
-        self.problems += len(messages)
+        self.problems += len(messages) if count is None else count
 
     @property
     def summary(self) -> str:
@@ -175,13 +176,14 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
     seeds_text = str(ordered) if len(ordered) <= 10 else f"[{', '.join(map(str, ordered[:10]))}, ...]"
     declared = {(m.prompt_id, m.seed) for m in manifest.missing}
     present: dict[tuple[str, int], str] = {}
-    unknown_prompts, unknown_seeds, doubles, both = [], [], [], []
+    unknown_seeds, doubles, both = [], [], []
+    strangers: dict[str, list[Entry]] = {}  # images of a prompt id not in the set, by prompt: one line each
     for entry in entries:
         if entry.prompt_id is None:
             continue
         key = (entry.prompt_id, entry.seed)
         if entry.prompt_id not in prompts:
-            unknown_prompts.append(f"{entry.path}: prompt id {entry.prompt_id!r} is not in {prompts.label}")
+            strangers.setdefault(entry.prompt_id, []).append(entry)
         elif entry.seed not in seeds:
             unknown_seeds.append(f"{entry.path}: seed {entry.seed} is not in the manifest's seeds {seeds_text}")
         elif key in present:
@@ -190,16 +192,37 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
         elif key in declared:
             both.append(f"{entry.path}: exists, but manifest.missing lists it")
         present.setdefault(key, entry.path)
+    unknown_prompts = [
+        f"{found[0].path}: prompt id {pid!r} is not in {prompts.label}" if len(found) == 1 else
+        f"{found[0].path} and {len(found) - 1} more image(s) of prompt id {pid!r} (seeds "
+        f"{seed_runs(e.seed for e in found)}): prompt id {pid!r} is not in {prompts.label}"
+        for pid, found in ((p, sorted(f, key=lambda e: e.seed)) for p, f in strangers.items())]
     for m in manifest.missing:
         if m.prompt_id not in prompts:
             unknown_prompts.append(f"manifest.json: missing: prompt id {m.prompt_id!r} is not in {prompts.label}")
-    absent = [f"images/{pid}/{seed}.*: no image for prompt {pid} seed {seed}, and manifest.missing does not list it"
-              for pid in prompts.table.index for seed in manifest.seeds
-              if (pid, seed) not in present and (pid, seed) not in declared]
+    lacking = {pid: [seed for seed in manifest.seeds if (pid, seed) not in present and (pid, seed) not in declared]
+               for pid in prompts.table.index}
+    absent = [f"images/{pid}/{seeds[0]}.*: no image for prompt {pid} seed {seeds[0]}, and manifest.missing does not "
+              "list it" if len(seeds) == 1 else
+              f"images/{pid}/*: no image for prompt {pid} seeds {seed_runs(seeds)}, and manifest.missing does not "
+              "list them" for pid, seeds in lacking.items() if seeds]
     report.answered = len({pid for pid, _ in (*present, *declared) if pid in prompts})
-    report.images_missing = len(absent)
-    for group in (unknown_prompts, unknown_seeds, doubles, both, absent):
+    report.images_missing = sum(map(len, lacking.values()))
+    report.error_group(unknown_prompts, sum(map(len, strangers.values())) + len(unknown_prompts) - len(strangers))
+    for group in (unknown_seeds, doubles, both):
         report.error_group(group)
+    report.error_group(absent, report.images_missing)
+
+
+def seed_runs(seeds) -> str:
+    """Seeds as people read a list of them: sorted, runs of consecutive ones joined ("0-19", "0, 2, 5-7")."""
+    runs: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def check_image(folder: Path, entry: Entry, limits: Limits) -> tuple[ImageRecord | None, str | None]:

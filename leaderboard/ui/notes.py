@@ -52,10 +52,19 @@ RANKS_IN_WORDS = (
     "pays**: a prompt a model did not answer (refused or missing) counts as the metric's worst value, so leaving "
     "prompts out can only lower a score, and **Refused** gives each row's share of such prompts (on a track without "
     "a worse end, such a row is listed apart, not ranked). With fewer than "
-    f"{ranking.MIN_PROMPTS} prompts no rank interval is given. **Rank range**, e.g. 2-5: the middle 95% of the "
+    f"{ranking.MIN_PROMPTS} prompts no bootstrap is drawn: neighbours whose paired difference's 95% interval holds "
+    "0 share a rank, their range the ranks they span. **Rank range**, e.g. 2-5: the middle 95% of the "
     f"model's ranks over {ranking.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading down, "
     "models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring groups "
     "may still overlap: read the ranges). One submission per model is ranked, its latest.")
+
+
+def direction(higher: bool, directed: bool = True) -> str:
+    """Which way a table reads: "higher is better", or for a track with no better end (``Track.not_in_overall``,
+    variability) its order and the overall's words for it, so the track's table, its paper card and the overall
+    agree."""
+    end = "higher" if higher else "lower"
+    return f"{end} is better" if directed else f"ordered {end} first: neither end is better, no direction to win on"
 
 
 def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:

@@ -190,8 +190,7 @@ class OverviewTab(Tab):
             "tab shows one value at a time)")
         if len(shown):
             declared = track_registry.get(track)
-            direction = (f"{'higher' if higher else 'lower'} is better" if not declared.not_in_overall else
-                         f"ordered {'higher' if higher else 'lower'} first: neither end is better")
+            direction = notes.direction(higher, not declared.not_in_overall)
             line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), {direction}. "
                     + notes.protocol_line(chosen, table, names, track, suite))
             version = (results.protocol_fields(table.loc[table["protocol_id"] == chosen, "protocol"].iloc[0])
@@ -339,7 +338,7 @@ def cards_html(papers: list[tables.PaperTable], names: dict[str, str]) -> str:
         source = (f'<a href="{html.escape(paper_url)}" target="_blank" rel="noopener">{cited}</a>' if paper_url
                   else cited)
         ranked = (f"ranked by the mean of its {len(values)} columns" if len(values) > 1 else "")
-        direction = "higher is better" if paper.higher else "lower is better"
+        direction = notes.direction(paper.higher, not track.not_in_overall)
         cards.append(
             f'<div class="cl-card"><div class="cl-card-head"><b>{html.escape(track.title)}</b> '
             f'{render.badge("paper")}</div>'
