@@ -25,16 +25,15 @@ from leaderboard.store import Store
 _SCORING = re.compile(r"scoring (\S+) \(")
 
 
-RESULT_FILES = set(layout.SEALED_FILES)  # a worker's results folder: the result tables, run.json and its seal
-
-
 class Reader(threading.Thread):
     """Reads the store as fast as it can until stopped, the way the app does (its catalog) and the way any
-    program listing ``results/`` would; records what it saw and every inconsistency."""
+    program listing ``results/`` would; records what it saw and every inconsistency. ``files``: what a complete
+    results folder holds (a worker's: the result tables, run.json and its seal, ``layout.SEALED_FILES``)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, files=layout.SEALED_FILES):
         super().__init__(daemon=True)
         self.store, self.errors, self.counts = store, [], Counter()
+        self.files = set(files)
         self.reads, self.stopped = 0, threading.Event()
 
     def run(self) -> None:
@@ -51,7 +50,7 @@ class Reader(threading.Thread):
                     if entry.name.startswith("."):
                         continue
                     files = set(os.listdir(entry.path))
-                    if files != RESULT_FILES:
+                    if files != self.files:
                         self.errors.append(f"{entry.name}: present with only {sorted(files)}")
                     else:
                         json.loads(Path(entry.path, "run.json").read_text())
@@ -128,7 +127,7 @@ def _write_many(root: str, count: int) -> None:
 def test_app_reads_during_result_writes_never_see_a_torn_state(tmp_path):
     store = Store(tmp_path / "store")
     writer = multiprocessing.get_context("spawn").Process(target=_write_many, args=(str(store.results), 150))
-    reader = Reader(store)
+    reader = Reader(store, layout.RESULT_FILES)  # results.write_folder's own folders: no seal
     reader.start()
     writer.start()
     writer.join(timeout=300)
