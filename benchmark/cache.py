@@ -80,6 +80,20 @@ def product_key(image_sha256: str, model: str, prompt: str, label: str) -> tuple
     return entry_key(image_sha256, model, f"prompt {prompt_sha256}|label {label}")
 
 
+def _use_wal(db: sqlite3.Connection, timeout: float = 60.0) -> None:
+    """Put the database file in WAL mode (kept in the file: once set, every later connection finds it). Switching
+    takes an exclusive lock and SQLite answers "database is locked" at once, without its busy timeout, while another
+    process (a second scoring process creating the same cache) holds one: retry until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class EmbeddingCache:
     """Arrays by key in ``path`` (SQLite). ``get_many`` and ``put_many`` work in bulk."""
 
@@ -90,7 +104,7 @@ class EmbeddingCache:
 
     def _create(self) -> None:
         with closing(self._connect()) as db:
-            db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(db)
             db.execute(_SCHEMA)
 
     def beside(self, name: str) -> EmbeddingCache:
