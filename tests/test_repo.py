@@ -80,8 +80,10 @@ def _queue_is_free(store: Store, postgres_url: str | None) -> bool:
         import psycopg
 
         with psycopg.connect(postgres_url, autocommit=True) as db:
+            # Client sessions only: an autovacuum worker, busy on a loaded machine, has a transaction of its own.
             return db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                              " AND pid <> pg_backend_pid() AND xact_start IS NOT NULL").fetchone()[0] == 0
+                              " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                              " AND xact_start IS NOT NULL").fetchone()[0] == 0
     db = sqlite3.connect(store.root / "queue.sqlite", timeout=0, isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
