@@ -85,9 +85,10 @@ def _use_wal(db: sqlite3.Connection, timeout: float = 60.0) -> None:
     takes an exclusive lock and SQLite answers "database is locked" at once, without its busy timeout, while another
     process (a second scoring process creating the same cache) holds one: retry until ``timeout``."""
     deadline = time.monotonic() + timeout
-    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+    while True:
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA journal_mode=WAL")  # a file system without WAL keeps its mode: no error, no retry
+            return
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
                 raise
