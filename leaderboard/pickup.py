@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from benchmark import layout
 from benchmark.run_record import RunRecord
 from benchmark.datasets.hub_layout import PushError
+from benchmark.digests import file_digest
 from benchmark.layout import SEALED_FILES, is_submission_id
 from leaderboard import hub_sync, seal, snapshot
 from leaderboard.repo import Repo, RepoError
@@ -72,7 +73,7 @@ def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Rel
         if not file.is_file():
             raise SnapshotError(f"{repo.name}: {snapshot.LATEST} names {release.file}, which the repo does not hold")
         if why := seal.release_refusal(release.seal, store.results_folders.keys, release.number,
-                                       seal.file_sha256(file), release.submissions):
+                                       file_digest(file), release.submissions):
             raise SnapshotError(f"{repo.name}: release {release.number}: {why}")
         snapshot.read(file, release)
         snapshot.install(store, release, file)
@@ -154,7 +155,7 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
         release = snapshot.build(store, ids, file, previous)
         snapshot.read(file, release)  # what others will check, checked before it leaves
         release = replace(release, seal=seal.release_seal(store.results_folders.keys, release.number,
-                                                          seal.file_sha256(file), release.submissions))
+                                                          file_digest(file), release.submissions))
         listed = repo.files([f"{layout.RESULTS}/*/{name}.parquet" for name in hub_sync.RESULT_CONFIGS], revision)
         held = [name for name in hub_sync.RESULT_CONFIGS if any(p.endswith(f"/{name}.parquet") for p in listed)]
         card = hub_sync.results_card(repo_id, release.file, pq.read_metadata(file).num_rows, held)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark import layout, results
+from benchmark.digests import file_digest
 from benchmark.errors import CultureLensError
 
 KEY_FILE = "seal.key"  # STORE/seal.key: the store's own secret, when none is configured
@@ -115,20 +116,12 @@ def canonical(record: object) -> bytes:
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _digest(path: Path) -> str:
-    hasher = hashlib.sha256()
-    with open(path, "rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            hasher.update(chunk)
-    return hasher.hexdigest()
-
-
 def table_digests(folder: Path) -> dict[str, str]:
     """Each result table of ``folder`` by its sha256, or ``EMPTY`` for one of no rows (or none at all)."""
     digests = {}
     for name in layout.RESULT_PARQUET:
         path = Path(folder) / name
-        digests[name] = EMPTY if not path.is_file() or results.parquet_rows(path) == 0 else _digest(path)
+        digests[name] = EMPTY if not path.is_file() or results.parquet_rows(path) == 0 else file_digest(path)
     return digests
 
 
@@ -209,8 +202,3 @@ def release_refusal(seal: object, keys: Keys, number: int, file_sha256: str,
     if not hmac.compare_digest(expected, seal["hmac"]):
         return "its seal does not match its file and submissions (changed after it was published, or forged)"
     return None
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file, read in chunks (a release's file: what its seal covers)."""
-    return _digest(Path(path))

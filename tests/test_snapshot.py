@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import DatasetCard
 
+from benchmark.digests import file_digest
 from benchmark.layout import SEALED_FILES
 from leaderboard import display, hub_sync, pickup, seal, snapshot, tables
 from leaderboard.operator_settings import SEAL_SECRET
@@ -226,7 +227,7 @@ def _sealed_again(repo: LocalRepo, store: Store) -> None:
     try:
         record = json.loads((repo.folder / LATEST).read_text())
         file = repo.folder / record["file"]
-        digest = seal.file_sha256(file)
+        digest = file_digest(file)
     except (ValueError, OSError, KeyError, TypeError):
         return
     record["seal"] = seal.release_seal(store.results_folders.keys, record["release"], digest, record["submissions"])

@@ -772,14 +772,21 @@ def _uploaded_copies(temp, payload: bytes) -> list:
             and p.read_bytes() == payload]
 
 
-def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_through_a_restart(
-        tmp_path, monkeypatch):
-    from gradio_client import Client, handle_file
-
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+    """A system temporary folder of the test's own for the servers it starts, where Gradio's cache would be; without
+    the GRADIO_TEMP_DIR an app built earlier in this process set to its own folder."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder, where Gradio's cache would be
-    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)  # an app built in this process set it to its own folder
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    return temp
+
+
+def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_through_a_restart(tmp_path, own_tmpdir):
+    from gradio_client import Client, handle_file
+
+    temp = own_tmpdir
     payload = os.urandom(300_000)  # not a zip: refused, but Gradio keeps the upload all the same
     upload = tmp_path / "upload.zip"
     upload.write_bytes(payload)
@@ -797,13 +804,10 @@ def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_t
     assert list(temp.glob("culturelens-uploads-*")) == []
 
 
-def test_upload_cache_refuses_a_file_over_the_upload_limit_with_the_limit_in_the_message(tmp_path, monkeypatch):
+def test_upload_cache_refuses_a_file_over_the_upload_limit_with_the_limit_in_the_message(tmp_path, own_tmpdir):
     import httpx
 
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    temp = own_tmpdir
     store = Store(tmp_path / "store")
     with serving(store.root, tmp_path / "serve.log", "--no-worker", "--limit", "max_upload_bytes=100000") as url:
         refused = httpx.post(url + "gradio_api/upload", files={"files": ("a.zip", b"x" * 100_001)}, timeout=30)
@@ -853,11 +857,8 @@ def test_wrong_types_a_box_of_no_single_type_takes_any_value():
         checked(gr.Textbox(label="track"), 7)
 
 
-def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, monkeypatch):
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+def test_upload_cache_a_killed_servers_uploads_are_removed_when_the_next_server_starts(tmp_path, own_tmpdir):
+    temp = own_tmpdir
     store = Store(tmp_path / "store")
     killed = _holder(store)  # built the app: made its upload cache, as serve does
     (cache,) = temp.glob("culturelens-uploads-*")
