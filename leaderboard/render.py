@@ -155,10 +155,18 @@ def slice_label(name: str) -> str:
         return " × ".join(CROSSED[name])
     return SLICE_LABELS.get(name, str(name).replace("_", " "))
 
-def method_page(name: str) -> str:
+
+def method_page(name: str | None) -> str:
+    """A track's method page (Markdown; the Metrics tab's and the ``/method`` API's): what it asks, how it is
+    measured, its paper, headline metric and ranking protocol. No name, or one no track module registers (a track
+    only the results name), is answered with a sentence naming the tracks that have a page."""
+    known = ", ".join(t for t, declared in tracks.all_tracks().items() if declared.method)
+    if not isinstance(name, str) or not name.strip():
+        return f"Pick a track to read its method page: {known} (track ids)."
     track = tracks.get(name)
     if not track.method:
-        return f"### {plain(excerpt(track.title))}\n\nNo method page is registered for this track."
+        return (f"### {plain(excerpt(track.title))}\n\nNo method page is registered for the track "
+                f"{code(excerpt(name))}: the tracks with one are {known}.")
     return (f"### {track.title}\n\n*{track.question}*\n{track.method}\n"
             f"Paper: {track.citation}. Headline metric: `{track.headline}`. Headline ranking protocol (rows scored "
             f"otherwise are ranked under their own, each named on the page; About explains): "

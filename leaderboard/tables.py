@@ -212,10 +212,11 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
 
 def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = OVERALL,
                   slice_value: str = "all") -> pd.DataFrame:
-    """Each track's headline metric on one slice: one row per model, provenance and protocol (its latest)."""
+    """Each track's headline metric on one slice: one row per model, provenance and protocol (its latest). No
+    rows (a store with nothing scored yet) is a frame of the columns with no row, as every caller reads columns."""
     pairs = [(t, track_registry.get(t).headline) for t in tracks(cat) if track_registry.get(t).headline]
     if not pairs:
-        return pd.DataFrame()
+        return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE false")
     frame = cat.query(
         f"SELECT {COLUMNS} FROM aggregates WHERE slice = ? AND slice_value = ? AND list_contains(?, track || '/' || "
         "metric)", [slice_name, slice_value, [f"{t}/{m}" for t, m in pairs]])

@@ -16,7 +16,7 @@ import pytest
 from benchmark import results
 from benchmark.run_record import RunRecord
 from benchmark.stats import mean_ci
-from leaderboard import exports
+from leaderboard import display, exports
 from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
 from tests.helpers import free_port
@@ -208,3 +208,77 @@ def test_queue_api_returns_jobs_as_data_not_markdown(served):
     assert failed_job["reason"] == "no local copy in STORE/datasets/cube_1k <b>"  # the server folder hidden
     assert failed_job["submitted_at"] <= failed_job["started_at"] <= failed_job["finished_at"]
     assert str(store.root) not in repr(queue) and html.escape("<b>") not in repr(queue)
+
+
+@pytest.fixture(scope="module")
+def empty_served(tmp_path_factory):
+    """A real Gradio server on a fresh store: nothing scored, no paper rows, an empty queue."""
+    store = Store(tmp_path_factory.mktemp("empty-store") / "store")
+    app = build_app(store, owner="ada")
+    port = free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+               **launch_options(store))
+    try:
+        from gradio_client import Client
+
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        app.close()
+
+
+# What a page (or a script reading the API's description) sends to each read endpoint on an empty leaderboard: the
+# pickers empty, the filters off, the columns shown by default.
+EMPTY_FILTERS = ("", [], None, None, "", [], display.SHOWN_COLUMNS, None)
+STARTING_VALUES = {
+    "/overview": (None, None, *EMPTY_FILTERS), "/download": (None, None, *EMPTY_FILTERS),
+    "/slices": (None, None, None, None, ""), "/overall": (), "/queue": (), "/compare": ([], None),
+    "/details": ("",), "/datasets": (None, None, "(any)", "(any)", "", ""), "/method": (None,),
+}
+
+
+def test_empty_leaderboard_every_read_endpoint_says_what_fills_it(empty_served, capfd):
+    """On a fresh store every endpoint a visitor reads answers with the empty view (its sentence, a table with no
+    row, a download of the columns alone), and the server logs no traceback. The endpoints that change things
+    (submit, rerun, delete) and ``/leaderboard`` (which takes a track, and there is none) are the exceptions."""
+    from gradio_client.exceptions import AppError
+
+    client = empty_served
+    endpoints = set(client.view_api(return_format="dict", print_info=False)["named_endpoints"])
+    assert endpoints - set(STARTING_VALUES) == {"/leaderboard", "/submit", "/submit_form", "/rerun", "/delete"}
+    answers = {name: client.predict(*values, api_name=name) for name, values in STARTING_VALUES.items()}
+
+    assert answers["/overall"] == []
+    csv, parquet = answers["/download"]
+    for frame in (pd.read_csv(csv), pd.read_parquet(parquet)):
+        assert frame.empty and list(frame.columns) == list(exports.COLUMNS)
+    track, _, table, note, *_ = answers["/overview"]
+    assert track["value"] == "papers" and table["data"] == []
+    assert note.startswith("**No model has been scored on CultureLens suite v1 yet.**")
+    *_, table, note, heat = answers["/slices"][:7]
+    assert table["data"] == [] and note.startswith("Nothing is scored on this leaderboard yet: a model's rows appear "
+                                                   "here")
+    assert "Nothing is scored on this leaderboard yet" in heat
+    _, _, table, note, *_ = client.predict("overall", None, *EMPTY_FILTERS, api_name="/overview")
+    assert table["data"] == [] and note.startswith("No model has been scored on the suite's tracks yet")
+    csv, _ = client.predict("overall", None, *EMPTY_FILTERS, api_name="/download")
+    assert pd.read_csv(csv).empty
+    assert answers["/queue"] == {"jobs": [], "workers": [], "notice": None}
+    assert answers["/compare"][-1] == "Pick 1-4 scored submissions and a prompt."
+    with pytest.raises(AppError, match="no track 'awareness'; valid track ids: none yet"):
+        client.predict("awareness", "clip_score", api_name="/leaderboard")
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_empty_leaderboard_method_page_without_a_known_track_says_which_have_one(empty_served, capfd):
+    """``/method`` with no track (the picker's value before a choice) or a name no track module registers answers
+    a sentence naming the tracks that have a method page, not an error."""
+    tracks_with_a_page = "awareness, diversity, iconicity, variability, relevance, expectations"
+    assert empty_served.predict(None, api_name="/method") == \
+        f"Pick a track to read its method page: {tracks_with_a_page} (track ids)."
+    assert empty_served.predict("  ", api_name="/method") == \
+        f"Pick a track to read its method page: {tracks_with_a_page} (track ids)."
+    assert empty_served.predict("nosuch", api_name="/method") == (
+        "### Nosuch\n\nNo method page is registered for the track <code>nosuch</code>: the tracks with one are "
+        f"{tracks_with_a_page}.")
+    assert empty_served.predict("awareness", api_name="/method").startswith("### Awareness (CUBE)\n\n*Does the image")
+    assert "Traceback" not in capfd.readouterr().err

@@ -24,6 +24,9 @@ from leaderboard.ui.widgets import (
 CHART_MODELS = 20
 MAX_ROWS = 100  # rows a slice's table shows (the note says when there are more)
 PAPER_MARK = {"reported": " (paper)", "scored": ""}  # a chart's model name says which row is a paper's
+# What the tab says on a leaderboard with no rows at all (a fresh store): what fills it.
+NOTHING_YET = ("Nothing is scored on this leaderboard yet: a model's rows appear here, by country, concept and the "
+               "other slices, once its submission is scored (the Submit tab says how to send one).")
 COLUMNS = ["Rank", "Rank range (95%)", "Model", "Score", "95% CI", "n", "Refused", "Provenance"]  # the slice table's
 
 
@@ -64,7 +67,8 @@ class SlicesTab(Tab):
         darker = "better" if not track_registry.get(track or "").not_in_overall else (
             f"{'higher' if higher else 'lower'}; neither end is better")
         heat = render.heatmap_html(matrix, higher, f"{caption} (darker = {darker})", empty=(
-            f"No model has a value of this metric by {render.slice_label(slice_name or '')} yet."))
+            f"No model has a value of this metric by {render.slice_label(slice_name)} yet." if slice_name
+            else NOTHING_YET))
         where = "overall" if slice_name == tables.OVERALL else f"{render.slice_label(slice_name)} = {slice_value}"
         line, details = self._note(label, where, frame, hidden, chosen, table, names, track)
         note = line + (f"\n\n{details}" if details else "")
@@ -78,7 +82,7 @@ class SlicesTab(Tab):
         """The table's note: the line people read first (what is ranked, under which protocol, how it differs from
         the suite's, what filters hid) and the details one click away."""
         if not len(frame):
-            return "No results for this choice yet.", ""
+            return ("No results for this choice yet." if track else NOTHING_YET), ""
         line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). "
                 + notes.protocol_line(chosen, table, names, track, self.site.store.suite))
         if hidden:
