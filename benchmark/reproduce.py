@@ -138,22 +138,43 @@ def check_datasets(run: RunRecord, submission: Path, datasets_root: Path) -> Non
 
     layouts = submission_layouts(submission)
     for name, record in run.scored_parts.items():
-        where = f"part {name}: " if name else ""
+        where = f"part {shown(name)}: " if name else ""
         if name not in layouts:
-            raise ReproduceError(f"the submission in {submission} has no {name} part, which the result scored")
+            raise ReproduceError(f"the submission in {shown(submission)} has no {shown(name)} part, which the result "
+                                 "scored")
         manifest = Manifest.model_validate_json(layouts[name].manifest.read_bytes())
         if list(manifest.seeds) != list(record.seeds):
-            raise ReproduceError(f"{where}the submission in {layouts[name].folder} has seeds {list(manifest.seeds)}, "
-                                 f"the result was scored on seeds {record.seeds}")
+            raise ReproduceError(f"{where}the submission in {shown(layouts[name].folder)} has seeds "
+                                 f"{list(manifest.seeds)}, the result was scored on seeds {shown(record.seeds)}")
         try:
             prompts = load_prompts_for(manifest, datasets_root)
         except DatasetUnavailable as error:
-            raise ReproduceError(f"{where}{error}") from None
+            raise ReproduceError(f"{where}{shown(error)}") from None
         dataset = f"{prompts.repo}:{prompts.config}:{prompts.split}@{prompts.fingerprint}"
         if dataset != record.dataset or prompts.digest != record.dataset_digest:
-            raise ReproduceError(f"{where}the dataset changed since the result was scored: it was {record.dataset} "
-                                 f"with rows {record.dataset_digest}, it is now {dataset} with rows "
-                                 f"{prompts.digest}")
+            raise ReproduceError(f"{where}the dataset changed since the result was scored: it was "
+                                 f"{shown(record.dataset)} with rows {shown(record.dataset_digest)}, it is now "
+                                 f"{shown(dataset)} with rows {prompts.digest}")
+
+
+_PINNED = re.compile(r"sha256 ([0-9a-f]{64})")
+
+
+def check_fetched(run: RunRecord, fetches: dict[str, str], built: list) -> None:
+    """A metric built from a fetched file (``fetched_settings``: W1KP's calibration) names the file's sha256 in its
+    version (``variability.Calibration.sha256``), as the result's record does: other bytes fetched now are a
+    ReproduceError naming the file and both digests, before anything is loaded, scored or written."""
+    if not fetches:
+        return
+    for metric in built:
+        pinned = _PINNED.search((run.metrics or {}).get(metric.info.name) or "")
+        fetched = _PINNED.search(metric.info.version)
+        if pinned and fetched and pinned.group(1) != fetched.group(1):
+            files = ", ".join(f"{shown(url)[:200]} (for {shown(name)})" for name, url in fetches.items())
+            raise ReproduceError(f"the file fetched from {files} has sha256 {fetched.group(1)}, but the result was "
+                                 f"scored with a file of sha256 {pinned.group(1)} (metric {shown(metric.info.name)}): "
+                                 "it is not the file the result pins, so nothing was scored; serve the pinned file "
+                                 "at that address, or rescore the submission")
 
 
 def suite_of(run: RunRecord, suite: str | None, datasets_root: Path):
@@ -170,8 +191,8 @@ def suite_of(run: RunRecord, suite: str | None, datasets_root: Path):
         raise ReproduceError(str(error)) from None
     recorded = run.suite
     if (ref.suite.repo, ref.suite.version) != (recorded.repo, recorded.version):
-        raise ReproduceError(f"the result answers {recorded.repo} {recorded.version}, the suite given is "
-                             f"{ref.suite.repo} {ref.suite.version}: pass the one it answers with --suite")
+        raise ReproduceError(f"the result answers {shown(recorded.repo)} {shown(recorded.version)}, the suite given "
+                             f"is {ref.suite.repo} {ref.suite.version}: pass the one it answers with --suite")
     return ref
 
 
@@ -188,13 +209,13 @@ def registry_for(run: RunRecord, backbones_file: str | None) -> dict:
         try:
             spec = BackboneSpec.from_dict(recorded, f"run.json: backbone {backbone_id}")
         except ValueError as error:
-            raise ReproduceError(f"the recorded backbones cannot be used here: {error}") from None
+            raise ReproduceError(f"the recorded backbones cannot be used here: {shown(error)}") from None
         given = registry.get(backbone_id)
         if given is None or given == DEFAULT_REGISTRY.get(backbone_id):
             registry[backbone_id] = spec
         elif given.uid != spec.uid:
-            raise ReproduceError(f"the backbones file points {backbone_id} at {given.uid}, but the result was "
-                                 f"scored with {spec.uid}")
+            raise ReproduceError(f"the backbones file points {shown(backbone_id)} at {given.uid}, but the result "
+                                 f"was scored with {shown(spec.uid)}")
     return registry
 
 
@@ -313,6 +334,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         built, unavailable = options.build_metrics()
     except CultureLensError as error:
         raise ReproduceError(f"the recorded metrics cannot be built here: {error}") from None
+    check_fetched(run, fetches, built)
     loaded, metrics, disabled = harness.load_backbones(built, registry, device)
     for backbone_id, recorded in run.backbones.items():
         if backbone_id not in loaded:
