@@ -23,6 +23,8 @@ if [ -d .whl ]; then
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+QWEN=()  # Qwen's own tokenizer for the judge's prompts, from the dashscope wheel where .whl holds it
+for wheel in .whl/dashscope-*.whl; do [ -f "$wheel" ] && QWEN=(--qwen-vocab "$wheel"); done
 
 STEPS="${STEPS:-gpu-tests harness generate judge}"
 step() {  # step NAME SECONDS COMMAND...: run it with a time limit, its output in $OUT/NAME.log
@@ -49,7 +51,7 @@ if [ "$SMOKE" = 1 ]; then
     done
     step generate 600 "$PYTHON" benchmarks/generate_speed.py --device $DEVICE --images 2 --batch-sizes 1 2
     step judge 600 "$PYTHON" benchmarks/judge_cost.py --device $DEVICE --images 1 --repeats 1 --token-images 1 \
-        --token-size 224 --entity-chars 400
+        --token-size 224 --entity-chars 400 "${QWEN[@]}"
 else
     DEVICE=cuda
     # Sized to fit one 600 s call: 1,000 images a harness run (the last measurements used 2,000), 12 images a way
@@ -61,7 +63,7 @@ else
     done
     step generate 240 "$PYTHON" benchmarks/generate_speed.py --device $DEVICE --real-size --images 12 --batch-sizes 1 4
     step judge 180 "$PYTHON" benchmarks/judge_cost.py --real-size-7b --device $DEVICE --size 1024 --images 3 \
-        --repeats 2 --token-images 2
+        --repeats 2 --token-images 2 "${QWEN[@]}"
 fi
 
 { [ -f "$OUT/gpu-tests.log" ] && { echo "-- tests"; tail -n 3 "$OUT/gpu-tests.log"; }

@@ -11,27 +11,32 @@ prompts share one run of their common tokens (system text, image, entity text) a
 (``benchmark.judges.vlm.SharedPrefix``). The script counts both for 1,024 px images: today's from each whole
 prompt's length as the processor makes it, the new path's from what the judge actually runs (``tokens_fed``,
 padding included). The image tokens follow Qwen2.5-VL-7B's processor (14 px patches, 2x2 merge, up to 12.8 Mpx:
-1,369 tokens for 1,024 px); the text tokens come from the tiny judge's byte-level tokenizer, one token per byte of
-text, about four times as many as Qwen's tokenizer makes of English, so the text (the tails above all) weighs more
-here than in the real judge. The ratio is what counts. The model that runs is the tiny one, on the CPU. A second
-line counts the same split (the judge's ``SharedPrefix``) with a real English BPE for the text, CLIP's (shipped
-with open_clip; about as many tokens per English word as Qwen's), special and image tokens one each.
+1,369 tokens for 1,024 px). The text tokens are Qwen's own with ``--qwen-vocab FILE``: Qwen's 151,643 byte-level BPE
+ranks (``qwen.tiktoken``, the vocabulary of Qwen2.5-VL's tokenizer, shipped on PyPI inside the ``dashscope`` wheel;
+the file or the wheel itself), split as Qwen2's tokenizer splits text, with Qwen2.5-VL's special tokens. Without
+it, the tiny judge's byte-level tokenizer stands in: one token per byte, about four times as many as Qwen's makes of
+English, so the text (the tails above all) weighs more than in the real judge. The model that runs is the tiny
+one, on the CPU, with Qwen2.5-VL's processor: the counts are the processor's and the judge's, not arithmetic.
 
 **Time.** On the same requests (``--images`` images x the labels): the judge end to end (prompt building,
 processor, the shared prefix, the tails, constrained softmax) against a plain forward pass over each whole prompt,
 prepared beforehand (today's model cost), and the largest difference between the two's probabilities. Without
 ``--judge`` the model is the tiny random Qwen2.5-VL of the tests. ``--real-size-7b`` builds Qwen2.5-VL-7B-Instruct's
 architecture (its published configuration) with random bf16 weights directly on the device and hands it to
-``VLMJudge`` in place of loading (writing 15 GB of random weights to read them back would time the disk); the
-tokenizer is the tests' byte-level one, so the entity text is cut (``--max-entity-tokens``, 180 by default there)
-to make a whole prompt about as long in tokens as the real tokenizer's (~3,250 with a 1024 px image).
+``VLMJudge`` in place of loading (writing 15 GB of random weights to read them back would time the disk). With
+``--qwen-vocab`` its prompts are as long as the real judge's; with the byte-level stand-in the entity text is cut
+(``--max-entity-tokens``, 180 by default there) to make a whole prompt about as long in tokens (~3,250 with a
+1024 px image).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import tempfile
 import time
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
@@ -44,7 +49,7 @@ from benchmark.judges.base import CAIRE_RUBRIC, JudgeRequest
 from benchmark.judges.constrained import branching_nodes, restricted_softmax
 from benchmark.judges.expectations import ExpectationRequest, ExpectationsJudge
 from benchmark.judges.prompts import EXPECTATION_KINDS, VIESCORE_ANSWERS
-from benchmark.judges.vlm import SharedPrefix, VLMJudge
+from benchmark.judges.vlm import VLMJudge
 
 WORDS = ("feijoada is a stew of black beans with beef and pork a typical dish of brazilian cuisine served with rice "
          "farofa collard greens and orange slices").split()
@@ -82,14 +87,68 @@ def best_of(repeats: int, run) -> float:
     return min(times)
 
 
-def save_real_size_processor(folder: Path) -> dict:
-    """Qwen2.5-VL's processor with the real image settings (14 px patches, 2x2 merge, up to 12.8 Mpx) and the
-    tests' byte-level tokenizer; returns the 7B configuration's arguments, with this tokenizer's ids."""
+# Qwen2's pre-tokenizer split (its tokenizer.json; the dashscope wheel's PAT_STR) and Qwen2.5-VL's added tokens in
+# id order from 151,643, after the 151,643 BPE tokens.
+QWEN_SPLIT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+              r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN_ADDED = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+              "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
+              "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
+QWEN_RANKS_IN_WHEEL = "dashscope/resources/qwen.tiktoken"
+
+
+def qwen_ranks_file(path: Path) -> bytes:
+    """The bytes of a ``qwen.tiktoken`` file (a base64 token and its rank per line), or of the one in the dashscope
+    wheel at ``path``."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as wheel:
+            return wheel.read(QWEN_RANKS_IN_WHEEL)
+    return path.read_bytes()
+
+
+def qwen_ranks(path: Path) -> dict[bytes, int]:
+    """Qwen's BPE ranks, token bytes -> rank, from ``qwen_ranks_file(path)``."""
+    lines = qwen_ranks_file(path).splitlines()
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in lines if line)}
+
+
+def qwen_tokenizer(path: Path):
+    """Qwen2.5-VL's text tokenizer rebuilt from Qwen's ranks: the same BPE, split and added tokens as its
+    tokenizer.json. Checked against an encoding Qwen2's tokenizer is known to give; SystemExit where it differs."""
+    from tokenizers import normalizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class QwenRanks(TikTokenConverter):
+        load_tiktoken_bpe = staticmethod(lambda _: qwen_ranks(path))
+
+    backend = QwenRanks(vocab_file=str(path), pattern=QWEN_SPLIT, extra_special_tokens=QWEN_ADDED).converted()
+    backend.normalizer = normalizers.NFC()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        additional_special_tokens=list(QWEN_ADDED[1:]))
+    known = tokenizer.encode("<|im_start|>hello<|im_end|>")  # Qwen2Tokenizer's: [151644, 14990, 151645]
+    if known != [151644, 14990, 151645] or tokenizer.convert_tokens_to_ids("<|image_pad|>") != 151655:
+        raise SystemExit(f"{path} does not give Qwen2's token ids (got {known}): pass Qwen's qwen.tiktoken")
+    return tokenizer
+
+
+def text_tokenizer(qwen_vocab: Path | None):
+    """(tokenizer, what it is): Qwen's own from ``qwen_vocab``, else the tiny judge's byte-level stand-in."""
+    from culturelens.testing.tiny_qwen import tiny_tokenizer
+
+    if qwen_vocab is None:
+        return tiny_tokenizer(), "the tiny judge's byte-level tokenizer (a stand-in: --qwen-vocab FILE for Qwen's)"
+    digest = hashlib.sha256(qwen_ranks_file(qwen_vocab)).hexdigest()
+    return qwen_tokenizer(qwen_vocab), f"Qwen's own BPE (qwen.tiktoken sha256 {digest[:16]})"
+
+
+def save_real_size_processor(folder: Path, tokenizer) -> dict:
+    """Qwen2.5-VL's processor with the real image settings (14 px patches, 2x2 merge, up to 12.8 Mpx) and
+    ``tokenizer``; returns the 7B configuration's arguments, with this tokenizer's ids."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    from culturelens.testing.tiny_qwen import CHAT_TEMPLATE, tiny_tokenizer
+    from culturelens.testing.tiny_qwen import CHAT_TEMPLATE
 
-    tokenizer = tiny_tokenizer()
     Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=14, merge_size=2, temporal_patch_size=2,
                                                               min_pixels=56 * 56, max_pixels=14 * 14 * 4 * 16384),
                         tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
@@ -138,67 +197,34 @@ def whole_prompt_tokens(judge: VLMJudge, image: Image.Image, prompt: str, answer
     return sum(length + len(node) for node in nodes), len(nodes)
 
 
-class EnglishBPE:
-    """Token counts of the judge's token sequences with CLIP's BPE (open_clip) for the text between special and
-    image tokens, which count one each: what a real subword tokenizer makes of the same prompts."""
+def tiny_model(config_arguments: dict):
+    """A randomly initialised Qwen2.5-VL two layers deep and 32 wide, with the vocabulary and token ids of
+    ``config_arguments`` (``save_real_size_processor``'s): what runs while tokens are counted."""
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-    def __init__(self, judge: VLMJudge):
-        from open_clip.tokenizer import SimpleTokenizer
-
-        self.bpe, self.judge = SimpleTokenizer(), judge
-        self.special = set(judge.tokenizer.all_special_ids) | set(judge.tokenizer.added_tokens_decoder)
-
-    def __call__(self, ids) -> int:
-        count, run = 0, []
-        for token in list(ids) + [None]:
-            if token is None or token in self.special:
-                if run:
-                    count += len(self.bpe.encode(self.judge.tokenizer.decode(run)))
-                    run = []
-                count += token is not None
-            else:
-                run.append(token)
-        return count
-
-
-def bpe_counts(judge: VLMJudge, images, prompts, answers) -> tuple[int, int]:
-    """(today, shared prefix) English-BPE tokens for (image, prompt) pairs grouped by image, tails unpadded."""
-    count, today, new = EnglishBPE(judge), 0, 0
-    groups: dict[int, list[int]] = {}
-    for i, image in enumerate(images):
-        groups.setdefault(id(image), []).append(i)
-    for rows in groups.values():
-        prefix = SharedPrefix.of(judge, images[rows[0]], [prompts[i] for i in rows])
-        shared = count(prefix.inputs["input_ids"][0].tolist())
-        new += shared
-        for i, tail in zip(rows, prefix.tails):
-            nodes = branching_nodes(judge.answer_tokens(prompts[i], answers))
-            deepest = max(len(node) for node in nodes)
-            new += count(tail) + deepest
-            today += sum(shared + count(tail) + len(node) for node in nodes)
-    return today, new
+    text = {**config_arguments["text_config"], "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1,
+            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 4], "rope_theta": 10000.0}}
+    vision = {**config_arguments["vision_config"], "depth": 1, "hidden_size": 32, "intermediate_size": 64,
+              "num_heads": 2, "out_hidden_size": 32, "fullatt_block_indexes": [0]}
+    torch.manual_seed(0)
+    config = Qwen2_5_VLConfig(**{**config_arguments, "text_config": text, "vision_config": vision})
+    return Qwen2_5_VLForConditionalGeneration(config).eval()
 
 
 def count_tokens(args) -> None:
     """Prompt tokens per image-label, today's and the shared prefix's, with the real image-token arithmetic."""
-    from transformers import Qwen2_5_VLForConditionalGeneration
-
-    from culturelens.testing.tiny_qwen import save_tiny_vlm
-
+    tokenizer, what = text_tokenizer(args.qwen_vocab)
     with tempfile.TemporaryDirectory(prefix="judge-tokens-") as folder:
-        tiny = Path(folder) / "tiny"
-        save_tiny_vlm(tiny)
-        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(tiny).eval()
-        save_real_size_processor(Path(folder) / "real")
+        model = tiny_model(save_real_size_processor(Path(folder), tokenizer))
         with mock.patch("transformers.AutoModelForImageTextToText.from_pretrained", return_value=model):
-            judge = VLMJudge(str(Path(folder) / "real"), device="cpu", batch_size=len(CUBE_COUNTRIES),
-                             max_entity_tokens=None)
+            judge = VLMJudge(folder, device="cpu", batch_size=len(CUBE_COUNTRIES), max_entity_tokens=None)
     size, images = args.token_size, args.token_images
     grid = judge.processor.image_processor(images=[test_image(0, size)], return_tensors="pt")["image_grid_thw"][0]
     patches = int(grid.prod())
     image_tokens = patches // judge.processor.image_processor.merge_size ** 2
     print(f"Prompt tokens per image-label, {size} px images ({image_tokens} image tokens and {patches} vision "
-          f"patches each, Qwen2.5-VL-7B's processor), text in the tiny judge's byte-level tokens, {images} images:")
+          f"patches each, Qwen2.5-VL-7B's processor), {images} images; text by {what}:")
 
     work = caire_requests(images, size, CUBE_COUNTRIES, args.entity_chars)
     today = sum(whole_prompt_tokens(judge, r.image, judge.prompt((r, CAIRE_RUBRIC)), ["1", "2", "3", "4", "5"])[0]
@@ -206,9 +232,7 @@ def count_tokens(args) -> None:
     judge.tokens_fed = 0
     judge.judge_batch(work)
     _report("relevance (CAIRE), 8 labels", today, judge.tokens_fed, len(work), images, patches,
-            f"entity text {args.entity_chars:,} characters",
-            bpe_counts(judge, [r.image for r in work], [judge.prompt((r, CAIRE_RUBRIC)) for r in work],
-                       ["1", "2", "3", "4", "5"]))
+            f"entity text {args.entity_chars:,} characters")
 
     expectations = ExpectationsJudge(judge)
     pictures = [test_image(100 + n, size) for n in range(images)]
@@ -219,17 +243,13 @@ def count_tokens(args) -> None:
     judge.tokens_fed = 0
     expectations.produce_batch(paired, requests)
     _report("expectations (CulturalFrames), 2 kinds", today, judge.tokens_fed, len(requests), images, patches,
-            "answers 0..10: two branching nodes",
-            bpe_counts(judge, paired, [expectations.prompt(r) for r in requests], VIESCORE_ANSWERS))
+            "answers 0..10: two branching nodes")
 
 
-def _report(what: str, today: int, new: int, pairs: int, images: int, patches: int, note: str,
-            bpe: tuple[int, int]) -> None:
+def _report(what: str, today: int, new: int, pairs: int, images: int, patches: int, note: str) -> None:
     print(f"  {what} ({note}):")
     print(f"    language-model tokens  today {today / pairs:8,.0f}   shared prefix {new / pairs:8,.0f}   "
           f"new / today {new / today:.3f}   (target <= 0.25)")
-    print(f"    same, English BPE text today {bpe[0] / pairs:8,.0f}   shared prefix {bpe[1] / pairs:8,.0f}   "
-          f"new / today {bpe[1] / bpe[0]:.3f}")
     print(f"    vision patches         today {patches:8,}   shared prefix {patches * images / pairs:8,.0f}   "
           f"new / today {images / pairs:.3f}")
 
@@ -241,12 +261,13 @@ def time_judge(args) -> None:
         model = args.judge
     elif args.real_size_7b:
         model = scratch.name
-        loading = random_7b_loaded(args.device, save_real_size_processor(Path(model)))
+        tokenizer = text_tokenizer(args.qwen_vocab)[0]
+        loading = random_7b_loaded(args.device, save_real_size_processor(Path(model), tokenizer))
     else:
         from culturelens.testing.tiny_qwen import save_tiny_vlm
 
         model = str(save_tiny_vlm(Path(scratch.name)))
-    cut = args.max_entity_tokens or (180 if args.real_size_7b else 2048)
+    cut = args.max_entity_tokens or (180 if args.real_size_7b and args.qwen_vocab is None else 2048)
     if loading is not None:
         with loading:
             judge = VLMJudge(model, device=args.device, batch_size=args.batch_size, max_entity_tokens=cut)
@@ -348,7 +369,10 @@ def main() -> None:
     parser.add_argument("--real-size-7b", action="store_true",
                         help="Qwen2.5-VL-7B's architecture with random weights (on a GPU)")
     parser.add_argument("--max-entity-tokens", type=int, default=None,
-                        help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b, see above)")
+                        help="cut of the entity text (default: the judge's 2,048; 180 with --real-size-7b and the "
+                             "byte-level stand-in, see above)")
+    parser.add_argument("--qwen-vocab", type=Path,
+                        help="Qwen's BPE ranks: a qwen.tiktoken file or the dashscope wheel holding one (see above)")
     parser.add_argument("--tokens-only", action="store_true", help="count tokens, time nothing")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
