@@ -1,6 +1,7 @@
 """What the VLM judges cost: prompt tokens per image-label (machine-independent), then time per image-label.
 
     python benchmarks/judge_cost.py                       # token counts + the tiny judge's times, CPU
+    python benchmarks/judge_cost.py --tokens-only --qwen-vocab dashscope-2.0.2-py3-none-any.whl   # Qwen's tokens
     python benchmarks/judge_cost.py --judge PATH_OR_HUB_ID
     python benchmarks/judge_cost.py --real-size-7b --device cuda --size 1024    # on a GPU
 
