@@ -14,14 +14,15 @@ A browser or photo viewer does more than decode the pixels, and a metric must sc
 Any other pixel mode cannot be shown this way and is refused (``NotViewable``), so nothing is ever
 scored differently from how it is shown.
 
-Scoring reads images through ``decode_pixels``: the same pixels as ``open_as_viewed``, as an array, faster where
-a faster decoder gives exactly them. An 8-bit RGB PNG with neither transparency nor EXIF (what image generators write) is decoded by
-libspng (``pyspng``), lossless like Pillow's own decoder and faster; every other file takes ``open_as_viewed``.
-Inflating the image data is the larger half of decoding a PNG, and libspng inflates with zlib: the image data is
-inflated by ISA-L (``isal``, 3-4x faster) and handed to libspng stored, uncompressed, so that libspng only unfilters
-it (``_with_stored_image_data``). A 1,024 px PNG: 13-16 ms of one core, against 24 ms with libspng alone, 33 ms for
-libpng through torchvision and 38 ms for Pillow (benchmarks/README.md, "harness_speed.py"). JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and
-chroma upsampling may round differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
+Scoring reads images through ``decode_pixels``: the same pixels as ``open_as_viewed``, as an array, faster where a
+faster decoder gives exactly them. An 8-bit RGB PNG with neither transparency nor EXIF (what image generators write)
+is decoded by libspng (``pyspng``), lossless like Pillow's own decoder and faster; every other file takes
+``open_as_viewed``. Inflating the image data is the larger half of decoding a PNG, and libspng inflates with zlib:
+the image data is inflated by ISA-L (``isal``, 3-4x faster) and handed to libspng stored, uncompressed, so that
+libspng only unfilters it (``_with_stored_image_data``). A 1,024 px PNG: 13-16 ms of one core, against 24 ms with
+libspng alone, 33 ms for libpng through torchvision and 38 ms for Pillow (benchmarks/README.md, "harness_speed.py").
+JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and chroma upsampling may round
+differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
 """
 
 from __future__ import annotations

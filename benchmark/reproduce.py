@@ -244,8 +244,8 @@ def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: 
     its value (a recorded null with no reproduced row is not 'equal')."""
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame[[*keys, "value"]].copy()
-        for key in keys:
-            frame[key] = frame[key].astype("string").fillna("")
+        for key in keys:  # object, not Arrow, strings: pandas cannot merge an empty Arrow-backed key column
+            frame[key] = frame[key].astype("string").fillna("").astype(object)
         return frame.assign(occurrence=frame.groupby(keys).cumcount())
 
     both = keyed(recorded).merge(keyed(reproduced), on=[*keys, "occurrence"], how="outer",

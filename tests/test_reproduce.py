@@ -177,3 +177,20 @@ def test_a_row_on_one_side_only_is_reported_missing_even_where_its_recorded_valu
     assert metric_lines(text)["vr"] == ["-", "missing", "NO"] and metric_lines(text)["crt"] == ["0", "0", "yes"]
     assert text.splitlines()[-1] == ("1 of 2 metrics differ by more than 0; 1 row(s) are on one side only "
                                      "(missing)")
+
+
+def test_a_rescore_with_no_rows_reports_every_recorded_row_missing(tmp_path):
+    """A rescore that wrote no row (nothing could be scored) against a recorded result of two metrics: each metric's
+    rows are on one side only, reported missing, exit 1; two results with no rows have nothing to compare."""
+    from benchmark import reproduce, results
+    from benchmark.run_record import RunRecord
+
+    per_image = [{"metric": m, "prompt_id": "p1", "seed": 0, "image_sha256": "a", "value": 0.5} for m in ("crt", "vr")]
+    aggregates = [{"metric": m, "slice": "overall", "slice_value": "all", "value": 0.5} for m in ("crt", "vr")]
+    recorded = results.write_folder(tmp_path / "recorded", per_image, aggregates, [], RunRecord())
+    empty = results.write_folder(tmp_path / "reproduced", [], [], [], RunRecord())
+    differences = reproduce.compare(recorded, empty)
+    assert differences == [reproduce.Difference(m, None, None, 1, 1) for m in ("crt", "vr")]
+    assert reproduce.report(differences, 0.0).splitlines()[-1] == (
+        "2 of 2 metrics differ by more than 0; 4 row(s) are on one side only (missing)")
+    assert reproduce.compare(empty, results.write_folder(tmp_path / "again", [], [], [], RunRecord())) == []
