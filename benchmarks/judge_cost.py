@@ -100,9 +100,14 @@ QWEN_RANKS_IN_WHEEL = "dashscope/resources/qwen.tiktoken"
 
 def qwen_ranks_file(path: Path) -> bytes:
     """The bytes of a ``qwen.tiktoken`` file (a base64 token and its rank per line), or of the one in the dashscope
-    wheel at ``path``."""
+    wheel at ``path``; SystemExit naming what to pass where it is neither."""
+    if not path.is_file():
+        raise SystemExit(f"--qwen-vocab {path}: no such file; pass qwen.tiktoken or the dashscope wheel "
+                         "(benchmarks/README.md, judge_cost.py, says how to download it)")
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as wheel:
+            if QWEN_RANKS_IN_WHEEL not in wheel.namelist():
+                raise SystemExit(f"--qwen-vocab {path}: a zip without {QWEN_RANKS_IN_WHEEL}; pass the dashscope wheel")
             return wheel.read(QWEN_RANKS_IN_WHEEL)
     return path.read_bytes()
 
