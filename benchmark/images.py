@@ -109,11 +109,11 @@ def _with_stored_image_data(data: bytes) -> bytes | None:
     if data[8:12] != b"\x00\x00\x00\x0d" or data[28] != 0 or width * height > (Image.MAX_IMAGE_PIXELS or 2**31):
         return None
     rows = height * (1 + 3 * width)  # a filter-type byte, then 3 bytes a pixel
-    compressed, at = [], 8
+    view, compressed, at = memoryview(data), [], 8  # slices of a memoryview copy nothing
     while at + 8 <= len(data) and data[at + 4:at + 8] != b"IEND":
         (length,) = struct.unpack_from(">I", data, at)
         if data[at + 4:at + 8] == b"IDAT":
-            compressed.append(data[at + 8:at + 8 + length])
+            compressed.append(view[at + 8:at + 8 + length])
         at += 12 + length
     try:
         filtered = isal_zlib.decompressobj().decompress(b"".join(compressed), rows)
@@ -121,7 +121,8 @@ def _with_stored_image_data(data: bytes) -> bytes | None:
         return None
     if len(filtered) != rows:
         return None
-    blocks = [filtered[k:k + _STORED_BLOCK] for k in range(0, rows, _STORED_BLOCK)]
+    rows_view = memoryview(filtered)
+    blocks = [rows_view[k:k + _STORED_BLOCK] for k in range(0, rows, _STORED_BLOCK)]
     stream = [b"IDAT\x78\x01"]  # zlib header: deflate, 32 KiB window, no dictionary
     for n, block in enumerate(blocks):
         stream += [struct.pack("<BHH", n == len(blocks) - 1, len(block), len(block) ^ 0xFFFF), block]
