@@ -162,19 +162,23 @@ _PINNED = re.compile(r"sha256 ([0-9a-f]{64})")
 
 def check_fetched(run: RunRecord, fetches: dict[str, str], built: list) -> None:
     """A metric built from a fetched file (``fetched_settings``: W1KP's calibration) names the file's sha256 in its
-    version (``variability.Calibration.sha256``), as the result's record does: other bytes fetched now are a
-    ReproduceError naming the file and both digests, before anything is loaded, scored or written."""
-    if not fetches:
+    version (``variability.Calibration.sha256``), as the result's record does, so other bytes fetched now change a
+    built metric's version: a ReproduceError before anything is loaded, scored or written, naming the file and both
+    digests where the versions hold them."""
+    changed = [m for m in built if (run.metrics or {}).get(m.info.name, m.info.version) != m.info.version]
+    if not fetches or not changed:
         return
-    for metric in built:
-        pinned = _PINNED.search((run.metrics or {}).get(metric.info.name) or "")
-        fetched = _PINNED.search(metric.info.version)
-        if pinned and fetched and pinned.group(1) != fetched.group(1):
-            files = ", ".join(f"{shown(url)[:200]} (for {shown(name)})" for name, url in fetches.items())
+    files = ", ".join(f"{shown(url)[:200]} (for {shown(name)})" for name, url in fetches.items())
+    for metric in changed:
+        pinned, fetched = _PINNED.search(run.metrics[metric.info.name]), _PINNED.search(metric.info.version)
+        if pinned and fetched:
             raise ReproduceError(f"the file fetched from {files} has sha256 {fetched.group(1)}, but the result was "
                                  f"scored with a file of sha256 {pinned.group(1)} (metric {shown(metric.info.name)}): "
                                  "it is not the file the result pins, so nothing was scored; serve the pinned file "
                                  "at that address, or rescore the submission")
+    raise ReproduceError(f"a file fetched from {files} is not the one the result pins: the versions of "
+                         f"{', '.join(shown(m.info.name) for m in changed)} differ from those recorded, so nothing "
+                         "was scored")
 
 
 def suite_of(run: RunRecord, suite: str | None, datasets_root: Path):
@@ -359,10 +363,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
         bars.close()
         shutil.rmtree(workspace, ignore_errors=True)
     changed = sorted(name for name, version in scores.run.metrics.items() if run.metrics.get(name, version) != version)
-    if fetches and changed:  # a fetched file's digest is in its metric's version (``Calibration.sha256``)
-        raise ReproduceError(f"a file fetched for {', '.join(map(shown, fetches))} is not the one the result pins: "
-                             f"the versions of {', '.join(map(shown, changed))} differ from those recorded")
-    if changed:
+    if changed:  # never with fetched files: check_fetched refused those before scoring
         _warn(f"metric versions changed since the result was scored: {', '.join(changed)}")
     print(f"reproduced {run.submission_id} ({shown(target.result)}) on {shown(target.submission)}"
           + (" with the stored embedding cache" if use_cache else " with a fresh embedding cache"))
