@@ -204,15 +204,15 @@ def whole_prompt_tokens(judge: VLMJudge, image: Image.Image, prompt: str, answer
 
 
 def tiny_model(config_arguments: dict):
-    """A randomly initialised Qwen2.5-VL two layers deep and 32 wide, with the vocabulary and token ids of
-    ``config_arguments`` (``save_real_size_processor``'s): what runs while tokens are counted."""
+    """A randomly initialised Qwen2.5-VL of the tiny judge's sizes (``TINY_TEXT``, ``TINY_VISION``), with the
+    vocabulary and token ids of ``config_arguments`` (``save_real_size_processor``'s): what runs while tokens are
+    counted."""
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-    text = {**config_arguments["text_config"], "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-            "num_attention_heads": 2, "num_key_value_heads": 1,
-            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 4], "rope_theta": 10000.0}}
-    vision = {**config_arguments["vision_config"], "depth": 1, "hidden_size": 32, "intermediate_size": 64,
-              "num_heads": 2, "out_hidden_size": 32, "fullatt_block_indexes": [0]}
+    from culturelens.testing.tiny_qwen import TINY_TEXT, TINY_VISION
+
+    text = {**config_arguments["text_config"], **TINY_TEXT}
+    vision = {**config_arguments["vision_config"], **TINY_VISION}
     torch.manual_seed(0)
     config = Qwen2_5_VLConfig(**{**config_arguments, "text_config": text, "vision_config": vision})
     return Qwen2_5_VLForConditionalGeneration(config).eval()

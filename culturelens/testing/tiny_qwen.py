@@ -43,6 +43,15 @@ def tiny_tokenizer():
                                    "<|video_pad|>"])
 
 
+# The tiny judge's sizes: two text layers 32 wide, one vision block (also what benchmarks/judge_cost.py counts
+# tokens with, over the real processor's vocabulary).
+TINY_TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "num_key_value_heads": 1,
+             "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 4], "rope_theta": 10000.0}}
+TINY_VISION = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32,
+               "fullatt_block_indexes": [0]}
+
+
 def save_tiny_vlm(folder, seed: int = 0):
     """A randomly initialised Qwen2.5-VL (2 text layers, 1 vision block) and its processor (``tiny_tokenizer``),
     via save_pretrained."""
@@ -58,13 +67,9 @@ def save_tiny_vlm(folder, seed: int = 0):
     special = {"bos_token_id": token("<|endoftext|>"), "eos_token_id": token("<|im_end|>"),
                "pad_token_id": token("<|endoftext|>")}
     config = Qwen2_5_VLConfig(
-        text_config={"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
-                     "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
-                     "max_position_embeddings": 4096, **special,
-                     "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 4], "rope_theta": 10000.0}},
-        vision_config={"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32,
-                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56,
-                       "fullatt_block_indexes": [0]},
+        text_config={"vocab_size": len(tokenizer), **TINY_TEXT, "max_position_embeddings": 4096, **special},
+        vision_config={**TINY_VISION, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                       "window_size": 56},
         image_token_id=token("<|image_pad|>"), video_token_id=token("<|video_pad|>"),
         vision_start_token_id=token("<|vision_start|>"), vision_end_token_id=token("<|vision_end|>"), **special)
     torch.manual_seed(seed)
