@@ -65,6 +65,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
+def launched(store, owner: str) -> Iterator[str]:
+    """The leaderboard app on ``store`` (``build_app``, signed in as ``owner``) served in this process on a free
+    loopback port, as ``culturelens serve`` launches it: yields its URL, closes it afterwards."""
+    from leaderboard.app import build_app, launch_options
+
+    app = build_app(store, owner=owner)
+    port = free_port()
+    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+               **launch_options(store))
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        app.close()
+
+
+@contextlib.contextmanager
 def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 180) -> Iterator[str]:
     """A real `culturelens serve` on ``store_root`` (extra ``options``), on a free loopback port, logging to
     ``log_path``: yields its URL once it answers, stops it (SIGTERM) afterwards."""

@@ -26,7 +26,7 @@ from benchmark import results
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
 from tests.browser import chromium, screenshot, wait_for_text
-from tests.helpers import culturelens, free_port, serving, serving_tiny_cube
+from tests.helpers import culturelens, launched, serving, serving_tiny_cube
 from culturelens.testing.submissions import make_submission
 
 pytestmark = pytest.mark.slow  # a live `culturelens serve` and a scoring worker for the module (~20 s)
@@ -162,21 +162,14 @@ def test_model_search_is_bounded(attacked_app):
 
 def test_uploads_over_the_validators_limit_are_refused_by_the_server(tmp_path):
     from benchmark.submission import Limits
-    from leaderboard.app import build_app, launch_options
 
     store = Store(tmp_path / "store", Limits(max_upload_bytes=10_000))
-    app = build_app(store, owner="tester")
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-               **launch_options(store))
-    try:
+    with launched(store, "tester") as url:
         import httpx
 
-        url = f"http://127.0.0.1:{port}/gradio_api/upload"
-        assert httpx.post(url, files={"files": ("a.zip", b"x" * 9_000)}, timeout=30).status_code == 200
-        assert httpx.post(url, files={"files": ("a.zip", b"x" * 11_000)}, timeout=30).status_code == 413
-    finally:
-        app.close()
+        upload = f"{url}gradio_api/upload"
+        assert httpx.post(upload, files={"files": ("a.zip", b"x" * 9_000)}, timeout=30).status_code == 200
+        assert httpx.post(upload, files={"files": ("a.zip", b"x" * 11_000)}, timeout=30).status_code == 413
 
 
 @pytest.mark.browser

@@ -17,9 +17,8 @@ from benchmark import results
 from benchmark.run_record import RunRecord
 from benchmark.stats import mean_ci
 from leaderboard import display, exports
-from leaderboard.app import build_app, launch_options
 from leaderboard.store import Store
-from tests.helpers import free_port
+from tests.helpers import launched
 
 FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
 CUBE = "culturelens/cube-1k:cube_1k:test"
@@ -72,16 +71,10 @@ def served(tmp_path_factory):
     store.queue.fail("job-failed", "worker-1", f"no local copy in {store.root}/datasets/cube_1k <b>", "log")
     store.queue.add(id="job-waiting", content_hash="sha256:1", owner="ada", model="Waiting <b>model</b>",
                     model_id="org/w", model_revision=None, dataset=CUBE)
-    app = build_app(store, owner="ada")
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-               **launch_options(store))
-    try:
+    with launched(store, "ada") as url:
         from gradio_client import Client
 
-        yield Client(f"http://127.0.0.1:{port}/", verbose=False), store
-    finally:
-        app.close()
+        yield Client(url, verbose=False), store
 
 
 def _written() -> pd.DataFrame:
@@ -214,16 +207,10 @@ def test_queue_api_returns_jobs_as_data_not_markdown(served):
 def empty_served(tmp_path_factory):
     """A real Gradio server on a fresh store: nothing scored, no paper rows, an empty queue."""
     store = Store(tmp_path_factory.mktemp("empty-store") / "store")
-    app = build_app(store, owner="ada")
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-               **launch_options(store))
-    try:
+    with launched(store, "ada") as url:
         from gradio_client import Client
 
-        yield Client(f"http://127.0.0.1:{port}/", verbose=False)
-    finally:
-        app.close()
+        yield Client(url, verbose=False)
 
 
 # What a page (or a script reading the API's description) sends to each read endpoint on an empty leaderboard: the
