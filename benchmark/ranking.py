@@ -13,8 +13,10 @@ the prompts naming it), whoever submitted first and whatever each row answered. 
   the end of its declared range that is worse (``Quantity.worst``), so leaving a prompt out can only lower a score;
   or, where the track declares it (``Rule.unanswered = "not_ranked"``), and where the metric has no worse end or no
   declared range, the row is listed apart, not ranked. Each row shows its refusal rate (the share of the prompt set
-  it left unanswered). A value undefined on an answered prompt (VR where nothing was recognised, an image the
-  harness could not read) is left out of that row's mean, never counted as worst: it is no choice of the submitter.
+  it left unanswered). Answered means a value, or none by the metric's own rule (VR where nothing was recognised),
+  which is left out of that row's mean; the caller says which (``answered``): a value that is missing otherwise
+  (a prompt-level value whose declared images were not all there, every image of a prompt failing, a row that
+  holds nothing for this metric) is unanswered, so no choice of which images or values to send lifts a score.
 - **score**: the mean over the prompt set (a metric made of other metrics' means, such as CRT from column means:
   ``Rule.combine`` of their means); **95% CI**: ``benchmark.stats.mean_ci`` over the per-prompt values, or for a
   combined metric the percentile interval of its paired bootstrap; **n**: the values the mean averages.
