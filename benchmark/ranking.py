@@ -252,17 +252,34 @@ def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, wit
     return "; ".join(said)
 
 
-def rank_values(values: pd.Series, higher_is_better: bool, censored: pd.Series | None = None,
+def rank_values(values: pd.Series, higher_is_better: bool, exceeds: pd.Series | None = None,
                 ranked: np.ndarray | pd.Series | None = None) -> pd.Series:
-    """Ranks of ``values`` among the ``ranked`` ones (default all; others get none), best first, ties sharing the
-    best rank; a ``censored`` value (right-censored: beyond every value that could be measured, stored as null,
-    e.g. a W1KP reusability never reached) counts as above every value, a plain null has no rank."""
-    censored = pd.Series(False, index=values.index) if censored is None else censored.fillna(False).astype(bool)
-    value = values.astype(float).where(~censored, np.inf)
-    key = -value if higher_is_better else value
-    keep = pd.Series(True, index=values.index) if ranked is None else pd.Series(np.asarray(ranked, bool),
-                                                                                  index=values.index)
-    return key.where(keep).rank(method="min").astype("Int64")
+    """Ranks of ``values`` among the ``ranked`` ones (default all; others get none), best first: 1 + the number of
+    them known to be better, so ties share the best rank. A plain null has no rank.
+
+    ``exceeds``: for a right-censored value (stored as null, e.g. a W1KP reusability never reached within the k
+    measured, shown "> k"), the bound k it is known to exceed; nan elsewhere. All that is known of it is that it
+    lies above k, at any size: higher being better, it is better than a measured v only when k >= v, and nothing
+    is known to be better than it, neither a measured value (it may be larger) nor another censored one ("> 10" and
+    "> 20" may lie either way); lower being better, a measured v <= k is better than it and it is better than
+    nothing. So "> 10" ranks above 8 and level with 15 (it may be 12 or 30) and with "> 20", while 15 ranks below
+    "> 20". Without censored values these are the usual ranks (``method="min"``)."""
+    value = values.astype(float).to_numpy()
+    bound = np.full(len(value), np.nan) if exceeds is None else \
+        pd.Series(exceeds, index=values.index).astype(float).to_numpy()
+    censored = np.isnan(value) & ~np.isnan(bound)
+    keep = np.ones(len(value), bool) if ranked is None else np.asarray(ranked, bool).copy()
+    keep &= ~np.isnan(value) | censored
+    measured = ~np.isnan(value)
+    with np.errstate(invalid="ignore"):
+        if higher_is_better:  # better[i, j]: i is known to be better than j
+            better = (measured[:, None] & measured[None, :] & (value[:, None] > value[None, :])) | \
+                (censored[:, None] & measured[None, :] & (bound[:, None] >= value[None, :]))
+        else:
+            better = (measured[:, None] & measured[None, :] & (value[:, None] < value[None, :])) | \
+                (measured[:, None] & censored[None, :] & (value[:, None] <= bound[None, :]))
+    ranks = 1 + (better & keep[:, None]).sum(axis=0)
+    return pd.Series(np.where(keep, ranks, np.nan), index=values.index).astype("Float64").astype("Int64")
 
 
 def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

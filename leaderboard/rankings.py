@@ -190,7 +190,8 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     ranked) ranked on the protocol's prompt set (``benchmark.ranking.rank``): value, ci_low, ci_high and n
     replaced by the ranking's, with refused, rank, rank_low, rank_high, tie_group and not_ranked ('' when
     ranked); rows in input order. Also the ranking (None when no row has per-prompt values: each is then ranked
-    on its own value, a censored one above all, without interval) and a note on what it rests on.
+    on its own value, a censored one by what is known of it (``ranking.rank_values``), without interval) and a
+    note on what it rests on.
     ``values``: the protocol's values when the caller read them already (``read``)."""
     frame = frame.reset_index(drop=True)
     higher = higher_is_better(frame)
@@ -256,8 +257,8 @@ def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, 
 def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
                 ) -> tuple[pd.DataFrame, None, str]:
     """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
-    (``why``), ranked on their own values, a censored one (null, with the bound it exceeds in ci_low) above all,
-    without interval."""
+    (``why``), ranked on their own values without interval, a censored one (null, with the bound it exceeds in
+    ci_low) above the values its bound reaches and level with the others (``ranking.rank_values``)."""
     scored = out["provenance"].eq("scored")
     said = [why] if why else []
     if scored.any() and not why:
@@ -265,7 +266,8 @@ def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str =
     if (~scored).any():
         said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
     note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
-    out["rank"] = ranking.rank_values(out["value"], higher, censored(out), ranked=~np.asarray(earlier))
+    exceeds = pd.to_numeric(out["ci_low"], errors="coerce").where(censored(out))
+    out["rank"] = ranking.rank_values(out["value"], higher, exceeds, ranked=~np.asarray(earlier))
     return _ordered(out), None, note
 
 
