@@ -81,19 +81,15 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
-def missing_images(rows: pd.DataFrame, seeds: list[int]) -> pd.DataFrame:
-    """The images (prompt_id, seed) a submission declared but does not hold, of the prompts it sent any image of:
-    every declared seed (``seeds``: the manifest's, one image each per prompt) without a row in ``rows``. Counted
-    from the images themselves, not from the manifest's list of missing ones: a set of plain images whose prompts
-    have different numbers of seeds declares the most any prompt has (``benchmark.plain_images``), and lists none."""
-    declared = pd.MultiIndex.from_product([rows["prompt_id"].unique(), [int(s) for s in seeds]],
-                                          names=["prompt_id", "seed"])
-    held = pd.MultiIndex.from_frame(rows[["prompt_id", "seed"]].astype({"seed": "int64"}))
-    return declared.difference(held).to_frame(index=False)
+def missing_images(manifest: Manifest) -> pd.DataFrame:
+    """The images (prompt_id, seed) a submission declared but does not hold: its manifest's ``missing`` (refused,
+    filtered, failed), which validation checks against its files (``benchmark.submission.validate``: each declared
+    seed of a prompt it answered is an image or listed there)."""
+    return pd.DataFrame([(m.prompt_id, m.seed) for m in manifest.missing], columns=["prompt_id", "seed"])
 
 
 def missing_as_failures(per_image: pd.DataFrame, missing: pd.DataFrame, metrics: list[Metric]) -> pd.DataFrame:
-    """Rows that count each image a submission declared but does not hold (``missing``: prompt_id, seed, from
+    """Rows that count each image a submission declared but does not hold (``missing``: prompt_id, seed,
     ``missing_images``: refused, filtered, failed), of a prompt it answered, as a failure of every image-level
     metric (``MetricInfo.failure``: the worse end of its range; for the share of a recognised image's patches
     reused, 1, as a missing image is no image that escaped recognition), so that a prompt's mean is over the seeds
@@ -368,7 +364,7 @@ def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, ima
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
-    missing = missing_images(rows, manifest.seeds)
+    missing = missing_images(manifest)
     per_image, per_prompt_curves = metric_rows(metrics, inputs, base, missing, progress)
     model_curves = aggregate_curves(per_prompt_curves) if per_prompt_curves is not None else None
 

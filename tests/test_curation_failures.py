@@ -17,6 +17,7 @@ from benchmark.metrics import iconicity
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.variability import W1KP, Calibration
 from benchmark.run_record import RunRecord
+from benchmark.submission.manifest import Manifest
 from benchmark.stats import mean_ci
 from leaderboard import display, tables
 from leaderboard.catalog import Catalog
@@ -63,12 +64,24 @@ def base_rows(images: pd.DataFrame, sid: str) -> pd.DataFrame:
                          model=sid)
 
 
+def manifest(base: pd.DataFrame, seeds: list[int]) -> Manifest:
+    """The manifest of a submission declaring ``seeds`` that sent the images of ``base``, listing every other seed
+    of the prompts it answered as missing (refused), as validation requires."""
+    sent = set(zip(base["prompt_id"], base["seed"]))
+    missing = [{"prompt_id": p, "seed": s, "reason": "refused"} for p in base["prompt_id"].unique() for s in seeds
+               if (p, s) not in sent]
+    return Manifest.model_validate({
+        "format_version": 1, "model": {"name": "m", "id": "m", "type": "open"},
+        "dataset": {"repo": "tests/prompts", "config": "c", "split": "s"}, "images_per_prompt": len(seeds), "seeds": seeds,
+        "license": "unknown", "contact": "unknown", "missing": missing})
+
+
 def score(metrics: list[Metric], inputs: Inputs, base: pd.DataFrame, seeds: list[int]
           ) -> tuple[pd.DataFrame, list[dict], pd.DataFrame | None]:
-    """The harness's per-image rows, aggregate rows and per-prompt curves of a submission declaring ``seeds`` for
-    every prompt it sent an image of (``harness.missing_images``), by the metrics that apply."""
+    """The harness's per-image rows, aggregate rows and per-prompt curves of a submission declaring ``seeds`` that
+    sent the images of ``base`` (``manifest``), by the metrics that apply."""
     metrics = [m for m in metrics if m.applies(inputs) is None]
-    missing = harness.missing_images(base, seeds)
+    missing = harness.missing_images(manifest(base, seeds))
     per_image, curves = harness.metric_rows(metrics, inputs, base, missing)
     return per_image, harness.aggregate_scores(per_image, missing, metrics), curves
 

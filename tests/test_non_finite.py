@@ -129,36 +129,39 @@ def test_the_nan_image_gets_an_error_row_for_every_metric_with_its_reason(runs):
 
 
 def test_the_run_record_counts_the_excluded_image_by_reason(runs):
-    """The image, and the prompt-level value of its prompt; without the image, that value alone, its prompt's
-    images being incomplete."""
+    """The image, and the prompt-level value of its prompt, which needs every declared image."""
     full, without = runs
     assert full.run.errors == {REASON: 1, harness.UNUSABLE_IMAGES: 1} and full.run.excluded == 2
-    assert without.run.errors == {harness.MISSING_IMAGES: 1} and without.run.excluded == 1
+    assert without.run.errors == {} and without.run.excluded == 0
 
 
 def test_other_images_score_as_in_a_run_without_the_nan_image(runs):
     full, without = runs
     key = ["metric", "prompt_id", "seed"]
     scored = full.per_image[full.per_image["error"].isna()].sort_values(key, na_position="first")
-    reference = without.per_image[without.per_image["error"].isna()].sort_values(key, na_position="first")
-    # two image-level metrics, one prompt-level: its value on the white image's prompt is scored in neither run
-    assert len(scored) == len(reference) == 2 * 17 + 5
+    # The run without the image (its manifest not listing it) scores the prompt-level value of its prompt over the
+    # other two images; the full run does not, as the image failed: the value needs every declared image.
+    prompt_level = (without.per_image["metric"] == "seed_agreement") & (without.per_image["prompt_id"] == WHITE[0])
+    reference = without.per_image[~prompt_level].sort_values(key, na_position="first")
+    assert len(scored) == len(reference) == 2 * 17 + 5  # two image-level metrics, one prompt-level
     assert np.array_equal(scored["value"].to_numpy(dtype=float), reference["value"].to_numpy(dtype=float))
     assert scored["note"].tolist() == reference["note"].tolist()
 
 
 def test_aggregates_count_the_excluded_image_and_leave_it_out_of_n(runs):
-    """Each aggregate is the other images' (the rows of the run without the image, before the harness counts its
-    absence as a failure: ``missing_as_failures``), with the image counted in ``excluded``."""
+    """The image-level aggregates are the other images' (the run without it), the image counted in ``excluded``;
+    the prompt-level value of its prompt is not scored (its row null, the image and the value excluded)."""
     full, without = runs
     by = {(r["metric"], r["slice"], r["slice_value"]): r for r in full.aggregates}
-    clean = {(r["metric"], r["slice"], r["slice_value"]): r for r in aggregate(without.per_image)}
+    clean = {(r["metric"], r["slice"], r["slice_value"]): r for r in without.aggregates}
     assert set(by) == set(clean)
     for key, row in by.items():
-        assert (row["value"], row["n"]) == (clean[key]["value"], clean[key]["n"]), key
-        assert clean[key]["excluded"] == (key[0] == "seed_agreement" and key[2] in ("all", WHITE[0], "Brazil",
-                                                                                    "cuisine", "South America",
-                                                                                    "Brazil / cuisine"))
+        assert clean[key]["excluded"] == 0
+        if key[0] != "seed_agreement":
+            assert (row["value"], row["n"]) == (clean[key]["value"], clean[key]["n"]), key
+    white = by[("seed_agreement", "prompt", WHITE[0])]
+    assert (white["value"], white["n"], white["excluded"]) == (None, 0, 2)
+    assert by[("seed_agreement", "overall", "all")]["n"] == clean[("seed_agreement", "overall", "all")]["n"] - 1
     for metric in ("clip_cosine", "clip_score"):
         assert by[(metric, "prompt", WHITE[0])]["n"] == 2 and by[(metric, "prompt", WHITE[0])]["excluded"] == 1
         assert by[(metric, "prompt", NIGERIAN)]["excluded"] == 0
