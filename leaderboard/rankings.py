@@ -176,9 +176,12 @@ def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> Protoco
     dataset = cat.dataset_prompts(results.protocol_fields(frame["protocol"].iloc[0]) or {})
     universe = list(dataset.index) if dataset is not None else sorted(track_rows.index)
     # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value, or someone's
-    # value there was not scored (a curator's incomplete image set must not take the prompt out of the set).
+    # value there was not scored and nobody's is undefined by the metric's rule (curators' incomplete image sets
+    # never take a prompt out of the set; a failed image on a prompt the metric has no value on does not put it in).
     asked = set(track_rows.index[track_rows.any(axis=1)])
-    defined = set(values[0].index[values[0].notna().any(axis=1)]) | set(first.loc[not_scored, "prompt_id"])
+    undefined = set(first.loc[first["value"].isna() & ~not_scored, "prompt_id"])
+    defined = set(values[0].index[values[0].notna().any(axis=1)]) | (set(first.loc[not_scored, "prompt_id"]) -
+                                                                      undefined)
     prompts = [p for p in universe if p not in asked or p in defined]
     return ProtocolValues(track, metric, chosen, values, answered, prompts, dataset, submissions, cat)
 

@@ -155,8 +155,8 @@ def test_curation_shows_in_the_refused_column_end_to_end(tmp_path):
     curated_on = {"r1", "r2"}
     store = Store(tmp_path / "store")
     metrics = iconicity.metrics()
-    sent = {"honest": {r: dict(enumerate(TEN)) for r in references},
-            "curator": {r: {LIKED: TEN[LIKED]} if r in curated_on else dict(enumerate(TEN)) for r in references}}
+    sent = {"curator": {r: {LIKED: TEN[LIKED]} if r in curated_on else dict(enumerate(TEN)) for r in references},
+            "honest": {r: dict(enumerate(TEN)) for r in references}}
     for sid, images in sent.items():
         inputs, base = iconicity_inputs(images, sid)
         if sid == "curator":  # the finding: its CRT per reference over the images it sent
@@ -164,6 +164,9 @@ def test_curation_shows_in_the_refused_column_end_to_end(tmp_path):
             assert own.mean() == pytest.approx(0.575)
         per_image, aggregates, _ = score(metrics, inputs, base, SEEDS)
         write(store, sid, metrics, per_image, aggregates, CRT_FIELDS)
+        if sid == "curator":  # alone, nobody has a value on r1 and r2: they stay in its prompt set all the same
+            [row] = tables.ranked(Catalog(store), "iconicity", "crt")[0].itertuples()
+            assert (row.value, row.refused, row.n) == (pytest.approx(0.075), 0.5, 4)
     cat = Catalog(store)
     expected = {"crt": {"honest": (0.15, 0.0), "curator": (0.075, 0.5)},
                 "vr": {"honest": (0.5, 0.0), "curator": (0.75, 0.5)},
