@@ -9,6 +9,12 @@ over those images. Undefined values (null,
 e.g. visual reuse of a reference no image recognised) are left out, and ``n``
 counts what is left; error rows (``error`` not null, e.g. a non-finite
 embedding) are left out too, and ``excluded`` counts them.
+
+Every prompt with rows of a metric has its ``prompt`` row, its value null where none of them holds one: with
+``excluded`` 0 the value is undefined there by the metric's own rule (VR where no image was recognised), which a
+ranking leaves out of a mean; with ``excluded`` above 0 it was not scored (its images' error rows, or a prompt-level
+value whose declared images were not all there: ``harness.refuse_incomplete``), which a ranking counts as refused,
+at the metric's worst (``leaderboard.rankings``).
 """
 
 from __future__ import annotations
@@ -41,21 +47,23 @@ def aggregate(per_image: pd.DataFrame, slices: tuple[str, ...] = SLICES,
     crosses = {name: list(columns) for name, columns in crossed.items() if set(columns) <= set(present)}
     for (track, metric), group in per_image.groupby(["track", "metric"], sort=True):
         errors = group[group["error"].notna()] if "error" in group.columns else group.iloc[0:0]
-        group = group[group["value"].notna()]  # undefined values (e.g. VR with no recognised image) do not count
-        per_prompt = group.groupby("prompt_id", sort=True).agg(
+        defined = group[group["value"].notna()]  # undefined values (e.g. VR with no recognised image) do not count
+        per_prompt = defined.groupby("prompt_id", sort=True).agg(
             value=("value", "mean"), **{s: (s, "first") for s in present})
         parts = [("overall", "all", per_prompt, {})] if len(per_prompt) else []
         parts += [(s, str(v), g, {s: v}) for s in present for v, g in per_prompt.groupby(s, sort=True)]
         parts += [(name, CROSS_SEPARATOR.join(map(str, v)), g, dict(zip(columns, v)))
                   for name, columns in crosses.items() for v, g in per_prompt.groupby(columns, sort=True)]
-        parts += [("prompt", str(p), g, {"prompt_id": p}) for p, g in group.groupby("prompt_id", sort=True)]
+        # every prompt with rows, those of no value too (its value null: undefined, or not scored)
+        parts += [("prompt", str(p), g[g["value"].notna()], {"prompt_id": p})
+                  for p, g in group.groupby("prompt_id", sort=True)]
         bounds = (ranges or {}).get(metric, (None, None))
         for slice_name, slice_value, part, where in parts:
             low, high = mean_ci(part["value"].to_numpy(), bounds=bounds,
                                 kind=(kinds or {}).get(metric, "continuous"))
             rows.append({"track": track, "metric": metric, "slice": slice_name, "slice_value": slice_value,
-                         "value": float(part["value"].mean()), "ci_low": low, "ci_high": high, "n": len(part),
-                         "excluded": _matching(errors, where)})
+                         "value": float(part["value"].mean()) if len(part) else None, "ci_low": low,
+                         "ci_high": high, "n": len(part), "excluded": _matching(errors, where)})
     return rows
 
 

@@ -9,6 +9,10 @@
    (diversity's VLM tagger, relevance's judge) get their outputs through ``benchmark.features.producers``,
    cached by content in a file beside the embedding cache (``Inputs.products``), so a crash or an added
    metric reruns no VLM call.
+3. A declared image the submission does not hold is a failure at every level: in its prompt's mean of an
+   image-level metric (``missing_as_failures``); a prompt-level value needs every declared image, so its prompt
+   is not scored (``refuse_incomplete``) and ranks as refused. A value outside its metric's declared range is an
+   error row (``mark_errors``), never ranked.
 
 With ``shard=(rank, world)`` every process embeds its share; rank 0 scores: the numbers are identical to one
 process's.
@@ -35,7 +39,7 @@ from benchmark.encoders.base import Backbone
 from benchmark.features import Need
 from benchmark.features.embeddings import Progress, compute_features, embed_texts
 from benchmark.images import open_as_viewed
-from benchmark.metrics.base import Inputs, Metric
+from benchmark.metrics.base import Inputs, Metric, MetricInfo
 from benchmark.results import ERROR_NOTE
 from benchmark.run_record import BackboneUsed, RunRecord, now
 from benchmark.scoring_options import ScoringOptions
@@ -77,18 +81,25 @@ def load_backbones(metrics: list[Metric], registry: dict, device: str | None = N
     return backbones, enabled, disabled
 
 
-def missing_as_failures(per_image: pd.DataFrame, manifest: Manifest, metrics: list[Metric]) -> pd.DataFrame:
-    """Rows that count each image a submission declared but does not hold (``manifest.missing``: refused, filtered,
-    failed), of a prompt it answered, as a failure of every image-level metric (``MetricInfo.failure``: the worse
-    end of its range; none where a missing image has no value, as VR of an image not recognised), so that a
-    prompt's mean is over the seeds declared: padding the seeds and refusing some never scores as a smaller
-    protocol. For the aggregates only: the per-image rows stay the images'. A prompt without any image is left to
-    the ranking, which counts it unanswered."""
-    missing = pd.DataFrame([(m.prompt_id, m.seed) for m in manifest.missing], columns=["prompt_id", "seed"])
+def missing_images(manifest: Manifest) -> pd.DataFrame:
+    """The images (prompt_id, seed) a submission declared but does not hold: its manifest's ``missing`` (refused,
+    filtered, failed), which validation checks against its files (``benchmark.submission.validate``: each declared
+    seed of a prompt it answered is an image or listed there)."""
+    return pd.DataFrame([(m.prompt_id, m.seed) for m in manifest.missing], columns=["prompt_id", "seed"])
+
+
+def missing_as_failures(per_image: pd.DataFrame, missing: pd.DataFrame, metrics: list[Metric]) -> pd.DataFrame:
+    """Rows that count each image a submission declared but does not hold (``missing``: prompt_id, seed,
+    ``missing_images``: refused, filtered, failed), of a prompt it answered, as a failure of every image-level
+    metric (``MetricInfo.failure``: the worse end of its range; for the share of a recognised image's patches
+    reused, 1, as a missing image is no image that escaped recognition), so that a prompt's mean is over the seeds
+    declared: padding the seeds and refusing some never scores as a smaller protocol. For the aggregates only: the
+    per-image rows stay the images'. A prompt-level value of such a prompt is not scored at all
+    (``refuse_incomplete``), and a prompt without any image is left to the ranking, which counts it unanswered."""
     frames = []
     for metric in metrics:
         info = metric.info
-        if info.level != "image" or np.isnan(info.failure) or missing.empty:
+        if info.level != "image" or missing.empty:
             continue
         scored = per_image[per_image["metric"] == info.name].drop_duplicates("prompt_id")
         rows = missing.merge(scored.drop(columns=["seed", "value", "note", "error", "detail", "image_path",
@@ -96,6 +107,33 @@ def missing_as_failures(per_image: pd.DataFrame, manifest: Manifest, metrics: li
                              on="prompt_id")
         frames.append(rows.assign(value=info.failure, error=None))
     return pd.concat(frames, ignore_index=True) if frames else per_image.iloc[0:0]
+
+
+# Why a prompt-level value is not scored (``refuse_incomplete``): the per-image ``error`` of its row.
+MISSING_IMAGES = ("not scored: some of the prompt's declared images are missing, and a prompt-level value needs "
+                  "every one (the prompt counts as refused, at the metric's worst)")
+UNUSABLE_IMAGES = ("not scored: some of the prompt's images could not be scored, and a prompt-level value needs "
+                   "every declared image (the prompt counts as refused, at the metric's worst)")
+
+
+def refuse_incomplete(rows: pd.DataFrame, incomplete: dict[str, str]) -> pd.DataFrame:
+    """A prompt-level metric's rows with the value of each prompt of ``incomplete`` (prompt_id -> why: some of its
+    declared images are missing, ``MISSING_IMAGES``, or could not be scored, ``UNUSABLE_IMAGES``) taken away: no
+    value, note or detail, and ``error`` saying why. A value over the images left is not the prompt's value (keeping
+    the one image of ten a curator likes lifts CRT per reference from 0.15 to 1 and takes VR from 0.5 to 0), so the
+    prompt counts as refused, at the metric's worst, wherever it is ranked (an error row leaves its prompt without
+    a value: ``benchmark.aggregate``). Per-image rows (seed not null) stay as they are."""
+    hit = (rows["seed"].isna() & rows["prompt_id"].isin(list(incomplete))).to_numpy()
+    if not hit.any():
+        return rows
+    rows = rows.copy()
+    rows["value"] = rows["value"].where(~hit, np.nan)
+    rows[["note", "error"]] = rows[["note", "error"]].astype(object)
+    rows.loc[hit, "note"] = None
+    rows.loc[hit, "error"] = rows.loc[hit, "prompt_id"].map(incomplete)
+    if "detail" in rows.columns:
+        rows.loc[hit, "detail"] = None
+    return rows
 
 
 def image_rows(images: pd.DataFrame, prompts: PromptSet) -> pd.DataFrame:
@@ -139,16 +177,40 @@ def _subset(inputs: Inputs, keep: np.ndarray) -> Inputs:
                    open_image=open_image and (lambda row: open_image(int(rows[row]))))
 
 
-def mark_errors(frame: pd.DataFrame) -> pd.DataFrame:
-    """Metric rows -> the same with ``error`` set where the value is infinite (``non-finite <metric> value``) or
-    the note starts with ``ERROR_NOTE`` (the rest of it); such rows lose their value, note and detail.
-    NaN stays an undefined value (e.g. VR of an image not recognised), not an error."""
+# How far past its declared range a value may lie and still be taken for the range's end: float rounding (a cosine
+# of float32 unit vectors reaches 1 + 1.2e-7; a Vendi score of identical tags 1 - 1e-15), as a share of the range.
+RANGE_TOLERANCE = 1e-6
+
+
+def mark_errors(frame: pd.DataFrame, info: MetricInfo | None = None) -> pd.DataFrame:
+    """Metric rows -> the same with ``error`` set where the value is infinite (``non-finite <metric> value``) or the
+    note starts with ``ERROR_NOTE`` (the rest of it), and, by ``info`` (the metric's declaration), where the value
+    lies outside its declared range (``<metric> value outside its declared range [low, high]``) or is NaN though
+    the metric declares no rule under which it has none (``MetricInfo.undefined``); such rows lose their value, note
+    and detail. A value past the range by no more than float rounding (``RANGE_TOLERANCE`` of its width) is its
+    end. Every value ranked is thus inside the range whose worse end an unanswered prompt counts as, and a value is
+    left out of a mean only where the metric's own rule leaves it undefined (VR of an image not recognised).
+    Without ``info``, NaN stays an undefined value and no range is checked."""
     values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float)
     notes = frame["note"].tolist() if "note" in frame.columns else [None] * len(frame)
     error = np.array([note[len(ERROR_NOTE):] if isinstance(note, str) and note.startswith(ERROR_NOTE) else None
                       for note in notes], dtype=object)
+    metrics = frame["metric"].to_numpy()
     infinite = np.isinf(values) & pd.isna(error)
-    error[infinite] = [f"non-finite {m} value" for m in frame["metric"].to_numpy()[infinite]]
+    error[infinite] = [f"non-finite {m} value" for m in metrics[infinite]]
+    if info is not None and not info.undefined:
+        none = np.isnan(values) & pd.isna(error)
+        error[none] = f"{info.name} gave no value (it has one wherever it applies)"
+    bounds = (info.low, info.high) if info is not None else (None, None)
+    low, high = (float(b) if b is not None and np.isfinite(b) else None for b in bounds)
+    slack = RANGE_TOLERANCE * (high - low) if low is not None and high is not None else RANGE_TOLERANCE
+    with np.errstate(invalid="ignore"):
+        below = values < low - slack if low is not None else False
+        above = values > high + slack if high is not None else False
+        outside = np.isfinite(values) & pd.isna(error) & (below | above)
+        values = np.clip(values, low, high) if low is not None or high is not None else values
+    span = f"[{low if low is not None else -np.inf:g}, {high if high is not None else np.inf:g}]"
+    error[outside] = [f"{m} value outside its declared range {span}" for m in metrics[outside]]
     failed = ~pd.isna(error)
     frame = frame.assign(value=np.where(failed, np.nan, values),
                          note=pd.Series([note if isinstance(note, str) and not bad else None
@@ -173,29 +235,73 @@ def _metric_rows(metric: Metric, inputs: Inputs, base: pd.DataFrame) -> pd.DataF
 
 
 def _score_metric(metric: Metric, inputs: Inputs, base: pd.DataFrame, bad: dict[Need, np.ndarray],
-                  views: dict[bytes, Inputs]) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+                  views: dict[bytes, Inputs], missing: frozenset[str]) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """One metric's rows and curves over the rows whose features it needs are finite; the other rows become
     error rows (value null, ``error`` the reason). ``views``: the Inputs made so far, by usable rows, so that
-    metrics with the same usable rows share one (and its memo)."""
+    metrics with the same usable rows share one (and its memo). A prompt-level value needs every declared image:
+    on a prompt of ``missing`` (some declared image is not there) or with an image left out here, it is not scored,
+    and its curve is dropped (``refuse_incomplete``)."""
+    info = metric.info
     reasons = exclusions(metric, bad, len(base))
     keep = pd.isna(reasons)
-    excluded = base[~keep].assign(track=metric.info.track, metric=metric.info.name, value=np.nan, note=None,
+    excluded = base[~keep].assign(track=info.track, metric=info.name, value=np.nan, note=None,
                                   detail=None, error=reasons[~keep])
     if not keep.any():
         return excluded, None
     view = views.setdefault(keep.tobytes(), inputs if keep.all() else _subset(inputs, keep))
-    scored = mark_errors(_metric_rows(metric, view, base[keep]))
+    scored = mark_errors(_metric_rows(metric, view, base[keep]), info)
+    curve = metric.curves(view)
+    if info.level == "prompt":
+        incomplete = {**dict.fromkeys(missing, MISSING_IMAGES),
+                      **dict.fromkeys(base.loc[~keep, "prompt_id"], UNUSABLE_IMAGES)}
+        scored = refuse_incomplete(scored, incomplete)
+        curve = curve[~curve["prompt_id"].isin(list(incomplete))] if curve is not None else None
     if len(excluded):  # image-level rows keep the images' order: an excluded image's row sits where its score would
         scored = pd.concat([scored, excluded])
-        scored = scored.sort_index() if metric.info.level == "image" else scored
-    return scored, metric.curves(view)
+        scored = scored.sort_index() if info.level == "image" else scored
+    return scored, curve
+
+
+def metric_rows(metrics: list[Metric], inputs: Inputs, base: pd.DataFrame, missing: pd.DataFrame,
+                progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Every metric's rows over ``inputs``, and their per-prompt curves (metric, prompt_id, x, value, ...; None
+    without any). ``base``: per image row of ``inputs``, its prompt_id, seed, image_path, image_sha256, slice
+    columns, submission_id and model; ``missing``: the images declared but not held (``missing_images``).
+
+    Image-level rows, and prompt-level rows (seed and image columns null); a row whose features are not finite, or
+    whose value is the metric's error or outside its declared range, is an error row (``mark_errors``); a
+    prompt-level value of a prompt whose declared images are not all there to score is not scored
+    (``refuse_incomplete``)."""
+    bad = non_finite_rows(inputs.features)
+    views: dict[bytes, Inputs] = {}  # one Inputs per set of usable rows, so metrics alike share their memo
+    frames, curve_frames = [], []
+    for done, metric in enumerate(metrics, start=1):
+        frame, curve = _score_metric(metric, inputs, base, bad, views, frozenset(missing["prompt_id"]))
+        frames.append(frame)
+        if curve is not None:
+            curve_frames.append(curve.assign(metric=metric.info.name))
+        if progress:
+            progress("metrics", done, len(metrics))
+    per_image = pd.concat(frames, ignore_index=True) if frames else \
+        base.iloc[0:0].assign(track=None, metric=None, value=None, note=None, error=None)
+    return per_image, pd.concat(curve_frames, ignore_index=True) if curve_frames else None
+
+
+def aggregate_scores(per_image: pd.DataFrame, missing: pd.DataFrame, metrics: list[Metric]) -> list[dict]:
+    """The aggregate rows of ``metric_rows``' rows (``benchmark.aggregate``, each metric's intervals by its declared
+    range and kind), a declared image the submission does not hold (``missing``) counted as a failure of every
+    image-level metric (``missing_as_failures``)."""
+    info = [m.info for m in metrics]
+    return aggregate(pd.concat([per_image, missing_as_failures(per_image, missing, metrics)], ignore_index=True),
+                     ranges={m.name: (m.low, m.high) for m in info}, kinds={m.name: m.kind for m in info})
 
 
 def error_counts(per_image: pd.DataFrame) -> tuple[int, dict[str, int]]:
     """How many images (or prompts, for a prompt-level value) error rows left out of at least one metric, and
     reason -> how many of them it left out."""
     errors = per_image[per_image["error"].notna()]
-    keys = errors["prompt_id"].astype(str) + "/" + errors["seed"].astype(str)
+    seeds = errors["seed"].astype(object).where(errors["seed"].notna(), "prompt")  # a prompt-level value's row
+    keys = errors["prompt_id"].astype(str) + "/" + seeds.astype(str)
     by_reason = keys.groupby(errors["error"]).nunique().sort_index()
     return keys.nunique(), {str(reason): int(n) for reason, n in by_reason.items()}
 
@@ -258,19 +364,8 @@ def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, ima
     slices = [c for c in SLICE_COLUMNS if c in rows.columns]
     base = rows[["prompt_id", "seed", "path", "image_sha256", *slices]].rename(columns={"path": "image_path"})
     base = base.assign(submission_id=submission_id, model=manifest.model.name)
-    bad = non_finite_rows(features.arrays)
-    views: dict[bytes, Inputs] = {}  # one Inputs per set of usable rows, so metrics alike share their memo
-    frames, curve_frames = [], []
-    for done, metric in enumerate(metrics, start=1):
-        frame, curve = _score_metric(metric, inputs, base, bad, views)
-        frames.append(frame)
-        if curve is not None:
-            curve_frames.append(curve.assign(metric=metric.info.name))
-        if progress:
-            progress("metrics", done, len(metrics))
-    per_image = pd.concat(frames, ignore_index=True) if frames else \
-        base.iloc[0:0].assign(track=None, metric=None, value=None, note=None, error=None)
-    per_prompt_curves = pd.concat(curve_frames, ignore_index=True) if curve_frames else None
+    missing = missing_images(manifest)
+    per_image, per_prompt_curves = metric_rows(metrics, inputs, base, missing, progress)
     model_curves = aggregate_curves(per_prompt_curves) if per_prompt_curves is not None else None
 
     scored_at = now()
@@ -302,10 +397,7 @@ def score(folder: Path | ImageStore, manifest: Manifest, prompts: PromptSet, ima
             "metric_version": row.get("metric_version") or version, "backbones": backbones})}
 
     aggregates = []
-    ranges = {name: (m.low, m.high) for name, m in info.items()}
-    kinds = {name: m.kind for name, m in info.items()}
-    for row in aggregate(pd.concat([per_image, missing_as_failures(per_image, manifest, metrics)], ignore_index=True),
-                         ranges=ranges, kinds=kinds):
+    for row in aggregate_scores(per_image, missing, metrics):
         metric = info[row["metric"]]
         aggregates.append(with_protocol({**row, **context, **provenance(metric), "metric_label": metric.label,
                                          "metric_version": metric.version, "higher_is_better": metric.higher_is_better,

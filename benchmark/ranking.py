@@ -13,8 +13,10 @@ the prompts naming it), whoever submitted first and whatever each row answered. 
   the end of its declared range that is worse (``Quantity.worst``), so leaving a prompt out can only lower a score;
   or, where the track declares it (``Rule.unanswered = "not_ranked"``), and where the metric has no worse end or no
   declared range, the row is listed apart, not ranked. Each row shows its refusal rate (the share of the prompt set
-  it left unanswered). A value undefined on an answered prompt (VR where nothing was recognised, an image the
-  harness could not read) is left out of that row's mean, never counted as worst: it is no choice of the submitter.
+  it left unanswered). Answered means a value, or none by the metric's own rule (VR where nothing was recognised),
+  which is left out of that row's mean; the caller says which (``answered``): a value that is missing otherwise
+  (a prompt-level value whose declared images were not all there, every image of a prompt failing, a row that
+  holds nothing for this metric) is unanswered, so no choice of which images or values to send lifts a score.
 - **score**: the mean over the prompt set (a metric made of other metrics' means, such as CRT from column means:
   ``Rule.combine`` of their means); **95% CI**: ``benchmark.stats.mean_ci`` over the per-prompt values, or for a
   combined metric the percentile interval of its paired bootstrap; **n**: the values the mean averages.
@@ -250,17 +252,34 @@ def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, wit
     return "; ".join(said)
 
 
-def rank_values(values: pd.Series, higher_is_better: bool, censored: pd.Series | None = None,
+def rank_values(values: pd.Series, higher_is_better: bool, exceeds: pd.Series | None = None,
                 ranked: np.ndarray | pd.Series | None = None) -> pd.Series:
-    """Ranks of ``values`` among the ``ranked`` ones (default all; others get none), best first, ties sharing the
-    best rank; a ``censored`` value (right-censored: beyond every value that could be measured, stored as null,
-    e.g. a W1KP reusability never reached) counts as above every value, a plain null has no rank."""
-    censored = pd.Series(False, index=values.index) if censored is None else censored.fillna(False).astype(bool)
-    value = values.astype(float).where(~censored, np.inf)
-    key = -value if higher_is_better else value
-    keep = pd.Series(True, index=values.index) if ranked is None else pd.Series(np.asarray(ranked, bool),
-                                                                                  index=values.index)
-    return key.where(keep).rank(method="min").astype("Int64")
+    """Ranks of ``values`` among the ``ranked`` ones (default all; others get none), best first: 1 + the number of
+    them known to be better, so ties share the best rank. A plain null has no rank.
+
+    ``exceeds``: for a right-censored value (stored as null, e.g. a W1KP reusability never reached within the k
+    measured, shown "> k"), the bound k it is known to exceed; nan elsewhere. All that is known of it is that it
+    lies above k, at any size: higher being better, it is better than a measured v only when k >= v, and nothing
+    is known to be better than it, neither a measured value (it may be larger) nor another censored one ("> 10" and
+    "> 20" may lie either way); lower being better, a measured v <= k is better than it and it is better than
+    nothing. So "> 10" ranks above 8 and level with 15 (it may be 12 or 30) and with "> 20", while 15 ranks below
+    "> 20". Without censored values these are the usual ranks (``method="min"``)."""
+    value = values.astype(float).to_numpy()
+    bound = np.full(len(value), np.nan) if exceeds is None else \
+        pd.Series(exceeds, index=values.index).astype(float).to_numpy()
+    censored = np.isnan(value) & ~np.isnan(bound)
+    keep = np.ones(len(value), bool) if ranked is None else np.asarray(ranked, bool).copy()
+    keep &= ~np.isnan(value) | censored
+    measured = ~np.isnan(value)
+    with np.errstate(invalid="ignore"):
+        if higher_is_better:  # better[i, j]: i is known to be better than j
+            better = (measured[:, None] & measured[None, :] & (value[:, None] > value[None, :])) | \
+                (censored[:, None] & measured[None, :] & (bound[:, None] >= value[None, :]))
+        else:
+            better = (measured[:, None] & measured[None, :] & (value[:, None] < value[None, :])) | \
+                (measured[:, None] & censored[None, :] & (value[:, None] <= bound[None, :]))
+    ranks = 1 + (better & keep[:, None]).sum(axis=0)
+    return pd.Series(np.where(keep, ranks, np.nan), index=values.index).astype("Float64").astype("Int64")
 
 
 def interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

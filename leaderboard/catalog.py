@@ -275,10 +275,12 @@ class Catalog:
         return self._prompt_rows(submission_ids, "metric = ?", [metric])
 
     def track_prompts(self, submission_ids: list[str], track: str) -> pd.DataFrame:
-        """The per-prompt values of every metric of a track for these submissions, in one read: submission_id,
-        metric, prompt_id, value (null values left out). A prompt a submission refused or missed has none; one
-        whose value a metric leaves undefined (VR where nothing was recognised) still has the others'."""
-        return self._prompt_rows(submission_ids, "track = ?", [track], "submission_id, metric, slice_value, value")
+        """The per-prompt rows of every metric of a track for these submissions, in one read: submission_id,
+        metric, prompt_id, value, excluded. A prompt a submission refused or missed has none; one where a metric has
+        no value has its row with a null value: undefined by the metric's own rule where ``excluded`` is 0 (VR where
+        nothing was recognised), not scored where it is above 0 (``benchmark.aggregate``)."""
+        return self._prompt_rows(submission_ids, "track = ?", [track],
+                                 "submission_id, metric, slice_value, value, excluded", values_only=False)
 
     def cached(self, key: tuple, compute: Callable[[], object]) -> object:
         """``compute()``, kept under ``key`` until the catalog's results change (a folder or release loaded or
@@ -292,17 +294,19 @@ class Catalog:
             return self._memo[key]
 
     def _prompt_rows(self, submission_ids: list[str], where: str, params: list,
-                     select: str = "submission_id, slice_value, value") -> pd.DataFrame:
-        """Per-prompt rows (slice ``prompt``, value not null; ``where``: a condition with ``?`` placeholders) of
-        these submissions: ``select``'s columns, slice_value named prompt_id (default submission_id, prompt_id,
-        value). Only submissions the catalog has loaded are read (from the release, those it has them from); a
-        folder removed meanwhile is skipped (its files are looked for again, up to ``VANISHED_RETRIES`` times)."""
+                     select: str = "submission_id, slice_value, value", values_only: bool = True) -> pd.DataFrame:
+        """Per-prompt rows (slice ``prompt``; with ``values_only``, those whose value is not null; ``where``: a
+        condition with ``?`` placeholders) of these submissions: ``select``'s columns, slice_value named prompt_id
+        (default submission_id, prompt_id, value). Only submissions the catalog has loaded are read (from the
+        release, those it has them from); a folder removed meanwhile is skipped (its files are looked for again, up
+        to ``VANISHED_RETRIES`` times)."""
         select = select.replace("slice_value", "slice_value AS prompt_id")
+        where = f"{where} AND value IS NOT NULL" if values_only else where
         with self.lock:
             known = sorted(set(submission_ids) & self.loaded - self.from_release)  # ids from outside never name a path
             released = self._from_release_file(
                 f"SELECT {select} FROM read_parquet(?) WHERE part = 'aggregates' AND slice = 'prompt' AND {where} "
-                "AND value IS NOT NULL AND list_contains(?, submission_id)",
+                "AND list_contains(?, submission_id)",
                 [*params, sorted(set(submission_ids) & self.from_release)])
             for attempt in range(VANISHED_RETRIES + 1):
                 files = [str(p) for p in (self.store.results_folder(s) / layout.AGGREGATES for s in known) if p.exists()]
@@ -311,7 +315,7 @@ class Catalog:
                 try:
                     frame = self.con.execute(
                         f"SELECT {select} FROM read_parquet(?, union_by_name = true) WHERE slice = 'prompt' AND "
-                        f"{where} AND value IS NOT NULL", [files, *params]).df()
+                        f"{where}", [files, *params]).df()
                     return frame if released is None else pd.concat([released, frame], ignore_index=True)
                 except duckdb.IOException:
                     if attempt == VANISHED_RETRIES:

@@ -11,8 +11,15 @@ The prompt set is the protocol's, never the first submission's nor what the rank
 - on a slice value, the prompts of that value (the dataset's columns, else the per-image rows of the protocol's
   submissions); for a metric about one label (``Track.ranked_on``: relevance to Japan), those naming it.
 
-A submission answered a prompt when it has a per-prompt value of any metric of the track there
-(``Catalog.answered``). One row per model and provenance is ranked, its latest; an earlier one is listed apart.
+A submission answered a prompt, for a metric, when it has a per-prompt value of the metric there, or a row whose
+value is undefined by the metric's own rule (null with nothing excluded: VR where no image was recognised), which
+the ranking leaves out of its mean (``Catalog.track_prompts``; for a metric made of others' means, of its first
+input). Every other prompt of the set is unanswered and counts as the metric's worst value, in the refusal rate:
+one it sent nothing for; one whose value was not scored (null with rows excluded: a prompt-level value whose
+declared images were not all there, ``harness.refuse_incomplete``, or whose every image failed); and one it
+answered for other metrics of the track but has no row of this one, as results scored before undefined values
+were recorded hold (a value nothing says is undefined is no choice to leave a prompt out on). One row per model and
+provenance is ranked, its latest; an earlier one is listed apart.
 """
 
 from __future__ import annotations
@@ -154,16 +161,27 @@ def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> Protoco
     composite = next((f for f in track_registry.get(track).from_means if f.metric == metric), None)
     names = composite.inputs if composite else (metric,)
     rows = cat.track_prompts(submissions, track)
-    if not submissions or not (rows["metric"] == names[0]).any():
+    valued = rows[rows["value"].notna()]
+    if not submissions or not (valued["metric"] == names[0]).any():
         return None
-    values = [rows[rows["metric"] == name].pivot_table(index="prompt_id", columns="submission_id", values="value")
-              for name in names]
-    answered = pd.crosstab(rows["prompt_id"], rows["submission_id"]) > 0
+    values = [valued[valued["metric"] == name].pivot_table(index="prompt_id", columns="submission_id",
+                                                           values="value") for name in names]
+    track_rows = pd.crosstab(rows["prompt_id"], rows["submission_id"]) > 0
+    # The first input says what was answered: a value, or none by the metric's own rule (nothing excluded).
+    first = rows[rows["metric"] == names[0]]
+    not_scored = first["value"].isna() & first["excluded"].fillna(0).gt(0)
+    given = first[~not_scored]
+    answered = (pd.crosstab(given["prompt_id"], given["submission_id"]) > 0).reindex(
+        index=track_rows.index, columns=track_rows.columns, fill_value=False)
     dataset = cat.dataset_prompts(results.protocol_fields(frame["protocol"].iloc[0]) or {})
-    universe = list(dataset.index) if dataset is not None else sorted(answered.index)
-    # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value.
-    asked = set(answered.index[answered.any(axis=1)])
-    defined = set(values[0].index[values[0].notna().any(axis=1)])
+    universe = list(dataset.index) if dataset is not None else sorted(track_rows.index)
+    # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value, or someone's
+    # value there was not scored and nobody's is undefined by the metric's rule (curators' incomplete image sets
+    # never take a prompt out of the set; a failed image on a prompt the metric has no value on does not put it in).
+    asked = set(track_rows.index[track_rows.any(axis=1)])
+    undefined = set(first.loc[first["value"].isna() & ~not_scored, "prompt_id"])
+    defined = set(values[0].index[values[0].notna().any(axis=1)]) | (set(first.loc[not_scored, "prompt_id"]) -
+                                                                      undefined)
     prompts = [p for p in universe if p not in asked or p in defined]
     return ProtocolValues(track, metric, chosen, values, answered, prompts, dataset, submissions, cat)
 
@@ -175,7 +193,8 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     ranked) ranked on the protocol's prompt set (``benchmark.ranking.rank``): value, ci_low, ci_high and n
     replaced by the ranking's, with refused, rank, rank_low, rank_high, tie_group and not_ranked ('' when
     ranked); rows in input order. Also the ranking (None when no row has per-prompt values: each is then ranked
-    on its own value, a censored one above all, without interval) and a note on what it rests on.
+    on its own value, a censored one by what is known of it (``ranking.rank_values``), without interval) and a
+    note on what it rests on.
     ``values``: the protocol's values when the caller read them already (``read``)."""
     frame = frame.reset_index(drop=True)
     higher = higher_is_better(frame)
@@ -241,8 +260,8 @@ def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, 
 def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
                 ) -> tuple[pd.DataFrame, None, str]:
     """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
-    (``why``), ranked on their own values, a censored one (null, with the bound it exceeds in ci_low) above all,
-    without interval."""
+    (``why``), ranked on their own values without interval, a censored one (null, with the bound it exceeds in
+    ci_low) above the values its bound reaches and level with the others (``ranking.rank_values``)."""
     scored = out["provenance"].eq("scored")
     said = [why] if why else []
     if scored.any() and not why:
@@ -250,7 +269,8 @@ def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str =
     if (~scored).any():
         said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
     note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
-    out["rank"] = ranking.rank_values(out["value"], higher, censored(out), ranked=~np.asarray(earlier))
+    exceeds = pd.to_numeric(out["ci_low"], errors="coerce").where(censored(out))
+    out["rank"] = ranking.rank_values(out["value"], higher, exceeds, ranked=~np.asarray(earlier))
     return _ordered(out), None, note
 
 

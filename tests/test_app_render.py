@@ -160,7 +160,7 @@ def test_charts_show_the_one_protocol_the_overview_ranks(tmp_path):
         results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
     for sid, model, sha in (("w1", "Calibrated", "ab"), ("w2", "Other calibration", "cd")):
         fields = {"dataset": "x", "images_per_prompt": 10, "backbones": ["dreamsim=d@r"],
-                  "metric_version": f"1 (paper; calibration sha256 {sha} for dreamsim)"}
+                  "metric_version": f"2 (paper; calibration sha256 {sha} for dreamsim)"}
         curve = [{"submission_id": sid, "model": model, "metric": "w1kp", "prompt_id": None, "x": k, "value": 0.5,
                   "n": 20} for k in range(2, 6)]
         results.write_folder(store.results / sid, [], _rows(sid, model, "variability", {"w1kp": 0.5}, fields), curve,

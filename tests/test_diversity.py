@@ -14,6 +14,7 @@ import pytest
 import torch
 from PIL import Image
 
+from benchmark import harness
 from benchmark.encoders import load_backbone
 from benchmark.metrics.base import Inputs, Need
 from benchmark.metrics.diversity import CulturalDiversity, NormalisedVendi, metrics
@@ -343,6 +344,25 @@ def test_seed_batches_are_the_papers_protocol(index):
         NormalisedVendi(index, "artifact", sampling="bootstrap")
 
 
+def test_curation_of_seeds_no_longer_lifts_the_vendi_score(index):
+    """Issue 49, finding 1: with N = 4 seed batches and eight seeds declared, four different dishes (seeds 0-3) and
+    four sushi (4-7) give VS / N of 1 and 1/4 under the country kernel, 0.625; sending only seeds 0-3 gave 1. The
+    prompt is now not scored, and counts as refused at the worst, 1/4 (CD: 0), wherever it is ranked."""
+    honest = make_inputs({"p": ("cuisine", [basis(d) for d in DISHES[:4]] + [basis("sushi")] * 4)})
+    curated = make_inputs({"p": ("cuisine", [basis(d) for d in DISHES[:4]])})
+    built = metrics(index, size=4, sampling="seed_batches")
+    vendi = next(m for m in built if m.info.name == "vendi_country")
+    assert vendi.per_prompt(honest)["value"].tolist() == [pytest.approx(0.625)]
+    assert vendi.per_prompt(curated)["value"].tolist() == [1.0]  # the finding: over the images sent
+    base = curated.images.assign(image_path="p.png", image_sha256="sha", submission_id="s", model="s")
+    missing = pd.DataFrame({"prompt_id": "p", "seed": [4, 5, 6, 7]})  # its manifest's missing: seeds 0-7 declared
+    per_image, _ = harness.metric_rows(built, curated, base, missing)
+    assert per_image["value"].isna().all() and set(per_image["error"]) == {harness.MISSING_IMAGES}
+    rows = [r for r in harness.aggregate_scores(per_image, missing, built) if r["slice"] == "prompt"]
+    assert len(rows) == 10 and all(r["value"] is None and r["excluded"] == 1 for r in rows)
+    assert (vendi.info.failure, next(m for m in built if m.info.name == "cd_country").info.failure) == (0.25, 0.0)
+
+
 def test_the_tagging_and_the_draws_are_shared_through_the_memo(index):
     inputs = make_inputs({"p": ("cuisine", [basis(d) for d in DISHES])})
     for metric in metrics(index):
@@ -372,12 +392,12 @@ def test_a_vlm_tagger_reads_each_image_once_and_is_named_in_the_results(index, t
     assert sorted(opened) == list(range(8))  # ten metrics, one tagging: each image opened once
     index_id = f"index of 12 artifacts by {CLIP} (fixed-vectors), 'a photo of {{artifact}}'"
     assert index.id == index_id
-    assert {m.info.version for m in built} == {f"1 (N = 8, 50 random draws, seed 0; tagger {tagger.id} over {index_id}; "
+    assert {m.info.version for m in built} == {f"2 (N = 8, 50 random draws, seed 0; tagger {tagger.id} over {index_id}; "
                                                "tagging accuracy not measured); images tensor-1"}
     counts = ", ".join(f"{a} {n}" for a, n in Counter(expected).most_common()[:5])
     assert f"artifact tags by {tagger.id}: {counts}" in results["vendi_artifact"]["note"]
     # The index's own tags on the same inputs are memoised apart, and its version names the index.
-    assert {m.info.version for m in metrics(index)} == {f"1 (N = 8, 50 random draws, seed 0; tagger {index_id}; "
+    assert {m.info.version for m in metrics(index)} == {f"2 (N = 8, 50 random draws, seed 0; tagger {index_id}; "
                                                         "tagging accuracy not measured); images tensor-1"}
     NormalisedVendi(index, "artifact").per_prompt(inputs)
     assert sum(key[0] == "diversity-tags" for key in inputs.memo) == 2
@@ -457,7 +477,7 @@ def test_the_diversity_track_through_the_harness(tiny_clip, tiny_upstream, tmp_p
                 np.clip(cos, 0, 1).mean() * vendi, abs=1e-5)
     assert {a["metric"] for a in scores.aggregates} == {m.info.name for m in metrics(index)}
     # The results record the tagger: the index's size, backbone id and weights key, and template.
-    version = f"1 (N = 8, 50 random draws, seed 0; tagger index of {len(CSPACE)} artifacts by {CLIP} ({clip.key}), " \
+    version = f"2 (N = 8, 50 random draws, seed 0; tagger index of {len(CSPACE)} artifacts by {CLIP} ({clip.key}), " \
         "'a photo of {artifact}'; tagging accuracy not measured); images tensor-1"
     assert set(scores.run.metrics.values()) == {version}  # run.json
     assert {a["metric_version"] for a in scores.aggregates} == {version}
@@ -483,7 +503,7 @@ def test_the_vlm_tagger_through_the_harness(tiny_clip, tiny_upstream, tiny_llava
     rows = scores.per_image.set_index(["metric", "prompt_id"])
 
     tagger = VLMTagger.from_pretrained(ArtifactIndex.load(folder), str(tiny_llava), device="cpu")
-    version = f"1 (N = 8, seed batches; tagger {tiny_llava}@local, top 5 over index of {len(CSPACE)} artifacts by " \
+    version = f"2 (N = 8, seed batches; tagger {tiny_llava}@local, top 5 over index of {len(CSPACE)} artifacts by " \
         f"{CLIP} ({clip.key}), 'a photo of {{artifact}}'; tagging accuracy not measured); images tensor-1"
     assert set(scores.run.metrics.values()) == {version}
     assert {a["metric_version"] for a in scores.aggregates} == {version}
@@ -515,7 +535,7 @@ def test_a_vlm_tagger_that_cannot_load_makes_the_diversity_track_unavailable(ind
     assert reason.startswith(f"cannot load the tagging VLM {missing!r}")
     built, _ = build(metric_settings(artifact_index=folder))  # the default: the index tags, and is named
     tracked = [m for m in built if m.info.track == "diversity"]
-    version = f"1 (N = 8, seed batches; tagger index of 12 artifacts by {CLIP} (fixed-vectors), " \
+    version = f"2 (N = 8, seed batches; tagger index of 12 artifacts by {CLIP} (fixed-vectors), " \
         "'a photo of {artifact}'; tagging accuracy not measured); images tensor-1"
     assert len(tracked) == 10 and all(isinstance(m.tagger, ArtifactIndex) and m.info.version == version
                                       for m in tracked)

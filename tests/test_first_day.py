@@ -349,9 +349,9 @@ def test_first_day_wording_protocol_details_balance_their_parentheses_and_show_w
                 return False
         return depth == 0
 
-    # A track's version is a prefix ("1 (paper; calibration"): shown as one, its parenthesis closed.
+    # A track's version is a prefix ("2 (paper; calibration"): shown as one, its parenthesis closed.
     variability = track_registry.get("variability").protocol.describe()
-    assert "metric version 1 (paper; calibration ...) with its settings" in variability and balanced(variability)
+    assert "metric version 2 (paper; calibration ...) with its settings" in variability and balanced(variability)
     expectations = track_registry.get("expectations").protocol.describe()
     assert "metric version 2 (judge ...) with its settings" in expectations and balanced(expectations)
     # A row of the suite's prompts scored under another metric version: the line says which, beside the track's.
@@ -363,11 +363,11 @@ def test_first_day_wording_protocol_details_balance_their_parentheses_and_show_w
                          "rubric 3), where the track's is 2 (judge ...)).") and balanced(said)
     # Another backbone: named beside the track's.
     w1kp = {"dataset": "x", "images_per_prompt": 10, "backbones": ["clip-vit-b-32=openai/clip@r1"],
-            "metric_version": "1 (paper; calibration sha256 ab for dreamsim)"}
+            "metric_version": "2 (paper; calibration sha256 ab for dreamsim)"}
     said = protocol_names.difference("variability", results.protocol_columns(w1kp)["protocol"], SUITE_V1)
     assert "backbones clip-vit-b-32, where the track's are dreamsim" in said and balanced(said)
     described = tables.describe_protocol(results.protocol_columns(w1kp)["protocol"])
-    assert "metric version 1 (paper; calibration sha256 ab for dreamsim); backbones" in described
+    assert "metric version 2 (paper; calibration sha256 ab for dreamsim); backbones" in described
     assert balanced(described)
 
 

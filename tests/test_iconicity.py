@@ -161,9 +161,9 @@ def test_the_threshold_of_the_reference_kind_decides_recognition(variant, kind, 
 def test_results_record_the_variant_and_its_thresholds():
     paper = {m.info.name: m.info for m in iconicity.metrics()}
     authors = {m.info.name: m.info for m in iconicity.metrics(protocol("authors_code"))}
-    assert paper["crt"].version == "1 (paper: recognised s > 0.7 still, 0.7 moving; reused > 0.6); images tensor-1"
+    assert paper["crt"].version == "2 (paper: recognised s > 0.7 still, 0.7 moving; reused > 0.6); images tensor-1"
     assert authors["crt"].version == \
-        "1 (authors_code: recognised s >= 0.7 still, 0.75 moving; reused > 0.6); images tensor-1"
+        "2 (authors_code: recognised s >= 0.7 still, 0.75 moving; reused > 0.6); images tensor-1"
     assert authors["crt"].label == paper["crt"].label + " (authors' code)"
     assert {n.backbone for n in authors["vr"].needs} == {"clip-vit-b-16", "dinov2-base-mean-floor"}
     assert {n.backbone for n in paper["vr"].needs} == {"clip-vit-b-32", "dinov2-base"}

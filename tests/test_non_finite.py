@@ -21,6 +21,7 @@ from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.scoring_options import ScoringOptions
 from benchmark.metrics.iconicity import (
     RecognitionPerImage,
+    RecognitionPerReference,
     VisualReusePerImage,
     patch_similarity,
 )
@@ -113,19 +114,24 @@ def runs(submission, poisoned_clip):
 
 
 def test_the_nan_image_gets_an_error_row_for_every_metric_with_its_reason(runs):
+    """The NaN image has an error row per metric; the prompt-level value of its prompt, which needs every declared
+    image, is not scored either (not one over the two images left)."""
     full, _ = runs
     rows = full.per_image
-    errors = rows[rows["error"].notna()]
+    errors = rows[rows["error"].notna() & rows["seed"].notna()]
     assert sorted(errors["metric"]) == ["clip_cosine", "clip_score", "seed_agreement"]
     assert set(errors["error"]) == {REASON}
     assert set(zip(errors["prompt_id"], errors["seed"])) == {WHITE}
     assert errors["value"].isna().all() and errors["note"].isna().all()
+    [refused] = rows[rows["error"].notna() & rows["seed"].isna()].itertuples()
+    assert (refused.metric, refused.prompt_id, refused.error) == ("seed_agreement", WHITE[0], harness.UNUSABLE_IMAGES)
     assert np.isfinite(rows[rows["error"].isna()]["value"].to_numpy(dtype=float)).all()
 
 
 def test_the_run_record_counts_the_excluded_image_by_reason(runs):
+    """The image, and the prompt-level value of its prompt, which needs every declared image."""
     full, without = runs
-    assert full.run.errors == {REASON: 1} and full.run.excluded == 1
+    assert full.run.errors == {REASON: 1, harness.UNUSABLE_IMAGES: 1} and full.run.excluded == 2
     assert without.run.errors == {} and without.run.excluded == 0
 
 
@@ -133,27 +139,36 @@ def test_other_images_score_as_in_a_run_without_the_nan_image(runs):
     full, without = runs
     key = ["metric", "prompt_id", "seed"]
     scored = full.per_image[full.per_image["error"].isna()].sort_values(key, na_position="first")
-    reference = without.per_image.sort_values(key, na_position="first")
-    assert len(scored) == len(reference) == 2 * 17 + 6  # two image-level metrics, one prompt-level
+    # The run without the image (its manifest not listing it) scores the prompt-level value of its prompt over the
+    # other two images; the full run does not, as the image failed: the value needs every declared image.
+    prompt_level = (without.per_image["metric"] == "seed_agreement") & (without.per_image["prompt_id"] == WHITE[0])
+    reference = without.per_image[~prompt_level].sort_values(key, na_position="first")
+    assert len(scored) == len(reference) == 2 * 17 + 5  # two image-level metrics, one prompt-level
     assert np.array_equal(scored["value"].to_numpy(dtype=float), reference["value"].to_numpy(dtype=float))
     assert scored["note"].tolist() == reference["note"].tolist()
 
 
 def test_aggregates_count_the_excluded_image_and_leave_it_out_of_n(runs):
+    """The image-level aggregates are the other images' (the run without it), the image counted in ``excluded``;
+    the prompt-level value of its prompt is not scored (its row null, the image and the value excluded)."""
     full, without = runs
     by = {(r["metric"], r["slice"], r["slice_value"]): r for r in full.aggregates}
     clean = {(r["metric"], r["slice"], r["slice_value"]): r for r in without.aggregates}
     assert set(by) == set(clean)
     for key, row in by.items():
-        assert (row["value"], row["n"]) == (clean[key]["value"], clean[key]["n"]), key
         assert clean[key]["excluded"] == 0
+        if key[0] != "seed_agreement":
+            assert (row["value"], row["n"]) == (clean[key]["value"], clean[key]["n"]), key
+    white = by[("seed_agreement", "prompt", WHITE[0])]
+    assert (white["value"], white["n"], white["excluded"]) == (None, 0, 2)
+    assert by[("seed_agreement", "overall", "all")]["n"] == clean[("seed_agreement", "overall", "all")]["n"] - 1
     for metric in ("clip_cosine", "clip_score"):
         assert by[(metric, "prompt", WHITE[0])]["n"] == 2 and by[(metric, "prompt", WHITE[0])]["excluded"] == 1
         assert by[(metric, "prompt", NIGERIAN)]["excluded"] == 0
         assert by[(metric, "overall", "all")]["excluded"] == 1
         assert by[(metric, "country", "Brazil")]["excluded"] == 1
         assert by[(metric, "country", "Nigeria")]["excluded"] == 0
-    assert by[("seed_agreement", "overall", "all")]["excluded"] == 1
+    assert by[("seed_agreement", "overall", "all")]["excluded"] == 2  # the image, and its prompt's value
 
 
 def test_error_and_excluded_columns_survive_the_results_files(runs, tmp_path):
@@ -161,11 +176,11 @@ def test_error_and_excluded_columns_survive_the_results_files(runs, tmp_path):
     folder = results.write_folder(tmp_path / "r", results.records(full.per_image), full.aggregates,
                                   results.records(full.curves), full.run)
     per_image = pq.read_table(folder / "per_image.parquet").to_pandas()
-    assert (per_image["error"] == REASON).sum() == 3
+    assert (per_image["error"] == REASON).sum() == 3 and (per_image["error"] == harness.UNUSABLE_IMAGES).sum() == 1
     aggregates = pq.read_table(folder / "aggregates.parquet").to_pandas()
     assert aggregates.set_index(["metric", "slice", "slice_value"]).loc[("clip_cosine", "overall", "all"),
                                                                          "excluded"] == 1
-    assert json.loads((folder / "run.json").read_text())["errors"] == {REASON: 1}
+    assert json.loads((folder / "run.json").read_text())["errors"] == {REASON: 1, harness.UNUSABLE_IMAGES: 1}
 
 
 def test_aggregating_rows_without_an_error_column_excludes_nothing():
@@ -202,8 +217,11 @@ def test_a_nan_recognition_similarity_is_an_error_not_unrecognised():
     values, notes = RecognitionPerImage().per_image(_iconicity_inputs(clip, grid))
     assert values[:2].tolist() == [1.0, 0.0] and np.isnan(values[2])
     assert notes[2] == results.ERROR_NOTE + "non-finite recognition similarity"
-    table = RecognitionPerImage().per_reference(_iconicity_inputs(clip, grid))
-    assert table.loc["p", "cra"] == 0.5  # over the two images with a similarity, not 1 of 3
+    inputs = _iconicity_inputs(clip, grid)
+    assert RecognitionPerImage().per_reference(inputs).loc["p", "failed"] == 1
+    # A value per reference needs every declared image: none over the two images with a similarity (1 of 2, 0.5).
+    [row] = RecognitionPerReference().per_prompt(inputs).itertuples()
+    assert np.isnan(row.value) and row.note.startswith(results.ERROR_NOTE + "an image of the reference could not")
 
 
 def test_faiss_patch_search_gives_nan_for_a_nan_patch_not_minus_float_max():

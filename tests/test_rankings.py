@@ -31,7 +31,7 @@ CRT_BACKBONES = [f"{PAPER.clip}=openai/clip@r1", f"{PAPER.dino}=facebook/dino@r2
 DEFAULTS = {
     "iconicity": ("crt", True, CRT_DATASET, PAPER.version, CRT_BACKBONES),
     "awareness": ("clip_score", True, CUBE_DATASET, "1", ["clip-vit-b-32=openai/clip@r1"]),
-    "variability": ("w1kp", False, CUBE_DATASET, "1 (paper; calibration sha256 ab for dreamsim)", ["dreamsim=d@r"]),
+    "variability": ("w1kp", False, CUBE_DATASET, "2 (paper; calibration sha256 ab for dreamsim)", ["dreamsim=d@r"]),
 }
 
 

@@ -256,7 +256,7 @@ def test_variability_is_shown_beside_the_overall_not_in_its_mean(tmp_path):
         _headline_row(store, sid + "-aw", model, "awareness", "clip_score", cube, 10, digest,
                       dict.fromkeys(prompts, clip))
         _headline_row(store, sid + "-va", model, "variability", "w1kp", cube, 10, digest,
-                      dict.fromkeys(prompts, w1kp), version="1 (paper; calibration sha256 ab for dreamsim)",
+                      dict.fromkeys(prompts, w1kp), version="2 (paper; calibration sha256 ab for dreamsim)",
                       backbones=("dreamsim=d@r",))
     wide, _, chosen, _ = tables.overall(Catalog(store))
     assert chosen == "awareness" and list(wide["model"]) == ["A", "B"]  # W1KP does not move the mean

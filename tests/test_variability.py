@@ -96,7 +96,7 @@ def test_the_authors_published_pt_loads_and_equals_the_npz():
     assert published.sha256 == hashlib.sha256(W1KP_PT.read_bytes()).hexdigest()
     assert published.backbone is converted.backbone is None and published.fitted_for == "dreamsim"
     version = W1KP(published).info.version
-    assert version == f"1 (paper; calibration sha256 {published.sha256} for dreamsim, assumed: the file records " \
+    assert version == f"2 (paper; calibration sha256 {published.sha256} for dreamsim, assumed: the file records " \
         "no backbone); images tensor-1"
 
 
@@ -291,7 +291,7 @@ def test_the_authors_code_variant_through_the_metric():
 
     metric = W1KP(calibration, backbone="x", variant="authors_code")
     assert metric.info.name == "w1kp_authors_code"
-    assert metric.info.version == "2 (authors_code; calibration for x); images tensor-1"
+    assert metric.info.version == "3 (authors_code; calibration for x); images tensor-1"
     inputs = Inputs(images, {Need("x", "image"): features}, {})
     rows = metric.per_prompt(inputs).set_index("prompt_id")
     assert rows.loc["a", "value"] == 1.0
@@ -302,7 +302,7 @@ def test_the_authors_code_variant_through_the_metric():
     derived = metric.derived([], aggregate_curves(curves.assign(metric="w1kp_authors_code")))
     # model curve: k=2 (1 + 1 - f(.9333)) / 2 = .599 < .85; k=3 (1 + .8) / 2 = .9
     assert derived[0]["metric"] == "w1kp_reusability_authors_code" and derived[0]["value"] == 3.0
-    assert derived[0]["metric_version"] == "2 (authors_code; calibration for x); images tensor-1"
+    assert derived[0]["metric_version"] == "3 (authors_code; calibration for x); images tensor-1"
 
 
 @pytest.fixture(scope="module")
@@ -360,7 +360,7 @@ def test_w1kp_through_the_harness_with_a_fitted_calibration(sample, tiny_dino, t
     overall = [r for r in scores.aggregates if r["metric"] == "w1kp" and r["slice"] == "overall"]
     assert overall[0]["value"] == pytest.approx(rows["value"].mean())
     assert any(r["metric"] == "w1kp_reusability" for r in scores.aggregates)
-    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base); " \
+    version = f"2 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for dinov2-base); " \
         "images tensor-1"
     assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}
@@ -450,7 +450,7 @@ def test_a_calibration_records_its_backbone_and_scoring_refuses_another(sample, 
     images = pq.read_table(staged / "images.parquet").to_pandas()
     scores = harness.score(staged, report.manifest, report.prompts, images, [metric], {"clip-vit-b-32": clip},
                            submission_id="t", options=ScoringOptions(batch_size=8))
-    version = f"1 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32); " \
+    version = f"2 (paper; calibration sha256 {hashlib.sha256(out.read_bytes()).hexdigest()} for clip-vit-b-32); " \
         "images tensor-1"
     assert scores.run.metrics["w1kp"] == version  # run.json
     assert {r["metric_version"] for r in scores.aggregates if r["metric"].startswith("w1kp")} == {version}

@@ -36,7 +36,7 @@ def clip_score(cosine: np.ndarray, weight: float = HESSEL_WEIGHT) -> np.ndarray:
 
 
 class ClipCosine(Metric):
-    """Cosine between each image and its prompt under a CLIP backbone."""
+    """Cosine between each image and its prompt under a CLIP backbone. Failure (a declared image missing): -1."""
 
     def __init__(self, backbone: str = "clip-vit-b-32"):
         self.backbone = backbone
@@ -56,7 +56,7 @@ class ClipCosine(Metric):
 
 
 class ClipScore(ClipCosine):
-    """CLIPScore (Hessel et al., Eq. 1) of each image for its prompt."""
+    """CLIPScore (Hessel et al., Eq. 1) of each image for its prompt. Failure (a declared image missing): 0."""
 
     def __init__(self, backbone: str = "clip-vit-b-32"):
         super().__init__(backbone)

@@ -55,13 +55,15 @@ def _ordinal(n: int) -> str:
 
 
 class ArtifactRecognition(Metric):
-    """1 if the prompt's artifact is among the image's ``top`` nearest artifacts of its concept, else 0."""
+    """1 if the prompt's artifact is among the image's ``top`` nearest artifacts of its concept, else 0; undefined
+    where the prompt names no artifact. Failure (a declared image missing): 0."""
 
     def __init__(self, backbone: str = "clip-vit-b-32", top: int = 1, template: str = ARTIFACT_TEMPLATE):
         self.backbone, self.top, self.template = backbone, top, template
         self.info = MetricInfo(
             f"artifact_top{top}", f"Artifact recognised (top-{top}, zero-shot)", "awareness", "1", True,
-            "share", 0.0, 1.0, CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate")
+            "share", 0.0, 1.0, CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate",
+            undefined="the prompt names no artifact of its concept")
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue
@@ -102,13 +104,15 @@ class ArtifactRecognition(Metric):
 
 class CountryRecognition(Metric):
     """1 if the image's nearest country text (``"{noun} from {country}"``, over the dataset's countries)
-    names the prompt's country, else 0."""
+    names the prompt's country, else 0; undefined where the prompt names none. Failure (a declared image
+    missing): 0."""
 
     def __init__(self, backbone: str = "clip-vit-b-32", nouns: dict[str, str] = COUNTRY_NOUNS):
         self.backbone, self.nouns = backbone, nouns
         self.info = MetricInfo(
             "country_top1", "Country recognised (zero-shot)", "awareness", "1", True, "share", 0.0, 1.0,
-            CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate")
+            CUBE.short + ", Sec. 4 (automatic proxy)", (Need(backbone, "image"),), kind="rate",
+            undefined="the prompt names no country of the dataset's")
 
     def applies(self, inputs: Inputs) -> str | None:
         catalogue = inputs.catalogue
@@ -136,7 +140,8 @@ class CountryRecognition(Metric):
 
 
 class HPSQuality(ClipCosine):
-    """HPS v2 score of each image for its prompt: the quality ``s`` of CUBE's Eq. 3."""
+    """HPS v2 score of each image for its prompt: the quality ``s`` of CUBE's Eq. 3. Failure (a declared image
+    missing): -1."""
 
     def __init__(self, backbone: str = "hpsv2"):
         super().__init__(backbone)

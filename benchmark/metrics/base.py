@@ -11,6 +11,13 @@ Levels: an ``image`` metric gives one value per image (``per_image``); a
 (``per_prompt``: e.g. W1KP, which compares the seeds of a prompt). Either may
 add curves (``curves``: e.g. W1KP_k over k) and aggregate rows derived from
 the ordinary aggregates (``derived``).
+
+A missing declared image is a failure at every level, so that no choice of which images to send lifts a score
+(``MetricInfo.failure``, the worse end of the range, is what a failure counts as): at the image level it counts as
+a failure image in its prompt's mean (``harness.missing_as_failures``); at the prompt level the value needs the
+complete declared image set, so a prompt missing one, or holding one the metric could not use, is not scored
+(``harness.refuse_incomplete``) and the ranking counts it refused, at ``failure`` (``benchmark.ranking``). A metric
+adapter gets this from its level alone.
 """
 
 from __future__ import annotations
@@ -42,20 +49,19 @@ class MetricInfo:
     citation: str
     needs: tuple[Need, ...]
     level: Literal["image", "prompt"] = "image"
-    # What an image a submission declared but does not hold (refused, missing) counts as in a prompt's mean of an
-    # image-level metric: "worst", the worse end of the range (``failure``); "undefined", no value (VR of an image
-    # not recognised: a missing image is not recognised either).
-    missing_image: Literal["worst", "undefined"] = "worst"
     # What a value is, which chooses its confidence interval (``benchmark.stats.mean_ci``), whatever values occur:
     # "rate", a share of events (1 if the artifact is recognised, else 0: Wilson's interval where every value is 0
     # or 1); "continuous", any other score (CLIPScore is continuous even where every value happens to be 0).
     kind: Literal["rate", "continuous"] = "continuous"
+    # Where the metric has no value by its own rule, in words (VR: "no image of the reference is recognised"), a
+    # value a ranking leaves out of a mean; "" where it has one wherever it applies, so that a missing value is an
+    # error (``harness.mark_errors``), which a ranking counts as the worst value, never left out as if undefined.
+    undefined: str = ""
 
     @property
     def failure(self) -> float:
-        """The value a missing image counts as (``missing_image``): the range's worse end, or nan (undefined)."""
-        if self.missing_image == "undefined":
-            return float("nan")
+        """What a failure counts as: the range's worse end. A missing declared image, in its prompt's mean (image
+        level); a prompt whose declared images are not all there to score, in a ranking (prompt level)."""
         return self.low if self.higher_is_better else self.high
 
     def __post_init__(self):

@@ -54,8 +54,10 @@ class Protocol:
     @property
     def version(self) -> str:
         """The metric version results carry: the variant and every threshold, so that runs under different
-        rules are never taken for one another (the backbones are recorded beside it)."""
-        return (f"1 ({self.variant}: recognised s {self.comparison} {self.tau:g} still, {self.tau_moving:g} moving;"
+        rules are never taken for one another (the backbones are recorded beside it). Version 2: a reference
+        whose declared images are not all there is not scored (it was scored over the images sent), and a
+        missing image counts as fully reused in the per-image VR (it was left out)."""
+        return (f"2 ({self.variant}: recognised s {self.comparison} {self.tau:g} still, {self.tau_moving:g} moving;"
                 f" reused > {self.tau_patch:g})")
 
 

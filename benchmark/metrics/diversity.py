@@ -113,9 +113,10 @@ def prompt_draws(inputs: Inputs, tagger: Tagger, clip: str, q: float, size: int,
 def version(tagger: str, size: int, draws: int, seed: int, sampling: str) -> str:
     """The diversity metrics' version: what changes their values besides the images. Sets first (N; the paper's
     seed batches, or how many random draws and their seed), then the tagger. The track's headline protocol
-    (``benchmark.tracks.diversity``) is the prefix that N = 8 seed batches with the artifact index give."""
+    (``benchmark.tracks.diversity``) is the prefix that N = 8 seed batches with the artifact index give. Version 2:
+    a prompt whose declared images are not all there is not scored (it was scored over the images sent)."""
     sets = "seed batches" if sampling == "seed_batches" else f"{draws} random draws, seed {seed}"
-    return f"1 (N = {size}, {sets}; tagger {tagger}; tagging accuracy not measured)"
+    return f"2 (N = {size}, {sets}; tagger {tagger}; tagging accuracy not measured)"
 
 
 class _Diversity(Metric):
@@ -205,7 +206,8 @@ class _Diversity(Metric):
 
 
 class NormalisedVendi(_Diversity):
-    """VS_q / N of a prompt's drawn N-sets under one tag kernel (CUBE Eq. 1 and 4; "VS-bar" in Table 5)."""
+    """VS_q / N of a prompt's drawn N-sets under one tag kernel (CUBE Eq. 1 and 4; "VS-bar" in Table 5). Failure
+    (not every declared image there): 1 / N, one culture, the prompt counted as refused."""
 
     prefix = "vendi"
 
@@ -219,7 +221,8 @@ class NormalisedVendi(_Diversity):
 
 class CulturalDiversity(_Diversity):
     """CD = mean HPS-v2 quality x VS_q / N of a prompt's drawn N-sets under one tag kernel (CUBE Eq. 3;
-    Table 6). ``quality``: the registry id of the HPS-v2 backbone."""
+    Table 6). ``quality``: the registry id of the HPS-v2 backbone. Failure (not every declared image there): 0, the
+    prompt counted as refused."""
 
     prefix = "cd"
 

@@ -106,7 +106,7 @@ def _note(r) -> str:
 
 
 class ExpectationsRating(Metric):
-    """One of the three per-image ratings (``METRICS``) of one judge."""
+    """One of the three per-image ratings (``METRICS``) of one judge, 0-10. Failure (a declared image missing): 0."""
 
     def __init__(self, name: str, judge: ExpectationsJudge, *, chunk: int = 16):
         if name not in METRICS:

@@ -19,6 +19,11 @@ Multimodal Iconicity in Diffusion Models", arXiv:2511.11435.
   matched by at least one generated image (s > tau).
 - VR@k: VR on the references every compared model recognised (Sec. 5.2).
 
+Failures: a declared image the submission does not hold is not recognised and fully reused (per image: CRA 0, VR
+1); a reference-level value (CRA per reference, VR, CRT, CRC) needs every declared image, so a reference missing
+one, or holding one the analysis could not use, has none and counts as refused, at 0 (CRA, CRT, CRC) or 1 (VR)
+(``benchmark.metrics.base``). Each class says its own.
+
 Two protocols (``VARIANTS``), recorded in every result's metric version:
 ``paper`` (the default, as above) and ``authors_code``, the authors' public code
 (github.com/mariateresadrp99/Multimodal-Iconicity): s_i >= tau with tau = 0.70 for
@@ -364,8 +369,8 @@ class _Iconicity(Metric):
     """Shared settings and needs of the iconicity metrics (a ``Protocol``: thresholds and backbones)."""
 
     name, label, higher, level, unit, equation = "", "", True, "prompt", "share", ""
-    missing_image = "worst"  # a declared image the submission lacks: not recognised (``MetricInfo.missing_image``)
     kind = "continuous"  # ``MetricInfo.kind``
+    undefined = ""  # ``MetricInfo.undefined``
 
     def __init__(self, settings: Protocol = VARIANTS["paper"]):
         self.settings = settings
@@ -374,7 +379,7 @@ class _Iconicity(Metric):
                  Need(dino, "grid", grid, of="reference"))
         self.info = MetricInfo(self.name, _labelled(self.label, settings), "iconicity", settings.version, self.higher,
                                self.unit, 0.0, 1.0, f"{CITATION}, {self.equation}", needs, self.level,
-                               self.missing_image, self.kind)
+                               self.kind, self.undefined)
 
     def applies(self, inputs: Inputs) -> str | None:
         if inputs.reference_counts is None or not (inputs.reference_counts > 0).any():
@@ -382,13 +387,27 @@ class _Iconicity(Metric):
         return None
 
     def per_reference(self, inputs: Inputs) -> pd.DataFrame:
+        """Per reference (index prompt_id): cra, any_recognised, recognised (images), vr (over the recognised
+        ones), references, and failed: its images the analysis could not use (``analyse``'s error)."""
         analysis = analyse(inputs, self.settings)
-        return analysis[analysis["error"].isna()].groupby("prompt_id", sort=True).agg(
+        return analysis.groupby("prompt_id", sort=True).agg(
             cra=("recognised", "mean"), any_recognised=("recognised", "any"), recognised=("recognised", "sum"),
-            vr=("vr_image", "mean"), references=("references", "first"))
+            vr=("vr_image", "mean"), references=("references", "first"), failed=("error", "count"))
+
+    @staticmethod
+    def per_prompt_rows(table: pd.DataFrame, values, notes) -> pd.DataFrame:
+        """The per-prompt rows of ``per_reference``'s ``table``: each reference's value and note, or, where an image
+        failed, no value and an error note (``ERROR_NOTE``): a value over the images left is not the reference's."""
+        failed = table["failed"].to_numpy() > 0
+        return pd.DataFrame({"prompt_id": table.index, "value": np.where(failed, np.nan, np.asarray(values, float)),
+                             "note": [ERROR_NOTE + "an image of the reference could not be analysed, and a value per "
+                                      "reference needs every declared image" if bad else note
+                                      for bad, note in zip(failed, notes)]})
 
 
 class RecognitionPerImage(_Iconicity):
+    """1 if the image is recognised, else 0 (Eq. 1's indicator). Failure (a declared image missing): 0."""
+
     name, label, level, equation = "cra_image", "CRA, share of images recognised (Eq. 1)", "image", "Eq. 1"
     kind = "rate"  # each image recognised or not
 
@@ -404,31 +423,40 @@ class RecognitionPerImage(_Iconicity):
 
 
 class RecognitionPerReference(_Iconicity):
+    """1 if any image of the reference is recognised, else 0 (Table 1's CRA): an event, so a rate. Failure (not
+    every declared image there): 0, the reference counted as refused."""
+
     (name, label), equation = CRA_REFERENCE, "Table 1"
+    kind = "rate"  # 0 or 1 per reference
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         table = self.per_reference(inputs)
-        return pd.DataFrame({"prompt_id": table.index, "value": table["any_recognised"].astype(float).to_numpy(),
-                             "note": [f"{int(n)} of the images recognised" for n in table["recognised"]]})
+        return self.per_prompt_rows(table, table["any_recognised"].astype(float),
+                                    [f"{int(n)} of the images recognised" for n in table["recognised"]])
 
 
 class VisualReuse(_Iconicity):
+    """The share of the reference's recognised images' patches reused (Eq. 2); undefined where none is recognised.
+    Failure (not every declared image there): 1, the reference counted as refused."""
+
     (name, label), higher, equation = VR, False, "Eq. 2"
+    undefined = "no image of the reference is recognised (VR is over recognised images)"
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         table = self.per_reference(inputs)
-        return pd.DataFrame({"prompt_id": table.index, "value": table["vr"].to_numpy(),
-                             "note": [f"over {int(n)} recognised images" if n else "no image recognised"
-                                      for n in table["recognised"]]})
+        return self.per_prompt_rows(table, table["vr"], [f"over {int(n)} recognised images" if n else
+                                                         "no image recognised" for n in table["recognised"]])
 
 
 class VisualReusePerImage(_Iconicity):
     """Each recognised image's share of reused patches, with the reused patches and their matches (for the
-    side-by-side picture): ``detail`` = best_reference, reused patch indices, matched (reference, patch)."""
+    side-by-side picture): ``detail`` = best_reference, reused patch indices, matched (reference, patch); undefined
+    for an image not recognised. Failure (a declared image missing): 1, so that leaving out the recognised images
+    that copy never lowers a prompt's mean."""
 
     name, label, higher, level, equation = ("vr_image", "share of a recognised image's patches reused", False,
                                             "image", "Eq. 2")
-    missing_image = "undefined"  # a missing image is not recognised, and VR is defined on recognised images only
+    undefined = "the image is not recognised (VR is over recognised images)"
 
     def per_image(self, inputs: Inputs):
         analysis = analyse(inputs, self.settings).reindex(range(len(inputs.images)))
@@ -446,12 +474,15 @@ class VisualReusePerImage(_Iconicity):
 
 
 class Transformation(_Iconicity):
+    """CRT = CRA x (1 - VR) per reference (Eq. 3), 0 where no image is recognised. Failure (not every declared
+    image there): 0, the reference counted as refused."""
+
     name, label, equation = "crt", "CRT = CRA x (1 - VR), per reference (Eq. 3)", "Eq. 3"
 
     def per_prompt(self, inputs: Inputs) -> pd.DataFrame:
         table = self.per_reference(inputs)
         values = [crt(c, None if pd.isna(v) else v) for c, v in zip(table["cra"], table["vr"])]
-        return pd.DataFrame({"prompt_id": table.index, "value": values, "note": None})
+        return self.per_prompt_rows(table, values, [None] * len(table))
 
     def derived(self, aggregates: list[dict], curves) -> list[dict]:
         """Table 1's CRT: Eq. 3 on the column means, cra_reference x (1 - vr), for every slice; 0 on a slice where
@@ -474,7 +505,11 @@ class Transformation(_Iconicity):
 
 
 class Coverage(_Iconicity):
+    """The share of a moving reference's depictions matched by an image (App. 0.M): a share of events, so a rate.
+    Failure (not every declared image there): 0, the reference counted as refused."""
+
     name, label, equation = "crc", "CRC, share of reference depictions matched (moving references)", "App. 0.M"
+    kind = "rate"  # a share of depictions matched, as CRA per image is a share of images recognised
 
     def applies(self, inputs: Inputs) -> str | None:
         reason = super().applies(inputs)

@@ -116,7 +116,7 @@ def _note(r) -> str:
 class CulturalRelevance(Metric):
     """CAIRE's 1-5 relevance of each image to one culture label (``label`` None: the track's metric before a
     prompt set gives the labels; it stands for one per label, and records why it does not apply when there are
-    none)."""
+    none). Failure (a declared image missing): 1."""
 
     def __init__(self, label: str | None, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, *,
                  k: int = TOP_K, rubric: Rubric = CAIRE_RUBRIC, chunk: int = 16, linking: str = DEFAULT_LINKING,
@@ -177,11 +177,13 @@ class CulturalRelevance(Metric):
 
 class IntendedRelevance(CulturalRelevance):
     """CAIRE's 1-5 relevance of each image to its own prompt's country, among ``labels`` (all scored in one
-    analysis, shared with the per-label metrics): the track's headline, higher is better."""
+    analysis, shared with the per-label metrics): the track's headline, higher is better; undefined where the
+    prompt names no country. Failure (a declared image missing): 1."""
 
     def __init__(self, labels: Sequence[str], knowledge_base: KnowledgeBase, judge: Judge, **settings):
         super().__init__(None, labels, knowledge_base, judge, **settings)
-        self.info = replace(self.info, name=INTENDED, label="CAIRE relevance to the prompt's own country (1-5)")
+        self.info = replace(self.info, name=INTENDED, label="CAIRE relevance to the prompt's own country (1-5)",
+                            undefined="the prompt names none of the prompt set's countries")
 
     def for_submission(self, manifest, catalogue: pd.DataFrame | None = None) -> list[Metric]:
         return [self]

@@ -166,7 +166,7 @@ CD = mean HPS-v2 quality × VS / N, in [0, 1]. Protocol: 5 rephrasings per conce
 score, mean over 50 draws. Images are tagged by nearest CSpace artifact (faiss over artifact-name embeddings).
 """, Papers(CUBE, cube.DIVERSITY),
     # App. H.1: seeds 0-79 per rephrasing, ten batches of N = 8; the default tagger (the artifact index).
-    Protocol(str(CUBE_DIVERSITY), len(CUBE_DIVERSITY_SEEDS), "1 (N = 8, seed batches; tagger index of "),
+    Protocol(str(CUBE_DIVERSITY), len(CUBE_DIVERSITY_SEEDS), "2 (N = 8, seed batches; tagger index of "),
     settings=SETTINGS, metrics=metrics, order=20,
     verbs=(Verb("cube-cspace", "CUBE-CSpace: Algorithm 1 walk over a Wikidata dump, or a CSpace file you provide",
                 "culturelens data build cube-cspace --dump latest-all.json.gz --out data/cube-cspace", _cspace_options,

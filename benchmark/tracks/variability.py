@@ -47,7 +47,7 @@ random k-subset]. Levels: high ≥ 0.85, medium ≥ 0.4, low ≥ 0.2. Reusabilit
 W1KP_k ≥ 0.85.
 """, Papers(W1KP),
     # The paper variant over DreamSim (any calibration of it); dataset and images per prompt are not pinned here.
-    Protocol("", None, "1 (paper; calibration", ("dreamsim",)),
+    Protocol("", None, "2 (paper; calibration", ("dreamsim",)),
     settings=SETTINGS, metrics=metrics, order=40,
     # W1KP measures variability, which has no better end: pure noise is the most variable (and would win), a model
     # that draws one image for every seed the least. Its table orders by W1KP, lower first; it has no win rate.

@@ -67,8 +67,11 @@ unanswered). So withholding prompts can only lower a model's score and never rai
 answered few prompts is ranked with its refusals counted instead of shrinking every other model's comparison to
 its own prompts. Where a track declares it, and on a track whose metric has no worse end (variability), a row that
 left prompts unanswered is listed below the ranking, not ranked, with the reason; so is a row whose metric range
-was not recorded. A value a metric leaves undefined on a prompt that was answered (visual reuse where no image was
-recognised) is no refusal: it is left out of that model's mean. A metric about one label (relevance to Japan) is
+was not recorded. A value a metric leaves undefined by its own rule on a prompt that was answered (visual reuse
+where no image was recognised) is no refusal: it is left out of that model's mean. Any other missing value counts
+as a refusal: a value per prompt (CRT per reference, diversity, W1KP) needs every image the model declared for
+the prompt, so a prompt sent with some of its images left out, the ones it likes kept, is not scored; nor is one
+whose images could not be scored. A metric about one label (relevance to Japan) is
 ranked on the prompts that name it only; its values elsewhere are shown, not ranked, since a model that makes every
 image look Japanese would otherwise win it by failing every other prompt.
 
@@ -77,7 +80,9 @@ cannot put them in order. A model whose range shares no rank with all of the cur
 group, so ranges of 1-2, 2-3, 3-4 and 4-5 make two groups, not one chain; models of neighbouring groups may still
 overlap, and their ranges say by how much. A value that could not be measured because it lies beyond the range
 measured is shown as such: a model never "used up" within the seeds W1KP can compare has a reusability of
-"> k" (k the most seeds counted) and ranks first on reusability.
+"> k" (k the most seeds counted). All that is known is that it exceeds k: it ranks above a measured value only
+when k reaches it, and level with the others ("> 10" above 8, level with 15 and with "> 20"), a rank being 1 + the
+models known to be better.
 
 The **overall** ranking averages each track's win rate (the share of the other models a model beats on that track's
 ranking: the same scores as its table) only over models scored on the same set of tracks (the picker offers the
