@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, full_install_for
 from benchmark.run_record import RunRecord
 from benchmark.track import MetricUnavailable
 
@@ -94,7 +94,18 @@ def score(submission: str | Path | None = None, *, images=None, prompts=None, pr
 
     A CultureLensError (a ValueError or TypeError too, for bad images and prompts) says what is wrong: a rejected
     submission (the validator's report), an unknown setting; ``MetricUnavailable`` (one) when no metric, or none of
-    a track named, can run, naming the keyword that would provide it."""
+    a track named, can run, naming the keyword that would provide it; ``FullInstallNeeded`` in the app-only install
+    (requirements.txt: no PyTorch), saying what to install."""
+    with full_install_for("culturelens.score"):
+        return _score(submission, images=images, prompts=prompts, prompt_ids=prompt_ids, dataset=dataset,
+                      seeds=seeds, model=model, tracks=tracks, suite=suite, out=out, cache=cache, store=store,
+                      backbones=backbones, device=device, batch_size=batch_size, num_workers=num_workers,
+                      progress=progress, **settings)
+
+
+def _score(submission, *, images, prompts, prompt_ids, dataset, seeds, model, tracks, suite, out, cache, store,
+           backbones, device, batch_size, num_workers, progress, **settings) -> Results:
+    """``score``'s work (see there)."""
     from benchmark import tracks as registry
     from culturelens.hub_access import offline_unless_hub_reachable
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, full_install_for
 from benchmark.track import MetricUnavailable
 
 
@@ -62,7 +62,11 @@ class Metric:
 
     def _load(self):
         """The metric built as the track builds it, and its backbones loaded; MetricUnavailable says why not, in
-        this interface's keywords."""
+        this interface's keywords; ``FullInstallNeeded`` in the app-only install."""
+        with full_install_for(f"culturelens.metrics.{type(self).__name__}"):
+            return self._built()
+
+    def _built(self):
         from benchmark import harness
         from benchmark import tracks as registry
         from culturelens.options import in_keywords
@@ -95,6 +99,10 @@ class Metric:
     def rows(self, images, prompts, *, seeds=None) -> pd.DataFrame:
         """One row per sample in the order given (an image; for a prompt-level metric, a prompt): ``input`` (the
         image's position; a prompt's first image's), prompt_id, seed, value, note and error."""
+        with full_install_for(f"culturelens.metrics.{type(self).__name__}"):
+            return self._rows(images, prompts, seeds)
+
+    def _rows(self, images, prompts, seeds) -> pd.DataFrame:
         from benchmark import harness
         from benchmark.cache import EmbeddingCache
         from benchmark.plain_images import ad_hoc

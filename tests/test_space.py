@@ -277,3 +277,59 @@ def test_space_without_persistent_storage_says_results_will_not_survive_a_restar
         assert page.get_by_label("Contains (any column)").is_visible()
         assert page.get_by_label("Semantic search over prompts").count() == 0
     assert (tmp_path / ".culturelens" / "queue.sqlite").is_file()
+
+
+# --- issue 50, finding 10: the app-only install says what it cannot do, in one sentence -----------------------------
+def _light_run(python: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python ARGS`` in the light environment, from ``workdir``, with this checkout importable (a Space runs
+    from its repository's folder) and no network."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "HF_HOME": str(workdir / "hf"),
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([str(python), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow  # imports the app's libraries in a fresh interpreter, three times
+def test_no_dead_end_app_only_install_says_in_one_sentence_what_to_install_to_score(light_python, tmp_path):
+    """In the Space's install (requirements.txt: no PyTorch), `culturelens score` as the README writes it, and
+    `culturelens.score` and `culturelens.metrics` as its Python section shows them: one sentence naming what is
+    missing and the install that has it (exit status 2 on the command line), no ModuleNotFoundError traceback, and
+    nothing written."""
+    from benchmark.errors import FULL_INSTALL_MODULES
+
+    example = ROOT / "submissions" / "example"
+    cli = _light_run(light_python, tmp_path, "-m", "culturelens", "score", str(example), "--out", "runs/demo")
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr[-3000:]
+    assert cli.stderr.strip() == (
+        "error: `culturelens score` needs torch, which this install leaves out (requirements.txt installs the "
+        "leaderboard app alone, as a Space does): install the full package from the repository, `pip install -e .` "
+        "in a checkout (or `pip install` the wheel `pip wheel --no-deps .` makes there), then run it again")
+    code = ("import culturelens\nfrom PIL import Image\n"
+            "for call in (lambda: culturelens.score('%s'),\n"
+            "             lambda: culturelens.metrics.CLIPScore()(Image.new('RGB', (8, 8)), 'a')):\n"
+            "    try:\n        call()\n"
+            "    except culturelens.CultureLensError as error:\n"
+            "        print(type(error).__name__, isinstance(error, ModuleNotFoundError), error)\n") % example
+    api = _light_run(light_python, tmp_path, "-c", code)
+    assert api.returncode == 0, api.stderr[-3000:]
+    lines = api.stdout.splitlines()
+    assert [line.split(" needs ")[0] for line in lines] == ["FullInstallNeeded True culturelens.score",
+                                                            "FullInstallNeeded True culturelens.metrics.CLIPScore"]
+    assert all(line.endswith("needs torch, which this install leaves out (requirements.txt installs the leaderboard "
+                             "app alone, as a Space does): install the full package from the repository, `pip "
+                             "install -e .` in a checkout (or `pip install` the wheel `pip wheel --no-deps .` makes "
+                             "there), then run it again") for line in lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no runs/, no .culturelens/
+
+    # What the sentence covers is what the Space's install leaves out: every module of pyproject.toml's
+    # dependencies that requirements.txt does not bring, and none that it does.
+    missing = _light_run(light_python, tmp_path, "-c", "import importlib.util as u; print(' '.join(m for m in %r if "
+                         "u.find_spec(m) is None))" % (FULL_INSTALL_MODULES,))
+    assert missing.stdout.split() == list(FULL_INSTALL_MODULES)
+    brought = set(_closure(_requirements()))
+    for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name = canonicalize_name(Requirement(line).name)
+        if name not in brought:
+            distribution = importlib.metadata.distribution(name)
+            tops = {Path(f).parts[0].removesuffix(".py") for f in distribution.files or ()
+                    if not Path(f).parts[0].endswith((".dist-info", ".libs", ".data")) and Path(f).parts[0] != ".."}
+            assert tops & set(FULL_INSTALL_MODULES), (name, sorted(tops))
