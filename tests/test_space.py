@@ -50,8 +50,15 @@ WARNING = "Results on this Space will not survive a restart"
 CLIENT_ID = "2b7e1f0c-space-client"
 
 
-def _requirements() -> list[Requirement]:
-    lines = (line.split("#", 1)[0].strip() for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines())
+BROUGHT = "# what the lines above bring"  # requirements.txt's line between the app's packages and what they bring
+SPACE_RUNTIME = {"spaces"}  # requirements.txt's packages a Space runs with that the full install has no use for
+
+
+def _requirements(block: str = "both") -> list[Requirement]:
+    """requirements.txt's pins: the app's packages (``block="app"``), what they bring (``"brought"``), or both."""
+    app, _, brought = REQUIREMENTS.read_text(encoding="utf-8").partition(f"\n{BROUGHT}\n")
+    text = {"app": app, "brought": brought, "both": f"{app}\n{brought}"}[block]
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
     return [Requirement(line) for line in lines if line]
 
 
@@ -96,16 +103,20 @@ def light_python(tmp_path_factory) -> Path:
 
 
 def test_space_light_requirements_bring_no_model_library():
-    """requirements.txt brings neither PyTorch (nor its CUDA libraries) nor any model library, yet every range it
-    gives is pyproject.toml's for the same package, extras included (the Space installs what the tests test)."""
+    """requirements.txt brings neither PyTorch (nor its CUDA libraries) nor any model library, yet each package of
+    the app it pins is one pyproject.toml declares, with its extras, at a version within pyproject.toml's range (the
+    Space installs what the tests test); the one other is the Space runtime's own."""
     brought = set(_closure(_requirements()))
     assert not brought & HEAVY_DISTRIBUTIONS and not {n for n in brought if n.startswith("nvidia-")}, brought
     assert {"gradio", "authlib", "itsdangerous", "duckdb", "datasets", "psycopg-binary"} <= brought
     declared = {canonicalize_name(Requirement(d).name): Requirement(d)
                 for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
-    for requirement in _requirements():
-        full = declared[canonicalize_name(requirement.name)]
-        assert (requirement.specifier, requirement.extras) == (full.specifier, full.extras), requirement
+    app = _requirements("app")
+    assert {canonicalize_name(r.name) for r in app} - set(declared) == SPACE_RUNTIME
+    for requirement in app:
+        if (full := declared.get(canonicalize_name(requirement.name))) is not None:
+            (pin,) = requirement.specifier
+            assert requirement.extras == full.extras and full.specifier.contains(pin.version), requirement
 
 
 def test_space_front_matter_configures_a_gradio_space_with_sign_in():
@@ -333,3 +344,18 @@ def test_no_dead_end_app_only_install_says_in_one_sentence_what_to_install_to_sc
             tops = {Path(f).parts[0].removesuffix(".py") for f in distribution.files or ()
                     if not Path(f).parts[0].endswith((".dist-info", ".libs", ".data")) and Path(f).parts[0] != ".."}
             assert tops & set(FULL_INSTALL_MODULES), (name, sorted(tops))
+
+
+def test_no_dead_end_space_requirements_pin_the_tested_set():
+    """requirements.txt pins every package a Space installs (the app's, and all they bring) to one version each, and
+    each is the version installed here, where the tests run: a Space rebuilt next year installs the tested set. The
+    second block is exactly what the first brings (none missing, none stale). A failure lists the lines to write."""
+    pins = {}
+    for requirement in _requirements():
+        (pin,) = requirement.specifier
+        assert pin.operator == "==", f"{requirement}: pin one version (==)"
+        pins[canonicalize_name(requirement.name)] = pin.version
+    brought = _closure(_requirements("app"))
+    wanted = {name: distribution.version for name, distribution in brought.items()}
+    assert pins == wanted, "requirements.txt should pin: " + ", ".join(
+        f"{name}=={version}" for name, version in sorted(wanted.items()) if pins.get(name) != version)
