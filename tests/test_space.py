@@ -191,9 +191,11 @@ def _openid_provider() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provider: str) -> Iterator[str]:
+def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provider: str,
+           without: tuple[str, ...] = ()) -> Iterator[str]:
     """``python app.py`` as a Space starts it, in ``workdir``, its persistent storage at ``storage`` (present or
-    not); yields its URL once it answers, and stops it as a Space's restart does (SIGTERM)."""
+    not), the variables ``without`` names left out; yields its URL once it answers, and stops it as a Space's
+    restart does (SIGTERM). Its output is ``workdir/space.log``."""
     port = free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "HF_HOME": str(workdir / "hf"),
            "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
@@ -203,6 +205,7 @@ def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provid
            "OAUTH_SCOPES": "openid profile", "OPENID_PROVIDER_URL": provider,
            "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "CULTURELENS_SPACE_STORAGE": str(storage), "CULTURELENS_CUBE_SOURCE": str(cube_source)}
+    env = {name: value for name, value in env.items() if name not in without}
     log_path = workdir / "space.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen([str(python), str(ROOT / "app.py")], cwd=workdir, env=env, stdout=log,
@@ -359,3 +362,45 @@ def test_no_dead_end_space_requirements_pin_the_tested_set():
     wanted = {name: distribution.version for name, distribution in brought.items()}
     assert pins == wanted, "requirements.txt should pin: " + ", ".join(
         f"{name}=={version}" for name, version in sorted(wanted.items()) if pins.get(name) != version)
+
+
+OAUTH_VARIABLES = ("OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET", "OAUTH_SCOPES", "OPENID_PROVIDER_URL")
+
+
+@pytest.mark.slow
+def test_no_dead_end_space_starts_without_a_traceback_with_or_without_sign_in(light_python, tiny_upstream, tmp_path):
+    """The Space's install started as a Space starts it logs no traceback (Gradio's reloader finds `spaces`), and
+    its Datasets tab names an install that works. The same Space without the OAuth variables (no `hf_oauth: true`)
+    starts too, with no sign-in button: the Submit tab says submissions are closed and what the maintainer sets, a
+    submission gets that answer, and the log says it in one line."""
+    from gradio_client import Client
+
+    from leaderboard.search import NOT_OFFERED
+    from leaderboard.ui.site import SIGN_IN_MISSING
+
+    def texts(url: str) -> str:
+        config = json.loads(urllib.request.urlopen(url + "config", timeout=30).read())
+        return " ".join(str(c.get("props", {}).get("value")) for c in config["components"])
+
+    with _openid_provider() as provider:
+        signed = tmp_path / "signed"
+        signed.mkdir()
+        with _space(light_python, signed, signed / "data", tiny_upstream, provider) as url:
+            shown = texts(url)
+            assert "Sign in with Hugging Face" in shown and SIGN_IN_MISSING not in shown
+            assert NOT_OFFERED in shown and "`pip install -e .` in a checkout" in shown
+            assert "pip install culturelens" not in shown
+        log = (signed / "space.log").read_text()
+        assert "Traceback" not in log and "`spaces` package is required" not in log, log[-3000:]
+
+        bare = tmp_path / "no-oauth"
+        bare.mkdir()
+        with _space(light_python, bare, bare / "data", tiny_upstream, provider, without=OAUTH_VARIABLES) as url:
+            shown = texts(url)
+            assert "Sign in with Hugging Face" not in shown and SIGN_IN_MISSING in shown
+            answer = Client(url, verbose=False).predict(None, "org/generations", api_name="/submit_form")
+            assert answer == f"### Not submitted\n\n{SIGN_IN_MISSING}"
+        log = (bare / "space.log").read_text()
+        assert "Traceback" not in log, log[-3000:]
+        assert "this Space has no Hugging Face sign-in (no OAuth variables): it takes no submissions until its " \
+               "README.md front matter says hf_oauth: true" in log
