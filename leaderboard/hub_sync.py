@@ -77,7 +77,7 @@ from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards
 from leaderboard import snapshot
 from leaderboard.queue import Job, Request, refusal
-from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo
+from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo, push_repo
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.hub_sync")
@@ -256,14 +256,14 @@ def _save_state(store: Store, state: dict) -> None:
 
 
 def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None) -> int:
-    """Commit to ``repo`` (a Hub dataset repo id, or a ``Repo``) what changed in this store's ``kind`` since the
-    last push; returns files changed. RepoError for a name that is not a Hub dataset repo id (a folder is written
-    by ``export``); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
+    """Commit to ``repo`` (a Hub dataset repo id, a folder laid out like the repo, ``repo.push_repo``, or a
+    ``Repo``) what changed in this store's ``kind`` since the last push; returns files changed. RepoError for a
+    name that is neither (a file); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
     again next time. The requests repo is made private when a push creates it. A push to the results repo also
     removes the results folders of submissions their owners deleted (``deleted_results``)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    repo = hub_repo(repo, token, private=kind == "requests")
+    repo = push_repo(repo, token, private=kind == "requests")
     state = _load_state(store)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})

@@ -27,7 +27,7 @@ from leaderboard.catalog import Catalog
 from leaderboard.repo import HubRepo, LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import culturelens, serving_tiny_cube
+from tests.helpers import culturelens, culturelens_here, serving_tiny_cube
 from culturelens.testing.submissions import make_submission
 
 QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
@@ -346,3 +346,34 @@ def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_
     assert bare.queue.jobs() == [] and list(bare.submissions.iterdir()) == []
     assert "dataset culturelens/cube-1k is not served here" in caplog.text
     assert "restore or build that dataset in this store's datasets/ first, then pull again" in caplog.text
+
+
+# --- issue 50, finding 10: `hub push --requests REPO_OR_DIR`, as the README documents it -----------------------
+def test_no_dead_end_hub_push_writes_a_folder_as_the_readme_documents(scored, tmp_path, tiny_upstream):
+    """`culturelens hub push --requests DIR --results DIR` into folders (one there, one a path to make): each holds
+    what a Hub repo would (the files `hub export` writes), a second push changes nothing, and `hub pull` restores
+    a fresh store from them as from the Hub."""
+    store, done, waiting = scored
+    requests, results = tmp_path / "backup" / "requests", tmp_path / "backup" / "results"
+    requests.mkdir(parents=True)  # one folder there already, the other made by the push
+    first = culturelens_here("hub", "push", "--store", store.root, "--requests", requests, "--results", results)
+    assert first.returncode == 0, first.stderr
+    exported = {kind: tmp_path / f"exported-{kind}" for kind in hub_sync.KINDS}
+    for kind, folder in exported.items():
+        hub_sync.export(store, kind, folder)
+    pushed = _files(requests)
+    assert f'load_dataset("{requests}"'.encode() in pushed.pop("README.md")  # the card names where it is
+    assert pushed == {path: data for path, data in _files(exported["requests"]).items() if path != "README.md"}
+    assert _files(results) == {path: data for path, data in _files(exported["results"]).items()
+                               if path.startswith("results/")}  # the card and releases: `hub snapshot`
+    assert first.stdout.splitlines() == [f"requests: {len(_files(requests))} files changed in {requests}",
+                                         f"results: {len(_files(results))} files changed in {results}"]
+    again = culturelens_here("hub", "push", "--store", store.root, "--requests", requests, "--results", results)
+    assert again.stdout.splitlines() == [f"requests: 0 files changed in {requests}",
+                                         f"results: 0 files changed in {results}"]
+
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    pulled = culturelens_here("hub", "pull", "--store", fresh.root, "--requests", requests, "--results", results)
+    assert pulled.returncode == 0, pulled.stderr
+    assert {j.id: j.state for j in fresh.queue.jobs()} == {done: "FINISHED", waiting: "PENDING"}
+    assert _files(fresh.results / done) == _files(store.results / done)
