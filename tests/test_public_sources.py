@@ -469,3 +469,53 @@ def test_wikitext_becomes_the_pages_prose():
     # The table's lines leave an empty line: a paragraph ends there.
     assert wikimedia.plain_text(text) == ("Feijoada is a stew of beans with pork.\n\nHistory\n\nFrom Portugal and\n\n"
                                           "It is national. A site")
+
+
+# --- issue 50, finding 11: a gated Hub dataset -------------------------------------------------------------------
+TOKEN = "hf_gatedTestToken0123456789abcdef"
+
+
+@pytest.mark.slow  # three builds of the CulturalFrames part (~5 s each)
+def test_no_dead_end_a_gated_hub_dataset_is_read_with_hf_token_and_the_token_goes_nowhere_else(
+        tmp_path, monkeypatch):
+    """CulturalFrames gated on the Hub (its files for the account that accepted its conditions): `suite build`
+    without HF_TOKEN leaves it unbuilt, in one sentence saying what to do; with another account's token, the same;
+    with the token, it builds, the Hub (and only the Hub: not the storage a large file is redirected to) was sent it, and it
+    is written nowhere: not in the output, not in the suite folder."""
+    from tests.test_culturalframes import release_rows, write_release
+
+    release = write_release(tmp_path / "CulturalFrames", *release_rows())
+    files = {p.relative_to(release).as_posix(): p.read_bytes() for p in sorted(release.rglob("*")) if p.is_file()}
+    hub = {"mair-lab/CulturalFrames": HubRepo(CULTURALFRAMES_COMMIT, files, gated=TOKEN)}
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no saved login either
+    with PublicSources(hub=hub) as server:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        refused = culturelens_here("suite", "build", "--out", tmp_path / "none", "--only", "culturalframes")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        resolve = (f"{server.url}/hub/datasets/mair-lab/CulturalFrames/resolve/{CULTURALFRAMES_COMMIT}/"
+                   "README.md")
+        assert (f"NOT BUILT culturalframes: mair-lab/CulturalFrames@7a44117 file 'README.md': {resolve} answered HTTP "
+                "401 (Unauthorized); a gated or private dataset: accept its conditions on its Hub page with your "
+                "account, then set HF_TOKEN to a token of that account (or log in with `hf auth login`) and build "
+                "again\n") in refused.stdout
+        monkeypatch.setenv("HF_TOKEN", "hf_anotherAccountsToken")
+        other = culturelens_here("suite", "build", "--out", tmp_path / "other", "--only", "culturalframes")
+        assert other.returncode == 1 and "answered HTTP 403 (Forbidden); a gated or private dataset" in other.stdout
+        assert "hf_anotherAccountsToken" not in other.stdout + other.stderr
+
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        before = len(server.requests)
+        built = culturelens_here("suite", "build", "--out", tmp_path / "suite", "--only", "culturalframes")
+        sent = server.requests[before:]
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert built.stdout.startswith("built culturalframes")
+    to_hub = [r for r in sent if r["path"].startswith("/hub/")]
+    to_storage = [r for r in sent if r["path"].startswith("/cdn/")]
+    assert len(to_storage) == 1 and len(to_hub) == 4  # the listing, the card, the ratings, the images' redirect
+    assert {r["authorization"] for r in to_hub} == {f"Bearer {TOKEN}"}
+    assert {r["authorization"] for r in to_storage} == {None}
+    assert TOKEN not in built.stdout + built.stderr
+    assert not [p for p in (tmp_path / "suite").rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]

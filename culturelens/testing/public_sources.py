@@ -65,10 +65,13 @@ class CommonsFile:
 
 @dataclass
 class HubRepo:
-    """A Hub dataset repo at one commit (what ``main`` names)."""
+    """A Hub dataset repo at one commit (what ``main`` names). ``gated``: the token of the one account that accepted
+    its conditions; its files are then served only to a request bearing it (401 without a token, 403 with another),
+    as the Hub serves a gated dataset: its listing stays public."""
 
     commit: str
     files: dict[str, bytes]
+    gated: str | None = None
 
 
 @dataclass
@@ -174,9 +177,10 @@ class PublicSources:
         return hold
 
     def downloads(self) -> list[dict]:
-        """The file downloads asked for (Commons images, Hub files, GitHub files), in order, with their Range."""
+        """The file downloads asked for (Commons images, Hub files and where the Hub sends large ones, GitHub
+        files), in order, with their Range and Authorization."""
         return [r for r in self.requests if r["method"] == "GET" and (
-            r["path"].startswith(("/upload/", "/raw/")) or "/resolve/" in r["path"])]
+            r["path"].startswith(("/upload/", "/raw/", "/cdn/")) or "/resolve/" in r["path"])]
 
     def api_calls(self) -> list[dict]:
         """The API requests (Wikidata, SPARQL, Wikipedia, Commons, the Hub's revision API)."""
@@ -191,7 +195,8 @@ class PublicSources:
         path, params = urllib.parse.unquote(parsed.path), dict(urllib.parse.parse_qsl(parsed.query))
         with self._lock:
             self.requests.append({"method": handler.command, "path": path, "params": params,
-                                  "range": handler.headers.get("Range")})
+                                  "range": handler.headers.get("Range"),
+                                  "authorization": handler.headers.get("Authorization")})
         if handler.command == "HEAD":
             return self._send(handler, 200, b"", "text/plain", body=False)
         try:
@@ -209,6 +214,8 @@ class PublicSources:
                 return self._bytes(handler, path, self.raw[path[len("/raw/"):]])
             if path.startswith("/hub/"):
                 return self._hub(handler, path[len("/hub"):])
+            if path.startswith("/cdn/") and path[len("/cdn/"):] in self._lfs():
+                return self._bytes(handler, path, self._lfs()[path[len("/cdn/"):]])
         except KeyError as error:
             return self._send(handler, 400, f"bad request: {error}".encode(), "text/plain")
         self._send(handler, 404, b"not found", "text/plain")
@@ -340,6 +347,19 @@ class PublicSources:
         resolve = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
         if resolve and resolve.group(1) in self.hub:
             repo = self.hub[resolve.group(1)]
+            if repo.gated is not None and handler.headers.get("Authorization") != f"Bearer {repo.gated}":
+                status = 403 if handler.headers.get("Authorization") else 401
+                message = f"Access to dataset {resolve.group(1)} is restricted"
+                return self._send(handler, status, json.dumps({"error": message}).encode(), "application/json")
             if resolve.group(2) == repo.commit and resolve.group(3) in repo.files:
-                return self._bytes(handler, path, repo.files[resolve.group(3)])
+                data = repo.files[resolve.group(3)]
+                if resolve.group(3).endswith(".parquet"):  # a large file: sent from the storage's own address
+                    location = f"{self.url}/cdn/{hashlib.sha256(data).hexdigest()}"
+                    return self._send(handler, 302, b"", "text/plain", headers={"Location": location})
+                return self._bytes(handler, path, data)
         self._send(handler, 404, b"not found", "text/plain")
+
+    def _lfs(self) -> dict[str, bytes]:
+        """The Hub's large files by sha256, as its storage serves them after a redirect."""
+        return {hashlib.sha256(data).hexdigest(): data for repo in self.hub.values() for name, data in repo.files.items()
+                if name.endswith(".parquet")}
