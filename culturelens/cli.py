@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     is printed as one line, ``error: <message>``, and gives status 2; any other exception is a bug and propagates
     with its traceback."""
     try:
-        with full_install_for(f"`culturelens {args.verb}`"):
+        verb = getattr(args, "verb", None)
+        with full_install_for(f"`culturelens {verb}`" if verb else "this command"):
             if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
                 offline_unless_hub_reachable()
             return args.run(args)
