@@ -19,9 +19,10 @@ SUITE ?= $(if $(or $(BUILD_SUITE),$(wildcard suite/suite.json)),suite)
 
 .PHONY: run test test-fast browser postgresql clean
 
-$(VENV)/.installed: pyproject.toml
+# The full install, with the app's libraries at the versions requirements.txt pins (what a Space installs).
+$(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -e '.[dev]'
+	$(VENV)/bin/pip install -e '.[dev]' -r requirements.txt
 	touch $@
 
 run: $(VENV)/.installed

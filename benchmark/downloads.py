@@ -47,8 +47,27 @@ class ChangedBytes(DownloadError):
     problem = ""
 
 
-def _request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
-    return urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **(headers or {})})
+@dataclass(frozen=True)
+class Credential:
+    """What a service that needs one is sent (the Hub's token for a gated dataset: ``hub_files``):
+    ``authorization``, the header's value, sent to that service's own address only, never along a redirect (a file
+    the Hub sends from a CDN gets no token), and never written in an error; ``refused``, what a 401 or 403 answer's
+    message adds (how to get access)."""
+
+    authorization: str | None
+    refused: str
+
+    def __repr__(self) -> str:  # a record printed in a log or a traceback shows no token
+        return f"Credential(authorization={'<set>' if self.authorization else None}, refused={self.refused!r})"
+
+
+def _request(url: str, headers: dict[str, str] | None = None,
+             credential: Credential | None = None) -> urllib.request.Request:
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **(headers or {})})
+    if credential is not None and credential.authorization:
+        # urllib copies a request's headers onto a redirect, to whatever host: an unredirected header stays here
+        request.add_unredirected_header("Authorization", credential.authorization)
+    return request
 
 
 def _wait(error: urllib.error.HTTPError, attempt: int) -> float:
@@ -58,9 +77,10 @@ def _wait(error: urllib.error.HTTPError, attempt: int) -> float:
         return min(MAX_WAIT, 2.0 * 2 ** attempt)
 
 
-def _open(request: urllib.request.Request, what: str, timeout: float, allow: tuple[int, ...] = ()):
+def _open(request: urllib.request.Request, what: str, timeout: float, allow: tuple[int, ...] = (),
+          credential: Credential | None = None):
     """The response to ``request``, asking again while the service says it is busy; None for an HTTP status in
-    ``allow``; DownloadError otherwise."""
+    ``allow``; DownloadError otherwise (for 401 and 403, with what ``credential`` says gives access)."""
     for attempt in range(RETRIES + 1):
         try:
             return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (http(s) addresses of settings)
@@ -70,8 +90,9 @@ def _open(request: urllib.request.Request, what: str, timeout: float, allow: tup
             if error.code in (429, 503) and attempt < RETRIES:
                 time.sleep(_wait(error, attempt))
                 continue
+            access = f"; {credential.refused}" if credential is not None and error.code in (401, 403) else ""
             raise DownloadError(f"{what}: {request.full_url[:160]} answered HTTP {error.code} ({error.reason})"
-                                ) from None
+                                f"{access}") from None
         except (urllib.error.URLError, TimeoutError, OSError) as error:
             raise DownloadError(f"cannot reach {what} ({request.full_url.split('?')[0]}): "
                                 f"{getattr(error, 'reason', error)}"
@@ -80,11 +101,13 @@ def _open(request: urllib.request.Request, what: str, timeout: float, allow: tup
     raise AssertionError("unreachable")
 
 
-def get_json(url: str, params: dict[str, object] | None = None, *, what: str, timeout: float = 120) -> dict:
-    """The JSON a service answers to a GET of ``url`` with ``params`` (``what`` names the service in errors)."""
+def get_json(url: str, params: dict[str, object] | None = None, *, what: str, timeout: float = 120,
+             credential: Credential | None = None) -> dict:
+    """The JSON a service answers to a GET of ``url`` with ``params`` (``what`` names the service in errors;
+    ``credential``: what a service that needs one is sent)."""
     full = f"{url}?{urllib.parse.urlencode(params)}" if params else url
-    request = _request(full, {"Accept": "application/json, application/sparql-results+json"})
-    with _open(request, what, timeout) as response:
+    request = _request(full, {"Accept": "application/json, application/sparql-results+json"}, credential)
+    with _open(request, what, timeout, credential=credential) as response:
         body = response.read()
     try:
         return json.loads(body)
@@ -181,11 +204,13 @@ class Downloads:
         return False
 
     def file(self, url: str, relative: str, *, what: str, expected: Expected = Expected(),
-             step: Step | None = None, progress: bool = False, timeout: float = 120) -> Path:
+             step: Step | None = None, progress: bool = False, timeout: float = 120,
+             credential: Credential | None = None) -> Path:
         """The file at ``relative``: reused when here and as expected, else downloaded from ``url`` (resuming a
         part left by an earlier, interrupted call) and verified. ChangedBytes names ``what`` when the bytes
         downloaded are not the ones expected; nothing of them is kept. ``step``: the step's bar to count it on;
-        else, with ``progress``, a bar of its own (bytes and time left, once the size is known)."""
+        else, with ``progress``, a bar of its own (bytes and time left, once the size is known). ``credential``:
+        what the service at ``url`` is sent (not where it redirects)."""
         target = self.path(relative)
         if self.has(relative, expected):
             if step is not None:
@@ -196,7 +221,8 @@ class Downloads:
         offset = part.stat().st_size if part.is_file() else 0
         headers = {"Range": f"bytes={offset}-"} if offset else {}
         # 416: the range starts at the end, so the part is already whole (verified below).
-        response = _open(_request(url, headers), what, timeout, allow=(416,) if offset else ())
+        response = _open(_request(url, headers, credential), what, timeout, allow=(416,) if offset else (),
+                         credential=credential)
         own = None
         if response is not None:
             with response:

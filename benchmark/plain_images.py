@@ -54,9 +54,9 @@ class PlainInputTypeError(CultureLensError, TypeError):
 
 # --- images -------------------------------------------------------------------------------------------------------
 def png_images(images: object) -> list[bytes]:
-    """``images`` (a sequence of PIL images, tensors, arrays or paths; or one batch tensor or array) as the bytes
-    of a lossless PNG each, in order (see the module). PlainInputError / PlainInputTypeError say which image is
-    wrong and why."""
+    """``images`` (a sequence of PIL images, tensors, arrays or paths; or one of them, a batch tensor or array
+    included) as the bytes of a lossless PNG each, in order (see the module). PlainInputError / PlainInputTypeError
+    say which image is wrong and why."""
     items = _as_list(images, "images")
     out = []
     for index, item in enumerate(items):
@@ -67,10 +67,13 @@ def png_images(images: object) -> list[bytes]:
 
 
 def _as_list(value: object, name: str) -> list:
-    if _is_tensor(value) or isinstance(value, np.ndarray):
-        return [value]  # one image, or one batch: split below
-    if isinstance(value, (str, bytes, Path, Image.Image)):
-        raise PlainInputTypeError(f"{name} must be a list (one item per image), not a single {type(value).__name__}")
+    """``value`` as a list of items: a sequence as its items, one image (a PIL image, a path, a tensor or array,
+    which may be a batch, split later) or one text as a list of one."""
+    if _is_tensor(value) or isinstance(value, (np.ndarray, str, Path, Image.Image)):
+        return [value]
+    if isinstance(value, bytes):
+        raise PlainInputTypeError(f"{name} must be a list (one item per image), not bytes: give a PIL image or a "
+                                  "path")
     if not isinstance(value, Sequence) and not isinstance(value, pd.Series):
         raise PlainInputTypeError(f"{name} must be a list, not {type(value).__name__}")
     return list(value)
@@ -247,9 +250,9 @@ class AdHoc:
 
 def ad_hoc(images: object, prompts: object, *, seeds: Sequence[int] | None = None,
            model: str | dict | None = None) -> AdHoc:
-    """``images`` and their ``prompts`` (a list of texts, one per image, or a DataFrame with a ``prompt`` column
-    and any slice or label column, e.g. ``country``, ``concept``, ``artifact``) as a submission to a prompt set of
-    their own (see the module). ``seeds``: each image's seed (default: 0, 1, ... among its prompt's images)."""
+    """``images`` and their ``prompts`` (a list of texts, one per image, one text for one image, or a DataFrame with
+    a ``prompt`` column and any slice or label column, e.g. ``country``, ``concept``, ``artifact``) as a submission
+    to a prompt set of their own (see the module). ``seeds``: each image's seed (default: 0, 1, ... among its prompt's images)."""
     from benchmark.datasets.prompts import PromptSet
 
     pngs = png_images(images)

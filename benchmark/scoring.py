@@ -35,6 +35,7 @@ from benchmark.run_record import RunRecord
 from benchmark.scoring_options import ScoringOptions
 from benchmark.settings import LAUNCHED, WORLD_SIZE, child_environment
 from benchmark.suite import SUITE_V1, Suite
+from benchmark.track import MetricUnavailable
 
 
 def launched_by_accelerate() -> bool:
@@ -90,7 +91,7 @@ def score_staged(folder: Path, options: ScoringOptions, metrics: list[Metric], u
     """Score the validated submission ``folder`` (``stage``'s) with ``metrics`` (``unavailable``: those that
     could not be built, with the reason) under ``options``, as ``culturelens score`` does: the backbones loaded
     (a metric whose backbone cannot load is not scored: ``say`` tells each such metric and why), the submission id
-    ``local-`` and the start of its content hash. None on ranks > 0; a CultureLensError when no metric can run."""
+    ``local-`` and the start of its content hash. None on ranks > 0; MetricUnavailable when no metric can run."""
     from benchmark import suite_scoring
     from benchmark.submission.suite import validated_hash
 
@@ -100,8 +101,8 @@ def score_staged(folder: Path, options: ScoringOptions, metrics: list[Metric], u
         if say:
             say(f"not scoring {name}: {reason}")
     if not metrics:
-        raise CultureLensError("no metric can run: provide what the 'not scoring' lines above name, or choose "
-                               "other --tracks")
+        raise MetricUnavailable("every metric", "no metric can run: provide what the 'not scoring' lines above "
+                                                "name, or choose other --tracks")
     submission_id = "local-" + validated_hash(folder).removeprefix("sha256:")[:10]
     return suite_scoring.score(folder, metrics, backbones, cache, submission_id=submission_id,
                                datasets_root=datasets_root, suite=suite or SUITE_V1, options=options,

@@ -51,7 +51,7 @@ class ScoringOptions:
 
     def build_metrics(self) -> tuple[list, dict[str, str]]:
         """The metrics these options choose, and {metric: reason} for those that cannot be built here;
-        ``MetricsUnavailable`` (a CultureLensError) when a track named in ``tracks`` cannot run at all."""
+        ``MetricUnavailable`` (a CultureLensError) when a track named in ``tracks`` cannot run at all."""
         from benchmark import tracks
 
         settings = self.metric_settings if self.metric_settings is not None else tracks.metric_settings()

@@ -165,9 +165,12 @@ class Papers:
                 **self.reported(correlation.source)}
 
 
-class MetricsUnavailable(CultureLensError):
-    """A track's metrics cannot be built with these settings; ``name`` is what run.json lists as unavailable
-    (the metric, or the track when none of it can run) and the message says how to make it available."""
+class MetricUnavailable(CultureLensError):
+    """A metric cannot run here (no calibration, index, judge or weights): the one type for it, whoever asks (a
+    track building its metrics, ``culturelens score``, ``culturelens.score``, ``culturelens.metrics``). ``name`` is
+    what run.json lists as unavailable (the metric, the track when none of it can run, "every metric" when nothing
+    can) and the message says how to make it available, in the command line's flags; the Python API says it in its
+    keywords (``culturelens.options.in_keywords``)."""
 
     def __init__(self, name: str, reason: str):
         super().__init__(reason)
@@ -252,7 +255,7 @@ class Track:
     """One track. ``papers``: its paper's record and published rows (none for a track no paper describes);
     ``headline``: the metric ranked in the win rates (and the Overview, unless ``overview_metric``);
     ``overview_slice``: a slice whose every value the Overview ranks apart, for a paper that reports its table that
-    way (CRT: still and moving). ``metrics(settings, backbones)`` builds the metrics (``MetricsUnavailable`` when
+    way (CRT: still and moving). ``metrics(settings, backbones)`` builds the metrics (``MetricUnavailable`` when
     these settings cannot); ``order`` places the track among the others (display order). ``from_means``: its
     metrics that are functions of other metrics' means (``FromMeans``). ``not_in_overall``: why the headline is
     left out of the overall mean win rate ('' when it counts), said on the page; such a track has no better end,

@@ -11,7 +11,8 @@ neither torch nor the datasets library (the leaderboard's app imports the projec
   ``culturelens.metrics.CLIPScore()(images, prompts)``, one value per sample;
 - ``culturelens.write_submission``: images answering a dataset's prompts, written as a submission folder;
 - ``culturelens.ScoringOptions`` and ``culturelens.RunRecord``: how a submission is scored, and what its run.json
-  records.
+  records;
+- ``culturelens.MetricUnavailable``: what ``score`` and ``metrics`` raise for a metric that cannot run here.
 
 ``culturelens.cli`` builds the parser from the verb modules of ``culturelens.verbs`` and from every track's verbs
 (``benchmark.tracks``), and handles errors in one place: a ``benchmark.errors.CultureLensError`` is one sentence
@@ -30,6 +31,7 @@ _LAZY = {
     "ScoringOptions": "benchmark.scoring_options",
     "RunRecord": "benchmark.run_record",
     "CultureLensError": "benchmark.errors",
+    "MetricUnavailable": "benchmark.track",
 }
 __all__ = [*_LAZY, "metrics"]
 

@@ -19,8 +19,14 @@ Three inputs, one path through the library:
 Nothing is written but what is asked for: the validated copy, the embedding cache and the results folder go to a
 temporary folder, removed at the end, unless ``out`` names a folder (then laid out as ``culturelens score --out``
 lays it out) or ``cache`` an embedding cache to keep. Datasets are read as the command line reads them: from the
-store's ``datasets/`` (``store``, else ``CULTURELENS_STORE``, else ``.culturelens``), then the Hub; the default
-dataset, CUBE-1K, is built there when neither has it, as the command line does.
+store's ``datasets/`` (``store``, else ``CULTURELENS_STORE``, else the command line's default store when it
+exists), then the Hub; the default dataset, CUBE-1K, is built into a store named so when neither has it, as the
+command line does, and with no store named or made, into the temporary folder (nothing is left in the working
+directory).
+
+A metric that cannot run here raises ``MetricUnavailable`` (``benchmark.track``, also ``culturelens.metrics``'),
+naming what to provide as this API's keyword (``w1kp_calibration=...``), as do the lines saying which metrics are
+not scored.
 """
 
 from __future__ import annotations
@@ -33,8 +39,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, full_install_for
 from benchmark.run_record import RunRecord
+from benchmark.track import MetricUnavailable
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,19 @@ def score(submission: str | Path | None = None, *, images=None, prompts=None, pr
     environment variable, as on the command line. ``progress``: show progress bars.
 
     A CultureLensError (a ValueError or TypeError too, for bad images and prompts) says what is wrong: a rejected
-    submission (the validator's report), an unknown setting, no metric able to run."""
+    submission (the validator's report), an unknown setting; ``MetricUnavailable`` (one) when no metric, or none of
+    a track named, can run, naming the keyword that would provide it; ``FullInstallNeeded`` in the app-only install
+    (requirements.txt: no PyTorch), saying what to install."""
+    with full_install_for("culturelens.score"):
+        return _score(submission, images=images, prompts=prompts, prompt_ids=prompt_ids, dataset=dataset,
+                      seeds=seeds, model=model, tracks=tracks, suite=suite, out=out, cache=cache, store=store,
+                      backbones=backbones, device=device, batch_size=batch_size, num_workers=num_workers,
+                      progress=progress, **settings)
+
+
+def _score(submission, *, images, prompts, prompt_ids, dataset, seeds, model, tracks, suite, out, cache, store,
+           backbones, device, batch_size, num_workers, progress, **settings) -> Results:
+    """``score``'s work (see there)."""
     from benchmark import tracks as registry
     from culturelens.hub_access import offline_unless_hub_reachable
 
@@ -105,7 +124,7 @@ def score(submission: str | Path | None = None, *, images=None, prompts=None, pr
     given = {"tracks": tracks, "backbones": backbones, "device": device, "batch_size": batch_size,
              "num_workers": num_workers, **settings}
     offline_unless_hub_reachable()
-    with _datasets_quiet(), tempfile.TemporaryDirectory(prefix="culturelens-score-") as work:
+    with _datasets_quiet(), tempfile.TemporaryDirectory(prefix="culturelens-score-") as work, _in_keywords():
         kept = Path(out) if out is not None else None
         if prompts is not None:
             return _score_ad_hoc(images, prompts, seeds, model, given, out=kept, cache=cache, progress=progress)
@@ -115,13 +134,37 @@ def score(submission: str | Path | None = None, *, images=None, prompts=None, pr
             submission = write_submission(Path(work) / "given", images, prompt_ids, dataset=dataset, seeds=seeds,
                                           model=model)
         return _score_submission(Path(submission), given, suite=suite, out=kept or Path(work) / "out",
-                                 keep=kept is not None, cache=cache, store=store, progress=progress)
+                                 keep=kept is not None, cache=cache, datasets=_datasets_root(store, Path(work)),
+                                 progress=progress)
+
+
+def _datasets_root(store: str | Path | None, work: Path) -> Path:
+    """The ``datasets/`` a submission is read against: the store's that ``store`` or ``CULTURELENS_STORE`` names,
+    else the command line's default store's when it exists (``culturelens`` made it), else one in ``work`` (the
+    temporary folder, removed at the end), so that building the default dataset writes nothing unasked."""
+    from leaderboard import operator_settings
+
+    named, _ = operator_settings.STORE.given(str(store) if store else None)
+    default = operator_settings.store()
+    chosen = Path(named) if named is not None else default if default.is_dir() else work / "store"
+    return chosen / "datasets"
+
+
+@contextlib.contextmanager
+def _in_keywords():
+    """A metric that cannot run, said in this API's keywords (the command line's flags in the message become them)."""
+    from culturelens.options import in_keywords
+
+    try:
+        yield
+    except MetricUnavailable as error:
+        raise MetricUnavailable(error.name, in_keywords(str(error))) from None
 
 
 def _score_submission(submission: Path, given: dict, *, suite: str | None, out: Path, keep: bool,
-                      cache: str | Path | None, store: str | Path | None, progress: bool) -> Results:
-    """``culturelens score``'s steps in this process: the suite, the default dataset, validation into ``out``,
-    scoring, and the results folder written when ``keep``."""
+                      cache: str | Path | None, datasets: Path, progress: bool) -> Results:
+    """``culturelens score``'s steps in this process: the suite, the default dataset (in ``datasets``, a store's),
+    validation into ``out``, scoring, and the results folder written when ``keep``."""
     from benchmark import results, scoring
     from benchmark.cache import EmbeddingCache
     from benchmark.layout import ScoreOutput
@@ -129,19 +172,18 @@ def _score_submission(submission: Path, given: dict, *, suite: str | None, out: 
     from benchmark.submission.suite import is_suite_upload
     from benchmark.suite_assets import open_suite
     from culturelens import options
-    from leaderboard.operator_settings import CUBE_SOURCE, STORE, SUITE
+    from leaderboard.operator_settings import CUBE_SOURCE, SUITE
 
     if not submission.exists():
         raise CultureLensError(f"{submission}: no such submission folder or .zip")
-    store_datasets = Path(STORE.resolve(str(store) if store else None)) / "datasets"
     named = SUITE.resolve(suite)
-    ref = open_suite(named, store_datasets) if named or is_suite_upload(submission) else None
+    ref = open_suite(named, datasets) if named or is_suite_upload(submission) else None
     if ref is not None and ref.assets is not None:
         options.use_suite_assets(given, ref.assets)
     elif ref is None:
-        options.build_default_dataset(store_datasets, CUBE_SOURCE.resolve() or options.default_cube_source())
+        options.build_default_dataset(datasets, CUBE_SOURCE.resolve() or options.default_cube_source())
     chosen = options.scoring_options(given)
-    datasets_root = ref.datasets_root if ref is not None else store_datasets
+    datasets_root = ref.datasets_root if ref is not None else datasets
     definition = ref.suite if ref is not None else None
     output = ScoreOutput(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -182,8 +224,8 @@ def _score_ad_hoc(images, prompts, seeds, model, given: dict, *, out: Path | Non
     for name, reason in sorted(unavailable.items()):
         _say(f"not scoring {name}: {reason}")
     if not metrics:
-        raise CultureLensError("no metric can run: provide what the 'not scoring' lines name, or choose other "
-                               "tracks")
+        raise MetricUnavailable("every metric", "no metric can run: provide what the 'not scoring' lines name, or "
+                                                "choose other --tracks")
     output = ScoreOutput(out) if out is not None else None
     kept_cache = Path(cache) if cache else output.cache if output is not None else None
     bars = Bars(enabled=progress)
@@ -234,5 +276,7 @@ def _datasets_quiet():
 
 
 def _say(line: str) -> None:
-    """A metric not scored, and why: the line the command line prints."""
-    print(line, file=sys.stderr)
+    """A metric not scored, and why: the line the command line prints, in this API's keywords."""
+    from culturelens.options import in_keywords
+
+    print(in_keywords(line), file=sys.stderr)

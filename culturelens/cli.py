@@ -5,7 +5,8 @@ all declared the same way (``benchmark.track.Verb``). A verb's options are added
 (``_Verbs``), so ``culturelens --help`` lists the verbs without importing what their options need (no torch).
 Every verb that may reach the Hugging Face Hub first checks within seconds that it can, else works offline
 (``culturelens.hub_access``). Errors are handled here, once: a ``CultureLensError`` (a user's mistake) is one
-sentence on stderr with exit status 2; anything else is a bug and keeps its traceback.
+sentence on stderr with exit status 2 (PyTorch or a model library missing from the app-only install too:
+``benchmark.errors.full_install_for``); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 
 from benchmark import __version__
-from benchmark.errors import CultureLensError
+from benchmark.errors import CultureLensError, full_install_for
 from benchmark.track import Verb
 from culturelens.hub_access import hub_reachable, offline_unless_hub_reachable  # noqa: F401 - part of the CLI's API
 
@@ -126,12 +127,15 @@ def _add_verbs(parser: argparse.ArgumentParser, path: tuple[str, ...], every: Se
 
 def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` chose (``args.run``) and return its exit status. A user error
-    (``CultureLensError``, from the verb or anything it calls) is printed as one line, ``error: <message>``, and
-    gives status 2; any other exception is a bug and propagates with its traceback."""
+    (``CultureLensError``, from the verb or anything it calls, a model library the app-only install lacks included)
+    is printed as one line, ``error: <message>``, and gives status 2; any other exception is a bug and propagates
+    with its traceback."""
     try:
-        if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
-            offline_unless_hub_reachable()
-        return args.run(args)
+        verb = getattr(args, "verb", None)
+        with full_install_for(f"`culturelens {verb}`" if verb else "this command"):
+            if getattr(args, "hub", False):  # the verb may load datasets or weights from the Hub
+                offline_unless_hub_reachable()
+            return args.run(args)
     except CultureLensError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR

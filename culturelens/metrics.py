@@ -7,8 +7,8 @@ called::
     clip_score = CLIPScore()                      # CLIP ViT-B/32 (openai); backbones="file.json" for local weights
     values = clip_score(images, prompts)          # numpy array, one value per image, in the order given
 
-``images``: PIL images, tensors (C, H, W) or a batch (N, C, H, W), arrays (H, W, C), or paths; ``prompts``: one
-text per image (``benchmark.plain_images``). Each call scores them as the harness scores a submission
+``images``: PIL images, tensors (C, H, W) or a batch (N, C, H, W), arrays (H, W, C), or paths, or one image;
+``prompts``: one text per image, or one text for one image (``benchmark.plain_images``). Each call scores them as the harness scores a submission
 (``culturelens.score`` on the same images and prompts), with the metric the leaderboard uses (``.info``: its
 version, direction, range and citation), so a value equals the harness's for that image. Backbones and judges
 load on the first call and stay loaded. A value the harness leaves empty (an image whose embedding is not
@@ -17,6 +17,11 @@ finite, an undefined value) is NaN; ``rows`` gives each sample's value with its 
 Image-level metrics give one value per image. A prompt-level metric (``W1KP``) compares the images of one prompt
 (the images given with the same text, its seeds) and gives one value per prompt, in the order the prompts first
 appear.
+
+A metric that cannot run here (no weights for its backbone, no calibration, no judge) raises ``MetricUnavailable``
+(``benchmark.track``: the type ``culturelens.score`` and the command line raise too), naming the keyword that
+provides what is missing (``w1kp_calibration=PATH_OR_URL``) and its environment variable; an unknown track is
+refused when the metric is made.
 """
 
 from __future__ import annotations
@@ -26,12 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.errors import CultureLensError
-
-
-class MetricUnavailable(CultureLensError):
-    """The metric cannot run here (no weights for its backbone, no judge, no calibration): the message says what
-    to provide."""
+from benchmark.errors import CultureLensError, full_install_for
+from benchmark.track import MetricUnavailable
 
 
 class Metric:
@@ -46,6 +47,10 @@ class Metric:
         from benchmark import tracks as registry
         from culturelens import options
 
+        scored = [t.name for t in registry.all_tracks().values() if t.metrics is not None]
+        if track not in scored:
+            raise registry.UnknownTrack(f"Metric({name!r}, track={track!r}): no track {track!r}; the tracks with "
+                                        f"metrics are {', '.join(scored)}")
         declared = {s.name for s in registry.settings_declared()}
         if unknown := sorted(set(settings) - declared):
             raise CultureLensError(f"unknown setting(s) {', '.join(unknown)}; the metric settings are "
@@ -56,21 +61,32 @@ class Metric:
         self._loaded = None  # (metric, backbones), on the first call
 
     def _load(self):
-        """The metric built as the track builds it, and its backbones loaded; MetricUnavailable says why not."""
+        """The metric built as the track builds it, and its backbones loaded; MetricUnavailable says why not, in
+        this interface's keywords; ``FullInstallNeeded`` in the app-only install."""
+        with full_install_for(f"culturelens.metrics.{type(self).__name__}"):
+            return self._built()
+
+    def _built(self):
         from benchmark import harness
+        from benchmark import tracks as registry
+        from culturelens.options import in_keywords
 
         if self._loaded is None:
-            built, unavailable = self.options.build_metrics()
+            # each metric's reason, or its track's, even when none of the track can run
+            built, unavailable = registry.build(self.options.metric_settings, dict(self.options.registry),
+                                                self.options.tracks)
+            reasons = {u.name: u.reason for u in unavailable}
             chosen = [m for m in built if m.info.name == self.name]
             if not chosen:
-                reason = unavailable.get(self.name) or next(iter(unavailable.values()), None)
-                raise MetricUnavailable(f"{self.name} cannot run: {reason}" if reason else
-                                        f"the {self.options.tracks[0]} track has no metric {self.name!r} (it has "
-                                        f"{', '.join(m.info.name for m in built)})")
+                reason = reasons.get(self.name) or next(iter(reasons.values()), None)
+                if reason is None:
+                    raise CultureLensError(f"the {self.options.tracks[0]} track has no metric {self.name!r} (it has "
+                                           f"{', '.join(m.info.name for m in built)})")
+                raise MetricUnavailable(self.name, f"{self.name} cannot run: {in_keywords(reason)}")
             backbones, loaded, disabled = harness.load_backbones(chosen, dict(self.options.registry),
                                                                  self.options.device)
             if not loaded:
-                raise MetricUnavailable(f"{self.name} cannot run: {disabled[self.name]}")
+                raise MetricUnavailable(self.name, f"{self.name} cannot run: {in_keywords(disabled[self.name])}")
             self._loaded = (loaded[0], backbones)
         return self._loaded
 
@@ -83,6 +99,10 @@ class Metric:
     def rows(self, images, prompts, *, seeds=None) -> pd.DataFrame:
         """One row per sample in the order given (an image; for a prompt-level metric, a prompt): ``input`` (the
         image's position; a prompt's first image's), prompt_id, seed, value, note and error."""
+        with full_install_for(f"culturelens.metrics.{type(self).__name__}"):
+            return self._rows(images, prompts, seeds)
+
+    def _rows(self, images, prompts, seeds) -> pd.DataFrame:
         from benchmark import harness
         from benchmark.cache import EmbeddingCache
         from benchmark.plain_images import ad_hoc

@@ -6,6 +6,7 @@ from the declaration; each turns a bad value into a ``CultureLensError`` naming 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
@@ -56,6 +57,28 @@ def scoring_options(given: Mapping[str, object]):
     return ScoringOptions(declared.from_values(tracks.settings_declared(), given),
                           tuple(chosen) if chosen is not None else None, load_registry(given.get("backbones")),
                           **runtime)
+
+
+PYTHON_KEYWORDS = ("tracks", "suite", "store", "out", "cache")
+"""``culturelens.score``'s keywords besides the declared settings (the metrics', the harness's), each the same
+name as a flag of ``culturelens score``."""
+
+
+def in_keywords(text: str) -> str:
+    """A message written for the command line (``pass --w1kp-calibration PATH_OR_URL``, "choose other --tracks") said
+    in the Python API's terms (``pass w1kp_calibration=PATH_OR_URL``, "choose other tracks=..."): each flag that is
+    also a keyword of ``culturelens.score`` and ``culturelens.metrics`` becomes that keyword, its value's name kept.
+    The messages are written once, where what is missing is known (a track, a backbone's loader, a judge), in the
+    command line's words; the environment variables they name are the same in both."""
+    from benchmark import tracks
+
+    names = [*PYTHON_KEYWORDS, *(s.name for s in (*tracks.settings_declared(), *declared.RUNTIME))]
+    flags = "|".join(re.escape(name.replace("_", "-")) for name in sorted(names, key=len, reverse=True))
+
+    def keyword(match: re.Match) -> str:
+        return f"{match.group(1).replace('-', '_')}={match.group(2) or '...'}"
+
+    return re.sub(rf"(?<![\w-])--({flags})(?![\w-])(?: ([A-Z][A-Z0-9_]*)\b)?", keyword, text)
 
 
 def add_cube_source(parser: argparse.ArgumentParser, where: str) -> None:

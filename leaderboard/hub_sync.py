@@ -74,10 +74,10 @@ from benchmark.layout import (
     submission_layouts,
 )
 from benchmark.submission.manifest import PART_NAME
-from benchmark.submission.shards import Shards
+from benchmark.submission.shards import Shards, stamp
 from leaderboard import snapshot
 from leaderboard.queue import Job, Request, refusal
-from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo
+from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo, push_repo
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.hub_sync")
@@ -92,13 +92,32 @@ QUEUE_TABLE = "queue.parquet"
 """The requests repo's records as one table (config ``requests``); ``requests/<id>.json`` are what a restore reads."""
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
 MAX_OPERATIONS = 1000  # per commit: the Hub advises against much larger commits
+TIMESTAMP = pa.timestamp("ms", tz="UTC")  # what Parquet keeps of a time (it has no seconds unit)
+"""A time in a published table (a queue record's ``created_at`` ...): a timestamp, not its ISO text."""
+
+
 def record_schema() -> pa.Schema:
-    """The mirrored queue record's columns, typed from ``Job`` (a column of nulls keeps its type)."""
+    """The mirrored queue record's columns, typed from ``Job`` (a column of nulls keeps its type), its times
+    (``*_at``) as timestamps."""
     types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
     hints = typing.get_type_hints(Job)
-    return pa.schema([(f.name, types[next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],)
-                                          if t is not type(None))])
-                      for f in fields(Job) if f.name not in PRIVATE_FIELDS])
+    def kind(name: str) -> pa.DataType:
+        if name.endswith("_at"):
+            return TIMESTAMP
+        return types[next(t for t in typing.get_args(hints[name]) or (hints[name],) if t is not type(None))]
+
+    return pa.schema([(f.name, kind(f.name)) for f in fields(Job) if f.name not in PRIVATE_FIELDS])
+
+
+def _queue_table(records: list[dict]) -> pa.Table:
+    """The records as the ``requests`` config's table (``record_schema``): the ISO times of the records read as
+    timestamps."""
+    from datetime import datetime
+
+    schema = record_schema()
+    times = [f.name for f in schema if f.type == TIMESTAMP]
+    return pa.Table.from_pylist([{**record, **{name: datetime.fromisoformat(record[name]) if record.get(name) else None
+                                               for name in times}} for record in records], schema=schema)
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -186,6 +205,8 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
             files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
             folder = store.submissions / job.id
             if holds_validated_submission(folder):  # one, or a suite submission's parts, kept together
+                for name, part in submission_layouts(folder).items():  # shards kept before they named it
+                    stamp(part.folder, job.id, name)
                 parts = submission_layouts(folder).values()
                 # manifests and shards; the image tables are rebuilt on restore
                 for path in (path for part in parts for path in (part.manifest, *part.shards)):
@@ -194,7 +215,7 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
                 images += sum(results.parquet_rows(part.images_table) or 0 for part in parts)
                 kept += 1
         if records:  # the records again as one table, for load_dataset: a repo's configs share one file format
-            files[QUEUE_TABLE] = _parquet(pa.Table.from_pylist(records, schema=record_schema()))
+            files[QUEUE_TABLE] = _parquet(_queue_table(records))
             files["README.md"] = requests_card(repo, len(records), kept, images).encode()
     elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
@@ -256,14 +277,14 @@ def _save_state(store: Store, state: dict) -> None:
 
 
 def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None) -> int:
-    """Commit to ``repo`` (a Hub dataset repo id, or a ``Repo``) what changed in this store's ``kind`` since the
-    last push; returns files changed. RepoError for a name that is not a Hub dataset repo id (a folder is written
-    by ``export``); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
+    """Commit to ``repo`` (a Hub dataset repo id, a folder laid out like the repo, ``repo.push_repo``, or a
+    ``Repo``) what changed in this store's ``kind`` since the last push; returns files changed. RepoError for a
+    name that is neither (a file); PushError (offline, refused, unreachable) with what to do: what was not committed is tried
     again next time. The requests repo is made private when a push creates it. A push to the results repo also
     removes the results folders of submissions their owners deleted (``deleted_results``)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    repo = hub_repo(repo, token, private=kind == "requests")
+    repo = push_repo(repo, token, private=kind == "requests")
     state = _load_state(store)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})

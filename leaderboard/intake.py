@@ -168,7 +168,7 @@ class Intake:
             return SubmitOutcome(report)
         submission_id = record.id if record is not None else _new_id(report)
         try:
-            target = report.keep(self.submissions / submission_id, self.max_shard_bytes)
+            target = report.keep(self.submissions / submission_id, self.max_shard_bytes, submission_id=submission_id)
         except OSError as error:  # a full disk again: the staged copy goes
             shutil.rmtree(report.folder, ignore_errors=True)
             raise self._fault(error, attempt) from None

@@ -20,8 +20,8 @@ client's own matching function, so both kinds select the same files. Each repo r
 read in ``downloaded``, so a start can say (and a test count) what it read.
 
 Opening one: ``open_repo`` (a folder that exists, or a Hub dataset repo id), ``hub_repo`` (a Hub dataset repo id
-only: what is mirrored to and what a submitter names) and ``folder_repo`` (a folder to write, created if
-missing). A name none of them can take is a ``RepoError``, as is a repo that holds something the store cannot
+only: what ``serve`` mirrors to and what a submitter names), ``push_repo`` (what ``hub push`` writes: a Hub
+dataset repo id or a folder) and ``folder_repo`` (a folder to write, created if missing). A name none of them can take is a ``RepoError``, as is a repo that holds something the store cannot
 take: one error type, whose message has one shape, ``'<name>' is not <what the verb takes>``.
 """
 
@@ -283,6 +283,19 @@ def hub_repo(name: str | Repo, token: str | None = None, *, private: bool = Fals
         return name
     if not is_repo_id(str(name)):
         raise _not_a_repo(name, f"not {HUB_ID}")
+    return HubRepo(str(name), token, private=private)
+
+
+def push_repo(name: str | Path | Repo, token: str | None = None, *, private: bool = False) -> Repo:
+    """What ``culturelens hub push`` writes to (``REPO_OR_DIR``): a folder laid out like the repo, one that exists or
+    a path that cannot be a Hub repo id (``./backup/requests``, ``/srv/results``: created), else a Hub dataset repo
+    id (made ``private`` when a commit creates it). A ``Repo`` is itself; RepoError for anything else (a file)."""
+    if isinstance(name, Repo):
+        return name
+    if Path(name).is_dir() or not is_repo_id(str(name)):
+        if Path(name).exists() and not Path(name).is_dir():
+            raise _not_a_repo(name, f"neither a folder nor {HUB_ID}")
+        return folder_repo(name)
     return HubRepo(str(name), token, private=private)
 
 

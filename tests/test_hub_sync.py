@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import datetime
 
 import datasets
 import pandas as pd
@@ -27,7 +28,7 @@ from leaderboard.catalog import Catalog
 from leaderboard.repo import HubRepo, LocalRepo, RepoError
 from leaderboard.store import Store
 from leaderboard.worker import Worker
-from tests.helpers import culturelens, serving_tiny_cube
+from tests.helpers import culturelens, culturelens_here, serving_tiny_cube
 from culturelens.testing.submissions import make_submission
 
 QUEUE_FIELDS = ["id", "content_hash", "owner", "model", "dataset", "state", "created_at", "attempts", "message"]
@@ -346,3 +347,76 @@ def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_
     assert bare.queue.jobs() == [] and list(bare.submissions.iterdir()) == []
     assert "dataset culturelens/cube-1k is not served here" in caplog.text
     assert "restore or build that dataset in this store's datasets/ first, then pull again" in caplog.text
+
+
+# --- issue 50, finding 10: `hub push --requests REPO_OR_DIR`, as the README documents it -----------------------
+def test_no_dead_end_hub_push_writes_a_folder_as_the_readme_documents(scored, tmp_path, tiny_upstream):
+    """`culturelens hub push --requests DIR --results DIR` into folders (one there, one a path to make): each holds
+    what a Hub repo would (the files `hub export` writes), a second push changes nothing, and `hub pull` restores
+    a fresh store from them as from the Hub."""
+    store, done, waiting = scored
+    requests, results = tmp_path / "backup" / "requests", tmp_path / "backup" / "results"
+    requests.mkdir(parents=True)  # one folder there already, the other made by the push
+    first = culturelens_here("hub", "push", "--store", store.root, "--requests", requests, "--results", results)
+    assert first.returncode == 0, first.stderr
+    exported = {kind: tmp_path / f"exported-{kind}" for kind in hub_sync.KINDS}
+    for kind, folder in exported.items():
+        hub_sync.export(store, kind, folder)
+    pushed = _files(requests)
+    assert f'load_dataset("{requests}"'.encode() in pushed.pop("README.md")  # the card names where it is
+    assert pushed == {path: data for path, data in _files(exported["requests"]).items() if path != "README.md"}
+    assert _files(results) == {path: data for path, data in _files(exported["results"]).items()
+                               if path.startswith("results/")}  # the card and releases: `hub snapshot`
+    assert first.stdout.splitlines() == [f"requests: {len(_files(requests))} files changed in {requests}",
+                                         f"results: {len(_files(results))} files changed in {results}"]
+    again = culturelens_here("hub", "push", "--store", store.root, "--requests", requests, "--results", results)
+    assert again.stdout.splitlines() == [f"requests: 0 files changed in {requests}",
+                                         f"results: 0 files changed in {results}"]
+
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    pulled = culturelens_here("hub", "pull", "--store", fresh.root, "--requests", requests, "--results", results)
+    assert pulled.returncode == 0, pulled.stderr
+    assert {j.id: j.state for j in fresh.queue.jobs()} == {done: "FINISHED", waiting: "PENDING"}
+    assert _files(fresh.results / done) == _files(store.results / done)
+
+
+# --- issue 50, finding 10: published tables typed and joinable ------------------------------------------------
+def test_no_dead_end_published_tables_are_typed_and_join_by_submission_id(scored, tmp_path):
+    """A researcher loads the requests repo's `requests` and `images` configs and the results repo's with
+    `load_dataset`, as the cards show: each image names its submission (the record's id, the results'
+    `submission_id`), so the two submissions' images, which answer the same (prompt, seed) pairs, are told apart
+    and join their records and their scores; the records' times are timestamps; a column two configs share has one
+    type in both. A submission kept before shards named it (its shards without the column) gets it when mirrored."""
+    store, done, waiting = scored
+    legacy = store.submissions / waiting / "data"
+    for shard in legacy.glob("*.parquet"):  # as an earlier version wrote them: no submission_id, no part
+        pq.write_table(pq.read_table(shard).drop_columns(["submission_id", "part"]), shard)
+    for kind in hub_sync.KINDS:
+        hub_sync.export(store, kind, tmp_path / kind)
+    pickup.publish(store, LocalRepo(tmp_path / "results"), repo_id="org/culturelens-results")
+
+    def load(kind: str, config: str) -> datasets.Dataset:  # a cache of its own: the shared one keys local folders
+        return datasets.load_dataset(str(tmp_path / kind), config, split="train",  # by their files' names and sizes
+                                     cache_dir=str(tmp_path / "datasets-cache"))
+
+    requests, images = load("requests", "requests"), load("requests", "images")
+    scores = {config: load("results", config) for config in ("leaderboard", "aggregates", "per_image")}
+    table = images.remove_columns("image").to_pandas()
+    assert set(table["submission_id"]) == {done, waiting} == set(requests["id"])
+    assert table["part"].isna().all()  # plain submissions
+    pairs = table[["prompt_id", "seed"]].drop_duplicates()
+    assert len(pairs) == len(table) // 2  # the same pairs in both: only the submission id tells them apart
+    assert not table.duplicated(["submission_id", "prompt_id", "seed"]).any()
+    per_image = scores["per_image"].to_pandas()
+    joined = per_image.merge(table, on=["submission_id", "prompt_id", "seed"], how="left", validate="many_to_one")
+    assert set(per_image["submission_id"]) == {done} and joined["sha256"].eq(joined["image_sha256"]).all()
+
+    recorded = {job.id: job for job in store.queue.jobs()}
+    assert requests.features["created_at"] == datasets.Value("timestamp[ms, tz=UTC]")
+    for row in requests:
+        assert row["created_at"] == datetime.fromisoformat(recorded[row["id"]].created_at)
+    types: dict[str, set[str]] = {}
+    for features in (requests.features, images.features, *(d.features for d in scores.values())):
+        for name, feature in features.items():
+            types.setdefault(name, set()).add(str(feature))
+    assert {name: kinds for name, kinds in types.items() if len(kinds) > 1} == {}

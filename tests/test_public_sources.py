@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import tarfile
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,8 @@ from benchmark.datasets import wikimedia
 from benchmark.datasets.prompts import load_prompts
 from benchmark.suite import CUBE_COMMIT, W1KP_COMMIT
 from benchmark.suite_assets import Assets
-from culturelens.testing.public_sources import CommonsFile, HubRepo, Item, Page, PublicSources
+from benchmark.datasets.iconic_references import MODALITY_CLASSES
+from culturelens.testing.public_sources import CommonsFile, HubRepo, Item, Page, PublicSources, SparqlLimits
 from culturelens.testing.submissions import TINY_UPSTREAM
 from tests.helpers import culturelens_command, culturelens_here, until
 from tests.suite_stand_ins import CSPACE_RECORDS, TEST_SEEDS, with_seeds, write_backbones, write_part
@@ -62,6 +64,13 @@ COUNTRY_LABELS = {SPAIN: "Spain", JAPAN: "Japan", VIETNAM: "Vietnam", BRAZIL: "B
 ICONIC = [("Q100", "Morning Coffee", "artwork"), ("Q101", "Lift Off", "photograph"), ("Q102", "A Cat Asleep", "album"),
           ("Q103", "Space Walk", "film")]
 CULTURALFRAMES_COMMIT = "7a44117" + "0" * 33
+# What Wikidata holds besides: the many items of the iconic modalities' classes too little known to be iconic (at
+# most 20 sitelinks), which a query over a class still has to look at.
+LONG_TAIL = [Item(f"Q{9000 + n}", f"Little-known work {n}", images=(f"Work {n}.png",), sitelinks=3,
+                  classes=(MODALITY_CLASSES[("artwork", "film", "photograph")[n % 3]],)) for n in range(120)]
+SPARQL_LIMITS = SparqlLimits(query=400)
+"""The stand-in's SPARQL budget, as the public service's 60 seconds: each of the build's queries (one class each)
+fits, one query over every class would not (``test_no_dead_end_sparql_queries_stay_within_the_services_limits``)."""
 
 
 def picture(seed: int) -> np.ndarray:
@@ -101,13 +110,8 @@ def world(root, tiny_dino) -> PublicSources:
 
     names = [name for item in ITEMS for name in item.images] + [f"{title}.png" for _, title, _ in ICONIC]
     files = [CommonsFile(name, png(picture(seed))) for seed, name in enumerate(names)]
-    iconic = [{"item": {"type": "uri", "value": f"http://www.wikidata.org/entity/{qid}"},
-               "itemLabel": {"xml:lang": "en", "type": "literal", "value": title},
-               "modality": {"type": "literal", "value": modality}, "sitelinks": {"type": "literal", "value": "40"},
-               "image": {"type": "uri", "value": "http://commons.wikimedia.org/wiki/Special:FilePath/"
-                                                 + title.replace(" ", "%20") + ".png"},
-               "revision": {"type": "literal", "value": str(2000000000 + n)}}
-              for n, (qid, title, modality) in enumerate(ICONIC)]
+    iconic = [Item(qid, title, images=(f"{title}.png",), classes=(MODALITY_CLASSES[modality],),
+                   revision=2000000000 + n, sitelinks=40) for n, (qid, title, modality) in enumerate(ICONIC)]
     release = write_release(root / "CulturalFrames", *release_rows())
     dino = load_backbone("dinov2-base", {"dinov2-base": tiny_dino}, device="cpu")
     Calibration.fit(np.linspace(0.0, 2.0, 50), backbone="dinov2-base", backbone_key=dino.key).save(root / "cal.npz")
@@ -118,8 +122,8 @@ def world(root, tiny_dino) -> PublicSources:
     hub = {"mair-lab/CulturalFrames": HubRepo(CULTURALFRAMES_COMMIT, {
         p.relative_to(release).as_posix(): p.read_bytes() for p in sorted(release.rglob("*")) if p.is_file()})}
     pages = [Page(item.enwiki, 5000 + n, wikitext(item)) for n, item in enumerate(ITEMS)]
-    return PublicSources(items=ITEMS, pages=pages, files=files, iconic_rows=iconic, hub=hub, raw=raw,
-                         country_labels=COUNTRY_LABELS)
+    return PublicSources(items=[*ITEMS, *iconic, *LONG_TAIL], pages=pages, files=files, hub=hub, raw=raw,
+                         country_labels=COUNTRY_LABELS, sparql=SPARQL_LIMITS)
 
 
 @pytest.fixture(scope="module")
@@ -469,3 +473,175 @@ def test_wikitext_becomes_the_pages_prose():
     # The table's lines leave an empty line: a paragraph ends there.
     assert wikimedia.plain_text(text) == ("Feijoada is a stew of beans with pork.\n\nHistory\n\nFrom Portugal and\n\n"
                                           "It is national. A site")
+
+
+# --- issue 50, finding 11: a gated Hub dataset -------------------------------------------------------------------
+TOKEN = "hf_gatedTestToken0123456789abcdef"
+
+
+@pytest.mark.slow  # three builds of the CulturalFrames part (~5 s each)
+def test_no_dead_end_a_gated_hub_dataset_is_read_with_hf_token_and_the_token_goes_nowhere_else(
+        tmp_path, monkeypatch):
+    """CulturalFrames gated on the Hub (its files for the account that accepted its conditions): `suite build`
+    without HF_TOKEN leaves it unbuilt, in one sentence saying what to do; with another account's token, the same;
+    with the token, it builds, the Hub (and only the Hub: not the storage a large file is redirected to) was sent it, and it
+    is written nowhere: not in the output, not in the suite folder."""
+    from tests.test_culturalframes import release_rows, write_release
+
+    release = write_release(tmp_path / "CulturalFrames", *release_rows())
+    files = {p.relative_to(release).as_posix(): p.read_bytes() for p in sorted(release.rglob("*")) if p.is_file()}
+    hub = {"mair-lab/CulturalFrames": HubRepo(CULTURALFRAMES_COMMIT, files, gated=TOKEN)}
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no saved login either
+    with PublicSources(hub=hub) as server:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        refused = culturelens_here("suite", "build", "--out", tmp_path / "none", "--only", "culturalframes")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        resolve = (f"{server.url}/hub/datasets/mair-lab/CulturalFrames/resolve/{CULTURALFRAMES_COMMIT}/"
+                   "README.md")
+        assert (f"NOT BUILT culturalframes: mair-lab/CulturalFrames@7a44117 file 'README.md': {resolve} answered HTTP "
+                "401 (Unauthorized); a gated or private dataset: accept its conditions on its Hub page with your "
+                "account, then set HF_TOKEN to a token of that account (or log in with `hf auth login`) and build "
+                "again\n") in refused.stdout
+        monkeypatch.setenv("HF_TOKEN", "hf_anotherAccountsToken")
+        other = culturelens_here("suite", "build", "--out", tmp_path / "other", "--only", "culturalframes")
+        assert other.returncode == 1 and "answered HTTP 403 (Forbidden); a gated or private dataset" in other.stdout
+        assert "hf_anotherAccountsToken" not in other.stdout + other.stderr
+
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        before = len(server.requests)
+        built = culturelens_here("suite", "build", "--out", tmp_path / "suite", "--only", "culturalframes")
+        sent = server.requests[before:]
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert built.stdout.startswith("built culturalframes")
+    to_hub = [r for r in sent if r["path"].startswith("/hub/")]
+    to_storage = [r for r in sent if r["path"].startswith("/cdn/")]
+    assert len(to_storage) == 1 and len(to_hub) == 4  # the listing, the card, the ratings, the images' redirect
+    assert {r["authorization"] for r in to_hub} == {f"Bearer {TOKEN}"}
+    assert {r["authorization"] for r in to_storage} == {None}
+    assert TOKEN not in built.stdout + built.stderr
+    assert not [p for p in (tmp_path / "suite").rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
+
+
+# --- issue 50, finding 11: what a build pins of a Commons image -------------------------------------------------
+@pytest.mark.slow  # a rebuild of the iconic references at their pins (~10 s)
+def test_no_dead_end_commons_images_are_pinned_by_the_originals_sha1_not_a_thumbnail(
+        public_suite, pointed, backbones, tmp_path):
+    """Each image is pinned by what Commons pins for a file version, the sha1 of its original (and the sha256 of
+    those bytes), read from the original's address; Commons' own thumbnails are never asked for. So when Commons
+    renders every thumbnail again (other bytes, the same versions), a rebuild at the recorded pins builds the same
+    asset instead of refusing unchanged images."""
+    first, _, requests = public_suite
+    served = {name: f.data for name, f in pointed.files.items()}
+    iconic = Assets(first).built["iconic-references"]
+    for record in iconic["pins"]["records"]:
+        for image in record["images"]:
+            assert image["sha1"] == hashlib.sha1(served[image["file"]]).hexdigest()
+            assert image["sha256"] == hashlib.sha256(served[image["file"]]).hexdigest()
+            assert image["url"] == pointed.file_url(image["file"]) and image["scaled"] == wikimedia.SCALED
+    assert [r for r in requests if r["path"].startswith("/upload/")]
+    assert not [r for r in requests if r["path"].startswith("/upload/thumb/")]
+
+    for commons_file in pointed.files.values():
+        commons_file.renders += 1  # every thumbnail rendered again: other bytes at the same version
+    try:
+        again = build(tmp_path / "suite", backbones, "--pins", first, "--only", "iconic-references")
+    finally:
+        for commons_file in pointed.files.values():
+            commons_file.renders -= 1
+    assert again.returncode == 0, again.stdout + again.stderr
+    rebuilt = Assets(tmp_path / "suite").built["iconic-references"]
+    assert (rebuilt["pins"], rebuilt["content_digest"]) == (iconic["pins"], iconic["content_digest"])
+
+
+def test_no_dead_end_commons_original_wider_than_1024_px_is_scaled_here(tmp_path):
+    """An original 2,048 px wide (a JPEG, and a PNG whose EXIF says to turn it) is downloaded once, checked against
+    the sha1 Commons states, and the copy the dataset holds is made here, 1,024 px wide as viewed (a plain colour
+    stays that colour); an original no wider is held as its own bytes; one whose bytes are not the sha1 Commons
+    states for its version is refused, naming it."""
+    from benchmark.downloads import ChangedBytes, Downloads
+
+    def encoded(size, colour, kind, **options) -> bytes:
+        buffer = io.BytesIO()
+        Image.new("RGB", size, colour).save(buffer, format=kind, **options)
+        return buffer.getvalue()
+
+    turned = Image.Exif()
+    turned[0x0112] = 6  # orientation: turn 90 degrees clockwise to view
+    files = [CommonsFile("Wide.jpg", encoded((2048, 1536), (200, 40, 40), "JPEG", quality=98), mime="image/jpeg"),
+             CommonsFile("Turned.png", encoded((1024, 2048), (40, 200, 40), "PNG", exif=turned)),
+             CommonsFile("Small.png", encoded((640, 480), (40, 40, 200), "PNG"))]
+    with PublicSources(files=files) as server, pytest.MonkeyPatch.context() as patch:
+        for name, value in server.env.items():
+            patch.setenv(name, value)
+        pins = list(wikimedia.Commons().current(["Wide.jpg", "Turned.png", "Small.png"]).values())
+        downloads = Downloads(tmp_path / "downloads")
+        fetched = {p.file: p for p in wikimedia.fetch_images(pins, downloads, what="test", progress=False)}
+        assert [r["path"] for r in server.downloads()] == [f"/upload/{f.name}" for f in files]
+
+        def copy(name: str) -> Image.Image:
+            return Image.open(downloads.path(fetched[name].local))
+
+        with copy("Wide.jpg") as wide, copy("Turned.png") as turned_copy:
+            assert (wide.format, wide.size) == ("JPEG", (1024, 768))
+            assert np.abs(np.asarray(wide).astype(int) - (200, 40, 40)).max() <= 3  # JPEG's rounding
+            assert (turned_copy.format, turned_copy.size) == ("PNG", (1024, 512))  # as viewed: 2,048 px wide
+            assert set(map(tuple, np.asarray(turned_copy).reshape(-1, 3))) == {(40, 200, 40)}
+        assert downloads.path(fetched["Small.png"].local).read_bytes() == files[2].data
+        assert {name: pin.sha256 for name, pin in fetched.items()} == {
+            f.name: hashlib.sha256(f.data).hexdigest() for f in files}
+
+        files[1].sha1 = hashlib.sha1(files[1].data).hexdigest()  # Commons states the version's sha1 ...
+        files[1].data = encoded((1024, 2048), (0, 0, 0), "PNG")  # ... and serves other bytes
+        stated = list(wikimedia.Commons().current(["Turned.png"]).values())
+        with pytest.raises(ChangedBytes) as refused:
+            wikimedia.fetch_images(stated, Downloads(tmp_path / "elsewhere"), what="test", progress=False)
+    assert str(refused.value) == (
+        f"test: Wikimedia Commons file 'Turned.png' at its pinned version 2021-03-04T05:06:07Z now has sha1 "
+        f"{hashlib.sha1(files[1].data).hexdigest()}, not the {files[1].sha1} the service states: the image changed "
+        "at the same revision, so it is refused")
+
+
+# --- issue 50, finding 11: the SPARQL queries within the public service's limits ------------------------------
+@pytest.mark.slow
+def test_no_dead_end_sparql_queries_stay_within_the_services_limits(public_suite, pointed):
+    """The build's queries run over the stand-in's copy of Wikidata, which stops a query past its budget as the
+    public service stops one past 60 seconds: each query the build sent (one per class) finished within it, and
+    the one query over every iconic class the build used to send is stopped, answered as the service answers it."""
+    from benchmark.datasets import iconic_references
+    from benchmark.datasets.wikimedia import Wikidata
+    from benchmark.downloads import DownloadError
+
+    _, _, requests = public_suite
+    sent = [r for r in requests if r["path"] == "/sparql"]
+    assert len(sent) >= len(iconic_references.MODALITY_CLASSES) + 1  # every class, and the relevance neighbours
+    assert all(0 < r["work"] <= SPARQL_LIMITS.query for r in sent if "wd:Q3305213" in r["params"]["query"])
+    assert all(r["work"] <= SPARQL_LIMITS.query for r in sent)
+    every_class = " ".join(f'(wd:{qid} "{modality}")' for modality, qid in iconic_references.MODALITY_CLASSES.items())
+    whole = iconic_references.QUERY.read_text().replace('(wd:{class} "{modality}")', every_class)
+    with pytest.raises(DownloadError) as stopped:
+        Wikidata().sparql(whole, what="every class at once")
+    assert str(stopped.value) == (
+        f"Wikidata's SPARQL service (every class at once): {pointed.url}/sparql?query="
+        f"{urllib.parse.quote_plus(whole)[:160 - len(pointed.url) - 14]} answered HTTP 500 (Internal Server Error): "
+        "the service stops a query after 60 seconds; it may be busy now: build again later")
+    assert pointed.requests[-1]["work"] == SPARQL_LIMITS.query + 1  # stopped at its budget, not run to the end
+
+
+def test_no_dead_end_a_client_past_the_sparql_budget_waits_as_it_is_told(monkeypatch):
+    """A client past the service's budget of the window is answered 429 with a Retry-After: the build's client
+    waits that long and asks again, and gets its answer; it never sends two queries at once."""
+    from benchmark.datasets.wikimedia import Wikidata
+
+    items = [Item("Q1", "A dish", classes=("Q746549",)), Item("Q2", "Another dish", classes=("Q746549",))]
+    query = "SELECT ?item WHERE { ?item wdt:P31 wd:Q746549 } ORDER BY ?item"
+    with PublicSources(items=items, sparql=SparqlLimits(window=1, seconds=1.0)) as server:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        first = Wikidata().sparql(query, what="first")
+        second = Wikidata().sparql(query, what="second")
+        statuses = [r.get("work") for r in server.requests]
+    assert first == second and [row["item"]["value"].rsplit("/", 1)[-1] for row in first] == ["Q1", "Q2"]
+    assert len(statuses) >= 3 and statuses[1] is None  # the second was refused (429) before it ran, then ran

@@ -200,8 +200,8 @@ def image():
     (lambda img: culturelens.score(images=[], prompts=[]), ValueError, "images is empty: give at least one image"),
     (lambda img: culturelens.score(images=[img, img], prompts=["a"]), ValueError,
      "2 images but 1 prompts: give one prompt per image"),
-    (lambda img: culturelens.score(images=img, prompts=["a"]), TypeError,
-     "images must be a list (one item per image), not a single Image"),
+    (lambda img: culturelens.score(images=b"\x89PNG", prompts=["a"]), TypeError,
+     "images must be a list (one item per image), not bytes: give a PIL image or a path"),
     (lambda img: culturelens.score(images=[img, 5], prompts=["a", "b"]), TypeError,
      "images[1] is a int: give a PIL image, a torch tensor (C, H, W)"),
     (lambda img: culturelens.score(images=[img], prompts=[3]), TypeError, "prompts[0] is a int, not a string"),
@@ -283,3 +283,97 @@ def test_python_api_readme_example_runs_as_written(cube_file, tmp_path, monkeypa
     assert cosine["input"].tolist() == [0, 1, 2, 3]
     assert np.array_equal(namespace["clip_cosine"](namespace["images"][:4], namespace["prompts"]),
                           cosine["value"].to_numpy())
+
+
+# --- issue 50, finding 10: what a researcher reading the README's "Python" section meets next ---------------------
+@pytest.mark.slow  # scores with the tiny CLIP (2 to 6 s; the module's fixture ~10 s more)
+def test_no_dead_end_one_image_and_one_prompt_are_a_list_of_one(scored):
+    """One PIL image with one prompt string, to a metric and to `culturelens.score`: the value the lists of one
+    give, not a TypeError asking for a list."""
+    from culturelens.metrics import CLIPCosine
+
+    submission, prompts = scored["submission"], scored["prompts"]
+    prompt_id = prompts.index[0]
+    image, text = _image_of(submission, prompt_id, 0), prompts.loc[prompt_id, "prompt"]
+    keywords = {k: scored["options"][k] for k in ("backbones", "device", "batch_size")}
+    clip_cosine = CLIPCosine(**keywords)
+
+    one = clip_cosine(image, text)
+    assert one.shape == (1,) and one.tolist() == clip_cosine([image], [text]).tolist()
+    harness = pd.read_parquet(scored["folder"] / "per_image.parquet").set_index(["metric", "prompt_id", "seed"])
+    # a batch of one image, not the harness's four: equal to float32's precision
+    assert one[0] == pytest.approx(harness.loc[("clip_cosine", prompt_id, 0), "value"], rel=1e-6)
+    mine = culturelens.score(images=image, prompts=text, **{**scored["options"], "tracks": ["awareness"]})
+    assert mine.per_image.set_index("metric").loc["clip_cosine", "value"] == one[0]
+
+
+@pytest.mark.slow  # loads the tiny CLIP and scores one submission on the command line (~5 s)
+def test_no_dead_end_a_metric_that_cannot_run_is_one_type_naming_the_callers_keyword(scored, image, tmp_path):
+    """W1KP without a calibration, HPS v2 without its weights and a track that cannot run: each raises
+    `culturelens.MetricUnavailable` (the class `culturelens.metrics` gives too), naming the keyword a Python caller
+    passes (`w1kp_calibration=`, `backbones=`), not a flag; the command line names the flag for the same cause."""
+    from culturelens.metrics import W1KP, HPSv2, MetricUnavailable
+
+    assert MetricUnavailable is culturelens.MetricUnavailable
+    backbones = scored["options"]["backbones"]
+    with pytest.raises(culturelens.MetricUnavailable) as w1kp:
+        W1KP(backbones=backbones)([image, image], ["a", "a"])
+    assert "w1kp cannot run: no W1KP calibration: pass w1kp_calibration=PATH_OR_URL or set " \
+           "CULTURELENS_W1KP_CALIBRATION" in str(w1kp.value) and "--" not in str(w1kp.value)
+    with pytest.raises(culturelens.MetricUnavailable) as hps:
+        HPSv2(backbones=backbones)([image], ["a"])
+    assert "hps_v2 cannot run: " in str(hps.value) and "backbones=FILE or $CULTURELENS_BACKBONES" in str(hps.value)
+    assert "--backbones" not in str(hps.value)
+    with pytest.raises(culturelens.MetricUnavailable) as track:
+        culturelens.score(images=[image, image], prompts=["a", "a"], tracks=["variability"], backbones=backbones,
+                          device="cpu", progress=False)
+    assert "no metric of track 'variability' can run: w1kp: no W1KP calibration: pass w1kp_calibration=" \
+        in str(track.value)
+    with pytest.raises(culturelens.MetricUnavailable) as submission:
+        culturelens.score(scored["submission"], store=scored["store"], tracks=["variability"], backbones=backbones,
+                          device="cpu", progress=False)
+    assert "pass w1kp_calibration=PATH_OR_URL" in str(submission.value)
+
+    cli = culturelens_here("score", scored["submission"], "--out", tmp_path / "out", "--store", scored["store"],
+                           "--backbones", backbones, "--device", "cpu", "--tracks", "variability")
+    assert cli.returncode == 2
+    assert "error: no metric of track 'variability' can run: w1kp: no W1KP calibration: pass --w1kp-calibration " \
+           "PATH_OR_URL or set CULTURELENS_W1KP_CALIBRATION" in cli.stderr
+
+
+def test_no_dead_end_an_unknown_track_is_refused_when_the_metric_is_made():
+    """`Metric("clip_score", track="no_such")` is refused on that line, naming the tracks that have metrics, not at
+    the first call after images were gathered."""
+    from culturelens.metrics import Metric
+
+    with pytest.raises(CultureLensError) as refused:
+        Metric("clip_score", track="no_such")
+    assert str(refused.value).startswith("Metric('clip_score', track='no_such'): no track 'no_such'; the tracks "
+                                         "with metrics are awareness, ")
+    assert "variability" in str(refused.value)
+
+
+@pytest.mark.slow  # builds CUBE-1K from the authors' file and scores its 72 demo images with the tiny CLIP (~15 s)
+def test_no_dead_end_python_api_leaves_nothing_in_the_working_directory(cube_file, backbones_file, tmp_path,
+                                                                         monkeypatch):
+    """The README's first call, `culturelens.score("submissions/example", ...)`, from a folder of one's own with no
+    store named: scored, and the folder holds afterwards exactly what it held before (no `.culturelens/`: the
+    default dataset is built in the temporary folder that goes at the end); a store named is used and filled as
+    the command line fills it."""
+    work = tmp_path / "notebook"
+    work.mkdir()
+    (work / "analysis.ipynb").write_text("{}")
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("CULTURELENS_STORE", raising=False)
+    monkeypatch.setenv("CULTURELENS_CUBE_SOURCE", str(cube_file))
+
+    results = culturelens.score(ROOT / "submissions" / "example", tracks=["awareness"], backbones=backbones_file,
+                                progress=False)
+    assert results.overall.set_index("metric").loc["clip_score", "n"] == 72
+    assert _files(work) == {"analysis.ipynb"}
+
+    again = culturelens.score(ROOT / "submissions" / "example", tracks=["awareness"], backbones=backbones_file,
+                              store=tmp_path / "mine", progress=False)
+    assert (tmp_path / "mine" / "datasets" / "culturelens__cube-1k" / "README.md").is_file()
+    pd.testing.assert_frame_equal(again.per_image, results.per_image)
+    assert _files(work) == {"analysis.ipynb"}

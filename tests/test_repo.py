@@ -46,7 +46,7 @@ def test_a_bad_repo_id_gives_the_same_error_from_every_verb(tmp_path):
     store = ["--store", str(tmp_path / "store")]
     queue = ["--queue", "postgresql://nobody@127.0.0.1:9/culturelens"]  # never reached: the repos are checked first
     verbs = {  # what each verb takes decides the end of the sentence; the rest is the same everywhere
-        "hub push": (["hub", "push", *store, "--results", str(bad)], HUB_ONLY),
+        "hub push": (["hub", "push", *store, "--results", str(bad)], FOLDER_OR_HUB),
         "hub pull": (["hub", "pull", *store, "--requests", str(bad)], FOLDER_OR_HUB),
         "hub export": (["hub", "export", *store, "--results", str(bad)], "is not a folder"),
         "hub snapshot": (["hub", "snapshot", *store, "--results", str(bad)], FOLDER_OR_HUB),

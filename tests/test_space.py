@@ -50,8 +50,15 @@ WARNING = "Results on this Space will not survive a restart"
 CLIENT_ID = "2b7e1f0c-space-client"
 
 
-def _requirements() -> list[Requirement]:
-    lines = (line.split("#", 1)[0].strip() for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines())
+BROUGHT = "# what the lines above bring"  # requirements.txt's line between the app's packages and what they bring
+SPACE_RUNTIME = {"spaces"}  # requirements.txt's packages a Space runs with that the full install has no use for
+
+
+def _requirements(block: str = "both") -> list[Requirement]:
+    """requirements.txt's pins: the app's packages (``block="app"``), what they bring (``"brought"``), or both."""
+    app, _, brought = REQUIREMENTS.read_text(encoding="utf-8").partition(f"\n{BROUGHT}\n")
+    text = {"app": app, "brought": brought, "both": f"{app}\n{brought}"}[block]
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
     return [Requirement(line) for line in lines if line]
 
 
@@ -96,16 +103,20 @@ def light_python(tmp_path_factory) -> Path:
 
 
 def test_space_light_requirements_bring_no_model_library():
-    """requirements.txt brings neither PyTorch (nor its CUDA libraries) nor any model library, yet every range it
-    gives is pyproject.toml's for the same package, extras included (the Space installs what the tests test)."""
+    """requirements.txt brings neither PyTorch (nor its CUDA libraries) nor any model library, yet each package of
+    the app it pins is one pyproject.toml declares, with its extras, at a version within pyproject.toml's range (the
+    Space installs what the tests test); the one other is the Space runtime's own."""
     brought = set(_closure(_requirements()))
     assert not brought & HEAVY_DISTRIBUTIONS and not {n for n in brought if n.startswith("nvidia-")}, brought
     assert {"gradio", "authlib", "itsdangerous", "duckdb", "datasets", "psycopg-binary"} <= brought
     declared = {canonicalize_name(Requirement(d).name): Requirement(d)
                 for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
-    for requirement in _requirements():
-        full = declared[canonicalize_name(requirement.name)]
-        assert (requirement.specifier, requirement.extras) == (full.specifier, full.extras), requirement
+    app = _requirements("app")
+    assert {canonicalize_name(r.name) for r in app} - set(declared) == SPACE_RUNTIME
+    for requirement in app:
+        if (full := declared.get(canonicalize_name(requirement.name))) is not None:
+            (pin,) = requirement.specifier
+            assert requirement.extras == full.extras and full.specifier.contains(pin.version), requirement
 
 
 def test_space_front_matter_configures_a_gradio_space_with_sign_in():
@@ -180,9 +191,11 @@ def _openid_provider() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provider: str) -> Iterator[str]:
+def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provider: str,
+           without: tuple[str, ...] = ()) -> Iterator[str]:
     """``python app.py`` as a Space starts it, in ``workdir``, its persistent storage at ``storage`` (present or
-    not); yields its URL once it answers, and stops it as a Space's restart does (SIGTERM)."""
+    not), the variables ``without`` names left out; yields its URL once it answers, and stops it as a Space's
+    restart does (SIGTERM). Its output is ``workdir/space.log``."""
     port = free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "HF_HOME": str(workdir / "hf"),
            "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
@@ -192,6 +205,7 @@ def _space(python: Path, workdir: Path, storage: Path, cube_source: Path, provid
            "OAUTH_SCOPES": "openid profile", "OPENID_PROVIDER_URL": provider,
            "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "CULTURELENS_SPACE_STORAGE": str(storage), "CULTURELENS_CUBE_SOURCE": str(cube_source)}
+    env = {name: value for name, value in env.items() if name not in without}
     log_path = workdir / "space.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen([str(python), str(ROOT / "app.py")], cwd=workdir, env=env, stdout=log,
@@ -277,3 +291,116 @@ def test_space_without_persistent_storage_says_results_will_not_survive_a_restar
         assert page.get_by_label("Contains (any column)").is_visible()
         assert page.get_by_label("Semantic search over prompts").count() == 0
     assert (tmp_path / ".culturelens" / "queue.sqlite").is_file()
+
+
+# --- issue 50, finding 10: the app-only install says what it cannot do, in one sentence -----------------------------
+def _light_run(python: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python ARGS`` in the light environment, from ``workdir``, with this checkout importable (a Space runs
+    from its repository's folder) and no network."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "HF_HOME": str(workdir / "hf"),
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([str(python), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow  # imports the app's libraries in a fresh interpreter, three times
+def test_no_dead_end_app_only_install_says_in_one_sentence_what_to_install_to_score(light_python, tmp_path):
+    """In the Space's install (requirements.txt: no PyTorch), `culturelens score` as the README writes it, and
+    `culturelens.score` and `culturelens.metrics` as its Python section shows them: one sentence naming what is
+    missing and the install that has it (exit status 2 on the command line), no ModuleNotFoundError traceback, and
+    nothing written."""
+    from benchmark.errors import FULL_INSTALL_MODULES
+
+    example = ROOT / "submissions" / "example"
+    cli = _light_run(light_python, tmp_path, "-m", "culturelens", "score", str(example), "--out", "runs/demo")
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr[-3000:]
+    assert cli.stderr.strip() == (
+        "error: `culturelens score` needs torch, which this install leaves out (requirements.txt installs the "
+        "leaderboard app alone, as a Space does): install the full package from the repository, `pip install -e .` "
+        "in a checkout (or `pip install` the wheel `pip wheel --no-deps .` makes there), then run it again")
+    code = ("import culturelens\nfrom PIL import Image\n"
+            "for call in (lambda: culturelens.score('%s'),\n"
+            "             lambda: culturelens.metrics.CLIPScore()(Image.new('RGB', (8, 8)), 'a')):\n"
+            "    try:\n        call()\n"
+            "    except culturelens.CultureLensError as error:\n"
+            "        print(type(error).__name__, isinstance(error, ModuleNotFoundError), error)\n") % example
+    api = _light_run(light_python, tmp_path, "-c", code)
+    assert api.returncode == 0, api.stderr[-3000:]
+    lines = api.stdout.splitlines()
+    assert [line.split(" needs ")[0] for line in lines] == ["FullInstallNeeded True culturelens.score",
+                                                            "FullInstallNeeded True culturelens.metrics.CLIPScore"]
+    assert all(line.endswith("needs torch, which this install leaves out (requirements.txt installs the leaderboard "
+                             "app alone, as a Space does): install the full package from the repository, `pip "
+                             "install -e .` in a checkout (or `pip install` the wheel `pip wheel --no-deps .` makes "
+                             "there), then run it again") for line in lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no runs/, no .culturelens/
+
+    # What the sentence covers is what the Space's install leaves out: every module of pyproject.toml's
+    # dependencies that requirements.txt does not bring, and none that it does.
+    missing = _light_run(light_python, tmp_path, "-c", "import importlib.util as u; print(' '.join(m for m in %r if "
+                         "u.find_spec(m) is None))" % (FULL_INSTALL_MODULES,))
+    assert missing.stdout.split() == list(FULL_INSTALL_MODULES)
+    brought = set(_closure(_requirements()))
+    for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name = canonicalize_name(Requirement(line).name)
+        if name not in brought:
+            distribution = importlib.metadata.distribution(name)
+            tops = {Path(f).parts[0].removesuffix(".py") for f in distribution.files or ()
+                    if not Path(f).parts[0].endswith((".dist-info", ".libs", ".data")) and Path(f).parts[0] != ".."}
+            assert tops & set(FULL_INSTALL_MODULES), (name, sorted(tops))
+
+
+def test_no_dead_end_space_requirements_pin_the_tested_set():
+    """requirements.txt pins every package a Space installs (the app's, and all they bring) to one version each, and
+    each is the version installed here, where the tests run: a Space rebuilt next year installs the tested set. The
+    second block is exactly what the first brings (none missing, none stale). A failure lists the lines to write."""
+    pins = {}
+    for requirement in _requirements():
+        (pin,) = requirement.specifier
+        assert pin.operator == "==", f"{requirement}: pin one version (==)"
+        pins[canonicalize_name(requirement.name)] = pin.version
+    brought = _closure(_requirements("app"))
+    wanted = {name: distribution.version for name, distribution in brought.items()}
+    assert pins == wanted, "requirements.txt should pin: " + ", ".join(
+        f"{name}=={version}" for name, version in sorted(wanted.items()) if pins.get(name) != version)
+
+
+OAUTH_VARIABLES = ("OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET", "OAUTH_SCOPES", "OPENID_PROVIDER_URL")
+
+
+@pytest.mark.slow
+def test_no_dead_end_space_starts_without_a_traceback_with_or_without_sign_in(light_python, tiny_upstream, tmp_path):
+    """The Space's install started as a Space starts it logs no traceback (Gradio's reloader finds `spaces`), and
+    its Datasets tab names an install that works. The same Space without the OAuth variables (no `hf_oauth: true`)
+    starts too, with no sign-in button: the Submit tab says submissions are closed and what the maintainer sets, a
+    submission gets that answer, and the log says it in one line."""
+    from gradio_client import Client
+
+    from leaderboard.search import NOT_OFFERED
+    from leaderboard.ui.site import SIGN_IN_MISSING
+
+    def texts(url: str) -> str:
+        config = json.loads(urllib.request.urlopen(url + "config", timeout=30).read())
+        return " ".join(str(c.get("props", {}).get("value")) for c in config["components"])
+
+    with _openid_provider() as provider:
+        signed = tmp_path / "signed"
+        signed.mkdir()
+        with _space(light_python, signed, signed / "data", tiny_upstream, provider) as url:
+            shown = texts(url)
+            assert "Sign in with Hugging Face" in shown and SIGN_IN_MISSING not in shown
+            assert NOT_OFFERED in shown and "`pip install -e .` in a checkout" in shown
+            assert "pip install culturelens" not in shown
+        log = (signed / "space.log").read_text()
+        assert "Traceback" not in log and "`spaces` package is required" not in log, log[-3000:]
+
+        bare = tmp_path / "no-oauth"
+        bare.mkdir()
+        with _space(light_python, bare, bare / "data", tiny_upstream, provider, without=OAUTH_VARIABLES) as url:
+            shown = texts(url)
+            assert "Sign in with Hugging Face" not in shown and SIGN_IN_MISSING in shown
+            answer = Client(url, verbose=False).predict(None, "org/generations", api_name="/submit_form")
+            assert answer == f"### Not submitted\n\n{SIGN_IN_MISSING}"
+        log = (bare / "space.log").read_text()
+        assert "Traceback" not in log, log[-3000:]
+        assert "this Space has no Hugging Face sign-in (no OAuth variables): it takes no submissions until its " \
+               "README.md front matter says hf_oauth: true" in log

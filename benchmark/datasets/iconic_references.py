@@ -42,6 +42,9 @@ CONFIG_ALL = "references_all"
 PERTURBATIONS = {"synonym": "references_synonym", "description": "references_description"}
 MODALITIES = {"artwork": "still", "album": "still", "photograph": "still",
               "film": "moving", "tv_series": "moving", "animation": "moving"}
+MODALITY_CLASSES = {"artwork": "Q3305213", "album": "Q482994", "photograph": "Q125191", "film": "Q11424",
+                    "tv_series": "Q5398426", "animation": "Q202866"}
+"""The Wikidata class (P31) of each modality's items: the query runs once per class."""
 MIN_SITELINKS = 20  # kept when sitelinks > 20
 QUERY = Path(__file__).with_name("sparql") / "iconic_references.rq"
 PINS = "pins/iconic-references.json"  # under the downloads folder: a killed build goes on from the pins it made
@@ -216,13 +219,17 @@ def fetch_public(downloads, *, pins: dict | None = None, progress: bool = True) 
     from benchmark.datasets.wikimedia import Commons, ImagePin, Wikidata, fetch_images, file_name
     from benchmark.downloads import Step
 
-    query = QUERY.read_text(encoding="utf-8")
-    query_sha256 = hashlib.sha256(query.encode("utf-8")).hexdigest()
+    template = QUERY.read_text(encoding="utf-8")
+    query_sha256 = hashlib.sha256(template.encode("utf-8")).hexdigest()
     if pins is None:
         kept = downloads.load_json(PINS)
         pins = kept if isinstance(kept, dict) and kept.get("query_sha256") == query_sha256 else None
     if pins is None:
-        rows = records_from_sparql(Wikidata().sparql(query))
+        wikidata = Wikidata()
+        bindings = [row for modality, qid in MODALITY_CLASSES.items()  # one query per class: each within the limit
+                    for row in wikidata.sparql(template.replace("{class}", qid).replace("{modality}", modality),
+                                               what=f"the iconic references' query for {modality} (wd:{qid})")]
+        rows = sorted(records_from_sparql(bindings), key=lambda record: int(record["qid"][1:]))
         names = sorted({file_name(source) for row in rows for source in row["image_sources"]})
         step = Step("iconic-references: Commons files", len(names), enabled=progress)
         try:

@@ -9,10 +9,13 @@
   base holds can be had again, byte for byte, from its revision id. ``plain_text`` turns it into the text a judge
   reads, as the Hugging Face ``wikipedia`` dataset CAIRE's text came from does: templates, references, tables,
   files and categories dropped, links and emphasis reduced to their words.
-- Commons: ``prop=imageinfo`` gives a file's versions (an upload timestamp each), the original's sha1, a
-  thumbnail at most ``THUMB_WIDTH`` pixels wide, and the licence and author of its description page
-  (``extmetadata``). An image is pinned by its file name, version and the sha256 of the bytes used: the same
-  version serving other bytes is refused, naming the file.
+- Commons: ``prop=imageinfo`` gives a file's versions (an upload timestamp each), each version's original file
+  (its address, size, pixels, and its sha1, which Commons states and never changes for a version), and the licence
+  and author of its description page (``extmetadata``). An image is pinned by what Commons itself pins: its file
+  name, version and the original's sha1 (and the sha256 of those bytes, once downloaded). The original is
+  downloaded and checked against them (bytes other than the pinned ones are refused, naming the file), and the copy
+  a dataset holds, at most ``THUMB_WIDTH`` pixels wide, is made from it here (``scaled_copy``): Commons' own
+  thumbnails are not pinned, as Commons may render them again, with other bytes, at the same version.
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ from benchmark.downloads import ChangedBytes, DownloadError, Downloads, Expected
 BATCH = 50  # ids, titles or files per API request (the MediaWiki API's limit for most clients)
 TEXT_BATCH = 20  # pages per request when their wikitext comes along (large answers are cut short sooner)
 THUMB_WIDTH = 1024  # pixels: what the encoders see is far smaller (mSigLIP 384, CLIP 224)
+MAX_ORIGINAL_PIXELS = 64_000_000  # an original larger (a scanned map, a panorama) is left out, as a non-image is:
+MAX_ORIGINAL_BYTES = 64 * 2**20  # ... what a build downloads and decodes is bounded by what Commons states
 COMMONS_FOLDER = "commons"  # under the downloads folder
+SPARQL_SECONDS = 60  # Wikidata's SPARQL service stops a query after this long
+SCALED = f"scaled here to at most {THUMB_WIDTH} px wide (Pillow, Lanczos; as viewed: EXIF orientation applied)"
+"""How a pin's copy is made from its original (``ImagePin.scaled``)."""
 
 
 # --- Wikidata ---------------------------------------------------------------------------------------------------
@@ -112,10 +120,19 @@ class Wikidata:
                 return entity_from_json(data)
         return None
 
-    def sparql(self, query: str) -> list[dict]:
-        """The ``results.bindings`` of a SPARQL query."""
-        answer = get_json(self.sparql_url, {"query": query, "format": "json"}, what="Wikidata's SPARQL service",
-                          timeout=300)
+    def sparql(self, query: str, *, what: str) -> list[dict]:
+        """The ``results.bindings`` of a SPARQL query (``what`` names it in errors). The public service stops a query
+        after 60 seconds and answers a client past its 60 seconds of query time a minute with HTTP 429 and a
+        Retry-After (honoured: ``benchmark.downloads``); the queries of ``sparql/`` are split (one per class) so
+        that each stays within the first, and are sent one at a time, as the service asks."""
+        try:
+            answer = get_json(self.sparql_url, {"query": query, "format": "json"},
+                              what=f"Wikidata's SPARQL service ({what})", timeout=SPARQL_SECONDS + 30)
+        except DownloadError as error:
+            if "HTTP 500" in str(error):  # how the service answers a query it stopped at its limit
+                raise DownloadError(f"{error}: the service stops a query after {SPARQL_SECONDS} seconds; it may be "
+                                    "busy now: build again later") from None
+            raise
         try:
             return answer["results"]["bindings"]
         except (KeyError, TypeError):
@@ -289,8 +306,9 @@ def _html_text(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class ImagePin:
-    """One Commons image as used: the file, its version (upload timestamp), the original's sha1, the address of
-    the bytes used (a thumbnail), their sha256 (None until downloaded), and the file's licence and author."""
+    """One Commons image as used: the file, its version (upload timestamp), the sha1 Commons states for that
+    version's original, the original's address, the sha256 of its bytes (None until downloaded), the file's
+    licence and author, and how the copy used was made from it (``SCALED``)."""
 
     file: str
     version: str
@@ -300,13 +318,22 @@ class ImagePin:
     licence: str | None
     licence_url: str | None
     author: str | None
+    scaled: str = SCALED
+
+    def _path(self, kind: str) -> str:
+        suffix = Path(self.file).suffix.lower() or ".jpg"
+        key = hashlib.sha256(f"{self.file}\n{self.version}".encode()).hexdigest()[:24]
+        return f"{COMMONS_FOLDER}/{key[:2]}/{key}{kind}{suffix}"
 
     @property
     def local(self) -> str:
-        """Where the bytes lie under the downloads folder: one name per (file, version)."""
-        suffix = Path(urllib.parse.urlparse(self.url).path).suffix.lower() or ".jpg"
-        key = hashlib.sha256(f"{self.file}\n{self.version}".encode()).hexdigest()[:24]
-        return f"{COMMONS_FOLDER}/{key[:2]}/{key}{suffix}"
+        """Where the copy used lies under the downloads folder (``scaled_copy``): one name per (file, version)."""
+        return self._path("")
+
+    @property
+    def original(self) -> str:
+        """Where the original's bytes lie under the downloads folder."""
+        return self._path(".original")
 
     @property
     def credit(self) -> str:
@@ -319,7 +346,37 @@ class ImagePin:
 
     @classmethod
     def from_dict(cls, data: dict) -> ImagePin:
+        """A pin as recorded. One recorded before originals were pinned (no ``scaled``) named a Commons thumbnail's
+        address and sha256: its file, version and sha1 still pin the image, the rest is read again."""
+        if not data.get("scaled"):
+            data = {**data, "url": "", "sha256": None, "scaled": SCALED}
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+
+def scaled_copy(original: Path, target: Path) -> None:
+    """The copy a dataset holds of a Commons original (``SCALED``): the original's bytes when it is at most
+    ``THUMB_WIDTH`` pixels wide, else the image as viewed (``benchmark.images.as_viewed``), scaled to that width
+    (Lanczos), saved as a JPEG (quality 95) for a JPEG original, a PNG otherwise. Written whole or not at all."""
+    import shutil
+
+    from PIL import Image
+
+    from benchmark.atomic import atomic_write
+    from benchmark.images import as_viewed
+
+    with Image.open(original) as image:
+        turned = image.getexif().get(0x0112, 1) in (5, 6, 7, 8)  # EXIF orientation: shown a quarter turn round
+        viewed_width, viewed_height = (image.height, image.width) if turned else image.size
+        if viewed_width <= THUMB_WIDTH:
+            atomic_write(target, lambda tmp: shutil.copyfile(original, tmp))
+            return
+        jpeg = image.format == "JPEG"
+        size = (THUMB_WIDTH, max(1, round(viewed_height * THUMB_WIDTH / viewed_width)))
+        if jpeg:  # decoded at the smallest 1/2^k scale still as large as the copy
+            image.draft("RGB", size[::-1] if turned else size)
+        scaled = as_viewed(image).resize(size, Image.Resampling.LANCZOS)
+    atomic_write(target, lambda tmp: scaled.save(tmp, format="JPEG" if jpeg else "PNG",
+                                                **({"quality": 95} if jpeg else {})))
 
 
 def file_name(value: str) -> str:
@@ -341,9 +398,9 @@ class Commons:
         """{file name asked for: its page} of one imageinfo request."""
         answer = get_json(self.api, {
             "action": "query", "prop": "imageinfo", "titles": "|".join(f"File:{t}" for t in titles),
-            "iiprop": "timestamp|sha1|size|mime|url|extmetadata", "iiurlwidth": THUMB_WIDTH,
-            "iiextmetadatafilter": self.META, "iiextmetadatalanguage": "en", "format": "json",
-            "formatversion": "2", **extra}, what="Wikimedia Commons' API")
+            "iiprop": "timestamp|sha1|size|mime|url|extmetadata", "iiextmetadatafilter": self.META,
+            "iiextmetadatalanguage": "en", "format": "json", "formatversion": "2", **extra},
+            what="Wikimedia Commons' API")
         query = answer.get("query", {})
         renamed = {n["from"]: n["to"] for n in query.get("normalized", [])}
         pages = {page["title"]: page for page in query.get("pages", [])}
@@ -354,8 +411,11 @@ class Commons:
         info = (page.get("imageinfo") or [None])[0]
         if not info or not str(info.get("mime", "")).startswith("image/"):
             return None  # missing, or not an image (a PDF, a video)
+        pixels = int(info.get("width") or 0) * int(info.get("height") or 0)
+        if pixels > MAX_ORIGINAL_PIXELS or int(info.get("size") or 0) > MAX_ORIGINAL_BYTES:
+            return None  # too large to download and decode for a 1,024 px copy
         meta = {key: _html_text(value.get("value")) for key, value in info.get("extmetadata", {}).items()}
-        return ImagePin(name, info["timestamp"], info["sha1"], info.get("thumburl") or info["url"], None,
+        return ImagePin(name, info["timestamp"], info["sha1"], info["url"], None,
                         meta.get("LicenseShortName"), meta.get("LicenseUrl"), meta.get("Artist"))
 
     def current(self, names: list[str], step: Step | None = None) -> dict[str, ImagePin]:
@@ -371,7 +431,7 @@ class Commons:
         return found
 
     def version(self, name: str, version: str) -> ImagePin | None:
-        """The file's version uploaded at ``version`` (an older one than the current: its archived thumbnail)."""
+        """The file's version uploaded at ``version`` (an older one than the current: its archived original)."""
         page = self._query([name], iistart=version, iiend=version, iilimit=1)[name]
         pin = self._pin(name, page)
         return pin if pin is not None and pin.version == version else None
@@ -379,20 +439,21 @@ class Commons:
 
 def fetch_images(pins: list[ImagePin], downloads: Downloads, *, what: str, progress: bool = True,
                  refresh_hint: str = "") -> list[ImagePin]:
-    """Every image of ``pins`` in the downloads folder, each pin with its sha256 (the pinned one, verified, or
-    the bytes' own for a pin just made). A pinned file not in the downloads folder is asked for at its pinned
+    """Every image of ``pins`` in the downloads folder: its original, checked against the sha1 Commons states for
+    its pinned version (and the pinned sha256, when there is one), and the copy made from it (``scaled_copy``);
+    each pin with the sha256 of its original. An original not in the downloads folder is asked for at its pinned
     version; bytes other than the pinned ones are refused (ChangedBytes naming the file and version)."""
-    missing = [p for p in pins if not downloads.has(p.local, Expected(sha256=p.sha256))]
+    missing = [p for p in pins if not downloads.has(p.original, Expected(sha1=p.sha1, sha256=p.sha256))]
     by_name: dict[str, ImagePin] = {}
-    pinned = [p.file for p in missing if p.sha256 is not None]
-    if pinned:
-        by_name = Commons().current(sorted(set(pinned)))
+    asked = sorted({p.file for p in missing if p.sha256 is not None or not p.url})
+    if asked:
+        by_name = Commons().current(asked)
     step = Step(f"{what}: images", len(pins), enabled=progress)
     done = []
     try:
         for pin in pins:
             url = pin.url
-            if pin.sha256 is not None and pin in missing:
+            if pin in missing and (pin.sha256 is not None or not pin.url):
                 now = by_name.get(pin.file)
                 if now is None or now.version != pin.version:
                     older = Commons().version(pin.file, pin.version)
@@ -402,14 +463,21 @@ def fetch_images(pins: list[ImagePin], downloads: Downloads, *, what: str, progr
                     now = older
                 url = now.url
             try:
-                path = downloads.file(url, pin.local, what=f"Wikimedia Commons file {pin.file!r}",
-                                      expected=Expected(sha256=pin.sha256), step=step)
+                original = downloads.file(url, pin.original, what=f"Wikimedia Commons file {pin.file!r}",
+                                          expected=Expected(sha1=pin.sha1, sha256=pin.sha256), step=step)
             except ChangedBytes as error:
                 raise ChangedBytes(f"{what}: Wikimedia Commons file {pin.file!r} at its pinned version "
                                    f"{pin.version} now has {error.problem}: the image changed at the same "
                                    f"revision, so it is refused{refresh_hint}") from None
-            if pin.sha256 is None:
-                pin = ImagePin(**{**pin.to_dict(), "sha256": file_digest(path)})
+            copy = downloads.path(pin.local)
+            if not copy.is_file():
+                try:
+                    scaled_copy(original, copy)
+                except (OSError, ValueError) as error:  # Pillow's refusals (a damaged file, a bomb) among them
+                    raise DownloadError(f"{what}: Wikimedia Commons file {pin.file!r} ({pin.version}) cannot be "
+                                        f"read as an image ({type(error).__name__}: {str(error)[:160]})") from None
+            if pin.sha256 is None:  # a pin just made, or recorded before originals were
+                pin = ImagePin(**{**pin.to_dict(), "url": url, "sha256": file_digest(original)})
             done.append(pin)
     finally:
         step.close()

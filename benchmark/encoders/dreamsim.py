@@ -1,7 +1,7 @@
 """DreamSim perceptual embeddings (Fu, Tamir, Sundaram, Chai, Zhang, Dekel, Isola, "DreamSim: Learning New
 Dimensions of Human Visual Similarity using Synthetic Data", NeurIPS 2023, arXiv:2306.09344), the features of
-W1KP's DreamSim_l2 distance. Needs the ``dreamsim`` package (a dependency of culturelens; ``pip install
-culturelens[dreamsim]`` where it was left out); its weights download on first use into ``weights`` (a folder) or
+W1KP's DreamSim_l2 distance. Needs the ``dreamsim`` package (a dependency of culturelens; ``pip install dreamsim``
+where it was left out); its weights download on first use into ``weights`` (a folder) or
 DreamSim's default ``./models``.
 """
 
@@ -28,7 +28,7 @@ class DreamSimBackbone(Backbone):
             from dreamsim import dreamsim
         except ImportError:
             raise BackboneUnavailable(f"backbone {backbone_id!r} needs the package `dreamsim` (a dependency of "
-                                      "culturelens, missing here): pip install 'culturelens[dreamsim]'") from None
+                                      "culturelens, missing here): pip install dreamsim") from None
         try:
             self.model, _ = dreamsim(pretrained=True, device=self.device, cache_dir=spec.weights or "./models",
                                      dreamsim_type=spec.model)

@@ -88,9 +88,26 @@ def _title(name: str) -> str:
     return name[:1].upper() + name[1:]
 
 
-def neighbours_query(classes: list[str], countries: list[str], limit: int) -> str:
-    return (QUERY.read_text(encoding="utf-8").replace("{classes}", " ".join(f"wd:{c}" for c in classes))
+def neighbours_query(cls: str, countries: list[str], limit: int) -> str:
+    """The query of ``sparql/relevance_neighbours.rq`` for one class."""
+    return (QUERY.read_text(encoding="utf-8").replace("{class}", cls)
             .replace("{countries}", ", ".join(f"wd:{c}" for c in countries)).replace("{limit}", str(limit)))
+
+
+def neighbours(wikidata: Wikidata, classes: list[str], countries: list[str], limit: int) -> list[tuple[str, str]]:
+    """(qid, country label) of the ``limit`` best-known items of ``classes`` whose countries are none of
+    ``countries``: one query per class (each within the service's limit), the best-known of their answers kept, in
+    the order one query over every class gives (most sitelinks first, then by item)."""
+    best: dict[str, tuple[int, str, str]] = {}
+    for cls in classes:
+        for row in wikidata.sparql(neighbours_query(cls, countries, limit), what=f"other cultures' items of wd:{cls}"):
+            if "item" not in row or "sitelinks" not in row:
+                continue  # the empty group some engines answer for a class with no such item
+            iri, links = row["item"]["value"], int(row["sitelinks"]["value"])
+            if iri not in best or links > best[iri][0]:
+                best[iri] = (links, iri, row.get("country", {}).get("value", ""))
+    ranked = sorted(best.values(), key=lambda found: (-found[0], found[1]))[:limit]
+    return [(iri.rsplit("/", 1)[-1], country) for _, iri, country in ranked]
 
 
 def _entity_pin(entity: Entity, name: str, role: str, category: str, country: str, prompts: list[str]) -> dict:
@@ -126,22 +143,19 @@ def discover(wanted: list[Wanted], country_qids: list[str], *, progress: bool = 
                 entities[entity.qid] = _entity_pin(entity, w.name, "prompt", w.category, w.country, list(w.prompts))
     finally:
         step.close()
-    classes, neighbours = {}, {}
+    classes, found = {}, {}
     for category in sorted({w.category for w in wanted}):
         counted = Counter(c for e in entities.values() if e["category"] == category for c in resolved[e["qid"]].classes)
         classes[category] = [c for c, _ in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))][
             :CLASSES_PER_CATEGORY]
-        rows = wikidata.sparql(neighbours_query(classes[category], country_qids, NEIGHBOURS_PER_CATEGORY)) \
-            if classes[category] else []
-        neighbours[category] = [(r["item"]["value"].rsplit("/", 1)[-1], r.get("country", {}).get("value", ""))
-                                for r in rows]
-    others = sorted({qid for rows in neighbours.values() for qid, _ in rows} - set(entities))
+        found[category] = neighbours(wikidata, classes[category], country_qids, NEIGHBOURS_PER_CATEGORY)
+    others = sorted({qid for rows in found.values() for qid, _ in rows} - set(entities))
     step = Step("relevance-kb: Wikidata items of other cultures", len(others), enabled=progress, unit="item")
     try:
         resolved.update(wikidata.entities(others, step))
     finally:
         step.close()
-    for category, rows in neighbours.items():
+    for category, rows in found.items():
         for qid, country in rows:
             if qid not in entities and qid in resolved:
                 entities[qid] = _entity_pin(resolved[qid], qid, "neighbour", category, country, [])

@@ -2,11 +2,15 @@
 
 A validated submission keeps no image file: its images are the rows of a few Parquet files,
 ``data/images-00000-of-00003.parquet`` ... (``layout.shard_name``), each at most ``max_shard_bytes``, in
-(prompt_id, seed) order, with the columns ``prompt_id``, ``seed``, ``image`` (``{"bytes", "path"}``, as
-``datasets.Image()`` stores an image: the file's bytes as submitted and its name in the submission,
-``images/<prompt_id>/<seed>.<ext>``), ``sha256`` (of the bytes), ``width`` and ``height`` (as a viewer shows
-the image). The Hugging Face features metadata sits in the Parquet schema, so ``load_dataset("parquet",
-data_files=...)`` (or ``load_dataset(folder)``) decodes the images. A CUBE-1K submission at 10 seeds (9,920
+(prompt_id, seed) order, with the columns ``submission_id`` (the store's id of the submission, the key its queue
+record and results carry; null outside a store), ``part`` (a suite submission's part; null for a plain one),
+``prompt_id``, ``seed``, ``image`` (``{"bytes", "path"}``, as ``datasets.Image()`` stores an image: the file's bytes
+as submitted and its name in the submission, ``images/<prompt_id>/<seed>.<ext>``), ``sha256`` (of the bytes),
+``width`` and ``height`` (as a viewer shows the image). Shards written before they named their submission get the
+two columns when the Hub mirror publishes them (``stamp``), so that a requests repo's ``images`` config is one
+table that joins its ``requests`` config and the results by ``submission_id``. The Hugging Face features metadata
+sits in the Parquet schema, so ``load_dataset("parquet", data_files=...)`` (or ``load_dataset(folder)``) decodes the
+images. A CUBE-1K submission at 10 seeds (9,920
 images of ~1.5 MB, 15 GB) is 8 files of 2 GiB instead of 9,920 (the Hub advises < 10,000 files a folder).
 
 - ``write_shards``: the writer, streaming (one row group of at most ``ROWS_PER_GROUP`` images and
@@ -89,6 +93,7 @@ def schema() -> pa.Schema:
     import datasets
 
     return datasets.Features({
+        "submission_id": datasets.Value("string"), "part": datasets.Value("string"),
         "prompt_id": datasets.Value("string"), "seed": datasets.Value("int64"), "image": datasets.Image(),
         "sha256": datasets.Value("string"), "width": datasets.Value("int64"), "height": datasets.Value("int64"),
     }).arrow_schema
@@ -98,8 +103,9 @@ def schema() -> pa.Schema:
 class _Writer:
     """Fills shards in order, a row group at a time, each file within ``max_shard_bytes``."""
 
-    def __init__(self, folder: Path, max_shard_bytes: int, rows_per_group: int, max_group_bytes: int):
-        self.folder, self.max_shard_bytes = folder, max_shard_bytes
+    def __init__(self, folder: Path, max_shard_bytes: int, rows_per_group: int, max_group_bytes: int,
+                 ids: dict[str, str | None]):
+        self.folder, self.max_shard_bytes, self.ids = folder, max_shard_bytes, ids
         self.rows_per_group, self.max_group_bytes = rows_per_group, max_group_bytes
         self.files: list[Path] = []
         self.sink: pa.OSFile | None = None
@@ -138,9 +144,9 @@ class _Writer:
                                            compression={c: "none" if c == "image.bytes" else "snappy"
                                                         for c in [*_SMALL_COLUMNS, "image.bytes"]},
                                            write_statistics=["prompt_id", "seed", "sha256"])
-        table = pa.Table.from_pylist([{"prompt_id": r.prompt_id, "seed": r.seed, "image": {"bytes": d, "path": r.path},
-                                       "sha256": r.sha256, "width": r.width, "height": r.height}
-                                      for r, d in self.pending], schema=schema())
+        table = pa.Table.from_pylist([{**self.ids, "prompt_id": r.prompt_id, "seed": r.seed,
+                                       "image": {"bytes": d, "path": r.path}, "sha256": r.sha256, "width": r.width,
+                                       "height": r.height} for r, d in self.pending], schema=schema())
         self.writer.write_table(table, row_group_size=len(table))
         self.groups += 1
         self.pending, self.pending_bytes = [], 0
@@ -166,12 +172,15 @@ class _Writer:
 
 
 def write_shards(folder: Path, rows: Iterable[tuple[ImageRecord, bytes]], *, max_shard_bytes: int = MAX_SHARD_BYTES,
-                 rows_per_group: int = ROWS_PER_GROUP, max_group_bytes: int = MAX_GROUP_BYTES) -> list[str]:
+                 rows_per_group: int = ROWS_PER_GROUP, max_group_bytes: int = MAX_GROUP_BYTES,
+                 submission_id: str | None = None, part: str | None = None) -> list[str]:
     """Write ``rows`` (an image's record and its bytes, in the order the shards keep) as the shards of the
-    submission ``folder``: ``folder/data/`` appears at once (``atomic_folder``; FileExistsError if it exists).
-    Returns the shards' names, relative to ``folder``. Holds one row group in memory at a time."""
+    submission ``folder`` (``submission_id`` and ``part`` in every row: see the module): ``folder/data/`` appears
+    at once (``atomic_folder``; FileExistsError if it exists). Returns the shards' names, relative to ``folder``.
+    Holds one row group in memory at a time."""
     with atomic_folder(Path(folder) / DATA_DIR) as tmp:
-        writer = _Writer(tmp, max_shard_bytes, rows_per_group, max_group_bytes)
+        writer = _Writer(tmp, max_shard_bytes, rows_per_group, max_group_bytes,
+                         {"submission_id": submission_id, "part": part})
         try:
             for record, data in rows:
                 writer.add(record, data)
@@ -179,6 +188,32 @@ def write_shards(folder: Path, rows: Iterable[tuple[ImageRecord, bytes]], *, max
         except BaseException:
             writer.abort()
             raise
+
+
+def stamp(folder: Path, submission_id: str, part: str | None) -> int:
+    """Give the shards of the validated submission ``folder`` the ``submission_id`` and ``part`` columns where they
+    lack them (written before shards named their submission), each shard rewritten a row group at a time with its
+    rows, bytes and row groups as they were, and replaced whole (a reader of the old file reads on). Returns the
+    shards rewritten (0 when every shard has the columns)."""
+    rewritten = 0
+    for path in SubmissionLayout(Path(folder)).shards:
+        old = pq.ParquetFile(path)
+        if old.schema_arrow.get_field_index("submission_id") >= 0:
+            continue
+        part_path = path.with_name(f".stamp-{path.name}")
+        with pq.ParquetWriter(part_path, schema(), use_dictionary=False,
+                              compression={c: "none" if c == "image.bytes" else "snappy"
+                                           for c in [*_SMALL_COLUMNS, "image.bytes"]},
+                              write_statistics=["prompt_id", "seed", "sha256"]) as writer:
+            for group in range(old.num_row_groups):
+                table = old.read_row_group(group)
+                ids = {"submission_id": pa.array([submission_id] * len(table), pa.string()),
+                       "part": pa.array([part] * len(table), pa.string())}
+                writer.write_table(pa.table({**ids, **{name: table.column(name) for name in table.column_names}})
+                                   .cast(schema()), row_group_size=len(table))
+        os.replace(part_path, path)
+        rewritten += 1
+    return rewritten
 
 
 # --- reading a validated submission -------------------------------------------------------------------------------

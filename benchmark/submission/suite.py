@@ -101,10 +101,11 @@ class SuiteReport:
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, *, submission_id: str | None = None) -> Path:
         """Keep the staged copy of an accepted suite submission at ``target``: each part as ``Report.keep``
-        keeps a submission (Parquet shards of at most ``max_shard_bytes``, and image table) under
-        ``target/parts/<part>``, all published together (a reader sees every part or none)."""
+        keeps a submission (Parquet shards of at most ``max_shard_bytes`` naming ``submission_id`` and the part,
+        and image table) under ``target/parts/<part>``, all published together (a reader sees every part or
+        none)."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged suite submission can be kept")
         staged = self.folder
@@ -113,7 +114,7 @@ class SuiteReport:
             (kept / PARTS_DIR).mkdir()
         try:
             for name, report in self.parts.items():
-                report.keep(kept / part_folder(name), max_shard_bytes)
+                report.keep(kept / part_folder(name), max_shard_bytes, submission_id=submission_id, part=name)
             with storing():
                 publish(kept, target)
         except BaseException:

@@ -102,12 +102,13 @@ class Report:
             parts.append(_count(other, "other problem"))
         return "REJECTED: " + "; ".join(parts)
 
-    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, *, submission_id: str | None = None,
+             part: str | None = None) -> Path:
         """Move the staged copy of an accepted submission to ``target``: its manifest, its images as Parquet
-        shards in (prompt, seed) order (``shards.write_shards``, each at most ``max_shard_bytes``; the image
-        files are removed as the shards replace them) and its image list (``images.parquet``: prompt_id, seed,
-        path, sha256, width, height). If our disk fails meanwhile, the staged copy is removed and ServerFault
-        raised."""
+        shards in (prompt, seed) order (``shards.write_shards``, each at most ``max_shard_bytes``, each row naming
+        ``submission_id`` and ``part``, a store's; the image files are removed as the shards replace them) and its
+        image list (``images.parquet``: prompt_id, seed, path, sha256, width, height). If our disk fails meanwhile,
+        the staged copy is removed and ServerFault raised."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged submission can be kept")
         images = sorted(self.images, key=lambda i: (i.prompt_id, i.seed))
@@ -116,7 +117,7 @@ class Report:
         try:
             with storing():
                 write_shards(folder, ((i, (folder / i.path).read_bytes()) for i in images),
-                             max_shard_bytes=max_shard_bytes)
+                             max_shard_bytes=max_shard_bytes, submission_id=submission_id, part=part)
                 shutil.rmtree(folder / IMAGES_DIR)
                 # Written last: its presence marks a validated folder (SubmissionLayout.is_validated).
                 pq.write_table(table, SubmissionLayout(folder).images_table)

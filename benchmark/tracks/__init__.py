@@ -19,7 +19,7 @@ from types import ModuleType
 
 from benchmark.errors import CultureLensError
 from benchmark.settings import TRACK_PATH, Setting, Settings
-from benchmark.track import MetricsUnavailable, Paper, Track, Unavailable
+from benchmark.track import MetricUnavailable, Paper, Track, Unavailable
 
 # Settings more than one track reads: recognition and alignment (awareness, iconicity) and image quality
 # (awareness, and the s of CUBE's Eq. 3 in diversity).
@@ -111,7 +111,7 @@ def build(settings: Settings | None = None, backbones: dict | None = None, track
             continue
         try:
             metrics += track.metrics(settings, backbones)
-        except MetricsUnavailable as why:
+        except MetricUnavailable as why:
             unavailable.append(Unavailable(why.name, name, str(why)))
     return metrics, unavailable
 
@@ -119,13 +119,13 @@ def build(settings: Settings | None = None, backbones: dict | None = None, track
 def select(metrics: list, unavailable: list[Unavailable], tracks: Iterable[str] | None
            ) -> tuple[list, dict[str, str]]:
     """The metrics of the given tracks (all when None) and {metric: reason} for those of them that cannot run.
-    ``MetricsUnavailable`` if a requested track has no metric that can run, with the reasons."""
+    ``MetricUnavailable`` if a requested track has no metric that can run, with the reasons."""
     if tracks:
         tracks = list(tracks)
         for track in tracks:
             if not any(m.info.track == track for m in metrics):
                 reasons = [f"{u.name}: {u.reason}" for u in unavailable if u.track == track]
-                raise MetricsUnavailable(track, f"no metric of track {track!r} can run: " + "; ".join(reasons))
+                raise MetricUnavailable(track, f"no metric of track {track!r} can run: " + "; ".join(reasons))
         metrics = [m for m in metrics if m.info.track in tracks]
         unavailable = [u for u in unavailable if u.track in tracks]
     return metrics, {u.name: u.reason for u in unavailable}

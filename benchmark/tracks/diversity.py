@@ -11,7 +11,7 @@ from benchmark.datasets.names import CUBE_DIVERSITY, CUBE_DIVERSITY_SEEDS
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.settings import Setting, positive_int
-from benchmark.track import MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.track import MetricUnavailable, Papers, Protocol, Track, Verb
 from benchmark.papers import CUBE
 from benchmark.tracks.papers import cube
 
@@ -40,7 +40,7 @@ def metrics(settings, backbones) -> list:
     from benchmark.tagging import ArtifactIndex, VLMTagger
 
     if not settings.artifact_index:
-        raise MetricsUnavailable("diversity", (
+        raise MetricUnavailable("diversity", (
             f"no artifact index: pass --artifact-index DIR or set {ENV_ARTIFACT_INDEX} (build one with "
             "`culturelens artifact-index`; see README, 'Diversity')"))
     try:
@@ -48,7 +48,7 @@ def metrics(settings, backbones) -> list:
         tagger = index if settings.diversity_tagger == "index" else \
             VLMTagger.from_pretrained(index, settings.diversity_tagger)
     except (ValueError, OSError) as error:  # an index or a VLM that cannot be read: the message names it
-        raise MetricsUnavailable("diversity", str(error)) from None
+        raise MetricUnavailable("diversity", str(error)) from None
     return diversity.metrics(tagger, clip=index.backbone_id, quality=settings.quality_backbone,
                              q=settings.vendi_q, size=settings.diversity_n, draws=settings.diversity_draws,
                              sampling=settings.diversity_sampling)

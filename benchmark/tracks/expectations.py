@@ -16,7 +16,7 @@ from benchmark.datasets import names
 from benchmark.errors import CultureLensError
 from benchmark.progress import quiet_datasets
 from benchmark.settings import Setting
-from benchmark.track import MetricsUnavailable, Protocol, Track, Verb
+from benchmark.track import MetricUnavailable, Protocol, Track, Verb
 from benchmark.tracks.papers.culturalframes import EXPECTATIONS
 
 ENV_EXPECTATIONS_JUDGE = "CULTURELENS_EXPECTATIONS_JUDGE"
@@ -40,13 +40,13 @@ def metrics(settings, backbones) -> list:
     from benchmark.metrics import expectations
 
     if not settings.expectations_judge:
-        raise MetricsUnavailable("expectations", (
+        raise MetricUnavailable("expectations", (
             f"no judge: pass --expectations-judge HUB_ID_OR_FOLDER (the headline protocol's: {PROTOCOL_JUDGE}) or "
             f"set {ENV_EXPECTATIONS_JUDGE} (see README, 'Expectations')"))
     try:
         judge = VLMJudge(settings.expectations_judge)
     except (JudgeUnavailable, ValueError, OSError) as error:  # the message names the model and how to provide it
-        raise MetricsUnavailable("expectations", str(error)) from None
+        raise MetricUnavailable("expectations", str(error)) from None
     return expectations.metrics(ExpectationsJudge(judge))
 
 

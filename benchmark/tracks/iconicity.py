@@ -11,7 +11,7 @@ from benchmark.datasets.names import ICONIC_REFERENCES
 from benchmark.errors import CultureLensError
 from benchmark.metrics.crt_protocol import CRT_FROM_MEANS, TAU_PATCH, VARIANTS, crt_from_means
 from benchmark.settings import Setting
-from benchmark.track import Chart, DetailPicture, FromMeans, MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.track import Chart, DetailPicture, FromMeans, MetricUnavailable, Papers, Protocol, Track, Verb
 from benchmark.papers import CRT
 from benchmark.tracks.papers import crt
 
@@ -44,7 +44,7 @@ def protocol(settings):
                                   tau_moving=settings.tau_moving, comparison=settings.crt_comparison,
                                   tau_patch=settings.tau_patch)
     except ValueError as error:
-        raise MetricsUnavailable("iconicity", str(error)) from None
+        raise MetricUnavailable("iconicity", str(error)) from None
 
 
 def metrics(settings, backbones) -> list:

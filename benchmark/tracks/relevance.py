@@ -11,7 +11,7 @@ from benchmark import settings as declared
 from benchmark.errors import CultureLensError
 from benchmark.papers import CAIRE
 from benchmark.settings import Setting, positive_int
-from benchmark.track import MetricsUnavailable, Papers, Protocol, Track, Verb
+from benchmark.track import MetricUnavailable, Papers, Protocol, Track, Verb
 
 ENV_RELEVANCE_KB = "CULTURELENS_RELEVANCE_KB"
 PROTOCOL_JUDGE = "Qwen/Qwen2.5-VL-7B-Instruct"  # CAIRE's open judge (Table 2, CAIRE-Qwen), the headline protocol's
@@ -47,7 +47,7 @@ def metrics(settings, backbones) -> list:
     from benchmark.relevance.kb import KnowledgeBase
 
     if not settings.relevance_kb:
-        raise MetricsUnavailable("relevance", (
+        raise MetricUnavailable("relevance", (
             f"no knowledge base: pass --relevance-kb DIR or set {ENV_RELEVANCE_KB} (build one with "
             "`culturelens kb-index`; see README, 'Relevance')"))
     try:
@@ -57,7 +57,7 @@ def metrics(settings, backbones) -> list:
         else:
             judge = VLMJudge(settings.relevance_judge)
     except (BackboneUnavailable, JudgeUnavailable, ValueError, OSError) as error:  # the message names what failed
-        raise MetricsUnavailable("relevance", str(error)) from None
+        raise MetricUnavailable("relevance", str(error)) from None
     return relevance.metrics((), kb, judge, k=settings.relevance_k, linking=settings.relevance_linking,
                              label_case=settings.relevance_label_case, text_chars=settings.relevance_text_chars)
 

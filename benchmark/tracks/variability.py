@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmark.settings import Setting
-from benchmark.track import Chart, MetricsUnavailable, Papers, Protocol, Track
+from benchmark.track import Chart, MetricUnavailable, Papers, Protocol, Track
 from benchmark.papers import W1KP
 
 ENV_W1KP_CALIBRATION = "CULTURELENS_W1KP_CALIBRATION"
@@ -22,13 +22,13 @@ def metrics(settings, backbones) -> list:
     from benchmark.metrics.variability import W1KP, Calibration
 
     if not settings.w1kp_calibration:
-        raise MetricsUnavailable("w1kp", (
+        raise MetricUnavailable("w1kp", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
             "(an .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt; see README, 'Variability')"))
     try:  # a file that is no calibration, or one fitted for another backbone: the message says which
         return [W1KP(Calibration.load(settings.w1kp_calibration), settings.w1kp_backbone, settings.w1kp_variant)]
     except ValueError as error:
-        raise MetricsUnavailable("w1kp", str(error)) from None
+        raise MetricUnavailable("w1kp", str(error)) from None
 
 
 def reusability_curves(aggregates, curves):

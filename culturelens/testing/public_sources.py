@@ -1,7 +1,12 @@
 """A stand-in for every public service ``culturelens suite build`` reads, on 127.0.0.1, answering in each real API's
 format: Wikidata's ``wbgetentities`` and SPARQL JSON, Wikipedia's ``action=query&prop=revisions``, Commons'
 ``prop=imageinfo`` (with ``extmetadata`` licence and author), the Hugging Face Hub's dataset revision and file API,
-and GitHub's raw files. A test fills it with stand-in items, pages, images and files, points the settings at it
+and GitHub's raw files.
+
+Its SPARQL endpoint runs each query (rdflib, with the prefixes Wikidata's service predefines) over the items as
+Wikidata's RDF states them, and bounds it as the public service does (``SparqlLimits``): a query past its budget is
+stopped and answered as a query past the public service's 60 seconds is, and a client past its budget of the window
+is answered 429 with a Retry-After. A test fills it with stand-in items, pages, images and files, points the settings at it
 (``env``: the ``CULTURELENS_*`` variables and ``HF_ENDPOINT``), and reads back every request it was sent
 (``requests``), so that nothing reaches the network and the download code's behaviour can be counted.
 
@@ -23,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Item:
     """A Wikidata item: English label and description, images (P18 file names), classes (P31), countries (P495),
-    English Wikipedia title, revision and sitelink count."""
+    English Wikipedia title, revision, sitelink count and inception (P571, a time value)."""
 
     qid: str
     label: str
@@ -34,6 +39,24 @@ class Item:
     countries: tuple[str, ...] = ()
     revision: int = 1
     sitelinks: int = 30
+    inception: str | None = None
+
+
+@dataclass(frozen=True)
+class SparqlLimits:
+    """What the public SPARQL service bounds (Wikidata's: a query stopped after 60 s, a client given 60 s of query
+    time a minute and answered HTTP 429 with a Retry-After beyond it), in the stand-in's unit of work, the triples a
+    query visits: ``query``, what one query may visit before it is stopped (HTTP 500 with the service's
+    java.util.concurrent.TimeoutException); ``window``, what one client (address and User-Agent) may visit in
+    ``seconds``. None: no bound."""
+
+    query: int | None = None
+    window: int | None = None
+    seconds: float = 60.0
+
+
+class SparqlTimeout(Exception):
+    """A query visited more triples than ``SparqlLimits.query``: stopped, as the public service stops one."""
 
 
 @dataclass
@@ -53,7 +76,11 @@ class Page:
 
 @dataclass
 class CommonsFile:
-    """A Commons file (one version): its bytes, upload timestamp, licence and author (HTML, as Commons gives it)."""
+    """A Commons file (one version): its original's bytes, upload timestamp, licence and author (HTML, as Commons
+    gives it). ``sha1``: what Commons states for the version (default: its bytes' own; a test gives the version's
+    true sha1 while serving other bytes). Commons also serves a thumbnail at most 1,024 px wide, rendered on its
+    side: ``renders`` counts its renderings, each of other bytes (Commons may render a thumbnail again at the same
+    version)."""
 
     name: str
     data: bytes
@@ -61,14 +88,41 @@ class CommonsFile:
     licence: str = "CC BY-SA 4.0"
     author: str = '<a href="//commons.wikimedia.org/wiki/User:Ann">Ann</a>'
     mime: str = "image/png"
+    sha1: str | None = None
+    renders: int = 0
+
+    def size(self) -> tuple[int, int]:
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.data)) as image:
+            return image.size
+
+    def thumbnail(self) -> bytes:
+        """Commons' 1,024 px rendering, as rendered the ``renders``-th time (a PNG with that count in a text chunk)."""
+        import io
+
+        from PIL import Image, PngImagePlugin
+
+        with Image.open(io.BytesIO(self.data)) as image:
+            image.thumbnail((1024, 1024 * image.height // max(1, image.width)))
+            info = PngImagePlugin.PngInfo()
+            info.add_text("rendering", str(self.renders))
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG", pnginfo=info)
+        return buffer.getvalue()
 
 
 @dataclass
 class HubRepo:
-    """A Hub dataset repo at one commit (what ``main`` names)."""
+    """A Hub dataset repo at one commit (what ``main`` names). ``gated``: the token of the one account that accepted
+    its conditions; its files are then served only to a request bearing it (401 without a token, 403 with another),
+    as the Hub serves a gated dataset: its listing stays public."""
 
     commit: str
     files: dict[str, bytes]
+    gated: str | None = None
 
 
 @dataclass
@@ -103,17 +157,19 @@ def _entity(item: Item) -> dict:
 
 class PublicSources:
     """The stand-in server. ``items``, ``pages`` (by title), ``files`` (by name), ``hub`` (by repo id) and ``raw``
-    (GitHub paths) are what it serves; ``iconic_rows`` the SPARQL bindings of the iconic references' query;
-    ``country_labels`` the English labels of country items."""
+    (GitHub paths) are what it serves; ``country_labels`` the English labels of country items; ``sparql`` how its
+    SPARQL endpoint bounds queries. ``requests`` records every request, a SPARQL one with the ``work`` it cost."""
 
-    def __init__(self, *, items=(), pages=(), files=(), iconic_rows=(), hub=None, raw=None, country_labels=None):
+    def __init__(self, *, items=(), pages=(), files=(), hub=None, raw=None, country_labels=None,
+                 sparql: SparqlLimits = SparqlLimits()):
         self.items = {i.qid: i for i in items}
         self.pages = {p.title: p for p in pages}
         self.files = {f.name: f for f in files}
-        self.iconic_rows = list(iconic_rows)
         self.hub = dict(hub or {})
         self.raw = dict(raw or {})
         self.country_labels = dict(country_labels or {})
+        self.sparql_limits = sparql
+        self._spent: dict[tuple[str, str], list[tuple[float, int]]] = {}  # client -> (when, work) in the window
         self.requests: list[dict] = []
         self.holds: list[Hold] = []
         self._lock = threading.Lock()
@@ -174,9 +230,10 @@ class PublicSources:
         return hold
 
     def downloads(self) -> list[dict]:
-        """The file downloads asked for (Commons images, Hub files, GitHub files), in order, with their Range."""
+        """The file downloads asked for (Commons images, Hub files and where the Hub sends large ones, GitHub
+        files), in order, with their Range and Authorization."""
         return [r for r in self.requests if r["method"] == "GET" and (
-            r["path"].startswith(("/upload/", "/raw/")) or "/resolve/" in r["path"])]
+            r["path"].startswith(("/upload/", "/raw/", "/cdn/")) or "/resolve/" in r["path"])]
 
     def api_calls(self) -> list[dict]:
         """The API requests (Wikidata, SPARQL, Wikipedia, Commons, the Hub's revision API)."""
@@ -189,26 +246,31 @@ class PublicSources:
     def _answer(self, handler: BaseHTTPRequestHandler, body: bool) -> None:
         parsed = urllib.parse.urlparse(handler.path)
         path, params = urllib.parse.unquote(parsed.path), dict(urllib.parse.parse_qsl(parsed.query))
+        record = {"method": handler.command, "path": path, "params": params, "range": handler.headers.get("Range"),
+                  "authorization": handler.headers.get("Authorization")}
         with self._lock:
-            self.requests.append({"method": handler.command, "path": path, "params": params,
-                                  "range": handler.headers.get("Range")})
+            self.requests.append(record)
         if handler.command == "HEAD":
             return self._send(handler, 200, b"", "text/plain", body=False)
         try:
             if path == "/wikidata/w/api.php":
                 return self._json(handler, self._wikidata(params))
             if path == "/sparql":
-                return self._json(handler, self._sparql(params["query"]))
+                return self._sparql(handler, params["query"], record)
             if path == "/wikipedia/w/api.php":
                 return self._json(handler, self._wikipedia(params))
             if path == "/commons/w/api.php":
                 return self._json(handler, self._commons(params))
+            if path.startswith("/upload/thumb/") and path.split("/")[3] in self.files:
+                return self._bytes(handler, path, self.files[path.split("/")[3]].thumbnail())
             if path.startswith("/upload/") and path[len("/upload/"):] in self.files:
                 return self._bytes(handler, path, self.files[path[len("/upload/"):]].data)
             if path.startswith("/raw/") and path[len("/raw/"):] in self.raw:
                 return self._bytes(handler, path, self.raw[path[len("/raw/"):]])
             if path.startswith("/hub/"):
                 return self._hub(handler, path[len("/hub"):])
+            if path.startswith("/cdn/") and path[len("/cdn/"):] in self._lfs():
+                return self._bytes(handler, path, self._lfs()[path[len("/cdn/"):]])
         except KeyError as error:
             return self._send(handler, 400, f"bad request: {error}".encode(), "text/plain")
         self._send(handler, 404, b"not found", "text/plain")
@@ -263,21 +325,73 @@ class PublicSources:
                                                                                  "missing": ""}
         return {"entities": found, "success": 1}
 
-    def _sparql(self, query: str) -> dict:
-        if "iconic" in query.split("\n", 1)[0].lower():
-            return {"head": {"vars": ["item", "itemLabel", "modality", "sitelinks", "image", "revision"]},
-                    "results": {"bindings": self.iconic_rows}}
-        classes = set(re.findall(r"wd:(Q\d+)", re.search(r"VALUES \?class \{([^}]*)\}", query).group(1)))
-        excluded = set(re.findall(r"wd:(Q\d+)", re.search(r"\?own IN \(([^)]*)\)", query).group(1)))
-        limit = int(re.search(r"LIMIT (\d+)", query).group(1))
-        found = [i for i in self.items.values() if set(i.classes) & classes and i.images and i.enwiki
-                 and i.countries and not set(i.countries) & excluded]
-        found.sort(key=lambda i: (-i.sitelinks, i.qid))
-        return {"head": {"vars": ["item", "sitelinks", "country"]}, "results": {"bindings": [
-            {"item": {"type": "uri", "value": f"http://www.wikidata.org/entity/{i.qid}"},
-             "sitelinks": {"type": "literal", "value": str(i.sitelinks)},
-             "country": {"type": "literal", "xml:lang": "en", "value": self.country_labels.get(i.countries[0], "")}}
-            for i in found[:limit]]}}
+    def _graph(self):
+        """The items as Wikidata's RDF states them (truthy statements, sitelinks, revision, English labels, English
+        Wikipedia articles), as a graph that counts the triples a query visits and stops it past its budget."""
+        from rdflib import Graph, Literal, Namespace, URIRef
+        from rdflib.namespace import RDFS, XSD
+
+        wd, wdt = Namespace("http://www.wikidata.org/entity/"), Namespace("http://www.wikidata.org/prop/direct/")
+        wikibase, schema = Namespace("http://wikiba.se/ontology#"), Namespace("http://schema.org/")
+        budget = self.sparql_limits.query
+
+        class Counted(Graph):
+            visited = 0
+
+            def triples(self, pattern):
+                for triple in super().triples(pattern):
+                    Counted.visited += 1
+                    if budget is not None and Counted.visited > budget:
+                        raise SparqlTimeout()
+                    yield triple
+
+        graph = Counted()
+        for item in self.items.values():
+            node = wd[item.qid]
+            graph.add((node, RDFS.label, Literal(item.label, lang="en")))
+            graph.add((node, wikibase.sitelinks, Literal(item.sitelinks, datatype=XSD.integer)))
+            graph.add((node, schema.version, Literal(item.revision, datatype=XSD.integer)))
+            for name in item.images:
+                graph.add((node, wdt.P18, URIRef("http://commons.wikimedia.org/wiki/Special:FilePath/"
+                                                 + urllib.parse.quote(name))))
+            graph.addN((node, wdt.P31, wd[q], graph) for q in item.classes)
+            graph.addN((node, wdt.P495, wd[q], graph) for q in item.countries)
+            if item.inception:
+                graph.add((node, wdt.P571, Literal(item.inception, datatype=XSD.dateTime)))
+            if item.enwiki:
+                article = URIRef("https://en.wikipedia.org/wiki/" + urllib.parse.quote(item.enwiki.replace(" ", "_")))
+                graph.add((article, schema.about, node))
+                graph.add((article, schema.isPartOf, URIRef("https://en.wikipedia.org/")))
+        for qid, label in self.country_labels.items():
+            graph.add((wd[qid], RDFS.label, Literal(label, lang="en")))
+        prefixes = {"wd": wd, "wdt": wdt, "wikibase": wikibase, "schema": schema, "rdfs": RDFS, "xsd": XSD}
+        return graph, Counted, prefixes
+
+    def _sparql(self, handler, query: str, record: dict) -> None:
+        """The query run over the items, within the limits (``SparqlLimits``); its cost kept in its ``record``."""
+        import math
+        import time
+
+        limits, client = self.sparql_limits, (handler.client_address[0], handler.headers.get("User-Agent", ""))
+        now = time.monotonic()
+        with self._lock:
+            spent = [(when, work) for when, work in self._spent.get(client, []) if when > now - limits.seconds]
+            self._spent[client] = spent
+        if limits.window is not None and spent and sum(work for _, work in spent) >= limits.window:
+            wait = max(1, math.ceil(spent[0][0] + limits.seconds - now))
+            return self._send(handler, 429, b"Too Many Requests", "text/plain", headers={"Retry-After": str(wait)})
+        graph, counted, prefixes = self._graph()
+        try:
+            answer = graph.query(query, initNs=prefixes).serialize(format="json")
+            status = 200
+        except SparqlTimeout:
+            answer, status = b"java.util.concurrent.TimeoutException", 500
+        with self._lock:
+            self._spent[client].append((time.monotonic(), counted.visited))  # spent by the time it answers
+            record["work"] = counted.visited
+        if status != 200:
+            return self._send(handler, status, answer, "text/plain")
+        self._send(handler, 200, answer, "application/sparql-results+json")
 
     def _wikipedia(self, params: dict) -> dict:
         def page(p: Page, revid: int | None = None) -> dict:
@@ -310,12 +424,13 @@ class PublicSources:
                 pages.append({"ns": 6, "title": title, "missing": True, "known": ""} if f is None else
                              {"ns": 6, "title": title, "imagerepository": "local"})
                 continue
-            url = self.file_url(name)
+            url, (width, height), quoted = self.file_url(name), f.size(), urllib.parse.quote(name)
+            thumb = {"thumburl": f"{self.url}/upload/thumb/{quoted}/1024px-{quoted}", "thumbwidth": min(width, 1024),
+                     "thumbheight": height * min(width, 1024) // width} if "iiurlwidth" in params else {}
             pages.append({"ns": 6, "title": title, "imagerepository": "local", "imageinfo": [{
-                "timestamp": f.timestamp, "size": len(f.data), "width": 64, "height": 64, "thumburl": url,
-                "thumbwidth": 64, "thumbheight": 64, "url": url,
+                "timestamp": f.timestamp, "size": len(f.data), "width": width, "height": height, **thumb, "url": url,
                 "descriptionurl": f"https://commons.wikimedia.org/wiki/File:{urllib.parse.quote(name)}",
-                "sha1": hashlib.sha1(f.data).hexdigest(), "mime": f.mime, "extmetadata": {
+                "sha1": f.sha1 or hashlib.sha1(f.data).hexdigest(), "mime": f.mime, "extmetadata": {
                     "LicenseShortName": {"value": f.licence, "source": "commons-desc-page", "hidden": ""},
                     "Artist": {"value": f.author, "source": "commons-desc-page"},
                     "LicenseUrl": {"value": "https://creativecommons.org/licenses/by-sa/4.0",
@@ -340,6 +455,19 @@ class PublicSources:
         resolve = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
         if resolve and resolve.group(1) in self.hub:
             repo = self.hub[resolve.group(1)]
+            if repo.gated is not None and handler.headers.get("Authorization") != f"Bearer {repo.gated}":
+                status = 403 if handler.headers.get("Authorization") else 401
+                message = f"Access to dataset {resolve.group(1)} is restricted"
+                return self._send(handler, status, json.dumps({"error": message}).encode(), "application/json")
             if resolve.group(2) == repo.commit and resolve.group(3) in repo.files:
-                return self._bytes(handler, path, repo.files[resolve.group(3)])
+                data = repo.files[resolve.group(3)]
+                if resolve.group(3).endswith(".parquet"):  # a large file: sent from the storage's own address
+                    location = f"{self.url}/cdn/{hashlib.sha256(data).hexdigest()}"
+                    return self._send(handler, 302, b"", "text/plain", headers={"Location": location})
+                return self._bytes(handler, path, data)
         self._send(handler, 404, b"not found", "text/plain")
+
+    def _lfs(self) -> dict[str, bytes]:
+        """The Hub's large files by sha256, as its storage serves them after a redirect."""
+        return {hashlib.sha256(data).hexdigest(): data for repo in self.hub.values()
+                for name, data in repo.files.items() if name.endswith(".parquet")}

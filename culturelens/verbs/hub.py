@@ -60,7 +60,8 @@ def _options(action: str, meaning: str):
 
 VERBS = (
     Verb("push", "commit what changed since the last push",
-         "culturelens hub push --results my-org/culturelens-results", _options("push", "Hub dataset repo"),
+         "culturelens hub push --results my-org/culturelens-results",
+         _options("push", "Hub dataset repo, or a folder laid out like one (a path that is no ORG/NAME is created)"),
          under=("hub",)),
     Verb("pull", "add to the store what the repos (or local copies of them) hold and it lacks",
          "culturelens hub pull --requests my-org/culturelens-requests --results backup/results",

@@ -22,6 +22,21 @@ from leaderboard.store import Store
 from leaderboard.ui.widgets import Parts
 
 
+SIGN_IN_MISSING = ("Submissions are closed on this Space: it has no Hugging Face sign-in set up, and every upload "
+                   "is owned by the account that signs in. Its maintainer turns sign-in on with `hf_oauth: true` in "
+                   "the front matter of the Space's README.md (README.md, \"Deploying the Space\").")
+
+
+def signs_in() -> bool:
+    """Whether visitors sign in with Hugging Face: on a Space (``SYSTEM=spaces`` and ``SPACE_ID``, as Gradio reads
+    them) whose OAuth app Gradio finds (the variables a Space with ``hf_oauth: true`` gets). A Space without them
+    shows no sign-in button (Gradio would refuse to start with one) and takes no uploads (``SIGN_IN_MISSING``)."""
+    from gradio import oauth, utils
+
+    return utils.get_space() is not None and all(
+        (oauth.OAUTH_CLIENT_ID, oauth.OAUTH_CLIENT_SECRET, oauth.OAUTH_SCOPES, oauth.OPENID_PROVIDER_URL))
+
+
 QUEUE_REBUILDING = ("The queue is being rebuilt: its database file was found damaged, so it is kept aside and the "
                     "queue rebuilt from the store's folders, as at a restart. Nothing submitted is lost; look again "
                     "in a minute.")
@@ -69,9 +84,10 @@ class Site:
         return render.plain(render.hide_paths(text, self.places))
 
     def who(self, profile: gr.OAuthProfile | None) -> str | None:
-        """The signed-in Hugging Face user on a Space (OAuth), else the configured local user."""
+        """The signed-in Hugging Face user on a Space (OAuth; None on a Space without sign-in, ``signs_in``), else
+        the configured local user."""
         if operator_settings.on_space():
-            return profile.username if profile is not None else None
+            return profile.username if profile is not None and signs_in() else None
         return self.owner
 
     def track_choices(self) -> list[tuple[str, str]]:

@@ -3,6 +3,7 @@ Hub dataset of generations, validated at once and queued."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import gradio as gr
@@ -14,8 +15,10 @@ from benchmark.submission.manifest import json_schema
 from leaderboard import operator_settings, render, repo, suite_view
 from leaderboard.intake import PermissionDenied
 from leaderboard.store import Store
-from leaderboard.ui.site import Tab, while_queue_rebuilt
+from leaderboard.ui.site import SIGN_IN_MISSING, Tab, signs_in, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, text_markdown
+
+log = logging.getLogger("culturelens.app")
 
 
 class SubmitTab(Tab):
@@ -30,7 +33,8 @@ class SubmitTab(Tab):
                progress=gr.Progress()) -> str:
         owner = self.site.who(profile)
         if owner is None:
-            return "### Not submitted: sign in with Hugging Face first (button above)."
+            return (f"### Not submitted\n\n{SIGN_IN_MISSING}" if not signs_in() else
+                    "### Not submitted: sign in with Hugging Face first (button above).")
         try:
             self.store.check_quota(owner)
         except PermissionDenied as error:
@@ -79,9 +83,14 @@ class SubmitTab(Tab):
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         store = self.site.store
-        if operator_settings.on_space():
+        if operator_settings.on_space() and signs_in():
             gr.LoginButton()
             who = "the Hugging Face account you sign in with"
+        elif operator_settings.on_space():
+            log.warning("this Space has no Hugging Face sign-in (no OAuth variables): it takes no submissions until "
+                        "its README.md front matter says hf_oauth: true")
+            gr.Markdown(f"**{SIGN_IN_MISSING}**")
+            who = "the Hugging Face account you sign in with, once the Space has sign-in"
         else:
             who = f"**{render.plain(self.site.owner)}** (this server's local user)"
         steps, demo = suite_view.submit_guide(self.site.suite, store.datasets,
