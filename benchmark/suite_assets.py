@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmark.datasets.prompts import local_folder
 from benchmark.layout import DATASETS
-from benchmark.suite import DEFINITION, SCORING_ASSETS, SUITE_REPO, SUITE_V1, Suite, SuiteError
+from benchmark.suite import DEFINITION, SCORING_ASSETS, SOURCES, SUITE_REPO, SUITE_V1, Suite, SuiteError
 
 ASSETS = "assets"
 ASSET_FOLDERS = {"artifact-index": f"{ASSETS}/artifact-index", "relevance-kb": f"{ASSETS}/relevance-kb",
@@ -113,13 +114,23 @@ class Assets:
                 if asset and self.scoring_asset(asset) is None:
                     needs.append(asset)
                 state[track] = None if not needs else (
-                    f"no {' and no '.join(needs)} in {self.folder}: {self.command(needs)}")
+                    f"no {' and no '.join(needs)} in {self.folder}: `{self.command(needs)}`{self.weights_note(needs)}")
         return state
 
     def command(self, assets: list[str]) -> str:
         """The command that builds ``assets`` into this folder (the sources a person must give are named by
-        ``culturelens suite build --help``)."""
+        ``culturelens suite build --help``; the weights some need, by ``weights_note``)."""
         return f"culturelens suite build --out {self.folder} --only {' '.join(assets)}"
+
+    @staticmethod
+    def weights_note(assets: list[str]) -> str:
+        """" (it needs the weights of ...: offline, ...)" where building ``assets`` embeds them with backbones
+        (``Source.backbones``), else "": what makes ``command`` work where the Hub cannot be reached."""
+        weights = sorted({b for s in SOURCES if s.asset in assets for b in s.backbones})
+        if not weights:
+            return ""
+        return (f" (it needs the weights of {', '.join(weights)}: where the Hub cannot be reached, add `--backbones "
+                "FILE` naming local copies)")
 
     @property
     def unpinned(self) -> list[str]:

@@ -81,9 +81,9 @@ class ServedSuite:
     def command(self, needs: list[str]) -> str:
         """The command that builds ``needs`` (parts' datasets, scoring assets), then the restart that serves them."""
         if self.assets is not None and self.ref is not None and Path(self.ref).is_dir():
-            return f"`{self.assets.command(needs)}`, then restart"
+            return f"`{self.assets.command(needs)}`, then restart{Assets.weights_note(needs)}"
         return (f"`culturelens suite build --out {DEFAULT_FOLDER} --only {' '.join(needs)}`, then `culturelens serve "
-                f"--suite {DEFAULT_FOLDER}`")
+                f"--suite {DEFAULT_FOLDER}`{Assets.weights_note(needs)}")
 
 
 def open_served(ref: str | None, store_datasets: Path, say: Callable[[str], None]) -> ServedSuite:

@@ -36,6 +36,8 @@ def build(args: argparse.Namespace) -> int:
                            pins_from=read_pins(args.pins) if args.pins else None)
     for outcome in outcomes:
         print(f"{'built' if outcome.built else 'NOT BUILT'} {outcome.asset}: {outcome.detail}")
+    if weights := {o.asset: o.backbone for o in outcomes if o.backbone}:
+        print(weights_line(args.out, weights))
     from benchmark.suite_assets import Assets
 
     assets = Assets(Path(args.out))
@@ -45,6 +47,21 @@ def build(args: argparse.Namespace) -> int:
     print(f"the suite folder: {args.out} (its card: {args.out}/README.md); generate with `culturelens generate "
           f"--suite {args.out} ...`, score with `--suite {args.out}`")
     return 0 if all(o.built for o in outcomes) else EXIT_NOT_BUILT
+
+
+def weights_line(out: str, weights: dict[str, str]) -> str:
+    """What ``suite build`` says after assets it could not build for want of weights (asset -> backbone): which
+    weights, and the command that builds those assets once a backbones file names local copies."""
+    from benchmark.settings import BACKBONES
+
+    needs = {}
+    for asset, backbone in weights.items():
+        needs.setdefault(backbone, []).append(asset)
+    which = "; ".join(f"{backbone} for {', '.join(assets)}" for backbone, assets in needs.items())
+    return (f"not built for want of weights ({which}): where the Hub answers they download on first use; offline, "
+            f"write a backbones file naming local copies (README, \"Backbones\") and build the rest: `culturelens "
+            f"suite build --out {out} --only {' '.join(weights)} --backbones FILE` (with make: `make run BUILD_SUITE=1 "
+            f"{BACKBONES.env}=FILE`); what was built is kept")
 
 
 def status(args: argparse.Namespace) -> int:
