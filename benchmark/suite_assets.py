@@ -139,17 +139,22 @@ class Assets:
         return [asset for asset, record in self.built.items() if record.get("pinned") is False]
 
 
-def serving(folder: Path) -> tuple[list[str], list[str]]:
-    """What ``make run`` serves with the suite folder ``folder`` (lines to print), and the tracks left off."""
+def serving(folder: Path, judges: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """What ``make run`` serves with the suite folder ``folder`` (lines to print: each track off, with why), and the
+    tracks a build would turn on (the folder lacks their dataset or scoring asset). ``judges``: track -> why its
+    judge cannot run here and what gives it one (a judge is the operator's choice, not the suite's: no build
+    turns such a track on)."""
     tracks = [t for part in SUITE_V1.parts for t in part.tracks]
     if not (Path(folder) / DEFINITION).is_file():
         off = [t for t in tracks if t != "awareness"]
-        return [f"make run serves CUBE-1K (the default dataset) and scores the awareness track; with no suite folder "
-                f"{folder}, {', '.join(off)} are off"], off
+        return [f"make run serves CUBE-1K (the default dataset) and scores the awareness track; {', '.join(off)} are "
+                f"off: there is no suite folder at {folder}"], off
     state = Assets(folder).tracks()
+    unbuilt = [t for t, why in state.items() if why is not None]
+    state.update({track: why for track, why in (judges or {}).items() if state.get(track, why) is None})
     on, off = [t for t, why in state.items() if why is None], [t for t, why in state.items() if why is not None]
     return [f"make run serves the suite in {folder}: {len(on)} of {len(state)} tracks on ({', '.join(on) or 'none'})",
-            *(f"  {t} is off: {state[t]}" for t in off)], off
+            *(f"  {t} is off: {state[t]}" for t in off)], unbuilt
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def status(args: argparse.Namespace) -> int:
     from benchmark.suite_assets import serving
 
     folder = Path(args.dir)
-    lines, missing = serving(folder)
+    lines, missing = serving(folder, judges_off(args.expectations_judge, args.relevance_judge))
     for line in lines:
         print(line)
     if not missing:
@@ -85,6 +85,46 @@ def status(args: argparse.Namespace) -> int:
         print(f"offline ({', '.join(down)} cannot be reached): {', '.join(missing)} stay off until `{build}` runs "
               "where there is network (its folder, copied here, is served with `make run SUITE=DIR`)")
     return 0
+
+
+def judges_off(expectations: str | None, relevance: str | None) -> dict[str, str]:
+    """Track -> why its VLM judge cannot run where ``make run`` runs, and the ``make run`` variable that gives it
+    one, for the judged tracks (``--expectations-judge`` and ``--relevance-judge``, else their variables and
+    defaults): none chosen (expectations has no default: 16 GB of weights), or a Hub model neither in the Hugging
+    Face cache nor downloadable from here. A folder, and relevance's CLIP probe, can run."""
+    from benchmark.tracks import expectations as expectations_track
+    from benchmark.tracks import relevance as relevance_track
+    from culturelens.hub_access import hub_reachable
+
+    off, online = {}, []  # the Hub asked at most once
+    relevance_judge = _setting(relevance_track.SETTINGS, "relevance_judge")
+    chosen = {"expectations": ("EXPECTATIONS_JUDGE", expectations_track.SETTINGS[0].resolve(expectations)),
+              "relevance": ("RELEVANCE_JUDGE", relevance_judge.resolve(relevance))}
+    for track, (variable, judge) in chosen.items():
+        model = expectations_track.PROTOCOL_JUDGE
+        if not judge:
+            off[track] = (f"no VLM judge chosen: `make run {variable}={model}` (the headline protocol's, ~16 GB, "
+                          "downloaded on first use) or a local folder of a model")
+        elif judge != "probe" and not Path(judge).is_dir() and not _cached(judge) and not (
+                online or online.append(hub_reachable()) or online[0]):
+            off[track] = (f"its judge {judge} is not in the Hugging Face cache and the Hub cannot be reached: "
+                          f"`make run {variable}=DIR` (a local copy of the model)"
+                          + (" or `RELEVANCE_JUDGE=probe` (the CLIP-probe baseline)" if track == "relevance" else ""))
+    return off
+
+
+def _setting(declared, name: str):
+    return next(s for s in declared if s.name == name)
+
+
+def _cached(model: str) -> bool:
+    """Whether the Hugging Face cache holds the Hub model ``model`` (its config)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except ValueError:  # not a Hub repo id
+        return False
 
 
 def push(args: argparse.Namespace) -> int:
@@ -142,7 +182,11 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 
 
 def _status_options(p: argparse.ArgumentParser) -> None:
+    from benchmark.tracks import expectations, relevance
+
     p.add_argument("dir", nargs="?", default="suite", help="the suite folder `make run` serves (default: suite)")
+    for setting in (expectations.SETTINGS[0], _setting(relevance.SETTINGS, "relevance_judge")):
+        setting.add_to(p, help=f"the judge `make run` passes to serve ({setting.help})")
     p.set_defaults(run=status)
 
 
