@@ -34,10 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--dtype", choices=["auto", "float16", "bfloat16", "float32"], default="auto",
                        help="auto: the preset's half precision on GPU, float32 on CPU")
     data = parser.add_argument_group("prompts (or --suite)")
-    data.add_argument("--suite", nargs="?", const=SUITE_REPO, default=None, metavar="REPO_OR_DIR",
-                      help=f"every image of every part of the suite (default {SUITE_REPO}; a folder from `culturelens "
-                           "suite build` stands in for it), as one suite submission, OUT/parts/<part>/; the suite "
-                           "fixes the datasets and seeds")
+    data.add_argument("--suite", nargs="?", const="", default=None, metavar="REPO_OR_DIR",
+                      help=f"every image of every part of the suite, as one suite submission, OUT/parts/<part>/; the "
+                           "suite fixes the datasets and seeds (a folder from `culturelens suite build`, or a Hub "
+                           f"repo; given alone: the suite `serve --suite` serves on the store, else {SUITE_REPO})")
     data.add_argument("--parts", nargs="+", default=None, metavar="PART",
                       help="with --suite: only these parts (a partial suite submission, scored on those)")
     data.add_argument("--dataset", help="dataset: Hub repo id or local folder")

@@ -18,14 +18,21 @@ from leaderboard.operator_settings import STORE
 def generate(args: argparse.Namespace) -> int:
     from benchmark.datasets.cube_1k import HUB_REPO
     from benchmark.generation import command
+    from benchmark.suite import SUITE_REPO
+    from leaderboard.served_suite import remembered
 
     quiet_datasets()
-    if args.suite:
-        ref = _suite(args.suite, options.store() / "datasets", options.cube_source(args))
+    root = options.store(args)
+    if args.suite is not None:
+        from benchmark.generation.suite import refuse_fixed_options
+
+        refuse_fixed_options(args)  # the quickest mistake first, before any dataset is looked for
+        args.suite = args.suite or remembered(root) or SUITE_REPO  # bare --suite: the one this store serves
+        ref = _suite_to_generate(args.suite, args.parts, root / "datasets", options.cube_source(args))
         code = command.main(args, suite=ref)
     else:
         if args.dataset == HUB_REPO:
-            folder = options.build_default_dataset(options.store() / "datasets", options.cube_source(args))
+            folder = options.build_default_dataset(root / "datasets", options.cube_source(args))
             if folder is not None:
                 args.dataset, args.dataset_repo = str(folder), HUB_REPO
         code = command.main(args)
@@ -35,31 +42,85 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def next_command(args: argparse.Namespace) -> str:
-    """The command that submits what ``generate`` made: ``--suite`` named only where the store (``--store``'s
-    default, as ``submit`` reads it) does not serve that suite already (``served_suite.remembered``)."""
+    """The command that submits what ``generate`` made, on the store ``generate`` read (``--store``, else its
+    default, named: a `submit` elsewhere would queue it where no worker may look); ``--suite`` named only where
+    that store does not serve that suite already (``served_suite.remembered``)."""
     import shlex
 
     from benchmark.suite import SUITE_REPO
     from leaderboard.served_suite import remembered
 
-    words = ["culturelens", "submit", str(args.out)]
+    root = options.store(args)
+    words = ["culturelens", "submit", str(args.out), "--store", str(root)]
     if args.suite:
-        served = remembered(options.store())
+        served = remembered(root)
         given = str(Path(args.suite).resolve()) if Path(args.suite).is_dir() else args.suite
         if given != (served or SUITE_REPO):
             words += ["--suite", str(args.suite)]
     return shlex.join([*words, "--wait"])
 
 
+MADE_HERE = ("cube-1k", "cube-diversity")
+"""The parts whose datasets a store builds itself where neither it nor the Hub has them: CUBE-1K from the authors'
+file (``--cube-source``), the diversity prompts from this package."""
+
+
 def _suite(ref: str | None, store_datasets: Path, cube_source: str):
-    """The suite ``--suite`` names (``benchmark.suite_assets.open_suite``); without a suite folder, the default
-    dataset is built into the store as for any submission."""
+    """The suite ``--suite`` names (``benchmark.suite_assets.open_suite``); without a suite folder, the datasets a
+    store builds itself (``MADE_HERE``) are built into the store as for any submission."""
     from benchmark.suite_assets import open_suite
 
     suite = open_suite(ref, store_datasets)
     if suite.assets is None:
         options.build_default_dataset(store_datasets, cube_source)
+        options.build_diversity_dataset(store_datasets)
     return suite
+
+
+def _suite_to_generate(ref: str, parts: list[str] | None, store_datasets: Path, cube_source: str):
+    """The suite ``generate --suite`` makes images for, once every part asked for (``parts``, else all) is known
+    to have its dataset: in the suite folder ``ref`` names, or, for a suite on the Hub or the package's definition,
+    in the store (``store_datasets``), on the Hub, or made here (``MADE_HERE``). A part without one is refused
+    before anything is written (no dataset built into the store, no image made), naming what gives it."""
+    from benchmark.suite_assets import open_suite
+    from leaderboard.served_suite import DEFAULT_FOLDER, ServedSuite
+
+    opened = open_suite(ref, store_datasets)
+    suite = opened.suite
+    wanted = [suite.part(name) for name in parts] if parts else list(suite.parts)
+    local = Path(ref).is_dir()
+    if local:
+        lacking = [p.name for p in wanted if opened.assets.dataset(p.name) is None]
+    else:
+        from culturelens.hub_access import hub_has_dataset
+
+        lacking = [p.name for p in wanted if p.name not in MADE_HERE and not ServedSuite.serves(p, store_datasets)
+                   and not hub_has_dataset(p.dataset.repo)]
+    if lacking:
+        its = "their datasets" if len(lacking) > 1 else "its dataset"
+        if local:
+            where = f"{ref} holds no dataset for {'them' if len(lacking) > 1 else 'it'} (not built there)"
+            fix = (f"build {'them' if len(lacking) > 1 else 'it'} there: `{opened.assets.command(lacking)}`"
+                   f"{opened.assets.weights_note(lacking)}")
+        else:
+            where = f"neither {store_datasets} nor the Hub holds {its}"
+            fix = (f"build the suite where the public sources answer (`culturelens suite build --out "
+                   f"{DEFAULT_FOLDER}`) and generate from that folder (`--suite {DEFAULT_FOLDER}`)")
+        others = [p.name for p in wanted if p.name not in lacking]
+        rest = f", or generate the other parts alone (`--parts {' '.join(others)}`)" if others else ""
+        raise CultureLensError(f"cannot generate {_parts(lacking)} of {suite.name}: {where}; {fix}{rest}. Nothing "
+                               "was written.")
+    if not local:
+        if "cube-1k" in (p.name for p in wanted):
+            options.build_default_dataset(store_datasets, cube_source)
+        if "cube-diversity" in (p.name for p in wanted):
+            options.build_diversity_dataset(store_datasets)
+    return opened
+
+
+def _parts(names: list[str]) -> str:
+    """"part X" or "parts X, Y"."""
+    return f"part{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
 def _served(store_root: Path, upload: Path) -> str | None:
