@@ -13,6 +13,7 @@ from benchmark import tracks as track_registry
 from benchmark.suite import SCORING_ASSETS
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
+from leaderboard.queue.base import alive
 from leaderboard.ui.site import Tab, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
@@ -74,7 +75,7 @@ class QueueTab(Tab):
         if note := quarantine.note(self.store.quarantined()):
             notices.append(f"> **Notice:** {render.plain(note)}")
         workers = queue.workers(within_seconds=3600)
-        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
+        live = [w for w in workers if alive(w)]
         supervisors = [(s, line) for s in queue.supervisors() if (line := self._supervisor_line(s))]
         shown = [line for s, line in supervisors if s["state"] != "running"]  # restarting, gave up
         folded = [line for s, line in supervisors if s["state"] == "running"]
