@@ -283,7 +283,13 @@ def _generate_options(p: argparse.ArgumentParser) -> None:
     options.add_store(p, "leaderboard store: its datasets/ holds local datasets, and a bare --suite is the suite its "
                          "`serve --suite` serves")
     options.add_cube_source(p, f"into the store when --dataset is {HUB_REPO} or a part of --suite")
-    p.set_defaults(run=generate, hub=True)
+    p.set_defaults(run=generate, hub=True, on_interrupt=resume)
+
+
+def resume(args: argparse.Namespace) -> str:
+    """What ``generate`` says when stopped: its finished images are kept, and the same command goes on."""
+    return (f"the images finished so far are kept in {args.out}; run the same command again to go on where it "
+            "stopped")
 
 
 def _upload_options(p: argparse.ArgumentParser, help: str) -> None:
