@@ -131,7 +131,7 @@ def build_default_dataset(datasets_root: Path, source: str) -> Path | None:
         print(f"{cube_1k.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from {source} "
               f"into {folder}", file=sys.stderr)
     try:
-        cube_1k.build(source, folder)
+        cube_1k.build(source, folder, how=f"--cube-source PATH (or {service.CUBE_SOURCE.env})")
     except (cube_1k.CubeSourceError, OutputExists) as error:
         raise CultureLensError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
     return folder
