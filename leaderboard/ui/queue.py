@@ -122,7 +122,8 @@ class QueueTab(Tab):
                 state = "is on"
             elif states:
                 reasons = (_short_reason(line) for reason in states for line in reason.splitlines())
-                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track)
+                held = set(self.site.suite.settings())  # the suite's assets: their settings are not what failed
+                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track, held)
             else:
                 state = "waits for a worker"
             lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
@@ -241,14 +242,15 @@ def _notice(notice: str) -> str:
 SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause
 
 
-def turn_on(track) -> str:
+def turn_on(track, given: set[str] = frozenset()) -> str:
     """The setting that turns on a track a worker could not score (a model it could not load, weights not in the
-    cache offline), in words: the track's model and asset settings, and local weights for the backbones."""
+    cache offline), in words: the track's model and asset settings but those ``given`` names (held already: the
+    served suite's assets, as its knowledge base), and local weights for the backbones."""
     from benchmark.settings import BACKBONES
 
     wanted = ("judge", "kb", "index", "calibration", "backbone", "tagger")
     flags = [f"`{s.flag} ...`" + (f" ({s.env})" if s.env else "") for s in track.settings
-             if any(word in s.name for word in wanted)]
+             if any(word in s.name for word in wanted) and s.name not in given]
     given = f"{', '.join(flags)} naming a model or file this server can load, or " if flags else ""
     return (f"to turn it on, restart `culturelens serve` with {given}`{BACKBONES.env}=FILE` naming local weights "
             "(see Backbones in the README)")
