@@ -44,7 +44,8 @@ def build(args: argparse.Namespace) -> int:
     if assets.unpinned:
         print(f"an unpinned build ({', '.join(assets.unpinned)} not from the pinned sources): its rows are called "
               f"\"{assets.suite.name}\" and never ranked with the pinned suite's")
-    print(f"the suite folder: {args.out} (its card: {args.out}/README.md); generate with `culturelens generate "
+    card = Path(args.out) / "README.md"  # not "suite//README.md" where --out ends with a slash (the README's)
+    print(f"the suite folder: {args.out} (its card: {card}); generate with `culturelens generate "
           f"--suite {args.out} ...`, score with `--suite {args.out}`")
     return 0 if all(o.built for o in outcomes) else EXIT_NOT_BUILT
 
