@@ -127,12 +127,14 @@ def _ensure_default_dataset(store: Store, source: str, say: Callable[[str], None
     is said, and the app runs without it."""
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import local_folder
+    from leaderboard.operator_settings import CUBE_SOURCE
 
     folder = local_folder(store.datasets, cube_1k.HUB_REPO)
     if cube_1k.has_every_config(folder):
         return
     try:
-        summary = cube_1k.build(source, folder)
+        summary = cube_1k.build(source, folder, how=f"`culturelens serve --cube-source PATH` ({CUBE_SOURCE.env}; "
+                                                   "`make run CUBE_SOURCE=PATH`)")
         say(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
     except CultureLensError as error:  # the source cannot be read, or the folder is someone else's
         say(f"warning: the default dataset is not built ({error}); the app runs without it")

@@ -13,6 +13,7 @@ import argparse
 import html
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -168,6 +169,69 @@ def test_first_day_equal_scores_are_shown_as_ties(small_suite, tmp_path):
     assert list(ranking.track_win_rates(np.array([[6.099, 6.099, 1.0]]), True)[0]) == [0.75, 0.75, 0.0]
 
 
+# --- the README's commands, in a fresh folder ------------------------------------------------------------------
+@pytest.mark.slow
+def test_first_day_the_readmes_commands_in_a_fresh_folder_end_with_two_models_ranked(tmp_path, tiny_sd, tiny_clip,
+                                                                                     tiny_dino):
+    """The operator's and the model builder's commands as README.md writes them ("One suite, six tracks"), run in a
+    fresh folder on the default store, offline, with the stand-ins: the public sources' (``world``), the tiny
+    pipeline and backbones, each given by the flags the README names for a local model and local weights. The
+    suite's seeds are cut to a test's (``with_seeds``: 83 images a model, v1's 19,773). Nothing an earlier command
+    left is in the way: the builder's generate, run before any suite exists, writes nothing."""
+    from gradio_client import Client
+
+    from tests.helpers import readme_commands
+    from tests.suite_stand_ins import TEST_SEEDS, with_seeds, write_backbones
+    from tests.test_public_sources import world
+
+    build, _push, serve = readme_commands("### An operator: one build, one push, one serve")
+    generate, submit = readme_commands("### A model builder: one generate, one submit")
+    home = tmp_path / "fresh"
+    home.mkdir()
+    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)
+    local_model = ["--model", tiny_sd, "--width", "64", "--height", "64", "--steps", "2", "--device", "cpu"]
+    one_thread = {"OMP_NUM_THREADS": "1"}  # what generate's hint says on a busy CPU
+
+    # Before any suite: the builder's generate names what to do, and writes nothing.
+    early = culturelens(*generate[1:], *local_model, cwd=home, env=one_thread)
+    assert early.returncode == 2 and "cannot generate parts iconic-references, culturalframes" in early.stderr
+    assert "`culturelens suite build --out suite/`" in early.stderr and "Nothing was written." in early.stderr
+    assert list(home.iterdir()) == []
+
+    # The operator: the suite from (the stand-in of) the public sources, with local weights, then served.
+    with world(tmp_path / "world", tiny_dino) as sources:
+        online = {**sources.env, "HF_HUB_OFFLINE": "", "HF_DATASETS_OFFLINE": ""}
+        built = culturelens(*build[1:], "--backbones", backbones, "--device", "cpu", cwd=home,
+                            env={**online, **one_thread}, timeout=900)
+    assert built.returncode == 0, built.stdout + built.stderr
+    with_seeds(home / "suite", TEST_SEEDS)
+    with serving(None, tmp_path / "serve.log", *serve[2:], "--backbones", backbones, "--diversity-n", "4",
+                 cwd=home, env=one_thread) as url:
+        # The builder: the README's generate on the store `serve` runs on, then the submit it prints.
+        made = culturelens(*generate[1:], *local_model, cwd=home, env=one_thread, timeout=900)
+        assert made.returncode == 0, made.stderr[-3000:]
+        assert made.stdout.splitlines()[-1] == f"next: {shlex.join(submit[:3])} --store .culturelens --wait"
+        sent = culturelens(*submit[1:], cwd=home, timeout=900)  # the README's own command: the default store
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "waiting until a worker of the store .culturelens has scored" in sent.stdout
+        assert re.search(r": FINISHED: ", sent.stdout.splitlines()[-1]), sent.stdout
+        # A second model: another pipeline folder (its own id), its own images (one more step).
+        second = shutil.copytree(tiny_sd, tmp_path / "second-sd")
+        out = "subs/second"
+        again = [*generate[1:generate.index("--out") + 1], out, "--model", second, "--model-name", "Second",
+                 *local_model[2:]]
+        again[again.index("--steps") + 1] = "3"
+        made = culturelens(*again, cwd=home, env=one_thread, timeout=900)
+        assert made.returncode == 0, made.stderr[-3000:]
+        printed = shlex.split(made.stdout.splitlines()[-1].removeprefix("next: "))
+        sent = culturelens(*printed[1:], cwd=home, timeout=900)  # the printed command, as the user pastes it
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        rows = pd.DataFrame(Client(url, verbose=False).predict(None, api_name="/overall"))
+    means = rows[rows["metric"] == "mean_win_rate"].set_index("model")
+    assert set(means.index) == {"SDXL base 1.0", "Second"}, rows
+    assert sorted(means["rank"]) in ([1, 2], [1, 1]) and means["value"].sum() == pytest.approx(1.0)
+
+
 # --- validate, submit and generate know the suite the store serves ---------------------------------------------
 @pytest.mark.slow
 def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where_the_store_serves_it(
@@ -176,8 +240,10 @@ def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where
 
     folder, _, _ = tiny_suite
     generated, made = suite_generated
-    # generate ended with the exact next command: the default store serves no suite, so it names the folder.
-    assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --suite {folder} --wait"
+    # generate ended with the exact next command: the default store serves no suite, so it names the folder, and
+    # the store it read.
+    assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --store .culturelens --suite " \
+                                           f"{folder} --wait"
     store_root = tmp_path / "store"
     before = culturelens("validate", generated, "--store", tmp_path / "unserved")  # a store no serve ran on
     assert before.returncode == 1 and before.stdout.startswith("REJECTED")  # a store serving no suite: the default
@@ -189,8 +255,8 @@ def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where
         assert re.search(r"queued as \S+", submitted.stdout)
     # generate on this store names no --suite: the store serves that very folder.
     monkeypatch.setenv("CULTURELENS_STORE", str(store_root))
-    assert next_command(argparse.Namespace(out=generated, suite=str(folder))) == \
-        f"culturelens submit {generated} --wait"
+    assert next_command(argparse.Namespace(out=generated, suite=str(folder), store=None)) == \
+        f"culturelens submit {generated} --store {store_root} --wait"
 
 
 # --- an unpinned build -----------------------------------------------------------------------------------------
@@ -236,7 +302,7 @@ def test_first_day_the_submit_recipe_on_a_fresh_store_names_only_parts_the_serve
     tiny_cube(fresh.datasets, tiny_upstream)
     steps, demo = submit_guide(ServedSuite(), fresh.datasets, None)
     assert "<code>CultureLens suite v1</code>" in steps
-    assert "this server accepts `cube-1k` of it" in steps
+    assert "this server accepts its part `cube-1k` only" in steps
     assert "culturelens generate --suite --parts cube-1k --preset sdxl --out subs/my-model" in steps
     table = steps.split("| part |")[1].split("\n\n")[0]
     assert "`cube-1k`" in table and not any(f"`{p}`" in table for p in ("cube-diversity", "iconic-references",

@@ -323,10 +323,13 @@ def test_the_queue_tab_names_each_track_still_off_with_the_command_that_turns_it
     store, served = served_store(tmp_path, folder)
     off = served.tracks_off(store.datasets, {"expectations_judge": None})
     build = f"`culturelens suite build --out {folder} --only"
+    weights = " (it needs the weights of {}: where the Hub cannot be reached, add `--backbones FILE` naming local " \
+              "copies)"  # an asset the build embeds with a backbone
+    clip, siglip = weights.format("clip-vit-b-32"), weights.format("msiglip-so400m")
     assert off == {"variability": f"no w1kp-calibration: {build} w1kp-calibration`, then restart",
-                   "relevance": f"no relevance-kb: {build} relevance-kb`, then restart",
-                   "diversity": f"no artifact-index: {build} artifact-index`, then restart",
-                   "iconicity": f"no iconic-references: {build} iconic-references`, then restart",
+                   "relevance": f"no relevance-kb: {build} relevance-kb`, then restart{siglip}",
+                   "diversity": f"no artifact-index: {build} artifact-index`, then restart{clip}",
+                   "iconicity": f"no iconic-references: {build} iconic-references`, then restart{clip}",
                    "expectations": f"no culturalframes: {build} culturalframes`, then restart"}
     # An asset the operator gives turns its track on; expectations then needs its judge, a choice of the operator's.
     given = {"w1kp_calibration": "/models/cdf-xy.pt", "expectations_judge": None}

@@ -42,6 +42,7 @@ class SuiteReport:
     parts: dict[str, Report] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     folder: Path | None = None  # the staged copy, while it exists
+    images_checked: bool = True  # False: a report of the layouts alone (a part refused there stops the rest)
 
     @property
     def ok(self) -> bool:
@@ -95,7 +96,12 @@ class SuiteReport:
         lines = [self.summary]
         if self.ok:
             lines.append(f"content hash: {self.content_hash}")
+        refused = ", ".join(name for name, report in self.parts.items() if not report.ok) or "another part"
         for name, report in self.parts.items():
+            if report.ok and not self.images_checked:  # its layout passed; its images were never looked at
+                lines.append(f"  part {name}: not checked (its manifest and files are laid out right; its images "
+                             f"are checked once {refused} is put right)")
+                continue
             lines += [f"  part {name}: {report.summary}"] + [f"    - {e}" for e in report.errors]
         lines += [f"  - {e}" for e in self.errors]
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -181,7 +187,7 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
                 layout_only: bool = False) -> SuiteReport:
     """Validate an already staged suite submission folder: each part present, then the whole (``layout_only``: as
     ``validate.check_folder``)."""
-    report = SuiteReport(suite, folder=folder)
+    report = SuiteReport(suite, folder=folder, images_checked=not layout_only)
     by_part: dict[str, list[Entry]] = {}
     for entry in entries:
         if entry.part is None:

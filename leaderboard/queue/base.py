@@ -146,6 +146,17 @@ class QueueDamaged(CultureLensError):
     from the store's folders (``Store.rebuild_damaged_queue``), as at start; a worker waits meanwhile."""
 
 
+WORKER_SILENT = 30
+"""Seconds without a heartbeat after which a worker no longer counts as running (an idle one beats every 2 s, one
+loading weights every 10 s)."""
+
+
+def alive(worker: dict) -> bool:
+    """Whether a worker row of ``Queue.workers`` is a worker that takes jobs now: heard from within
+    ``WORKER_SILENT`` seconds, neither stopped nor unable to score anything."""
+    return worker["state"] not in ("stopped", "unavailable") and worker["age"] < WORKER_SILENT
+
+
 @dataclass(frozen=True)
 class Job:
     id: str
@@ -473,7 +484,8 @@ class Queue:
                        " heartbeat = excluded.heartbeat", (worker, state, message))
 
     def workers(self, within_seconds: float = 120) -> list[dict]:
-        """Workers seen in the last ``within_seconds``, each with ``age``: seconds since its last heartbeat."""
+        """Workers seen in the last ``within_seconds``, each with ``age``: seconds since its last heartbeat (one
+        that takes jobs now: ``alive``)."""
         with self._connect() as db:
             return db.execute("SELECT *, DB_NOW - heartbeat AS age FROM workers WHERE heartbeat > DB_NOW - ?"
                               " ORDER BY id", (within_seconds,)).fetchall()

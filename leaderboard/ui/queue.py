@@ -13,6 +13,7 @@ from benchmark import tracks as track_registry
 from benchmark.suite import SCORING_ASSETS
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
+from leaderboard.queue.base import alive
 from leaderboard.ui.site import Tab, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
@@ -74,7 +75,7 @@ class QueueTab(Tab):
         if note := quarantine.note(self.store.quarantined()):
             notices.append(f"> **Notice:** {render.plain(note)}")
         workers = queue.workers(within_seconds=3600)
-        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
+        live = [w for w in workers if alive(w)]
         supervisors = [(s, line) for s in queue.supervisors() if (line := self._supervisor_line(s))]
         shown = [line for s, line in supervisors if s["state"] != "running"]  # restarting, gave up
         folded = [line for s, line in supervisors if s["state"] == "running"]
@@ -121,7 +122,8 @@ class QueueTab(Tab):
                 state = "is on"
             elif states:
                 reasons = (_short_reason(line) for reason in states for line in reason.splitlines())
-                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track)
+                held = set(self.site.suite.settings())  # the suite's assets: their settings are not what failed
+                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track, held)
             else:
                 state = "waits for a worker"
             lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
@@ -240,14 +242,15 @@ def _notice(notice: str) -> str:
 SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause
 
 
-def turn_on(track) -> str:
+def turn_on(track, given: set[str] = frozenset()) -> str:
     """The setting that turns on a track a worker could not score (a model it could not load, weights not in the
-    cache offline), in words: the track's model and asset settings, and local weights for the backbones."""
+    cache offline), in words: the track's model and asset settings but those ``given`` names (held already: the
+    served suite's assets, as its knowledge base), and local weights for the backbones."""
     from benchmark.settings import BACKBONES
 
     wanted = ("judge", "kb", "index", "calibration", "backbone", "tagger")
     flags = [f"`{s.flag} ...`" + (f" ({s.env})" if s.env else "") for s in track.settings
-             if any(word in s.name for word in wanted)]
+             if any(word in s.name for word in wanted) and s.name not in given]
     given = f"{', '.join(flags)} naming a model or file this server can load, or " if flags else ""
     return (f"to turn it on, restart `culturelens serve` with {given}`{BACKBONES.env}=FILE` naming local weights "
             "(see Backbones in the README)")
