@@ -136,8 +136,9 @@ def test_a_public_source_out_of_reach_leaves_its_asset_unbuilt_and_names_the_com
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "built cube-diversity: from benchmark/datasets/cube_diversity.py"
     unbuilt = result.stdout.splitlines()[1]
-    assert unbuilt.startswith(f"NOT BUILT iconic-references: cannot reach Wikidata's SPARQL service "
-                              f"(http://127.0.0.1:{port}/w): ")
+    assert unbuilt.startswith("NOT BUILT iconic-references: cannot reach Wikidata's SPARQL service (the iconic "
+                              "references' query for ")  # one query per class: the error names which one
+    assert f") (http://127.0.0.1:{port}/w): " in unbuilt
     assert unbuilt.endswith("where there is no network, give the source as a file instead (the command's --help "
                             "names the option)")
     state = Assets(out).tracks()
