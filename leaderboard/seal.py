@@ -117,11 +117,12 @@ def canonical(record: object) -> bytes:
 
 
 def table_digests(folder: Path) -> dict[str, str]:
-    """Each result table of ``folder`` by its sha256, or ``EMPTY`` for one of no rows (or none at all)."""
+    """Each result table of ``folder`` by the sha256 of its bytes, or ``EMPTY`` for none at all or the one file of
+    no rows (``results.is_empty_table``, told by its bytes: never by the row count its footer claims)."""
     digests = {}
     for name in layout.RESULT_PARQUET:
         path = Path(folder) / name
-        digests[name] = EMPTY if not path.is_file() or results.parquet_rows(path) == 0 else file_digest(path)
+        digests[name] = EMPTY if not path.is_file() or results.is_empty_table(path) else file_digest(path)
     return digests
 
 
