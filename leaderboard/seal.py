@@ -135,18 +135,13 @@ def _json_object(path: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def _folder_message(run: dict, key: str, files: dict[str, str]) -> dict:
-    return {"kind": "results", "version": VERSION, "key": key, "run": run, "files": files}
-
-
 def seal_folder(folder: Path, keys: Keys) -> None:
     """Write ``folder``'s seal (``layout.SEAL``) over its run.json and result tables, with the sealing key; the folder
     is a temporary one being written (``Results.write``), renamed into place afterwards."""
     folder = Path(folder)
     run = _json_object(folder / layout.RUN)
     files = table_digests(folder)
-    mac = keys.sign(_folder_message(run, keys.sealing, files))
-    record = {"seal": VERSION, "key": keys.sealing, "files": files, "hmac": mac}
+    record = {"seal": VERSION, "files": files, **sign(keys, "results", {"run": run, "files": files})}
     (folder / layout.SEAL).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
 
 
@@ -174,32 +169,73 @@ def folder_refusal(folder: Path, keys: Keys) -> str | None:
     run = _json_object(folder / layout.RUN)
     if run is None:
         return f"its {layout.RUN} is not a JSON object"
-    expected = keys.sign(_folder_message(run, record["key"], files), record["key"])
+    expected = keys.sign(_message("results", record["key"], {"run": run, "files": files}), record["key"])
     if not hmac.compare_digest(expected, record["hmac"]):
         return f"its seal does not match its {layout.RUN} (changed after it was sealed, or forged)"
     return None
 
 
-def _release_message(number: int, file_sha256: str, submissions: dict[str, str], key: str) -> dict:
-    return {"kind": "release", "version": VERSION, "key": key, "release": number, "file": file_sha256,
-            "submissions": submissions}
+def _message(kind: str, key: str, content: dict) -> dict:
+    """What a seal of ``kind`` signs: the kind, the seal's version and key, and ``content``."""
+    return {"kind": kind, "version": VERSION, "key": key, **content}
+
+
+def sign(keys: Keys, kind: str, content: dict) -> dict:
+    """The seal of ``content`` (a record of ``kind``) with the sealing key: {"key": its id, "hmac": ...}."""
+    return {"key": keys.sealing, "hmac": keys.sign(_message(kind, keys.sealing, content))}
+
+
+def refusal(sealed: object, keys: Keys, kind: str, content: dict, what: str, taken: str) -> str | None:
+    """Why ``sealed`` (a dict holding "key" and "hmac") is not the seal of ``content`` by a key this server holds, or
+    None; in the messages, ``what`` names what the seal is over, ``taken`` (plural) what is taken only sealed."""
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("hmac"), str):
+        return f"it carries no seal: {taken} are taken only as this queue's app and workers sealed them"
+    if not keys.holds(sealed.get("key")):
+        return (f"it is sealed with key {str(sealed.get('key'))[:20]!r}, which this server does not hold (its keys: "
+                f"{', '.join(keys.ids)}, from {keys.origin})")
+    if not hmac.compare_digest(keys.sign(_message(kind, sealed["key"], content), sealed["key"]), sealed["hmac"]):
+        return f"its seal does not match its {what} (changed after it was sealed, or forged)"
+    return None
 
 
 def release_seal(keys: Keys, number: int, file_sha256: str, submissions: dict[str, str]) -> dict:
     """The seal latest.json carries for release ``number``: its key and the HMAC over the number, the sha256 of the
     release's file and its submissions (id -> sha256 of its run.json)."""
-    return {"key": keys.sealing, "hmac": keys.sign(_release_message(number, file_sha256, submissions, keys.sealing))}
+    return sign(keys, "release", {"release": number, "file": file_sha256, "submissions": submissions})
 
 
 def release_refusal(seal: object, keys: Keys, number: int, file_sha256: str,
                     submissions: dict[str, str]) -> str | None:
     """Why a release is not as the app holding one of ``keys`` published it, or None."""
-    if not isinstance(seal, dict) or not isinstance(seal.get("hmac"), str):
-        return "it carries no seal: releases are taken only as an app of this queue sealed them"
-    if not keys.holds(seal.get("key")):
-        return (f"it is sealed with key {str(seal.get('key'))[:20]!r}, which this server does not hold (its keys: "
-                f"{', '.join(keys.ids)}, from {keys.origin})")
-    expected = keys.sign(_release_message(number, file_sha256, submissions, seal["key"]), seal["key"])
-    if not hmac.compare_digest(expected, seal["hmac"]):
-        return "its seal does not match its file and submissions (changed after it was published, or forged)"
-    return None
+    return refusal(seal, keys, "release", {"release": number, "file": file_sha256, "submissions": submissions},
+                   "file and submissions", "releases")
+
+
+def requests_seal(keys: Keys, records: dict[str, str], deletions: dict[str, str]) -> dict:
+    """The requests repo's seal (its ``seal.json``, ``leaderboard.hub_sync``): the sha256 of each record file the
+    app wrote (id -> digest) and every deletion (id -> when), under the sealing key."""
+    content = {"records": records, "deletions": deletions}
+    return {"seal": VERSION, **content, **sign(keys, "requests", content)}
+
+
+def requests_refusal(index: object, keys: Keys) -> str | None:
+    """Why ``index`` (a requests repo's seal.json, parsed) is not one the app holding one of ``keys`` wrote, or
+    None."""
+    if not isinstance(index, dict) or index.get("seal") != VERSION or not isinstance(index.get("records"), dict) \
+            or not isinstance(index.get("deletions"), dict):
+        return f"it is not a requests seal (seal: {VERSION}, records, deletions, key, hmac)"
+    return refusal(index, keys, "requests", {"records": index["records"], "deletions": index["deletions"]},
+                   "records and deletions", "requests repos")
+
+
+LEDGER_SEAL = ("key", "hmac")  # the fields ``ledger_line`` adds to a queue ledger's line
+
+
+def ledger_line(keys: Keys, event: dict) -> dict:
+    """A queue ledger's line (``leaderboard.queue_rebuild``): ``event`` with its seal, under the sealing key."""
+    return {**event, **sign(keys, "ledger", event)}
+
+
+def ledger_refusal(line: dict, keys: Keys) -> str | None:
+    """Why a ledger line is not one this queue's app or workers wrote (``ledger_line``), or None."""
+    return refusal(line, keys, "ledger", {k: v for k, v in line.items() if k not in LEDGER_SEAL}, "event", "ledger lines")

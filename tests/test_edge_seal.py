@@ -8,16 +8,20 @@ deletion, rolls latest.json back; an operator's key file is missing, empty or a 
 
 from __future__ import annotations
 
+import json
+import shutil
 import struct
 
 import pyarrow.parquet as pq
+import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
 from benchmark.run_record import RunRecord
 from culturelens.testing.submissions import make_submission
 from leaderboard import hub_sync, pickup, seal
-from leaderboard.repo import folder_repo
+from leaderboard.queue.base import lease_hash
+from leaderboard.repo import RepoError, folder_repo
 from leaderboard.store import Store
 from leaderboard.ui.site import Site
 from tests.helpers import serving_tiny_cube
@@ -123,3 +127,111 @@ def test_edge_seal_an_empty_table_is_one_known_file_and_an_empty_one_of_other_by
     assert [entry.reason for entry in store.quarantined()] == ["its seal: its curves.parquet is not the file sealed"]
     assert store.queue.get(sid).state == "FINISHED" and _served(store) == {}
     assert written == results.empty_table("curves.parquet")  # the one file of no rows, which the seal calls "empty"
+
+
+def test_edge_seal_a_rebuilt_queue_keeps_finished_only_results_its_seal_covers_and_trusts_only_sealed_ledger_lines(
+        tmp_path, tiny_upstream):
+    store = _store(tmp_path / "store", tiny_upstream)
+    tampered, rerun, kept = (_submit(store, tmp_path, name) for name in ("tampered", "rerun", "kept"))
+    for _ in range(3):
+        _score(store, 0.25)
+    store.rerun(rerun, "rerun")
+    _score(store, 0.5)  # its second request
+    # On the store's disk: the first's value changed under its run.json and seal; a ledger line nobody sealed.
+    results.write_folder(tmp_path / "forged", [], [_row(tampered, 0.99)], [], RunRecord(submission_id=tampered))
+    shutil.copyfile(tmp_path / "forged" / "aggregates.parquet", store.results_folder(tampered) / "aggregates.parquet")
+    with open(store.queue.ledger, "a", encoding="utf-8") as ledger:
+        ledger.write(json.dumps({"event": "delete", "id": kept, "at": "2026-01-01T00:00:00+00:00"}) + "\n")
+    with open(store.root / "queue.sqlite", "r+b") as file:
+        file.write(bytes(100))  # damaged: the next open keeps it aside and rebuilds from the folders and ledger
+
+    rebuilt = Store(store.root)
+    states = {job.id: (job.state, job.owner) for job in rebuilt.queue.jobs()}
+    assert states == {tampered: ("PENDING", "tampered"), rerun: ("FINISHED", "rerun"), kept: ("FINISHED", "kept")}
+    assert rebuilt.queue.request_number(rerun) == 2 and rebuilt.queue.deleted() == set()
+    assert rebuilt.rebuilt.endswith(
+        "3 submissions restored (2 finished, 1 pending), owners from the queue's ledger; 1 ledger line not trusted, "
+        "not sealed with this store's keys (it carries no seal: ledger lines are taken only as this queue's app and "
+        "workers sealed them)")
+
+
+# --- finding 2: a requests-repo writer chooses no sealed run, and undoes no deletion -----------------------------
+def _exported(store: Store, folder) -> tuple:
+    """The store's requests and results repos as its mirror writes them, exported afresh into ``folder``."""
+    requests, published = folder / "requests-repo", folder / "results-repo"
+    hub_sync.export(store, "requests", requests)
+    hub_sync.export(store, "results", published)
+    return requests, published
+
+
+def test_edge_repo_writer_an_older_sealed_run_after_a_re_run_is_refused_after_a_restore(tmp_path, tiny_upstream):
+    store = _store(tmp_path / "store", tiny_upstream)
+    sid = _submit(store, tmp_path, "rerun")
+    _, first_lease = _score(store, 0.25)
+    before, _ = _exported(store, tmp_path / "before")
+    first_run = tmp_path / "first-run"
+    shutil.copytree(store.results_folder(sid), first_run)  # public: its run.json, lease included, and its seal
+    store.rerun(sid, "rerun")
+    _score(store, 0.5)
+    requests, published = _exported(store, tmp_path / "after")
+    assert json.loads((requests / "requests" / f"{sid}.json").read_text())["request"] == 2
+
+    # The writer puts the first run back in the results repo and the sha256 of its lease in the record.
+    shutil.rmtree(published / "results" / sid)
+    shutil.copytree(first_run, published / "results" / sid)
+    record = requests / "requests" / f"{sid}.json"
+    edited = json.loads(record.read_text())
+    edited["lease_hashes"] += f" {lease_hash(first_lease)}"
+    record.write_text(json.dumps(edited, indent=1, sort_keys=True))
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    counts = hub_sync.pull(fresh, "requests", str(requests))
+    assert (counts["edited"], counts["added"]) == (1, 0) and fresh.queue.get(sid) is None
+    hub_sync.pull(fresh, "results", str(published))
+    assert _served(fresh) == {} and not fresh.has_results(sid)
+
+    # The record rolled back to the one sealed before the re-run (request 1, the first lease): refused too.
+    shutil.copyfile(before / "requests" / f"{sid}.json", record)
+    fresh = _store(tmp_path / "fresh-2", tiny_upstream)
+    assert hub_sync.pull(fresh, "requests", str(requests))["edited"] == 1 and fresh.queue.get(sid) is None
+
+    # The record as the app sealed it: restored answering request 2, so the first run is refused, the job PENDING.
+    hub_sync.export(store, "requests", requests)
+    fresh = _store(tmp_path / "fresh-3", tiny_upstream)
+    assert hub_sync.pull(fresh, "requests", str(requests))["edited"] == 0
+    assert fresh.queue.request_number(sid) == 2
+    hub_sync.pull(fresh, "results", str(published))
+    [refused] = fresh.quarantined()
+    assert refused.reason == ("its results do not answer the job: its run.json carries another of the leases the "
+                              "queue issued for its request 2")
+    assert fresh.queue.get(sid).state == "PENDING" and _served(fresh) == {}
+
+
+def test_edge_repo_writer_an_undone_deletion_is_refused_after_a_restore(tmp_path, tiny_upstream):
+    store = _store(tmp_path / "store", tiny_upstream)
+    gone, kept = (_submit(store, tmp_path, name) for name in ("gone", "kept"))
+    for _ in range(2):
+        _score(store, 0.25)
+    before, published_before = _exported(store, tmp_path / "before")
+    store.delete(gone, "gone")
+    requests, published = _exported(store, tmp_path / "after")
+    index = json.loads((requests / "seal.json").read_text())
+    assert list(index["deletions"]) == [gone] and list(index["records"]) == [kept]
+
+    # The writer puts back the deleted submission's record, its images and its sealed results folder.
+    shutil.copyfile(before / "requests" / f"{gone}.json", requests / "requests" / f"{gone}.json")
+    shutil.copytree(before / "submissions" / gone, requests / "submissions" / gone)
+    shutil.copytree(published_before / "results" / gone, published / "results" / gone)
+    fresh = _store(tmp_path / "fresh", tiny_upstream)
+    counts = hub_sync.pull(fresh, "requests", str(requests))
+    assert (counts["edited"], counts["added"], counts["deleted"]) == (1, 1, 1)
+    hub_sync.pull(fresh, "results", str(published))
+    assert fresh.queue.get(gone) is None and gone in fresh.queue.deleted() and not fresh.has_results(gone)
+    assert _served(fresh) == {kept: 0.25}
+
+    # ... and removes it from the deletions: the seal no longer matches, and nothing is restored.
+    del index["deletions"][gone]
+    (requests / "seal.json").write_text(json.dumps(index, indent=1))
+    fresh = _store(tmp_path / "fresh-2", tiny_upstream)
+    with pytest.raises(RepoError, match="seal.json: its seal does not match its records and deletions"):
+        hub_sync.pull(fresh, "requests", str(requests))
+    assert fresh.queue.jobs() == []
