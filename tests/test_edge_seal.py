@@ -9,6 +9,7 @@ deletion, rolls latest.json back; an operator's key file is missing, empty or a 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 
@@ -19,7 +20,7 @@ from benchmark import results
 from benchmark.datasets import cube_1k
 from benchmark.run_record import RunRecord
 from culturelens.testing.submissions import make_submission
-from leaderboard import hub_sync, pickup, seal
+from leaderboard import hub_sync, pickup, seal, snapshot
 from leaderboard.queue.base import lease_hash
 from leaderboard.repo import RepoError, folder_repo
 from leaderboard.store import Store
@@ -235,3 +236,62 @@ def test_edge_repo_writer_an_undone_deletion_is_refused_after_a_restore(tmp_path
     with pytest.raises(RepoError, match="seal.json: its seal does not match its records and deletions"):
         hub_sync.pull(fresh, "requests", str(requests))
     assert fresh.queue.jobs() == []
+
+
+# --- finding 3: a release number never goes back, a release file is never overwritten --------------------------
+def test_edge_repo_writer_a_rolled_back_latest_json_is_refused_after_a_restore(tmp_path, tiny_upstream):
+    store = _store(tmp_path / "store", tiny_upstream)
+    first, second = (_submit(store, tmp_path, name) for name in ("first", "second"))
+    _score(store, 0.25)
+    published = tmp_path / "results-repo"
+    hub_sync.export(store, "results", published)
+    repo = folder_repo(published)
+    assert pickup.publish(store, repo).number == 1
+    latest_1 = (published / snapshot.LATEST).read_bytes()
+    _score(store, 0.5)
+    hub_sync.export(store, "results", published)
+    assert pickup.publish(store, repo).number == 2
+    files = {path.name: path.read_bytes() for path in (published / "leaderboard").glob("*.parquet")}
+
+    (published / snapshot.LATEST).write_bytes(latest_1)  # sealed by the app, once: release 1 rolled back to
+    said = ("names release 1, but release 2 exists: a release number never goes back (leaderboard/latest.json rolled "
+            "back, or written by someone else)")
+    fresh = Store(tmp_path / "fresh")
+    with pytest.raises(snapshot.SnapshotError, match=re.escape(said)):
+        pickup.install_latest(fresh, repo)
+    assert snapshot.installed(fresh) is None
+    [line] = pickup.Pickup(fresh, repo).start()
+    assert line.startswith("warning: no leaderboard release from") and said in line
+    with pytest.raises(snapshot.SnapshotError, match=re.escape(said)):  # the app's own store, holding release 2
+        pickup.install_latest(store, repo)
+    assert snapshot.installed(store)[0].number == 2
+
+    # The next release follows release 2, and no release file is written over.
+    release = pickup.publish(store, repo)
+    assert release.number == 3 and set(json.loads((published / snapshot.LATEST).read_text())["submissions"]) == {
+        first, second}
+    assert {name: (published / "leaderboard" / name).read_bytes() for name in files} == files
+
+
+def test_edge_repo_writer_a_release_file_is_never_overwritten_on_a_folder_or_the_hub(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    from culturelens.testing.public_sources import HubRepo as StandInRepo, PublicSources
+    from leaderboard.repo import HubRepo
+
+    release = snapshot.release_file(2)
+    folder = folder_repo(tmp_path / "results-repo")
+    folder.commit({release: b"release 2"}, "release 2")
+    with pytest.raises(RepoError, match=f"{release} exists: a release is never overwritten"):
+        folder.commit({release: b"another release 2", snapshot.LATEST: b"{}"}, "release 2 again")
+    assert (folder.folder / release).read_bytes() == b"release 2" and not (folder.folder / snapshot.LATEST).exists()
+
+    commit = "a" * 40
+    with PublicSources(hub={"org/results": StandInRepo(commit, {release: b"release 2"})}) as hub:
+        monkeypatch.setattr(constants, "ENDPOINT", f"{hub.url}/hub")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        with pytest.raises(RepoError, match=f"org/results: {release} exists: a release is never overwritten"):
+            HubRepo("org/results").commit({release: b"another release 2"}, "release 2 again", parent=commit)
+        # Refused on the Hub's listing of the revision the commit must follow, before any commit is sent (the
+        # stand-in answers no POST: a commit tried would fail as unreachable, not be refused).
+        assert f"/hub/api/datasets/org/results/revision/{commit}" in [call["path"] for call in hub.requests]
