@@ -3,20 +3,25 @@
 A worker seals each results folder it writes (``seal.json``, ``layout.SEAL``): an HMAC-SHA256, keyed by a secret the
 operator gives the app and every worker of its queue (``operator_settings.SEAL_SECRET``), over a canonical form of
 run.json (which names the submission, the request and the lease the results answer) and the sha256 of every result
-table ("empty" for a table of no rows: a repo never holds one, and it is written back, ``results.complete``). The
-seal names its key by an id (a digest of the secret, which tells nothing of it), so that keys can rotate: the first
-secret seals, every one verifies. The app seals each leaderboard release it publishes the same way
-(``release_seal``: the release's number, its file's sha256 and its submissions).
+table's bytes ("empty" for a table of no rows, which is one known file, ``results.empty_table``: a repo never holds
+one, and it is written back, ``results.complete``; a file of other bytes is never "empty", whatever its footer
+says). The seal names its key by an id (a digest of the secret, which tells nothing of it), so that keys can rotate:
+the first secret seals, every one verifies. The app seals the same way (``sign``, one message shape for every kind)
+each leaderboard release it publishes (``release_seal``: the release's number, its file's sha256 and its
+submissions), its requests repo (``requests_seal``: the sha256 of each record file and every deletion) and each
+line of its queue's ledger (``ledger_line``).
 
-The store checks a seal wherever results come from outside: a results folder taken from a repo (``Results.add``: the
-pickup, a restore), a release before it is installed (``leaderboard.pickup``), and a queue rebuilt from the store's
-folders marks FINISHED only a submission whose sealed results answer it. So whoever can write the results repo, but
-holds no secret, can neither forge a folder, nor change a value of a sealed one, nor of a release.
+The store checks a seal wherever results or records come from outside: a results folder taken from a repo
+(``Results.add``: the pickup, a restore), a release before it is installed (``leaderboard.pickup``), the requests repo
+before a restore (``leaderboard.hub_sync``), and a queue rebuilt from the store's folders trusts only sealed ledger
+lines and marks FINISHED only a submission whose sealed results answer it. So whoever can write a repo, but holds no
+secret, can neither forge a folder, a record or a deletion, nor change a value of a sealed one, nor of a release.
 
 Without a configured secret a store seals with a key of its own, ``STORE/seal.key`` (made on first use, readable by
-its owner only): enough for a server whose worker shares its disk. A worker on another machine, and an app started
-on an empty disk (a Space without persistent storage), need the secret: results sealed with a key a server does not
-hold are refused, with the key's id in the reason.
+its owner only, and never made again in place of a lost one while the store holds sealed results: ``keys_for``):
+enough for a server whose worker shares its disk. A worker on another machine, and an app started on an empty disk (a
+Space without persistent storage), need the secret: results sealed with a key a server does not hold are refused,
+with the key's id in the reason. ``serve`` and ``worker`` check the key before anything else (``check_at_start``).
 """
 
 from __future__ import annotations
@@ -86,29 +91,91 @@ class Keys:
         return cls(found, origin)
 
 
+NEW_KEY = "python -c \"import secrets; print(secrets.token_urlsafe(32))\""  # a command that makes a secret
+
+
 def keys_for(store_root: Path) -> Keys:
     """The keys of the store at ``store_root``: the configured secret(s) (``CULTURELENS_SEAL_SECRET``), else the
     store's own key file, made on first use (owner-readable only; made whole by one link, so processes starting
-    together read the same key)."""
+    together read the same key), but never in place of a lost one: SealError, with what to do, for a key file that
+    is missing while the store holds sealed results (``sealed_keys``), empty, short, or that cannot be read (a folder
+    in its place)."""
     from leaderboard.operator_settings import SEAL_SECRET
 
     configured = SEAL_SECRET.resolve()
     if configured:
         return Keys.parse(str(configured), SEAL_SECRET.env)
-    path = Path(store_root) / KEY_FILE
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".seal-key-", dir=path.parent)
+    path, where = Path(store_root) / KEY_FILE, f"STORE/{KEY_FILE}"
+    if not os.path.lexists(path):
+        if found := sealed_keys(store_root):
+            raise SealError(f"{where} is missing, but this store holds sealed results ({_census(found)}): put back "
+                            f"the key that sealed them, or set {SEAL_SECRET.env} to its secret; a new key would not "
+                            f"take them back from a repo nor keep them finished in a rebuilt queue (to seal with a "
+                            f"new key anyway: `{NEW_KEY} > {where}`)")
+        _make_key(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise SealError(f"{where} is a folder, not a key file: remove it (a new key is made) or put the store's key "
+                        f"back in its place, or set {SEAL_SECRET.env}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise SealError(f"{where} cannot be read ({why}): give the user running this server read access to it, or "
+                        f"set {SEAL_SECRET.env}") from None
+    return Keys.parse(text, where)
+
+
+def _make_key(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".seal-key-", dir=path.parent)
+    try:
+        os.write(fd, secrets.token_urlsafe(32).encode())
+        os.close(fd)
         try:
-            os.write(fd, secrets.token_urlsafe(32).encode())
-            os.close(fd)
-            try:
-                os.link(name, path)
-            except FileExistsError:  # another process made it first: its key is the store's
-                pass
-        finally:
-            os.unlink(name)
-    return Keys.parse(path.read_text(encoding="utf-8"), f"STORE/{KEY_FILE}")
+            os.link(name, path)
+        except FileExistsError:  # another process made it first: its key is the store's
+            pass
+    finally:
+        os.unlink(name)
+
+
+def sealed_keys(store_root: Path) -> dict[str, int]:
+    """The keys (ids) the store's results folders (``results/<id>/seal.json``) and its installed release
+    (``leaderboard/latest.json``) are sealed with, and how many of those each sealed: read from the seals' "key"
+    field (a start's check: nothing is verified here)."""
+    found: dict[str, int] = {}
+    seals = [*(Path(store_root) / layout.RESULTS).glob(f"[!.]*/{layout.SEAL}"),
+             Path(store_root) / "leaderboard" / "latest.json"]
+    for path in seals:
+        record = _json_object(path)
+        key = (record.get("seal") if path.name == "latest.json" else record) if record else None
+        if isinstance(key, dict) and isinstance(key.get("key"), str):
+            found[key["key"][:20]] = found.get(key["key"][:20], 0) + 1
+    return found
+
+
+def _census(found: dict[str, int]) -> str:
+    return ", ".join(f"{n} with key {key!r}" for key, n in sorted(found.items()))
+
+
+def check_at_start(store_root: Path) -> list[str]:
+    """What ``culturelens serve`` and ``worker`` check before anything is scored: the store's keys (``keys_for``:
+    SealError, a sentence the command line ends with, for a key missing, empty, short or unreadable). Returns what the
+    operator should read: that a key was made, and what becomes of the store's sealed results when it holds none of
+    the keys they were sealed with (a new secret)."""
+    from leaderboard.operator_settings import SEAL_SECRET
+
+    made = not SEAL_SECRET.resolve() and not os.path.lexists(Path(store_root) / KEY_FILE)
+    keys = keys_for(store_root)
+    lines = [f"made the store's seal key, STORE/{KEY_FILE}: the results its workers write are sealed with it"
+             ] if made else []
+    if foreign := {key: n for key, n in sealed_keys(store_root).items() if not keys.holds(key)}:
+        lines.append(f"warning: this store holds results sealed with keys this server does not hold "
+                     f"({_census(foreign)}; its keys: {', '.join(keys.ids)}, from {keys.origin}): they are still "
+                     "served from this disk, but refused wherever a seal is checked: not taken from a repo, scored "
+                     "again if the queue is rebuilt or restored, a release sealed with them not installed. To keep "
+                     f"them, give the old secret too, after the new one in {SEAL_SECRET.env} (space-separated)")
+    return lines
 
 
 def canonical(record: object) -> bytes:

@@ -21,11 +21,12 @@ from benchmark.datasets import cube_1k
 from benchmark.run_record import RunRecord
 from culturelens.testing.submissions import make_submission
 from leaderboard import hub_sync, pickup, seal, snapshot
+from leaderboard.operator_settings import SEAL_SECRET
 from leaderboard.queue.base import lease_hash
 from leaderboard.repo import RepoError, folder_repo
 from leaderboard.store import Store
 from leaderboard.ui.site import Site
-from tests.helpers import serving_tiny_cube
+from tests.helpers import culturelens, free_port, serving_tiny_cube
 
 CURVE_ROWS = 10
 
@@ -128,6 +129,71 @@ def test_edge_seal_an_empty_table_is_one_known_file_and_an_empty_one_of_other_by
     assert [entry.reason for entry in store.quarantined()] == ["its seal: its curves.parquet is not the file sealed"]
     assert store.queue.get(sid).state == "FINISHED" and _served(store) == {}
     assert written == results.empty_table("curves.parquet")  # the one file of no rows, which the seal calls "empty"
+
+
+# --- finding 9: a key that cannot seal is found at start -------------------------------------------------------------
+@pytest.fixture()
+def own_key(tmp_path, tiny_upstream, monkeypatch):
+    """A store sealing with its own key (``STORE/seal.key``, no secret configured): one submission scored and sealed
+    with it, one waiting for a worker."""
+    monkeypatch.delenv(SEAL_SECRET.env)
+    store = _store(tmp_path / "store", tiny_upstream)
+    for name in ("scored", "waiting"):
+        _submit(store, tmp_path, name)
+    _score(store, 0.25)
+    assert (store.root / seal.KEY_FILE).is_file()
+    return store
+
+
+KEY_DAMAGE = {
+    "missing": lambda key: key.unlink(),
+    "empty": lambda key: key.write_text(""),
+    "a folder": lambda key: (key.unlink(), key.mkdir()),
+}
+KEY_SAID = {
+    "missing": "error: STORE/seal.key is missing, but this store holds sealed results (1 with key '{key}'): put back "
+               "the key that sealed them, or set CULTURELENS_SEAL_SECRET to its secret",
+    "empty": "error: STORE/seal.key: no seal secret in it",
+    "a folder": "error: STORE/seal.key is a folder, not a key file: remove it (a new key is made) or put the store's "
+                "key back in its place, or set CULTURELENS_SEAL_SECRET",
+}
+
+
+@pytest.mark.slow  # six `culturelens` processes
+@pytest.mark.parametrize("damage", KEY_DAMAGE)
+def test_edge_seal_a_key_missing_empty_or_a_folder_stops_serve_and_worker_with_exit_2_before_any_scoring(
+        own_key, damage):
+    store = own_key
+    key_id = store.results_folders.keys.sealing
+    KEY_DAMAGE[damage](store.root / seal.KEY_FILE)
+    no_secret = {SEAL_SECRET.env: ""}
+    for verb in (["serve", "--no-worker", "--port", str(free_port())], ["worker", "--once"]):
+        done = culturelens(*verb, "--store", store.root, env=no_secret, timeout=120)
+        assert done.returncode == 2, (verb, done.stderr[-2000:])
+        said = done.stderr.strip().splitlines()[-1]
+        assert said.startswith(KEY_SAID[damage].format(key=key_id)), said
+        assert "Traceback" not in done.stderr
+    waiting = [job for job in store.queue.jobs() if job.state != "FINISHED"]
+    assert [(job.state, job.attempts) for job in waiting] == [("PENDING", 0)]  # nothing was scored, nor failed
+    assert (store.root / seal.KEY_FILE).exists() == (damage != "missing")  # a lost key is never replaced
+
+
+def test_edge_seal_a_new_key_on_a_store_with_sealed_results_says_what_becomes_of_them(own_key, monkeypatch):
+    store = own_key
+    old = store.results_folders.keys.sealing
+    monkeypatch.setenv(SEAL_SECRET.env, "a-new-secret-for-this-server-0123456789")
+    new = seal.key_id(b"a-new-secret-for-this-server-0123456789")
+    [line] = seal.check_at_start(store.root)
+    assert line == (
+        f"warning: this store holds results sealed with keys this server does not hold (1 with key '{old}'; its "
+        f"keys: {new}, from CULTURELENS_SEAL_SECRET): they are still served from this disk, but refused wherever a "
+        "seal is checked: not taken from a repo, scored again if the queue is rebuilt or restored, a release sealed "
+        "with them not installed. To keep them, give the old secret too, after the new one in "
+        "CULTURELENS_SEAL_SECRET (space-separated)")
+    # With the old secret after the new one, nothing is said: both verify.
+    secret = (store.root / seal.KEY_FILE).read_text()
+    monkeypatch.setenv(SEAL_SECRET.env, f"a-new-secret-for-this-server-0123456789 {secret}")
+    assert seal.check_at_start(store.root) == []
 
 
 def test_edge_seal_a_rebuilt_queue_keeps_finished_only_results_its_seal_covers_and_trusts_only_sealed_ledger_lines(
