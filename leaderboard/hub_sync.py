@@ -181,9 +181,9 @@ class StoreFile:
 
 
 def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME",
-                 kept: tuple[dict[str, str], dict[str, str]] | None = None) -> dict[str, StoreFile | bytes]:
+                 sealed: tuple[dict[str, str], dict[str, str]] | None = None) -> dict[str, StoreFile | bytes]:
     """Path in the repo -> a store file or bytes: everything the ``kind`` repo should hold for this store. The
-    requests repo's seal lists the store's records and deletions, and ``kept``'s (records the repo's own seal lists
+    requests repo's seal lists the store's records and deletions, and ``sealed``'s (records the repo's own seal lists
     that the store lacks, and its deletions: ``_repo_seal``)."""
     files: dict[str, StoreFile | bytes] = {}
     if kind == "requests":
@@ -192,7 +192,8 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME",
         records = [{**{k: v for k, v in asdict(job).items() if k not in UNMIRRORED},
                     "lease_hashes": job.issued_hashes, "request": requests[job.id].number if job.id in requests else 1}
                    for job in jobs]
-        digests, deletions = dict(kept[0]) if kept else {}, {**(kept[1] if kept else {}), **store.queue.deletions()}
+        digests = dict(sealed[0]) if sealed else {}
+        deletions = {**(sealed[1] if sealed else {}), **store.queue.deletions()}
         for job, record in zip(jobs, records):
             files[f"requests/{job.id}.json"] = data = json.dumps(record, indent=1, sort_keys=True).encode()
             digests[job.id] = hashlib.sha256(data).hexdigest()
@@ -284,8 +285,8 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
     operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
-    if kind == "requests" and operations and (kept := _repo_seal(store, repo)):  # what the store lacks stays sealed
-        operations, now = plan(mirror_files(store, kind, repo.name, kept), pushed)
+    if kind == "requests" and operations and (sealed := _repo_seal(store, repo)):  # what the store lacks stays sealed
+        operations, now = plan(mirror_files(store, kind, repo.name, sealed), pushed)
     handled: set[str] = set()
     if kind == "results":
         try:

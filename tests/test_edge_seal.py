@@ -294,6 +294,14 @@ def test_edge_repo_writer_an_undone_deletion_is_refused_after_a_restore(tmp_path
     hub_sync.pull(fresh, "results", str(published))
     assert fresh.queue.get(gone) is None and gone in fresh.queue.deleted() and not fresh.has_results(gone)
     assert _served(fresh) == {kept: 0.25}
+    # A store that restored nothing (the repo was away at its start) and took a new submission writes the repo: its
+    # record is sealed beside the repo's, and no deletion, no sealed record of the repo's is dropped.
+    other = _store(tmp_path / "other", tiny_upstream)
+    new = _submit(other, tmp_path, "new")
+    hub_sync.export(other, "requests", requests)
+    written = json.loads((requests / "seal.json").read_text())
+    assert written["deletions"] == index["deletions"] and set(written["records"]) == {kept, new}
+    assert written["records"][kept] == index["records"][kept]
 
     # ... and removes it from the deletions: the seal no longer matches, and nothing is restored.
     del index["deletions"][gone]
