@@ -43,6 +43,7 @@ KEY_FILE = "seal.key"  # STORE/seal.key: the store's own secret, when none is co
 MIN_SECRET_CHARS = 16
 VERSION = 1
 EMPTY = "empty"  # a result table of no rows, in a seal's digests
+NEW_KEY = "python -c \"import secrets; print(secrets.token_urlsafe(32))\""  # a command that makes a secret
 
 
 class SealError(CultureLensError):
@@ -86,12 +87,8 @@ class Keys:
             raise SealError(f"{origin}: no seal secret in it")
         if short := [s for s in found if len(s) < MIN_SECRET_CHARS]:
             raise SealError(f"{origin}: a seal secret of {len(short[0])} characters is too short (at least "
-                            f"{MIN_SECRET_CHARS}; make one with `python -c \"import secrets; "
-                            "print(secrets.token_urlsafe(32))\"`)")
+                            f"{MIN_SECRET_CHARS}; make one with `{NEW_KEY}`)")
         return cls(found, origin)
-
-
-NEW_KEY = "python -c \"import secrets; print(secrets.token_urlsafe(32))\""  # a command that makes a secret
 
 
 def keys_for(store_root: Path) -> Keys:
@@ -145,7 +142,7 @@ def sealed_keys(store_root: Path) -> dict[str, int]:
     field (a start's check: nothing is verified here)."""
     found: dict[str, int] = {}
     seals = [*(Path(store_root) / layout.RESULTS).glob(f"[!.]*/{layout.SEAL}"),
-             Path(store_root) / "leaderboard" / "latest.json"]
+             Path(store_root) / "leaderboard" / "latest.json"]  # ``leaderboard.snapshot.LATEST``, written by install
     for path in seals:
         record = _json_object(path)
         key = (record.get("seal") if path.name == "latest.json" else record) if record else None
