@@ -45,7 +45,7 @@ from benchmark.run_record import RunRecord
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
 from benchmark.suite import SUITE_V1, Suite
-from leaderboard import hub_submission, quarantine, reported
+from leaderboard import hub_submission, quarantine, reported, seal
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
 from leaderboard.queue import open_queue
@@ -85,6 +85,8 @@ class Store:
         self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
                                 has_results=self._answered)
         self.results_folders = Results(self.root, self.queue, results_repo)
+        # A rebuild trusts only ledger lines sealed with the store's keys (read when the first line is written).
+        self.queue.seal_note = lambda event: seal.ledger_line(self.results_folders.keys, event)
         self.quotas = Quota(quota, quota_hours, attempt_quota)
         self.suite = suite
         self.intake = Intake(self.queue, staging=self.staging, submissions=self.submissions,

@@ -24,7 +24,8 @@ never answer a job, nor mark one FINISHED; while a worker holds the job, only it
 lease is refused once another worker took the job over). The tokens never leave the queue but in the run.json of
 results written under them: a requests mirror (``hub_sync``) keeps their sha256 (``Job.issued_hashes``), and a
 queue restored from it (``restore``) or rebuilt from the store's folders knows the leases it issued by those
-(``lease_hashes``). A deleted submission is remembered (``deleted``), so that a mirror can remove its results
+(``lease_hashes``), and the number of the request they answer (``requests_before``), and takes under them only
+results whose seal was checked (``refusal``: a token is public once the run.json carrying it is). A deleted submission is remembered (``deleted``), so that a mirror can remove its results
 wherever they were published. What a rebuilt queue needs (owners, lease hashes, deletions) a backend whose file
 can be damaged also appends to a ledger beside it (``_note``: SQLite's ``.ledger``; ``queue_rebuild``).
 
@@ -87,14 +88,16 @@ def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = Fa
     """Why results whose run.json is ``run`` do not answer a submission's current ``request``
     (``Queue.request``; None: the queue knows no such submission); None when they do.
 
-    They answer it when they carry (run.json ``lease``) a lease the queue issued for that request: a token it holds
-    (then they must record its number, ``request``; results written before requests were recorded answer the
-    first), or one whose sha256 a restored or rebuilt queue holds. While a worker holds the job, only its lease
-    answers: results of an expired lease are refused (the worker itself, ``holder``, may take an earlier attempt's
-    results as its own). A job FINISHED with no lease recorded (finished by a version before leases, or restored from
-    a record that kept none) takes only results whose seal a caller checked (``sealed``: ``leaderboard.seal``). Any
-    other job takes none: results nobody scored under its lease (another submission's, a forged folder, a re-run's
-    run before) never answer it, nor mark it FINISHED."""
+    They answer it when they carry (run.json ``lease``) a lease the queue issued for that request: a token it holds,
+    or one whose sha256 a restored or rebuilt queue holds, and then only when a caller checked their seal
+    (``sealed``: ``leaderboard.seal``; a lease token is public once its run.json is). Either way they must record that
+    request's number (``request``; results written before requests were recorded answer the first), which the seal
+    covers: the run before a re-run never answers the re-run, whatever leases a record lists. While a worker holds the
+    job, only its lease answers: results of an expired lease are refused (the worker itself, ``holder``, may take an
+    earlier attempt's results as its own). A job FINISHED with no lease recorded (finished by a version before leases,
+    or restored from a record that kept none) takes only sealed results. Any other job takes none: results nobody
+    scored under its lease (another submission's, a forged folder, a re-run's run before) never answer it, nor mark
+    it FINISHED."""
     if run is None:
         return "it has no run.json holding a run record"
     if request is None:
@@ -106,12 +109,15 @@ def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = Fa
                                         "only sealed results answer it")
         return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
                 "has scored it")
-    if lease in request.leases:
-        if run.request_answered != request.number:
-            return f"it answers request {run.request_answered}, not its current request {request.number}"
-    elif lease is None or lease_hash(lease) not in request.hashes:
-        carried = "carries none" if lease is None else "carries another"
-        return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
+    if lease not in request.leases:
+        if lease is None or lease_hash(lease) not in request.hashes:
+            carried = "carries none" if lease is None else "carries another"
+            return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
+        if not sealed:
+            return ("its lease is known by its sha256 only (a queue restored or rebuilt): only sealed results answer "
+                    "it")
+    if run.request_answered != request.number:
+        return f"it answers request {run.request_answered}, not its current request {request.number}"
     if request.held and request.leases and lease != request.leases[-1] and holder != request.leases[-1]:
         return "its lease expired and another worker holds the job now: only the holder's results answer it"
     return None
@@ -180,6 +186,7 @@ class Job:
     log_excerpt: str | None
     lease_tokens: str | None = None  # the tokens issued for the current request, space-separated (never mirrored)
     lease_hashes: str | None = None  # sha256 of tokens issued before a restore or rebuild, space-separated
+    requests_before: int = 0  # requests to score it made before a restore or rebuild (the record's ``request``)
 
     @property
     def lease(self) -> str | None:
@@ -225,6 +232,9 @@ class Queue:
     errors: tuple[type[Exception], ...] = ()
     damaged: Path | None = None
     ledger: Path | None = None  # where ``_note`` keeps what a rebuild needs (SQLite's file; none for PostgreSQL)
+    seal_note: Callable[[dict], dict] | None = None
+    """How ``_note`` seals a ledger line: a store gives its keys' (``leaderboard.seal.ledger_line``), as a rebuild trusts
+    only sealed lines; None writes them unsealed (a queue opened outside a store, which no rebuild reads)."""
     location: str
     _integrity_errors: tuple[type[Exception], ...] = ()
     _skip_locked = ""  # appended to a SELECT that picks rows to change: lock them, skip those others hold
@@ -314,15 +324,16 @@ class Queue:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
 
-    _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, (state = 'RUNNING' AND lease_expires >= DB_NOW) AS"
-                 " held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
+    _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, requests_before, (state = 'RUNNING' AND lease_expires"
+                 " >= DB_NOW) AS held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
                  " FROM submissions s")
 
     @staticmethod
     def _request(row: dict) -> Request:
-        # 1 when the log has none: a record restored from the Hub, or rebuilt
-        return Request(max(1, row["logged"]), row["state"], tuple((row["lease_tokens"] or "").split()),
-                       tuple((row["lease_hashes"] or "").split()), bool(row["held"]))
+        # A record restored or rebuilt brings the number of the requests made before (its log is not here); 1 at least
+        return Request(max(1, (row["requests_before"] or 0) + row["logged"]), row["state"],
+                       tuple((row["lease_tokens"] or "").split()), tuple((row["lease_hashes"] or "").split()),
+                       bool(row["held"]))
 
     def request(self, id: str) -> Request | None:
         """Submission ``id``'s current request to be scored (``Request``: what results must answer); None for an
@@ -338,8 +349,8 @@ class Queue:
 
     def request_number(self, id: str) -> int | None:
         """How many times submission ``id`` has been asked to be scored: 1 for its submission, one more for each
-        re-run (its entries in the submission log; 1 when the log has none, as in a queue restored from the Hub);
-        None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
+        re-run (its entries in the submission log, after those a restored or rebuilt record says were made before it
+        came here, ``Job.requests_before``); None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
         are told from those of the run before, however soon the re-run came."""
         request = self.request(id)
         return request.number if request else None
@@ -605,7 +616,7 @@ class Queue:
         from the folders, ``queue_rebuild``); False if its id or content is already here. A RUNNING record comes back
         PENDING: its worker is gone. No token comes with it (a token is never taken from outside the queue), only
         the sha256 of the leases issued for its request (``lease_hashes``: 64 hex digits each, anything else
-        dropped)."""
+        dropped) and that request's number (``requests_before``: results must answer it, ``refusal``)."""
         record = asdict(job)
         if job.state == "RUNNING":
             record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
@@ -617,5 +628,6 @@ class Queue:
             cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"
                                 " ON CONFLICT DO NOTHING", tuple(record.values()))
         if cursor.rowcount == 1:
-            self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes)
+            self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes,
+                       request=max(1, job.requests_before))
         return cursor.rowcount == 1

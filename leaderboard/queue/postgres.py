@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     error TEXT,
     log_excerpt TEXT,
     lease_tokens {C},  -- the lease tokens issued for the current request, space-separated
-    lease_hashes {C}  -- the sha256 of those issued before the queue was restored, space-separated
+    lease_hashes {C},  -- the sha256 of those issued before the queue was restored, space-separated
+    requests_before INTEGER NOT NULL DEFAULT 0  -- requests to score it made before the queue was restored
 );
 CREATE INDEX IF NOT EXISTS submissions_by_state ON submissions (state, created_at, id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -94,6 +95,7 @@ CREATE TABLE IF NOT EXISTS supervisors (
 -- A queue made before leases: its jobs get the column, empty (``base.refusal`` says what such a job takes).
 ALTER TABLE submissions ADD COLUMN IF NOT EXISTS lease_tokens {C};
 ALTER TABLE submissions ADD COLUMN IF NOT EXISTS lease_hashes {C};
+ALTER TABLE submissions ADD COLUMN IF NOT EXISTS requests_before INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS deletions (
     submission {C} PRIMARY KEY,
     at {C} NOT NULL
