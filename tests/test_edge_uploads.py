@@ -13,17 +13,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import tempfile
 import threading
 import tracemalloc
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
+from benchmark.datasets import cube_1k
+from benchmark.submission import Limits
 from benchmark.suite import SUITE_V1
 from culturelens.testing.hostile_zips import directory_only_zip, extra_fields_zip, part_manifests_zip
+from culturelens.testing.submissions import make_submission, zip_folder
+from leaderboard import upload_cache
 from leaderboard.store import Store
-from tests.helpers import launched
+from tests.helpers import launched, serving, serving_tiny_cube, until
 
 pytestmark = pytest.mark.slow  # archives of 11-101 MB and live servers
 
@@ -148,3 +155,135 @@ def test_edge_upload_entries_with_64_kb_extra_fields_are_refused_before_zipfile_
     assert store.submit(many, "mallory").report.errors == [
         "many.zip: entry 1 of its central directory has more than 16 items in its extra field"]
     assert list(store.staging.iterdir()) == []
+
+
+# --- finding 6: the routes that write a visitor's bytes -------------------------------------------------------------
+def _cut_body(url: str, route: str, sent: int = 2**20, declared: int = 3 * 2**20) -> None:
+    """A multipart POST to ``route`` that declares ``declared`` bytes, sends ``sent`` of them and hangs up."""
+    host, port = url.removeprefix("http://").strip("/").split(":")
+    with socket.create_connection((host, int(port))) as connection:
+        head = (f"POST /gradio_api/{route} HTTP/1.1\r\nHost: {host}\r\nContent-Type: multipart/form-data; boundary=cut"
+                f"\r\nContent-Length: {declared}\r\n\r\n--cut\r\nContent-Disposition: form-data; name=\"files\"; "
+                f"filename=\"cut.zip\"\r\n\r\n")
+        connection.sendall(head.encode() + os.urandom(sent))
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
+
+
+def _holding(folders: list[Path], payload: bytes) -> list[Path]:
+    """Files directly in ``folders`` that hold ``payload`` (what Gradio's recording and component routes wrote)."""
+    return [p for folder in folders if folder.is_dir() for p in folder.iterdir()
+            if p.is_file() and p.stat().st_size == len(payload) and p.read_bytes() == payload]
+
+
+def test_edge_upload_routes_leave_no_file_after_a_stop(tmp_path, own_tmpdir):
+    temp = own_tmpdir  # the server's system temporary folder: Gradio's shared cache, and this server's own
+    store = Store(tmp_path / "store")
+    recording = os.urandom(20 * 2**20)
+    with serving(store.root, tmp_path / "serve.log", "--no-worker") as url:
+        before = _files(temp)  # what the app made for its pages (the Submit tab's schema download)
+        refused = httpx.post(url + "gradio_api/process_recording", files={"video": ("r.mp4", recording)}, timeout=60)
+        assert (refused.status_code, refused.text) == (404, "this server takes no screen recordings: nothing was "
+                                                            "stored")
+        called = httpx.post(url + "gradio_api/component_server", files={"files": ("f.bin", recording[:2**20])},
+                            data={"component_id": "1", "session_hash": "x", "fn_name": "ls"}, timeout=60)
+        assert (called.status_code, called.text) == (404, "this server takes no component calls: nothing was stored")
+        kept = httpx.post(url + "gradio_api/upload", files={"files": ("kept.zip", recording[:3 * 2**20])}, timeout=60)
+        assert kept.status_code == 200
+        for route in ("upload", "process_recording", "component_server"):
+            _cut_body(url, route)
+        (cache,) = temp.glob("culturelens-uploads-*")
+        until(lambda: _files(temp) == sorted([*before, Path(kept.json()[0])]), 30,
+              "nothing but the upload that succeeded")
+        assert Path(kept.json()[0]).is_relative_to(cache)
+    assert _files(temp) == []  # stopped (SIGTERM): nothing of any request is left
+
+
+def test_edge_upload_routes_no_component_uses_write_nothing_and_a_cut_upload_is_removed_at_once(tmp_path):
+    store = Store(tmp_path / "store")
+    payload = os.urandom(2**20)
+    with launched(store, "visitor") as url:
+        cache = upload_cache.use_own()
+        shared = [Path(tempfile.gettempdir()), Path(tempfile.gettempdir()) / "gradio", cache]
+        for route, field in (("process_recording", "video"), ("component_server", "files")):
+            answer = httpx.post(url + f"gradio_api/{route}", files={field: ("x.bin", payload)},
+                                data={"component_id": "1", "session_hash": "x", "fn_name": "ls"}, timeout=60)
+            assert answer.status_code == 404 and answer.text.endswith("nothing was stored")
+        assert _holding(shared, payload) == []
+        before = _files(cache)
+        host, port = url.removeprefix("http://").strip("/").split(":")
+        with socket.create_connection((host, int(port))) as connection:
+            connection.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
+                               b"boundary=cut\r\nContent-Length: 3000000\r\n\r\n--cut\r\nContent-Disposition: "
+                               b"form-data; name=\"files\"; filename=\"cut.zip\"\r\n\r\n" + payload)
+            partial = until(lambda: [p for p in _files(cache) if p not in before and p.stat().st_size == len(payload)],
+                            30, "the cut upload's bytes received")
+            assert store.upload_space.used >= len(payload)  # held while it arrives
+        until(lambda: _files(cache) == before, 30, "the cut upload's partial file removed")
+        assert not partial[0].parent.exists() and store.upload_space.used == 0
+
+
+# --- all uploads in flight share one cap; the per-request limit counts every file ----------------------------------
+def test_edge_upload_total_cap_answers_507_when_the_uploads_in_flight_fill_it(tmp_path):
+    store = Store(tmp_path / "store", Limits(max_upload_bytes=5 * 2**20, max_in_flight_bytes=10 * 2**20))
+    with launched(store, "visitor") as url:
+        upload = url + "gradio_api/upload"
+        cache = upload_cache.use_own()
+        for name in ("a.zip", "b.zip"):  # 8 MB held of 10 MiB
+            assert httpx.post(upload, files={"files": (name, os.urandom(4 * 10**6))}, timeout=60).status_code == 200
+        before = _files(cache)
+        full = httpx.post(upload, files={"files": ("c.zip", os.urandom(4 * 10**6))}, timeout=60)
+        assert full.status_code == 507
+        assert full.text.startswith("the server's space for uploads in progress is full: 8,000,")
+        assert full.text.endswith("this is not a problem with the submission: try again later; nothing was stored")
+
+        def chunked():  # no length declared: refused once the space cannot hold what arrives
+            yield b"--x\r\nContent-Disposition: form-data; name=\"files\"; filename=\"d.zip\"\r\n\r\n"
+            for _ in range(5):
+                yield os.urandom(10**6)
+            yield b"\r\n--x--\r\n"
+
+        streamed = httpx.post(upload, content=chunked(), headers={"Content-Type": "multipart/form-data; boundary=x"},
+                              timeout=60)
+        assert streamed.status_code == 507 and "space for uploads in progress is full" in streamed.text
+        assert _files(cache) == before and store.upload_space.used < 8_100_000  # nothing of either kept or held
+
+
+def test_edge_upload_total_cap_holds_staging_too_and_its_refusal_is_not_counted(tmp_path, tiny_upstream):
+    from gradio_client import Client, handle_file
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
+    archive = zip_folder(make_submission(tmp_path / "sub", prompt_ids), tmp_path / "sub.zip")
+    with zipfile.ZipFile(archive) as zf:
+        declared = sum(i.file_size for i in zf.infolist())
+    # Room for the upload and the multipart framing around it, not for its staged copy as well.
+    store.limits = Limits(max_in_flight_bytes=archive.stat().st_size + 4096 + declared // 2)
+    with launched(store, "ada") as url:
+        verdict = Client(url, verbose=False).predict(handle_file(archive), api_name="/submit")
+        assert verdict.startswith("### Not stored\n\nthe server&#39;s space for uploads in progress is full")
+        assert verdict.endswith("It was not counted against you.")
+        assert store.queue.count_attempts_since("ada", "1970-01-01") == 0 and store.queue.jobs() == []
+        assert list(store.staging.iterdir()) == []
+        store.limits = Limits()  # the operator makes room: the same upload is accepted
+        accepted = Client(url, verbose=False).predict(handle_file(archive), api_name="/submit")
+        assert accepted.startswith("### Accepted"), accepted
+
+
+def test_edge_upload_several_files_in_one_request_count_against_one_upload_limit(tmp_path):
+    store = Store(tmp_path / "store", Limits(max_upload_bytes=5 * 10**6))
+    with launched(store, "visitor") as url:
+        upload = url + "gradio_api/upload"
+        cache = upload_cache.use_own()
+        before = _files(cache)
+        two = httpx.post(upload, files=[("files", ("a.zip", os.urandom(4 * 10**6))),
+                                        ("files", ("b.zip", os.urandom(4 * 10**6)))], timeout=60)
+        assert two.status_code == 413
+        assert two.text.startswith("this upload is 8,000,")
+        assert two.text.endswith("bytes; this server takes at most 5,000,000 bytes in one request (its upload limit, "
+                                 "max_upload_bytes), whatever the number of files: nothing was stored")
+        assert _files(cache) == before and store.upload_space.used == 0
+        one = httpx.post(upload, files={"files": ("a.zip", os.urandom(4 * 10**6))}, timeout=60)
+        assert one.status_code == 200 and Path(one.json()[0]).stat().st_size == 4 * 10**6
