@@ -31,6 +31,7 @@ from collections import deque
 from pathlib import Path
 from urllib.parse import parse_qs
 
+from benchmark.errors import CultureLensError
 from benchmark.submission.space import Hold, SpaceFull, UploadSpace
 
 UPLOAD = "/gradio_api/upload"
@@ -39,8 +40,8 @@ ENVELOPE_BYTES = 64 * 2**10  # the multipart boundaries and part headers around 
 KEEP_SECONDS = 3600  # an uploaded file stays this long (the app's ``delete_cache`` too): a submitter submits it sooner
 
 
-class _Refused(Exception):
-    """The request is answered ``status`` with ``message``, and what it wrote is removed."""
+class RequestRefused(CultureLensError):
+    """The upload request is answered ``status`` with ``message`` (a sentence), and what it wrote is removed."""
 
     def __init__(self, status: int, message: str):
         super().__init__(message)
@@ -90,7 +91,7 @@ class UploadRoutes:
         if declared is None:
             return
         if declared > self.max_bytes + ENVELOPE_BYTES:
-            raise _Refused(413, _over(declared, self.max_bytes))
+            raise RequestRefused(413, _over(declared, self.max_bytes))
         if declared > self.space.capacity - self.space.used:
             raise SpaceFull(declared, self.space.used, self.space.capacity)
 
@@ -133,7 +134,7 @@ def _metered(receive, hold: Hold, most: int):
         body = message.get("body", b"") if message["type"] == "http.request" else b""
         received += len(body)
         if received > most:
-            raise _Refused(413, _over(received, most - ENVELOPE_BYTES, "more than"))
+            raise RequestRefused(413, _over(received, most - ENVELOPE_BYTES, "more than"))
         hold.grow(len(body))
         return message
 
@@ -156,7 +157,7 @@ def _answer_for(error: BaseException) -> tuple[int, str] | None:
     from fastapi import HTTPException
     from gradio.route_utils import MultiPartException
 
-    if isinstance(error, _Refused):
+    if isinstance(error, RequestRefused):
         return error.status, str(error)
     if isinstance(error, SpaceFull):
         return 507, f"{error}; nothing was stored"

@@ -342,7 +342,7 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     return report
 
 
-class _Refused(CultureLensError):
+class _RefusedEarly(CultureLensError):
     """A check refused an upload before its images were unpacked: ``report`` says why (caught by ``stage_with``,
     which returns that report)."""
 
@@ -372,7 +372,7 @@ def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits, h
     def passes(depth: Depth, entries: list[Entry]) -> None:
         early = check(folder, entries, depth)
         if early.errors if depth is Depth.NAMES else not early.ok:  # a names check makes no part's report yet
-            raise _Refused(early)
+            raise _RefusedEarly(early)
 
     try:
         try:
@@ -388,7 +388,7 @@ def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits, h
         except Rejected as error:
             report = Report()
             report.error(str(error))
-        except _Refused as refused:
+        except _RefusedEarly as refused:
             report = refused.report
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
