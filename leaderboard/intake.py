@@ -29,6 +29,7 @@ from pathlib import Path
 from benchmark.datasets.prompts import PromptSet
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits, Manifest, Report, ServerFault
+from benchmark.submission.space import Hold, UploadSpace
 from benchmark.submission.suite import SuiteReport, stage
 from benchmark.suite import SUITE_V1, Suite
 from leaderboard import hub_submission
@@ -108,12 +109,25 @@ class Intake:
     """Submissions entering a store: uploads into ``staging``, accepted ones kept in ``submissions`` and queued in
     ``queue``. ``prompts_for``: the prompt set a manifest names, among the datasets the store serves; ``limits``:
     what an upload may hold; ``max_shard_bytes``: the largest Parquet shard an accepted submission is kept in;
-    ``suite``: the suite definition a suite submission answers (``leaderboard.served_suite``)."""
+    ``suite``: the suite definition a suite submission answers (``leaderboard.served_suite``); ``space``: where
+    the uploads in flight hold what they write (the app's upload route holds its files there too), one per store,
+    of ``limits.max_in_flight_bytes``."""
 
     def __init__(self, queue: Queue, *, staging: Path, submissions: Path, prompts_for: Callable[[Manifest], PromptSet],
                  limits: Limits, quota: Quota, max_shard_bytes: int, suite: Suite = SUITE_V1):
         self.queue, self.staging, self.submissions, self.prompts_for = queue, staging, submissions, prompts_for
-        self.limits, self.quota, self.max_shard_bytes, self.suite = limits, quota, max_shard_bytes, suite
+        self.quota, self.max_shard_bytes, self.suite = quota, max_shard_bytes, suite
+        self.space = UploadSpace(limits.max_in_flight_bytes)
+        self.limits = limits
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    @limits.setter
+    def limits(self, limits: Limits) -> None:
+        self._limits = limits
+        self.space.capacity = limits.max_in_flight_bytes
 
     def submit(self, source: Path, owner: str, progress=None) -> SubmitOutcome:
         """Validate ``source`` (folder or zip) and, if it passes, queue it. Nothing is kept on rejection.
@@ -131,14 +145,15 @@ class Intake:
         (RepoError with the reason) counts as an attempt too: it was work done for ``owner``."""
         self.quota.check(self.queue, owner)
         attempt = self.queue.record_attempt(owner)
-        try:
-            folder = hub_submission.fetch(repo, self.staging, self.limits)
-        except OSError as error:  # the server could not write the download: not counted
-            raise self._server_fault(error, attempt) from None
-        try:
-            return self.accept(folder, owner=owner, attempt=attempt, progress=progress)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        with self.space.hold() as hold:  # the download's bytes, held until it is removed
+            try:
+                folder = hub_submission.fetch(repo, self.staging, self.limits, hold)
+            except OSError as error:  # the server could not write the download (or hold it): not counted
+                raise self._server_fault(error, attempt) from None
+            try:
+                return self.accept(folder, owner=owner, attempt=attempt, progress=progress)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _server_fault(self, error: OSError, attempt: int) -> ServerFault:
         """The server could not store an upload: not the uploader's fault, so ``attempt`` does not count."""
@@ -154,9 +169,15 @@ class Intake:
         submission restored from a requests repo (``record``: kept under the record's id, refused unless its
         content hash is the record's; the record restored as it was, ``Queue.restore``: the outcome's job is
         None, with no error, when the queue has that record already). A refusal keeps nothing: the outcome's
-        report says why. ServerFault when our own disk fails (an upload's attempt is then not counted)."""
+        report says why. ServerFault when our own disk fails or the uploads in flight fill their space (an upload's
+        attempt is then not counted): what it staged is held in ``space`` until it is kept or removed."""
+        with self.space.hold() as hold:
+            return self._accept(source, owner, attempt, record, progress, hold)
+
+    def _accept(self, source: Path, owner: str | None, attempt: int | None, record: Job | None, progress,
+                hold: Hold) -> SubmitOutcome:
         try:
-            report = stage(source, self.staging, self.suite, self.prompts_for, self.limits, progress)
+            report = stage(source, self.staging, self.suite, self.prompts_for, self.limits, progress, hold)
         except OSError as error:  # the server could not write the staged copy (stage removed it)
             raise self._fault(error, attempt) from None
         if report.ok:
@@ -168,7 +189,8 @@ class Intake:
             return SubmitOutcome(report)
         submission_id = record.id if record is not None else _new_id(report)
         try:
-            target = report.keep(self.submissions / submission_id, self.max_shard_bytes, submission_id=submission_id)
+            target = report.keep(self.submissions / submission_id, self.max_shard_bytes, hold,
+                                 submission_id=submission_id)
         except OSError as error:  # a full disk again: the staged copy goes
             shutil.rmtree(report.folder, ignore_errors=True)
             raise self._fault(error, attempt) from None

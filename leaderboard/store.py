@@ -44,6 +44,7 @@ from benchmark.layout import SubmissionLayout, is_submission_id
 from benchmark.run_record import RunRecord
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
+from benchmark.submission.space import UploadSpace
 from benchmark.suite import SUITE_V1, Suite
 from leaderboard import hub_submission, quarantine, reported, seal
 from leaderboard.intake import Intake, Quota, SubmitOutcome
@@ -122,6 +123,12 @@ class Store:
     @limits.setter
     def limits(self, limits: Limits) -> None:
         self.intake.limits = limits
+
+    @property
+    def upload_space(self) -> UploadSpace:
+        """Where the uploads in flight hold what they write (``benchmark.submission.space``): the app's upload route
+        and the staging of submissions, within ``limits.max_in_flight_bytes``."""
+        return self.intake.space
 
     @property
     def quota(self) -> int | None:

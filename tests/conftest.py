@@ -28,6 +28,17 @@ from culturelens.testing.tiny_models import byte_level_clip_tokenizer, save_tiny
 from culturelens.testing.tiny_qwen import save_tiny_vlm
 
 
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+    """A system temporary folder of the test's own for the servers it starts, where Gradio's cache would be; without
+    the GRADIO_TEMP_DIR an app built earlier in this process set to its own folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    return temp
+
+
 @contextlib.contextmanager
 def torch_threads(count: int):
     """torch's intra-op threads set to ``count`` for the block, as they were after it."""

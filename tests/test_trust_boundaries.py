@@ -776,17 +776,6 @@ def _uploaded_copies(temp, payload: bytes) -> list:
             and p.read_bytes() == payload]
 
 
-@pytest.fixture
-def own_tmpdir(tmp_path, monkeypatch):
-    """A system temporary folder of the test's own for the servers it starts, where Gradio's cache would be; without
-    the GRADIO_TEMP_DIR an app built earlier in this process set to its own folder."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
-    return temp
-
-
 def test_upload_cache_is_emptied_of_an_upload_when_serve_stops_and_stays_empty_through_a_restart(tmp_path, own_tmpdir):
     from gradio_client import Client, handle_file
 
