@@ -674,8 +674,9 @@ def test_queue_text_every_field_a_queue_client_writes_shows_as_text(tmp_path):
         assert set(tags) <= {"p", "ul", "li", "strong", "code", "blockquote", "span", "em", "br"}, tags
     everything = " ".join(_rendered(m)[1] for m in shown)
     assert everything.count(HOSTILE_TEXT) >= 8, everything  # each field, as written
-    # The supervisor rows: pid and last exit of the running one (folded), the others' last exits (shown).
-    assert f"worker pid {HOSTILE_TEXT} running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
+    # The supervisor rows: last exit of the running one (folded; its pid is a number, so text there is "invalid",
+    # issue 48), the others' last exits (shown).
+    assert f"worker pid invalid running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
         _rendered(page["worker_details"])[1]
     assert f"the worker stopped ({HOSTILE_TEXT})" in _rendered(page["workers"])[1]
 
