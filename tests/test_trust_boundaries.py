@@ -832,7 +832,7 @@ def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_lo
         "/details": ((["sub-1", "sub-2"],), "'submission_id' takes text, not a list"),
         "/submit": (("not-a-file.zip",), "'file' takes an uploaded file (gradio_client's handle_file), "
                                          "not text"),
-        "/compare": ((3.5, None), "'chosen' takes a list, not a number"),
+        "/compare": ((3.5, None), "'chosen' takes a list of texts, not a number"),
         "/overview": ((True, *OVERVIEW[1:]), "'track' takes text, not true or false"),
     }
     with serving(store.root, log, "--no-worker") as url:

@@ -102,9 +102,10 @@ class Page:
         """Send the event with ``data`` (one value per input) and ``event_data`` as the page does; its answer."""
         dependency = self.config["dependencies"][fn_index]
         trigger = dependency["targets"][0][0] if dependency["targets"] else None
-        joined = httpx.post(self.url + "gradio_api/queue/join", timeout=self.timeout, json={
-            "data": data, "event_data": event_data, "fn_index": fn_index, "trigger_id": trigger,
-            "session_hash": self.session})
+        body = json.dumps({"data": data, "event_data": event_data, "fn_index": fn_index, "trigger_id": trigger,
+                           "session_hash": self.session})  # NaN and infinities as Python's JSON writes them
+        joined = httpx.post(self.url + "gradio_api/queue/join", content=body, timeout=self.timeout,
+                            headers={"content-type": "application/json"})
         joined.raise_for_status()
         event_id = joined.json()["event_id"]
         with httpx.stream("GET", self.url + "gradio_api/queue/data", params={"session_hash": self.session},

@@ -269,5 +269,6 @@ def _short_reason(reason: str) -> str:
 
 
 def selected_id(event: gr.SelectData) -> str:
-    """The ID column of the queue row a visitor clicked."""
-    return event.row_value[1] if event.row_value else ""
+    """The ID column of the queue row a visitor clicked ("" when the event's row holds no text there)."""
+    row = event.row_value or []
+    return row[1] if len(row) > 1 and isinstance(row[1], str) else ""
