@@ -87,28 +87,25 @@ def test_edge_types_a_file_reference_to_a_server_file_or_an_address_is_refused_a
     store = Store(tmp_path / "store")
     log = tmp_path / "serve.log"
     passwd = Path("/etc/passwd").read_bytes()
-    sources = PublicSources().start()
     (tmp_path / "upload.zip").write_bytes(b"not a zip")
-    try:
-        with serving(store.root, log, "--no-worker") as url:
-            page = Page(url)
-            by_name = {d.get("api_name"): n for n, d in enumerate(page.config["dependencies"])}
-            climbing = {**PASSWD, "path": "/tmp/gradio/../../etc/passwd"}
-            answers = {(name, reference["path"]): page.call(by_name[name], [reference])
-                       for name in ("submit", "overall")
-                       for reference in (PASSWD, {**PASSWD, "path": sources.url + "x.zip"}, climbing)}
-            copies = [p for folder in ("culturelens-uploads-*", "gradio") for p in Path(tempfile.gettempdir()).glob(
-                f"{folder}/**/*") if p.is_file() and p.stat().st_size == len(passwd) and p.read_bytes() == passwd]
-            uploaded = Client(url, verbose=False).predict(handle_file(tmp_path / "upload.zip"), api_name="/submit")
-    finally:
-        sources.stop()
+    with PublicSources() as sources, serving(store.root, log, "--no-worker") as url:
+        page = Page(url)
+        by_name = {d.get("api_name"): n for n, d in enumerate(page.config["dependencies"])}
+        climbing = {**PASSWD, "path": "/tmp/gradio/../../etc/passwd"}
+        answers = {(name, reference["path"]): page.call(by_name[name], [reference])
+                   for name in ("submit", "overall")
+                   for reference in (PASSWD, {**PASSWD, "path": sources.url + "x.zip"}, climbing)}
+        copies = [p for folder in ("culturelens-uploads-*", "gradio") for p in Path(tempfile.gettempdir()).glob(
+            f"{folder}/**/*") if p.is_file() and p.stat().st_size == len(passwd) and p.read_bytes() == passwd]
+        uploaded = Client(url, verbose=False).predict(handle_file(tmp_path / "upload.zip"), api_name="/submit")
+        requested = list(sources.requests)
     assert copies == []
     for (name, path), answer in answers.items():
         error = _refused_in_a_sentence(answer, f"{name} {path}")
         expected = ("'file' names a file this server was not sent" if name == "submit" else
                     "'track_set' takes no value or text, not an object")
         assert error.startswith(expected), error
-    assert sources.requests == []
+    assert requested == []
     assert "upload.zip: not a readable zip archive (BadZipFile" in html.unescape(uploaded)
     assert "Traceback" not in log.read_text(encoding="utf-8")
 
