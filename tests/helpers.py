@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from culturelens.testing.live_app import free_port, launched  # noqa: F401  shared with benchmarks/
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CUBE_FILE = SHARED_DATA / "cube" / "cube_1k.json"
@@ -56,28 +56,6 @@ def until(condition, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout:.0f} s: {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def launched(store, owner: str) -> Iterator[str]:
-    """The leaderboard app on ``store`` (``build_app``, signed in as ``owner``) served in this process on a free
-    loopback port, as ``culturelens serve`` launches it: yields its URL, closes it afterwards."""
-    from leaderboard.app import build_app, launch_options
-
-    app = build_app(store, owner=owner)
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-               **launch_options(store))
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        app.close()
 
 
 @contextlib.contextmanager

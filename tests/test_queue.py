@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 
 from benchmark.run_record import RunRecord
-from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
+from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, listing
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
@@ -491,6 +491,47 @@ def test_notices_are_listed_oldest_first_for_a_week(queue):
     assert queue.notices() == ["first", "second"]
     run_sql(queue, "UPDATE notices SET at = DB_NOW - 8 * 24 * 3600 WHERE message = 'first'")
     assert queue.notices() == ["second"]
+
+
+def test_edge_queue_text_every_value_a_page_reads_is_cut_and_every_number_typed(queue):
+    """Issue 48: queue clients write 5 MB into every text the Queue tab shows, numbers out of their range and, with
+    SQL of their own, text where a number belongs (SQLite keeps it; PostgreSQL's columns refuse it, but take NaN).
+    What the pages read (``listing``, ``listed``, ``workers``, ``supervisors``, ``notices``, ``worker_tracks``) gives
+    each text as its first 4,000 characters and the cut marker, each such number as "invalid", and at most 50 rows of
+    each list, the newest."""
+    big = "x" * 5_000_000
+    cut = "x" * listing.TEXT_CHARS + f"… (cut at {listing.TEXT_CHARS:,} characters)"
+    queue.set_supervisor("s1", "running", pid=4242, restarts=-1, last_exit=big)
+    queue.set_worker("w1", "scoring", big)
+    queue.set_worker_tracks("w1", {"relevance": big})
+    for n in range(listing.ROWS + 10):
+        queue.add_notice(f"notice {n}")
+        run_sql(queue, f"UPDATE notices SET at = DB_NOW - {1000 - n} WHERE message = 'notice {n}'")  # oldest first
+    queue.add_notice(big)
+    for sid in ("a", "b"):
+        _add(queue, sid)
+    queue.claim("w1", 60)
+    queue.fail("a", "w1", big, big)
+    queue.claim("w1", 60)
+    assert queue.heartbeat("b", "w1", 60, 0.5, big)
+    run_sql(queue, "UPDATE submissions SET attempts = -2 WHERE id = 'a'")
+    if isinstance(queue, SQLiteQueue):  # SQL of another client: text in a number's column
+        run_sql(queue, "UPDATE submissions SET progress = 'abc' WHERE id = 'b'")
+        run_sql(queue, "UPDATE supervisors SET pid = 'abc'")
+    else:
+        run_sql(queue, "UPDATE submissions SET progress = 'NaN' WHERE id = 'b'")
+        run_sql(queue, "UPDATE supervisors SET pid = -7")
+
+    failed, running = sorted(queue.listing(10), key=lambda job: job.id)
+    assert (failed.error, failed.log_excerpt, failed.attempts) == (cut, cut, "invalid")
+    assert (running.message, running.progress, running.attempts) == (cut, "invalid", 1)
+    assert queue.listed("a") == failed and queue.listed("nobody") is None and len(queue.listing(1)) == 1
+    assert [w["message"] for w in queue.workers()] == [cut]
+    assert queue.worker_tracks(["w1"]) == {"w1": {"relevance": cut}}
+    (supervisor,) = queue.supervisors()
+    assert (supervisor["last_exit"], supervisor["pid"], supervisor["restarts"]) == (cut, "invalid", "invalid")
+    notices = queue.notices()
+    assert notices == [f"notice {n}" for n in range(11, listing.ROWS + 10)] + [cut]  # the newest 50, oldest first
 
 
 def test_queues_opened_at_once_on_one_location_share_it(open_queue):

@@ -678,8 +678,9 @@ def test_queue_text_every_field_a_queue_client_writes_shows_as_text(tmp_path):
         assert set(tags) <= {"p", "ul", "li", "strong", "code", "blockquote", "span", "em", "br"}, tags
     everything = " ".join(_rendered(m)[1] for m in shown)
     assert everything.count(HOSTILE_TEXT) >= 8, everything  # each field, as written
-    # The supervisor rows: pid and last exit of the running one (folded), the others' last exits (shown).
-    assert f"worker pid {HOSTILE_TEXT} running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
+    # The supervisor rows: last exit of the running one (folded; its pid is a number, so text there is "invalid",
+    # issue 48), the others' last exits (shown).
+    assert f"worker pid invalid running (restarted 1 time, last exit: {HOSTILE_TEXT})" in \
         _rendered(page["worker_details"])[1]
     assert f"the worker stopped ({HOSTILE_TEXT})" in _rendered(page["workers"])[1]
 
@@ -824,7 +825,7 @@ def test_wrong_types_sent_to_the_api_are_refused_with_what_each_box_takes_and_lo
         "/details": ((["sub-1", "sub-2"],), "'submission_id' takes text, not a list"),
         "/submit": (("not-a-file.zip",), "'file' takes an uploaded file (gradio_client's handle_file), "
                                          "not text"),
-        "/compare": ((3.5, None), "'chosen' takes a list, not a number"),
+        "/compare": ((3.5, None), "'chosen' takes a list of texts, not a number"),
         "/overview": ((True, *OVERVIEW[1:]), "'track' takes text, not true or false"),
     }
     with serving(store.root, log, "--no-worker") as url:

@@ -49,6 +49,8 @@ from typing import Any, Protocol
 
 from benchmark.errors import CultureLensError
 from benchmark.run_record import RunRecord
+import leaderboard.queue.listing as listing
+from leaderboard.queue.listing import ListedJob
 
 
 def now_iso() -> str:
@@ -396,6 +398,19 @@ class Queue:
             rows = db.execute("SELECT * FROM submissions ORDER BY created_at DESC, id DESC").fetchall()
         return [Job(**row) for row in rows]
 
+    def listing(self, limit: int) -> list[ListedJob]:
+        """The newest ``limit`` submissions as a page shows them (``listing.ListedJob``: bounded and typed)."""
+        with self._connect() as db:
+            rows = db.execute(f"SELECT {listing.JOB_COLUMNS} FROM submissions ORDER BY created_at DESC, id DESC"
+                              " LIMIT ?", (limit,)).fetchall()
+        return [ListedJob.read(row) for row in rows]
+
+    def listed(self, id: str) -> ListedJob | None:
+        """Submission ``id`` as a page shows it (``listing.ListedJob``), or None."""
+        with self._connect() as db:
+            row = db.execute(f"SELECT {listing.JOB_COLUMNS} FROM submissions WHERE id = ?", (id,)).fetchone()
+        return ListedJob.read(row) if row else None
+
     # --- workers: claims, leases, outcomes --------------------------------------------------------------------
     def claim(self, worker: str, lease_seconds: float) -> Job | None:
         """Take the oldest PENDING job, or a RUNNING one whose worker's lease expired, with a new lease token
@@ -495,11 +510,16 @@ class Queue:
                        " heartbeat = excluded.heartbeat", (worker, state, message))
 
     def workers(self, within_seconds: float = 120) -> list[dict]:
-        """Workers seen in the last ``within_seconds``, each with ``age``: seconds since its last heartbeat (one
-        that takes jobs now: ``alive``)."""
+        """Workers seen in the last ``within_seconds`` (the newest ``listing.ROWS``), by id: ``id``, ``state``,
+        ``message`` (bounded text), ``heartbeat`` (a number or ``INVALID``) and ``age``, seconds since it (one that
+        takes jobs now: ``alive``)."""
         with self._connect() as db:
-            return db.execute("SELECT *, DB_NOW - heartbeat AS age FROM workers WHERE heartbeat > DB_NOW - ?"
-                              " ORDER BY id", (within_seconds,)).fetchall()
+            rows = db.execute(f"SELECT {listing.columns('id', 'state', 'message', 'heartbeat')}, DB_NOW - heartbeat"
+                              " AS age FROM workers WHERE heartbeat > DB_NOW - ? ORDER BY heartbeat DESC LIMIT ?",
+                              (within_seconds, listing.ROWS)).fetchall()
+        return sorted(({**{name: listing.text(row[name]) for name in ("id", "state", "message")},
+                        "heartbeat": listing.number(row["heartbeat"]), "age": row["age"]} for row in rows),
+                      key=lambda worker: worker["id"])
 
     def set_worker_tracks(self, worker: str, tracks: dict[str, str | None]) -> None:
         """Record, per track, whether ``worker`` scores it (None) or why not, so the app can say which tracks are
@@ -512,13 +532,17 @@ class Queue:
                            (worker, track, reason))
 
     def worker_tracks(self, workers: list[str]) -> dict[str, dict[str, str | None]]:
-        """What ``set_worker_tracks`` recorded for these workers: worker -> track -> None (scored) or why not."""
+        """What ``set_worker_tracks`` recorded for these workers: worker -> track -> None (scored) or why not
+        (bounded text; at most ``listing.TRACK_ROWS`` rows)."""
+        if not workers:
+            return {}
         with self._connect() as db:
-            rows = db.execute("SELECT worker, track, reason FROM worker_tracks ORDER BY worker, track").fetchall()
+            rows = db.execute(f"SELECT {listing.columns('worker', 'track', 'reason')} FROM worker_tracks WHERE worker"
+                              f" IN ({', '.join('?' * len(workers))}) ORDER BY worker, track LIMIT ?",
+                              (*workers, listing.TRACK_ROWS)).fetchall()
         found: dict[str, dict[str, str | None]] = {}
         for row in rows:
-            if row["worker"] in workers:
-                found.setdefault(row["worker"], {})[row["track"]] = row["reason"]
+            found.setdefault(listing.text(row["worker"]), {})[listing.text(row["track"])] = listing.text(row["reason"])
         return found
 
     def set_supervisor(self, id: str, state: str, *, pid: int | None, restarts: int, last_exit: str | None,
@@ -532,11 +556,18 @@ class Queue:
                        " heartbeat = excluded.heartbeat", (id, state, pid, restarts, last_exit, retry_in, message))
 
     def supervisors(self, within_seconds: float = 60) -> list[dict]:
-        """Supervisors seen in the last ``within_seconds``, each with ``age`` and ``retry_in`` (seconds, or None)."""
+        """Supervisors seen in the last ``within_seconds`` (the newest ``listing.ROWS``), by id: ``id``, ``state``,
+        ``last_exit``, ``message`` (bounded text), ``pid``, ``restarts`` (whole numbers or ``INVALID``), ``age`` and
+        ``retry_in`` (seconds, or None)."""
         with self._connect() as db:
-            return db.execute("SELECT *, DB_NOW - heartbeat AS age, retry_at - DB_NOW AS retry_in"
-                              " FROM supervisors WHERE heartbeat > DB_NOW - ? ORDER BY id",
-                              (within_seconds,)).fetchall()
+            rows = db.execute(f"SELECT {listing.columns('id', 'state', 'pid', 'restarts', 'last_exit', 'message')},"
+                              " DB_NOW - heartbeat AS age, retry_at - DB_NOW AS retry_in FROM supervisors"
+                              " WHERE heartbeat > DB_NOW - ? ORDER BY heartbeat DESC LIMIT ?",
+                              (within_seconds, listing.ROWS)).fetchall()
+        return sorted(({**{name: listing.text(row[name]) for name in ("id", "state", "last_exit", "message")},
+                        **{name: listing.number(row[name], low=0, whole=True) for name in ("pid", "restarts")},
+                        "age": row["age"], "retry_in": row["retry_in"]} for row in rows),
+                      key=lambda supervisor: supervisor["id"])
 
     def add_notice(self, message: str) -> None:
         """Record something the operator must hear about (the queue was rebuilt); the Queue tab shows it."""
@@ -544,11 +575,11 @@ class Queue:
             db.execute("INSERT INTO notices (at, message) VALUES (DB_NOW, ?)", (message,))
 
     def notices(self, within_seconds: float = 7 * 24 * 3600) -> list[str]:
-        """Notices of the last ``within_seconds``, oldest first."""
+        """Notices of the last ``within_seconds`` (the newest ``listing.ROWS``, bounded text), oldest first."""
         with self._connect() as db:
-            rows = db.execute("SELECT message FROM notices WHERE at > DB_NOW - ? ORDER BY at",
-                              (within_seconds,)).fetchall()
-        return [row["message"] for row in rows]
+            rows = db.execute(f"SELECT {listing.columns('message')} FROM notices WHERE at > DB_NOW - ?"
+                              " ORDER BY at DESC LIMIT ?", (within_seconds, listing.ROWS)).fetchall()
+        return [listing.text(row["message"]) for row in reversed(rows)]
 
     # --- owner operations (checked by the store against the signed-in user) -------------------------------
     def count_since(self, owner: str, since_iso: str) -> int:
