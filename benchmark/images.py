@@ -28,6 +28,10 @@ PNG: 13-16 ms of one core, against 24 ms with libspng alone, 33 ms for libpng th
 (benchmarks/README.md, "harness_speed.py").
 JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT and chroma upsampling may round
 differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
+
+A page shows a submitted image through ``as_shown``: the file itself where a browser draws the pixels scored from it,
+else a PNG of those pixels (a browser reads no orientation from ImageMagick's raw profile or XMP, and draws
+transparency over its own background).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ExifTags, Image, ImageOps
 
 from benchmark.errors import CultureLensError
 
@@ -168,6 +172,29 @@ def _plain_png(data: bytes) -> bool:
         if kind in _TEXT_CHUNKS and bytes(body[:_LONGEST_KEYWORD + 1]).split(b"\0", 1)[0] in _ORIENTATION_KEYWORDS:
             return False
     return True
+
+
+def as_shown(data: bytes) -> bytes:
+    """The bytes a page serves of the image file ``data`` so that a browser draws the pixels scored
+    (``decode_pixels``): ``data`` itself where viewing it changes nothing (a plain PNG, ``_plain_png``; a JPEG or WebP
+    in RGB or greyscale, of one frame, with no transparency and no orientation in any form Pillow reads), else a
+    lossless PNG of the viewed pixels, with no metadata a browser could apply again."""
+    if _plain_png(data) or _viewed_as_stored(data):
+        return data
+    buffer = io.BytesIO()
+    Image.fromarray(decode_pixels(data)).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def _viewed_as_stored(data: bytes) -> bool:
+    """A JPEG or WebP whose viewing (``as_viewed``) leaves its decoded pixels as they are."""
+    try:
+        with Image.open(io.BytesIO(data), formats=("JPEG", "WEBP")) as image:
+            return (image.format in ("JPEG", "WEBP") and image.mode in ("RGB", "L") and "transparency" not in image.info
+                    and getattr(image, "n_frames", 1) == 1
+                    and image.getexif().get(ExifTags.Base.Orientation, 1) == 1)
+    except (OSError, ValueError):
+        return False
 
 
 def as_viewed(image: Image.Image) -> Image.Image:

@@ -260,3 +260,39 @@ def test_curation_png_text_that_holds_no_orientation_keeps_the_fast_decoder(upri
     scored, viewed, size = _scored_and_viewed(data, tmp_path)
     assert np.array_equal(viewed, upright) and size == (48, 80)
     assert all(np.array_equal(pixels, upright) for pixels in scored)
+
+
+def _chunk_types(data: bytes) -> list[bytes]:
+    """The chunk types of a PNG, walked by their lengths (PNG specification, 5.3)."""
+    types, at = [], 8
+    while at < len(data):
+        (length,) = struct.unpack_from(">I", data, at)
+        types.append(data[at + 4:at + 8])
+        at += 12 + length
+    return types
+
+
+def test_curation_the_page_serves_the_pixels_scored_whatever_the_form(upright, tmp_path):
+    """What the Compare tab serves of a submitted image (``images.as_shown``): a PNG holding its orientation as a
+    raw profile or XMP (which no browser reads) and a JPEG holding it as EXIF are served as a PNG of the turned
+    pixels, with nothing but IHDR, IDAT and IEND (nothing a browser could apply again); a plain PNG (generator text
+    and all) and a JPEG with no orientation are served as they are."""
+    from benchmark.images import as_shown
+
+    for chunk, orientation in [(_text(b"zTXt", b"Raw profile type exif", _raw_profile(_exif(6))), 6),
+                               (_text(b"iTXt", b"XML:com.adobe.xmp", _xmp(8, element=False)), 8)]:
+        shown = as_shown(_with_chunk(_png(upright, [3] * 80), chunk, after_image_data=False))
+        assert _chunk_types(shown) == [b"IHDR", b"IDAT", b"IEND"]
+        with Image.open(io.BytesIO(shown)) as image:
+            assert image.format == "PNG" and np.array_equal(np.asarray(image), VIEWED[orientation](upright))
+    plain = _with_chunk(_png(upright, [3] * 80), _text(b"tEXt", b"parameters", b"Steps: 30"), after_image_data=False)
+    assert as_shown(plain) is plain
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    for path, tags in ((tmp_path / "turned.jpg", {"exif": exif}), (tmp_path / "upright.jpg", {})):
+        Image.fromarray(upright).save(path, format="JPEG", quality=95, **tags)
+    turned, kept = (tmp_path / "turned.jpg").read_bytes(), (tmp_path / "upright.jpg").read_bytes()
+    with Image.open(io.BytesIO(as_shown(turned))) as image:
+        assert image.format == "PNG" and image.size == (80, 48)
+        assert np.array_equal(np.asarray(image), decode_pixels(turned))
+    assert as_shown(kept) is kept
