@@ -30,8 +30,8 @@ JPEG stays with Pillow: torchvision's libjpeg-turbo is another build whose IDCT 
 differently, and Pillow's ``draft`` (DCT-domain downscaling) changes the pixels.
 
 A page shows a submitted image through ``as_shown``: the file itself where a browser draws the pixels scored from it,
-else a PNG of those pixels (a browser reads no orientation from ImageMagick's raw profile or XMP, and draws
-transparency over its own background).
+else a PNG of those pixels (a browser reads no orientation from ImageMagick's raw profile or XMP, draws transparency
+over its own background, and converts colours by an ICC profile or a gamma, which viewing leaves aside).
 """
 
 from __future__ import annotations
@@ -176,14 +176,20 @@ def _plain_png(data: bytes) -> bool:
 
 def as_shown(data: bytes) -> bytes:
     """The bytes a page serves of the image file ``data`` so that a browser draws the pixels scored
-    (``decode_pixels``): ``data`` itself where viewing it changes nothing (a plain PNG, ``_plain_png``; a JPEG or WebP
-    in RGB or greyscale, of one frame, with no transparency and no orientation in any form Pillow reads), else a
-    lossless PNG of the viewed pixels, with no metadata a browser could apply again."""
-    if _plain_png(data) or _viewed_as_stored(data):
+    (``decode_pixels``): ``data`` itself where viewing it changes nothing and it holds no colour conversion (a plain
+    PNG, ``_plain_png``, with no ``_COLOUR_CHUNKS``; a JPEG or WebP in RGB or greyscale, of one frame, with no
+    transparency, no orientation in any form Pillow reads and no ICC profile), else a lossless PNG of the viewed
+    pixels, with no metadata a browser could apply."""
+    if _plain_png(data) and not any(kind in _COLOUR_CHUNKS for kind, _ in _chunks(data)) or _viewed_as_stored(data):
         return data
     buffer = io.BytesIO()
     Image.fromarray(decode_pixels(data)).save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
+
+
+# The chunks by which a browser converts a PNG's colours (PNG specification, 11.3.2: an ICC profile, a gamma, the
+# chromaticities, coding-independent code points); Pillow, and so scoring, leaves the stored values as they are.
+_COLOUR_CHUNKS = (b"iCCP", b"gAMA", b"cHRM", b"cICP")
 
 
 def _viewed_as_stored(data: bytes) -> bool:
@@ -191,7 +197,7 @@ def _viewed_as_stored(data: bytes) -> bool:
     try:
         with Image.open(io.BytesIO(data), formats=("JPEG", "WEBP")) as image:
             return (image.format in ("JPEG", "WEBP") and image.mode in ("RGB", "L") and "transparency" not in image.info
-                    and getattr(image, "n_frames", 1) == 1
+                    and not image.info.get("icc_profile") and getattr(image, "n_frames", 1) == 1
                     and image.getexif().get(ExifTags.Base.Orientation, 1) == 1)
     except (OSError, ValueError):
         return False

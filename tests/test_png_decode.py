@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageCms
 
 from benchmark.images import _with_stored_image_data, decode_pixels, open_as_viewed
 
@@ -275,8 +275,9 @@ def _chunk_types(data: bytes) -> list[bytes]:
 def test_curation_the_page_serves_the_pixels_scored_whatever_the_form(upright, tmp_path):
     """What the Compare tab serves of a submitted image (``images.as_shown``): a PNG holding its orientation as a
     raw profile or XMP (which no browser reads) and a JPEG holding it as EXIF are served as a PNG of the turned
-    pixels, with nothing but IHDR, IDAT and IEND (nothing a browser could apply again); a plain PNG (generator text
-    and all) and a JPEG with no orientation are served as they are."""
+    pixels, with nothing but IHDR, IDAT and IEND (nothing a browser could apply again), and so are a PNG with a gamma
+    and a JPEG with an ICC profile (a browser would convert their colours, scoring does not); a plain PNG (generator
+    text and all) and a JPEG with none of these are served as they are."""
     from benchmark.images import as_shown
 
     for chunk, orientation in [(_text(b"zTXt", b"Raw profile type exif", _raw_profile(_exif(6))), 6),
@@ -287,12 +288,17 @@ def test_curation_the_page_serves_the_pixels_scored_whatever_the_form(upright, t
             assert image.format == "PNG" and np.array_equal(np.asarray(image), VIEWED[orientation](upright))
     plain = _with_chunk(_png(upright, [3] * 80), _text(b"tEXt", b"parameters", b"Steps: 30"), after_image_data=False)
     assert as_shown(plain) is plain
+    gamma = _with_chunk(plain, _chunk(b"gAMA", struct.pack(">I", 100000)), after_image_data=False)  # gamma 1.0
+    assert _chunk_types(as_shown(gamma)) == [b"IHDR", b"IDAT", b"IEND"]
+    assert np.array_equal(decode_pixels(as_shown(gamma)), upright)
     exif = Image.Exif()
     exif[0x0112] = 6
-    for path, tags in ((tmp_path / "turned.jpg", {"exif": exif}), (tmp_path / "upright.jpg", {})):
-        Image.fromarray(upright).save(path, format="JPEG", quality=95, **tags)
-    turned, kept = (tmp_path / "turned.jpg").read_bytes(), (tmp_path / "upright.jpg").read_bytes()
-    with Image.open(io.BytesIO(as_shown(turned))) as image:
-        assert image.format == "PNG" and image.size == (80, 48)
-        assert np.array_equal(np.asarray(image), decode_pixels(turned))
+    profile = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    for name, tags in (("turned", {"exif": exif}), ("profiled", {"icc_profile": profile}), ("upright", {})):
+        Image.fromarray(upright).save(tmp_path / f"{name}.jpg", format="JPEG", quality=95, **tags)
+    turned, profiled, kept = ((tmp_path / f"{name}.jpg").read_bytes() for name in ("turned", "profiled", "upright"))
+    for data, size in ((turned, (80, 48)), (profiled, (48, 80))):
+        with Image.open(io.BytesIO(as_shown(data))) as image:
+            assert image.format == "PNG" and image.size == size and "icc_profile" not in image.info
+            assert np.array_equal(np.asarray(image), decode_pixels(data))
     assert as_shown(kept) is kept
