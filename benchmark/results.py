@@ -44,9 +44,6 @@ PER_IMAGE = pa.schema([
     ("error", pa.string()),             # why the row has no value (e.g. a non-finite embedding); null if scored
 ])
 
-# A metric's note starting with this marks the row an error: the harness moves the rest of the note to ``error``.
-ERROR_NOTE = "error: "
-
 AGGREGATE = pa.schema([
     ("provenance", pa.string()),        # "scored" (this harness) or "reported" (a paper)
     ("submission_id", pa.string()),     # null for reported rows

@@ -30,7 +30,7 @@ from benchmark.layout import is_submission_id, submission_layouts
 from benchmark.submission import Manifest
 from benchmark.submission.suite import validated_hash
 from leaderboard import seal
-from leaderboard.intake import dataset_label
+from leaderboard.intake import dataset_label, kept_image_sets
 from leaderboard.queue import DATASETS_JOINED, Job, Queue, Request, now_iso
 from leaderboard.results_folders import Results
 
@@ -113,6 +113,7 @@ def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
             manifests = [Manifest.model_validate_json(part.manifest.read_bytes())
                          for part in submission_layouts(folder).values()]
             digest = validated_hash(folder)
+            image_sets = list(kept_image_sets(folder).values())
         except (OSError, ValueError):  # not a complete submission folder (ValueError: pydantic, pyarrow)
             skipped.append(folder.name)
             continue
@@ -129,7 +130,7 @@ def rebuild(queue: Queue, submissions: Path, results: Results) -> str:
                   updated_at=now_iso(), attempts=0, lease_owner=None, lease_expires=None,
                   progress=1 if done else None, message="record rebuilt from the submission folder", error=None,
                   log_excerpt=None, lease_hashes=" ".join(hashes) or None, requests_before=number)
-        if queue.restore(job):
+        if queue.restore(job, image_sets):
             states.append(job.state)
     queue.remember_deleted(ledger.deleted)
     owners = f"{unknown} owner{'s' * (unknown != 1)} unknown" if unknown else "owners from the queue's ledger"

@@ -49,7 +49,7 @@ from benchmark.suite import SUITE_V1, Suite
 from leaderboard import hub_submission, quarantine, reported, seal
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
-from leaderboard.queue import open_queue
+from leaderboard.queue import Job, open_queue
 from leaderboard.queue_rebuild import Watch, rebuild
 from leaderboard.repo import Repo
 from leaderboard.results_folders import Results
@@ -192,6 +192,9 @@ class Store:
 
     def sweep_staging(self, older_than_hours: float = 6) -> list[str]:
         return self.intake.sweep_staging(older_than_hours)
+
+    def same_images_refusal(self, job: Job) -> str | None:
+        return self.intake.same_images_refusal(job)
 
     def rerun(self, submission_id: str, owner: str) -> None:
         self.ownership.rerun(submission_id, owner)

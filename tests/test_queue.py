@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 
 from benchmark.run_record import RunRecord
-from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, listing
+from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, SameImages, listing
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
@@ -72,7 +72,7 @@ def db_now(queue: Queue) -> float:
 def _add(queue: Queue, id: str, content_hash: str | None = None, owner: str = "alice", quota=None, **fields):
     return queue.add(id=id, content_hash=content_hash or f"sha256:{id}", owner=owner, model=f"model {id}",
                      model_id=fields.get("model_id"), model_revision=fields.get("model_revision"),
-                     dataset="culturelens/cube-1k:cube_1k:test", quota=quota)
+                     dataset="culturelens/cube-1k:cube_1k:test", quota=quota, image_sets=fields.get("image_sets", ()))
 
 
 def _race(n: int, action) -> list:
@@ -126,6 +126,53 @@ def test_the_same_content_sent_at_once_by_two_owners_is_queued_once(queue):
     assert sum(isinstance(o, str) for o in outcomes) == 1, outcomes
     assert all(isinstance(o, DuplicateSubmission) for o in outcomes if not isinstance(o, str)), outcomes
     assert len(queue.jobs()) == 1
+
+
+def test_curation_a_submission_holding_an_image_set_the_queue_knows_is_refused_naming_the_oldest_holder(queue):
+    """One image set, one row (issue 49, finding 10): b's content differs (another model name), but one of its image
+    sets is a's; refused naming a, in the inserting transaction, with nothing logged against its owner. Deleting a
+    frees the image set."""
+    first = _add(queue, "a", image_sets=["sha256:set-1", "sha256:set-2"])
+    with pytest.raises(SameImages) as raised:
+        _add(queue, "b", owner="bob", image_sets=["sha256:set-9", "sha256:set-2"])
+    assert raised.value.existing == first and raised.value.image_set == "sha256:set-2"
+    assert str(raised.value) == f"the same images as submission a ('model a', PENDING, {first.created_at})"
+    assert [j.id for j in queue.jobs()] == ["a"] and queue.count_since("bob", "1970") == 0
+    assert queue.same_images(["sha256:set-1"]) == (first, "sha256:set-1")
+    assert queue.same_images(["sha256:set-9"]) is None and queue.same_images([]) is None
+    assert queue.delete("a")
+    assert queue.same_images(["sha256:set-2"]) is None
+    assert _add(queue, "b", owner="bob", image_sets=["sha256:set-9", "sha256:set-2"]).id == "b"
+
+
+def test_curation_the_same_images_sent_at_once_by_two_owners_are_queued_once(queue):
+    """Six uploads of one image set under six names (six contents), racing: one is queued, five refused naming it."""
+    outcomes = _race(6, lambda i: _add(queue, f"s{i}", owner=f"owner-{i}", image_sets=["sha256:same-images"]).id)
+    queued = [o for o in outcomes if isinstance(o, str)]
+    assert len(queued) == 1, outcomes
+    assert all(isinstance(o, SameImages) and o.existing.id == queued[0] for o in outcomes if o not in queued), outcomes
+    assert [j.id for j in queue.jobs()] == queued
+
+
+def test_curation_records_restored_without_the_check_are_told_apart_by_age(queue):
+    """Two records holding one image set, restored as they were (a requests repo kept both): each keeps its image
+    sets, and only the younger finds an older holder (what the worker refuses to score); a re-run's own images
+    never count against it."""
+    old = Job(id="old", content_hash="sha256:old", owner="ada", model="Original", model_id=None, model_revision=None,
+              dataset="d", state="FINISHED", created_at="2026-11-20T00:00:00+00:00", started_at=None,
+              finished_at=None, updated_at="2026-11-20T00:00:00+00:00", attempts=1, lease_owner=None,
+              lease_expires=None, progress=1, message="scored", error=None, log_excerpt=None)
+    young = replace(old, id="young", content_hash="sha256:young", model="Copy", state="PENDING",
+                    created_at="2026-11-21T00:00:00+00:00")
+    same_second = replace(young, id="twin", content_hash="sha256:twin", created_at=old.created_at)
+    assert queue.restore(young, ["sha256:set"]) and queue.restore(old, ["sha256:set"])
+    queue.record_image_sets("twin-unrestored", ["sha256:set"])  # a record the queue does not hold counts for nothing
+    assert queue.restore(same_second)
+    queue.record_image_sets("twin", ["sha256:set"])  # a record restored without them, as a worker records them
+    assert queue.same_images(["sha256:set"], before=queue.get("young")) == (queue.get("old"), "sha256:set")
+    assert queue.same_images(["sha256:set"], before=queue.get("twin")) == (queue.get("old"), "sha256:set")
+    assert queue.same_images(["sha256:set"], before=queue.get("old")) is None
+    assert queue.same_images(["sha256:set"]) == (queue.get("old"), "sha256:set")
 
 
 def test_the_quota_is_checked_in_the_inserting_transaction(queue):

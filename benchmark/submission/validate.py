@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,6 +282,17 @@ def content_hash(manifest: Manifest, images: list[ImageRecord]) -> str:
     for image in sorted(images, key=lambda i: (i.prompt_id, i.seed)):
         digest.update(f"\n{image.prompt_id}/{image.seed}:{image.sha256}".encode())
     return "sha256:" + digest.hexdigest()
+
+
+def image_set(manifest: Manifest, images: Iterable[tuple[str, str]]) -> str:
+    """The digest of the images a submission (or a suite submission's part) answers its dataset with: sha256 over the
+    dataset (repo:config:split) and each image's (prompt_id, sha256), sorted. The same images for the same prompts
+    give the same digest whatever the model's name, the rest of the manifest, the seeds they are filed under and the
+    packing: one image set is one row of the leaderboard (``leaderboard.intake`` refuses a second submission holding
+    it). ``images``: the (prompt_id, sha256) pairs validation recorded (``ImageRecord``); no image is hashed again."""
+    d = manifest.dataset
+    lines = "".join(f"\n{prompt_id}:{sha256}" for prompt_id, sha256 in sorted(images))
+    return "sha256:" + hashlib.sha256(f"{d.repo}:{d.config}:{d.split}{lines}".encode()).hexdigest()
 
 
 def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader, limits: Limits = Limits(),

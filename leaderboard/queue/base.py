@@ -14,8 +14,16 @@ the SQL below, which each backend turns into its own clock expression), never of
 the calling process: workers on machines whose clocks disagree share one clock,
 so a worker whose clock runs ahead cannot take over a healthy job. Quotas count
 ``submission_log`` rows, which deleting a submission does not touch, in the
-transaction that inserts (``_transaction(lock=owner)``: a backend serialises
+transaction that inserts (``_transaction(owner)``: a backend serialises
 the transactions of one owner there).
+
+One image set is one row of the leaderboard: each submission's image sets (the images it answers each dataset
+with, by digest: ``benchmark.submission.validate.image_set``) are kept with it (table ``image_sets``), and ``add``
+refuses a submission holding one a submission the queue knows holds (``SameImages``), checked in the inserting
+transaction, which is serialised with every other holding the same image set (``_transaction(owner, *image_sets)``).
+A record restored or rebuilt, or made before image sets were kept, has its own recorded where it is restored, or
+by the intake from its kept files (``restore``, ``without_image_sets``, ``record_image_sets``); ``same_images``
+finds the oldest other submission holding one.
 
 Each claim issues a lease token (``Job.lease``), kept with the job until its next request (a re-run), and the
 worker writes it into the results it writes (run.json ``lease``): results answer a job only when they carry a
@@ -40,7 +48,7 @@ import hashlib
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -137,9 +145,18 @@ class QuotaExceeded(CultureLensError):
 class DuplicateSubmission(CultureLensError, ValueError):
     """The same content was submitted before; ``existing`` is that submission."""
 
-    def __init__(self, existing: Job):
-        super().__init__(f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
+    def __init__(self, existing: Job, message: str | None = None):
+        super().__init__(message or f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
         self.existing = existing
+
+
+class SameImages(DuplicateSubmission):
+    """The images of ``image_set`` were submitted before, in ``existing`` (the oldest submission holding them)."""
+
+    def __init__(self, existing: Job, image_set: str):
+        super().__init__(existing, f"the same images as submission {existing.id} ({existing.model!r}, "
+                                   f"{existing.state}, {existing.created_at})")
+        self.image_set = image_set
 
 
 class QueueUnavailable(CultureLensError):
@@ -278,23 +295,28 @@ class Queue:
 
     # --- submissions ------------------------------------------------------------------------------------------
     def add(self, *, id: str, content_hash: str, owner: str, model: str, model_id: str | None,
-            model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None) -> Job:
-        """Enqueue a validated submission as PENDING; raise DuplicateSubmission for known content.
+            model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None,
+            image_sets: Sequence[str] = ()) -> Job:
+        """Enqueue a validated submission as PENDING, with its ``image_sets``; raise DuplicateSubmission for known
+        content, and SameImages (one) when a submission the queue knows holds one of its image sets.
 
         ``quota=(limit, since_iso)``: in the same transaction, QuotaExceeded if ``owner`` already has ``limit``
         entries in the submission log since ``since_iso`` (so concurrent uploads cannot all pass the check)."""
         stamp = now_iso()
         try:
-            with self._transaction(lock=owner) as db:
+            with self._transaction(owner, *image_sets) as db:
                 row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
                 if row:
                     raise DuplicateSubmission(Job(**row))
+                if same := self._same_images(db, image_sets):
+                    raise SameImages(*same)
                 self._log_submission(db, owner, id, "submission", stamp, quota)
                 db.execute(
                     "INSERT INTO submissions (id, content_hash, owner, model, model_id, model_revision, dataset,"
                     " state, created_at, updated_at, message) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)",
                     (id, content_hash, owner, model, model_id, model_revision, dataset, stamp, stamp,
                      "waiting for a worker"))
+                self._keep_image_sets(db, id, image_sets)
         except self._integrity_errors:
             # Another owner's transaction inserted the same content between our check and our insert.
             if existing := self.find_by_hash(content_hash):
@@ -325,6 +347,49 @@ class Queue:
         with self._connect() as db:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
+
+    # --- image sets: one row each ------------------------------------------------------------------------------
+    def same_images(self, image_sets: Sequence[str], before: Job | None = None) -> tuple[Job, str] | None:
+        """The oldest submission the queue knows (any state) that holds one of ``image_sets``, with that image set;
+        ``before``: only one submitted before that job (by time, then id), itself excepted. None when there is none."""
+        with self._connect() as db:
+            return self._same_images(db, image_sets, before)
+
+    @staticmethod
+    def _same_images(db: Session, image_sets: Sequence[str], before: Job | None = None) -> tuple[Job, str] | None:
+        if not image_sets:
+            return None
+        sql = ("SELECT s.*, i.image_set AS held FROM image_sets i JOIN submissions s ON s.id = i.submission"
+               f" WHERE i.image_set IN ({', '.join('?' * len(image_sets))})")
+        params: tuple = tuple(image_sets)
+        if before is not None:
+            sql += " AND (s.created_at < ? OR (s.created_at = ? AND s.id < ?))"
+            params += (before.created_at, before.created_at, before.id)
+        row = db.execute(sql + " ORDER BY s.created_at, s.id LIMIT 1", params).fetchone()
+        if row is None:
+            return None
+        held = row.pop("held")
+        return Job(**row), held
+
+    def without_image_sets(self) -> list[str]:
+        """The submissions the queue keeps no image set for (queued before image sets were kept, or restored without
+        their files), oldest first."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id FROM submissions s WHERE NOT EXISTS (SELECT 1 FROM image_sets i WHERE"
+                              " i.submission = s.id) ORDER BY created_at, id").fetchall()
+        return [row["id"] for row in rows]
+
+    def record_image_sets(self, id: str, image_sets: Sequence[str]) -> None:
+        """Keep submission ``id``'s image sets where the queue has not (a record restored, rebuilt, or made before
+        image sets were kept)."""
+        with self._transaction() as db:
+            self._keep_image_sets(db, id, image_sets)
+
+    @staticmethod
+    def _keep_image_sets(db: Session, id: str, image_sets: Sequence[str]) -> None:
+        for image_set in dict.fromkeys(image_sets):
+            db.execute("INSERT INTO image_sets (image_set, submission) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (image_set, id))
 
     _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, requests_before, (state = 'RUNNING' AND lease_expires"
                  " >= DB_NOW) AS held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
@@ -377,7 +442,8 @@ class Queue:
         added = 0
         with self._transaction() as db:
             for submission, at in deletions.items():
-                db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (submission,))
+                if db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (submission,)).rowcount:
+                    db.execute("DELETE FROM image_sets WHERE submission = ?", (submission,))
                 added += db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                                     (submission, at)).rowcount
         return added
@@ -618,7 +684,7 @@ class Queue:
         """FINISHED or FAILED -> PENDING with a fresh attempt count (a re-run by ``owner``, logged against the
         quota like a submission: QuotaExceeded, see ``add``); False in any other state."""
         stamp = now_iso()
-        with self._transaction(lock=owner) as db:
+        with self._transaction(owner) as db:
             cursor = db.execute(
                 "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
                 " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
@@ -636,18 +702,21 @@ class Queue:
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (id,))
             if cursor.rowcount == 1:
+                db.execute("DELETE FROM image_sets WHERE submission = ?", (id,))
                 db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            (id, now_iso()))
         if cursor.rowcount == 1:
             self._note("delete", id)
         return cursor.rowcount == 1
 
-    def restore(self, job: Job) -> bool:
+    def restore(self, job: Job, image_sets: Sequence[str] = ()) -> bool:
         """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue; or rebuilt
-        from the folders, ``queue_rebuild``); False if its id or content is already here. A RUNNING record comes back
-        PENDING: its worker is gone. No token comes with it (a token is never taken from outside the queue), only
-        the sha256 of the leases issued for its request (``lease_hashes``: 64 hex digits each, anything else
-        dropped) and that request's number (``requests_before``: results must answer it, ``refusal``)."""
+        from the folders, ``queue_rebuild``), with its ``image_sets`` (computed from its validated files, never taken
+        from the record); False if its id or content is already here. A RUNNING record comes back PENDING: its worker
+        is gone. No token comes with it (a token is never taken from outside the queue), only the sha256 of the
+        leases issued for its request (``lease_hashes``: 64 hex digits each, anything else dropped) and that
+        request's number (``requests_before``: results must answer it, ``refusal``). A record that holds the images
+        of another is restored as it was: the worker refuses to score the later of the two."""
         record = asdict(job)
         if job.state == "RUNNING":
             record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
@@ -658,6 +727,8 @@ class Queue:
         with self._transaction() as db:
             cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"
                                 " ON CONFLICT DO NOTHING", tuple(record.values()))
+            if cursor.rowcount == 1:
+                self._keep_image_sets(db, job.id, image_sets)
         if cursor.rowcount == 1:
             self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes,
                        request=max(1, job.requests_before))

@@ -104,6 +104,14 @@ CREATE TABLE IF NOT EXISTS worker_tracks (
     reason TEXT,  -- NULL: the worker scores the track
     PRIMARY KEY (worker, track)
 );
+-- The images each submission answers a dataset with, by digest (``benchmark.submission.validate.image_set``): one
+-- image set is one row of the leaderboard. A queue made before has none: the intake records them from the kept files.
+CREATE TABLE IF NOT EXISTS image_sets (
+    image_set TEXT NOT NULL,
+    submission TEXT NOT NULL,
+    PRIMARY KEY (image_set, submission)
+);
+CREATE INDEX IF NOT EXISTS image_sets_by_submission ON image_sets (submission);
 """
 
 # Seconds since the epoch by the database's clock, to the millisecond (``unixepoch('subsec')`` needs SQLite
@@ -242,8 +250,8 @@ class SQLiteQueue(Queue):
             db.close()
 
     @contextmanager
-    def _transaction(self, lock: str | None = None) -> Iterator[_Session]:
-        """``BEGIN IMMEDIATE``: every writer waits for the one before it, so ``lock`` needs nothing more."""
+    def _transaction(self, *locks: str) -> Iterator[_Session]:
+        """``BEGIN IMMEDIATE``: every writer waits for the one before it, so ``locks`` need nothing more."""
         with self._connect() as session:
             session.db.execute("BEGIN IMMEDIATE")
             try:
