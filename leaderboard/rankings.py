@@ -203,9 +203,11 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     if values is None or not scored.any():
         return _own_values(out, higher, earlier)
     prompts, empty = values.prompt_set(slice_name, slice_value)
-    if prompts is None:
-        return _own_values(out, higher, earlier, "which prompts this slice holds is recorded nowhere here (no "
-                           "per-image rows, and the store does not serve the dataset at the protocol's revision)")
+    if prompts is None:  # no prompt set, no comparison: the rows' own values are shown, never an order
+        why = ("which prompts this slice holds is recorded nowhere here (no per-image rows, and the store does not "
+               "serve the dataset at the protocol's revision)")
+        out.loc[~earlier, "not_ranked"] = why
+        return _ordered(out), None, f"{why}: each row shows its own value, not ranked"
     ids = list(frame.loc[scored, "submission_id"])
     apart = ~scored & ~earlier
     out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
@@ -250,14 +252,12 @@ def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, 
     return out
 
 
-def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
-                ) -> tuple[pd.DataFrame, None, str]:
-    """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
-    (``why``), ranked on their own values, a censored one (null, with the bound it exceeds in ci_low) above all,
-    without interval."""
+def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray) -> tuple[pd.DataFrame, None, str]:
+    """Rows without per-prompt values (paper rows, model-level values) ranked on their own values, a censored one
+    (null, with the bound it exceeds in ci_low) above all, without interval."""
     scored = out["provenance"].eq("scored")
-    said = [why] if why else []
-    if scored.any() and not why:
+    said = []
+    if scored.any():
         said.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
     if (~scored).any():
         said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")

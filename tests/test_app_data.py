@@ -169,9 +169,12 @@ def test_the_overall_download_and_api_give_win_rates_as_numbers(served):
 def test_leaderboard_api_takes_ids_and_returns_records(served):
     client, _ = served
     records = client.predict("awareness", "clip_score", "country", "Nigeria", api_name="/leaderboard")
+    # Nothing here records which prompts Nigeria holds (no per-image rows, no dataset served): no prompt set to
+    # compare on, so the rows' own values are given, best first, and no rank (rank rule 2 ranks by comparisons).
     assert [(r["model"], r["value"], r["n"], r["rank"]) for r in records] == [
-        ("Alpha", pytest.approx(2.375 / 3), 3, 1), ("Beta", pytest.approx(1.75 / 3), 3, 2),
-        (FORMULA, pytest.approx(0.625 / 3), 3, 3)]
+        ("Alpha", pytest.approx(2.375 / 3), 3, None), ("Beta", pytest.approx(1.75 / 3), 3, None),
+        (FORMULA, pytest.approx(0.625 / 3), 3, None)]
+    assert records[0]["not_ranked"].startswith("which prompts this slice holds is recorded nowhere here")
     assert records[0]["ci_low"] is None and records[0]["provenance"] == "scored"  # 3 prompts: too few for a CI
     assert records[0]["slice"] == "country" and records[0]["slice_value"] == "Nigeria"
     overall = client.predict("awareness", "clip_score", api_name="/leaderboard")
