@@ -419,13 +419,15 @@ def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(sma
                     page = open_page(browser, url, size, shows=shows)
                     rows = table(page)
                     assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
+                    # This suite's 6 CUBE-1K prompts are too few to rank: each model says so in a few words (the
+                    # note above says why), with its track scores and no win rate, one model or two.
+                    assert [row["Model"] for row in rows] == [f"{m} · {ranking.TOO_FEW}" for m in ("Alpha", "Beta")][
+                        :models]
+                    assert {row["Rank"] for row in rows} == {"–"} and {row["Overall win rate"] for row in rows} == {"–"}
+                    assert [row["Awareness (CUBE) win rate"] for row in rows] == ["– · score 0.700", "– · score 0.500"][
+                        :models]
                     if models == 1:
-                        assert rows[0]["Rank"] == "–" and rows[0]["Model"] == "Alpha · not ranked yet"
-                        assert tables.LONE in page.inner_text("body")  # the why, in the line above the table
-                        assert rows[0]["Overall win rate"] == "–"
-                        assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
-                    else:
-                        assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00", "0.00"]
+                        assert tables.LONE in page.inner_text("body")  # what ranks a lone model, in the line above
                     if width == 1366:
                         assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
                     screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")
