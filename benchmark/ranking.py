@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmark.stats import MIN_CI_N, clip, difference_ci, mean_cis, sign_test_rejects
+from benchmark.stats import clip, difference_ci, mean_cis, sign_test_rejects
 
 REPLICATES = 1000  # bootstrap draws of a combined metric's CI
 SEED = 0  # the draws' seed: the same values always give the same intervals
@@ -229,7 +229,7 @@ def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | No
     low, high = np.full(len(keys), np.nan), np.full(len(keys), np.nan)
     if intervals and rule.combine is None:
         low, high = (np.array(bound, dtype=float) for bound in zip(*_cis(chosen[0], rule))) if keys else (low, high)
-    elif intervals and prompts >= MIN_CI_N:  # a combined metric: a paired bootstrap's percentile interval
+    elif intervals and prompts >= MIN_PROMPTS:  # a combined metric: a paired bootstrap's percentile interval
         low, high = interval(_replicates(chosen, rule.combine, prompts, rng))
     rows = pd.DataFrame({"score": score, "ci_low": low, "ci_high": high, "n": n, "unanswered": unanswered,
                          "refused": unanswered / prompts if prompts else np.nan, "not_ranked": why}, index=keys)
@@ -241,8 +241,8 @@ def rank(values: Sequence[pd.DataFrame], rule: Rule, answered: pd.DataFrame | No
         comparisons = compare(per_prompt, score[ranked], rule.higher_is_better)
         place, worst = comparisons.ranks()
         places[:, ranked] = place, place, worst, stats.rankdata(place, method="dense")
-    for column, values_ in zip(("rank", "rank_low", "rank_high", "tie_group"), places):
-        rows[column] = pd.array(values_, dtype="Float64").astype("Int64")
+    for column, place_values in zip(("rank", "rank_low", "rank_high", "tie_group"), places):
+        rows[column] = pd.array(place_values, dtype="Float64").astype("Int64")
     return Ranking(rows, comparisons, prompts, _note(rule, prompts, unanswered, why, source))
 
 
