@@ -13,7 +13,7 @@ start reads two files whatever the number of submissions (``leaderboard.pickup``
 A release's rows, column ``part``:
 
 - ``aggregates``: every row of each submission's ``aggregates.parquet`` (``results.AGGREGATE``), the per-prompt
-  rows (slice ``prompt``) included: the rank intervals of the first page are a bootstrap over them. A per-prompt
+  rows (slice ``prompt``) included: the ranks of the first page are comparisons over them. A per-prompt
   row also carries its prompt's dataset columns (country, continent, concept...: ``SLICE_COLUMNS``, read from
   ``per_image.parquet``), which say which prompts a slice value holds (``Catalog.prompt_slices``);
 - ``curves``: each submission's model-level curves (``curves.parquet`` rows whose prompt_id is null: x,
