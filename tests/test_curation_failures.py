@@ -146,13 +146,15 @@ def test_curation_keeping_the_liked_image_of_ten_lifts_neither_crt_nor_vr():
 
 
 def test_curation_shows_in_the_refused_column_end_to_end(tmp_path):
-    """Finding 1 end to end: an honest model and a curator on four references, the curator sending only the liked
-    image on two of them. Ranked on what it sent, the curator's CRT per reference was (1 + 1 + 0.15 + 0.15) / 4 =
+    """Finding 1 end to end: an honest model and a curator on twelve references, the curator sending only the liked
+    image on six of them. Ranked on what it sent, the curator's CRT per reference was (6 x 1 + 6 x 0.15) / 12 =
     0.575 against 0.15, with nothing refused, under the same protocol id; now each curated reference counts as
-    refused, at the worst: CRT (0 + 0 + 0.15 + 0.15) / 4 = 0.075, VR (1 + 1 + 0.5 + 0.5) / 4 = 0.75 and CRT from
-    the column means 0.5 x (1 - 0.75) = 0.125, refused 50%."""
-    references = ["r1", "r2", "r3", "r4"]
-    curated_on = {"r1", "r2"}
+    refused, at the worst: CRT (6 x 0 + 6 x 0.15) / 12 = 0.075, VR (6 x 1 + 6 x 0.5) / 12 = 0.75 and CRT from
+    the column means 0.5 x (1 - 0.75) = 0.125, refused 50%. Twelve references, so that the table ranks (rank rule 2
+    ranks from 10 prompts): the honest model is better on the six curated ones and level on the rest, 6 wins to 0,
+    a sign test's p of 2 / 2^6 = 0.031 < 0.05, so it ranks 1 and the curator 2."""
+    references = [f"r{i}" for i in range(1, 13)]
+    curated_on = {f"r{i}" for i in range(1, 7)}
     store = Store(tmp_path / "store")
     metrics = iconicity.metrics()
     sent = {"curator": {r: {LIKED: TEN[LIKED]} if r in curated_on else dict(enumerate(TEN)) for r in references},
@@ -166,7 +168,7 @@ def test_curation_shows_in_the_refused_column_end_to_end(tmp_path):
         write(store, sid, metrics, per_image, aggregates, CRT_FIELDS)
         if sid == "curator":  # alone, nobody has a value on r1 and r2: they stay in its prompt set all the same
             [row] = tables.ranked(Catalog(store), "iconicity", "crt")[0].itertuples()
-            assert (row.value, row.refused, row.n) == (pytest.approx(0.075), 0.5, 4)
+            assert (row.value, row.refused, row.n) == (pytest.approx(0.075), 0.5, 12)
     cat = Catalog(store)
     expected = {"crt": {"honest": (0.15, 0.0), "curator": (0.075, 0.5)},
                 "vr": {"honest": (0.5, 0.0), "curator": (0.75, 0.5)},
@@ -222,7 +224,8 @@ def test_curation_a_value_outside_the_declared_range_is_an_error_row_never_ranke
     """Finding 8: per-image values past the declared range were averaged as they came. A model whose images score
     1.5 on two of three prompts and 0.5 on the third had a mean of 1.1667, above a perfect model's 1, and ranked
     first. Now such a value is an error row (a value past the range by float rounding, 1 + 1e-9, is its end), a
-    prompt with no value left is not scored, and the model ranks second: (0 + 0 + 0.5) / 3, two thirds refused. A
+    prompt with no value left is not scored, and the model's value is (0 + 0 + 0.5) / 3, two thirds refused, shown
+    last (three prompts are too few to rank under rank rule 2: values are shown best first, never as an order). A
     NaN where the metric declares no rule for one is an error too."""
     store = Store(tmp_path / "store")
     sent = {"perfect": {"p1": [1.0 + 1e-9, 1.0], "p2": [1.0, 1.0], "p3": [1.0, 1.0]},
@@ -251,20 +254,23 @@ def test_curation_a_value_outside_the_declared_range_is_an_error_row_never_ranke
                 None, "raw_dot gave no value (it has one wherever it applies)", None, None]
             assert prompt_rows(aggregates, "raw_dot")["p2"] == [0.25, 1, 1]
     frame, _ = tables.ranked(Catalog(store), "awareness", "raw_dot")
-    got = {row.model: (row.rank, row.value, row.refused) for row in frame.itertuples()}
-    assert got == {"perfect": (1, 1.0, 0.0), "unreadable": (2, pytest.approx(0.75 / 3), pytest.approx(1 / 3)),
-                   "overflow": (3, pytest.approx(0.5 / 3), pytest.approx(2 / 3))}
+    got = {row.model: (row.value, row.refused) for row in frame.itertuples()}
+    assert got == {"perfect": (1.0, 0.0), "unreadable": (pytest.approx(0.75 / 3), pytest.approx(1 / 3)),
+                   "overflow": (pytest.approx(0.5 / 3), pytest.approx(2 / 3))}
+    assert list(frame["model"]) == ["perfect", "unreadable", "overflow"] and frame["rank"].isna().all()
+    assert frame["not_ranked"].str.startswith("too few prompts to rank (3;").all()
 
 
 def test_curation_cra_reference_interval_is_a_rate_wilsons_for_0_and_1_of_10(tmp_path):
     """Finding 4 (kinds): CRA per reference is 1 or 0 per reference, an event, but was declared continuous, so 0 of
-    10 references showed [0, 0] and 1 of 10 [0, 1]. Declared a rate, its interval is Wilson's: [0, 0.2775] and
-    [0.0179, 0.4042] (scipy's Wilson interval, ``binomtest``). Every 0/1 per-prompt value is a rate."""
+    10 references showed [0, 0] and 1 of 10 [0, 1]. Declared a rate, its interval is Wilson's with continuity
+    correction: [0, 0.3445] and [0.0052, 0.4588] (scipy's ``binomtest``, method "wilsoncc"). Every 0/1 per-prompt
+    value is a rate. As a continuous score, ten equal values bound no upper side: "not bounded", infinite."""
     kinds = {m.info.name: m.info.kind for m in iconicity.metrics()}
     assert kinds == {"cra_image": "rate", "cra_reference": "rate", "vr": "continuous", "vr_image": "continuous",
                      "crt": "continuous", "crc": "rate"}
     zeros, one = np.zeros(10), np.eye(10)[0]
-    assert mean_ci(zeros, bounds=(0.0, 1.0)) == (0.0, 0.0) and mean_ci(one, bounds=(0.0, 1.0)) == (0.0, 1.0)
+    assert mean_ci(zeros, bounds=(0.0, 1.0)) == (0.0, np.inf) and mean_ci(one, bounds=(0.0, 1.0)) == (0.0, np.inf)
 
     store = Store(tmp_path / "store")
     references = [f"r{i}" for i in range(10)]
@@ -278,10 +284,10 @@ def test_curation_cra_reference_interval_is_a_rate_wilsons_for_0_and_1_of_10(tmp
     frame, _ = tables.ranked(Catalog(store), "iconicity", "cra_reference")
     for row in frame.itertuples():
         k = {"none": 0, "once": 1}[row.model]
-        wilson = scipy_stats.binomtest(k, 10).proportion_ci(0.95, method="wilson")
+        wilson = scipy_stats.binomtest(k, 10).proportion_ci(0.95, method="wilsoncc")
         assert (row.value, row.n) == (k / 10, 10)
         assert (row.ci_low, row.ci_high) == pytest.approx((wilson.low, wilson.high), abs=1e-12)
-    assert {row.model: round(row.ci_high, 4) for row in frame.itertuples()} == {"none": 0.2775, "once": 0.4042}
+    assert {row.model: round(row.ci_high, 4) for row in frame.itertuples()} == {"none": 0.3445, "once": 0.4588}
 
 
 def hand_built(store: Store, sid: str, track: str, values: dict[str, dict[str, float]], fields: dict,
@@ -304,8 +310,11 @@ def test_curation_an_undefined_headline_value_on_an_answered_prompt_counts_as_a_
     """Finding 8: a model answered all ten prompts (its rows of another metric of the track are there) but has no
     value of the ranked metric on its two weakest; it was left out of the mean, 0.5625, rank 1 with 0% refused,
     above 0.5 and 0.46875. Nothing says that value is undefined by the metric's own rule, so it now counts as the
-    worst: (8 x 0.5625) / 10 = 0.45, rank 3, 20% refused. A value the harness recorded as undefined by the metric's
-    rule (VR of a reference where no image is recognised: a null value, nothing excluded) is still left out."""
+    worst: (8 x 0.5625) / 10 = 0.45, 20% refused. Its rank under rank rule 2 is 1 + the models significantly better:
+    "steady" (0.5) beats it on 2 prompts and loses 8, which no sign test calls, so it shares rank 1 with "steady";
+    "lower" (0.46875) loses all ten prompts to "steady" (p = 2 / 2^10, under 0.05 / 3 pairs): rank 2. A value the
+    harness recorded as undefined by the metric's rule (VR of a reference where no image is recognised: a null
+    value, nothing excluded) is still left out."""
     store = Store(tmp_path / "store")
     prompts = [f"p{i}" for i in range(10)]
     fields = {"dataset": "d:c:s", "dataset_revision": "r1", "images_per_prompt": 2,
@@ -326,7 +335,7 @@ def test_curation_an_undefined_headline_value_on_an_answered_prompt_counts_as_a_
 
     frame, _ = tables.ranked(cat, "awareness", "country_top1")
     got = {row.model: (row.rank, row.value, row.refused, row.n) for row in frame.itertuples()}
-    assert got == {"steady": (1, 0.5, 0.0, 10), "lower": (2, 0.46875, 0.0, 10), "gappy": (3, 0.45, 0.2, 10)}
+    assert got == {"steady": (1, 0.5, 0.0, 10), "lower": (2, 0.46875, 0.0, 10), "gappy": (1, 0.45, 0.2, 10)}
 
     # Undefined by the metric's own rule, as the harness records it: left out, nothing refused.
     references = {f"r{i}": dict(enumerate(TEN)) for i in range(3)} | {"r3": dict(enumerate([drawn(False)] * 10))}
