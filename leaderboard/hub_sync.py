@@ -76,6 +76,8 @@ from benchmark.layout import (
 from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards, stamp
 from leaderboard import snapshot
+from leaderboard.arena import publish as arena_votes
+from leaderboard.arena.ballots import Ballots
 from leaderboard.queue import Job, Request, refusal
 from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo, push_repo
 from leaderboard.store import Store
@@ -126,21 +128,24 @@ def _parquet(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def requests_card(repo_id: str, records: int, submissions: int, images: int) -> str:
+def requests_card(repo_id: str, records: int, submissions: int, images: int, votes: bool = False) -> str:
     """The requests repo's card (``data_cards/requests.md``): its configs ``requests`` (the queue records, as the
-    one table ``QUEUE_TABLE``) and ``images`` (every kept submission's shards, suite parts' included, once there is
-    one); sized by images."""
+    one table ``QUEUE_TABLE``, once there is one), ``images`` (every kept submission's shards, suite parts'
+    included, once there is one) and ``votes`` (the arena's, ``leaderboard.arena.publish``, once there are any);
+    sized by images."""
     from benchmark import __version__
     from benchmark.datasets import hub_layout
     from benchmark.papers import bibtex
 
-    configs = {"requests": {"train": QUEUE_TABLE}}
+    configs = {"requests": {"train": QUEUE_TABLE}} if records else {}
     if submissions:
         configs["images"] = {"train": [f"{layout.SUBMISSIONS}/*/{layout.DATA_DIR}/*.parquet",
                                        f"{layout.SUBMISSIONS}/*/{PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]}
+    if votes:
+        configs |= arena_votes.CONFIG
     data = hub_layout.card_data(
         pretty_name="CultureLens leaderboard requests", licence=hub_layout.Licence("unknown"), configs=configs,
-        default="requests", task_categories=["text-to-image"], language=["en"],
+        default=next(iter(configs)), task_categories=["text-to-image"], language=["en"],
         size_categories=[hub_layout.size_category(images)], tags=["leaderboard", "culturelens"])
     return hub_layout.render_card("requests", data, version=__version__, repo=repo_id, records=records,
                                   submissions=submissions, images=images, configs=list(configs), bibtex=bibtex())
@@ -216,7 +221,10 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
                 kept += 1
         if records:  # the records again as one table, for load_dataset: a repo's configs share one file format
             files[QUEUE_TABLE] = _parquet(_queue_table(records))
-            files["README.md"] = requests_card(repo, len(records), kept, images).encode()
+        arena = arena_votes.files(Ballots(store.queue), store.root)  # the arena's votes, sealed
+        files |= arena
+        if records or arena:
+            files["README.md"] = requests_card(repo, len(records), kept, images, votes=bool(arena)).encode()
     elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
             if folder.name.startswith(".") or not (folder / layout.RUN).exists():
@@ -534,6 +542,8 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
             counts["present"] += 1
+    if (arena := arena_votes.restore(Ballots(store.queue), store.root, folder)) is not None:
+        counts |= arena  # the arena's votes, under the seal, never a withdrawn one
     return counts
 
 

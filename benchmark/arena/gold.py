@@ -35,5 +35,6 @@ def from_iconic_references(references: pd.DataFrame) -> pd.DataFrame:
     that has a country."""
     rows = [{"name": row.title, "culture": row.country, "group": row.kind, "image": f"iconic:{row.prompt_id}:{n}",
              "source": "iconic references"}
-            for row in references.itertuples() if row.country for n in range(len(row.images))]
+            for row in references.itertuples() if pd.notna(row.country) and row.country
+            for n in range(len(row.images))]
     return pd.DataFrame(rows, columns=list(GOLD_COLUMNS))

@@ -80,7 +80,9 @@ def model_battle(candidates: pd.DataFrame, cultures: list[str], rankings: dict[s
                  votes: pd.DataFrame, rng: np.random.Generator) -> BattleSpec | None:
     """A model battle for a voter who knows ``cultures``, by the rule above; None when no culture of theirs has
     two submissions' images. ``rankings``: culture -> its ranking rows (``rating.Rating.rows``); ``votes``: the
-    counted votes (``culture``, ``model_a``, ``model_b``)."""
+    counted votes (``culture``, ``model_a``, ``model_b``: submission ids; ValueError without them)."""
+    if missing := {"culture", "model_a", "model_b"} - set(votes.columns):
+        raise ValueError(f"the counted votes the matchmaking reads need the columns {', '.join(sorted(missing))}")
     mine = candidates[candidates["culture"].isin(cultures)]
     open_cultures = sorted(c for c, part in mine.groupby("culture") if part["submission"].nunique() >= 2)
     if not open_cultures:

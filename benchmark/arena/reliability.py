@@ -4,7 +4,7 @@ A voter either rule flags has every vote set aside: the votes stay stored and pu
 with the reason, and no ranking counts them (never silently dropped). Both rules are recomputed from all votes each
 time, so a voter's standing follows their record.
 
-1. **Gold battles** (``matchmaking.gold_battles``: a real image of the named artifact against a real image of
+1. **Gold battles** (``matchmaking.gold_battle``: a real image of the named artifact against a real image of
    another culture's artifact of the same kind). A careful voter picks the named artifact's image; a tie or "both
    wrong" is not right. After at least ``GOLD_MIN`` gold battles, a voter whose right answers fall short of a careful
    voter's ``CAREFUL`` share (0.8) beyond chance is set aside: P(X <= right) < ``GOLD_LEVEL`` (0.05) for X ~

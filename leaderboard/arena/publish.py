@@ -66,7 +66,8 @@ def _parquet(frame: pd.DataFrame, schema: pa.Schema) -> bytes:
 
 def _times(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Seconds since the epoch (the database's) as UTC timestamps."""
-    return frame.assign(**{c: pd.to_datetime(frame[c].astype(float), unit="s", utc=True) for c in columns})
+    return frame.assign(**{c: pd.to_datetime(frame[c].astype(float), unit="s", utc=True).dt.round("us")
+                           for c in columns})
 
 
 def _message(key: str, files: dict[str, str]) -> dict:
