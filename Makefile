@@ -16,6 +16,13 @@ CUBE_SOURCE ?= $(if $(wildcard $(SHARED_CUBE)),$(SHARED_CUBE),https://raw.github
 # suite from them before serving it (resumable: run it again after an interruption). The Queue tab names the
 # command that turns each track still off on.
 SUITE ?= $(if $(or $(BUILD_SUITE),$(wildcard suite/suite.json)),suite)
+# The VLM judges of the two judged tracks: the operator's choice, not the suite's (`suite status` says which are off).
+# EXPECTATIONS_JUDGE has no default (its track is off without one); RELEVANCE_JUDGE defaults to serve's (Qwen2.5-VL-7B,
+# downloaded on first use); `probe` is relevance's CLIP-probe baseline. A Hub id or a local folder.
+EXPECTATIONS_JUDGE ?=
+RELEVANCE_JUDGE ?=
+JUDGES = $(if $(EXPECTATIONS_JUDGE),--expectations-judge $(EXPECTATIONS_JUDGE)) \
+	$(if $(RELEVANCE_JUDGE),--relevance-judge $(RELEVANCE_JUDGE))
 
 .PHONY: run test test-fast browser postgresql clean
 
@@ -27,9 +34,9 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 
 run: $(VENV)/.installed
 	$(if $(BUILD_SUITE),$(VENV)/bin/culturelens suite build --out $(SUITE) || [ $$? -eq 1 ])
-	@$(VENV)/bin/culturelens suite status $(or $(SUITE),suite)
+	@$(VENV)/bin/culturelens suite status $(or $(SUITE),suite) $(JUDGES)
 	$(VENV)/bin/culturelens serve --store $(STORE) --host $(HOST) --port $(PORT) --cube-source $(CUBE_SOURCE) \
-		$(if $(SUITE),--suite $(SUITE)) $(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES))
+		$(if $(SUITE),--suite $(SUITE)) $(if $(CULTURELENS_BACKBONES),--backbones $(CULTURELENS_BACKBONES)) $(JUDGES)
 
 # Browser tests need Debian's chromium; install it when possible (root + apt), else they skip with a reason.
 browser:

@@ -39,8 +39,8 @@ from benchmark.encoders.base import Backbone
 from benchmark.features import Need
 from benchmark.features.embeddings import Progress, compute_features, embed_texts
 from benchmark.images import open_as_viewed
+from benchmark.metric_marks import ERROR_NOTE
 from benchmark.metrics.base import Inputs, Metric, MetricInfo
-from benchmark.results import ERROR_NOTE
 from benchmark.run_record import BackboneUsed, RunRecord, now
 from benchmark.scoring_options import ScoringOptions
 from benchmark.submission.manifest import Manifest

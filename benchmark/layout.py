@@ -170,6 +170,27 @@ def holds_validated_submission(folder: Path) -> bool:
     return all(part.is_validated for part in submission_layouts(folder).values())
 
 
+def is_submission_folder(folder: Path) -> bool:
+    """Whether ``folder`` is laid out as a submission to upload: ``manifest.json`` at its top, or a suite
+    submission's ``parts/``."""
+    return (Path(folder) / MANIFEST).is_file() or (Path(folder) / PARTS_DIR).is_dir()
+
+
+def submission_folders_near(folder: Path, up: int = 4) -> list[Path]:
+    """The submission folders a person probably meant by ``folder``, which is none (``is_submission_folder``): the
+    highest of the ``up`` folders above it that is one (``subs/m1/images``, ``subs/m1/parts``,
+    ``subs/m1/parts/cube-1k/images`` all mean ``subs/m1``), else those right below it (``subs`` holding
+    ``subs/m1`` and ``subs/m2``), in name order; none when ``folder`` is a submission folder or not a folder. Paths
+    are ``folder``'s own, as given (relative stays relative)."""
+    folder = Path(folder)
+    if not folder.is_dir() or is_submission_folder(folder):
+        return []
+    above = [parent for parent in list(folder.parents)[:up] if parent != folder and is_submission_folder(parent)]
+    if above:
+        return [above[-1]]
+    return sorted(child for child in folder.iterdir() if child.is_dir() and is_submission_folder(child))
+
+
 @dataclass(frozen=True)
 class ScoreOutput:
     """``culturelens score --out OUT``: the validated copy, the upload staging, the cache and the results."""

@@ -17,12 +17,21 @@ the aggregate values.
 A suite submission's result records the dataset, its digest and the seeds per part (``parts``): each part is
 checked against its own record, and the submission is scored again as ``culturelens score`` scored it
 (``benchmark.suite_scoring.score``: each part with its tracks, against the suite the result names).
+
+A result may come from anyone (a copied store, a shared ``score`` output), so nothing in it is trusted before it is
+read: no path of the bundle (the results folder, the submission, the dataset folders it answers, and the embedding
+cache with ``--use-cache``) may be a symbolic link or a special file (``refuse_links``: a link could make reproduce
+read, or write to, any file of the user's), and every table (the result's three, each part's manifest, image table
+and shards' footers) is read and checked before anything is loaded or scored (``read_result``,
+``check_submission_tables``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -48,13 +57,26 @@ class ReproduceError(CultureLensError):
 
 @dataclass(frozen=True)
 class Target:
-    """Where a result, its submission, its datasets and its embedding cache are."""
+    """Where a result, its submission, its datasets and its embedding cache are, and the bundle that holds them
+    (``home``: the store, or the ``score`` output folder)."""
 
     result: Path
     run: RunRecord
     submission: Path
     datasets_root: Path
     cache: Path
+    home: Path
+
+    def refuse_links(self, use_cache: bool) -> None:
+        """``refuse_links`` for what reproduce reads of the bundle besides the result and the submission (which
+        ``locate`` checked): its datasets (a store's own) and, with ``use_cache``, its embedding cache and SQLite's
+        files beside it, and their folder inside the bundle."""
+        if self.datasets_root.is_relative_to(self.home):
+            refuse_links(self.datasets_root)
+        if use_cache:
+            above = len(self.cache.relative_to(self.home).parts) - 1  # cache/ of a store
+            for name in ("", "-wal", "-shm", "-journal"):
+                refuse_links(self.cache.with_name(self.cache.name + name), above, written=True)
 
 
 def locate(result: str, store: Path, submission: str | None) -> Target:
@@ -68,6 +90,8 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
         folder = layout.results_folder(store, result)
         if not folder.is_dir():
             raise ReproduceError(f"the store {store} has no results for submission {result}")
+    folder = Path(os.path.abspath(folder))
+    refuse_links(folder, above=1)  # results/<id>/ and results/ of the bundle
     try:
         run = RunRecord.parse((folder / layout.RUN).read_bytes())
     except OSError as error:
@@ -83,21 +107,104 @@ def locate(result: str, store: Path, submission: str | None) -> Target:
     if missing:
         raise ReproduceError(f"{folder}/run.json does not record {', '.join(missing)}: it was written before results "
                              "recorded their scoring settings, so rescore the submission to make it reproducible")
-    home = folder.resolve().parent.parent  # STORE or OUT, of STORE/results/<id> or OUT/results/<id>
+    home = folder.parent.parent  # STORE or OUT, of STORE/results/<id> or OUT/results/<id>
     in_store = home / layout.SUBMISSIONS / run.submission_id
     if submission:
         staged = Path(submission)
-    elif holds_validated_submission(in_store):
-        staged = in_store
+        refuse_links(staged)
     else:
-        staged = ScoreOutput(home).submission.folder
+        refuse_links(in_store, above=1)
+        staged = in_store if holds_validated_submission(in_store) else ScoreOutput(home).submission.folder
+        refuse_links(staged)
     if not holds_validated_submission(staged) or \
             not all(part.manifest.exists() for part in submission_layouts(staged).values()):
         raise ReproduceError(f"no validated submission (manifest.json and images.parquet) in {staged}: pass "
                              "--submission with the folder `culturelens score` or the store keeps")
     if staged == in_store:
-        return Target(folder, run, staged, home / layout.DATASETS, home / layout.STORE_CACHE)
-    return Target(folder, run, staged, store / layout.DATASETS, ScoreOutput(home).cache)
+        return Target(folder, run, staged, home / layout.DATASETS, home / layout.STORE_CACHE, home)
+    return Target(folder, run, staged, Path(store) / layout.DATASETS, ScoreOutput(home).cache, home)
+
+
+def refuse_links(path: Path, above: int = 0, *, written: bool = False) -> None:
+    """A ReproduceError when ``path``, one of the ``above`` folders it is in, or anything under it is a symbolic link
+    or a special file (a FIFO, a device, a socket), which reproduce would follow or block on; when ``written`` (the
+    embedding cache, which reproduce writes with ``--use-cache``), also when ``path`` is a file with other names (a
+    hard link). Paths that do not exist pass: nothing is read from them. Folders are walked without following
+    links."""
+    for place in [*reversed(path.parents[:above]), path]:
+        try:
+            mode = place.lstat()
+        except FileNotFoundError:
+            return
+        _regular(place, mode.st_mode)
+        if written and place == path and stat.S_ISREG(mode.st_mode) and mode.st_nlink > 1:
+            raise ReproduceError(f"{shown(place)} has {mode.st_nlink} names (hard links): reproduce would write to "
+                                 "a file that is also elsewhere; copy it in its place, or leave out --use-cache")
+    if path.is_dir():
+        for root, folders, files in os.walk(path):  # links are not followed: each is refused below
+            for name in folders + files:
+                _regular(Path(root, name), os.lstat(Path(root, name)).st_mode)
+
+
+def _regular(path: Path, mode: int) -> None:
+    if stat.S_ISLNK(mode):
+        raise ReproduceError(f"{shown(path)} is a symbolic link: reproduce reads no link in a result, its submission, "
+                             "its datasets or its cache (a link could point at any file of yours); put a copy of what "
+                             "it points to in its place")
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise ReproduceError(f"{shown(path)} is not a file nor a folder (a FIFO, a device or a socket): reproduce "
+                             "reads only regular files")
+
+
+# The columns of each result table that the comparison reads (``compare``); the curves are checked, not compared.
+RESULT_COLUMNS = {layout.PER_IMAGE: ("metric", "prompt_id", "seed", "image_sha256", "value"),
+                  layout.AGGREGATES: ("metric", "slice", "slice_value", "value"), layout.CURVES: ()}
+
+
+def read_result(folder: Path) -> dict[str, pd.DataFrame]:
+    """The result's tables (``RESULT_COLUMNS``), each read whole: a ReproduceError naming one that is missing, is no
+    Parquet table (damaged) or lacks a column the comparison reads. Read before anything is scored, and kept for the
+    comparison."""
+    import pyarrow as pa
+
+    tables = {}
+    for name, columns in RESULT_COLUMNS.items():
+        try:
+            tables[name] = pd.read_parquet(folder / name)
+        except (OSError, pa.ArrowException) as error:
+            raise ReproduceError(f"{shown(folder / name)} cannot be read as a Parquet table ({type(error).__name__}: "
+                                 f"{shown(error)[:200]}): the result is damaged, so nothing was scored; restore the "
+                                 "results folder, or rescore the submission") from None
+        if missing := [column for column in columns if column not in tables[name].columns]:
+            raise ReproduceError(f"{shown(folder / name)} has no column {', '.join(missing)}: it is not a result "
+                                 "table, so nothing was scored")
+    return tables
+
+
+def check_submission_tables(submission: Path) -> None:
+    """Each part of the validated ``submission``: its manifest a manifest, its image table a Parquet table read
+    whole, each shard's footer (schema and row groups) readable; a ReproduceError naming the first that is not,
+    before anything is scored. (A shard's pages, the images' bytes, are read as it is scored.)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pydantic import ValidationError
+
+    from benchmark.submission import Manifest
+
+    for part in submission_layouts(submission).values():
+        try:
+            Manifest.model_validate_json(part.manifest.read_bytes())
+        except ValidationError as error:
+            raise ReproduceError(f"{shown(part.manifest)} is not a submission manifest ({error.error_count()} "
+                                 "problems): the submission is damaged, so nothing was scored") from None
+        for table, read in ((part.images_table, pq.read_table),
+                            *((shard, pq.read_metadata) for shard in part.shards)):
+            try:
+                read(table)
+            except (OSError, pa.ArrowException) as error:
+                raise ReproduceError(f"{shown(table)} cannot be read as a Parquet table ({type(error).__name__}: "
+                                     f"{shown(error)[:200]}): the submission is damaged, so nothing was "
+                                     "scored") from None
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -264,15 +371,13 @@ def largest_differences(recorded: pd.DataFrame, reproduced: pd.DataFrame, keys: 
     return out
 
 
-def compare(recorded: Path, reproduced: Path) -> list[Difference]:
-    """Per metric (of either results folder), the largest differences of the per-image and aggregate values, and
-    the rows present on one side only."""
-    per_image = largest_differences(pd.read_parquet(recorded / layout.PER_IMAGE),
-                                    pd.read_parquet(reproduced / layout.PER_IMAGE),
-                                    ["metric", "prompt_id", "seed", "image_sha256"])
-    aggregates = largest_differences(pd.read_parquet(recorded / layout.AGGREGATES),
-                                     pd.read_parquet(reproduced / layout.AGGREGATES),
-                                     ["metric", "slice", "slice_value"])
+def compare(recorded: dict[str, pd.DataFrame], reproduced: dict[str, pd.DataFrame]) -> list[Difference]:
+    """Per metric (of either result's tables, ``read_result``), the largest differences of the per-image and
+    aggregate values, and the rows present on one side only."""
+    per_image = largest_differences(recorded[layout.PER_IMAGE], reproduced[layout.PER_IMAGE],
+                                    list(RESULT_COLUMNS[layout.PER_IMAGE][:-1]))
+    aggregates = largest_differences(recorded[layout.AGGREGATES], reproduced[layout.AGGREGATES],
+                                     list(RESULT_COLUMNS[layout.AGGREGATES][:-1]))
     none = (None, 0)
     return [Difference(metric, per_image.get(metric, none)[0], aggregates.get(metric, none)[0],
                        per_image.get(metric, none)[1], aggregates.get(metric, none)[1])
@@ -306,10 +411,10 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
          batch_size: int | None, num_workers: int | None, tolerance: float, use_cache: bool,
          suite: str | None = None, allow_fetch: bool = False) -> int:
     """``culturelens reproduce``: 0 when every difference is within ``tolerance``, 1 otherwise; ReproduceError
-    when the result cannot be reproduced here (nothing recorded, other weights, another dataset). ``suite``: the
-    suite a suite result answers (``--suite``: a folder's datasets are read from it). Nothing the record names is
-    fetched unless ``allow_fetch`` (``--allow-fetch``), and then each fetched file must have the digest the record's
-    metric versions pin; record text is printed escaped (``shown``)."""
+    when the result cannot be reproduced here (nothing recorded, other weights, another dataset, a link or a damaged
+    table in the bundle). ``suite``: the suite a suite result answers (``--suite``: a folder's datasets are read from
+    it). Nothing the record names is fetched unless ``allow_fetch`` (``--allow-fetch``), and then each fetched file
+    must have the digest the record's metric versions pin; record text is printed escaped (``shown``)."""
     from benchmark import __version__, harness, results, suite_scoring
     from benchmark.cache import EmbeddingCache
     from benchmark.scoring_options import ScoringOptions
@@ -317,6 +422,9 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
 
     target = locate(result, store, submission)
     run = target.run
+    target.refuse_links(use_cache)
+    recorded_tables = read_result(target.result)
+    check_submission_tables(target.submission)
     fetches = fetched_settings(run)
     if fetches and not allow_fetch:
         name, url = next(iter(fetches.items()))
@@ -358,7 +466,7 @@ def main(result: str, *, store: Path, submission: str | None, backbones: str | N
                                      options=options, progress=bars, disabled={**unavailable, **disabled})
         reproduced = results.write_folder(workspace / "results", results.records(scores.per_image),
                                           scores.aggregates, results.records(scores.curves), scores.run)
-        differences = compare(target.result, reproduced)
+        differences = compare(recorded_tables, read_result(reproduced))
     finally:
         bars.close()
         shutil.rmtree(workspace, ignore_errors=True)

@@ -44,9 +44,6 @@ PER_IMAGE = pa.schema([
     ("error", pa.string()),             # why the row has no value (e.g. a non-finite embedding); null if scored
 ])
 
-# A metric's note starting with this marks the row an error: the harness moves the rest of the note to ``error``.
-ERROR_NOTE = "error: "
-
 AGGREGATE = pa.schema([
     ("provenance", pa.string()),        # "scored" (this harness) or "reported" (a paper)
     ("submission_id", pa.string()),     # null for reported rows
@@ -158,23 +155,43 @@ def _rows(path: str, size: int, modified: int) -> int | None:
         return None
 
 
+@functools.cache
+def empty_table(name: str) -> bytes:
+    """The one file a result table of no rows is (``name``: a file of ``SCHEMAS``): its schema's empty table as
+    pyarrow writes it, which is the same bytes every time. ``write_folder`` writes a table of no rows so, and
+    ``complete`` writes it back where a repo left it out; whether a file is one is told by its bytes
+    (``is_empty_table``), never by the row count a footer claims: a footer can say 0 over rows a reader reads."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(SCHEMAS[name].empty_table(), sink)
+    return sink.getvalue().to_pybytes()
+
+
+def is_empty_table(path: Path) -> bool:
+    """Whether the file at ``path`` is byte for byte the result table of no rows of its name (``empty_table``)."""
+    path = Path(path)
+    try:
+        return path.stat().st_size == len(empty_table(path.name)) and path.read_bytes() == empty_table(path.name)
+    except (FileNotFoundError, KeyError):
+        return False
+
+
 def published(folder: Path) -> list[str]:
-    """The files of a results folder that a results repo holds: every one but a Parquet file of no rows (a
-    submission without curves has an empty ``curves.parquet``, and one empty file breaks ``load_dataset`` on the
-    whole config), and its seal (``layout.SEAL``) where it has one, ``run.json`` last (the mark of a complete folder).
-    ``complete`` restores the others."""
+    """The files of a results folder that a results repo holds: every one but a result table of no rows
+    (``is_empty_table``: a submission without curves has an empty ``curves.parquet``, and one empty file breaks
+    ``load_dataset`` on the whole config), and its seal (``layout.SEAL``) where it has one, ``run.json`` last (the
+    mark of a complete folder). ``complete`` restores the others."""
     names = [name for name in layout.SEALED_FILES
-             if (name in SCHEMAS and parquet_rows(Path(folder) / name) != 0)
+             if (name in SCHEMAS and not is_empty_table(Path(folder) / name))
              or (name == layout.SEAL and (Path(folder) / name).exists()) or name == layout.RUN]
     return sorted(names, key=lambda name: name == layout.RUN)
 
 
 def complete(folder: Path) -> None:
-    """Write back, as tables of no rows, the Parquet files a results folder taken from a repo lacks (``published``
-    leaves them out), so that it holds every result file again."""
-    for name, schema in SCHEMAS.items():
+    """Write back, as the table of no rows (``empty_table``), the Parquet files a results folder taken from a repo
+    lacks (``published`` leaves them out), so that it holds every result file again."""
+    for name in SCHEMAS:
         if not (Path(folder) / name).exists():
-            pq.write_table(schema.empty_table(), Path(folder) / name)
+            (Path(folder) / name).write_bytes(empty_table(name))
 
 
 def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[dict], curve_rows: list[dict],
@@ -188,9 +205,12 @@ def write_folder(target: Path, per_image_rows: list[dict], aggregate_rows: list[
     (``culturelens score`` scoring the same submission again into its --out).
     """
     with atomic_folder(target, replace=replace) as tmp:
-        pq.write_table(table(per_image_rows, PER_IMAGE), tmp / layout.PER_IMAGE)
-        pq.write_table(table(aggregate_rows, AGGREGATE), tmp / layout.AGGREGATES)
-        pq.write_table(table(curve_rows, CURVES), tmp / layout.CURVES)
+        for name, rows in ((layout.PER_IMAGE, per_image_rows), (layout.AGGREGATES, aggregate_rows),
+                           (layout.CURVES, curve_rows)):
+            if rows:
+                pq.write_table(table(rows, SCHEMAS[name]), tmp / name)
+            else:  # the one file of no rows (``empty_table``): a seal tells it by its bytes
+                (tmp / name).write_bytes(empty_table(name))
         (tmp / layout.RUN).write_text(run.to_json(), encoding="utf-8")
         if then is not None:
             then(tmp)

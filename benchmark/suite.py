@@ -249,7 +249,9 @@ class Source:
     "prompt-rows:<digest>" of the dataset built from this package's code), or, where what is read changes with
     the day (Wikidata, Wikipedia, Commons, a Hub branch), by what ``recorded`` says the build records (the
     revisions, commits and sha256s in ``suite.json``: a later build at those pins reads the same). ``how`` says
-    what to give instead, as a file; the licence is the source's."""
+    what to give instead, as a file; the licence is the source's. ``backbones``: the backbones whose weights the
+    build embeds it with (downloaded on first use where the Hub answers; offline, a backbones file names local
+    copies)."""
 
     asset: str
     what: str
@@ -258,6 +260,7 @@ class Source:
     licence: str
     how: str = ""
     recorded: str = ""
+    backbones: tuple[str, ...] = ()
 
     @property
     def pinned_by(self) -> str:
@@ -289,7 +292,8 @@ SOURCES = (
            "(sparql/iconic_references.rq) and their Wikimedia Commons images",
            "Wikidata's SPARQL service and Wikimedia Commons", None, "per image (its row's image_licenses)",
            how="--iconic-records FILE --iconic-images DIR (a records file, JSON Lines, and its images)",
-           recorded="each item's Wikidata revision, each image's Commons version and sha256"),
+           recorded="each item's Wikidata revision, each image's Commons version and sha256",
+           backbones=("clip-vit-b-32",)),
     Source("culturalframes", "the CulturalFrames authors' Hub dataset (prompts, rated images, ratings)",
            "mair-lab/CulturalFrames", None, "none declared by the authors (ask them before redistributing)",
            how="--culturalframes-source DIR (a local copy; --culturalframes-revision picks a Hub commit)",
@@ -298,7 +302,7 @@ SOURCES = (
     Source("artifact-index", "the CUBE authors' CSpace file (cube_CSpace.json.tar.gz), embedded for the diversity "
            "tagger", f"https://raw.githubusercontent.com/google-deepmind/cube/{CUBE_COMMIT}/dataset/"
            "cube_CSpace.json.tar.gz", "git-blob:50fd09d50ebabf314480c1f8852e1bcd68a35f78", "CC BY-NC-SA 4.0",
-           how="--cspace-source PATH_OR_URL"),
+           how="--cspace-source PATH_OR_URL", backbones=("clip-vit-b-32",)),
     Source("relevance-kb", "knowledge-base entities for the relevance prompts (every entity they name, and "
            "same-category entities of other cultures) from Wikidata (name, description), their English Wikipedia "
            "text and Wikimedia Commons images, embedded as `culturelens kb-index` does",
@@ -306,7 +310,7 @@ SOURCES = (
            "CC BY-SA 4.0 (Wikipedia text), per image (Commons)",
            how="--kb-records FILE --kb-images DIR (the records `culturelens kb-index` reads)",
            recorded="each entity's Wikidata revision, its Wikipedia revision and text sha256, each image's Commons "
-                    "version and sha256"),
+                    "version and sha256", backbones=("msiglip-so400m",)),
     Source("w1kp-calibration", "the W1KP authors' calibration of DreamSim-l2 distances, cdf-xy.pt",
            f"https://raw.githubusercontent.com/castorini/w1kp/{W1KP_COMMIT}/cdf-xy.pt",
            "sha256:57c1bf48ac99aa9a4de3f47151ca942bc027bd49fc550cef37048e02fca6608b", "MIT",

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmark.datasets.prompts import local_folder
 from benchmark.layout import DATASETS
-from benchmark.suite import DEFINITION, SCORING_ASSETS, SUITE_REPO, SUITE_V1, Suite, SuiteError
+from benchmark.suite import DEFINITION, SCORING_ASSETS, SOURCES, SUITE_REPO, SUITE_V1, Suite, SuiteError
 
 ASSETS = "assets"
 ASSET_FOLDERS = {"artifact-index": f"{ASSETS}/artifact-index", "relevance-kb": f"{ASSETS}/relevance-kb",
@@ -113,13 +114,23 @@ class Assets:
                 if asset and self.scoring_asset(asset) is None:
                     needs.append(asset)
                 state[track] = None if not needs else (
-                    f"no {' and no '.join(needs)} in {self.folder}: {self.command(needs)}")
+                    f"no {' and no '.join(needs)} in {self.folder}: `{self.command(needs)}`{self.weights_note(needs)}")
         return state
 
     def command(self, assets: list[str]) -> str:
         """The command that builds ``assets`` into this folder (the sources a person must give are named by
-        ``culturelens suite build --help``)."""
+        ``culturelens suite build --help``; the weights some need, by ``weights_note``)."""
         return f"culturelens suite build --out {self.folder} --only {' '.join(assets)}"
+
+    @staticmethod
+    def weights_note(assets: list[str]) -> str:
+        """" (it needs the weights of ...: offline, ...)" where building ``assets`` embeds them with backbones
+        (``Source.backbones``), else "": what makes ``command`` work where the Hub cannot be reached."""
+        weights = sorted({b for s in SOURCES if s.asset in assets for b in s.backbones})
+        if not weights:
+            return ""
+        return (f" (it needs the weights of {', '.join(weights)}: where the Hub cannot be reached, add `--backbones "
+                "FILE` naming local copies)")
 
     @property
     def unpinned(self) -> list[str]:
@@ -128,17 +139,22 @@ class Assets:
         return [asset for asset, record in self.built.items() if record.get("pinned") is False]
 
 
-def serving(folder: Path) -> tuple[list[str], list[str]]:
-    """What ``make run`` serves with the suite folder ``folder`` (lines to print), and the tracks left off."""
+def serving(folder: Path, judges: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """What ``make run`` serves with the suite folder ``folder`` (lines to print: each track off, with why), and the
+    tracks a build would turn on (the folder lacks their dataset or scoring asset). ``judges``: track -> why its
+    judge cannot run here and what gives it one (a judge is the operator's choice, not the suite's: no build
+    turns such a track on)."""
     tracks = [t for part in SUITE_V1.parts for t in part.tracks]
     if not (Path(folder) / DEFINITION).is_file():
         off = [t for t in tracks if t != "awareness"]
-        return [f"make run serves CUBE-1K (the default dataset) and scores the awareness track; with no suite folder "
-                f"{folder}, {', '.join(off)} are off"], off
+        return [f"make run serves CUBE-1K (the default dataset) and scores the awareness track; {', '.join(off)} are "
+                f"off: there is no suite folder at {folder}"], off
     state = Assets(folder).tracks()
+    unbuilt = [t for t, why in state.items() if why is not None]
+    state.update({track: why for track, why in (judges or {}).items() if state.get(track, why) is None})
     on, off = [t for t, why in state.items() if why is None], [t for t, why in state.items() if why is not None]
     return [f"make run serves the suite in {folder}: {len(on)} of {len(state)} tracks on ({', '.join(on) or 'none'})",
-            *(f"  {t} is off: {state[t]}" for t in off)], off
+            *(f"  {t} is off: {state[t]}" for t in off)], unbuilt
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,14 @@ class SuiteBuildError(CultureLensError, RuntimeError):
     """An asset cannot be built from the source given; the message says which, why and what to give instead."""
 
 
+class WeightsMissing(SuiteBuildError):
+    """An asset cannot be built here for want of a backbone's weights (``backbone``: its id)."""
+
+    def __init__(self, message: str, backbone: str):
+        super().__init__(message)
+        self.backbone = backbone
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What became of one asset: built (``detail`` says where and from what) or not (``detail`` says why and how)."""
@@ -70,6 +78,7 @@ class Outcome:
     asset: str
     built: bool
     detail: str
+    backbone: str | None = None  # not built for want of this backbone's weights (``WeightsMissing``)
 
 
 def pin_matches(data: bytes, pin: str | None) -> bool | None:
@@ -153,11 +162,15 @@ class _Builder:
 
     def backbone(self, backbone_id: str):
         from benchmark.encoders import load_backbone
-        from benchmark.encoders.spec import load_registry
+        from benchmark.encoders.spec import BackboneUnavailable, load_registry
 
         if backbone_id not in self.backbones:
             registry = self.registry if self.registry is not None else load_registry()
-            self.backbones[backbone_id] = load_backbone(backbone_id, registry, self.device)
+            try:
+                self.backbones[backbone_id] = load_backbone(backbone_id, registry, self.device)
+            except BackboneUnavailable as error:  # its first sentence: which, and why; the build's end says how
+                raise WeightsMissing(f"needs the weights of {backbone_id}: {str(error).split(' Provide backbone')[0]}",
+                                     backbone_id) from None
         return self.backbones[backbone_id]
 
     def dataset_folder(self, part: str) -> Path:
@@ -223,7 +236,7 @@ def build(out: Path, sources: Mapping[str, object], *, only: list[str] | None = 
                 record = _BUILDERS[asset](builder, source(asset), given, prune=prune, ner=ner,
                                           revision=culturalframes_revision)
             except (CultureLensError, OSError, ValueError) as error:
-                outcomes.append(Outcome(asset, False, str(error)))
+                outcomes.append(Outcome(asset, False, str(error), getattr(error, "backbone", None)))
                 continue
             record["built_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             if asset in PART_OF_ASSET:
@@ -300,7 +313,7 @@ def _iconic_references(b: _Builder, asset: Source, given, *, prune: bool, ner: s
                   "sha256": file_digest(records),
                   "pinned": public(settings.WIKIDATA_SPARQL, settings.COMMONS_API), "pins": pins}
     iconic_references.build(records, images, b.dataset_folder("iconic-references"), ner_model=ner,
-                            prune_backbone=b.backbone("clip-vit-b-32") if prune else None)
+                            prune_backbone=b.backbone(asset.backbones[0]) if prune else None)
     return record
 
 
@@ -337,7 +350,7 @@ def _artifact_index(b: _Builder, asset: Source, given, **_) -> dict:
     cspace.build_cspace_from_file(path, folder)
     table = datasets.load_dataset(str(folder), cspace.CONFIG, split=cspace.SPLIT,
                                   cache_dir=str(b.work / "hf-cache")).to_pandas()
-    clip = b.backbone("clip-vit-b-32")
+    clip = b.backbone(asset.backbones[0])
     ArtifactIndex.from_backbone(table, clip, progress=b.progress).save(
         b.out / ASSET_FOLDERS["artifact-index"], source=f"{cspace.HUB_REPO}, built from {where}",
         licence=Licence.of_card(DatasetCard.load(folder / "README.md").data.to_dict()))
@@ -350,14 +363,14 @@ def _relevance_kb(b: _Builder, asset: Source, given, **_) -> dict:
     out = b.out / ASSET_FOLDERS["relevance-kb"]
     if given:
         records, images = _pair(asset, given)
-        backbone = b.backbone(kb.DEFAULT_BACKBONE)
+        backbone = b.backbone(asset.backbones[0])
         kb.build_index(records, images, out, backbone, batch_size=b.batch_size, show_progress=b.progress)
         return {**_given_pair(records, images), "backbone": backbone.id}
     part = SUITE_V1.part_of_track("relevance")
     if not b.dataset_folder(part.name).joinpath("README.md").exists():
         raise SuiteBuildError(f"relevance-kb is built for the relevance prompts, part {part.name}, which is not "
                               f"built in {b.out} yet: build it first (--only {part.name} relevance-kb)")
-    backbone = b.backbone(kb.DEFAULT_BACKBONE)  # its weights before the downloads: a missing one is said at once
+    backbone = b.backbone(asset.backbones[0])  # its weights before the downloads: a missing one is said at once
     prompts = load_prompts(part.dataset.repo, part.dataset.config, part.dataset.split,
                            folder=b.dataset_folder(part.name))
     if asset.asset in b.refresh:

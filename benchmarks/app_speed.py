@@ -87,7 +87,7 @@ def workload(site: Site) -> dict[str, callable]:
         "OverviewTab.leaderboard_api (records)": lambda: overview.leaderboard_api(TRACK, api_metric, *api_slice),
         "exports.track_rows (download rows)": lambda: exports.track_rows(cat, TRACK),
         "tables.headline_rows": lambda: tables.headline_rows(cat, none),
-        "headline_rows + win_rates": lambda: tables.win_rates(tables.headline_rows(cat, none)),
+        "tables.overall (win rates)": lambda: tables.overall(cat, none),
         "tables.heatmap (country)": lambda: tables.heatmap(cat, TRACK, METRIC, SLICE),
         "tables.submissions": lambda: tables.submissions(cat),
         "catalog.curves (w1kp)": lambda: cat.curves("w1kp"),

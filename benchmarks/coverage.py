@@ -2,20 +2,26 @@
 
     python benchmarks/coverage.py [--replicates 1000] [--resamples 999] [--seed 0]
 
-For every data kind and every n in 3, 4, 5, 10, 20, 50, 100 the script draws
+For every data kind and every n in 3, 4, 5, 10, 20, 50, 100, 200 the script draws
 ``--replicates`` samples of size n and counts how often each interval contains the
 true mean. Kinds: normal; skewed (exponential, lognormal with sigma = 1); values in
 [0, 1] like CLIP scores (Beta(2, 5)); per-prompt shares of 4 seeds for a rare event
 (Binomial(4, 0.1) / 4, e.g. "artifact recognised" averaged over a prompt's seeds);
-0/1 events with p = 0.1 and p = 0.5. Methods:
+0/1 events (a rate such as CRA per reference) with p = 0.02, 0.1, 0.5 and 0.95;
+CRT-like per-reference values (0 where nothing was recognised, 70% of references,
+else Beta(2, 5)); and rows mostly refused, each refused prompt counted at the worst
+value 0 as a ranking counts it: Beta(2, 5) scores with 90% and 97% refused, events
+p = 0.5 with 97% refused. Each kind is passed its declared range, as the ranking
+passes it (a side the sample cannot bound is infinite, and covers). Methods:
 
 - ``percentile``: percentile bootstrap (scipy.stats.bootstrap);
 - ``BCa``: bias-corrected and accelerated bootstrap (Efron 1987; scipy.stats.bootstrap);
 - ``t``: Student-t interval, mean -/+ t_{n-1} s / sqrt(n) (CultureLens's rule until issue 39);
 - ``boot-t``: studentized (percentile-t) bootstrap (Efron & Tibshirani 1993, ch. 12.5), 2.5% tails;
-- ``Wilson``: Wilson (1927) score interval, 0/1 data only;
-- ``ours``: ``benchmark.stats.mean_ci`` itself (Wilson for 0/1 samples of a rate, else the percentile-t with 1% tails);
-  "-" below its minimum n, where it gives no interval.
+- ``Wilson``: Wilson (1927) score interval without continuity correction, 0/1 data only;
+- ``ours``: ``benchmark.stats.mean_ci`` itself (Wilson's with continuity correction for 0/1 samples of a rate, else
+  the percentile-t with 1% tails; a side the sample cannot bound infinite); "-" below its minimum n, where it gives
+  no interval. The "unbounded" table gives the share of its intervals with an infinite side.
 
 The other columns treat a sample whose values are all equal as the interval (v, v)
 (scipy's BCa gives nan there).
@@ -33,11 +39,21 @@ interval with the normal quantile (``BP z``), and ``ours``, ``benchmark.stats.di
 and n, each method's smallest coverage over the grid (and where), its mean, and the share of
 the grid below 0.93.
 
-To run in about three minutes on two cores the script uses 1,000 replicates per cell (Monte
+Third part, the rank rule (``benchmark.ranking``, rule 2: 1 + the models significantly better, sign tests at
+95% over every pair): ``--rank-draws`` leaderboards of 6 models on n prompts, per-prompt values a prompt's
+difficulty plus the model's level plus symmetric noise (so a model beats another on more than half the prompts
+exactly when its level is higher), two pairs of models at equal levels. It counts the draws in which some model
+is placed above one whose level is not lower (the family-wise error, target at most 0.05), and the share of the
+pairs of different levels told apart (power); and, in every draw, whether refusing its lowest prompts (counted at
+the worst value) ever gives the middle model a better rank (never, by construction).
+
+To run in a few minutes on two cores the script uses 1,000 replicates per cell (Monte
 Carlo standard error of a coverage near 0.95: about 0.007) and 999 resamples for the scipy
 bootstrap columns. It prints the coverage table, each coverage divided by the nominal 0.95,
-each interval's median width divided by the t interval's, and last the issue-39 target:
-``ours`` at 0.93 or more on exponential, lognormal and +-0.1 differences at n = 5, 10, 20, 50.
+each interval's median width divided by the t interval's, the share of ``ours`` unbounded,
+and last the targets: ``ours`` at 0.93 or more on every kind from n = 5 (issue 49; issue 39's
+were exponential, lognormal and +-0.1 differences) and the rank rule's family-wise error at
+most 0.05.
 """
 
 from __future__ import annotations
@@ -47,26 +63,47 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
-from benchmark.stats import MIN_CI_N, difference_ci, mean_ci, wilson_interval
+from benchmark.ranking import RULE_VERSION
+from benchmark.stats import MIN_CI_N, difference_ci, mean_ci
 
 NOMINAL = 0.95
-SIZES = (3, 4, 5, 10, 20, 50, 100)
-# name -> (sampler(rng, shape), true mean, 0/1 data)
+SIZES = (3, 4, 5, 10, 20, 50, 100, 200)
+
+
+def events(p: float):
+    return lambda rng, shape: (rng.random(shape) < p).astype(float)
+
+
+def refused(share: float, sampler):
+    """Values of ``sampler`` where a prompt was answered, the worst value 0 on the ``share`` refused."""
+    return lambda rng, shape: np.where(rng.random(shape) < share, 0.0, sampler(rng, shape))
+
+
+def beta(rng, shape):
+    return rng.beta(2.0, 5.0, shape)
+
+
+# name -> (sampler(rng, shape), true mean, 0/1 data, declared range)
 KINDS = {
-    "normal": (lambda rng, shape: rng.normal(0.0, 1.0, shape), 0.0, False),
-    "exponential": (lambda rng, shape: rng.exponential(1.0, shape), 1.0, False),
-    "lognormal": (lambda rng, shape: rng.lognormal(0.0, 1.0, shape), float(np.exp(0.5)), False),
-    "beta(2,5)": (lambda rng, shape: rng.beta(2.0, 5.0, shape), 2.0 / 7.0, False),
-    "shares of 4, p=0.1": (lambda rng, shape: rng.binomial(4, 0.1, shape) / 4.0, 0.1, False),
-    "events p=0.1": (lambda rng, shape: (rng.random(shape) < 0.1).astype(float), 0.1, True),
-    "events p=0.5": (lambda rng, shape: (rng.random(shape) < 0.5).astype(float), 0.5, True),
+    "normal": (lambda rng, shape: rng.normal(0.0, 1.0, shape), 0.0, False, (None, None)),
+    "exponential": (lambda rng, shape: rng.exponential(1.0, shape), 1.0, False, (0.0, None)),
+    "lognormal": (lambda rng, shape: rng.lognormal(0.0, 1.0, shape), float(np.exp(0.5)), False, (0.0, None)),
+    "beta(2,5)": (beta, 2.0 / 7.0, False, (0.0, 1.0)),
+    "shares of 4, p=0.1": (lambda rng, shape: rng.binomial(4, 0.1, shape) / 4.0, 0.1, False, (0.0, 1.0)),
+    "events p=0.02": (events(0.02), 0.02, True, (0.0, 1.0)),
+    "events p=0.1": (events(0.1), 0.1, True, (0.0, 1.0)),
+    "events p=0.5": (events(0.5), 0.5, True, (0.0, 1.0)),
+    "events p=0.95": (events(0.95), 0.95, True, (0.0, 1.0)),
+    "CRT-like, 70% 0": (refused(0.7, beta), 0.3 * 2.0 / 7.0, False, (0.0, 1.0)),
+    "beta, 90% refused": (refused(0.9, beta), 0.1 * 2.0 / 7.0, False, (0.0, 1.0)),
+    "beta, 97% refused": (refused(0.97, beta), 0.03 * 2.0 / 7.0, False, (0.0, 1.0)),
+    "events .5, 97% ref.": (refused(0.97, events(0.5)), 0.03 * 0.5, True, (0.0, 1.0)),
 }
 METHODS = ("percentile", "BCa", "t", "boot-t", "Wilson", "ours")
-TARGET = 0.93  # issue 39: on TARGET_KINDS and the +-0.1 differences at TARGET_SIZES
-TARGET_KINDS = ("exponential", "lognormal")
-TARGET_SIZES = (5, 10, 20, 50)
+TARGET = 0.93  # issue 49: ``ours`` on every kind from MIN_CI_N on (issue 39: the skewed kinds and +-0.1 differences)
 
 
 def scipy_bootstrap(samples: np.ndarray, method: str, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,6 +117,15 @@ def scipy_bootstrap(samples: np.ndarray, method: str, resamples: int, seed: int)
     constant = np.all(samples == samples[:, :1], axis=1)
     low[constant], high[constant] = samples[constant, 0], samples[constant, 0]
     return low, high
+
+
+def plain_wilson(successes: int, n: int) -> tuple[float, float]:
+    """Wilson's (1927) score interval without continuity correction (what ``mean_ci`` gave a rate until issue 49)."""
+    z = stats.norm.ppf(0.5 + NOMINAL / 2)
+    share = successes / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return min(centre - half, share), max(centre + half, share)
 
 
 def t_interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -112,8 +158,9 @@ def bootstrap_t(samples: np.ndarray, resamples: int, seed: int) -> tuple[np.ndar
 
 
 def coverage_cell(kind: str, n: int, replicates: int, resamples: int, seed: int) -> dict[str, tuple[float, float]]:
-    """Method -> (coverage, median width) for one data kind and sample size."""
-    sampler, truth, binary = KINDS[kind]
+    """Method -> (coverage, median width) for one data kind and sample size; and "unbounded" -> (the share of
+    ``ours`` with an infinite side, nan)."""
+    sampler, truth, binary, bounds = KINDS[kind]
     samples = sampler(np.random.default_rng(seed), (replicates, n))
     intervals = {"percentile": scipy_bootstrap(samples, "percentile", resamples, seed),
                  "BCa": scipy_bootstrap(samples, "BCa", resamples, seed),
@@ -121,25 +168,27 @@ def coverage_cell(kind: str, n: int, replicates: int, resamples: int, seed: int)
     zero_one = np.all((samples == 0) | (samples == 1), axis=1)
     wilson = np.full((2, replicates), np.nan)
     for i in np.flatnonzero(zero_one):
-        wilson[:, i] = wilson_interval(int(samples[i].sum()), n, confidence=NOMINAL)
+        wilson[:, i] = plain_wilson(int(samples[i].sum()), n)
     if binary:
         intervals["Wilson"] = tuple(wilson)
     if n >= MIN_CI_N:
-        intervals["ours"] = tuple(np.array(bounds) for bounds in zip(*(mean_ci(row, kind="rate" if binary else
-                                                                                   "continuous") for row in samples)))
+        intervals["ours"] = tuple(np.array(side) for side in zip(*(mean_ci(row, bounds=bounds, kind="rate" if binary
+                                                                           else "continuous") for row in samples)))
     cell = {}
     for method, (low, high) in intervals.items():
-        covered = (low <= truth) & (truth <= high)  # nan bounds: not covered
+        covered = (low <= truth) & (truth <= high)  # nan bounds: not covered; an infinite side covers
         cell[method] = (float(covered.mean()), float(np.nanmedian(high - low)) if np.isfinite(low).any() else np.nan)
+    if "ours" in intervals:
+        cell["unbounded"] = (float(np.mean(np.isinf(intervals["ours"][0]) | np.isinf(intervals["ours"][1]))), np.nan)
     return cell
 
 
-def print_table(title: str, results: dict, value) -> None:
+def print_table(title: str, results: dict, value, methods=METHODS) -> None:
     print(f"\n{title}")
-    print(f"{'kind':<20}{'n':>5}" + "".join(f"{m:>12}" for m in METHODS))
+    print(f"{'kind':<20}{'n':>5}" + "".join(f"{m:>12}" for m in methods))
     for (kind, n), cell in results.items():
         print(f"{kind:<20}{n:>5}" + "".join(f"{value(cell, m):>12.3f}" if m in cell else f"{'-':>12}"
-                                          for m in METHODS))
+                                          for m in methods))
 
 
 DIFFERENCE_SIZES = (5, 10, 20, 50)
@@ -202,14 +251,61 @@ def print_differences(resamples: int, seed: int) -> dict[tuple[float, int], floa
     return smallest
 
 
-def print_target(results: dict, differences: dict[tuple[float, int], float]) -> None:
-    """Issue 39's target: ``ours`` covers at least ``TARGET`` on the skewed kinds and the +-0.1 differences."""
-    cells = {f"{kind}, n = {n}": results[(kind, n)]["ours"][0] for kind in TARGET_KINDS for n in TARGET_SIZES}
-    cells |= {f"+-0.1 differences, n = {n} (smallest over the grid)": differences[(0.1, n)] for n in TARGET_SIZES}
-    print(f"\nTarget: coverage >= {TARGET} for ``ours``")
-    for cell, coverage in cells.items():
+RANK_SIZES = (10, 20, 50, 200)
+LEVELS = np.array([0.0, 0.0, 0.15, 0.3, 0.3, 0.6])  # six models' levels: two pairs equal
+
+
+def rank_rule_check(draws: int, seed: int) -> dict[int, tuple[float, float, int]]:
+    """n -> (family-wise error: the share of draws placing a model above one whose level is not lower; power: the
+    share of pairs of different levels told apart; draws in which the middle model's rank improved by refusing its
+    lowest tenth of the prompts), over ``draws`` leaderboards of ``LEVELS`` on n prompts. A prompt's value is its
+    difficulty + the model's level + N(0, 0.5) noise, kept in no range (the rule compares, it does not clip)."""
+    from benchmark import ranking
+
+    rng = np.random.default_rng(seed)
+    rule = ranking.Rule((ranking.Quantity(True, -10.0, 10.0),))
+    out = {}
+    for n in RANK_SIZES:
+        errors, told, pairs, lifted = 0, 0, 0, 0
+        differ = LEVELS[:, None] > LEVELS[None, :]
+        for _ in range(draws):
+            values = rng.normal(0, 1, (n, 1)) + LEVELS[None, :] + rng.normal(0, 0.5, (n, len(LEVELS)))
+            frame = pd.DataFrame(values, columns=[f"m{j}" for j in range(len(LEVELS))])
+            result = ranking.rank([frame], rule, intervals=False)
+            above = result.comparisons.better()
+            errors += bool((above & ~differ).any())
+            told, pairs = told + int((above & differ).sum()), pairs + int(differ.sum())
+            honest = int(result.rows["rank"].iloc[3])
+            answered = frame.notna()
+            answered.loc[frame["m3"].nsmallest(n // 10).index, "m3"] = False
+            withheld = ranking.rank([frame.where(answered)], rule, answered, intervals=False)
+            lifted += int(withheld.rows["rank"].iloc[3]) < honest
+        out[n] = (errors / draws, told / pairs, lifted)
+    return out
+
+
+def print_rank_rule(checks: dict[int, tuple[float, float, int]], draws: int) -> None:
+    print(f"\nRank rule {RULE_VERSION}: {draws} leaderboards of 6 models (levels {', '.join(map(str, LEVELS))}) per n")
+    print(f"{'n':>5}{'family-wise error':>20}{'power':>8}{'refusing lifted':>17}")
+    for n, (error, power, lifted) in checks.items():
+        print(f"{n:>5}{error:>20.3f}{power:>8.3f}{lifted:>17}")
+
+
+def print_target(results: dict, differences: dict[tuple[float, int], float],
+                 checks: dict[int, tuple[float, float, int]]) -> None:
+    """Issue 49's targets: ``ours`` covers at least ``TARGET`` on every kind from ``MIN_CI_N`` on (and the +-0.1
+    differences, issue 39's), the rank rule errs in at most 5% of the draws and refusing never lifts a rank."""
+    cells = {f"{kind}, n = {n}": cell["ours"][0] for (kind, n), cell in results.items() if "ours" in cell}
+    cells |= {f"+-0.1 differences, n = {n} (smallest over the grid)": differences[(0.1, n)] for n in DIFFERENCE_SIZES}
+    print(f"\nTarget: coverage >= {TARGET} for ``ours`` on every kind and n >= {MIN_CI_N}")
+    below = {cell: coverage for cell, coverage in cells.items() if coverage < TARGET}
+    for cell, coverage in sorted(cells.items(), key=lambda item: item[1])[:5]:
         print(f"  {cell:<52}{coverage:.3f}  {'ok' if coverage >= TARGET else 'BELOW'}")
-    print("  all met" if min(cells.values()) >= TARGET else "  NOT MET")
+    print(f"  (the 5 lowest of {len(cells)} cells)")
+    errors = max(error for error, _, _ in checks.values())
+    lifted = sum(count for _, _, count in checks.values())
+    print(f"Target: rank rule family-wise error <= 0.05 ({errors:.3f} at most), refusing lifts no rank ({lifted})")
+    print("  all met" if not below and errors <= 0.05 and not lifted else "  NOT MET")
 
 
 def main() -> None:
@@ -217,6 +313,7 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rank-draws", type=int, default=1000)
     args = parser.parse_args()
     start = time.perf_counter()
     results = {(kind, n): coverage_cell(kind, n, args.replicates, args.resamples, args.seed + 1000 * i + n)
@@ -227,8 +324,11 @@ def main() -> None:
     print_table("Coverage / nominal", results, lambda cell, m: cell[m][0] / NOMINAL)
     print_table("Median width / t interval's median width", results,
                 lambda cell, m: cell[m][1] / cell["t"][1] if cell["t"][1] > 0 else np.nan)
+    print_table("Share of ``ours`` with an unbounded side", results, lambda cell, m: cell[m][0], ("unbounded",))
     differences = print_differences(args.resamples, args.seed)
-    print_target(results, differences)
+    checks = rank_rule_check(args.rank_draws, args.seed)
+    print_rank_rule(checks, args.rank_draws)
+    print_target(results, differences, checks)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -22,6 +22,7 @@ from benchmark.track import Verb
 from culturelens.hub_access import hub_reachable, offline_unless_hub_reachable  # noqa: F401 - part of the CLI's API
 
 EXIT_ERROR = 2  # a user error (argparse uses 2 for a bad command line too); 1 is a check that failed
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2
 
 # Verbs that only group others: (help, example, metavar of their sub-verbs).
 GROUPS = {
@@ -128,8 +129,9 @@ def _add_verbs(parser: argparse.ArgumentParser, path: tuple[str, ...], every: Se
 def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` chose (``args.run``) and return its exit status. A user error
     (``CultureLensError``, from the verb or anything it calls, a model library the app-only install lacks included)
-    is printed as one line, ``error: <message>``, and gives status 2; any other exception is a bug and propagates
-    with its traceback."""
+    is printed as one line, ``error: <message>``, and gives status 2; Ctrl-C is one line too, ``stopped: ...`` with
+    what the verb keeps and how to go on where it says so (``args.on_interrupt``), and status 130; any other
+    exception is a bug and propagates with its traceback."""
     try:
         verb = getattr(args, "verb", None)
         with full_install_for(f"`culturelens {verb}`" if verb else "this command"):
@@ -139,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     except CultureLensError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        said = getattr(args, "on_interrupt", None)
+        print(f"\nstopped (Ctrl-C){f': {said(args)}' if said else ''}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> int:

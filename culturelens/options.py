@@ -154,10 +154,25 @@ def build_default_dataset(datasets_root: Path, source: str) -> Path | None:
         print(f"{cube_1k.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from {source} "
               f"into {folder}", file=sys.stderr)
     try:
-        cube_1k.build(source, folder)
+        cube_1k.build(source, folder, how=f"--cube-source PATH (or {service.CUBE_SOURCE.env})")
     except (cube_1k.CubeSourceError, OutputExists) as error:
         raise CultureLensError(f"cannot build the default dataset {cube_1k.HUB_REPO}: {error}") from None
     return folder
+
+
+def build_diversity_dataset(datasets_root: Path) -> None:
+    """Make sure the suite's diversity prompts (``cube-diversity``, written in this package) can be loaded: when
+    neither a local copy under ``datasets_root`` nor the Hub repo is reachable, build them there, saying so in one
+    line, as ``build_default_dataset`` builds CUBE-1K."""
+    from benchmark.datasets import cube_diversity
+    from benchmark.datasets.prompts import local_folder
+
+    folder = local_folder(datasets_root, cube_diversity.HUB_REPO)
+    if (folder / "README.md").exists() or hub_has_dataset(cube_diversity.HUB_REPO):
+        return
+    print(f"{cube_diversity.HUB_REPO} is neither in {datasets_root} nor reachable on the Hub: building it from this "
+          f"package into {folder}", file=sys.stderr)
+    cube_diversity.build_diversity(folder)
 
 
 def add_limit(parser: argparse.ArgumentParser) -> None:

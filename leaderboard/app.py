@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from leaderboard import bounds, render, upload_cache
+from starlette.middleware import Middleware
+
+from leaderboard import bounds, render, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
@@ -79,11 +81,16 @@ def launch_options(store: Store) -> dict:
     working directory or the temporary folder: the whole store is blocked, so the app hands out only the
     copies its views make of files and images they picked (``Site.serve``, ``Site.serve_images``: images are
     read from a submission's shards), and nothing else in the store (the queue
-    database, staging, caches) can ever be served. A file posted to Gradio's upload route is capped at the
-    validator's own limit on a submission's zip (``Limits.max_upload_bytes``, 64 GiB: a whole suite submission of
-    19,773 PNGs is 46-55 GiB), and refused over it before it is all written."""
+    database, staging, caches) can ever be served. The routes that write a visitor's bytes are bounded by
+    ``upload_route.UploadRoutes``: a request to the upload route takes at most the validator's own limit on a
+    submission's zip (``Limits.max_upload_bytes``, 64 GiB: a whole suite submission of 19,773 PNGs is 46-55 GiB)
+    however many files it holds, every byte held in the store's space for uploads in flight; the other such routes
+    are not served. Runs are not recorded (Gradio's run history would send a visitor's inputs to a Hub bucket)."""
+    middleware = Middleware(upload_route.UploadRoutes, space=store.upload_space,
+                            max_bytes=store.limits.max_upload_bytes)
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
-            "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD}
+            "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD,
+            "app_kwargs": {"middleware": [middleware]}, "run_history": False}
 
 
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
@@ -101,7 +108,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
-    with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(3600, 3600)) as app:
+    keep = upload_route.KEEP_SECONDS
+    with bounds.Blocks(title="CultureLens leaderboard", delete_cache=(keep, keep)) as app:
         gr.Markdown(render.HEADER)
         if notice:
             gr.Markdown(f"⚠️ {notice}", elem_id="cl-notice")

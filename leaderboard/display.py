@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from benchmark import ranking
 from benchmark import tracks as track_registry
 from leaderboard import links, render, tables
 from leaderboard.rankings import censored
@@ -88,18 +89,34 @@ def rank_range(low, high) -> str:
 
 
 def share(value) -> str:
-    """A refusal rate as people read it: '0%', '9.5%' ('' without one: no per-prompt values)."""
-    return "" if pd.isna(value) else f"{100 * value:.3g}%"
+    """A refusal rate as people read it: '0%', '9.5%', a row that left most prompts unanswered flagged ('98.5%:
+    mostly refused'; '' without one: no per-prompt values)."""
+    if pd.isna(value):
+        return ""
+    return f"{100 * value:.3g}%" + (": mostly refused" if value > ranking.MOSTLY_REFUSED else "")
+
+
+def interval_text(low, high, n) -> str:
+    """A 95% CI as people read it: '[0.412, 0.530]'; a side the prompts cannot bound (infinite) says so, '[0.002, not
+    bounded by 200 prompts]', 'not bounded by 10 prompts' for both; '' without an interval."""
+    if pd.isna(low) or pd.isna(high):
+        return ""
+    unbounded = f"not bounded by {int(n)} prompts" if pd.notna(n) else "not bounded"
+    if np.isinf(low) and np.isinf(high):
+        return unbounded
+    return "[" + ", ".join(unbounded if np.isinf(side) else f"{side:.3f}" for side in (low, high)) + "]"
 
 
 def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -> pd.DataFrame:
-    """``tables.ranked`` rows for people (``RANK_COLUMNS``): the rank and its 95% range (or why the row is not
-    ranked), tie group, the model linked to its page, rounded scores ("> k" for a censored value), the CI as
-    text, n, the refusal rate, the provenance as a word, the protocol (by its name from ``protocol_names`` when
-    given, else its id, headline or off-protocol), a source per row (Markdown columns: ``DATATYPES``)."""
+    """``tables.ranked`` rows for people (``RANK_COLUMNS``): the rank and its 95% range (or why the row is not ranked),
+    tie group, the model linked to its page, rounded scores ("> k" for a censored value), the CI as text
+    (``interval_text``), n, the refusal rate (``share``: a row mostly refused flagged), the provenance as a word, the
+    protocol (by its name from ``protocol_names`` when given, else its id, headline or off-protocol), a source per row
+    (Markdown columns: ``DATATYPES``)."""
     if frame.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
-    ci = ("[" + frame["ci_low"].map("{:.3f}".format) + ", " + frame["ci_high"].map("{:.3f}".format) + "]")
+    ci = pd.Series([interval_text(*bounds) for bounds in zip(frame["ci_low"], frame["ci_high"], frame["n"])],
+                   index=frame.index, dtype=object)
     low, high = (frame[c].astype("Float64").astype("Int64") for c in ("rank_low", "rank_high"))
     why = frame["not_ranked"] if "not_ranked" in frame.columns else pd.Series("", index=frame.index)
     why = why.fillna("").where(~frame["beside"].fillna(False).astype(bool), "other protocol")
@@ -117,7 +134,7 @@ def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -
         "Tie group": frame["tie_group"].astype("Int64").astype("string").fillna(""),
         "Model": model_links(frame),
         "Score": score,
-        "95% CI": ci.where(frame["ci_low"].notna() & ~above, ""),
+        "95% CI": ci.where(~above, ""),
         "n": frame["n"].astype("Float64").astype("Int64"),
         "Refused": refused.map(share),
         "Type": frame["model_type"].fillna(""),
@@ -138,7 +155,7 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
     rate, and its own scores."""
     if wide.empty:
         return pd.DataFrame(columns=WIN_COLUMNS)
-    rank = wide["win_rate"].rank(ascending=False, method="min").astype("Int64")
+    rank = wide.get("rank", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     why = wide.get("not_ranked", pd.Series("", index=wide.index)).fillna("")
     low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     high = wide.get("rank_high", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")

@@ -10,9 +10,11 @@ people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``display.displa
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from benchmark import results
+from benchmark.ranking import RULE_VERSION
 from benchmark import tracks as track_registry
 from benchmark.errors import CultureLensError
 from leaderboard import links, render, tables
@@ -23,11 +25,11 @@ COLUMNS = {
     "track": "string", "metric": "string", "metric_label": "string", "slice": "string", "slice_value": "string",
     "model": "string", "model_id": "string", "model_url": "string", "model_type": "string",
     "parameters_billions": "float64", "provenance": "string", "submission_id": "string",
-    "value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "excluded": "Int64",
-    "refused": "float64", "range_low": "float64", "range_high": "float64",
+    "value": "float64", "ci_low": "float64", "ci_high": "float64", "ci_note": "string", "n": "Int64",
+    "excluded": "Int64", "refused": "float64", "range_low": "float64", "range_high": "float64",
     "value_kind": "string",
     "higher_is_better": "boolean", "rank": "Int64", "rank_low": "Int64", "rank_high": "Int64", "tie_group": "Int64",
-    "not_ranked": "string",
+    "rank_rule": "Int64", "not_ranked": "string",
     "protocol_id": "string", "on_protocol": "boolean", "dataset": "string", "images_per_prompt": "Int64",
     "missing_images": "string",
     "metric_version": "string", "backbones": "string",
@@ -35,6 +37,13 @@ COLUMNS = {
     "citation": "string", "source_table": "string", "paper_url": "string",
 }
 OVERALL_TRACK = "overall"  # the track id of the overall ranking's rows
+# What a track download's rows outside the view's ranking are (``not_ranked``): a scored row's value is its
+# submission's own mean over the prompts it answered, not the ranking's (the protocol's prompts, a refused one at the
+# worst value), so it is not comparable across models.
+OWN_PROMPTS = ("not comparable: outside this view's ranking, the submission's own mean over the prompts it answered "
+               "(a refused prompt left out, not counted as worst); that metric and slice's own table ranks it")
+ONE_PROMPT = "one prompt's value over its images: not ranked"
+PAPER_VALUE = "a paper's published value: not ranked in this download"
 MEAN_WIN_RATE = "mean_win_rate"  # metric ids of the overall ranking: the mean over tracks, and per track
 WIN_RATE = "win_rate"
 
@@ -57,6 +66,7 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     the rows lack is null)."""
     out = frame.reset_index(drop=True)
     out = out.assign(**{c: None for c in [*COLUMNS, "protocol"] if c not in out.columns})
+    low, high = (pd.to_numeric(out[c], errors="coerce").astype(float) for c in ("ci_low", "ci_high"))
     # Each function runs once per distinct value: a download holds many rows but few protocols, models, papers.
     fields = _per_value(out["protocol"], lambda p: results.protocol_fields(p) or {})
     pairs = pd.Series(list(zip(out["track"], out["protocol"])), index=out.index, dtype=object)
@@ -73,8 +83,22 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         paper_url=_per_value(out["citation"], links.paper_url),
         scored_at=pd.to_datetime(out["scored_at"], utc=True, errors="coerce", format="ISO8601"),
         not_ranked=[v if isinstance(v, str) and v else None for v in out["not_ranked"]],
+        ci_low=low.where(~np.isinf(low)), ci_high=high.where(~np.isinf(high)),
+        ci_note=[unbounded(lo, hi, n) for lo, hi, n in zip(low, high, out["n"])],
+        rank_rule=pd.Series(RULE_VERSION, index=out.index).where(pd.notna(out["rank"]) &
+                                                                          pd.notna(out["rank_low"])),
     )
     return out[list(COLUMNS)].astype(COLUMNS)
+
+
+def unbounded(low: float, high: float, n) -> str | None:
+    """What ``ci_note`` says of an interval a side of which the prompts cannot bound (infinite in the ranking; null
+    in ci_low or ci_high here, as JSON has no infinity): "not bounded above by 200 prompts"; None otherwise."""
+    sides = [side for side, bound in (("below", low), ("above", high)) if np.isinf(bound)]
+    if not sides:
+        return None
+    count = f" by {int(n)} prompts" if pd.notna(n) else ""
+    return f"not bounded {' or '.join(sides)}{count}"
 
 
 def _per_value(values: pd.Series, function) -> list:
@@ -106,7 +130,8 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
     """A track's download: every row of the track (every metric, slice and protocol; not per prompt) the filters
     keep, typed, ranked metric first. The rows of the table the Overview shows for ``metric`` (by id or label;
     default the one the Overview opens on) and ``protocol_id``, each value of its slice (``tables.overview_slice``)
-    ranked apart, carry their rank, interval and tie group."""
+    ranked apart, carry their rank, interval and tie group; every other row says in ``not_ranked`` what its value is
+    (``OWN_PROMPTS``: a scored row's own aggregate, not comparable with a ranked value)."""
     metric = tables.metric_id(cat, track, metric)
     if metric is None:
         return typed(pd.DataFrame())
@@ -119,6 +144,8 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
                      [track, metric, name, chosen or ""])
     rest, _ = filters.apply(rest)
     rest = rest.sort_values(["metric", "slice", "slice_value", "model"], kind="stable")
+    rest = rest.assign(not_ranked=np.where(rest["provenance"] == "reported", PAPER_VALUE,
+                                           np.where(rest["slice"] == "prompt", ONE_PROMPT, OWN_PROMPTS)))
     return typed(pd.concat([*shown, rest], ignore_index=True))
 
 
@@ -133,7 +160,7 @@ def overall_rows(cat: Catalog, filters: tables.Filters = tables.Filters(), track
     wide, _, chosen, _ = tables.overall(cat, filters, track_set)
     if wide.empty:
         return typed(pd.DataFrame())
-    rank = wide["win_rate"].rank(ascending=False, method="min")
+    rank = wide.get("rank")
     common = {"slice": tables.OVERALL, "model": wide["model"], "provenance": wide["provenance"],
               "higher_is_better": True}
     ids = tables.model_ids(cat)

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmark import layout
 from benchmark.datasets.hub_layout import PushError
 from benchmark.submission import Limits
+from benchmark.submission.space import Hold
 from leaderboard.repo import Repo, RepoError, hub_repo
 
 PATTERNS = [layout.MANIFEST, f"{layout.IMAGES_DIR}/*", f"{layout.DATA_DIR}/*.parquet",
@@ -25,11 +26,13 @@ PATTERNS = [layout.MANIFEST, f"{layout.IMAGES_DIR}/*", f"{layout.DATA_DIR}/*.par
             f"{layout.PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]
 
 
-def fetch(name: str | Repo, staging: Path, limits: Limits) -> Path:
+def fetch(name: str | Repo, staging: Path, limits: Limits, hold: Hold | None = None) -> Path:
     """Download the submission the Hub dataset repo ``name`` holds into a new folder under ``staging`` and return
     it (the caller validates and removes it); what else the repo holds is not downloaded. RepoError with the
     reason when the name is not a Hub dataset repo id, the Hub cannot give the repo (offline, missing, gated), or
-    the repo is over ``limits`` (files, total bytes): then nothing is left in ``staging``."""
+    the repo is over ``limits`` (files, total bytes): then nothing is left in ``staging``. ``hold``: the server's
+    hold for this upload (``space``), grown by the listed bytes before any is downloaded (SpaceFull when the
+    uploads in flight cannot make room)."""
     repo = hub_repo(name)
     try:
         revision = repo.revision()  # listed and downloaded at one commit: a push meanwhile cannot pass the limits
@@ -40,6 +43,8 @@ def fetch(name: str | Repo, staging: Path, limits: Limits) -> Path:
     if len(files) > limits.max_files or size > limits.max_total_bytes:
         raise RepoError(f"Hub dataset {repo.name} holds {len(files)} files, {size} bytes: over this leaderboard's "
                         f"limits ({limits.max_files} files, {limits.max_total_bytes} bytes)")
+    if hold is not None:
+        hold.grow(size)
     staging.mkdir(parents=True, exist_ok=True)
     target = Path(tempfile.mkdtemp(prefix="hub-", dir=staging))
     try:

@@ -5,13 +5,14 @@ deployment whose disk does not survive a restart (a Hugging Face Space without p
 dataset repos, as the Hugging Face leaderboard template does::
 
     requests repo (private)                              results repo (public)
-      README.md              card; configs requests, images  README.md                card; configs leaderboard,
+      README.md       card; configs requests, images, votes  README.md                card; configs leaderboard,
       queue.parquet          the records as one table        results/<id>/*.parquet   aggregates, per_image, curves
       requests/<id>.json                  queue record       results/<id>/run.json    (``load_dataset(repo, ...)``)
-      deletions.json         deleted submissions, when       results/<id>/seal.json   its worker's seal
+      seal.json              the app's seal over them        results/<id>/seal.json   its worker's seal
       submissions/<id>/manifest.json
       submissions/<id>/data/images-00000-of-00008.parquet
       submissions/<id>/parts/<part>/manifest.json, .../data/*.parquet   (a suite submission: each part's)
+      votes/votes.parquet, voters.parquet, withdrawals.json, seal.json   (the arena's, sealed: arena.publish)
       ...                                                  leaderboard/leaderboard-<NNNNN>.parquet  release N
                                                            leaderboard/latest.json  the newest release
 
@@ -26,10 +27,17 @@ files, not 9,920 images. A worker on another machine fetches one submission, and
 start, then only the folders it lacks): results are never restored whole at start.
 
 A queue record in the requests repo holds no lease token, only the sha256 of each lease issued for its request
-(``lease_hashes``), and ``deletions.json`` lists the deleted submissions: a queue restored from the repo tells the
-leases it issued, and the deletions, from forged ones. A record cannot make a job FINISHED by itself: one restored
-FINISHED whose sealed results (``leaderboard.seal``) the store does not hold, as a folder or in its installed
-release, answering it, comes back PENDING, and is scored again unless such results arrive first.
+(``lease_hashes``) and that request's number (``request``). The app seals the repo (``seal.json``,
+``leaderboard.seal.requests_seal``): the sha256 of every record file it wrote and every deletion (id -> when), so a
+restore takes only records exactly as the app wrote them (one edited, rolled back to an earlier version, or added by
+someone else is refused, with the reason) and knows every deletion (removing one breaks the seal, and the snapshot
+is refused whole). A push keeps what the repo's seal lists and the store lacks (a record a failed restore did not
+bring back stays listed), and drops no deletion: the list only grows. A record cannot make a job FINISHED by itself:
+one restored FINISHED whose sealed results (``leaderboard.seal``) the store does not hold, as a folder or in its
+installed release, answering its request, comes back PENDING, and is scored again unless such results arrive first.
+The Cultural Arena's votes (``votes/``, ``leaderboard.arena.publish``) are sealed by the same rules, in a seal of
+their own over the folder's bytes: restored only as the app sealed them, never a withdrawn vote; a push keeps the
+repo's withdrawals and the votes the store lacks (``_repo_votes``).
 
 Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a local folder laid out like one: the
 same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
@@ -75,7 +83,7 @@ from benchmark.layout import (
 )
 from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards, stamp
-from leaderboard import snapshot
+from leaderboard import seal, snapshot
 from leaderboard.arena import publish as arena_votes
 from leaderboard.arena.ballots import Ballots
 from leaderboard.queue import Job, Request, refusal
@@ -88,8 +96,12 @@ KINDS = ("requests", "results")
 PRIVATE_FIELDS = ("lease_owner", "lease_expires", "lease_tokens")
 """A queue record's fields that never leave the queue: a results-repo writer who could read a lease token could
 forge results for a job. The record's ``lease_hashes`` are the sha256 of every lease issued (``Job.issued_hashes``)."""
-DELETIONS = "deletions.json"
-"""The requests repo's deleted submissions: {id: when}, so a restored queue still knows them."""
+UNMIRRORED = (*PRIVATE_FIELDS, "requests_before")
+"""A queue record's fields a mirrored record leaves out: the private ones, and ``requests_before``, which its
+``request`` (the number of the request it is at) replaces."""
+SEAL = layout.SEAL
+"""The requests repo's seal: the sha256 of each record the app wrote and its deletions ({id: when}), so a restored
+queue takes the records it sealed only, and still knows every deletion (``leaderboard.seal.requests_seal``)."""
 QUEUE_TABLE = "queue.parquet"
 """The requests repo's records as one table (config ``requests``); ``requests/<id>.json`` are what a restore reads."""
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED")
@@ -100,7 +112,7 @@ TIMESTAMP = pa.timestamp("ms", tz="UTC")  # what Parquet keeps of a time (it has
 
 def record_schema() -> pa.Schema:
     """The mirrored queue record's columns, typed from ``Job`` (a column of nulls keeps its type), its times
-    (``*_at``) as timestamps."""
+    (``*_at``) as timestamps, and ``request`` (the request's number)."""
     types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
     hints = typing.get_type_hints(Job)
     def kind(name: str) -> pa.DataType:
@@ -108,7 +120,8 @@ def record_schema() -> pa.Schema:
             return TIMESTAMP
         return types[next(t for t in typing.get_args(hints[name]) or (hints[name],) if t is not type(None))]
 
-    return pa.schema([(f.name, kind(f.name)) for f in fields(Job) if f.name not in PRIVATE_FIELDS])
+    return pa.schema([*[(f.name, kind(f.name)) for f in fields(Job) if f.name not in UNMIRRORED],
+                      ("request", pa.int64())])
 
 
 def _queue_table(records: list[dict]) -> pa.Table:
@@ -196,18 +209,25 @@ class StoreFile:
         return cls(path, f"file:{stat.st_size}:{stat.st_mtime_ns}")
 
 
-def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, StoreFile | bytes]:
-    """Path in the repo -> a store file or bytes: everything the ``kind`` repo should hold for this store."""
+def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME",
+                 sealed: tuple[dict[str, str], dict[str, str]] | None = None,
+                 votes: arena_votes.Published | None = None) -> dict[str, StoreFile | bytes]:
+    """Path in the repo -> a store file or bytes: everything the ``kind`` repo should hold for this store. The
+    requests repo's seal lists the store's records and deletions, and ``sealed``'s (records the repo's own seal lists
+    that the store lacks, and its deletions: ``_repo_seal``); its arena votes are the store's and those of ``votes``
+    it keeps (the repo's sealed votes folder: ``_repo_votes``)."""
     files: dict[str, StoreFile | bytes] = {}
     if kind == "requests":
         images = kept = 0
-        jobs = store.queue.jobs()
-        records = [{**{k: v for k, v in asdict(job).items() if k not in PRIVATE_FIELDS},
-                    "lease_hashes": job.issued_hashes} for job in jobs]
-        if deletions := store.queue.deletions():
-            files[DELETIONS] = json.dumps(dict(sorted(deletions.items())), indent=1).encode()
+        jobs, requests = store.queue.jobs(), store.queue.requests()
+        records = [{**{k: v for k, v in asdict(job).items() if k not in UNMIRRORED},
+                    "lease_hashes": job.issued_hashes, "request": requests[job.id].number if job.id in requests else 1}
+                   for job in jobs]
+        digests = dict(sealed[0]) if sealed else {}
+        deletions = {**(sealed[1] if sealed else {}), **store.queue.deletions()}
         for job, record in zip(jobs, records):
-            files[f"requests/{job.id}.json"] = json.dumps(record, indent=1, sort_keys=True).encode()
+            files[f"requests/{job.id}.json"] = data = json.dumps(record, indent=1, sort_keys=True).encode()
+            digests[job.id] = hashlib.sha256(data).hexdigest()
             folder = store.submissions / job.id
             if holds_validated_submission(folder):  # one, or a suite submission's parts, kept together
                 for name, part in submission_layouts(folder).items():  # shards kept before they named it
@@ -219,9 +239,13 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME") -> dict[str, S
                     files[f"{layout.SUBMISSIONS}/{job.id}/{name}"] = StoreFile.of(path)
                 images += sum(results.parquet_rows(part.images_table) or 0 for part in parts)
                 kept += 1
+        if digests or deletions:
+            index = seal.requests_seal(store.results_folders.keys, dict(sorted(digests.items())),
+                                       dict(sorted(deletions.items())))
+            files[SEAL] = json.dumps(index, indent=1).encode()
         if records:  # the records again as one table, for load_dataset: a repo's configs share one file format
             files[QUEUE_TABLE] = _parquet(_queue_table(records))
-        arena = arena_votes.files(Ballots(store.queue), store.root)  # the arena's votes, sealed
+        arena = arena_votes.files(Ballots(store.queue), store.results_folders.keys, votes)  # the arena's, sealed
         files |= arena
         if records or arena:
             files["README.md"] = requests_card(repo, len(records), kept, images, votes=bool(arena)).encode()
@@ -297,6 +321,10 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
     operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
+    if kind == "requests" and operations:  # what the store lacks stays sealed
+        sealed, votes = _repo_seal(store, repo), _repo_votes(store, repo, pushed)
+        if sealed or votes:
+            operations, now = plan(mirror_files(store, kind, repo.name, sealed, votes), pushed)
     handled: set[str] = set()
     if kind == "results":
         try:
@@ -325,6 +353,42 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
         state.setdefault(f"deleted:{repo.name}", {}).update(dict.fromkeys(sorted(handled), "removed"))
         _save_state(store, state)
     return len(operations)
+
+
+def _repo_seal(store: Store, repo: Repo) -> tuple[dict[str, str], dict[str, str]] | None:
+    """What the requests repo's seal lists that a push must keep: the digests of records the store neither holds nor
+    deleted (a restore that failed, or refused an edited file: its sealed digest stays) and every deletion; None when
+    the repo holds no seal. RepoError, nothing pushed, for a seal this server cannot check: writing the store's over
+    it would drop what it lists (the operator restores it, gives this server the key that sealed it, or removes it)."""
+    data = repo.read(SEAL)
+    if data is None:
+        return None
+    try:
+        index = json.loads(data)
+    except ValueError:
+        index = None
+    if why := seal.requests_refusal(index, store.results_folders.keys):
+        raise RepoError(f"{repo.name}: {SEAL}: {why}: nothing pushed to it (restore it, give this server the key "
+                        f"that sealed it, or remove it to seal the repo anew from this store)")
+    known = {job.id for job in store.queue.jobs()} | store.queue.deleted() | set(index["deletions"])
+    return {sid: digest for sid, digest in index["records"].items() if sid not in known}, index["deletions"]
+
+
+def _repo_votes(store: Store, repo: Repo, pushed: dict[str, str]) -> arena_votes.Published | None:
+    """What the requests repo's arena votes folder holds that a push must keep (``arena_votes.files``: its
+    withdrawals, its votes and voters the store lacks), read only when its seal is not the one this store pushed last;
+    None when it holds none or that one. RepoError, nothing pushed, for a folder this server cannot check, as for the
+    requests seal (``_repo_seal``)."""
+    path = f"{arena_votes.FOLDER}/{arena_votes.SEAL}"
+    data = repo.read(path)
+    if data is None or signature(data) == pushed.get(path):
+        return None
+    found, why = arena_votes.sealed(lambda name: data if name == arena_votes.SEAL else
+                                    repo.read(f"{arena_votes.FOLDER}/{name}"), store.results_folders.keys)
+    if found is None:
+        raise RepoError(f"{repo.name}: {arena_votes.FOLDER}/: {why}: nothing pushed to it (restore it, give this server "
+                        "the key that sealed it, or remove the folder to seal the votes anew from this store)")
+    return found
 
 
 def deleted_results(store: Store, repo: Repo, done: set[str]) -> tuple[list[str], set[str]]:
@@ -467,23 +531,28 @@ def _restore_results(store: Store, folder: Path) -> dict[str, int]:
     return {"added": added, "present": len(found) - len(sources)}
 
 
-def _deletions(folder: Path) -> dict[str, str]:
-    """The snapshot's ``deletions.json``: {submission id: when}; RepoError when it is not one."""
-    path = folder / DELETIONS
+def _sealed(store: Store, folder: Path, records: list[Path]) -> tuple[dict[str, str], dict[str, str]]:
+    """The snapshot's seal (``SEAL``): the digest of each record file the app wrote, and the deletions ({id: when}).
+    RepoError, so that nothing is restored, when it holds records but no seal, or a seal this server's keys do not
+    check (a deletion removed, a record's digest changed: anything but the app's own)."""
+    path = folder / SEAL
     if not path.is_file():
-        return {}
-    record = _read_json(path)
-    if not isinstance(record, dict) or not all(is_submission_id(k) and isinstance(v, str) and len(v) <= 40
-                                               for k, v in record.items()):
-        raise RepoError(f"{path}: not a list of deletions ({{submission id: when}})")
-    return record
+        if records:
+            raise RepoError(f"the requests repo holds {len(records)} record(s) but no {SEAL}: records are restored "
+                            "only as the app of this queue sealed them (a repo written before: push to it once from "
+                            "the store that wrote it, whose push seals every record)")
+        return {}, {}
+    index = _read_json(path)
+    if why := seal.requests_refusal(index, store.results_folders.keys):
+        raise RepoError(f"{SEAL}: {why}: nothing is restored from it")
+    return index["records"], index["deletions"]
 
 
 def finished_by_seal(store: Store, job: Job) -> bool:
     """Whether sealed results that answer the restored record ``job`` (its request, under the leases whose sha256 it
     keeps) are the store's: its results folder (``Results.refusal_here``), or its installed release (checked when
     installed). What a record saying FINISHED needs to stay FINISHED."""
-    request = Request(1, "FINISHED", (), tuple((job.lease_hashes or "").split()))
+    request = Request(max(1, job.requests_before), "FINISHED", (), tuple((job.lease_hashes or "").split()))
     if store.has_results(job.id):
         return store.results_folders.refusal_here(job.id, request) is None
     installed = snapshot.installed(store)
@@ -493,31 +562,42 @@ def finished_by_seal(store: Store, job: Job) -> bool:
 
 
 def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
-    """Records first, all checked before anything is added: a record that is not one of ours (bad id, fields,
-    JSON) means the snapshot is not a requests repo, and it restores nothing (RepoError). The deletions come first
-    (the records of deleted submissions are left out). Then each submission the store lacks is accepted as an upload
-    is (``Intake.accept`` with its record): one that fails is refused, its record and files left out and the reasons
+    """The seal first (``_sealed``: a snapshot with records but no seal of this queue's app restores nothing,
+    RepoError), then the records, all checked before anything is added: a record file that is not exactly one the
+    seal lists (edited, rolled back to an earlier version, or added by someone else) is refused and logged (counted
+    as ``edited``); a sealed one that is not one of ours (bad id, fields, JSON) means the snapshot is not a requests
+    repo, and it restores nothing (RepoError). The seal's deletions come first (the records of deleted submissions
+    are left out). Then each submission the store lacks is accepted as an upload is (``Intake.accept`` with its
+    record, and its request's number): one that fails is refused, its record and files left out and the reasons
     logged, and the others are restored (counted as ``refused``). A record FINISHED without sealed results answering
-    it (``finished_by_seal``) comes back PENDING (counted as ``unsealed``): FINISHED again once they are taken
-    (``Results.add``: the pickup, a results restore), else scored by the next worker."""
+    its request (``finished_by_seal``) comes back PENDING (counted as ``unsealed``): FINISHED again once they are
+    taken (``Results.add``: the pickup, a results restore), else scored by the next worker."""
     root = folder / "requests"
-    deletions = _deletions(folder)
-    names = {f.name for f in fields(Job)}
-    jobs = []
-    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
+    paths = sorted(root.glob("*.json")) if root.is_dir() else []
+    digests, deletions = _sealed(store, folder, paths)
+    names = {f.name for f in fields(Job)} - {"requests_before"}
+    jobs, edited = [], 0
+    for path in paths:
+        if digests.get(path.stem) != hashlib.sha256(path.read_bytes()).hexdigest():
+            edited += 1
+            log.warning("hub restore: refused the record requests/%s: %s", path.name[:200],
+                        f"not the record the app sealed ({SEAL} lists {'another' if path.stem in digests else 'none'}"
+                        ": edited, rolled back or added by someone else)")
+            continue
         record = _read_json(path)
-        if (not isinstance(record, dict) or not set(record) <= names or record.get("state") not in STATES
-                or not all(v is None or isinstance(v, (str, int, float)) for v in record.values())):
-            raise RepoError(f"{path}: not a submission record (fields: {', '.join(sorted(names))}; state one of "
-                            f"{', '.join(STATES)})")
+        if (not isinstance(record, dict) or not set(record) <= names | {"request"} or record.get("state") not in STATES
+                or not all(v is None or isinstance(v, (str, int, float)) for v in record.values())
+                or not isinstance(record.get("request", 1), int) or record.get("request", 1) < 1):
+            raise RepoError(f"{path}: not a submission record (fields: {', '.join(sorted(names))}, request; state "
+                            f"one of {', '.join(STATES)})")
         if record.get("id") != path.stem:
             raise RepoError(f"{path}: the record's id {record.get('id')!r} is not its file name")
         _checked_id(path.stem, path)
-        job = Job(**{name: record.get(name) for name in names})
+        job = Job(**{name: record.get(name) for name in names}, requests_before=record.get("request", 1))
         files = folder / layout.SUBMISSIONS / job.id
         if job.id not in deletions:
             jobs.append((job, files if files.is_dir() else None))
-    counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0,
+    counts = {"added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0, "edited": edited,
               "deleted": store.queue.remember_deleted(deletions)}
     for job, files in jobs:
         if job.state == "FINISHED" and not finished_by_seal(store, job):
@@ -542,7 +622,7 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
             counts["present"] += 1
-    if (arena := arena_votes.restore(Ballots(store.queue), store.root, folder)) is not None:
+    if (arena := arena_votes.restore(Ballots(store.queue), store.results_folders.keys, folder)) is not None:
         counts |= arena  # the arena's votes, under the seal, never a withdrawn one
     return counts
 
@@ -563,10 +643,14 @@ def _read_json(path: Path):
 
 def export(store: Store, kind: str, out: str | Path, repo: str = "ORG/NAME") -> int:
     """Write the ``kind`` repo's files into the folder ``out`` (a backup, or a folder to inspect or upload by
-    hand; created if missing, RepoError if it is not a folder), through the repo interface as a commit."""
-    files = mirror_files(store, kind, repo)
-    folder_repo(out).commit({path: content if isinstance(content, bytes) else content.path
-                             for path, content in files.items()}, f"CultureLens leaderboard: {kind} exported")
+    hand; created if missing, RepoError if it is not a folder), through the repo interface as a commit. Into a
+    requests repo's folder, as a push: what its seal lists and the store lacks stays listed (``_repo_seal``), and
+    so do its arena votes and withdrawals (``_repo_votes``)."""
+    target = folder_repo(out)
+    files = mirror_files(store, kind, repo, *((_repo_seal(store, target), _repo_votes(store, target, {}))
+                                              if kind == "requests" else ()))
+    target.commit({path: content if isinstance(content, bytes) else content.path
+                   for path, content in files.items()}, f"CultureLens leaderboard: {kind} exported")
     return len(files)
 
 

@@ -7,7 +7,9 @@ with it, never by reading the whole repo:
 - ``start`` (the app starting): download latest.json and, when the store lacks that release, its one Parquet
   file; checked (its seal, ``leaderboard.seal``, then ``snapshot.read``) and installed in ``STORE/leaderboard/``.
   The catalog serves the release's rows at once, so the first page is complete from two files. A release that
-  cannot be read is said, and the app starts without it: the rounds then fetch the folders it lacks;
+  cannot be read, or whose number goes back (below the store's, or a release file the repo holds: latest.json rolled
+  back), is said, and the app starts without it: the rounds then fetch the folders it lacks, and the next release
+  follows every release there is;
 - ``round`` (every ``--hub-interval`` seconds, after the mirror's push): compare the repo's commit sha with the
   last round's (an unchanged repo costs one call), take a newer release another writer published, list
   ``results/`` and download only the folders the store lacks that the installed release does not hold (a
@@ -58,7 +60,8 @@ RELEASE_SECONDS = 3600.0  # at most one release an hour: each is a new file in t
 def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Release | None:
     """Make the repo's newest release the store's: latest.json, then its file unless the store holds that
     release already. Returns it (None when the repo has none yet); SnapshotError when latest.json or the file
-    is not a release this leaderboard can take (nothing installed)."""
+    is not a release this leaderboard can take (nothing installed): not sealed by this queue's app, or a release
+    number that goes back (lower than the store's, or than a release file the repo holds: latest.json rolled back)."""
     staged = Path(tempfile.mkdtemp(prefix="release-", dir=store.staging))
     try:
         repo.download([snapshot.LATEST], staged, revision)
@@ -68,6 +71,11 @@ def install_latest(store: Store, repo: Repo, revision: str | None = None) -> Rel
         have = snapshot.installed(store)
         if have is not None and (have[0].number, have[0].submissions) == (release.number, release.submissions):
             return have[0]
+        newest = max(have[0].number if have is not None else 0, snapshot.newest_file(repo, revision))
+        if release.number < newest or (have is not None and release.number == have[0].number):
+            raise SnapshotError(f"{repo.name}: {snapshot.LATEST} names release {release.number}, but release "
+                                f"{newest} exists: a release number never goes back ({snapshot.LATEST} rolled back, "
+                                "or written by someone else); the store keeps the release it holds")
         repo.download([release.file], staged, revision)
         file = staged / release.file
         if not file.is_file():
@@ -131,11 +139,13 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
     holds some), or the release holds submissions that no longer stand (``snapshot.current``: deleted, re-run):
     built from the newest release as it stands and the store's folders (fetching first those it has neither
     of), committed with latest.json and the card (``hub_sync.results_card``, ``repo_id`` in its example) on the
-    revision it was built from, then installed in the store. Returns it; None when nothing changed (or the
-    repo holds neither results nor a release: no empty release 1). SnapshotError, nothing written, when the
+    revision it was built from, then installed in the store. Its number follows every release there is (the
+    store's, and every release file of the repo), so none is written over. Returns it; None when nothing changed
+    (or the repo holds neither results nor a release: no empty release 1), unless the repo's latest.json cannot be
+    taken (rolled back, damaged): the next release then replaces it. SnapshotError, nothing written, when the
     store's queue knows none of the repo's submissions (not the app's store: its release would hold none)."""
     revision = repo.revision()
-    previous = _installed_or_none(store, repo, revision)
+    previous, taken = _installed_or_none(store, repo, revision)
     in_repo = [sid for sid in repo.folders(layout.RESULTS, revision) if is_submission_id(sid)]
     listed = set(in_repo) | (set(previous[0].submissions) if previous is not None else set())
     if listed and not listed & (set(store.queue.requests()) | store.queue.deleted()):
@@ -143,16 +153,17 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
                             f"{len(listed)} submissions the repo holds; publish with the app's store or its queue "
                             "(--queue), or the release would drop them all")
     fetch(store, repo, missing(store, repo, revision), revision)
+    number = max(previous[0].number if previous is not None else 0, snapshot.newest_file(repo, revision)) + 1
     held = snapshot.current(store, previous) if previous is not None else set()
     ids = [sid for sid in in_repo if store.has_results(sid) or sid in held]
     digests = {sid: snapshot.run_digest(store.results_folder(sid)) if store.has_results(sid)
                else previous[0].submissions[sid] for sid in ids}
-    if (previous[0].submissions if previous is not None else {}) == digests:
+    if taken and (previous[0].submissions if previous is not None else {}) == digests:
         return None
     staged = Path(tempfile.mkdtemp(prefix="release-", dir=store.staging))
     try:
         file = staged / "release.parquet"
-        release = snapshot.build(store, ids, file, previous)
+        release = snapshot.build(store, ids, file, previous, number)  # after every release there is: never back
         snapshot.read(file, release)  # what others will check, checked before it leaves
         release = replace(release, seal=seal.release_seal(store.results_folders.keys, release.number,
                                                           file_digest(file), release.submissions))
@@ -167,15 +178,15 @@ def publish(store: Store, repo: Repo, *, repo_id: str = "ORG/NAME") -> Release |
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def _installed_or_none(store: Store, repo: Repo, revision: str | None) -> tuple[Release, Path] | None:
-    """The repo's newest release, installed; a release that cannot be read is said and built past (the next
-    release then holds the store's folders only)."""
+def _installed_or_none(store: Store, repo: Repo, revision: str | None) -> tuple[tuple[Release, Path] | None, bool]:
+    """The repo's newest release, installed, and whether it could be taken; one that cannot is said and built past:
+    the next release then follows the store's own (checked when it was installed; none: the store's folders only)."""
     try:
         release = install_latest(store, repo, revision)
     except SnapshotError as error:
-        log.warning("%s: building the next release without it", error)
-        return None
-    return snapshot.installed(store) if release is not None else None  # none yet: the store's is another repo's
+        log.warning("%s: building the next release from this store's", error)
+        return snapshot.installed(store), False
+    return (snapshot.installed(store) if release is not None else None), True  # none yet: the store's is another's
 
 
 class Pickup:

@@ -20,6 +20,12 @@ declared images were not all there, ``harness.refuse_incomplete``, or whose ever
 answered for other metrics of the track but has no row of this one, as results scored before undefined values
 were recorded hold (a value nothing says is undefined is no choice to leave a prompt out on). One row per model and
 provenance is ranked, its latest; an earlier one is listed apart.
+A submission of the protocol that answered none of a slice value's prompts has no row there in the results; every
+view gives it one (``absent``), at the worst value with 100% refused, as the ranking counts it.
+
+The views' rules live here, so that each reads the ranking's numbers: a table's rows (``rank_frame``), a heatmap's
+cells and its order (``heatmap``: the ranking of the metric on its whole prompt set), a chart's values
+(``ranked_values``) and the overall's win rates from each track's comparisons (``win_rates``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,12 @@ from leaderboard.catalog import Catalog
 
 OVERALL = "overall"
 UNRECORDED = "unrecorded"  # the protocol id of rows scored before protocols were recorded
+# The columns the views read (never SELECT *: the catalog holds every provenance field).
+COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
+           "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
+           "range_low, range_high, value_kind, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
+           f"protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
+SCORE = ":score"  # ``win_rates``' column "<track>:score": the track's own score of each model (its ranking's value)
 FROM_DATASET = "dataset"
 FROM_ANSWERS = "answers"
 
@@ -192,9 +204,9 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     """Rows of one protocol of ``metric`` on one slice value (``frame``: catalog rows, one per model at most once
     ranked) ranked on the protocol's prompt set (``benchmark.ranking.rank``): value, ci_low, ci_high and n
     replaced by the ranking's, with refused, rank, rank_low, rank_high, tie_group and not_ranked ('' when
-    ranked); rows in input order. Also the ranking (None when no row has per-prompt values: each is then ranked
-    on its own value, a censored one by what is known of it (``ranking.rank_values``), without interval) and a
-    note on what it rests on.
+    ranked); ranked rows first, by rank. Also the ranking (None when no row has per-prompt values: each is then
+    ranked on its own value, a censored one by what is known of it (``ranking.rank_values``), without interval) and
+    a note on what it rests on.
     ``values``: the protocol's values when the caller read them already (``read``)."""
     frame = frame.reset_index(drop=True)
     higher = higher_is_better(frame)
@@ -210,9 +222,11 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     if values is None or not scored.any():
         return _own_values(out, higher, earlier)
     prompts, empty = values.prompt_set(slice_name, slice_value)
-    if prompts is None:
-        return _own_values(out, higher, earlier, "which prompts this slice holds is recorded nowhere here (no "
-                           "per-image rows, and the store does not serve the dataset at the protocol's revision)")
+    if prompts is None:  # no prompt set, no comparison: the rows' own values are shown, never an order
+        why = ("which prompts this slice holds is recorded nowhere here (no per-image rows, and the store does not "
+               "serve the dataset at the protocol's revision)")
+        out.loc[~earlier, "not_ranked"] = why
+        return _ordered(out), None, f"{why}: each row shows its own value, not ranked"
     ids = list(frame.loc[scored, "submission_id"])
     apart = ~scored & ~earlier
     out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
@@ -252,19 +266,18 @@ def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, 
     keys = list(ids.dropna())
     matrices = [v.reindex(index=prompts, columns=keys) for v in values.values]
     answered = values.answered.reindex(index=prompts, columns=keys, fill_value=False)
-    ranked = ranking.rank(matrices, values.rule, answered, intervals=False).rows["score"]
+    ranked = ranking.rank(matrices, values.rule, answered, intervals=False, ranks=False).rows["score"]
     out[ids.notna()] = ranked.to_numpy()
     return out
 
 
-def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray, why: str = ""
-                ) -> tuple[pd.DataFrame, None, str]:
-    """Rows without per-prompt values (paper rows, model-level values), or whose slice's prompts nothing records
-    (``why``), ranked on their own values without interval, a censored one (null, with the bound it exceeds in
-    ci_low) above the values its bound reaches and level with the others (``ranking.rank_values``)."""
+def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray) -> tuple[pd.DataFrame, None, str]:
+    """Rows without per-prompt values (paper rows, model-level values) ranked on their own values without interval,
+    a censored one (null, with the bound it exceeds in ci_low) above the values its bound reaches and level with the
+    others (``ranking.rank_values``)."""
     scored = out["provenance"].eq("scored")
-    said = [why] if why else []
-    if scored.any() and not why:
+    said = []
+    if scored.any():
         said.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
     if (~scored).any():
         said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
@@ -299,3 +312,143 @@ def _ordered(out: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(_apart=out["not_ranked"].ne(""), _key=-value if higher_is_better(out) else value)
     out = out.sort_values(["_apart", "rank", "_key", "model"], kind="stable", na_position="last", ignore_index=True)
     return out.drop(columns=["_apart", "_key"])
+
+
+def overall_rows(cat: Catalog, track: str, metric: str, protocol_id: str) -> pd.DataFrame:
+    """The scored rows (``COLUMNS``) of ``metric`` on the whole prompt set (slice ``overall``) under one protocol:
+    one per submission that answered some prompt of it."""
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = '{OVERALL}' AND "
+                     f"provenance = 'scored' AND coalesce(protocol_id, '{UNRECORDED}') = ?",
+                     [track, metric, protocol_id])
+
+
+def absent(rows: pd.DataFrame, overall: pd.DataFrame, slice_name: str, slice_value: str) -> pd.DataFrame:
+    """The rows a slice value's table lacks (``rows``: its rows): one for each submission of ``overall`` (the
+    protocol's scored rows of the metric on its whole prompt set) with no row there, as it answered none of that
+    value's prompts; it takes that row's model, protocol and provenance fields, no value (the ranking gives it
+    one: the worst, with 100% refused)."""
+    missing = overall[~overall["submission_id"].isin(rows["submission_id"])]
+    return missing.assign(slice=slice_name, slice_value=slice_value, value=np.nan, ci_low=np.nan, ci_high=np.nan,
+                          n=pd.NA, excluded=pd.NA)
+
+
+def with_absent(rows: pd.DataFrame, overall: pd.DataFrame, slice_name: str, slice_value: str) -> pd.DataFrame:
+    """``rows`` and the ``absent`` ones (``rows`` as they are on the whole prompt set, where none is absent)."""
+    if slice_name == OVERALL or overall.empty:
+        return rows
+    extra = absent(rows, overall, slice_name, slice_value)
+    return pd.concat([rows, extra], ignore_index=True) if len(extra) else rows
+
+
+def who(frame: pd.DataFrame) -> pd.Series:
+    """A row's model as a chart or heatmap names it: paper rows marked '(paper)', as one model may be both."""
+    return frame["model"] + np.where(frame["provenance"] == "reported", " (paper)", "")
+
+
+def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str, metric: str, slice_name: str,
+            limit: int) -> pd.DataFrame:
+    """Model x slice value matrix of one metric under one protocol (``frame``: its rows on the slice, every value;
+    ``overall``: its rows on the whole prompt set; both as the filters left them). Each cell is the value's
+    ranking's score (``scores``; a submission with no row on a value, having answered none of its prompts, at the
+    worst value: ``absent``). Rows (a model's latest) in the order of the metric's ranking on the protocol's whole
+    prompt set (``rank_frame``: for a metric about one label, the prompts naming it), its first ``limit``; where
+    that ranking has no row (a paper's table per value only), by the mean over the values."""
+    values = read(cat, track, metric, frame) if frame["protocol_id"].iloc[0] != UNRECORDED else None
+    scored = overall[overall["submission_id"].notna()]
+    cells = []
+    for value, group in frame.groupby("slice_value", sort=False):
+        group = with_absent(group, scored, slice_name, value)
+        group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
+                                                                                   keep="last")
+        cells.append(group.assign(value=scores(group, values, slice_name, value)))
+    cells = pd.concat(cells, ignore_index=True)
+    matrix = cells.assign(who=who(cells)).pivot_table(index="who", columns="slice_value", values="value",
+                                                      aggfunc="first", dropna=False)
+    higher = higher_is_better(frame)
+    ranked = rank_frame(cat, overall, track, metric, intervals=False, values=values)[0] if values and len(overall) \
+        else overall[:0]
+    order = list(dict.fromkeys(who(ranked)))
+    order = [w for w in order if w in matrix.index]
+    rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
+    return matrix.loc[[*order, *rest][:limit]]
+
+
+def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one track and protocol (any metrics and slices), a model's latest, with each value the ranking's
+    (``scores``: the protocol's prompts, an unanswered one counting as worst; a submission absent from a slice
+    value, having answered none of its prompts, there at the worst value: ``absent``): what a chart draws."""
+    parts = []
+    for (metric, slice_name), rows in frame.groupby(["metric", "slice"], sort=False):
+        protocol = rows["protocol_id"].iloc[0]
+        values = None if protocol == UNRECORDED else read(cat, rows["track"].iloc[0], metric, rows)
+        overall = (overall_rows(cat, rows["track"].iloc[0], metric, protocol) if values is not None else rows[:0])
+        overall = overall[overall["model"].isin(frame["model"])]  # the models the caller's rows (filters) keep
+        for value, group in rows.groupby("slice_value", sort=False):
+            group = with_absent(group, overall, slice_name, value).sort_values("scored_at", na_position="first")
+            group = group.drop_duplicates(["model", "provenance"], keep="last")
+            parts.append(group.assign(value=scores(group, values, slice_name, value)))
+    return pd.concat(parts, ignore_index=True) if parts else frame
+
+
+def track_order(track: str) -> tuple[int, str]:
+    """Where a track's column stands: the README's order (``Track.order``), then by name."""
+    known = list(track_registry.all_tracks())
+    return (known.index(track) if track in known else len(known), track)
+
+
+def win_rates(frame: pd.DataFrame, cat: Catalog) -> pd.DataFrame:
+    """Per (model, provenance) of ``frame`` (headline rows of the tracks in a mean, one protocol each): its win
+    rate on each track and their mean, HEIM's mean win rate, over the tracks it has one on (``tracks``); best
+    first. A track's win rates come from its ranking's comparisons (``rank_frame`` on the headline rows, overall
+    slice; ``benchmark.ranking.Comparisons.win_rates``: a model beats those it is above, ties count half) at
+    ``ranking.overall_confidence`` of the number of tracks, so that their ranges hold together; the mean's range
+    (win_low, win_high) is the mean of the tracks' ranges and the rank (rank, rank_low, rank_high) follows from
+    those ranges by the rank rule (``ranking.mean_win_rates``). A model listed apart on a track is listed apart here
+    (``not_ranked`` says why). A track whose rows have no per-prompt values (papers') gives win rates by its rows'
+    order and no range, and the mean then has none. ``attrs["note"]`` says what each ranking rests on and
+    ``attrs["ranked"]`` holds each track's ranked rows (the numbers behind its win rates: the overall download)."""
+    entities = frame[["model", "provenance"]].drop_duplicates().reset_index(drop=True)
+    if entities.empty:
+        return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
+    index = {key: i for i, key in enumerate(zip(entities["model"], entities["provenance"]))}
+    groups = sorted(frame.groupby("track"), key=lambda item: track_order(item[0]))
+    confidence = ranking.overall_confidence(len(groups))
+    rates, notes, shown, own = {}, [], {}, {}
+    not_ranked = np.full(len(entities), "", dtype=object)
+    for track, group in groups:
+        title = track_registry.get(track).title
+        rows, result, note = rank_frame(cat, group, track, track_registry.get(track).headline)
+        shown[track] = rows
+        notes.append(f"{title}: {note}")
+        where = np.array([index[k] for k in zip(rows["model"], rows["provenance"])])
+        own[track] = np.full(len(entities), np.nan)
+        own[track][where] = rows["value"].to_numpy(float)
+        for i, why in zip(where, rows["not_ranked"]):
+            not_ranked[i] = not_ranked[i] or (f"{title}: {why}" if why else "")
+        ranked = (rows["not_ranked"].eq("") & rows["rank"].notna()).to_numpy()
+        if result is not None and result.comparisons is not None:
+            track_rates = [np.full(len(entities), np.nan) for _ in range(3)]
+            position = {key: j for j, key in enumerate(result.ranked)}
+            for i, sid in zip(where[ranked], rows.loc[ranked, "submission_id"]):
+                for mine, theirs in zip(track_rates, result.comparisons.win_rates(confidence)):
+                    mine[i] = theirs[position[sid]]
+            rates[track] = tuple(track_rates)
+        else:  # ranked on their own values (a paper's rows): by their order, ties counting half, no range
+            order = np.full((1, len(entities)), np.nan)
+            order[0, where] = np.where(ranked, -pd.to_numeric(rows["rank"], errors="coerce").to_numpy(float), np.nan)
+            rates[track] = (ranking.track_win_rates(order, True)[0], None, None)
+    if any(r[1] is None for r in rates.values()):
+        notes.append("no range on the mean win rate: a track above has no per-prompt values")
+    means = ranking.mean_win_rates(rates, not_ranked == "")
+    wide = entities.assign(**{t: r[0] for t, r in rates.items()}, **{t + SCORE: v for t, v in own.items()})
+    wide["tracks"] = means["tracks"].to_numpy()
+    wide["not_ranked"] = not_ranked
+    for name in ("win_rate", "win_low", "win_high", "rank", "rank_low", "rank_high"):
+        wide[name] = np.where(not_ranked == "", means[name], np.nan)
+    scored = (~np.isnan(np.column_stack(list(own.values())))).any(axis=1)
+    wide = wide[(wide["tracks"] > 0) | (wide["not_ranked"] != "") | scored]
+    wide = wide.sort_values(["rank", "win_rate", "model"], ascending=[True, False, True],
+                            na_position="last").reset_index(drop=True)
+    wide.attrs["note"] = "; ".join(notes)
+    wide.attrs["ranked"] = shown
+    return wide

@@ -135,13 +135,13 @@ HEADER = (
 )
 
 WIN_RATE_FOOTNOTE = (
-    "**Overall win rate**: on each track's headline metric, the share of the other models a model beats (a tie "
-    "counts half), averaged over the tracks it has a score on. This is the \"mean win rate\" of HEIM (Lee et al., "
-    "Holistic Evaluation of Text-to-Image Models, arXiv:2311.04287): a model without a score on a track leaves "
-    "that track's comparison, and only models scored on the same set of tracks are ranked together. On each "
-    "track the models are compared on the protocol's prompts, a prompt a model did not answer counting as the "
-    "metric's worst value. A track with no better end (variability: "
-    "pure noise is the most variable) is not part of it: its headline value is shown beside."
+    "**Overall win rate**: on each track's headline metric, the share of the other models a model beats "
+    "significantly (one it cannot be told from counts half), averaged over the tracks it has a score on. This is "
+    "the \"mean win rate\" of HEIM (Lee et al., Holistic Evaluation of Text-to-Image Models, arXiv:2311.04287): "
+    "a model without a score on a track leaves that track's comparison, and only models scored on the same set of "
+    "tracks are ranked together. On each track the models are compared on the protocol's prompts, a prompt a model "
+    "did not answer counting as the metric's worst value. A track with no better end (variability: pure noise is "
+    "the most variable) is not part of it: its headline value is shown beside."
 )
 
 # The slices whose name alone would not say what they are, for people; every other slice keeps its name.

@@ -13,7 +13,7 @@ offline on a folder. Both kinds answer the same calls:
 - ``read(path)``: one small file's bytes, or None when the repo answers that it has no such file;
 - ``download(patterns, into)``: the matching files into a local folder laid out like the repo;
 - ``commit(files, message, delete=...)``: files added and deleted in one commit (a folder writes each file
-  atomically and refuses to overwrite a release).
+  atomically); either kind refuses, before anything is written, a commit that would overwrite a release.
 
 Patterns are the Hub's (``huggingface_hub``'s ``fnmatch`` rule: ``*`` also matches '/'); a folder uses the Hub
 client's own matching function, so both kinds select the same files. Each repo records what it downloaded and
@@ -91,8 +91,18 @@ class Repo:
     def commit(self, files: dict[str, bytes | Path], message: str, *, delete: tuple[str, ...] | list[str] = (),
                parent: str | None = None) -> None:
         """Add ``files`` (repo path -> bytes, or a local file to copy) and remove the files ``delete`` names, in
-        one commit; with ``parent`` (a revision), refused if the repo moved since (another writer)."""
+        one commit; with ``parent`` (a revision), refused if the repo moved since (another writer). RepoError, nothing
+        written, when one of ``files`` is a release the repo holds (``refuse_overwriting_a_release``)."""
         raise NotImplementedError
+
+    def refuse_overwriting_a_release(self, files: dict[str, bytes | Path], parent: str | None = None) -> None:
+        """RepoError when the repo (at ``parent``, else now) holds a release file (``RELEASES``) that ``files`` would
+        write: a release is never overwritten, whoever writes (a figure may cite it; a writer who rolled latest.json
+        back would otherwise have the next release written over a newer one)."""
+        releases = [path for path in files if path.startswith(RELEASES) and path.endswith(".parquet")]
+        if releases and (held := self.files(releases, parent)):
+            raise RepoError(f"{self.name}: {', '.join(sorted(held))} exists: a release is never overwritten (another "
+                            "writer made it, or latest.json was rolled back)")
 
 
 def _matching(paths, patterns: list[str]) -> list[str]:
@@ -171,10 +181,9 @@ class LocalRepo(Repo):
         """Write each file atomically, in the order given (a release file before the latest.json naming it; a
         results folder's run.json last), then remove the deleted ones (and folders they leave empty, as the Hub
         keeps none). A results folder is replaced by a re-run's; a release never is."""
+        self.refuse_overwriting_a_release(files)
         for path, content in files.items():
             target = self.folder / path
-            if path.startswith(RELEASES) and path.endswith(".parquet") and target.exists():
-                raise RepoError(f"{target} exists: a release is never overwritten (another writer made it?)")
             if isinstance(content, bytes):
                 atomic_write_bytes(target, content)
             else:
@@ -257,6 +266,7 @@ class HubRepo(Repo):
         operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=content if isinstance(content, bytes)
                                          else str(content)) for path, content in files.items()]
         operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in delete]
+        self.refuse_overwriting_a_release(files, parent or "main")  # at the revision the commit must follow
         with hub_errors(self.name, "commit to"):
             api = self._api()
             api.create_repo(self.name, repo_type="dataset", private=self.private, exist_ok=True)

@@ -94,11 +94,11 @@ class Results:
     # --- do they answer the job? --------------------------------------------------------------------------------
     def refusal_here(self, submission_id: str, request: Request | None, holder: str | None = None) -> str | None:
         """Why the store's results of the submission do not answer ``request`` (``leaderboard.queue.base.refusal``),
-        or None; their seal is checked where the request holds no lease to check them by (a job finished before
-        leases, or restored without them)."""
+        or None; their seal is checked wherever the queue holds no token of their lease to check them by (a job
+        finished before leases, or a queue restored or rebuilt, which knows its leases by their sha256 only)."""
         run = self.run(submission_id)
-        needs_seal = request is not None and not request.leases and not request.hashes
-        sealed = needs_seal and run is not None and seal.folder_refusal(self.folder(submission_id), self.keys) is None
+        needs_seal = request is not None and run is not None and run.lease not in request.leases
+        sealed = needs_seal and seal.folder_refusal(self.folder(submission_id), self.keys) is None
         return refusal(run, request, sealed=sealed, holder=holder)
 
     def answered_here(self, submission_id: str, holder: str | None = None) -> bool:

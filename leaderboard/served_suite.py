@@ -7,8 +7,10 @@ its Hub repo) and puts each dataset of its parts that the store lacks into the s
 suite folder's copy (nothing is copied), or, for a suite on the Hub, the dataset repo its part pins, downloaded.
 So the Datasets tab lists them, uploads are validated against them and the worker scores against them. A dataset
 the store already holds is kept (an operator's own build), and said when its prompt rows are not the ones the
-suite pins (suite submissions are then refused with the reason). Without a suite the service answers the
-definition v1 of this package, with the store's own datasets and no scoring asset.
+suite pins (suite submissions are then refused with the reason); but one the store built by default (the package's
+prompt rows, ``_default_build``: ``validate``, ``submit`` and ``generate`` build it where nothing else serves it) is
+nobody's choice, and gives way to a suite folder's own copy. Without a suite the service answers the definition v1
+of this package, with the store's own datasets and no scoring asset.
 
 ``tracks_off`` says, for the Queue tab, which tracks of the suite cannot be scored here and the one command that
 turns each on.
@@ -81,9 +83,9 @@ class ServedSuite:
     def command(self, needs: list[str]) -> str:
         """The command that builds ``needs`` (parts' datasets, scoring assets), then the restart that serves them."""
         if self.assets is not None and self.ref is not None and Path(self.ref).is_dir():
-            return f"`{self.assets.command(needs)}`, then restart"
+            return f"`{self.assets.command(needs)}`, then restart{Assets.weights_note(needs)}"
         return (f"`culturelens suite build --out {DEFAULT_FOLDER} --only {' '.join(needs)}`, then `culturelens serve "
-                f"--suite {DEFAULT_FOLDER}`")
+                f"--suite {DEFAULT_FOLDER}`{Assets.weights_note(needs)}")
 
 
 def open_served(ref: str | None, store_datasets: Path, say: Callable[[str], None]) -> ServedSuite:
@@ -100,7 +102,12 @@ def open_served(ref: str | None, store_datasets: Path, say: Callable[[str], None
         if source is not None and source.resolve() == target.resolve():
             continue
         if (target / "README.md").exists() and not target.is_symlink():
-            _check_kept(target, part, say)
+            if source is None or not _default_build(target, part):
+                _check_kept(target, part, say)
+                continue
+            _link(source, target)
+            say(f"suite {opened.suite.label}: serving {part.dataset.repo} (part {part.name}) from {source}, in place "
+                "of the store's default build (the package's prompt rows, not this suite's; built again where needed)")
         elif source is not None:
             _link(source, target)
             say(f"suite {opened.suite.label}: serving {part.dataset.repo} (part {part.name}) from {source}")
@@ -134,12 +141,39 @@ def remembered(store_root: Path) -> str | None:
 
 
 def _link(source: Path, target: Path) -> None:
-    """``target`` becomes a link to ``source`` (a link there before, to another suite's copy, is replaced)."""
+    """``target`` becomes a link to ``source`` (a link there before, to another suite's copy, is replaced; so is a
+    folder, a default build ``_default_build`` found: moved aside, then removed)."""
+    import shutil
+    import tempfile
+
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.link")
     temporary.unlink(missing_ok=True)
     temporary.symlink_to(source.resolve(), target_is_directory=True)
+    if target.is_dir() and not target.is_symlink():
+        aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+        os.replace(target, aside / target.name)
+        os.replace(temporary, target)
+        shutil.rmtree(aside, ignore_errors=True)
+        return
     os.replace(temporary, target)
+
+
+def _default_build(folder: Path, part) -> bool:
+    """Whether the store's own copy of a part's dataset holds what a default build makes (the prompt rows the
+    package's definition pins: ``validate``, ``submit`` and ``generate`` build CUBE-1K and the diversity prompts so
+    where neither the store nor the Hub has them) while the suite served pins other rows: nothing of the
+    operator's, so it gives way to the suite's copy (an unpinned build's, say) rather than refuse its parts."""
+    from benchmark.datasets.prompts import DatasetUnavailable, load_prompts
+
+    pin, default = part.dataset, next((p.dataset for p in SUITE_V1.parts if p.name == part.name), None)
+    if default is None or default.digest is None or pin.digest == default.digest:
+        return False
+    try:
+        held = load_prompts(pin.repo, pin.config, pin.split, local_root=folder.parent, local_only=True).digest
+    except DatasetUnavailable:
+        return False
+    return held == default.digest
 
 
 def _download(part, target: Path) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmark import layout
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
-from leaderboard import hub_sync, pickup, quarantine
+from leaderboard import hub_sync, pickup, quarantine, seal
 from leaderboard.repo import hub_repo
 from leaderboard.served_suite import open_served, remember
 from leaderboard.store import Store
@@ -63,9 +63,13 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
     the command of a local worker to supervise (none when None; it must use the same ``queue``); ``queue``: a
     PostgreSQL URL, or None for the store's own queue file. ``restart_warning``: on a Space whose store would not
     outlive a restart, what the page says (``operator_settings.restart_warning``), at the top of every tab and in
-    the log. ``say`` hears what an operator should read in the log. A repo name that is not a Hub dataset repo id is a RepoError, before anything else is done."""
+    the log. ``say`` hears what an operator should read in the log. A repo name that is not a Hub dataset repo id is a RepoError, and
+    a seal key that cannot seal (missing, empty, short, unreadable: ``seal.check_at_start``) a SealError, before anything
+    else is done."""
     # The names first: a bad one is said before any work, and before the app's libraries load.
     repos = {kind: hub_repo(name, private=kind == "requests") for kind, name in (hub_repos or {}).items() if name}
+    for line in seal.check_at_start(Path(root)):  # a key that cannot seal: a SealError, before anything is scored
+        say(line)
     from leaderboard.app import build_app
 
     served = open_served(suite, Path(root) / layout.DATASETS, say)
@@ -127,12 +131,14 @@ def _ensure_default_dataset(store: Store, source: str, say: Callable[[str], None
     is said, and the app runs without it."""
     from benchmark.datasets import cube_1k
     from benchmark.datasets.prompts import local_folder
+    from leaderboard.operator_settings import CUBE_SOURCE
 
     folder = local_folder(store.datasets, cube_1k.HUB_REPO)
     if cube_1k.has_every_config(folder):
         return
     try:
-        summary = cube_1k.build(source, folder)
+        summary = cube_1k.build(source, folder, how=f"`culturelens serve --cube-source PATH` ({CUBE_SOURCE.env}; "
+                                                   "`make run CUBE_SOURCE=PATH`)")
         say(f"built the default dataset {cube_1k.HUB_REPO}: {summary['prompts']} prompts in {folder}")
     except CultureLensError as error:  # the source cannot be read, or the folder is someone else's
         say(f"warning: the default dataset is not built ({error}); the app runs without it")

@@ -13,7 +13,7 @@ start reads two files whatever the number of submissions (``leaderboard.pickup``
 A release's rows, column ``part``:
 
 - ``aggregates``: every row of each submission's ``aggregates.parquet`` (``results.AGGREGATE``), the per-prompt
-  rows (slice ``prompt``) included: the rank intervals of the first page are a bootstrap over them. A per-prompt
+  rows (slice ``prompt``) included: the ranks of the first page are comparisons over them. A per-prompt
   row also carries its prompt's dataset columns (country, continent, concept...: ``SLICE_COLUMNS``, read from
   ``per_image.parquet``), which say which prompts a slice value holds (``Catalog.prompt_slices``);
 - ``curves``: each submission's model-level curves (``curves.parquet`` rows whose prompt_id is null: x,
@@ -54,6 +54,7 @@ from benchmark.datasets.prompts import SLICE_COLUMNS
 from benchmark.errors import CultureLensError
 from benchmark.layout import is_submission_id
 from leaderboard.queue import refusal
+from leaderboard.repo import Repo
 from leaderboard.store import Store
 
 log = logging.getLogger("culturelens.snapshot")
@@ -126,6 +127,14 @@ class Release:
 def release_file(number: int) -> str:
     """Release ``number``'s file in the repo: ``leaderboard/leaderboard-00012.parquet``."""
     return f"{FOLDER}/leaderboard-{number:05d}.parquet"
+
+
+def newest_file(repo: Repo, revision: str | None = None) -> int:
+    """The highest release number whose file the repo holds (0 for none): release files are never overwritten nor
+    removed by the app, so a latest.json naming a lower one was rolled back, and the next release is after it."""
+    numbers = [int(match.group(1)) for path in repo.files([f"{FOLDER}/leaderboard-*.parquet"], revision)
+               if (match := FILE.fullmatch(path))]
+    return max(numbers, default=0)
 
 
 def run_digest(folder: Path) -> str:
@@ -239,10 +248,11 @@ def read(file: Path, release: Release) -> None:
 
 
 # --- writing one -------------------------------------------------------------------------------------------------
-def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path] | None = None) -> Release:
-    """Write the release after ``previous`` holding ``ids`` to ``out``: each submission's rows from the
-    previous release when it holds the same run.json, else from the store's results folder (which it must have:
-    ValueError). Returns its latest.json record."""
+def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path] | None = None,
+          number: int | None = None) -> Release:
+    """Write release ``number`` (default: the one after ``previous``) holding ``ids`` to ``out``: each submission's
+    rows from the previous release when it holds the same run.json, else from the store's results folder (which it
+    must have: ValueError). Returns its latest.json record."""
     before, old_file = previous if previous else (Release(0, {}), None)
     digests, from_folders = {}, []
     for sid in sorted(set(ids)):
@@ -254,7 +264,7 @@ def build(store: Store, ids: list[str], out: Path, previous: tuple[Release, Path
         if before.submissions.get(sid) != digest:
             from_folders.append(sid)
     kept = sorted(set(digests) - set(from_folders))
-    release = Release(before.number + 1, digests,
+    release = Release(number or before.number + 1, digests,
                       datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     con = duckdb.connect()
     try:

@@ -44,11 +44,12 @@ from benchmark.layout import SubmissionLayout, is_submission_id
 from benchmark.run_record import RunRecord
 from benchmark.submission import Limits, Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, Shards
+from benchmark.submission.space import UploadSpace
 from benchmark.suite import SUITE_V1, Suite
-from leaderboard import hub_submission, quarantine, reported
+from leaderboard import hub_submission, quarantine, reported, seal
 from leaderboard.intake import Intake, Quota, SubmitOutcome
 from leaderboard.ownership import Ownership
-from leaderboard.queue import open_queue
+from leaderboard.queue import Job, open_queue
 from leaderboard.queue_rebuild import Watch, rebuild
 from leaderboard.repo import Repo
 from leaderboard.results_folders import Results
@@ -85,6 +86,8 @@ class Store:
         self.queue = open_queue(queue or self.root / "queue.sqlite", max_attempts=max_attempts,
                                 has_results=self._answered)
         self.results_folders = Results(self.root, self.queue, results_repo)
+        # A rebuild trusts only ledger lines sealed with the store's keys (read when the first line is written).
+        self.queue.seal_note = lambda event: seal.ledger_line(self.results_folders.keys, event)
         self.quotas = Quota(quota, quota_hours, attempt_quota)
         self.suite = suite
         self.intake = Intake(self.queue, staging=self.staging, submissions=self.submissions,
@@ -120,6 +123,12 @@ class Store:
     @limits.setter
     def limits(self, limits: Limits) -> None:
         self.intake.limits = limits
+
+    @property
+    def upload_space(self) -> UploadSpace:
+        """Where the uploads in flight hold what they write (``benchmark.submission.space``): the app's upload route
+        and the staging of submissions, within ``limits.max_in_flight_bytes``."""
+        return self.intake.space
 
     @property
     def quota(self) -> int | None:
@@ -183,6 +192,9 @@ class Store:
 
     def sweep_staging(self, older_than_hours: float = 6) -> list[str]:
         return self.intake.sweep_staging(older_than_hours)
+
+    def same_images_refusal(self, job: Job) -> str | None:
+        return self.intake.same_images_refusal(job)
 
     def rerun(self, submission_id: str, owner: str) -> None:
         self.ownership.rerun(submission_id, owner)

@@ -57,6 +57,11 @@ def suite_flag(served: ServedSuite) -> tuple[str, str]:
     return f"--suite {ref}", ""
 
 
+def _and(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+
+
 def submit_guide(served: ServedSuite, store_datasets: Path, demo_prompts: int | None) -> tuple[str, str]:
     """The Submit tab's text, in the order a submitter needs it: the suite served (its name, the parts this server
     accepts: those whose dataset it holds), one generate, one submit, the format (the schema button goes between
@@ -68,10 +73,12 @@ def submit_guide(served: ServedSuite, store_datasets: Path, demo_prompts: int | 
     only = (f" --parts {' '.join(p.name for p in accepted)}" if accepted and len(accepted) < len(suite.parts)
             else "")
     refused = [p.name for p in suite.parts if p not in accepted]
+    held = [f"`{p.name}`" for p in accepted]
+    accepts = (f"this server accepts its part{'s' if len(held) > 1 else ''} {_and(held)} only" if held else
+               "this server accepts none of its parts")
     scope = ("one submission scores a model on every track" if not refused else
-             f"this server accepts {', '.join(f'`{p.name}`' for p in accepted) or 'no part'} of it (it does not "
-             f"hold the datasets of {', '.join(f'`{name}`' for name in refused)}, so their tracks are off here: see "
-             "the **Queue** tab)")
+             f"{accepts} (it does not hold the datasets of {_and([f'`{name}`' for name in refused])}, so their tracks "
+             "are off here: see the **Queue** tab)")
     images = sum(p.images or 0 for p in accepted)
     cost = generation_cost(suite) if not refused else f"**{images:,} images** for the parts accepted here"
     steps = f"""### Take part: one generate, one submit

@@ -11,12 +11,12 @@ paper-reported rows of other protocols are listed beside, not ranked. Rows score
 
 One prompt set per ranking, the protocol's (``leaderboard.rankings``): every row's score, rank, rank interval, n
 and refusal rate come from it, a prompt a row did not answer counting as the metric's worst value, so that
-withholding prompts never raises a rank and no model's answers shrink another's comparison. Ranking: best first by
-the metric's direction, ties share a rank, each rank with a 95% interval from a paired bootstrap over the prompt
-set and tie groups of models whose intervals all hold one common rank. Win rate (HEIM's "mean win rate"): for each
-track's headline metric on the overall slice, the share of the other models a model beats on that track's
-ranking (the same scores; ties count half; a model not ranked there leaves the comparison); the overall score is
-the mean over the tracks a model has a score on, only models scored on the same set of tracks are ranked
+withholding prompts never raises a rank and no model's answers shrink another's comparison. Ranking: by rank rule
+``benchmark.ranking.RULE_VERSION``, 1 + the models significantly better, with the range of ranks the comparisons
+allow; below ``ranking.MIN_PROMPTS`` prompts nothing is ranked. Win rate (HEIM's "mean win rate",
+``rankings.win_rates``): for each track's headline metric on the overall slice, from that track's comparisons (a
+model beats those significantly worse, ties half; a model not ranked there leaves the comparison); the overall
+score is the mean over the tracks a model has a score on, only models scored on the same set of tracks are ranked
 together, and tracks with no direction to win on (variability) are left out of the mean, their headline value
 shown beside it. Each track's rows come from one protocol (``overall_protocol``): the suite's, else the track's
 headline one, else the papers'; a protocol on other prompts never stands in for a track's.
@@ -29,24 +29,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from benchmark import ranking, results
+from benchmark import results
 from benchmark import tracks as track_registry
 from leaderboard import rankings, render
 from leaderboard.catalog import Catalog
 from leaderboard.filters import Filters
-from leaderboard.rankings import OVERALL, UNRECORDED, higher_is_better
+from leaderboard.rankings import COLUMNS, OVERALL, SCORE, UNRECORDED, higher_is_better, track_order
 
-# The columns the views read (never SELECT *: the catalog holds every provenance field).
-COLUMNS = ("track, metric, metric_label, slice, slice_value, model, model_id, value, ci_low, ci_high, n, excluded, "
-           "model_type, parameters_billions, scored_at, provenance, citation, source_table, higher_is_better, "
-           "range_low, range_high, value_kind, harness_version, backbone, seeds, dataset, metric_version, submission_id, "
-           f"protocol, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id")
-HEATMAP_MODELS = 40  # rows of a heatmap: the best models on the slice's mean (filters choose others)
-# The columns of ``win_rates`` that are not a track's win rate.
-WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank_low",
+HEATMAP_MODELS = 40  # rows of a heatmap: the first of the metric's ranking (filters choose others)
+# The columns of ``rankings.win_rates`` that are not a track's win rate.
+WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_low", "win_high", "rank", "rank_low",
                 "rank_high")
 BESIDE = ":value"  # ``overall``'s column "<track>:value": a track's headline value shown beside the win rates
-SCORE = ":score"  # ``overall``'s column "<track>:score": the track's own score of each model (its ranking's value)
 LONE = "ranks appear when a second model on the same tracks is scored"  # a track set of one model
 
 
@@ -191,6 +185,8 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
     chosen = pick_protocol(protocols(cat, track, metric, slice_name, slice_value), protocol_id)
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                       "slice_value = ?", [track, metric, slice_name, slice_value])
+    if chosen not in (None, UNRECORDED):  # a submission that answered none of this value's prompts: ranked too
+        frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, chosen), slice_name, slice_value)
     frame, note = filters.apply(frame)
     frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
     mine = frame["protocol_id"] == chosen
@@ -247,85 +243,25 @@ def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
         "track_set").reset_index()
 
 
-def win_rates(frame: pd.DataFrame, cat: Catalog | None = None) -> pd.DataFrame:
-    """Per (model, provenance): win rate on each track, their mean (HEIM's mean win rate) over the tracks it has
-    one on, and ``tracks``; best first. With ``cat``, each track's win rates come from its ranking
-    (``rankings.rank_frame`` on the headline rows, overall slice: the protocol's prompt set, an unanswered prompt
-    counting as worst; a model listed apart on a track is listed apart here too, ``not_ranked`` saying why), with a
-    95% interval on the mean win rate (win_low, win_high) and on the rank from the paired bootstrap over each
-    track's prompts (``ranking.REPLICATES``, seed ``ranking.SEED``), given only when every track has one.
-    ``attrs["note"]`` says what the ranking rests on and ``attrs["ranked"]`` holds each track's ranked rows (the
-    numbers behind its win rates: ``leaderboard.exports``' download)."""
-    entities = frame[["model", "provenance"]].drop_duplicates().reset_index(drop=True)
-    if entities.empty:
-        return pd.DataFrame(columns=["model", "provenance", "win_rate", "tracks"])
-    index = {key: i for i, key in enumerate(zip(entities["model"], entities["provenance"]))}
-    point, boot, notes, shown, own = {}, {}, [], {}, {}
-    not_ranked = np.full(len(entities), "", dtype=object)
-    for track, group in sorted(frame.groupby("track"), key=lambda item: track_order(item[0])):
-        higher = higher_is_better(group)
-        values, replicates = np.full((1, len(entities)), np.nan), None
-        own[track] = np.full(len(entities), np.nan)
-        if cat is None:
-            values[0, [index[k] for k in zip(group["model"], group["provenance"])]] = group["value"]
-            own[track][[index[k] for k in zip(group["model"], group["provenance"])]] = group["value"]
-        else:
-            rows, result, note = rankings.rank_frame(cat, group, track, track_registry.get(track).headline)
-            shown[track] = rows
-            notes.append(f"{track_registry.get(track).title}: {note}")
-            where = np.array([index[k] for k in zip(rows["model"], rows["provenance"])])
-            # By rank, not value: rows the ranking ties (a shared rank) count half a win each, as equal values do.
-            rank = pd.to_numeric(rows["rank"], errors="coerce").to_numpy(float)
-            values[0, where] = np.where(rows["not_ranked"].eq("") & rows["value"].notna(), -rank, np.nan)
-            own[track][where] = rows["value"].to_numpy(float)
-            for i, why in zip(where, rows["not_ranked"]):
-                if why and not not_ranked[i]:
-                    not_ranked[i] = f"{track_registry.get(track).title}: {why}"
-            if result is not None and result.replicates is not None:
-                columns = {sid: j for j, sid in enumerate(result.rows.index)}
-                replicates = np.full((ranking.REPLICATES, len(entities)), np.nan)
-                for i, sid, why in zip(where, rows["submission_id"], rows["not_ranked"]):
-                    if not why and sid in columns:
-                        replicates[:, i] = result.replicates[:, columns[sid]]
-        point[track] = ranking.track_win_rates(values, higher if cat is None else True)[0]
-        boot[track] = None if replicates is None else ranking.track_win_rates(replicates, higher)
-    if cat is not None and any(b is None for b in boot.values()):
-        notes.append("no interval on the mean win rate: a track above has none")
-    means = ranking.mean_win_rates(point, boot if cat is not None else {t: None for t in boot})
-    wide = entities.assign(**point, **{track + SCORE: values for track, values in own.items()})
-    wide["tracks"] = means["tracks"].to_numpy()
-    wide["win_rate"] = np.where(not_ranked == "", means["win_rate"], np.nan)
-    wide["not_ranked"] = not_ranked
-    if cat is not None and all(b is not None for b in boot.values()):
-        for name in ("win_low", "win_high", "rank_low", "rank_high"):
-            wide[name] = np.where(not_ranked == "", means[name], np.nan)
-    scored = np.column_stack([~np.isnan(v) for v in own.values()]).any(axis=1) if own else np.zeros(len(wide), bool)
-    wide = wide[(wide["tracks"] > 0) | (wide["not_ranked"] != "") | scored]
-    wide = wide.sort_values(["win_rate", "model"], ascending=[False, True], na_position="last").reset_index(drop=True)
-    wide.attrs["note"] = "; ".join(notes)
-    wide.attrs["ranked"] = shown
-    return wide
-
-
 def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = None
             ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, int]:
-    """The overall ranking: each track's headline rows under its chosen protocol (the tracks in the overall
-    only), the models scored on one set of tracks (``track_set``; default: of the sets with at least two models,
-    the one with the most tracks, then the most models) ranked by mean win rate with intervals. Returns the
-    ``win_rates`` table (with each track shown beside the mean, ``Track.not_in_overall``, as "<track>:value": the
-    value its own ranking gives, whose rows are in ``attrs["ranked"]`` too), every set with its model count (in
-    that order), the set shown, and how many headline rows other protocols left out."""
+    """The overall ranking: each track's headline rows under its chosen protocol (the tracks in the overall only), the
+    models scored on one set of tracks (``track_set``; default: of the sets with at least two models, the one with the
+    most tracks, then the most models) ranked by mean win rate with intervals. Returns the ``rankings.win_rates`` table
+    (with each track shown beside the mean, ``Track.not_in_overall``, as "<track>:value": the value its own ranking
+    gives, whose rows are in ``attrs["ranked"]`` too), every set with its model count (in that order), the set shown,
+    and how many headline rows other protocols left out."""
     headline = headline_rows(cat, filters)
     frame, off = headline_protocol_rows(cat, headline)
     if frame.empty:
-        return win_rates(frame), [], "", off
+        return rankings.win_rates(frame, cat), [], "", off
     sets = track_sets(frame)
     counts = sets["track_set"].value_counts()
     choices = sorted(counts.items(), key=lambda item: (item[1] < 2, -item[0].count("+"), -item[1], item[0]))
     chosen = track_set if track_set in counts else choices[0][0]
     members = sets[sets["track_set"] == chosen]
     frame = frame.merge(members[["model", "provenance"]], on=["model", "provenance"])
-    wide = win_rates(frame, cat)
+    wide = rankings.win_rates(frame, cat)
     if len(members) < 2:  # one model: shown with its own scores, unranked, saying what ranks it
         wide["not_ranked"] = wide["not_ranked"].where(wide["not_ranked"] != "", LONE)
     beside, _ = headline_protocol_rows(cat, headline, beside=True)
@@ -335,12 +271,6 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
         values = dict(zip(zip(rows["model"], rows["provenance"]), rows["value"]))
         wide[track + BESIDE] = [values.get(key, np.nan) for key in zip(wide["model"], wide["provenance"])]
     return wide, choices, chosen, off
-
-
-def track_order(track: str) -> tuple[int, str]:
-    """Where a track's column stands: the README's order (``Track.order``), then by name."""
-    known = list(track_registry.all_tracks())
-    return (known.index(track) if track in known else len(known), track)
 
 
 def win_rate_columns(wide: pd.DataFrame) -> list[str]:
@@ -365,9 +295,8 @@ def model_ids(cat: Catalog) -> dict[tuple[str, str], str]:
 def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters(),
             protocol_id: str | None = None) -> pd.DataFrame:
     """Model x slice value matrix of one metric under one protocol (default ``pick_protocol``'s on the first
-    value; a model's latest row), each value as its ranking gives it (``rankings.scores`` on that value's prompts:
-    the numbers of the table the Slices tab ranks), the ``HEATMAP_MODELS`` best models by their mean over the
-    slice's values, best first."""
+    value), as ``rankings.heatmap`` fills and orders it: each cell the number of that value's table, the rows in
+    the order of the metric's ranking on its whole prompt set, the first ``HEATMAP_MODELS``."""
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
     frame, _ = filters.apply(frame)
@@ -378,34 +307,10 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
     frame = frame[frame["protocol_id"] == chosen]
     if frame.empty:
         return pd.DataFrame()
-    values = rankings.read(cat, track, metric, frame) if chosen != UNRECORDED else None
-    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance",
-                                                                                 "slice_value"], keep="last")
-    frame = frame.assign(value=pd.concat([rankings.scores(group, values, slice_name, value)
-                                          for value, group in frame.groupby("slice_value", sort=False)]))
-    matrix = frame.assign(who=who(frame)).pivot_table(index="who", columns="slice_value", values="value",
-                                                      aggfunc="first")
-    order = matrix.mean(axis=1).sort_values(ascending=not higher_is_better(frame)).index
-    return matrix.loc[order[:HEATMAP_MODELS]]
-
-
-def who(frame: pd.DataFrame) -> pd.Series:
-    """A row's model as a chart or heatmap names it: paper rows marked '(paper)', as one model may be both."""
-    return frame["model"] + np.where(frame["provenance"] == "reported", " (paper)", "")
-
-
-def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of one track and protocol (any metrics and slices), a model's latest, with each value the ranking's
-    (``rankings.scores``: the protocol's prompts, an unanswered one counting as worst): what a chart draws."""
-    frame = frame.sort_values("scored_at", na_position="first").drop_duplicates(
-        ["metric", "slice", "slice_value", "model", "provenance"], keep="last")
-    parts = []
-    for (metric, slice_name), rows in frame.groupby(["metric", "slice"], sort=False):
-        values = None if rows["protocol_id"].iloc[0] == UNRECORDED else rankings.read(cat, rows["track"].iloc[0],
-                                                                                      metric, rows)
-        parts += [group.assign(value=rankings.scores(group, values, slice_name, value))
-                  for value, group in rows.groupby("slice_value", sort=False)]
-    return pd.concat(parts, ignore_index=True) if parts else frame
+    overall = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
+                        f"coalesce(protocol_id, '{UNRECORDED}') = ?", [track, metric, OVERALL, chosen])
+    overall, _ = filters.apply(overall)
+    return rankings.heatmap(cat, frame, overall, track, metric, slice_name, HEATMAP_MODELS)
 
 
 def submissions(cat: Catalog) -> pd.DataFrame:

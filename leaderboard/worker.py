@@ -16,7 +16,9 @@ found damaged (``QueueDamaged``) is waited for, with growing pauses, while the s
 
 Each job is claimed with a lease token (``Job.lease``), written into its results' run.json (``lease``, beside
 ``request``), which the store seals (``Results.write``, ``leaderboard.seal``): only results carrying it answer the job
-(``leaderboard.queue.base.refusal``).
+(``leaderboard.queue.base.refusal``). A job whose images for a dataset are those of a submission queued before it
+(one image set is one row of the leaderboard) is failed unscored, naming that submission
+(``Store.same_images_refusal``): the intake refuses such uploads, and this catches those that entered another way.
 
 Under ``culturelens serve`` (``--supervised ID``) the worker's stdin is a pipe
 from the serve process: when it reads end-of-file, serve has died (even by
@@ -176,6 +178,9 @@ class Worker:
         try:
             if self.remote is not None:
                 self.remote.fetch(self.store, job.id, heartbeat.check)
+            if reason := self.store.same_images_refusal(job):  # entered without the intake's check (restored, older)
+                queue.fail(job.id, self.id, reason)
+                return
             scores = suite_scoring.score(self.store.submissions / job.id, self.metrics, self.backbones,
                                          self.store.cache, submission_id=job.id, datasets_root=self.store.datasets,
                                          suite=self.store.suite, local_only=True, options=self.options,

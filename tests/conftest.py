@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,16 +28,37 @@ from culturelens.testing.tiny_models import byte_level_clip_tokenizer, save_tiny
 from culturelens.testing.tiny_qwen import save_tiny_vlm
 
 
-@pytest.fixture(scope="module")
-def one_torch_thread():
-    """Tiny models run fastest on one thread; on a shared machine more threads mostly wait for each other.
-    A module opts in with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+    """A system temporary folder of the test's own for the servers it starts, where Gradio's cache would be; without
+    the GRADIO_TEMP_DIR an app built earlier in this process set to its own folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("GRADIO_TEMP_DIR", raising=False)
+    return temp
+
+
+@contextlib.contextmanager
+def torch_threads(count: int):
+    """torch's intra-op threads set to ``count`` for the block, as they were after it."""
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread; on a shared machine more threads mostly wait for each other (about
+    10x slower generating on a busy 2-core machine: benchmarks/generate_threads.py). A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -168,8 +190,9 @@ def suite_generated(tiny_suite, tiny_sd, tmp_path_factory):
     the command's output)."""
     folder, _, _ = tiny_suite
     out = tmp_path_factory.mktemp("generated") / "tiny-sd"
-    result = culturelens_here("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD", "--out",
-                              out, *suite_stand_ins.SIZE)
+    with torch_threads(1):  # whichever module asks first: one thread, as generate's hint says on a busy CPU
+        result = culturelens_here("generate", "--suite", folder, "--model", tiny_sd, "--model-name", "Tiny SD",
+                                  "--out", out, *suite_stand_ins.SIZE)
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from culturelens.testing.live_app import free_port, launched  # noqa: F401  shared with benchmarks/
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CUBE_FILE = SHARED_DATA / "cube" / "cube_1k.json"
@@ -58,38 +58,20 @@ def until(condition, timeout: float, what: str):
     raise AssertionError(f"not within {timeout:.0f} s: {what}")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
-def launched(store, owner: str) -> Iterator[str]:
-    """The leaderboard app on ``store`` (``build_app``, signed in as ``owner``) served in this process on a free
-    loopback port, as ``culturelens serve`` launches it: yields its URL, closes it afterwards."""
-    from leaderboard.app import build_app, launch_options
-
-    app = build_app(store, owner=owner)
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-               **launch_options(store))
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        app.close()
-
-
-@contextlib.contextmanager
-def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 180) -> Iterator[str]:
-    """A real `culturelens serve` on ``store_root`` (extra ``options``), on a free loopback port, logging to
-    ``log_path``: yields its URL once it answers, stops it (SIGTERM) afterwards."""
+def serving(store_root: Path | None, log_path: Path, *options: str, timeout: float = 180, cwd: Path | None = None,
+            env: dict | None = None) -> Iterator[str]:
+    """A real `culturelens serve` on ``store_root`` (None: no ``--store``, the default store of ``cwd``; extra
+    ``options``), on a free loopback port, run in ``cwd`` with this process's environment changed by ``env``,
+    logging to ``log_path``: yields its URL once it answers, stops it (SIGTERM) afterwards."""
     import pytest
 
     port = free_port()
+    store = ["--store", store_root] if store_root is not None else []
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            culturelens_command("serve", "--store", store_root, "--port", port, *options), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+            culturelens_command("serve", *store, "--port", port, *options), stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}, cwd=cwd)
         url = f"http://127.0.0.1:{port}/"
         try:
             deadline = time.time() + timeout
@@ -107,6 +89,19 @@ def serving(store_root: Path, log_path: Path, *options: str, timeout: float = 18
         finally:
             process.terminate()
             process.wait(timeout=60)
+
+
+def readme_commands(heading: str) -> list[list[str]]:
+    """The commands of the first ``bash`` block under the README's heading ``heading`` (the whole heading line, e.g.
+    "### An operator: one build, one push, one serve"), each as its argument list: comments and line continuations
+    removed, as a shell reads them. Tests run the README's own commands, so the README cannot drift from what works."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    after = text.split(f"\n{heading}\n", 1)[1]
+    block = after.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()
+            if shlex.split(line, comments=True)]
 
 
 def tiny_cube(datasets_root: Path, upstream: Path) -> Path:

@@ -20,6 +20,7 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
+from benchmark import ranking
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
 from tests.browser import SCREENSHOTS, WAIT, chromium, screenshot, wait_for_charts, wait_for_text
@@ -169,7 +170,10 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]
     downloaded = pd.read_csv(files[0])  # the view's track as typed rows, the table shown ranked
     assert set(downloaded["model"]) == {"E2E Model", "SDXL"}
-    assert downloaded.loc[downloaded["rank"].notna(), "model"].tolist() == ["E2E Model"]
+    # The table shown is the E2E model's CLIPScore on the tiny dataset's 6 prompts: too few to rank, and said so.
+    shown = downloaded[(downloaded["model"] == "E2E Model") & (downloaded["metric"] == "clip_score")
+                       & (downloaded["slice"] == "overall")]
+    assert downloaded["rank"].isna().all() and shown["not_ranked"].str.startswith(ranking.TOO_FEW).all()
     # Type filter: the scored model is 'open'; only closed models left -> it is hidden, and the note says so.
     _, _, table, note = _overview(client, "awareness", types=["closed"])
     assert "E2E Model" not in list(pd.DataFrame(table["data"], columns=table["headers"])["Model"])
@@ -193,6 +197,9 @@ def test_slices_heatmap_and_charts(live_app):
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert slice_name["value"] == "country" and ("country × concept", "country_concept") in [tuple(c) for c in slice_name["choices"]]
     assert value["value"] == "Nigeria" and list(frame["Model"]) == [E2E_LINK]
+    # Nigeria's 3 prompts are too few to rank: the row is there with its value, saying why it has no rank.
+    assert list(frame["Rank range (95%)"]) == [f"not ranked: {ranking.TOO_FEW} (3; a ranking needs "
+                                               f"{ranking.MIN_PROMPTS})"]
     assert "E2E Model" in heat and "Nigeria" in heat and "<table" in heat  # model x country heatmap
     scatter_rows = pd.DataFrame(scatter["data"], columns=scatter["columns"])
     assert {"Imagen 4 (paper)", "SDXL (paper)"} <= set(scatter_rows["model"])  # CRT Table 1 as recognition vs realisation

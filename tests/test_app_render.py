@@ -191,8 +191,11 @@ def test_the_about_page_and_the_metrics_tab_say_what_ranks_ties_and_rows_mean(tm
     for words in ("Every number of a ranked row comes from one set of prompts: the protocol's",
                   "A prompt a model did not answer, refused or missing, counts in the ranking as the metric's worst "
                   "value", "never raises its rank", "refusal rate", "is listed below the ranking, not ranked",
-                  "fewer than 10 prompts there is a rank but no range", "contain one same rank",
-                  "make two groups, not one chain", "never ranked", "\"> k\"", "Variability (W1KP) is not part of it",
+                  "1 + the number of models significantly better on those prompts", "an exact sign test",
+                  "two models at one rank never differ significantly", "Rule 1, before issue 49",
+                  "With fewer than 10 prompts nothing is ranked", "\"too few prompts to rank\"",
+                  "A **tie group** is the models sharing a rank", "\"not bounded by 10 prompts\"",
+                  "\"mostly refused\"", "never ranked", "\"> k\"", "Variability (W1KP) is not part of it",
                   "Holm's method over all those tests at once"):
         assert words in about, words
     # Metrics: the scored rows (leave-one-rater-out agreement) first, the paper's rows (another definition) after,

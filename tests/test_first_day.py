@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -106,7 +108,10 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     frame = shown["frame"]
     assert list(frame["Model"]) == ["[Alpha](https://huggingface.co/org/alpha)"]
     assert frame["Rank"].isna().all() and frame["Overall win rate"].isna().all()
-    assert list(frame["Rank range (95%)"]) == [f"not ranked: {tables.LONE}"]
+    # This test suite's CUBE-1K part has 6 prompts: too few to rank even once a second model comes (the line
+    # above the table still says what ranks a lone model).
+    assert list(frame["Rank range (95%)"]) == [f"not ranked: Awareness (CUBE): {ranking.TOO_FEW} (6; a ranking "
+                                               f"needs {ranking.MIN_PROMPTS})"]
     # The README's track order, each labelled a win rate, the track's own score beside it (the mean of its prompts).
     assert [c for c in frame.columns if c.endswith((display.WIN_RATE, display.OWN_SCORE))][1:5] == [
         "Awareness (CUBE) win rate", "Awareness (CUBE) score", "Diversity (CUBE) win rate", "Diversity (CUBE) score"]
@@ -119,53 +124,114 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     cells = page["table"]["value"]
     assert [html.unescape(c) for c in cells["Awareness (CUBE) win rate"]] == [
         "– · [score 0.700](?tab=overview&track=awareness)"]  # the track's own table one click away
-    # A second model on the same tracks: both ranked, win rates 1 and 0, each track's score still beside.
+    # A second model on the same tracks: both shown with their scores, neither ranked on 6 prompts.
     suite_model(store, "Beta", {"awareness": 0.5, "diversity": 0.4})
     overview.catalog.refresh(force=True)
     frame = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)["frame"]
-    assert list(frame["Overall win rate"]) == [1.0, 0.0] and list(frame["Rank"]) == [1, 2]
-    assert list(frame["Awareness (CUBE) win rate"]) == [1.0, 0.0]
+    assert frame["Overall win rate"].isna().all() and frame["Rank"].isna().all()
+    assert frame["Rank range (95%)"].str.contains(ranking.TOO_FEW).all()
+    assert frame["Awareness (CUBE) win rate"].isna().all()
     assert list(frame["Awareness (CUBE) score"]) == [0.7, 0.5]
 
 
-def test_first_day_equal_scores_are_shown_as_ties(small_suite, tmp_path):
+def test_first_day_a_part_of_too_few_prompts_shows_its_values_and_no_order(small_suite, tmp_path):
+    """Six prompts, three models: Beta 0.001 below Alpha on one prompt, Gamma 0.5 below on every one. Under rule 1
+    Alpha and Beta were tied by a paired interval at ranks 1-2 and Gamma ranked 3 with no range at all; six
+    prompts cannot tell 3 models apart at 95% over their 3 pairs (a sign test's best p-value, 1/64, is above
+    0.05 / 6), so nothing is ranked: the values are shown, best first, each saying why it has no rank."""
     from leaderboard.ui.overview import OVERALL_VIEW, OverviewTab
     from leaderboard.ui.site import Site
 
     store, served = served_store(tmp_path / "store", small_suite[0])
     pin = store.suite.part_of_track("awareness").dataset
     prompts = list(store.prompts(pin.repo, pin.config).table.index)
-    assert len(prompts) == 6 < ranking.MIN_PROMPTS  # no bootstrap rank interval: ties come from paired differences
+    assert len(prompts) == 6 < ranking.MIN_PROMPTS
     alpha = [0.6, 0.7, 0.5, 0.6, 0.7, 0.5]  # mean 0.6
-    # Beta: 0.001 lower on one prompt (mean 0.59983, shown 0.600): the differences 0 x5 and 0.001 give Bonett &
-    # Price's interval 0.001 x (0.125 -/+ 2.365 x 0.212) = [-0.00038, 0.00063], holding 0: a tie.
     beta = alpha[:5] + [0.499]
-    gamma = [0.1] * 6  # 0.5 below Alpha on every prompt: (0.875 - 0.125) -/+ 0.553, times 0.5: [0.20, 0.65]
+    gamma = [0.1] * 6
     for sid, model, values in (("a", "Alpha", alpha), ("b", "Beta", beta), ("c", "Gamma", gamma)):
         scored_rows(store, sid, model, "awareness", "clip_score", values, model_id=f"org/{sid}", prompts=prompts)
     cat = Catalog(store)
-    rows, _ = tables.ranked(cat, "awareness", "clip_score")
-    rows = rows.set_index("model")
-    assert rows.loc["Beta", "value"] < rows.loc["Alpha", "value"]  # not equal, as shown to 3 decimals only
-    assert list(rows.loc[["Alpha", "Beta", "Gamma"], "rank"]) == [1, 1, 3]  # the tie shares the best rank
-    assert [rows.at[m, "rank_low"] for m in ("Alpha", "Beta")] == [1, 1]
-    assert [rows.at[m, "rank_high"] for m in ("Alpha", "Beta")] == [2, 2]
-    assert pd.isna(rows.at["Gamma", "rank_low"])  # no interval and no tie: no range claimed
-    assert rows.at["Alpha", "tie_group"] == rows.at["Beta", "tie_group"]
+    rows, note = tables.ranked(cat, "awareness", "clip_score")
+    assert list(rows["model"]) == ["Alpha", "Beta", "Gamma"] and rows["rank"].isna().all()
+    assert list(rows["value"]) == pytest.approx([0.6, 3.599 / 6, 0.1])
+    assert rows["rank_low"].isna().all() and rows["tie_group"].isna().all()
+    assert (rows["not_ranked"] == f"{ranking.TOO_FEW} (6; a ranking needs {ranking.MIN_PROMPTS})").all()
+    assert f"{ranking.TOO_FEW}: below {ranking.MIN_PROMPTS} prompts the values are shown, never an order" in note
     overview = OverviewTab(Site(store, "ada", suite=served, metric_settings={}))
     shown = overview.view("awareness", None, "", [], None, None, "", [], display.RANK_COLUMNS)["frame"]
-    by_model = {re.sub(r"^\[([^]]+)\].*", r"\1", m): (r, span) for m, r, span in
-                zip(shown["Model"], shown["Rank"], shown["Rank range (95%)"])}
-    assert by_model == {"Alpha": (1, "1–2"), "Beta": (1, "1–2"), "Gamma": (3, "")}
-    # The overall: a tie counts half a win each. Alpha and Beta beat Gamma and tie each other: (1 + 0.5) / 2.
+    assert shown["Rank"].isna().all()
+    assert (shown["Rank range (95%)"] == f"not ranked: {ranking.TOO_FEW} (6; a ranking needs 10)").all()
+    # The overall has no order to average either: each model listed with its track's score, no win rate.
     wide, _, _, _ = tables.overall(cat)
-    rates = dict(zip(wide["model"], wide["win_rate"]))
-    assert rates == {"Alpha": 0.75, "Beta": 0.75, "Gamma": 0.0}
+    assert wide["win_rate"].isna().all() and wide["not_ranked"].str.contains(ranking.TOO_FEW).all()
     first = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
-    assert first["track"]["value"] == OVERALL_VIEW
-    assert list(first["frame"]["Rank"]) == [1, 1, 3]
-    # Exactly equal values (the same per-prompt values): a shared rank too, and half a win each.
+    assert first["track"]["value"] == OVERALL_VIEW and first["frame"]["Rank"].isna().all()
+    # Exactly equal values (the same per-prompt values): a shared rank, and half a win each.
     assert list(ranking.track_win_rates(np.array([[6.099, 6.099, 1.0]]), True)[0]) == [0.75, 0.75, 0.0]
+
+
+# --- the README's commands, in a fresh folder ------------------------------------------------------------------
+@pytest.mark.slow
+def test_first_day_the_readmes_commands_in_a_fresh_folder_end_with_two_models_ranked(tmp_path, tiny_sd, tiny_clip,
+                                                                                     tiny_dino):
+    """The operator's and the model builder's commands as README.md writes them ("One suite, six tracks"), run in a
+    fresh folder on the default store, offline, with the stand-ins: the public sources' (``world``), the tiny
+    pipeline and backbones, each given by the flags the README names for a local model and local weights. The
+    suite's seeds are cut to a test's (``with_seeds``: 83 images a model, v1's 19,773). Nothing an earlier command
+    left is in the way: the builder's generate, run before any suite exists, writes nothing."""
+    from gradio_client import Client
+
+    from tests.helpers import readme_commands
+    from tests.suite_stand_ins import TEST_SEEDS, with_seeds, write_backbones
+    from tests.test_public_sources import world
+
+    build, _push, serve = readme_commands("### An operator: one build, one push, one serve")
+    generate, submit = readme_commands("### A model builder: one generate, one submit")
+    home = tmp_path / "fresh"
+    home.mkdir()
+    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)
+    local_model = ["--model", tiny_sd, "--width", "64", "--height", "64", "--steps", "2", "--device", "cpu"]
+    one_thread = {"OMP_NUM_THREADS": "1"}  # what generate's hint says on a busy CPU
+
+    # Before any suite: the builder's generate names what to do, and writes nothing.
+    early = culturelens(*generate[1:], *local_model, cwd=home, env=one_thread)
+    assert early.returncode == 2 and "cannot generate parts iconic-references, culturalframes" in early.stderr
+    assert "`culturelens suite build --out suite/`" in early.stderr and "Nothing was written." in early.stderr
+    assert list(home.iterdir()) == []
+
+    # The operator: the suite from (the stand-in of) the public sources, with local weights, then served.
+    with world(tmp_path / "world", tiny_dino) as sources:
+        online = {**sources.env, "HF_HUB_OFFLINE": "", "HF_DATASETS_OFFLINE": ""}
+        built = culturelens(*build[1:], "--backbones", backbones, "--device", "cpu", cwd=home,
+                            env={**online, **one_thread}, timeout=900)
+    assert built.returncode == 0, built.stdout + built.stderr
+    with_seeds(home / "suite", TEST_SEEDS)
+    with serving(None, tmp_path / "serve.log", *serve[2:], "--backbones", backbones, "--diversity-n", "4",
+                 cwd=home, env=one_thread) as url:
+        # The builder: the README's generate on the store `serve` runs on, then the submit it prints.
+        made = culturelens(*generate[1:], *local_model, cwd=home, env=one_thread, timeout=900)
+        assert made.returncode == 0, made.stderr[-3000:]
+        assert made.stdout.splitlines()[-1] == f"next: {shlex.join(submit[:3])} --store .culturelens --wait"
+        sent = culturelens(*submit[1:], cwd=home, timeout=900)  # the README's own command: the default store
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "waiting until a worker of the store .culturelens has scored" in sent.stdout
+        assert re.search(r": FINISHED: ", sent.stdout.splitlines()[-1]), sent.stdout
+        # A second model: another pipeline folder (its own id), its own images (one more step).
+        second = shutil.copytree(tiny_sd, tmp_path / "second-sd")
+        out = "subs/second"
+        again = [*generate[1:generate.index("--out") + 1], out, "--model", second, "--model-name", "Second",
+                 *local_model[2:]]
+        again[again.index("--steps") + 1] = "3"
+        made = culturelens(*again, cwd=home, env=one_thread, timeout=900)
+        assert made.returncode == 0, made.stderr[-3000:]
+        printed = shlex.split(made.stdout.splitlines()[-1].removeprefix("next: "))
+        sent = culturelens(*printed[1:], cwd=home, timeout=900)  # the printed command, as the user pastes it
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        rows = pd.DataFrame(Client(url, verbose=False).predict(None, api_name="/overall"))
+    means = rows[rows["metric"] == "mean_win_rate"].set_index("model")
+    assert set(means.index) == {"SDXL base 1.0", "Second"}, rows
+    assert sorted(means["rank"]) in ([1, 2], [1, 1]) and means["value"].sum() == pytest.approx(1.0)
 
 
 # --- validate, submit and generate know the suite the store serves ---------------------------------------------
@@ -176,8 +242,10 @@ def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where
 
     folder, _, _ = tiny_suite
     generated, made = suite_generated
-    # generate ended with the exact next command: the default store serves no suite, so it names the folder.
-    assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --suite {folder} --wait"
+    # generate ended with the exact next command: the default store serves no suite, so it names the folder, and
+    # the store it read.
+    assert made.stdout.splitlines()[-1] == f"next: culturelens submit {generated} --store .culturelens --suite " \
+                                           f"{folder} --wait"
     store_root = tmp_path / "store"
     before = culturelens("validate", generated, "--store", tmp_path / "unserved")  # a store no serve ran on
     assert before.returncode == 1 and before.stdout.startswith("REJECTED")  # a store serving no suite: the default
@@ -189,8 +257,8 @@ def test_first_day_validate_and_submit_of_a_generated_folder_need_no_suite_where
         assert re.search(r"queued as \S+", submitted.stdout)
     # generate on this store names no --suite: the store serves that very folder.
     monkeypatch.setenv("CULTURELENS_STORE", str(store_root))
-    assert next_command(argparse.Namespace(out=generated, suite=str(folder))) == \
-        f"culturelens submit {generated} --wait"
+    assert next_command(argparse.Namespace(out=generated, suite=str(folder), store=None)) == \
+        f"culturelens submit {generated} --store {store_root} --wait"
 
 
 # --- an unpinned build -----------------------------------------------------------------------------------------
@@ -236,7 +304,7 @@ def test_first_day_the_submit_recipe_on_a_fresh_store_names_only_parts_the_serve
     tiny_cube(fresh.datasets, tiny_upstream)
     steps, demo = submit_guide(ServedSuite(), fresh.datasets, None)
     assert "<code>CultureLens suite v1</code>" in steps
-    assert "this server accepts `cube-1k` of it" in steps
+    assert "this server accepts its part `cube-1k` only" in steps
     assert "culturelens generate --suite --parts cube-1k --preset sdxl --out subs/my-model" in steps
     table = steps.split("| part |")[1].split("\n\n")[0]
     assert "`cube-1k`" in table and not any(f"`{p}`" in table for p in ("cube-diversity", "iconic-references",
@@ -311,14 +379,19 @@ def test_first_day_an_all_zero_continuous_metric_gets_no_wilson_interval_and_no_
                      slices=(), ranges={"clip_score": (0.0, 2.5), "artifact_top1": (0.0, 1.0)},
                      kinds={"clip_score": clip.kind, "artifact_top1": artifact.kind})
     overall = {r["metric"]: (r["ci_low"], r["ci_high"]) for r in rows if r["slice"] == "overall"}
-    assert overall["clip_score"] == (0.0, 0.0)  # no spread: the point, never Wilson's [0, 0.390]
-    assert overall["artifact_top1"] == pytest.approx(wilson_interval(0, 6))  # 0 of 6 events: (0, 0.3903)
+    # No spread: nothing but the range bounds the mean, at its floor below and not at all above; never a rate's
+    # interval (0 of 6 events: (0, 0.4832)).
+    assert overall["clip_score"] == (0.0, math.inf)
+    assert overall["artifact_top1"] == pytest.approx(wilson_interval(0, 6))
     # A skewed score near its floor: the percentile-t alone reaches below 0; the declared range holds it.
     near_floor = pd.DataFrame({"v": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01, 0.35]})
     rule = ranking.Rule(kind="continuous", low=0.0, high=2.5)
     ranked = ranking.rank([near_floor], rule, intervals=True)
     low, high = ranked.rows.loc["v", ["ci_low", "ci_high"]]
-    assert low == 0.0 and 0.036 < high <= 2.5
+    # Above, 0.8^10 = 11% of the resamples draw only zeros (no spread): the 10 prompts cannot bound the mean there,
+    # and the page says so rather than show the range's end, 2.5.
+    assert low == 0.0 and high == math.inf
+    assert display.interval_text(low, high, 10) == "[0.000, not bounded by 10 prompts]"
     open_rule = ranking.Rule(kind="continuous")
     assert ranking.rank([near_floor], open_rule).rows.loc["v", "ci_low"] < 0  # what the range prevents
     # A difference of two models' scores stays within plus or minus the range's span.
@@ -412,13 +485,15 @@ def test_first_day_screenshots_of_the_first_view_with_one_model_and_with_two(sma
                     page = open_page(browser, url, size, shows=shows)
                     rows = table(page)
                     assert [row["Model"].split(" · ")[0] for row in rows] == ["Alpha", "Beta"][:models]
+                    # This suite's 6 CUBE-1K prompts are too few to rank: each model says so in a few words (the
+                    # note above says why), with its track scores and no win rate, one model or two.
+                    assert [row["Model"] for row in rows] == [f"{m} · {ranking.TOO_FEW}" for m in ("Alpha", "Beta")][
+                        :models]
+                    assert {row["Rank"] for row in rows} == {"–"} and {row["Overall win rate"] for row in rows} == {"–"}
+                    assert [row["Awareness (CUBE) win rate"] for row in rows] == ["– · score 0.700", "– · score 0.500"][
+                        :models]
                     if models == 1:
-                        assert rows[0]["Rank"] == "–" and rows[0]["Model"] == "Alpha · not ranked yet"
-                        assert tables.LONE in page.inner_text("body")  # the why, in the line above the table
-                        assert rows[0]["Overall win rate"] == "–"
-                        assert rows[0]["Awareness (CUBE) win rate"] == "– · score 0.700"
-                    else:
-                        assert [row["Awareness (CUBE) win rate"] for row in rows] == ["1.00", "0.00"]
+                        assert tables.LONE in page.inner_text("body")  # what ranks a lone model, in the line above
                     if width == 1366:
                         assert scrolls_sideways(page) == []  # every track's column in sight on a laptop
                     screenshot(page, f"first-day-{models}-model{'s' if models > 1 else ''}-{width}")

@@ -78,7 +78,7 @@ def test_a_fresh_store_restored_from_the_repos_has_the_same_queue_files_and_lead
     # The requests first: a results folder is taken only for a submission the queue knows (issue 30). The scored
     # one's record says FINISHED, but no sealed results answer it yet: PENDING until they arrive (issue 40).
     assert hub_sync.pull(fresh, "requests", str(repos["requests"])) == {
-        "added": 2, "present": 0, "without_files": 0, "refused": 0, "unsealed": 1, "deleted": 0}
+        "added": 2, "present": 0, "without_files": 0, "refused": 0, "unsealed": 1, "edited": 0, "deleted": 0}
     assert fresh.queue.get(done).state == "PENDING"
     assert hub_sync.pull(fresh, "results", str(repos["results"])) == {"added": 1, "present": 0}
     assert fresh.queue.get(done).message == "scored (its sealed results were taken from the results repo)"
@@ -140,8 +140,8 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     assert sorted(op.path_in_repo for op in operations) == sorted(
         f"results/{done}/{name}" for name in ("per_image.parquet", "aggregates.parquet", "seal.json", "run.json"))
 
-    # A state change re-sends that one record, and the table of the records (what load_dataset reads); the card
-    # (its counts unchanged) stays as pushed.
+    # A state change re-sends that one record, the table of the records (what load_dataset reads) and the seal
+    # over the records (its digest of that record changed); the card (its counts unchanged) stays as pushed.
     requests, pushed = hub_sync.plan(hub_sync.mirror_files(store, "requests"), {})
     assert {op.path_in_repo for op in requests} >= {f"requests/{done}.json", f"requests/{waiting}.json",
                                                    f"submissions/{waiting}/manifest.json", "queue.parquet",
@@ -150,7 +150,7 @@ def test_a_push_sends_only_what_changed_and_deletes_only_what_it_pushed(scored):
     store.queue.claim("w", 60)
     changed, _ = hub_sync.plan(hub_sync.mirror_files(store, "requests"), pushed)
     claimed = next(j for j in store.queue.jobs() if j.state == "RUNNING")
-    assert sorted(op.path_in_repo for op in changed) == ["queue.parquet", f"requests/{claimed.id}.json"]
+    assert sorted(op.path_in_repo for op in changed) == ["queue.parquet", f"requests/{claimed.id}.json", "seal.json"]
 
 
 def test_pushing_offline_is_a_clear_error_and_marks_nothing_pushed(scored):
@@ -181,22 +181,26 @@ def test_a_snapshot_whose_records_are_damaged_or_hostile_is_refused_whole(scored
         ("results", lambda f: (f / "results" / done / "aggregates.parquet").write_bytes(b"PAR1 not really"),
          "not a readable Parquet file"),
         ("results", lambda f: (f / "results" / done).rename(f / "results" / "a b"), "is not a submission id"),
-        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text('{"id": "x", "state": "FINISHED"}'),
-         "is not its file name"),
-        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text(json.dumps(
-            {**json.loads((f / "requests" / f"{done}.json").read_text()), "run_as": "root"})),
-         "not a submission record"),
-        ("requests", lambda f: (f / "requests" / f"{done}.json").write_text("{not json"), "not readable JSON"),
+        ("requests", lambda f: (f / "seal.json").write_text("{not json"), "seal.json: not readable JSON"),
+        ("requests", lambda f: (f / "seal.json").unlink(), "the requests repo holds 2 record.s. but no seal.json"),
     ]
     for kind, change, message in cases:
         with pytest.raises(RepoError, match=message):
             hub_sync.pull(fresh, kind, str(damaged(change)))
     assert fresh.queue.jobs() == [] and list(fresh.results.iterdir()) == []  # nothing half-restored
+    # A record that is not the one the app sealed (damaged, hostile) is refused alone; the others are restored.
+    for change in (lambda f: (f / "requests" / f"{done}.json").write_text('{"id": "x", "state": "FINISHED"}'),
+                   lambda f: (f / "requests" / f"{done}.json").write_text(json.dumps(
+                       {**json.loads((f / "requests" / f"{done}.json").read_text()), "run_as": "root"})),
+                   lambda f: (f / "requests" / f"{done}.json").write_text("{not json")):
+        other = _store(tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}", tiny_upstream)
+        counts = hub_sync.pull(other, "requests", str(damaged(change)))
+        assert (counts["edited"], counts["added"]) == (1, 1) and [j.id for j in other.queue.jobs()] == [waiting]
 
     # A queued record whose images the repo lost cannot be scored: skipped and counted, never queued.
     lost = damaged(lambda f: shutil.rmtree(f / "submissions" / waiting))
     assert hub_sync.pull(fresh, "requests", str(lost)) == {"added": 1, "present": 0, "without_files": 1,
-                                                           "refused": 0, "unsealed": 1, "deleted": 0}
+                                                           "refused": 0, "unsealed": 1, "edited": 0, "deleted": 0}
     assert [j.id for j in fresh.queue.jobs()] == [done]
 
 
@@ -242,7 +246,7 @@ def test_an_empty_store_exports_a_repo_that_pulls_back(tmp_path, tiny_upstream):
     empty, fresh = _store(tmp_path / "empty", tiny_upstream), _store(tmp_path / "fresh", tiny_upstream)
     assert hub_sync.export(empty, "requests", tmp_path / "requests") == 0
     assert hub_sync.pull(fresh, "requests", str(tmp_path / "requests")) == {
-        "added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0, "deleted": 0}
+        "added": 0, "present": 0, "without_files": 0, "refused": 0, "unsealed": 0, "edited": 0, "deleted": 0}
 
 
 def _rewrite_rows(folder, submission_id: str, change) -> None:
@@ -302,8 +306,6 @@ def test_a_restored_submission_goes_through_the_upload_validator_and_a_refused_o
          r"images/[^:]+/0\.png: not an image \(starts with b'(II|MM)"),
         (lambda f: _replace_image(f, waiting, _image("L", (12000, 12000), "PNG")),
          r"images/[^:]+/0\.png: (too many pixels|12000x12000 pixels, over the limit)"),
-        (lambda f: record(f, content_hash="sha256:" + "0" * 64),
-         "its content hash sha256:[0-9a-f]+ is not the record's"),
         (lambda f: (f / "submissions" / waiting / "images").mkdir() or
          (f / "submissions" / waiting / "images" / "run.sh").write_text("rm -rf /"),
          r"'images/run.sh': unexpected file"),
@@ -327,13 +329,21 @@ def test_a_restored_submission_goes_through_the_upload_validator_and_a_refused_o
         with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
             counts = hub_sync.pull(fresh, "requests", str(snapshot))
         # The good submission is restored, the refused one leaves nothing: no record, no files, no staging.
-        assert counts == {"added": 1, "present": 0, "without_files": 0, "refused": 1, "unsealed": 1, "deleted": 0}, \
+        assert counts == {"added": 1, "present": 0, "without_files": 0, "refused": 1, "unsealed": 1, "edited": 0,
+                          "deleted": 0}, \
             message
         assert [j.id for j in fresh.queue.jobs()] == [done]
         assert sorted(p.name for p in fresh.submissions.iterdir()) == [done]
         assert list(fresh.staging.iterdir()) == []
         assert f"refused submission {waiting}: " in caplog.text
         assert re.search(message, caplog.text), caplog.text
+    # A record whose content hash was changed is not the record the app sealed: refused before its files are read.
+    snapshot = tmp_path / "bad-hash"
+    shutil.copytree(good, snapshot)
+    record(snapshot, content_hash="sha256:" + "0" * 64)
+    fresh = _store(tmp_path / "fresh-hash", tiny_upstream)
+    counts = hub_sync.pull(fresh, "requests", str(snapshot))
+    assert (counts["edited"], counts["refused"], [j.id for j in fresh.queue.jobs()]) == (1, 0, [done])
 
 
 def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_that_reason(scored, tmp_path,
@@ -343,7 +353,8 @@ def test_a_restored_submission_whose_dataset_is_not_served_here_is_refused_with_
     bare = Store(tmp_path / "bare")  # no dataset built yet
     with caplog.at_level("WARNING", logger="culturelens.hub_sync"):
         counts = hub_sync.pull(bare, "requests", str(tmp_path / "repo"))
-    assert counts == {"added": 0, "present": 0, "without_files": 0, "refused": 2, "unsealed": 1, "deleted": 0}
+    assert counts == {"added": 0, "present": 0, "without_files": 0, "refused": 2, "unsealed": 1, "edited": 0,
+                      "deleted": 0}
     assert bare.queue.jobs() == [] and list(bare.submissions.iterdir()) == []
     assert "dataset culturelens/cube-1k is not served here" in caplog.text
     assert "restore or build that dataset in this store's datasets/ first, then pull again" in caplog.text

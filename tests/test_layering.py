@@ -126,6 +126,19 @@ def test_the_checks_find_a_type_only_cycle_a_lazy_one_a_relative_one_and_one_bet
                                                                  "toy.high -> toy.low -> toy.high"]
 
 
+def test_metric_modules_import_no_results_table_and_no_encoder():
+    """A metric is a pure function behind a thin adapter (``benchmark.metrics.base``): no module of
+    ``benchmark.metrics`` imports the results tables (``benchmark.results``) or an encoder (``benchmark.encoders``);
+    the names both sides spell alike (a row's error mark, the on-device preparation's tag) live below them, in
+    ``benchmark.metric_marks``."""
+    graph = import_graph()
+    metrics = sorted(module for module in graph if module.split(".")[:2] == ["benchmark", "metrics"])
+    assert "benchmark.metrics.base" in metrics and "benchmark.metrics.iconicity" in metrics
+    wrong = sorted(f"{module} imports {name}" for module in metrics for name in graph[module]
+                   if name == "benchmark.results" or name.split(".")[:2] == ["benchmark", "encoders"])
+    assert wrong == []
+
+
 def test_the_ranking_rules_are_one_pure_module_that_reads_no_catalog_and_draws_no_page():
     """`benchmark.ranking` takes per-prompt values and returns ranked rows: it imports no module of the service
     (catalog, tables, UI) nor any that reads a store or draws a page (duckdb, gradio, pyarrow), and of this project
@@ -140,4 +153,7 @@ def test_the_ranking_rules_are_one_pure_module_that_reads_no_catalog_and_draws_n
             found.add(node.module or "")
     assert found - {"__future__"} == {"collections.abc", "dataclasses", "numpy", "pandas", "scipy", "benchmark.stats"}
     callers = sorted(module for module, names in import_graph().items() if "benchmark.ranking" in names)
-    assert callers == ["leaderboard.rankings", "leaderboard.tables", "leaderboard.ui.about", "leaderboard.ui.notes"]
+    # Only ``leaderboard.rankings`` ranks tables, and ``benchmark.arena.rating`` ranks the arena's ratings by the same
+    # rule (its closure and rank range); the others read the rule's constants (its version, thresholds) to say them.
+    assert callers == ["benchmark.arena.rating", "leaderboard.display", "leaderboard.exports", "leaderboard.rankings",
+                       "leaderboard.ui.about", "leaderboard.ui.notes", "leaderboard.ui.widgets"]

@@ -16,6 +16,7 @@ from benchmark.aggregate import aggregate
 from benchmark.datasets import cube_1k
 from benchmark.datasets.prompts import load_prompts
 from benchmark.encoders import load_backbone
+from benchmark.metric_marks import ERROR_NOTE
 from benchmark.metrics.alignment import ClipCosine, ClipScore
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.scoring_options import ScoringOptions
@@ -191,7 +192,7 @@ def test_aggregating_rows_without_an_error_column_excludes_nothing():
 
 def test_an_infinite_metric_value_becomes_an_error_row():
     rows = pd.DataFrame({"metric": "m", "value": [0.5, np.inf, np.nan, 0.1],
-                         "note": ["ok", "inf", None, results.ERROR_NOTE + "it broke"], "detail": ["{}"] * 4})
+                         "note": ["ok", "inf", None, ERROR_NOTE + "it broke"], "detail": ["{}"] * 4})
     marked = harness.mark_errors(rows)
     assert marked["error"].tolist() == [None, "non-finite m value", None, "it broke"]
     assert marked["note"].tolist() == ["ok", None, None, None]
@@ -216,12 +217,12 @@ def test_a_nan_recognition_similarity_is_an_error_not_unrecognised():
     grid = np.stack([eye, eye, eye])
     values, notes = RecognitionPerImage().per_image(_iconicity_inputs(clip, grid))
     assert values[:2].tolist() == [1.0, 0.0] and np.isnan(values[2])
-    assert notes[2] == results.ERROR_NOTE + "non-finite recognition similarity"
+    assert notes[2] == ERROR_NOTE + "non-finite recognition similarity"
     inputs = _iconicity_inputs(clip, grid)
     assert RecognitionPerImage().per_reference(inputs).loc["p", "failed"] == 1
     # A value per reference needs every declared image: none over the two images with a similarity (1 of 2, 0.5).
     [row] = RecognitionPerReference().per_prompt(inputs).itertuples()
-    assert np.isnan(row.value) and row.note.startswith(results.ERROR_NOTE + "an image of the reference could not")
+    assert np.isnan(row.value) and row.note.startswith(ERROR_NOTE + "an image of the reference could not")
 
 
 def test_faiss_patch_search_gives_nan_for_a_nan_patch_not_minus_float_max():
@@ -244,7 +245,7 @@ def test_a_recognised_image_with_a_nan_patch_is_a_visual_reuse_error():
     inputs = _iconicity_inputs(np.stack([eye[0], eye[0]]), grid)
     values, notes = VisualReusePerImage().per_image(inputs)
     assert values[0] == 1.0 and notes[0] == "16 of 16 patches reused"
-    assert np.isnan(values[1]) and notes[1] == results.ERROR_NOTE + "non-finite patch similarity"
+    assert np.isnan(values[1]) and notes[1] == ERROR_NOTE + "non-finite patch similarity"
     assert VisualReusePerImage().details(inputs)[1] is None
     marked = harness.mark_errors(pd.DataFrame({"metric": "vr_image", "value": values, "note": notes}))
     assert marked["error"].tolist() == [None, "non-finite patch similarity"]

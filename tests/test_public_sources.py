@@ -437,8 +437,8 @@ def test_public_sources_status_says_what_make_run_serves_and_what_the_rest_needs
     reachable = culturelens_here("suite", "status", tmp_path / "suite")
     assert reachable.returncode == 0
     assert reachable.stdout.splitlines() == [
-        f"make run serves CUBE-1K (the default dataset) and scores the awareness track; with no suite folder "
-        f"{tmp_path / 'suite'}, variability, relevance, diversity, iconicity, expectations are off",
+        "make run serves CUBE-1K (the default dataset) and scores the awareness track; variability, relevance, "
+        f"diversity, iconicity, expectations are off: there is no suite folder at {tmp_path / 'suite'}",
         "the public sources answer from here: `make run BUILD_SUITE=1` builds the suite first (culturelens suite "
         f"build --out {tmp_path / 'suite'}: downloads resumable, progress shown), then serves it; or run that "
         "command and restart"]

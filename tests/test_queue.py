@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 
 from benchmark.run_record import RunRecord
-from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded
+from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, SameImages, listing
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
@@ -72,7 +72,7 @@ def db_now(queue: Queue) -> float:
 def _add(queue: Queue, id: str, content_hash: str | None = None, owner: str = "alice", quota=None, **fields):
     return queue.add(id=id, content_hash=content_hash or f"sha256:{id}", owner=owner, model=f"model {id}",
                      model_id=fields.get("model_id"), model_revision=fields.get("model_revision"),
-                     dataset="culturelens/cube-1k:cube_1k:test", quota=quota)
+                     dataset="culturelens/cube-1k:cube_1k:test", quota=quota, image_sets=fields.get("image_sets", ()))
 
 
 def _race(n: int, action) -> list:
@@ -126,6 +126,53 @@ def test_the_same_content_sent_at_once_by_two_owners_is_queued_once(queue):
     assert sum(isinstance(o, str) for o in outcomes) == 1, outcomes
     assert all(isinstance(o, DuplicateSubmission) for o in outcomes if not isinstance(o, str)), outcomes
     assert len(queue.jobs()) == 1
+
+
+def test_curation_a_submission_holding_an_image_set_the_queue_knows_is_refused_naming_the_oldest_holder(queue):
+    """One image set, one row (issue 49, finding 10): b's content differs (another model name), but one of its image
+    sets is a's; refused naming a, in the inserting transaction, with nothing logged against its owner. Deleting a
+    frees the image set."""
+    first = _add(queue, "a", image_sets=["sha256:set-1", "sha256:set-2"])
+    with pytest.raises(SameImages) as raised:
+        _add(queue, "b", owner="bob", image_sets=["sha256:set-9", "sha256:set-2"])
+    assert raised.value.existing == first and raised.value.image_set == "sha256:set-2"
+    assert str(raised.value) == f"the same images as submission a ('model a', PENDING, {first.created_at})"
+    assert [j.id for j in queue.jobs()] == ["a"] and queue.count_since("bob", "1970") == 0
+    assert queue.same_images(["sha256:set-1"]) == (first, "sha256:set-1")
+    assert queue.same_images(["sha256:set-9"]) is None and queue.same_images([]) is None
+    assert queue.delete("a")
+    assert queue.same_images(["sha256:set-2"]) is None
+    assert _add(queue, "b", owner="bob", image_sets=["sha256:set-9", "sha256:set-2"]).id == "b"
+
+
+def test_curation_the_same_images_sent_at_once_by_two_owners_are_queued_once(queue):
+    """Six uploads of one image set under six names (six contents), racing: one is queued, five refused naming it."""
+    outcomes = _race(6, lambda i: _add(queue, f"s{i}", owner=f"owner-{i}", image_sets=["sha256:same-images"]).id)
+    queued = [o for o in outcomes if isinstance(o, str)]
+    assert len(queued) == 1, outcomes
+    assert all(isinstance(o, SameImages) and o.existing.id == queued[0] for o in outcomes if o not in queued), outcomes
+    assert [j.id for j in queue.jobs()] == queued
+
+
+def test_curation_records_restored_without_the_check_are_told_apart_by_age(queue):
+    """Two records holding one image set, restored as they were (a requests repo kept both): each keeps its image
+    sets, and only the younger finds an older holder (what the worker refuses to score); a re-run's own images
+    never count against it."""
+    old = Job(id="old", content_hash="sha256:old", owner="ada", model="Original", model_id=None, model_revision=None,
+              dataset="d", state="FINISHED", created_at="2026-11-20T00:00:00+00:00", started_at=None,
+              finished_at=None, updated_at="2026-11-20T00:00:00+00:00", attempts=1, lease_owner=None,
+              lease_expires=None, progress=1, message="scored", error=None, log_excerpt=None)
+    young = replace(old, id="young", content_hash="sha256:young", model="Copy", state="PENDING",
+                    created_at="2026-11-21T00:00:00+00:00")
+    same_second = replace(young, id="twin", content_hash="sha256:twin", created_at=old.created_at)
+    assert queue.restore(young, ["sha256:set"]) and queue.restore(old, ["sha256:set"])
+    queue.record_image_sets("twin-unrestored", ["sha256:set"])  # a record the queue does not hold counts for nothing
+    assert queue.restore(same_second)
+    queue.record_image_sets("twin", ["sha256:set"])  # a record restored without them, as a worker records them
+    assert queue.same_images(["sha256:set"], before=queue.get("young")) == (queue.get("old"), "sha256:set")
+    assert queue.same_images(["sha256:set"], before=queue.get("twin")) == (queue.get("old"), "sha256:set")
+    assert queue.same_images(["sha256:set"], before=queue.get("old")) is None
+    assert queue.same_images(["sha256:set"]) == (queue.get("old"), "sha256:set")
 
 
 def test_the_quota_is_checked_in_the_inserting_transaction(queue):
@@ -370,7 +417,9 @@ def test_a_restored_record_knows_its_leases_by_their_sha256_only(queue):
     restored = queue
     assert restored.restore(replace(mirrored, lease_tokens=None, lease_hashes=mirrored.issued_hashes))
     assert restored.get("a").lease_tokens is None and restored.get("a").lease_hashes == lease_hash(token)
-    assert restored.answered_by("a", _run({"submission_id": "a", "lease": token}))
+    # A lease known by its sha256 answers with a seal only (its token is public once its run.json is, issue 48).
+    assert restored.answered_by("a", _run({"submission_id": "a", "lease": token}), sealed=True)
+    assert not restored.answered_by("a", _run({"submission_id": "a", "lease": token}))
     assert not restored.answered_by("a", _run({"submission_id": "a", "lease": "0" * 32}), sealed=True)
     assert not restored.answered_by("a", _run({"submission_id": "a"}), sealed=True)  # no lease: the job has some
 
@@ -489,6 +538,47 @@ def test_notices_are_listed_oldest_first_for_a_week(queue):
     assert queue.notices() == ["first", "second"]
     run_sql(queue, "UPDATE notices SET at = DB_NOW - 8 * 24 * 3600 WHERE message = 'first'")
     assert queue.notices() == ["second"]
+
+
+def test_edge_queue_text_every_value_a_page_reads_is_cut_and_every_number_typed(queue):
+    """Issue 48: queue clients write 5 MB into every text the Queue tab shows, numbers out of their range and, with
+    SQL of their own, text where a number belongs (SQLite keeps it; PostgreSQL's columns refuse it, but take NaN).
+    What the pages read (``listing``, ``listed``, ``workers``, ``supervisors``, ``notices``, ``worker_tracks``) gives
+    each text as its first 4,000 characters and the cut marker, each such number as "invalid", and at most 50 rows of
+    each list, the newest."""
+    big = "x" * 5_000_000
+    cut = "x" * listing.TEXT_CHARS + f"… (cut at {listing.TEXT_CHARS:,} characters)"
+    queue.set_supervisor("s1", "running", pid=4242, restarts=-1, last_exit=big)
+    queue.set_worker("w1", "scoring", big)
+    queue.set_worker_tracks("w1", {"relevance": big})
+    for n in range(listing.ROWS + 10):
+        queue.add_notice(f"notice {n}")
+        run_sql(queue, f"UPDATE notices SET at = DB_NOW - {1000 - n} WHERE message = 'notice {n}'")  # oldest first
+    queue.add_notice(big)
+    for sid in ("a", "b"):
+        _add(queue, sid)
+    queue.claim("w1", 60)
+    queue.fail("a", "w1", big, big)
+    queue.claim("w1", 60)
+    assert queue.heartbeat("b", "w1", 60, 0.5, big)
+    run_sql(queue, "UPDATE submissions SET attempts = -2 WHERE id = 'a'")
+    if isinstance(queue, SQLiteQueue):  # SQL of another client: text in a number's column
+        run_sql(queue, "UPDATE submissions SET progress = 'abc' WHERE id = 'b'")
+        run_sql(queue, "UPDATE supervisors SET pid = 'abc'")
+    else:
+        run_sql(queue, "UPDATE submissions SET progress = 'NaN' WHERE id = 'b'")
+        run_sql(queue, "UPDATE supervisors SET pid = -7")
+
+    failed, running = sorted(queue.listing(10), key=lambda job: job.id)
+    assert (failed.error, failed.log_excerpt, failed.attempts) == (cut, cut, "invalid")
+    assert (running.message, running.progress, running.attempts) == (cut, "invalid", 1)
+    assert queue.listed("a") == failed and queue.listed("nobody") is None and len(queue.listing(1)) == 1
+    assert [w["message"] for w in queue.workers()] == [cut]
+    assert queue.worker_tracks(["w1"]) == {"w1": {"relevance": cut}}
+    (supervisor,) = queue.supervisors()
+    assert (supervisor["last_exit"], supervisor["pid"], supervisor["restarts"]) == (cut, "invalid", "invalid")
+    notices = queue.notices()
+    assert notices == [f"notice {n}" for n in range(11, listing.ROWS + 10)] + [cut]  # the newest 50, oldest first
 
 
 def test_queues_opened_at_once_on_one_location_share_it(open_queue):

@@ -20,7 +20,7 @@ from benchmark.datasets import cube_1k
 from benchmark import results
 from benchmark.run_record import RunRecord
 from leaderboard import render, seal
-from leaderboard.intake import PermissionDenied
+from leaderboard.intake import PermissionDenied, kept_image_sets
 from leaderboard.queue import open_queue
 from leaderboard.store import Store
 from leaderboard.ui.queue import QueueTab
@@ -200,6 +200,9 @@ def test_a_damaged_queue_file_is_kept_and_the_queue_rebuilt_from_the_folders(sql
     assert jobs[waiting.id].content_hash == waiting.content_hash
     assert (jobs[waiting.id].owner, jobs[scored.id].owner) == ("ada", "bo")  # from the queue's ledger
     assert jobs[waiting.id].model == waiting.model and jobs[waiting.id].dataset == waiting.dataset
+    for id in (waiting.id, scored.id):  # each one's images are its own again: a copy would be refused
+        [image_set] = kept_image_sets(store.submissions / id).values()
+        assert reopened.queue.same_images([image_set]) == (jobs[id], image_set)
     assert kept[0] in reopened.rebuilt and "2 submissions restored (1 finished, 1 pending), owners from the queue's " \
         "ledger" in reopened.rebuilt
     markdown = QueueTab(Site(Store(store.root), "ada")).page()["workers"]  # another process opening the store later

@@ -52,20 +52,36 @@ def write_result(store: Store, sid: str, model: str, track: str, prompts: dict[s
     results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid))
 
 
-def brute_force_rank_intervals(values: dict[str, list[float]], higher: bool) -> dict[str, tuple[int, int]]:
-    """The paired bootstrap written out: per replicate the same drawn prompts for every model, each model's mean
-    over them, its rank 1 + the models strictly better; the 2.5% / 97.5% order statistics of its ranks."""
+def rank_rule_by_hand(values: dict[str, list[float]], higher: bool, confidence: float = 0.95
+                      ) -> dict[str, tuple[int, int, int]]:
+    """Rank rule 2 written out: for each ordered pair, the prompts on which one model's value beats the other's
+    (equal values count for neither), the exact sign test as a sum of binomial terms, significant at or below
+    (1 - confidence) / (2 x pairs) where the mean is better too; a model above one that is above a third is above
+    it too (passes until nothing changes); then each model's (rank, rank_low, rank_high): 1 + the models above it,
+    twice, and the number of models less those below it."""
     models = list(values)
     n = len(values[models[0]])
-    draws = np.random.default_rng(ranking.SEED).integers(0, n, size=(ranking.REPLICATES, n))
-    ranks = {m: [] for m in models}
-    for drawn in draws:
-        means = {m: sum(values[m][i] for i in drawn) / n for m in models}
-        for m in models:
-            better = sum(1 for o in models if (means[o] > means[m] if higher else means[o] < means[m]))
-            ranks[m].append(1 + better)
-    low, high = math.floor(0.025 * (ranking.REPLICATES - 1)), math.ceil(0.975 * (ranking.REPLICATES - 1))
-    return {m: (sorted(r)[low], sorted(r)[high]) for m, r in ranks.items()}
+    mean = {m: sum(v) / n for m, v in values.items()}
+    sign = 1 if higher else -1
+    pairs = len(models) * (len(models) - 1) // 2
+    above = set()
+    for a in models:
+        for b in models:
+            wins = sum(int(sign * (x - y) > 0) for x, y in zip(values[a], values[b]))
+            losses = sum(int(sign * (x - y) < 0) for x, y in zip(values[a], values[b]))
+            tail = sum(math.comb(wins + losses, k) for k in range(wins, wins + losses + 1)) / 2 ** (wins + losses)
+            if sign * (mean[a] - mean[b]) > 0 and tail <= (1 - confidence) / (2 * pairs):
+                above.add((a, b))
+    while implied := {(a, c) for a, b in above for b_, c in above if b == b_} - above:
+        above |= implied
+    ranks = {m: 1 + sum((o, m) in above for o in models) for m in models}
+    return {m: (ranks[m], ranks[m], len(models) - sum((m, o) in above for o in models)) for m in models}
+
+
+def ranks_of(frame: pd.DataFrame) -> dict[str, tuple[int, int, int]]:
+    """A ranked table's (rank, rank_low, rank_high) by model."""
+    return {m: (r, lo, hi) for m, r, lo, hi in zip(frame["model"], frame["rank"], frame["rank_low"],
+                                                   frame["rank_high"])}
 
 
 @pytest.fixture
@@ -85,22 +101,7 @@ FOUR_MODELS = {model: values + values[::-1] for model, values in SIX.items()}
 PROMPTS = [f"p{i}" for i in range(1, 13)]
 
 
-def common_rank_groups(intervals: list[tuple[int, int]]) -> list[int]:
-    """Tie groups written out: down the rows, a row joins the current group while some whole rank r lies in
-    the interval of every row of the group and of it (r tried one by one), else it starts the next group."""
-    groups, members = [], []
-    for low, high in intervals:
-        candidate = members + [(low, high)]
-        if members and any(all(lo <= r <= hi for lo, hi in candidate) for r in range(1, 100)):
-            members = candidate
-            groups.append(groups[-1])
-        else:
-            members = [(low, high)]
-            groups.append(groups[-1] + 1 if groups else 1)
-    return groups
-
-
-def test_rank_intervals_equal_a_brute_force_paired_bootstrap_over_the_protocols_prompts(store):
+def test_ranks_and_ranges_follow_rank_rule_2_written_out_on_the_protocols_prompts(store):
     assert len(PROMPTS) >= ranking.MIN_PROMPTS
     for i, (model, values) in enumerate(FOUR_MODELS.items()):
         prompts = dict(zip(PROMPTS, values))
@@ -109,33 +110,36 @@ def test_rank_intervals_equal_a_brute_force_paired_bootstrap_over_the_protocols_
         write_result(store, f"s{i}", model, "iconicity", prompts)
     frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
     on_13 = {m: v + ([0.5] if m == "Alpha" else [0.0]) for m, v in FOUR_MODELS.items()}
-    expected = brute_force_rank_intervals(on_13, higher=True)
-    got = {m: (lo, hi) for m, lo, hi in zip(frame["model"], frame["rank_low"], frame["rank_high"])}
-    assert got == expected
-    # Score and rank come from the 13 prompts: Alpha 9.25 / 13, Beta 8.25 / 13, Gamma and Delta tie on 3.75 / 13.
-    assert list(frame["model"]) == ["Alpha", "Beta", "Delta", "Gamma"] and list(frame["rank"]) == [1, 2, 3, 3]
+    assert ranks_of(frame) == rank_rule_by_hand(on_13, higher=True)
+    # By hand: 6 pairs, each side tested at 0.05 / 12 = 0.0042. Alpha beats Gamma on 13 prompts of 13 (p = 1/8192)
+    # and Delta on 11 of 11 that differ (1/2048), Beta beats Gamma 10-0 (1/1024): significant. Alpha-Beta 9-4
+    # (1093/8192 = 0.13), Beta-Delta 10-2 (79/4096 = 0.019) and Gamma-Delta 4-4 are not. Gamma and Delta tie on
+    # 3.75 / 13, yet Beta is above Gamma and not Delta: Gamma's rank is 1 + 2, Delta's 1 + 1.
+    assert list(frame["model"]) == ["Alpha", "Beta", "Delta", "Gamma"] and list(frame["rank"]) == [1, 1, 2, 3]
+    assert list(zip(frame["rank_low"], frame["rank_high"])) == [(1, 2), (1, 3), (2, 4), (3, 4)]
     assert list(frame["value"]) == [9.25 / 13, 8.25 / 13, 3.75 / 13, 3.75 / 13] and (frame["n"] == 13).all()
     assert list(frame["refused"]) == [0.0, 1 / 13, 1 / 13, 1 / 13]
     assert "from the same 13 prompts" in note and "3 row(s) left some unanswered" in note
-    assert list(frame["tie_group"]) == common_rank_groups([expected[m] for m in frame["model"]])
+    assert "rank rule 2" in note
+    assert list(frame["tie_group"]) == [1, 1, 2, 3]  # the rows sharing a rank
     shown = display.display(frame)
-    low, high = expected["Alpha"]
-    assert shown.loc[0, "Rank"] == 1 and shown.loc[0, "Rank range (95%)"] == (f"{low}–{high}" if low < high else f"{low}")
+    assert shown.loc[0, "Rank"] == 1 and list(shown["Rank range (95%)"]) == ["1–2", "1–3", "2–4", "3–4"]
     assert shown.loc[0, "Score"] == round(9.25 / 13, 3) and shown.loc[0, "n"] == 13
     assert list(shown["Refused"]) == ["0%", "7.69%", "7.69%", "7.69%"]
     assert shown["Protocol"].str.endswith("(headline)").all()
-    assert "no rank interval" not in note
 
 
-def test_models_that_answered_different_prompts_are_ranked_each_refusal_at_the_worst_value(store):
-    # Each answered 2 of the 4 prompts the two answered between them: ranked on all 4, the others at 0.
+def test_models_that_answered_different_prompts_are_shown_each_refusal_at_the_worst_value(store):
+    # Each answered 2 of the 4 prompts the two answered between them: scored on all 4, the others at 0; four
+    # prompts are too few to rank (ranking.MIN_PROMPTS), so the values are shown and no order is claimed.
     write_result(store, "s1", "Left", "iconicity", {"p1": 0.5, "p2": 0.25})
     write_result(store, "s2", "Right", "iconicity", {"p3": 0.75, "p4": 0.5})
     frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
-    assert list(frame["model"]) == ["Right", "Left"] and list(frame["rank"]) == [1, 2]
+    assert list(frame["model"]) == ["Right", "Left"] and frame["rank"].isna().all()
     assert list(frame["value"]) == [1.25 / 4, 0.75 / 4] and list(frame["refused"]) == [0.5, 0.5]
-    assert frame["rank_low"].isna().all() and frame["tie_group"].isna().all()  # 4 prompts: too few for an interval
-    assert f"with fewer than {ranking.MIN_PROMPTS} prompts there is no rank interval" in note
+    assert frame["rank_low"].isna().all() and frame["tie_group"].isna().all()
+    assert (frame["not_ranked"] == f"{ranking.TOO_FEW} (4; a ranking needs {ranking.MIN_PROMPTS})").all()
+    assert f"{ranking.TOO_FEW}: below {ranking.MIN_PROMPTS} prompts the values are shown, never an order" in note
     assert list(display.display(frame)["Refused"]) == ["50%", "50%"]
 
 
@@ -201,18 +205,16 @@ def test_paper_rows_of_another_protocol_are_listed_beside_not_ranked(store):
 
 
 def test_a_null_leaves_the_win_rate_denominator_as_in_heim():
-    frame = pd.DataFrame({"track": "t", "model": ["A", "B", "C"], "provenance": "scored",
-                          "value": [0.9, np.nan, 0.1], "higher_is_better": True})
-    wide = tables.win_rates(frame)
-    assert dict(zip(wide["model"], wide["win_rate"])) == {"A": 1.0, "C": 0.0}  # not A 0.5, C 0.0, B -0.25
+    rates = ranking.track_win_rates(np.array([[0.9, np.nan, 0.1]]), True)[0]
+    assert rates[0] == 1.0 and np.isnan(rates[1]) and rates[2] == 0.0  # not A 0.5, C 0.0, B -0.25
 
 
 def test_overall_ranks_models_of_one_track_set_with_brute_force_intervals(store):
     # Three models on three tracks, one on awareness only, and a one-track paper row. Variability is not in the
     # overall (no direction to win on), so the set is awareness + iconicity; twelve prompts per track.
     rng = np.random.default_rng(7)
-    values = {model: {track: list(rng.integers(0, 9, 12) / 8) for track in DEFAULTS}
-              for model in ("Alpha", "Beta", "Gamma")}
+    values = {model: {track: list(rng.integers(low, low + 4, 12) / 8) for track in DEFAULTS}
+              for model, low in (("Alpha", 5), ("Beta", 3), ("Gamma", 0))}
     for i, (model, per_track) in enumerate(values.items()):
         for track, prompt_values in per_track.items():
             write_result(store, f"{track[:3]}{i}", model, track, dict(zip(PROMPTS, prompt_values)))
@@ -227,22 +229,21 @@ def test_overall_ranks_models_of_one_track_set_with_brute_force_intervals(store)
     assert dict(choices) == {chosen: 3, "awareness": 1, "iconicity": 1}
     assert set(wide["model"]) == set(values)  # neither Solo nor the paper row is ranked among them
     assert "variability" not in wide.columns
-    # Brute force: per track the same drawn prompts for every model, the draws of the track's own table.
-    models = list(values)
-    means = np.zeros((ranking.REPLICATES, len(models)))
-    for track in ("awareness", "iconicity"):
-        higher = DEFAULTS[track][1]
-        draws = np.random.default_rng(ranking.SEED).integers(0, 12, size=(ranking.REPLICATES, 12))
-        for b, drawn in enumerate(draws):
-            boot = [sum(values[m][track][i] for i in drawn) / 12 for m in models]
-            for j, v in enumerate(boot):
-                beaten = sum((v > o if higher else v < o) + 0.5 * (v == o) for k, o in enumerate(boot) if k != j)
-                means[b, j] += beaten / (len(models) - 1) / 2
-    low, high = math.floor(0.025 * (ranking.REPLICATES - 1)), math.ceil(0.975 * (ranking.REPLICATES - 1))
-    for j, model in enumerate(models):
+    # By hand: per track, rank rule 2 at 97.5% (95% shared by the two tracks), each model's win-rate range from its
+    # rank range (beating those below it, up to all not above it), the point its middle; their means over the two
+    # tracks; the overall rank 1 + the models whose lowest mean is above its highest.
+    models, low, high = list(values), {}, {}
+    for model in models:
+        ranges = [rank_rule_by_hand({m: values[m][t] for m in models}, DEFAULTS[t][1], 0.975)[model]
+                  for t in ("awareness", "iconicity")]
+        low[model] = np.mean([(3 - hi) / 2 for _, _, hi in ranges])
+        high[model] = np.mean([(3 - rank) / 2 for rank, _, _ in ranges])
+    for model in models:
         row = wide[wide["model"] == model].iloc[0]
-        assert row["win_low"] == pytest.approx(sorted(means[:, j])[low])
-        assert row["win_high"] == pytest.approx(sorted(means[:, j])[high])
+        assert (row["win_low"], row["win_high"]) == pytest.approx((low[model], high[model]))
+        assert row["win_rate"] == pytest.approx((low[model] + high[model]) / 2)
+        assert row["rank"] == 1 + sum(low[o] > high[model] for o in models)
+        assert row["rank_high"] == 3 - sum(high[o] < low[model] for o in models)
     assert "from the same 12 prompts" in wide.attrs["note"]
     other, _, shown, _ = tables.overall(Catalog(store), track_set="iconicity")
     # One model alone has no win rate: it is shown with its own score, unranked, saying what ranks it (issue 41).
@@ -273,11 +274,10 @@ def test_rankings_a_model_that_refused_its_hardest_prompts_is_ranked_with_them_a
     assert own["Refuser"] > max(own["Strong"], own["Good"])  # the case: first on each model's own prompts
     frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
     on_200 = {m: [0.0] * 10 + v for m, v in shared.items()}
-    expected = brute_force_rank_intervals(on_200, higher=True)
+    assert ranks_of(frame) == rank_rule_by_hand(on_200, higher=True)
     assert list(frame["model"]) == ["Strong", "Good", "Refuser"] and list(frame["rank"]) == [1, 2, 3]
     for row in frame.itertuples():
-        assert (row.rank_low, row.rank_high) == expected[row.model]
-        assert row.rank_low <= row.rank <= row.rank_high  # rank and interval from the same prompts
+        assert row.rank_low <= row.rank <= row.rank_high  # rank and range from the same prompts
         assert row.value == pytest.approx(np.sum(shared[row.model]) / 200) and row.n == 200
     assert list(frame["refused"]) == [0.0, 0.0, 0.05]
     assert "from the same 200 prompts" in note
@@ -294,15 +294,14 @@ def test_rankings_one_submission_of_3_of_200_prompts_is_ranked_last_and_leaves_t
         write_result(store, f"s{i}", model, "iconicity", dict(zip(prompts, model_values)))
     write_result(store, "s9", "Three", "iconicity", dict(zip(prompts[:3], [1.0, 1.0, 1.0])))
     frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
-    expected = brute_force_rank_intervals(values, higher=True)  # Three, at 3 / 200, is below them in every draw
+    on_200 = {**values, "Three": [1.0] * 3 + [0.0] * 197}  # its 197 unanswered prompts at the worst value, 0
+    assert ranks_of(frame) == rank_rule_by_hand(on_200, higher=True)
     assert list(frame["model"]) == ["A", "B", "C", "Three"] and list(frame["rank"]) == [1, 2, 3, 4]
-    ranked = frame[frame["model"] != "Three"]
-    assert {m: (lo, hi) for m, lo, hi in zip(ranked["model"], ranked["rank_low"], ranked["rank_high"])} == expected
     three = frame[frame["model"] == "Three"].iloc[0]
     assert three["value"] == 3 / 200 and three["n"] == 200 and three["refused"] == 197 / 200
     assert (three["rank_low"], three["rank_high"]) == (4, 4) and three["not_ranked"] == ""
     assert "from the same 200 prompts" in note and "1 row(s) left some unanswered" in note
-    assert set(ranked["tie_group"]) != {1} or len(set(expected.values())) == 1  # not one group of everyone
+    assert "1 row(s) mostly refused" in note and display.share(three["refused"]) == "98.5%: mostly refused"
 
 
 def test_rankings_diversity_at_n_4_and_n_8_never_share_a_ranking(store):
@@ -328,17 +327,6 @@ def test_rankings_diversity_at_n_4_and_n_8_never_share_a_ranking(store):
     assert list(other["model"]) == ["Four"]
     # Random draws name their count and seed: 50 draws and 20 draws are two protocols as well.
     assert version(tagger, 8, 50, 0, "random") != version(tagger, 8, 20, 0, "random")
-
-
-def test_rankings_chained_intervals_make_separate_tie_groups():
-    low, high = pd.Series([1, 2, 3, 4]), pd.Series([2, 3, 4, 5])  # each overlaps the next, 1-2 and 4-5 do not
-    assert list(ranking.tie_groups(low, high)) == [1, 1, 2, 2]  # {1-2, 2-3} share rank 2, {3-4, 4-5} rank 4
-    # 1-2, 1-3 and 2-4 all hold rank 2; 3-4 shares no rank with 1-2: a new group (though it overlaps 2-4)
-    assert list(ranking.tie_groups(pd.Series([1, 1, 2, 3]), pd.Series([2, 3, 4, 4]))) == [1, 1, 1, 2]
-    assert list(ranking.tie_groups(pd.Series([1, 1, 1, 3]), pd.Series([3, 3, 3, 4]))) == [1, 1, 1, 1]  # rank 3
-    assert list(ranking.tie_groups(pd.Series([1, 2, 3]), pd.Series([1, 2, 3]))) == [1, 2, 3]  # all told apart
-    with_gap = ranking.tie_groups(pd.Series([1, None, 1]), pd.Series([2, None, 2]))
-    assert list(with_gap.astype(object)) == [1, pd.NA, 1]  # a row without an interval has no group
 
 
 def test_rankings_a_never_used_up_model_ranks_first_on_reusability(store):
@@ -571,18 +559,22 @@ def test_gaming_one_complete_model_does_not_push_others_out(store):
         write_scored(store, f"g{i}", model, answers)
     write_scored(store, "weak", "Weak", dict.fromkeys(prompts, 0.125))
     frame, note = tables.ranked(Catalog(store), "iconicity", "crt")
-    assert frame["not_ranked"].eq("").all() and list(frame["rank"]) == [1, 2, 3, 4, 5]
+    on_200 = {**{m: [0.0] * 21 + list(a.values()) for m, a in gap.items()}, "Weak": [0.125] * 200}
+    assert frame["not_ranked"].eq("").all() and ranks_of(frame) == rank_rule_by_hand(on_200, higher=True)
     assert frame["model"].iloc[-1] == "Weak" and (frame["n"] == 200).all() and frame["rank_low"].notna().all()
+    assert frame["rank"].iloc[-1] == 5  # each of the four beats it on the 179 prompts it answered, loses 21
     assert dict(zip(frame["model"], frame["refused"])) == {**dict.fromkeys(gap, 21 / 200), "Weak": 0.0}
     for model, answers in gap.items():
         assert frame.loc[frame["model"] == model, "value"].iloc[0] == pytest.approx(sum(answers.values()) / 200)
-    eleven = Store(store.root.parent / "eleven")
+    eleven, on_200 = Store(store.root.parent / "eleven"), {}
     for k in range(11):
         missing = set(prompts[18 * k:18 * k + 18])
+        on_200[f"M{k:02d}"] = [0.0 if p in missing else v for p, v in zip(prompts, sixty_fourths(rng, 32, 64, 200))]
         write_scored(eleven, f"e{k:02d}", f"M{k:02d}",
-                     {p: v for p, v in zip(prompts, sixty_fourths(rng, 32, 64, 200)) if p not in missing})
+                     {p: v for p, v in zip(prompts, on_200[f"M{k:02d}"]) if p not in missing})
     frame, note = tables.ranked(Catalog(eleven), "iconicity", "crt")
     assert frame["not_ranked"].eq("").all() and (frame["n"] == 200).all() and (frame["refused"] == 0.09).all()
+    assert ranks_of(frame) == rank_rule_by_hand(on_200, higher=True)
     assert "from the same 200 prompts" in note and frame["rank_low"].notna().all()
 
 
@@ -614,11 +606,12 @@ def test_gaming_the_overall_download_equals_the_rankings_numbers(store):
         assert np.allclose(mine.to_numpy(float), theirs.to_numpy(float), equal_nan=True), track
         assert dict(zip(rows["model"], rows["value"])) == pytest.approx(
             {m: np.mean(list(models[m][track].values())) for m in models})
+        # Win rates from the comparisons (rank rule 2 at 97.5% in an overall of two tracks): the middle of the
+        # range from beating those below to beating all not above, (3 - rank_high + 3 - rank) / 2 of 2 others.
         win = download[(download["track"] == track) & (download["metric"] == exports.WIN_RATE)]
-        scores = dict(zip(table["model"], table["value"]))
+        by_hand = rank_rule_by_hand({m: list(models[m][track].values()) for m in models}, DEFAULTS[track][1], 0.975)
         assert dict(zip(win["model"], win["value"])) == pytest.approx(
-            {m: (sum(scores[m] > scores[o] for o in scores if o != m)
-                 + 0.5 * sum(scores[m] == scores[o] for o in scores if o != m)) / 2 for m in scores})
+            {m: (3 - high + 3 - rank) / 4 for m, (rank, _, high) in by_hand.items()})
     refuser = download[(download["model"] == "Refuser") & (download["metric"] == "crt")].iloc[0]
     assert refuser["value"] < own and refuser["refused"] == 1 / 12
     heat = tables.heatmap(cat, "iconicity", "crt", tables.OVERALL)
@@ -638,7 +631,9 @@ def test_gaming_a_model_that_recognised_nothing_ranks_last_at_0(store):
         rows = write_crt(store, f"c{i}", model, dict(zip(references, cra)), vr, kinds)
         assert any(r["metric"] == metric and r["slice"] == "kind" for r in rows)
     frame, _ = tables.ranked(Catalog(store), "iconicity", metric, "kind", "still")
-    assert list(frame["model"]) == ["Often", "Seldom", "Blind"] and list(frame["rank"]) == [1, 2, 3]
+    # Compared reference by reference (CRA x (1 - VR) on each): Often beats Blind on 9 (p = 1/512, below 0.05 / 6)
+    # and Seldom on 6 (1/64: not significant), Seldom beats Blind on 3 (1/8): Blind alone is below anyone.
+    assert list(frame["model"]) == ["Often", "Seldom", "Blind"] and list(frame["rank"]) == [1, 1, 2]
     assert list(frame["value"]) == pytest.approx([0.75 * 0.75, 0.25 * 0.75, 0.0]) and frame["not_ranked"].eq("").all()
 
 
@@ -781,7 +776,9 @@ def test_rankings_the_pure_rules_count_unanswered_prompts_as_worst_or_list_the_r
     rows = worst.rows
     assert worst.prompts == 12 and rows.loc["Gap", "score"] == pytest.approx(7.5 / 12)  # two zeros counted
     assert rows.loc["Undefined", "score"] == 0.25 and rows.loc["Undefined", "n"] == 10  # undefined: left out
-    assert list(rows["rank"]) == [2, 1, 3] and list(rows["refused"]) == [0.0, 2 / 12, 0.0]
+    # Compared prompt by prompt (0.05 / 6 each side): Gap beats Full on 10 and loses 2 (79/4096: no), Full and Gap
+    # beat Undefined on the 10 prompts it has a value on (1/1024: yes); Gap's 0.625 above Full's 0.5 is no rank.
+    assert list(rows["rank"]) == [1, 1, 3] and list(rows["refused"]) == [0.0, 2 / 12, 0.0]
     listed = ranking.rank([values], ranking.Rule((ranking.Quantity(True, 0.0, 1.0),), unanswered="not_ranked"),
                           answered).rows
     assert listed.loc["Gap", "not_ranked"] == ("left 2 of the 12 prompts unanswered: this track ranks complete "

@@ -163,13 +163,13 @@ def test_a_row_on_one_side_only_is_reported_missing_even_where_its_recorded_valu
     from benchmark import reproduce, results
     from benchmark.run_record import RunRecord
 
-    def folder(name: str, aggregates: list[dict]) -> Path:
+    def tables(name: str, aggregates: list[dict]) -> dict:
         per_image = [{"metric": "crt", "prompt_id": "p1", "seed": 0, "image_sha256": "a", "value": 0.5}]
-        return results.write_folder(tmp_path / name, per_image, aggregates, [], RunRecord())
+        return reproduce.read_result(results.write_folder(tmp_path / name, per_image, aggregates, [], RunRecord()))
 
     crt = {"metric": "crt", "slice": "overall", "slice_value": "all", "value": 0.5}
     vr = {"metric": "vr", "slice": "overall", "slice_value": "all", "value": None}
-    differences = reproduce.compare(folder("recorded", [crt, vr]), folder("reproduced", [crt]))
+    differences = reproduce.compare(tables("recorded", [crt, vr]), tables("reproduced", [crt]))
     by_metric = {d.metric: d for d in differences}
     assert by_metric["vr"].aggregate_missing == 1 and by_metric["vr"].aggregate is None
     assert by_metric["crt"] == reproduce.Difference("crt", 0.0, 0.0, 0, 0)
@@ -187,10 +187,12 @@ def test_a_rescore_with_no_rows_reports_every_recorded_row_missing(tmp_path):
 
     per_image = [{"metric": m, "prompt_id": "p1", "seed": 0, "image_sha256": "a", "value": 0.5} for m in ("crt", "vr")]
     aggregates = [{"metric": m, "slice": "overall", "slice_value": "all", "value": 0.5} for m in ("crt", "vr")]
-    recorded = results.write_folder(tmp_path / "recorded", per_image, aggregates, [], RunRecord())
-    empty = results.write_folder(tmp_path / "reproduced", [], [], [], RunRecord())
+    recorded = reproduce.read_result(results.write_folder(tmp_path / "recorded", per_image, aggregates, [],
+                                                          RunRecord()))
+    empty = reproduce.read_result(results.write_folder(tmp_path / "reproduced", [], [], [], RunRecord()))
     differences = reproduce.compare(recorded, empty)
     assert differences == [reproduce.Difference(m, None, None, 1, 1) for m in ("crt", "vr")]
     assert reproduce.report(differences, 0.0).splitlines()[-1] == (
         "2 of 2 metrics differ by more than 0; 4 row(s) are on one side only (missing)")
-    assert reproduce.compare(empty, results.write_folder(tmp_path / "again", [], [], [], RunRecord())) == []
+    again = results.write_folder(tmp_path / "again", [], [], [], RunRecord())
+    assert reproduce.compare(empty, reproduce.read_result(again)) == []

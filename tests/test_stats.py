@@ -18,6 +18,8 @@ from benchmark.stats import (
     holm,
     mean_ci,
     paired_comparisons,
+    sign_test,
+    sign_test_rejects,
     wilson_interval,
 )
 
@@ -52,32 +54,43 @@ def test_mean_ci_is_the_percentile_t_bootstrap_with_one_percent_tails():
     assert mean_ci(SAMPLE) == mean_ci(SAMPLE[::-1])  # the same values in any order, the same interval
 
 
-def test_an_interval_stays_inside_the_values_declared_range():
-    # Shares of 4 seeds, mostly 0: more than 1% of the resamples have no spread, and the upper side is unbounded
-    # until the range of a share (at most 1) closes it.
+def test_an_interval_stays_inside_the_values_declared_range_and_an_unbounded_side_stays_unbounded():
+    # Shares of 4 seeds, mostly 0: more than 1% of the resamples have no spread, and the upper side is unbounded.
+    # The range of a share (at most 1) does not close it: shown as the range's end, it would read as if the
+    # values had put it there (issue 49: a row of 3 answers in 200 read [0.0018, 2.5]).
     shares = np.array([0.25, 0, 0, 0, 0, 0, 0, 0, 0, 0.0])
     low, high = mean_ci(shares)
     assert low <= 0.025 and high == math.inf
-    assert mean_ci(shares, bounds=(0.0, 1.0)) == (max(low, 0.0), 1.0)
-    assert mean_ci(SAMPLE, bounds=(0.0, 0.3)) == (mean_ci(SAMPLE)[0], 0.3)
+    assert mean_ci(shares, bounds=(0.0, 1.0)) == (max(low, 0.0), math.inf)
+    assert mean_ci(SAMPLE, bounds=(0.0, 0.3)) == (mean_ci(SAMPLE)[0], 0.3)  # a bounded side is held in the range
 
 
-def test_zero_one_values_get_the_wilson_interval():
-    # 2 of 10, z^2 = 3.8414588: centre (0.2 + 0.1920729) / 1.3841459 = 0.2832598,
-    # half 1.9599640 / 1.3841459 * sqrt(0.016 + 0.0096037) = 0.2265777
+def test_zero_one_values_get_wilsons_interval_with_continuity_correction():
+    # 2 of 10 (Newcombe 1998, method 4), z^2 = 3.8414588, 2np = 4, denominator 2 (n + z^2) = 27.6829176:
+    # low  (4 + 3.8414588 - 1 - z sqrt(3.8414588 - 2 - 0.1 + 0.8 x 9 = 8.9414588)) / 27.6829176 = 0.0354269,
+    # high (4 + 3.8414588 + 1 + z sqrt(3.8414588 + 2 - 0.1 + 0.8 x 7 = 11.3414588)) / 27.6829176 = 0.5578186.
     events = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0], dtype=float)
-    assert mean_ci(events, kind="rate") == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
-    assert wilson_interval(2, 10) == pytest.approx((0.0566822, 0.5098375), abs=1e-7)
-    scipy_wilson = scipy_stats.binomtest(2, 10).proportion_ci(0.95, method="wilson")
-    assert mean_ci(events, kind="rate") == pytest.approx((scipy_wilson.low, scipy_wilson.high))
-    scipy_90 = scipy_stats.binomtest(2, 10).proportion_ci(0.90, method="wilson")
+    assert mean_ci(events, kind="rate") == pytest.approx((0.0354269, 0.5578186), abs=1e-7)
+    assert wilson_interval(2, 10) == pytest.approx((0.0354269, 0.5578186), abs=1e-7)
+    scipy_cc = scipy_stats.binomtest(2, 10).proportion_ci(0.95, method="wilsoncc")
+    assert mean_ci(events, kind="rate") == pytest.approx((scipy_cc.low, scipy_cc.high))
+    scipy_90 = scipy_stats.binomtest(2, 10).proportion_ci(0.90, method="wilsoncc")
     assert mean_ci(events, confidence=0.90, kind="rate") == pytest.approx((scipy_90.low, scipy_90.high))
     # The same values of a continuous score are no proportion: the percentile-t's interval, not Wilson's.
     assert mean_ci(events) == pytest.approx(percentile_t_by_hand(events, 0.01), abs=1e-12)
-    # At 0 of n the interval is [0, z^2 / (n + z^2)], at n of n [n / (n + z^2), 1]: exactly 0 and 1, never a
-    # rounding residue above the share itself (0 of 9: 3.8414588 / 12.8414588 = 0.2991450).
-    assert wilson_interval(0, 9) == (0.0, pytest.approx(0.2991450, abs=1e-7))
-    assert wilson_interval(9, 9) == (pytest.approx(0.7008550, abs=1e-7), 1.0)
+    # At 0 of n the low end is exactly 0, at n of n the high end exactly 1 (0 of 9: high (3.8414588 + 1 + z sqrt(
+    # 3.8414588 + 2 - 1/9)) / 25.6829176 = 0.3711903).
+    assert wilson_interval(0, 9) == (0.0, pytest.approx(0.3711903, abs=1e-7))
+    assert wilson_interval(9, 9) == (pytest.approx(1 - 0.3711903, abs=1e-7), 1.0)
+
+
+def test_a_rates_interval_covers_95_percent_where_wilsons_did_not():
+    """Exact binomial coverage at the cells where Wilson's interval without the correction fell below 0.93 (n = 10
+    at p = 0.985: 0.860; n = 50 at p = 0.01: 0.911; n = 5 at p = 0.965: 0.837, benchmarks/coverage.py)."""
+    for n, p in ((10, 0.985), (50, 0.01), (5, 0.965), (200, 0.005), (20, 0.5)):
+        covered = sum(scipy_stats.binom.pmf(k, n, p) for k in range(n + 1)
+                      if wilson_interval(k, n)[0] <= p <= wilson_interval(k, n)[1])
+        assert covered >= 0.95, (n, p, covered)
 
 
 def test_no_interval_below_the_minimum_n():
@@ -91,15 +104,18 @@ def test_no_interval_below_the_minimum_n():
     assert low < SAMPLE[:MIN_CI_N].mean() < high
 
 
-def test_all_equal_values():
-    # No spread: the interval has zero width.
-    assert mean_ci(np.full(6, 0.3)) == (0.3, 0.3)
-    # A rate's all 0 or all 1 are events that never or always happened: Wilson's interval, not a point.
-    # 0 of 6: (0, z^2/6 / (1 + z^2/6)) = (0, 0.6402431 / 1.6402431 = 0.3903343); 5 of 5: (0.5655175, 1).
-    assert mean_ci(np.zeros(6), kind="rate") == pytest.approx((0.0, 0.3903343), abs=1e-7)
-    assert mean_ci(np.ones(5), kind="rate") == pytest.approx((0.5655175, 1.0), abs=1e-7)
-    # A continuous score that is 0 everywhere has no spread: the point, never a rate's interval.
-    assert mean_ci(np.zeros(6)) == (0.0, 0.0)
+def test_all_equal_values_bound_the_mean_only_where_the_range_does():
+    # No spread: nothing in the sample bounds its mean (the percentile-t has no t* to read), so a side is unbounded,
+    # unless the value is the range's end on that side (a mean of values in the range cannot pass it). A row that
+    # refused every prompt, each counted at the worst value 0, is at least 0 and not bounded above.
+    assert mean_ci(np.full(6, 0.3)) == (-math.inf, math.inf)
+    assert mean_ci(np.full(6, 0.3), bounds=(0.0, 1.0)) == (-math.inf, math.inf)
+    assert mean_ci(np.zeros(6), bounds=(0.0, 2.5)) == (0.0, math.inf)
+    assert mean_ci(np.ones(6), bounds=(0.0, 1.0)) == (-math.inf, 1.0)
+    # A rate's all 0 or all 1 are events that never or always happened: its interval, not a point nor unbounded.
+    # 0 of 6: (0, (3.8414588 + 1 + z sqrt(3.8414588 + 2 - 1/6)) / 19.6829176 = 0.4831829); 5 of 5: (0.4629440, 1).
+    assert mean_ci(np.zeros(6), kind="rate") == pytest.approx((0.0, 0.4831829), abs=1e-7)
+    assert mean_ci(np.ones(5), kind="rate") == pytest.approx((0.4629440, 1.0), abs=1e-7)
 
 
 def test_holm_on_hand_computed_values():
@@ -182,3 +198,25 @@ def test_holm_runs_over_every_pair_of_every_metric():
     crt = table[table["metric"] == "crt"].reset_index(drop=True)
     assert (crt["p_value"] == within["p_value"]).all() and (crt["p_holm"] >= within["p_holm"]).all()
     assert (crt["p_holm"] > within["p_holm"]).any()
+
+
+def test_sign_test_is_the_exact_binomial_tail_and_never_rises_with_a_win():
+    # P(X >= w) for X ~ Binomial(w + l, 1/2), term by term over 2^12 = 4096 outcomes: 12-0: 1/4096; 7-5: (C(12,7)
+    # + ... + C(12,12)) / 4096 = (792 + 495 + 220 + 66 + 12 + 1) / 4096 = 1586/4096; 9-3: 299/4096; no sign: 1.
+    assert list(sign_test(np.array([12, 7, 9, 0]), np.array([0, 5, 3, 0]))) == pytest.approx(
+        [1 / 4096, 1586 / 4096, 299 / 4096, 1.0])
+    # A loss turned into a tie (w, l - 1) or a tie into a win (w + 1, l) never raises the p-value.
+    for wins in range(15):
+        for losses in range(15):
+            p = sign_test(wins, losses)
+            assert sign_test(wins + 1, losses) <= p and (losses == 0 or sign_test(wins, losses - 1) <= p)
+
+
+def test_sign_test_rejects_exactly_where_the_tail_is_at_most_alpha():
+    # Every (wins, losses) up to 60 signed prompts, at the levels a ranking of 2 to 40 models uses (0.025 to 0.05 /
+    # 1560) and one between two attainable tails: the fast decision is the exact tail's, summed here term by term.
+    for alpha in (0.025, 0.05 / 30, 0.05 / 1560, 1586 / 4096):
+        for total in range(61):
+            for wins in range(total + 1):
+                tail = sum(math.comb(total, k) for k in range(wins, total + 1)) / 2 ** total
+                assert sign_test_rejects(wins, total - wins, alpha) == (tail <= alpha), (alpha, wins, total)

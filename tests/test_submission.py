@@ -88,7 +88,7 @@ def test_culture_labels_of_an_older_manifest_are_accepted_ignored_and_said_so(st
                                        "against each country of the prompt set, the same labels for every "
                                        "submission; remove the field"]
     assert "warning: manifest.json: culture_labels is ignored" in outcome.report.text()
-    plain = store.submit(make_submission(tmp_path / "plain", prompt_ids), "alice")
+    plain = store.submit(make_submission(tmp_path / "plain", prompt_ids, model_name="Plain Model"), "alice")
     assert plain.report.ok and plain.report.warnings == []
 
 

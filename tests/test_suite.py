@@ -136,15 +136,18 @@ def test_a_public_source_out_of_reach_leaves_its_asset_unbuilt_and_names_the_com
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "built cube-diversity: from benchmark/datasets/cube_diversity.py"
     unbuilt = result.stdout.splitlines()[1]
-    assert unbuilt.startswith(f"NOT BUILT iconic-references: cannot reach Wikidata's SPARQL service "
-                              f"(http://127.0.0.1:{port}/w): ")
+    assert unbuilt.startswith("NOT BUILT iconic-references: cannot reach Wikidata's SPARQL service (the iconic "
+                              "references' query for ")  # one query per class: the error names which one
+    assert f") (http://127.0.0.1:{port}/w): " in unbuilt
     assert unbuilt.endswith("where there is no network, give the source as a file instead (the command's --help "
                             "names the option)")
     state = Assets(out).tracks()
-    assert state["diversity"] == (f"no artifact-index in {out}: culturelens suite build --out {out} --only "
-                                  "artifact-index")
-    assert state["iconicity"] == (f"no iconic-references in {out}: culturelens suite build --out {out} --only "
-                                  "iconic-references")
+    weights = ("(it needs the weights of clip-vit-b-32: where the Hub cannot be reached, add `--backbones FILE` "
+               "naming local copies)")  # the build embeds both with CLIP: offline, its weights are needed too
+    assert state["diversity"] == (f"no artifact-index in {out}: `culturelens suite build --out {out} --only "
+                                  f"artifact-index` {weights}")
+    assert state["iconicity"] == (f"no iconic-references in {out}: `culturelens suite build --out {out} --only "
+                                  f"iconic-references` {weights}")
     assert Assets(out).settings() == {}
     assert "`iconic-references`: cannot reach Wikidata's SPARQL service" in (out / "README.md").read_text()
 

@@ -10,7 +10,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from benchmark import results, tracks
+from benchmark import ranking, results, tracks
 from benchmark.datasets import cube_1k
 from benchmark.settings import TRACK_PATH
 from leaderboard.store import Store
@@ -117,7 +117,8 @@ def test_a_toy_track_module_is_scored_ranked_charted_and_explained(toy_track, tm
         client = Client(url, verbose=False)
         [row] = client.predict("toy", "toy_seed", api_name="/leaderboard")
         assert row["model"] == "Toy Model" and row["value"] == pytest.approx(0.35) and row["n"] == len(prompt_ids)
-        assert row["rank"] == 1 and row["on_protocol"] is True
+        # In its ranked table, on the protocol; the tiny dataset's 6 prompts are too few to rank (ranking.MIN_PROMPTS).
+        assert row["rank"] is None and row["not_ranked"].startswith(ranking.TOO_FEW) and row["on_protocol"] is True
         out = client.predict("toy", "toy_seed", "overall", "all", "", api_name="/slices")
         chart = next(c for c in out if isinstance(c, dict) and c.get("columns") == ["model", "value", "doubled"])
         assert pd.DataFrame(chart["data"], columns=chart["columns"]).values.tolist() == [["Toy Model", 0.35, 0.7]]

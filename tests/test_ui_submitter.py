@@ -105,7 +105,7 @@ def test_a_submitter_takes_the_demo_example_to_a_scored_row(scoring_app, tmp_pat
                                           'load_dataset("culturelens/cube-1k", "cube_1k_demo"',
                                           "culturelens generate --preset sdxl --dataset culturelens/cube-1k")]
         assert order == sorted(order), steps
-        assert "this server accepts cube-1k of it" in steps and "19,773" not in steps
+        assert "this server accepts its part cube-1k only" in steps and "19,773" not in steps
         assert "cube_1k_demo (72 prompts" in steps
 
         # A first try: three prompts answered. The summary comes before the list of what is missing.

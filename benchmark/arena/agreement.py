@@ -8,8 +8,9 @@ trust, per country" (Nayak et al., Sec. 6, Fig. 7: Spearman between metric and h
 - **pairwise agreement**, per culture and over all: of the decided pairs (model battles voted left or right, not set
   aside, where the metric has a value for both images the voter saw), the share the metric orders as the voter did
   (the winner's value better by the metric's direction); a metric tie counts half (a coin would be right half the
-  time). 95% Wilson interval over the pairs (``benchmark.stats.wilson_interval``; pairs by one voter are not
-  independent, so it is a little narrow), and the number of pairs.
+  time). 95% Wilson interval with continuity correction over the pairs, the tables' for a rate
+  (``benchmark.stats.wilson_interval``; pairs by one voter are not independent, so it is a little narrow), and the
+  number of pairs.
 - **model-level rank correlation**: Kendall's tau-b and Spearman's rho (``scipy.stats``) between the models'
   strengths and the metric's model scores, on the models that have both, signed so that +1 means the metric ranks
   the models as the voters do whatever its direction.

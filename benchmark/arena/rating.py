@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from scipy.special import expit
 
 from benchmark import ranking
@@ -154,20 +155,31 @@ def fit(wins: np.ndarray, *, prior: float = PRIOR, start: np.ndarray | None = No
     return strength - strength.mean(-1, keepdims=True)
 
 
-def rank_step(strength: pd.Series, replicates: np.ndarray | None) -> pd.DataFrame:
-    """A rating's ranks by the rule of the leaderboard's tables (``benchmark.ranking``), so that the arena follows
-    it wherever it changes: rank = 1 + the models of higher strength (``ranking.rank_values``); rank interval, the
-    2.5% and 97.5% order statistics of each model's rank over the bootstrap draws (``ranking.replicate_ranks``,
-    ``ranking.interval``); tie groups, models whose rank intervals share a rank (``ranking.tie_groups``)."""
-    frame = pd.DataFrame({"rank": ranking.rank_values(strength, True)}, index=strength.index)
-    low = high = np.full(len(strength), np.nan)
-    if replicates is not None:
-        low, high = ranking.interval(ranking.replicate_ranks(replicates, True))
-    frame["rank_low"] = pd.array(low, dtype="Float64").astype("Int64")
-    frame["rank_high"] = pd.array(high, dtype="Float64").astype("Int64")
-    order = strength.sort_values(ascending=False).index
-    frame["tie_group"] = ranking.tie_groups(frame.loc[order, "rank_low"],
-                                            frame.loc[order, "rank_high"]).reindex(frame.index)
+def rank_step(strength: pd.Series, replicates: np.ndarray | None,
+              confidence: float = ranking.CONFIDENCE) -> pd.DataFrame:
+    """A rating's ranks by the rank rule of the leaderboard's tables (``benchmark.ranking``, rule
+    ``ranking.RULE_VERSION``, LMArena's), so that the arena follows it: rank = 1 + the models significantly better
+    (through chains, ``ranking.chains``), rank range from it to the number of models less those significantly worse
+    (``ranking.rank_range``), tie groups, the models sharing a rank. Where the tables test two models on the prompts
+    each wins (a sign test), a rating tests them on the votes: model j is significantly better than model i when its
+    strength is higher and the Wald test of the difference, ``(s_j - s_i) / sd``, sd the standard deviation of
+    ``s_j - s_i`` over the bootstrap draws (the maximum-likelihood strengths are asymptotically normal), rejects
+    equality two-sided at (1 - ``confidence``) / pairs, every pair of the ranking at family-wise ``confidence``
+    together (Bonferroni, as the tables). Without draws nothing is tested: no rank."""
+    frame = pd.DataFrame(index=strength.index)
+    places = np.full((4, len(strength)), np.nan)  # rank, rank_low, rank_high, tie_group
+    m = len(strength)
+    if replicates is not None and m >= 2:
+        s = strength.to_numpy(float)
+        spread = (replicates[:, :, None] - replicates[:, None, :]).std(axis=0)  # sd of s_j - s_i, j x i
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(spread > 0, (s[:, None] - s[None, :]) / spread, np.inf * np.sign(s[:, None] - s[None, :]))
+        pairs = m * (m - 1) // 2
+        above = ranking.chains((s[:, None] > s[None, :]) & (stats.norm.sf(z) < (1 - confidence) / (2 * pairs)))
+        place, worst = ranking.rank_range(above)
+        places[:] = place, place, worst, stats.rankdata(place, method="dense")
+    for column, values in zip(("rank", "rank_low", "rank_high", "tie_group"), places):
+        frame[column] = pd.array(values, dtype="Float64").astype("Int64")
     return frame
 
 

@@ -214,8 +214,9 @@ class CubeRecord:
         }
 
 
-def read_source(source: str) -> list[dict]:
-    """Read the upstream JSON from a path or an http(s) URL and check its shape."""
+def read_source(source: str, how: str = "--source PATH") -> list[dict]:
+    """Read the upstream JSON from a path or an http(s) URL and check its shape; ``how``: how the caller is given
+    a local copy instead, named when the source cannot be read (``data build``'s flag by default)."""
     try:
         if re.match(r"https?://", source):
             with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310 (http(s) only)
@@ -224,8 +225,8 @@ def read_source(source: str) -> list[dict]:
             text = Path(source).read_text(encoding="utf-8")
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         raise CubeSourceError(
-            f"cannot read the CUBE-1K source {source}: {getattr(error, 'reason', error)}. "
-            "Offline? Pass --source with a local copy of the authors' cube_1k.json."
+            f"cannot read the CUBE-1K source {source}: {getattr(error, 'reason', error)}; offline, give a local "
+            f"copy of the authors' cube_1k.json: {how}"
         ) from None
     except UnicodeDecodeError as error:
         raise CubeSourceError(f"{source}: not UTF-8 text ({error})") from None
@@ -584,15 +585,15 @@ def has_every_config(folder: Path) -> bool:
         hub_layout.parquet_files(Path(folder), config, SPLIT) for config in configs)
 
 
-def build(source: str, out: Path, *, repo: str = HUB_REPO) -> dict:
-    """Build the CUBE-1K dataset folder from the authors' JSON; return a summary."""
+def build(source: str, out: Path, *, repo: str = HUB_REPO, how: str = "--source PATH") -> dict:
+    """Build the CUBE-1K dataset folder from the authors' JSON; return a summary. ``how``: ``read_source``'s."""
     import datasets
 
     from benchmark import __version__
     from benchmark.datasets import hub_layout
     from benchmark.papers import CUBE, bibtex
 
-    raw = read_source(source)
+    raw = read_source(source, how)
     records = check_records(raw)
     rows = [r.row() for r in records]
     prompts = [row for row in rows if row["duplicate_of"] is None]

@@ -12,10 +12,10 @@ from PIL import Image
 
 from benchmark.encoders.spec import (
     GRID_CUTS,
-    PREPARED_ON_DEVICE,
     BackboneSpec,
     BackboneUnavailable,
 )
+from benchmark.metric_marks import PREPARED_ON_DEVICE
 
 
 def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:

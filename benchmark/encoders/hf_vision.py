@@ -21,10 +21,10 @@ from transformers import AutoImageProcessor, AutoModel
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone, Preparation, how_to_provide
 from benchmark.encoders.spec import (
-    PREPARED_ON_DEVICE,
     BackboneSpec,
     BackboneUnavailable,
 )
+from benchmark.metric_marks import PREPARED_ON_DEVICE
 
 
 class _ProcessorTransform:

@@ -23,11 +23,6 @@ LOCAL_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 FAMILIES = ("open_clip", "hf_vision", "dreamsim")
 POOLINGS = ("cls", "mean")  # the first is the default
 GRID_CUTS = ("rounded", "floor")  # the first is the default
-# Images resized, cropped and normalised on the model's device by the transform's own steps run on tensors
-# (``encoders.base.Preparation``): named in the cache keys of such backbones and in the version of every metric
-# that reads image features, since the inputs are not the PIL transform's bit for bit (benchmarks/README.md,
-# "harness_speed.py": the largest embedding difference on real-size backbones).
-PREPARED_ON_DEVICE = "tensor-1"
 
 
 class BackboneUnavailable(CultureLensError, RuntimeError):

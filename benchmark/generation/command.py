@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
+import sys
 from pathlib import Path
 
 from benchmark.generation.presets import CUBE_NEGATIVE_PROMPT, PRESETS
@@ -34,10 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--dtype", choices=["auto", "float16", "bfloat16", "float32"], default="auto",
                        help="auto: the preset's half precision on GPU, float32 on CPU")
     data = parser.add_argument_group("prompts (or --suite)")
-    data.add_argument("--suite", nargs="?", const=SUITE_REPO, default=None, metavar="REPO_OR_DIR",
-                      help=f"every image of every part of the suite (default {SUITE_REPO}; a folder from `culturelens "
-                           "suite build` stands in for it), as one suite submission, OUT/parts/<part>/; the suite "
-                           "fixes the datasets and seeds")
+    data.add_argument("--suite", nargs="?", const="", default=None, metavar="REPO_OR_DIR",
+                      help=f"every image of every part of the suite, as one suite submission, OUT/parts/<part>/; the "
+                           "suite fixes the datasets and seeds (a folder from `culturelens suite build`, or a Hub "
+                           f"repo; given alone: the suite `serve --suite` serves on the store, else {SUITE_REPO})")
     data.add_argument("--parts", nargs="+", default=None, metavar="PART",
                       help="with --suite: only these parts (a partial suite submission, scored on those)")
     data.add_argument("--dataset", help="dataset: Hub repo id or local folder")
@@ -59,6 +61,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_.add_argument("--attention-slicing", action="store_true", help="enable_attention_slicing (less memory)")
     run_.add_argument("--license", default="see the model's licence", help="licence of the generated images")
     run_.add_argument("--contact", default=default_contact(), help="e-mail or Hugging Face user name")
+
+
+def cpu_threads_hint(device: str, threads: int, load: float | None = None, cores: int | None = None) -> str | None:
+    """What ``generate`` says before it starts on the CPU with several threads (torch's default: one per core):
+    where other work keeps the cores busy they wait for each other, and one thread was about 10x faster with the
+    tests' tiny pipeline on a busy 2-core machine (``benchmarks/generate_threads.py``); None on a GPU or with one
+    thread. ``load`` and ``cores`` (default: this
+    machine's 1-minute load average and core count) say how busy it is now."""
+    if not device.startswith("cpu") or threads <= 1:
+        return None
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    cores = cores or os.cpu_count() or threads
+    busy = f" (load {load:.1f} on {cores} cores now)" if load is not None else ""
+    return (f"generating on the CPU with {threads} threads{busy}: where other work keeps the cores busy, one thread "
+            "can be many times faster (about 10x on a busy 2-core machine); to use one, run the same command "
+            "with OMP_NUM_THREADS=1 before it")
 
 
 def _settings(args: argparse.Namespace, device: str):
@@ -112,6 +131,8 @@ def main(args: argparse.Namespace, suite=None) -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     settings = _settings(args, device)
+    if hint := cpu_threads_hint(device, torch.get_num_threads()):
+        print(hint, file=sys.stderr)
     if suite is not None:
         from benchmark.generation.suite import generate_suite
 

@@ -12,13 +12,9 @@ from pathlib import Path
 from benchmark.layout import part_folder
 
 
-def generate_suite(args: argparse.Namespace, ref, settings, device: str, model: dict) -> int:
-    """Generate the parts ``args.parts`` (default: all) of the suite ``ref`` (``suite_assets.SuiteRef``) into
-    ``args.out``, with the pipeline and settings ``settings`` (``runner.Settings``), the manifests naming
-    ``model`` (the manifest's model record)."""
-    from benchmark.datasets.prompts import load_prompts
-    from benchmark.generation.runner import GenerationError, generation_record, load_pipeline, run
-    from benchmark.progress import Bars
+def refuse_fixed_options(args: argparse.Namespace) -> None:
+    """A GenerationError naming the options given that the suite fixes (its datasets, prompts and seeds)."""
+    from benchmark.generation.runner import GenerationError
 
     fixed = [flag for flag, value in (("--dataset", args.dataset), ("--images-per-prompt", args.images_per_prompt),
                                       ("--seeds", args.seeds), ("--limit", args.limit),
@@ -26,6 +22,17 @@ def generate_suite(args: argparse.Namespace, ref, settings, device: str, model: 
     if fixed:
         raise GenerationError(f"{', '.join(fixed)}: the suite fixes each part's prompts and seeds; leave them out "
                               "with --suite (choose parts with --parts)")
+
+
+def generate_suite(args: argparse.Namespace, ref, settings, device: str, model: dict) -> int:
+    """Generate the parts ``args.parts`` (default: all) of the suite ``ref`` (``suite_assets.SuiteRef``) into
+    ``args.out``, with the pipeline and settings ``settings`` (``runner.Settings``), the manifests naming
+    ``model`` (the manifest's model record)."""
+    from benchmark.datasets.prompts import load_prompts
+    from benchmark.generation.runner import generation_record, load_pipeline, run
+    from benchmark.progress import Bars
+
+    refuse_fixed_options(args)
     suite = ref.suite
     parts = [suite.part(name) for name in args.parts] if args.parts else list(suite.parts)
     prompt_sets = {}

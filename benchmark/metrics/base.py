@@ -32,8 +32,8 @@ import pandas as pd
 from PIL import Image
 
 from benchmark.cache import EmbeddingCache
-from benchmark.encoders.spec import PREPARED_ON_DEVICE
 from benchmark.features import Need
+from benchmark.metric_marks import PREPARED_ON_DEVICE
 
 
 @dataclass(frozen=True)

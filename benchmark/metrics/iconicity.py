@@ -39,6 +39,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from benchmark.metric_marks import ERROR_NOTE
 from benchmark.metrics.base import Inputs, Metric, MetricInfo, Need
 from benchmark.metrics.crt_protocol import (  # noqa: F401 - the protocol's names, where readers of this module look
     CITATION,
@@ -54,7 +55,6 @@ from benchmark.metrics.crt_protocol import (  # noqa: F401 - the protocol's name
     crt_from_means,
     protocol,
 )
-from benchmark.results import ERROR_NOTE
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

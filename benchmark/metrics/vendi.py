@@ -173,6 +173,6 @@ def draw_mean(per_draw: np.ndarray, confidence: float = 0.95) -> DrawMean:
     if values.ndim != 1 or len(values) == 0:
         raise ValueError(f"expected a non-empty 1-D array of per-draw scores, got shape {values.shape}")
     low, high = mean_ci(values, confidence=confidence)
-    if len(values) == 1:
+    if np.all(values == values[0]):  # every draw gives one value: no Monte Carlo error to bound
         low = high = float(values[0])
     return DrawMean(float(values.mean()), low, high, len(values))

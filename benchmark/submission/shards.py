@@ -48,6 +48,8 @@ from benchmark.layout import (
 )
 from benchmark.submission.archive import (
     IMAGE_EXTENSIONS,
+    RATIO_FLOOR,
+    Budget,
     Entry,
     Limits,
     Rejected,
@@ -306,13 +308,15 @@ class _Source:
 
 
 # --- an upload in Parquet form ------------------------------------------------------------------------------------
-def expand(folder: Path, entries: list[Entry], limits: Limits = Limits()) -> list[Entry]:
+def expand(folder: Path, entries: list[Entry], limits: Limits = Limits(), hold=None) -> list[Entry]:
     """``entries`` of a staged upload, with its Parquet files (``data/*.parquet``) replaced by the images their
     rows hold, written as the files ``images/<prompt_id>/<seed>.<ext>`` of ``folder`` (and the Parquet files
     removed). Each row is checked first: the columns (prompt_id, seed, image {bytes, path}, sha256), a prompt id
     and seed of the right form, the image's file name (``<seed>.<ext>`` or ``images/<prompt_id>/<seed>.<ext>``,
     nothing else: no folder, no '..'), the sha256 of its bytes, no second row for a (prompt_id, seed), and the
-    size limits. Rejected names the file, the row and the reason."""
+    size limits: each image's, and all of them together the total's and at most ``max_compression_ratio`` times the
+    Parquet files' own bytes (a zip member's rule). ``hold``: a ``space.Hold`` grown by each image before it is
+    written. Rejected names the file, the row and the reason."""
     parquets = [e for e in entries if e.path.startswith(f"{DATA_DIR}/")]
     if not parquets:
         return entries
@@ -321,7 +325,11 @@ def expand(folder: Path, entries: list[Entry], limits: Limits = Limits()) -> lis
                        f"{DATA_DIR}/*.parquet, not both")
     out = [e for e in entries if e.path == MANIFEST]
     seen: dict[tuple[str, int], str] = {}
-    budget = [limits.max_total_bytes]
+    packed = sum((folder / entry.path).stat().st_size for entry in parquets)
+    most = min(limits.max_total_bytes, max(RATIO_FLOOR, int(limits.max_compression_ratio * packed)))
+    budget = Budget(most, f"its rows hold more than {most:,} bytes of images: over the total size limit or "
+                          f"{limits.max_compression_ratio:.0f} times the Parquet files' {packed:,} bytes (a Parquet "
+                          "bomb?)", hold)
     for entry in parquets:
         out += _extract(folder / entry.path, entry.path, folder, limits, budget, seen)
         (folder / entry.path).unlink()
@@ -372,7 +380,7 @@ def _row_entry(prompt_id, seed, file_name, where: str) -> Entry:
     return Entry(image_name(prompt_id, seed, extension), prompt_id=prompt_id, seed=seed)
 
 
-def _extract(path: Path, name: str, dest: Path, limits: Limits, budget: list[int],
+def _extract(path: Path, name: str, dest: Path, limits: Limits, budget: Budget,
              seen: dict[tuple[str, int], str]) -> list[Entry]:
     shard = _checked_file(path, name, limits, len(seen))
     entries, number = [], 0

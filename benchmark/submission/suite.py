@@ -26,7 +26,8 @@ from benchmark.layout import PARTS_DIR, SuiteLayout, part_folder
 from benchmark.submission.archive import Entry, Limits, storing
 from benchmark.submission.manifest import Manifest
 from benchmark.submission.shards import MAX_SHARD_BYTES, expand
-from benchmark.submission.validate import PromptLoader, Report, check_folder, read_manifest, stage_with
+from benchmark.submission.space import Hold
+from benchmark.submission.validate import Depth, PromptLoader, Report, check_folder, read_manifest, stage_with
 from benchmark.suite import Part, Suite
 
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total), e.g. a ``benchmark.progress.Bars``
@@ -42,6 +43,7 @@ class SuiteReport:
     parts: dict[str, Report] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     folder: Path | None = None  # the staged copy, while it exists
+    images_checked: bool = True  # False: a report of the layouts alone (a part refused there stops the rest)
 
     @property
     def ok(self) -> bool:
@@ -95,17 +97,23 @@ class SuiteReport:
         lines = [self.summary]
         if self.ok:
             lines.append(f"content hash: {self.content_hash}")
+        refused = ", ".join(name for name, report in self.parts.items() if not report.ok) or "another part"
         for name, report in self.parts.items():
+            if report.ok and not self.images_checked:  # its layout passed; its images were never looked at
+                lines.append(f"  part {name}: not checked (its manifest and files are laid out right; its images "
+                             f"are checked once {refused} is put right)")
+                continue
             lines += [f"  part {name}: {report.summary}"] + [f"    - {e}" for e in report.errors]
         lines += [f"  - {e}" for e in self.errors]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, *, submission_id: str | None = None) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, hold: Hold | None = None, *,
+             submission_id: str | None = None) -> Path:
         """Keep the staged copy of an accepted suite submission at ``target``: each part as ``Report.keep``
         keeps a submission (Parquet shards of at most ``max_shard_bytes`` naming ``submission_id`` and the part,
-        and image table) under ``target/parts/<part>``, all published together (a reader sees every part or
-        none)."""
+        and image table, held in ``hold``) under ``target/parts/<part>``, all published together (a reader sees
+        every part or none)."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged suite submission can be kept")
         staged = self.folder
@@ -114,7 +122,7 @@ class SuiteReport:
             (kept / PARTS_DIR).mkdir()
         try:
             for name, report in self.parts.items():
-                report.keep(kept / part_folder(name), max_shard_bytes, submission_id=submission_id, part=name)
+                report.keep(kept / part_folder(name), max_shard_bytes, hold, submission_id=submission_id, part=name)
             with storing():
                 publish(kept, target)
         except BaseException:
@@ -133,9 +141,11 @@ def _model(manifest: Manifest) -> tuple:
 
 
 def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, load_prompts: PromptLoader,
-               limits: Limits, progress: Callable[[int, int], None] | None, layout_only: bool = False) -> Report:
-    """One part's folder, checked as a submission against the part's dataset, seeds and pinned prompt rows
-    (``layout_only``: as ``validate.check_folder``)."""
+               limits: Limits, progress: Callable[[int, int], None] | None, depth: Depth = Depth.FULL,
+               hold: Hold | None = None) -> Report:
+    """One part's folder, checked as a submission against the part's dataset, seeds and pinned prompt rows, to
+    ``depth`` (``LAYOUT`` or ``FULL``, as ``validate.check_folder``; ``hold``: the images of its Parquet rows are
+    held in it)."""
     report = Report(folder=folder)
     manifest = read_manifest(folder, report)
     if manifest is None:
@@ -165,8 +175,8 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
                                      "`generate --suite DIR` read")
         return prompts
 
-    return check_folder(folder, entries if layout_only else expand(folder, entries, limits), pinned, limits, progress,
-                        layout_only)
+    return check_folder(folder, entries if depth < Depth.FULL else expand(folder, entries, limits, hold), pinned,
+                        limits, progress, depth)
 
 
 def _seeds(seeds) -> str:
@@ -178,10 +188,11 @@ def _seeds(seeds) -> str:
 
 def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: PromptLoader,
                 limits: Limits = Limits(), progress: StageProgress | None = None,
-                layout_only: bool = False) -> SuiteReport:
-    """Validate an already staged suite submission folder: each part present, then the whole (``layout_only``: as
-    ``validate.check_folder``)."""
-    report = SuiteReport(suite, folder=folder)
+                depth: Depth = Depth.FULL, hold: Hold | None = None) -> SuiteReport:
+    """Validate an already staged suite submission folder: its names (every file in a part the suite has), then each
+    part present, then the whole; ``Depth.NAMES``: its names only (nothing of it is staged yet), ``LAYOUT``: as
+    ``validate.check_folder``; ``hold``: as ``check_part``'s."""
+    report = SuiteReport(suite, folder=folder, images_checked=depth is Depth.FULL)
     by_part: dict[str, list[Entry]] = {}
     for entry in entries:
         if entry.part is None:
@@ -191,9 +202,10 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
             by_part.setdefault(entry.part, []).append(entry.local)
     unknown = sorted(set(by_part) - set(suite.names))
     if unknown:
+        more = f"; {len(unknown) - 1:,} more parts of this upload are not the suite's either" if unknown[1:] else ""
         report.errors.append(f"{PARTS_DIR}/{unknown[0]}: {suite.label} has no part {unknown[0]!r} (its parts: "
-                             f"{', '.join(suite.names)})")
-    if report.errors:
+                             f"{', '.join(suite.names)}){more}")
+    if report.errors or depth is Depth.NAMES:
         return report
     for part in suite.parts:
         if part.name in by_part:
@@ -201,7 +213,7 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
             report.parts[part.name] = check_part(folder / part_folder(part.name), by_part[part.name], part, suite,
                                                  load_prompts, limits,
                                                  progress and (lambda done, total, s=stage: progress(s, done, total)),
-                                                 layout_only)
+                                                 depth, hold)
     models = {name: _model(r.manifest) for name, r in report.parts.items() if r.manifest is not None}
     if len(set(models.values())) > 1:
         first, *others = models
@@ -213,18 +225,20 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
 
 
 def stage(source: Path, staging_root: Path, suite: Suite, load_prompts: PromptLoader, limits: Limits = Limits(),
-          progress: StageProgress | None = None) -> Report | SuiteReport:
+          progress: StageProgress | None = None, hold: Hold | None = None) -> Report | SuiteReport:
     """Copy ``source`` (a folder or ``.zip``: a plain or a suite submission) into a new folder under
-    ``staging_root`` and validate it there (``validate.stage_with``: what is left behind, and when): a
-    ``SuiteReport`` for a suite submission (checked against ``suite``), else the ``Report`` of a submission."""
+    ``staging_root`` and validate it there (``validate.stage_with``: what is left behind, and when; ``hold``: the
+    bytes staged are held in it): a ``SuiteReport`` for a suite submission (checked against ``suite``), else the
+    ``Report`` of a submission."""
 
-    def check(folder: Path, entries: list[Entry], layout_only: bool) -> Report | SuiteReport:
+    def check(folder: Path, entries: list[Entry], depth: Depth) -> Report | SuiteReport:
         if any(e.part for e in entries):
-            return check_suite(folder, entries, suite, load_prompts, limits, progress, layout_only)
-        return check_folder(folder, entries if layout_only else expand(folder, entries, limits), load_prompts, limits,
-                            progress and (lambda done, total: progress("checking images", done, total)), layout_only)
+            return check_suite(folder, entries, suite, load_prompts, limits, progress, depth, hold)
+        checking = progress and (lambda done, total: progress("checking images", done, total))
+        return check_folder(folder, entries if depth < Depth.FULL else expand(folder, entries, limits, hold),
+                            load_prompts, limits, checking, depth)
 
-    return stage_with(source, staging_root, check, limits)
+    return stage_with(source, staging_root, check, limits, hold)
 
 
 def validated_hash(folder: Path) -> str:
@@ -249,17 +263,22 @@ def validated_hash(folder: Path) -> str:
 
 def is_suite_upload(source: Path) -> bool:
     """Whether a folder or ``.zip`` holds a suite submission (``parts/``), by its names alone (nothing is read or
-    checked: ``stage`` does that)."""
+    checked: ``stage`` does that; a zip whose directory ``stage`` would refuse before reading it is not read here
+    either)."""
     import zipfile
 
     from benchmark.submission.archive import strip_wrapper
+    from benchmark.submission.zip_directory import refusal
 
     source = Path(source)
     if source.is_dir() and not source.is_symlink():
         return (source / PARTS_DIR).is_dir()
     try:
-        with zipfile.ZipFile(source) as archive:
-            names = [n for n in archive.namelist() if not n.endswith("/")]
+        with open(source, "rb") as raw:
+            if refusal(raw, source.name, Limits().max_files):
+                return False
+            with zipfile.ZipFile(raw) as archive:
+                names = [n for n in archive.namelist() if not n.endswith("/")]
     except (OSError, zipfile.BadZipFile, ValueError):
         return False
     wrapper = strip_wrapper(names) if names else ""

@@ -1,15 +1,16 @@
 """Validate a submission before any scoring: layout, manifest, coverage of the prompts, every image.
 
 ``stage`` copies a folder or zip into a staging folder (see ``archive``; an upload in Parquet form has its
-rows unpacked there as files, ``shards.expand``) and checks it there: first its layout (manifest, names and
-counts against the prompt set: ``layout_only``), from the manifest and the archive's directory alone, before any
-image is unpacked, then every image; ``Report.keep`` turns the staged copy into
-the kept one (manifest, Parquet shards, image table), so the bytes checked are the bytes scored. A rejected
-submission's staging folder is removed: a rejected upload leaves nothing behind.
+rows unpacked there as files, ``shards.expand``) and checks it there, each check before what it needs is written
+(``Depth``): its names from the archive's directory, before anything is written; its layout (manifest, names and
+counts against the prompt set), once its manifests alone are staged; then every image; ``Report.keep`` turns the
+staged copy into the kept one (manifest, Parquet shards, image table), so the bytes checked are the bytes scored. A
+rejected submission's staging folder is removed: a rejected upload leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
@@ -17,7 +18,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +32,10 @@ from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.errors import CultureLensError
 from benchmark.images import ALLOWED_FORMATS, as_viewed
 from benchmark.submission.shards import MAX_SHARD_BYTES, ImageRecord, expand, write_shards
-from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, storing, unpack
+from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, is_manifest, listed, storing
 from benchmark.layout import IMAGES_DIR, MANIFEST, PARTS_DIR, SubmissionLayout
 from benchmark.submission.manifest import Manifest
+from benchmark.submission.space import Hold
 
 # PIL format name for each allowed extension.
 FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
@@ -47,6 +49,15 @@ IMAGES_SCHEMA = pa.schema([("prompt_id", pa.string()), ("seed", pa.int64()), ("p
 
 PromptLoader = Callable[[Manifest], PromptSet]
 Progress = Callable[[int, int], None]
+
+
+class Depth(enum.IntEnum):
+    """How far a check of a staged upload goes: ``stage_with`` runs the three in turn, each before what it stages
+    next."""
+
+    NAMES = 0  # its entries' names alone (parts, files outside them): nothing of the upload is written yet
+    LAYOUT = 1  # and its manifests, staged alone: names and counts against the prompt set, before any image
+    FULL = 2  # and every image
 
 
 def _count(n: int, noun: str) -> str:
@@ -102,19 +113,22 @@ class Report:
             parts.append(_count(other, "other problem"))
         return "REJECTED: " + "; ".join(parts)
 
-    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, *, submission_id: str | None = None,
-             part: str | None = None) -> Path:
+    def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, hold: Hold | None = None, *,
+             submission_id: str | None = None, part: str | None = None) -> Path:
         """Move the staged copy of an accepted submission to ``target``: its manifest, its images as Parquet
         shards in (prompt, seed) order (``shards.write_shards``, each at most ``max_shard_bytes``, each row naming
         ``submission_id`` and ``part``, a store's; the image files are removed as the shards replace them) and its
-        image list (``images.parquet``: prompt_id, seed, path, sha256, width, height). If our disk fails meanwhile,
-        the staged copy is removed and ServerFault raised."""
+        image list (``images.parquet``: prompt_id, seed, path, sha256, width, height). ``hold``: grown by the
+        images' bytes before their shards are written beside them. If our disk fails meanwhile (or the space is
+        full), the staged copy is removed and ServerFault raised."""
         if not self.ok or self.folder is None:
             raise ValueError("only an accepted, staged submission can be kept")
         images = sorted(self.images, key=lambda i: (i.prompt_id, i.seed))
         table = pa.Table.from_pylist([vars(i) for i in images], schema=IMAGES_SCHEMA)
         folder = self.folder
         try:
+            if hold is not None:
+                hold.grow(sum((folder / i.path).stat().st_size for i in images))
             with storing():
                 write_shards(folder, ((i, (folder / i.path).read_bytes()) for i in images),
                              max_shard_bytes=max_shard_bytes, submission_id=submission_id, part=part)
@@ -270,12 +284,26 @@ def content_hash(manifest: Manifest, images: list[ImageRecord]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def image_set(manifest: Manifest, images: Iterable[tuple[str, str]]) -> str:
+    """The digest of the images a submission (or a suite submission's part) answers its dataset with: sha256 over the
+    dataset (repo:config:split) and each image's (prompt_id, sha256), sorted. The same images for the same prompts
+    give the same digest whatever the model's name, the rest of the manifest, the seeds they are filed under and the
+    packing: one image set is one row of the leaderboard (``leaderboard.intake`` refuses a second submission holding
+    it). ``images``: the (prompt_id, sha256) pairs validation recorded (``ImageRecord``); no image is hashed again."""
+    d = manifest.dataset
+    lines = "".join(f"\n{prompt_id}:{sha256}" for prompt_id, sha256 in sorted(images))
+    return "sha256:" + hashlib.sha256(f"{d.repo}:{d.config}:{d.split}{lines}".encode()).hexdigest()
+
+
 def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader, limits: Limits = Limits(),
-                 progress: Progress | None = None, layout_only: bool = False) -> Report:
-    """Validate an already staged submission folder; ``layout_only``: only its manifest and the names and counts
-    of its entries (the manifest alone is staged yet: ``stage_with``), the coverage of an upload in Parquet form
-    left to the full check, once its rows are unpacked."""
+                 progress: Progress | None = None, depth: Depth = Depth.FULL) -> Report:
+    """Validate an already staged submission folder, to ``depth`` (``stage_with``): ``NAMES`` finds nothing a
+    submission's names can break that ``archive.parse_name`` let through; ``LAYOUT`` checks its manifest and the names
+    and counts of its entries (the manifest alone is staged yet), the coverage of an upload in Parquet form left to
+    the full check, once its rows are unpacked."""
     report = Report(folder=folder)
+    if depth is Depth.NAMES:
+        return report
     manifest = report.manifest = read_manifest(folder, report)
     if manifest is None:
         return report
@@ -291,10 +319,10 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     except DatasetUnavailable as error:
         report.error(f"manifest.json: dataset: {error}")
         return report
-    if layout_only and any(e.prompt_id is None and e.local.path != MANIFEST for e in entries):
+    if depth is Depth.LAYOUT and any(e.prompt_id is None and e.local.path != MANIFEST for e in entries):
         return report  # in Parquet form: its rows name the images
     check_coverage(entries, manifest, prompts, report)
-    if report.errors or layout_only:
+    if report.errors or depth is Depth.LAYOUT:
         return report  # decoding thousands of images is pointless when the layout is wrong
     images = [e for e in entries if e.prompt_id is not None]
     if not images:
@@ -326,42 +354,53 @@ def check_folder(folder: Path, entries: list[Entry], load_prompts: PromptLoader,
     return report
 
 
-class _LayoutRefused(CultureLensError):
-    """The layout check refused an upload before its images were unpacked: ``report`` says why (caught by
-    ``stage_with``, which returns that report)."""
+class _RefusedEarly(CultureLensError):
+    """A check refused an upload before its images were unpacked: ``report`` says why (caught by ``stage_with``,
+    which returns that report)."""
 
     def __init__(self, report: Report):
         super().__init__(report.summary)
         self.report = report
 
 
-Check = Callable[[Path, list[Entry], bool], Report]
-"""``check(folder, entries, layout_only)``: the report on a staged upload (``check_folder``)."""
+Check = Callable[[Path, list[Entry], Depth], Report]
+"""``check(folder, entries, depth)``: the report on a staged upload (``check_folder``)."""
 
 
-def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits):
-    """Copy ``source`` into a new folder under ``staging_root`` and return ``check(folder, entries, False)``, the
-    report on the copy (a ``Rejected`` raised there is a rejection). Its layout is checked first, once the manifests
-    alone are copied (``check(folder, entries, True)``, from the archive's directory: linear in its entries): an
-    upload it refuses is never unpacked, and that report is returned. On success ``report.folder`` is the staged copy (the
-    caller moves or removes it); on rejection the staged copy is already gone, and so it is when our own disk
-    fails (``ServerFault``: not the uploader's fault, so not a rejection)."""
+def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits, hold: Hold | None = None):
+    """Copy ``source`` into a new folder under ``staging_root`` and return ``check(folder, entries, Depth.FULL)``,
+    the report on the copy (a ``Rejected`` raised there is a rejection). Before that, in the order the bytes allow:
+    the upload is listed from its directory (``archive.listed``: nothing written), its names are checked
+    (``Depth.NAMES``), its manifests alone are copied and its layout checked (``Depth.LAYOUT``: linear in its entries),
+    then the rest is copied; a check that refuses returns its report, and nothing more is written. What is copied is
+    never more than the listing declares; ``hold`` (the server's ``space.Hold`` for this upload) is grown by that
+    much before the first byte is. On success ``report.folder`` is the staged copy (the caller moves or removes it);
+    on rejection the staged copy is already gone, and so it is when our own disk fails or the space is full
+    (``ServerFault``: not the uploader's fault, so not a rejection)."""
     with storing():
         staging_root.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging_root))
 
-    def layout(entries: list[Entry]) -> None:
-        early = check(folder, entries, True)
-        if not early.ok:
-            raise _LayoutRefused(early)
+    def passes(depth: Depth, entries: list[Entry]) -> None:
+        early = check(folder, entries, depth)
+        if early.errors if depth is Depth.NAMES else not early.ok:  # a names check makes no part's report yet
+            raise _RefusedEarly(early)
 
     try:
         try:
-            report = check(folder, unpack(Path(source), folder, limits, layout), False)
+            with listed(Path(source), limits) as listing:
+                entries = listing.entries
+                passes(Depth.NAMES, entries)
+                if hold is not None:
+                    hold.grow(listing.declared)
+                listing.copy(folder, [m for m in listing.members if is_manifest(m)], limits)
+                passes(Depth.LAYOUT, entries)
+                listing.copy(folder, [m for m in listing.members if not is_manifest(m)], limits)
+            report = check(folder, entries, Depth.FULL)
         except Rejected as error:
             report = Report()
             report.error(str(error))
-        except _LayoutRefused as refused:
+        except _RefusedEarly as refused:
             report = refused.report
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -373,15 +412,16 @@ def stage_with(source: Path, staging_root: Path, check: Check, limits: Limits):
 
 
 def stage(source: Path, staging_root: Path, load_prompts: PromptLoader, limits: Limits = Limits(),
-          progress: Progress | None = None) -> Report:
-    """Copy ``source`` into a new folder under ``staging_root`` and validate it there (``stage_with``). A suite
-    submission is refused here: ``benchmark.submission.suite.stage`` takes both kinds."""
+          progress: Progress | None = None, hold: Hold | None = None) -> Report:
+    """Copy ``source`` into a new folder under ``staging_root`` and validate it there (``stage_with``; ``hold``:
+    the bytes staged are held in it). A suite submission is refused here: ``benchmark.submission.suite.stage`` takes
+    both kinds."""
 
-    def check(folder: Path, entries: list[Entry], layout_only: bool) -> Report:
+    def check(folder: Path, entries: list[Entry], depth: Depth) -> Report:
         if any(e.part for e in entries):
             raise Rejected(f"{PARTS_DIR}/: a suite submission, one folder per part; check it as one with "
                            "`culturelens validate` (benchmark.submission.suite.stage)")
-        return check_folder(folder, entries if layout_only else expand(folder, entries, limits), load_prompts, limits,
-                            progress, layout_only)
+        return check_folder(folder, entries if depth < Depth.FULL else expand(folder, entries, limits, hold),
+                            load_prompts, limits, progress, depth)
 
-    return stage_with(source, staging_root, check, limits)
+    return stage_with(source, staging_root, check, limits, hold)

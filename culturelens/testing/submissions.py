@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,9 @@ for _record in TINY_UPSTREAM:
         _record.setdefault(_key, "nan")
 
 
+DEFAULT_MODEL_NAME = "Tiny Test Model"
+
+
 def write_image(path: Path, seed: int, size: int = 64, fmt: str = "PNG") -> None:
     """A ``size`` x ``size`` image of uniform random pixels drawn from ``seed``, saved as ``fmt``."""
     rng = np.random.default_rng(seed)
@@ -42,7 +46,7 @@ def manifest(prompts_repo: str = "culturelens/cube-1k", config: str = "cube_1k",
         "format_version": 1,
         # No revision: the store rejects a second submission of one model revision for one dataset, and the
         # tests submit the tiny model many times.
-        "model": {"name": "Tiny Test Model", "id": "local/tiny", "revision": None, "type": "open"},
+        "model": {"name": DEFAULT_MODEL_NAME, "id": "local/tiny", "revision": None, "type": "open"},
         "dataset": {"repo": prompts_repo, "config": config, "split": "test"},
         "images_per_prompt": len(seeds),
         "seeds": list(seeds),
@@ -54,16 +58,19 @@ def manifest(prompts_repo: str = "culturelens/cube-1k", config: str = "cube_1k",
     data.update(overrides)
     return data
 
-def make_submission(folder: Path, prompt_ids: list[str], seeds=(0, 1), model_name: str = "Tiny Test Model",
+def make_submission(folder: Path, prompt_ids: list[str], seeds=(0, 1), model_name: str = DEFAULT_MODEL_NAME,
                     **overrides) -> Path:
-    """A valid submission folder: manifest + one 64x64 PNG per (prompt, seed)."""
+    """A valid submission folder: manifest + one 64x64 PNG per (prompt, seed), drawn from the model's name too, as
+    two models make different images (the leaderboard refuses a second submission of the same images); the default
+    model's images are drawn from (prompt, seed) alone."""
     folder.mkdir(parents=True, exist_ok=True)
     data = manifest(seeds=seeds, **overrides)
     data["model"]["name"] = model_name
     (folder / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    model = 0 if model_name == DEFAULT_MODEL_NAME else zlib.crc32(model_name.encode("utf-8")) << 20
     for i, prompt_id in enumerate(prompt_ids):
         for seed in seeds:
-            write_image(folder / "images" / prompt_id / f"{seed}.png", seed=1000 * i + seed)
+            write_image(folder / "images" / prompt_id / f"{seed}.png", seed=model + 1000 * i + seed)
     return folder
 
 def zip_folder(folder: Path, archive: Path, wrapper: str = "") -> Path:

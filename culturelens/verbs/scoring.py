@@ -36,7 +36,9 @@ def score(args: argparse.Namespace) -> int:
 
 def reproduce(args: argparse.Namespace) -> int:
     """Redo the scoring RESULT's run.json records and print the largest difference per metric: 0 when every
-    difference is within --tolerance, 1 when one is not; a ReproduceError (exit 2) when it cannot be redone."""
+    difference is within --tolerance, 1 when one is not; a ReproduceError (exit 2) when it cannot be redone (a
+    symbolic link or a damaged table in the result, its submission or its cache is one such case, found before
+    anything is scored)."""
     from benchmark import reproduce
 
     quiet_datasets()
@@ -95,7 +97,8 @@ def _reproduce_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tolerance", type=float, default=0.0,
                    help="largest absolute difference still counted as equal (exit 1 beyond it)")
     p.add_argument("--use-cache", action="store_true",
-                   help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one")
+                   help="reuse the store's (or the `score` output's) embedding cache instead of a fresh one (never "
+                        "through a symbolic link: a linked cache is refused)")
     p.add_argument("--allow-fetch", action="store_true",
                    help="fetch the URLs the result's run.json names for its settings (a calibration file); without "
                         "it nothing a record names is fetched. Each fetched file must have the digest the record pins")

@@ -19,7 +19,7 @@ from leaderboard import operator_settings
 
 def worker(args: argparse.Namespace) -> int:
     from benchmark import layout
-    from leaderboard import worker
+    from leaderboard import seal, worker
     from leaderboard.served_suite import open_served
     from leaderboard.store import Store
 
@@ -30,7 +30,10 @@ def worker(args: argparse.Namespace) -> int:
     queue = options.queue(args)
     remote = _remote(args, queue)  # its options checked before any model library loads
     root = options.store(args)
-    served = open_served(options.suite(args), root / layout.DATASETS, logging.getLogger("culturelens.worker").info)
+    say = logging.getLogger("culturelens.worker").info
+    for line in seal.check_at_start(root):  # a key that cannot seal: a SealError (exit 2) before anything is scored
+        say(line)
+    served = open_served(options.suite(args), root / layout.DATASETS, say)
     if served.assets is not None:
         options.use_suite_assets(vars(args), served.assets)  # every track whose assets the suite holds is on
     scoring = options.scoring_options(vars(args))
@@ -53,6 +56,10 @@ def _remote(args: argparse.Namespace, queue: str | None):
         raise CultureLensError("a worker that fetches from --hub-requests needs the app's queue: --queue "
                                "postgresql://... (or CULTURELENS_QUEUE); the store's own queue file holds no job "
                                "of the app's")
+    if not operator_settings.SEAL_SECRET.resolve():
+        raise CultureLensError(f"a worker on another machine seals its results with the app's secret: set "
+                               f"{operator_settings.SEAL_SECRET.env} as the app has it (its own store's key, "
+                               "STORE/seal.key, is no key the app holds: the app would refuse every result)")
     from leaderboard.remote import Remote
     from leaderboard.repo import open_repo
 

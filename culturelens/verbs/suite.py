@@ -36,15 +36,33 @@ def build(args: argparse.Namespace) -> int:
                            pins_from=read_pins(args.pins) if args.pins else None)
     for outcome in outcomes:
         print(f"{'built' if outcome.built else 'NOT BUILT'} {outcome.asset}: {outcome.detail}")
+    if weights := {o.asset: o.backbone for o in outcomes if o.backbone}:
+        print(weights_line(args.out, weights))
     from benchmark.suite_assets import Assets
 
     assets = Assets(Path(args.out))
     if assets.unpinned:
         print(f"an unpinned build ({', '.join(assets.unpinned)} not from the pinned sources): its rows are called "
               f"\"{assets.suite.name}\" and never ranked with the pinned suite's")
-    print(f"the suite folder: {args.out} (its card: {args.out}/README.md); generate with `culturelens generate "
+    card = Path(args.out) / "README.md"  # not "suite//README.md" where --out ends with a slash (the README's)
+    print(f"the suite folder: {args.out} (its card: {card}); generate with `culturelens generate "
           f"--suite {args.out} ...`, score with `--suite {args.out}`")
     return 0 if all(o.built for o in outcomes) else EXIT_NOT_BUILT
+
+
+def weights_line(out: str, weights: dict[str, str]) -> str:
+    """What ``suite build`` says after assets it could not build for want of weights (asset -> backbone): which
+    weights, and the command that builds those assets once a backbones file names local copies."""
+    from benchmark.settings import BACKBONES
+
+    needs = {}
+    for asset, backbone in weights.items():
+        needs.setdefault(backbone, []).append(asset)
+    which = "; ".join(f"{backbone} for {', '.join(assets)}" for backbone, assets in needs.items())
+    return (f"not built for want of weights ({which}): where the Hub answers they download on first use; offline, "
+            f"write a backbones file naming local copies (README, \"Backbones\") and build the rest: `culturelens "
+            f"suite build --out {out} --only {' '.join(weights)} --backbones FILE` (with make: `make run BUILD_SUITE=1 "
+            f"{BACKBONES.env}=FILE`); what was built is kept")
 
 
 def status(args: argparse.Namespace) -> int:
@@ -54,7 +72,7 @@ def status(args: argparse.Namespace) -> int:
     from benchmark.suite_assets import serving
 
     folder = Path(args.dir)
-    lines, missing = serving(folder)
+    lines, missing = serving(folder, judges_off(args.expectations_judge, args.relevance_judge))
     for line in lines:
         print(line)
     if not missing:
@@ -68,6 +86,46 @@ def status(args: argparse.Namespace) -> int:
         print(f"offline ({', '.join(down)} cannot be reached): {', '.join(missing)} stay off until `{build}` runs "
               "where there is network (its folder, copied here, is served with `make run SUITE=DIR`)")
     return 0
+
+
+def judges_off(expectations: str | None, relevance: str | None) -> dict[str, str]:
+    """Track -> why its VLM judge cannot run where ``make run`` runs, and the ``make run`` variable that gives it
+    one, for the judged tracks (``--expectations-judge`` and ``--relevance-judge``, else their variables and
+    defaults): none chosen (expectations has no default: 16 GB of weights), or a Hub model neither in the Hugging
+    Face cache nor downloadable from here. A folder, and relevance's CLIP probe, can run."""
+    from benchmark.tracks import expectations as expectations_track
+    from benchmark.tracks import relevance as relevance_track
+    from culturelens.hub_access import hub_reachable
+
+    off, online = {}, []  # the Hub asked at most once
+    relevance_judge = _setting(relevance_track.SETTINGS, "relevance_judge")
+    chosen = {"expectations": ("EXPECTATIONS_JUDGE", expectations_track.SETTINGS[0].resolve(expectations)),
+              "relevance": ("RELEVANCE_JUDGE", relevance_judge.resolve(relevance))}
+    for track, (variable, judge) in chosen.items():
+        model = expectations_track.PROTOCOL_JUDGE
+        if not judge:
+            off[track] = (f"no VLM judge chosen: `make run {variable}={model}` (the headline protocol's, ~16 GB, "
+                          "downloaded on first use) or a local folder of a model")
+        elif judge != "probe" and not Path(judge).is_dir() and not _cached(judge) and not (
+                online or online.append(hub_reachable()) or online[0]):
+            off[track] = (f"its judge {judge} is not in the Hugging Face cache and the Hub cannot be reached: "
+                          f"`make run {variable}=DIR` (a local copy of the model)"
+                          + (" or `RELEVANCE_JUDGE=probe` (the CLIP-probe baseline)" if track == "relevance" else ""))
+    return off
+
+
+def _setting(declared, name: str):
+    return next(s for s in declared if s.name == name)
+
+
+def _cached(model: str) -> bool:
+    """Whether the Hugging Face cache holds the Hub model ``model`` (its config)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except ValueError:  # not a Hub repo id
+        return False
 
 
 def push(args: argparse.Namespace) -> int:
@@ -125,7 +183,11 @@ def _build_options(p: argparse.ArgumentParser) -> None:
 
 
 def _status_options(p: argparse.ArgumentParser) -> None:
+    from benchmark.tracks import expectations, relevance
+
     p.add_argument("dir", nargs="?", default="suite", help="the suite folder `make run` serves (default: suite)")
+    for setting in (expectations.SETTINGS[0], _setting(relevance.SETTINGS, "relevance_judge")):
+        setting.add_to(p, help=f"the judge `make run` passes to serve ({setting.help})")
     p.set_defaults(run=status)
 
 

@@ -128,14 +128,14 @@ class Ballots:
 
     def __init__(self, queue: Queue):
         self.queue = queue
-        with queue._transaction(lock="culturelens arena schema") as db:
+        with queue._transaction("culturelens arena schema") as db:
             for statement in _SCHEMA:
                 db.execute(statement)
 
     # --- voters --------------------------------------------------------------------------------------------------
     def set_cultures(self, voter: str, cultures: list[str]) -> None:
         """Record the cultures ``voter`` knows well (replacing what they said before)."""
-        with self.queue._transaction(lock=voter) as db:
+        with self.queue._transaction(voter) as db:
             db.execute("INSERT INTO arena_voters (voter, cultures, updated_at) VALUES (?, ?, DB_NOW) ON CONFLICT"
                        " (voter) DO UPDATE SET cultures = excluded.cultures, updated_at = excluded.updated_at",
                        (voter, json.dumps(sorted(set(cultures)), ensure_ascii=False)))
@@ -158,7 +158,7 @@ class Ballots:
 
     def rekey(self, old: str, new: str) -> None:
         """Move everything of the voter hashed ``old`` (under an earlier seal key) to ``new``."""
-        with self.queue._transaction(lock=new) as db:
+        with self.queue._transaction(new) as db:
             if db.execute("SELECT 1 AS one FROM arena_voters WHERE voter = ?", (new,)).fetchone():
                 db.execute("DELETE FROM arena_voters WHERE voter = ?", (old,))
             else:
@@ -183,7 +183,7 @@ class Ballots:
         """Issue ``spec`` to ``voter``, open for ``seconds``: their open battle instead when they hold one (one at a
         time); VoteRefused past ``ISSUES_PER_VOTE`` x ``daily_votes`` battles in 24 h."""
         battle = secrets.token_hex(16)
-        with self.queue._transaction(lock=voter) as db:
+        with self.queue._transaction(voter) as db:
             row = db.execute(_BATTLE_SELECT + " WHERE b.voter = ? AND b.closed IS NULL AND b.expires_at > DB_NOW"
                              " ORDER BY b.issued_at DESC LIMIT 1", (voter,)).fetchone()
             if row is not None:
@@ -206,7 +206,7 @@ class Ballots:
     def skip(self, battle: str, voter: str) -> bool:
         """Close ``voter``'s open ``battle`` without a vote (they may not judge it); False when it is not theirs and
         open."""
-        with self.queue._transaction(lock=voter) as db:
+        with self.queue._transaction(voter) as db:
             cursor = db.execute("UPDATE arena_battles SET closed = 'skipped' WHERE battle = ? AND voter = ? AND closed"
                                 " IS NULL", (battle, voter))
         return cursor.rowcount == 1
@@ -220,7 +220,7 @@ class Ballots:
             raise VoteRefused(f"A vote is one of {', '.join(OUTCOMES)}, not {str(outcome)[:40]!r}.")
         if unknown := [r for r in reasons if r not in REASONS]:
             raise VoteRefused(f"A reason is one of {', '.join(REASONS)}, not {str(unknown[0])[:40]!r}.")
-        with self.queue._transaction(lock=voter) as db:
+        with self.queue._transaction(voter) as db:
             row = db.execute("SELECT voter, closed, expires_at - DB_NOW AS left_s FROM arena_battles WHERE battle = ?",
                              (battle,)).fetchone()
             if row is None:
@@ -249,7 +249,7 @@ class Ballots:
     def withdraw(self, voter: str) -> int:
         """Delete every vote and battle of ``voter`` for good, keeping only each battle id's sha256 (so that no
         restore brings a vote back); returns the votes withdrawn. Their voter record (cultures) stays."""
-        with self.queue._transaction(lock=voter) as db:
+        with self.queue._transaction(voter) as db:
             battles = [row["battle"] for row in db.execute("SELECT battle FROM arena_battles WHERE voter = ?",
                                                            (voter,)).fetchall()]
             withdrawn = db.execute("DELETE FROM arena_votes WHERE voter = ?", (voter,)).rowcount
@@ -285,7 +285,7 @@ class Ballots:
         the withdrawals first, then each voted battle whose id is not withdrawn here or there, then each voter
         record the store lacks (its own is newer). Returns counts: added, present, withdrawn (left out), voters."""
         counts = {"added": 0, "present": 0, "withdrawn": 0, "voters": 0}
-        with self.queue._transaction(lock="culturelens arena restore") as db:
+        with self.queue._transaction("culturelens arena restore") as db:
             for digest in sorted(withdrawn):
                 db.execute("INSERT INTO arena_withdrawals (battle_hash, at) VALUES (?, DB_NOW) ON CONFLICT DO NOTHING",
                            (digest,))

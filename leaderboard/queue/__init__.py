@@ -3,8 +3,8 @@
 ``open_queue(location)`` opens it: a path gives the embedded SQLite backend (``sqlite``, the default,
 ``STORE/queue.sqlite``), a ``postgresql://`` URL the PostgreSQL one (``postgres``), for workers on many machines.
 Both run the semantics written once in ``base``: states PENDING -> RUNNING -> FINISHED | FAILED, leases on the
-database's clock, attempts and takeover, the per-user quota in the inserting transaction. ``location`` checks a
-location and keeps a URL's password out of every message.
+database's clock, attempts and takeover, the per-user quota and one submission per image set in the inserting
+transaction. ``location`` checks a location and keeps a URL's password out of every message.
 """
 
 from pathlib import Path
@@ -18,13 +18,14 @@ from leaderboard.queue.base import (
     QueueUnavailable,
     QuotaExceeded,
     Request,
+    SameImages,
     now_iso,
     refusal,
 )
 from leaderboard.queue.location import QueueLocationError, is_url
 
 __all__ = ["DATASETS_JOINED", "DuplicateSubmission", "Job", "Queue", "QueueDamaged", "QueueLocationError",
-           "QueueUnavailable", "QuotaExceeded", "Request", "now_iso", "open_queue", "refusal"]
+           "QueueUnavailable", "QuotaExceeded", "Request", "SameImages", "now_iso", "open_queue", "refusal"]
 
 
 def open_queue(location: str | Path, **options) -> Queue:

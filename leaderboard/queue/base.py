@@ -14,8 +14,16 @@ the SQL below, which each backend turns into its own clock expression), never of
 the calling process: workers on machines whose clocks disagree share one clock,
 so a worker whose clock runs ahead cannot take over a healthy job. Quotas count
 ``submission_log`` rows, which deleting a submission does not touch, in the
-transaction that inserts (``_transaction(lock=owner)``: a backend serialises
+transaction that inserts (``_transaction(owner)``: a backend serialises
 the transactions of one owner there).
+
+One image set is one row of the leaderboard: each submission's image sets (the images it answers each dataset
+with, by digest: ``benchmark.submission.validate.image_set``) are kept with it (table ``image_sets``), and ``add``
+refuses a submission holding one a submission the queue knows holds (``SameImages``), checked in the inserting
+transaction, which is serialised with every other holding the same image set (``_transaction(owner, *image_sets)``).
+A record restored or rebuilt, or made before image sets were kept, has its own recorded where it is restored, or
+by the intake from its kept files (``restore``, ``without_image_sets``, ``record_image_sets``); ``same_images``
+finds the oldest other submission holding one.
 
 Each claim issues a lease token (``Job.lease``), kept with the job until its next request (a re-run), and the
 worker writes it into the results it writes (run.json ``lease``): results answer a job only when they carry a
@@ -24,7 +32,8 @@ never answer a job, nor mark one FINISHED; while a worker holds the job, only it
 lease is refused once another worker took the job over). The tokens never leave the queue but in the run.json of
 results written under them: a requests mirror (``hub_sync``) keeps their sha256 (``Job.issued_hashes``), and a
 queue restored from it (``restore``) or rebuilt from the store's folders knows the leases it issued by those
-(``lease_hashes``). A deleted submission is remembered (``deleted``), so that a mirror can remove its results
+(``lease_hashes``), and the number of the request they answer (``requests_before``), and takes under them only
+results whose seal was checked (``refusal``: a token is public once the run.json carrying it is). A deleted submission is remembered (``deleted``), so that a mirror can remove its results
 wherever they were published. What a rebuilt queue needs (owners, lease hashes, deletions) a backend whose file
 can be damaged also appends to a ledger beside it (``_note``: SQLite's ``.ledger``; ``queue_rebuild``).
 
@@ -39,7 +48,7 @@ import hashlib
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -48,6 +57,8 @@ from typing import Any, Protocol
 
 from benchmark.errors import CultureLensError
 from benchmark.run_record import RunRecord
+import leaderboard.queue.listing as listing
+from leaderboard.queue.listing import ListedJob
 
 
 def now_iso() -> str:
@@ -87,14 +98,16 @@ def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = Fa
     """Why results whose run.json is ``run`` do not answer a submission's current ``request``
     (``Queue.request``; None: the queue knows no such submission); None when they do.
 
-    They answer it when they carry (run.json ``lease``) a lease the queue issued for that request: a token it holds
-    (then they must record its number, ``request``; results written before requests were recorded answer the
-    first), or one whose sha256 a restored or rebuilt queue holds. While a worker holds the job, only its lease
-    answers: results of an expired lease are refused (the worker itself, ``holder``, may take an earlier attempt's
-    results as its own). A job FINISHED with no lease recorded (finished by a version before leases, or restored from
-    a record that kept none) takes only results whose seal a caller checked (``sealed``: ``leaderboard.seal``). Any
-    other job takes none: results nobody scored under its lease (another submission's, a forged folder, a re-run's
-    run before) never answer it, nor mark it FINISHED."""
+    They answer it when they carry (run.json ``lease``) a lease the queue issued for that request: a token it holds,
+    or one whose sha256 a restored or rebuilt queue holds, and then only when a caller checked their seal
+    (``sealed``: ``leaderboard.seal``; a lease token is public once its run.json is). Either way they must record that
+    request's number (``request``; results written before requests were recorded answer the first), which the seal
+    covers: the run before a re-run never answers the re-run, whatever leases a record lists. While a worker holds the
+    job, only its lease answers: results of an expired lease are refused (the worker itself, ``holder``, may take an
+    earlier attempt's results as its own). A job FINISHED with no lease recorded (finished by a version before leases,
+    or restored from a record that kept none) takes only sealed results. Any other job takes none: results nobody
+    scored under its lease (another submission's, a forged folder, a re-run's run before) never answer it, nor mark
+    it FINISHED."""
     if run is None:
         return "it has no run.json holding a run record"
     if request is None:
@@ -106,12 +119,15 @@ def refusal(run: RunRecord | None, request: Request | None, *, sealed: bool = Fa
                                         "only sealed results answer it")
         return (f"the queue has issued no lease for its request {request.number} ({request.state}): no worker "
                 "has scored it")
-    if lease in request.leases:
-        if run.request_answered != request.number:
-            return f"it answers request {run.request_answered}, not its current request {request.number}"
-    elif lease is None or lease_hash(lease) not in request.hashes:
-        carried = "carries none" if lease is None else "carries another"
-        return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
+    if lease not in request.leases:
+        if lease is None or lease_hash(lease) not in request.hashes:
+            carried = "carries none" if lease is None else "carries another"
+            return f"its run.json {carried} of the leases the queue issued for its request {request.number}"
+        if not sealed:
+            return ("its lease is known by its sha256 only (a queue restored or rebuilt): only sealed results answer "
+                    "it")
+    if run.request_answered != request.number:
+        return f"it answers request {run.request_answered}, not its current request {request.number}"
     if request.held and request.leases and lease != request.leases[-1] and holder != request.leases[-1]:
         return "its lease expired and another worker holds the job now: only the holder's results answer it"
     return None
@@ -129,9 +145,18 @@ class QuotaExceeded(CultureLensError):
 class DuplicateSubmission(CultureLensError, ValueError):
     """The same content was submitted before; ``existing`` is that submission."""
 
-    def __init__(self, existing: Job):
-        super().__init__(f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
+    def __init__(self, existing: Job, message: str | None = None):
+        super().__init__(message or f"identical to submission {existing.id} ({existing.state}, {existing.created_at})")
         self.existing = existing
+
+
+class SameImages(DuplicateSubmission):
+    """The images of ``image_set`` were submitted before, in ``existing`` (the oldest submission holding them)."""
+
+    def __init__(self, existing: Job, image_set: str):
+        super().__init__(existing, f"the same images as submission {existing.id} ({existing.model!r}, "
+                                   f"{existing.state}, {existing.created_at})")
+        self.image_set = image_set
 
 
 class QueueUnavailable(CultureLensError):
@@ -144,6 +169,17 @@ DATASETS_JOINED = " + "  # a suite submission's ``dataset``: its parts' datasets
 class QueueDamaged(CultureLensError):
     """SQLite found the queue's file damaged while it was in use; the service keeps it aside and rebuilds the queue
     from the store's folders (``Store.rebuild_damaged_queue``), as at start; a worker waits meanwhile."""
+
+
+WORKER_SILENT = 30
+"""Seconds without a heartbeat after which a worker no longer counts as running (an idle one beats every 2 s, one
+loading weights every 10 s)."""
+
+
+def alive(worker: dict) -> bool:
+    """Whether a worker row of ``Queue.workers`` is a worker that takes jobs now: heard from within
+    ``WORKER_SILENT`` seconds, neither stopped nor unable to score anything."""
+    return worker["state"] not in ("stopped", "unavailable") and worker["age"] < WORKER_SILENT
 
 
 @dataclass(frozen=True)
@@ -169,6 +205,7 @@ class Job:
     log_excerpt: str | None
     lease_tokens: str | None = None  # the tokens issued for the current request, space-separated (never mirrored)
     lease_hashes: str | None = None  # sha256 of tokens issued before a restore or rebuild, space-separated
+    requests_before: int = 0  # requests to score it made before a restore or rebuild (the record's ``request``)
 
     @property
     def lease(self) -> str | None:
@@ -214,6 +251,9 @@ class Queue:
     errors: tuple[type[Exception], ...] = ()
     damaged: Path | None = None
     ledger: Path | None = None  # where ``_note`` keeps what a rebuild needs (SQLite's file; none for PostgreSQL)
+    seal_note: Callable[[dict], dict] | None = None
+    """How ``_note`` seals a ledger line: a store gives its keys' (``leaderboard.seal.ledger_line``), as a rebuild trusts
+    only sealed lines; None writes them unsealed (a queue opened outside a store, which no rebuild reads)."""
     location: str
     _integrity_errors: tuple[type[Exception], ...] = ()
     _skip_locked = ""  # appended to a SELECT that picks rows to change: lock them, skip those others hold
@@ -255,23 +295,28 @@ class Queue:
 
     # --- submissions ------------------------------------------------------------------------------------------
     def add(self, *, id: str, content_hash: str, owner: str, model: str, model_id: str | None,
-            model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None) -> Job:
-        """Enqueue a validated submission as PENDING; raise DuplicateSubmission for known content.
+            model_revision: str | None, dataset: str, quota: tuple[int, str] | None = None,
+            image_sets: Sequence[str] = ()) -> Job:
+        """Enqueue a validated submission as PENDING, with its ``image_sets``; raise DuplicateSubmission for known
+        content, and SameImages (one) when a submission the queue knows holds one of its image sets.
 
         ``quota=(limit, since_iso)``: in the same transaction, QuotaExceeded if ``owner`` already has ``limit``
         entries in the submission log since ``since_iso`` (so concurrent uploads cannot all pass the check)."""
         stamp = now_iso()
         try:
-            with self._transaction(lock=owner) as db:
+            with self._transaction(owner, *image_sets) as db:
                 row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
                 if row:
                     raise DuplicateSubmission(Job(**row))
+                if same := self._same_images(db, image_sets):
+                    raise SameImages(*same)
                 self._log_submission(db, owner, id, "submission", stamp, quota)
                 db.execute(
                     "INSERT INTO submissions (id, content_hash, owner, model, model_id, model_revision, dataset,"
                     " state, created_at, updated_at, message) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)",
                     (id, content_hash, owner, model, model_id, model_revision, dataset, stamp, stamp,
                      "waiting for a worker"))
+                self._keep_image_sets(db, id, image_sets)
         except self._integrity_errors:
             # Another owner's transaction inserted the same content between our check and our insert.
             if existing := self.find_by_hash(content_hash):
@@ -303,15 +348,59 @@ class Queue:
             row = db.execute("SELECT * FROM submissions WHERE content_hash = ?", (content_hash,)).fetchone()
         return Job(**row) if row else None
 
-    _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, (state = 'RUNNING' AND lease_expires >= DB_NOW) AS"
-                 " held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
+    # --- image sets: one row each ------------------------------------------------------------------------------
+    def same_images(self, image_sets: Sequence[str], before: Job | None = None) -> tuple[Job, str] | None:
+        """The oldest submission the queue knows (any state) that holds one of ``image_sets``, with that image set;
+        ``before``: only one submitted before that job (by time, then id), itself excepted. None when there is none."""
+        with self._connect() as db:
+            return self._same_images(db, image_sets, before)
+
+    @staticmethod
+    def _same_images(db: Session, image_sets: Sequence[str], before: Job | None = None) -> tuple[Job, str] | None:
+        if not image_sets:
+            return None
+        sql = ("SELECT s.*, i.image_set AS held FROM image_sets i JOIN submissions s ON s.id = i.submission"
+               f" WHERE i.image_set IN ({', '.join('?' * len(image_sets))})")
+        params: tuple = tuple(image_sets)
+        if before is not None:
+            sql += " AND (s.created_at < ? OR (s.created_at = ? AND s.id < ?))"
+            params += (before.created_at, before.created_at, before.id)
+        row = db.execute(sql + " ORDER BY s.created_at, s.id LIMIT 1", params).fetchone()
+        if row is None:
+            return None
+        held = row.pop("held")
+        return Job(**row), held
+
+    def without_image_sets(self) -> list[str]:
+        """The submissions the queue keeps no image set for (queued before image sets were kept, or restored without
+        their files), oldest first."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id FROM submissions s WHERE NOT EXISTS (SELECT 1 FROM image_sets i WHERE"
+                              " i.submission = s.id) ORDER BY created_at, id").fetchall()
+        return [row["id"] for row in rows]
+
+    def record_image_sets(self, id: str, image_sets: Sequence[str]) -> None:
+        """Keep submission ``id``'s image sets where the queue has not (a record restored, rebuilt, or made before
+        image sets were kept)."""
+        with self._transaction() as db:
+            self._keep_image_sets(db, id, image_sets)
+
+    @staticmethod
+    def _keep_image_sets(db: Session, id: str, image_sets: Sequence[str]) -> None:
+        for image_set in dict.fromkeys(image_sets):
+            db.execute("INSERT INTO image_sets (image_set, submission) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (image_set, id))
+
+    _REQUESTS = ("SELECT id, state, lease_tokens, lease_hashes, requests_before, (state = 'RUNNING' AND lease_expires"
+                 " >= DB_NOW) AS held, (SELECT count(*) FROM submission_log l WHERE l.submission = s.id) AS logged"
                  " FROM submissions s")
 
     @staticmethod
     def _request(row: dict) -> Request:
-        # 1 when the log has none: a record restored from the Hub, or rebuilt
-        return Request(max(1, row["logged"]), row["state"], tuple((row["lease_tokens"] or "").split()),
-                       tuple((row["lease_hashes"] or "").split()), bool(row["held"]))
+        # A record restored or rebuilt brings the number of the requests made before (its log is not here); 1 at least
+        return Request(max(1, (row["requests_before"] or 0) + row["logged"]), row["state"],
+                       tuple((row["lease_tokens"] or "").split()), tuple((row["lease_hashes"] or "").split()),
+                       bool(row["held"]))
 
     def request(self, id: str) -> Request | None:
         """Submission ``id``'s current request to be scored (``Request``: what results must answer); None for an
@@ -327,8 +416,8 @@ class Queue:
 
     def request_number(self, id: str) -> int | None:
         """How many times submission ``id`` has been asked to be scored: 1 for its submission, one more for each
-        re-run (its entries in the submission log; 1 when the log has none, as in a queue restored from the Hub);
-        None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
+        re-run (its entries in the submission log, after those a restored or rebuilt record says were made before it
+        came here, ``Job.requests_before``); None for an unknown id. A worker records it in the results (run.json ``request``), so a re-run's results
         are told from those of the run before, however soon the re-run came."""
         request = self.request(id)
         return request.number if request else None
@@ -353,7 +442,8 @@ class Queue:
         added = 0
         with self._transaction() as db:
             for submission, at in deletions.items():
-                db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (submission,))
+                if db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (submission,)).rowcount:
+                    db.execute("DELETE FROM image_sets WHERE submission = ?", (submission,))
                 added += db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                                     (submission, at)).rowcount
         return added
@@ -373,6 +463,19 @@ class Queue:
         with self._connect() as db:
             rows = db.execute("SELECT * FROM submissions ORDER BY created_at DESC, id DESC").fetchall()
         return [Job(**row) for row in rows]
+
+    def listing(self, limit: int) -> list[ListedJob]:
+        """The newest ``limit`` submissions as a page shows them (``listing.ListedJob``: bounded and typed)."""
+        with self._connect() as db:
+            rows = db.execute(f"SELECT {listing.JOB_COLUMNS} FROM submissions ORDER BY created_at DESC, id DESC"
+                              " LIMIT ?", (limit,)).fetchall()
+        return [ListedJob.read(row) for row in rows]
+
+    def listed(self, id: str) -> ListedJob | None:
+        """Submission ``id`` as a page shows it (``listing.ListedJob``), or None."""
+        with self._connect() as db:
+            row = db.execute(f"SELECT {listing.JOB_COLUMNS} FROM submissions WHERE id = ?", (id,)).fetchone()
+        return ListedJob.read(row) if row else None
 
     # --- workers: claims, leases, outcomes --------------------------------------------------------------------
     def claim(self, worker: str, lease_seconds: float) -> Job | None:
@@ -473,10 +576,16 @@ class Queue:
                        " heartbeat = excluded.heartbeat", (worker, state, message))
 
     def workers(self, within_seconds: float = 120) -> list[dict]:
-        """Workers seen in the last ``within_seconds``, each with ``age``: seconds since its last heartbeat."""
+        """Workers seen in the last ``within_seconds`` (the newest ``listing.ROWS``), by id: ``id``, ``state``,
+        ``message`` (bounded text), ``heartbeat`` (a number or ``INVALID``) and ``age``, seconds since it (one that
+        takes jobs now: ``alive``)."""
         with self._connect() as db:
-            return db.execute("SELECT *, DB_NOW - heartbeat AS age FROM workers WHERE heartbeat > DB_NOW - ?"
-                              " ORDER BY id", (within_seconds,)).fetchall()
+            rows = db.execute(f"SELECT {listing.columns('id', 'state', 'message', 'heartbeat')}, DB_NOW - heartbeat"
+                              " AS age FROM workers WHERE heartbeat > DB_NOW - ? ORDER BY heartbeat DESC LIMIT ?",
+                              (within_seconds, listing.ROWS)).fetchall()
+        return sorted(({**{name: listing.text(row[name]) for name in ("id", "state", "message")},
+                        "heartbeat": listing.number(row["heartbeat"]), "age": row["age"]} for row in rows),
+                      key=lambda worker: worker["id"])
 
     def set_worker_tracks(self, worker: str, tracks: dict[str, str | None]) -> None:
         """Record, per track, whether ``worker`` scores it (None) or why not, so the app can say which tracks are
@@ -489,13 +598,17 @@ class Queue:
                            (worker, track, reason))
 
     def worker_tracks(self, workers: list[str]) -> dict[str, dict[str, str | None]]:
-        """What ``set_worker_tracks`` recorded for these workers: worker -> track -> None (scored) or why not."""
+        """What ``set_worker_tracks`` recorded for these workers: worker -> track -> None (scored) or why not
+        (bounded text; at most ``listing.TRACK_ROWS`` rows)."""
+        if not workers:
+            return {}
         with self._connect() as db:
-            rows = db.execute("SELECT worker, track, reason FROM worker_tracks ORDER BY worker, track").fetchall()
+            rows = db.execute(f"SELECT {listing.columns('worker', 'track', 'reason')} FROM worker_tracks WHERE worker"
+                              f" IN ({', '.join('?' * len(workers))}) ORDER BY worker, track LIMIT ?",
+                              (*workers, listing.TRACK_ROWS)).fetchall()
         found: dict[str, dict[str, str | None]] = {}
         for row in rows:
-            if row["worker"] in workers:
-                found.setdefault(row["worker"], {})[row["track"]] = row["reason"]
+            found.setdefault(listing.text(row["worker"]), {})[listing.text(row["track"])] = listing.text(row["reason"])
         return found
 
     def set_supervisor(self, id: str, state: str, *, pid: int | None, restarts: int, last_exit: str | None,
@@ -509,11 +622,18 @@ class Queue:
                        " heartbeat = excluded.heartbeat", (id, state, pid, restarts, last_exit, retry_in, message))
 
     def supervisors(self, within_seconds: float = 60) -> list[dict]:
-        """Supervisors seen in the last ``within_seconds``, each with ``age`` and ``retry_in`` (seconds, or None)."""
+        """Supervisors seen in the last ``within_seconds`` (the newest ``listing.ROWS``), by id: ``id``, ``state``,
+        ``last_exit``, ``message`` (bounded text), ``pid``, ``restarts`` (whole numbers or ``INVALID``), ``age`` and
+        ``retry_in`` (seconds, or None)."""
         with self._connect() as db:
-            return db.execute("SELECT *, DB_NOW - heartbeat AS age, retry_at - DB_NOW AS retry_in"
-                              " FROM supervisors WHERE heartbeat > DB_NOW - ? ORDER BY id",
-                              (within_seconds,)).fetchall()
+            rows = db.execute(f"SELECT {listing.columns('id', 'state', 'pid', 'restarts', 'last_exit', 'message')},"
+                              " DB_NOW - heartbeat AS age, retry_at - DB_NOW AS retry_in FROM supervisors"
+                              " WHERE heartbeat > DB_NOW - ? ORDER BY heartbeat DESC LIMIT ?",
+                              (within_seconds, listing.ROWS)).fetchall()
+        return sorted(({**{name: listing.text(row[name]) for name in ("id", "state", "last_exit", "message")},
+                        **{name: listing.number(row[name], low=0, whole=True) for name in ("pid", "restarts")},
+                        "age": row["age"], "retry_in": row["retry_in"]} for row in rows),
+                      key=lambda supervisor: supervisor["id"])
 
     def add_notice(self, message: str) -> None:
         """Record something the operator must hear about (the queue was rebuilt); the Queue tab shows it."""
@@ -521,11 +641,11 @@ class Queue:
             db.execute("INSERT INTO notices (at, message) VALUES (DB_NOW, ?)", (message,))
 
     def notices(self, within_seconds: float = 7 * 24 * 3600) -> list[str]:
-        """Notices of the last ``within_seconds``, oldest first."""
+        """Notices of the last ``within_seconds`` (the newest ``listing.ROWS``, bounded text), oldest first."""
         with self._connect() as db:
-            rows = db.execute("SELECT message FROM notices WHERE at > DB_NOW - ? ORDER BY at",
-                              (within_seconds,)).fetchall()
-        return [row["message"] for row in rows]
+            rows = db.execute(f"SELECT {listing.columns('message')} FROM notices WHERE at > DB_NOW - ?"
+                              " ORDER BY at DESC LIMIT ?", (within_seconds, listing.ROWS)).fetchall()
+        return [listing.text(row["message"]) for row in reversed(rows)]
 
     # --- owner operations (checked by the store against the signed-in user) -------------------------------
     def count_since(self, owner: str, since_iso: str) -> int:
@@ -564,7 +684,7 @@ class Queue:
         """FINISHED or FAILED -> PENDING with a fresh attempt count (a re-run by ``owner``, logged against the
         quota like a submission: QuotaExceeded, see ``add``); False in any other state."""
         stamp = now_iso()
-        with self._transaction(lock=owner) as db:
+        with self._transaction(owner) as db:
             cursor = db.execute(
                 "UPDATE submissions SET state = 'PENDING', attempts = 0, started_at = NULL, finished_at = NULL,"
                 " progress = NULL, error = NULL, log_excerpt = NULL, lease_owner = NULL, lease_expires = NULL,"
@@ -582,18 +702,21 @@ class Queue:
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM submissions WHERE id = ? AND state <> 'RUNNING'", (id,))
             if cursor.rowcount == 1:
+                db.execute("DELETE FROM image_sets WHERE submission = ?", (id,))
                 db.execute("INSERT INTO deletions (submission, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            (id, now_iso()))
         if cursor.rowcount == 1:
             self._note("delete", id)
         return cursor.rowcount == 1
 
-    def restore(self, job: Job) -> bool:
+    def restore(self, job: Job, image_sets: Sequence[str] = ()) -> bool:
         """Insert a submission record kept elsewhere (``hub_sync``: a restarted Space rebuilding its queue; or rebuilt
-        from the folders, ``queue_rebuild``); False if its id or content is already here. A RUNNING record comes back
-        PENDING: its worker is gone. No token comes with it (a token is never taken from outside the queue), only
-        the sha256 of the leases issued for its request (``lease_hashes``: 64 hex digits each, anything else
-        dropped)."""
+        from the folders, ``queue_rebuild``), with its ``image_sets`` (computed from its validated files, never taken
+        from the record); False if its id or content is already here. A RUNNING record comes back PENDING: its worker
+        is gone. No token comes with it (a token is never taken from outside the queue), only the sha256 of the
+        leases issued for its request (``lease_hashes``: 64 hex digits each, anything else dropped) and that
+        request's number (``requests_before``: results must answer it, ``refusal``). A record that holds the images
+        of another is restored as it was: the worker refuses to score the later of the two."""
         record = asdict(job)
         if job.state == "RUNNING":
             record.update(state="PENDING", progress=None, message="restored from the Hub: waiting for a worker")
@@ -604,6 +727,9 @@ class Queue:
         with self._transaction() as db:
             cursor = db.execute(f"INSERT INTO submissions ({names}) VALUES ({', '.join('?' * len(record))})"
                                 " ON CONFLICT DO NOTHING", tuple(record.values()))
+            if cursor.rowcount == 1:
+                self._keep_image_sets(db, job.id, image_sets)
         if cursor.rowcount == 1:
-            self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes)
+            self._note("restore", job.id, owner=job.owner, created_at=job.created_at, hashes=hashes,
+                       request=max(1, job.requests_before))
         return cursor.rowcount == 1

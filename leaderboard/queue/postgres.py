@@ -7,7 +7,9 @@ The semantics are ``base``'s, running the same SQL; what PostgreSQL adds:
 - a claim locks the rows it picks with ``FOR UPDATE SKIP LOCKED``: concurrent claims never wait for each
   other nor take the same job;
 - the transactions of one owner that count the quota and then log a submission take
-  ``pg_advisory_xact_lock`` on the owner first, so two racing uploads cannot both pass the quota;
+  ``pg_advisory_xact_lock`` on the owner first, so two racing uploads cannot both pass the quota, and one that
+  queues a submission takes it on each of its image sets too, so two racing uploads of the same images cannot both
+  find them new;
 - text columns compare bytewise (``COLLATE "C"``), as SQLite does: claim order and quota windows compare ISO
   times and ids as text, and must not depend on the database's locale.
 
@@ -32,7 +34,8 @@ from leaderboard.queue.base import Queue, QueueUnavailable
 from leaderboard.queue.location import check_url, redact, scrub
 
 DB_NOW = "extract(epoch from clock_timestamp())::double precision"
-_LOCKS = 7215  # the advisory-lock namespace of this queue: (_LOCKS, 0) the schema, (_LOCKS + 1, owner) an owner
+# The advisory-lock namespace of this queue: (_LOCKS, 0) the schema, (_LOCKS + 1, key) an owner or an image set.
+_LOCKS = 7215
 C = 'TEXT COLLATE "C"'
 
 _SCHEMA = f"""
@@ -57,7 +60,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     error TEXT,
     log_excerpt TEXT,
     lease_tokens {C},  -- the lease tokens issued for the current request, space-separated
-    lease_hashes {C}  -- the sha256 of those issued before the queue was restored, space-separated
+    lease_hashes {C},  -- the sha256 of those issued before the queue was restored, space-separated
+    requests_before INTEGER NOT NULL DEFAULT 0  -- requests to score it made before the queue was restored
 );
 CREATE INDEX IF NOT EXISTS submissions_by_state ON submissions (state, created_at, id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -94,6 +98,7 @@ CREATE TABLE IF NOT EXISTS supervisors (
 -- A queue made before leases: its jobs get the column, empty (``base.refusal`` says what such a job takes).
 ALTER TABLE submissions ADD COLUMN IF NOT EXISTS lease_tokens {C};
 ALTER TABLE submissions ADD COLUMN IF NOT EXISTS lease_hashes {C};
+ALTER TABLE submissions ADD COLUMN IF NOT EXISTS requests_before INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS deletions (
     submission {C} PRIMARY KEY,
     at {C} NOT NULL
@@ -108,6 +113,13 @@ CREATE TABLE IF NOT EXISTS worker_tracks (
     reason TEXT,  -- NULL: the worker scores the track
     PRIMARY KEY (worker, track)
 );
+-- The images each submission answers a dataset with, by digest (``benchmark.submission.validate.image_set``).
+CREATE TABLE IF NOT EXISTS image_sets (
+    image_set {C} NOT NULL,
+    submission {C} NOT NULL,
+    PRIMARY KEY (image_set, submission)
+);
+CREATE INDEX IF NOT EXISTS image_sets_by_submission ON image_sets (submission);
 """
 
 
@@ -207,9 +219,9 @@ class PostgresQueue(Queue):
             yield _Session(connection)
 
     @contextmanager
-    def _transaction(self, lock: str | None = None) -> Iterator[_Session]:
+    def _transaction(self, *locks: str) -> Iterator[_Session]:
         with self._pool.connection() as connection, connection.transaction():
-            if lock is not None:
+            for lock in sorted(set(locks)):  # always in one order: two transactions never wait for each other
                 connection.execute("SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))", (_LOCKS + 1, lock))
             yield _Session(connection)
 

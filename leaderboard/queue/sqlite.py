@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmark.errors import CultureLensError
 from leaderboard.queue.base import Queue, QueueDamaged, now_iso
 
 _SCHEMA = """
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     error TEXT,
     log_excerpt TEXT,
     lease_tokens TEXT,  -- the lease tokens issued for the current request, space-separated
-    lease_hashes TEXT  -- the sha256 of those issued before the queue was restored or rebuilt, space-separated
+    lease_hashes TEXT,  -- the sha256 of those issued before the queue was restored or rebuilt, space-separated
+    requests_before INTEGER NOT NULL DEFAULT 0  -- requests to score it made before the queue was restored or rebuilt
 );
 CREATE TABLE IF NOT EXISTS attempts (
     owner TEXT NOT NULL,
@@ -102,6 +104,14 @@ CREATE TABLE IF NOT EXISTS worker_tracks (
     reason TEXT,  -- NULL: the worker scores the track
     PRIMARY KEY (worker, track)
 );
+-- The images each submission answers a dataset with, by digest (``benchmark.submission.validate.image_set``): one
+-- image set is one row of the leaderboard. A queue made before has none: the intake records them from the kept files.
+CREATE TABLE IF NOT EXISTS image_sets (
+    image_set TEXT NOT NULL,
+    submission TEXT NOT NULL,
+    PRIMARY KEY (image_set, submission)
+);
+CREATE INDEX IF NOT EXISTS image_sets_by_submission ON image_sets (submission);
 """
 
 # Seconds since the epoch by the database's clock, to the millisecond (``unixepoch('subsec')`` needs SQLite
@@ -153,14 +163,15 @@ class SQLiteQueue(Queue):
         return self.path.with_name(self.path.name + ".ledger")
 
     def _note(self, event: str, id: str, **facts) -> None:
-        line = json.dumps({"event": event, "id": id, "at": now_iso(), **facts}, ensure_ascii=False) + "\n"
+        record = {"event": event, "id": id, "at": now_iso(), **facts}
         try:  # one write of one line, appended: lines of processes writing at once never interleave
+            line = json.dumps(self.seal_note(record) if self.seal_note else record, ensure_ascii=False) + "\n"
             fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line.encode("utf-8", "surrogatepass"))
             finally:
                 os.close(fd)
-        except OSError as error:
+        except (OSError, CultureLensError) as error:  # CultureLensError: no key to seal it with
             log.warning("%s: %s of %s not noted (%s): a queue rebuilt after damage would not know it",
                         self.ledger.name, event, id, error)
 
@@ -185,9 +196,10 @@ class SQLiteQueue(Queue):
             db.db.executescript(_SCHEMA)
             db.db.execute("BEGIN IMMEDIATE")  # one process adds the column, the others then see it
             columns = {row["name"] for row in db.db.execute("PRAGMA table_info(submissions)")}
-            for column in ("lease_tokens", "lease_hashes"):  # a queue made by an earlier version lacks them
+            for column, kind in (("lease_tokens", "TEXT"), ("lease_hashes", "TEXT"),
+                                 ("requests_before", "INTEGER NOT NULL DEFAULT 0")):  # an earlier version's queue
                 if column not in columns:
-                    db.db.execute(f"ALTER TABLE submissions ADD COLUMN {column} TEXT")
+                    db.db.execute(f"ALTER TABLE submissions ADD COLUMN {column} {kind}")
             db.db.execute("COMMIT")
             problems = [row["quick_check"] for row in db.db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
@@ -238,8 +250,8 @@ class SQLiteQueue(Queue):
             db.close()
 
     @contextmanager
-    def _transaction(self, lock: str | None = None) -> Iterator[_Session]:
-        """``BEGIN IMMEDIATE``: every writer waits for the one before it, so ``lock`` needs nothing more."""
+    def _transaction(self, *locks: str) -> Iterator[_Session]:
+        """``BEGIN IMMEDIATE``: every writer waits for the one before it, so ``locks`` need nothing more."""
         with self._connect() as session:
             session.db.execute("BEGIN IMMEDIATE")
             try:

@@ -53,10 +53,16 @@ Slices tab show one protocol each, the one the track's Overview ranks.
 **How to read a ranked table.** Every number of a ranked row comes from one set of prompts: the protocol's (the
 dataset's prompts at the protocol's revision where this server holds it, else those any submission of the protocol
 answered; on a slice, its prompts), the same for every row whoever submitted first and whatever each answered. A
-model's **score** is its mean over them (the note gives their number), its **rank** orders those scores, and its
-**rank range**, e.g. `2-5`, is the middle 95% of its ranks when those prompts are resampled 1,000 times (the same
-draw for every model, all models ranked in each draw). With fewer than {ranking.MIN_PROMPTS} prompts there is a
-rank but no range: a bootstrap over a handful of prompts would give ranges too narrow to trust. Paper rows have no
+model's **score** is its mean over them (the note gives their number). Its **rank** follows rank rule
+{ranking.RULE_VERSION}, LMArena's: 1 + the number of models significantly better on those prompts. Two models are
+compared prompt by prompt (on each, one wins or they tie), and one is significantly better when its score is
+better and it wins significantly more prompts than it loses (an exact sign test), every pair of the table decided
+at {ranking.CONFIDENCE:.0%} together (Bonferroni); a model above one that is above a third is above it too. So two
+models at one rank never differ significantly, and models the prompts cannot tell apart share a rank. The **rank
+range**, e.g. `2-5`, runs from that rank to the number of models less those significantly worse: the ranks the
+comparisons allow. Rule 1, before issue 49, gave every distinct score its own rank with a bootstrap range, and
+under 10 prompts let ties chain (A tied with B, B with C, and A and C, which differ, at one rank). With fewer than
+{ranking.MIN_PROMPTS} prompts nothing is ranked: the values are shown, "too few prompts to rank". Paper rows have no
 per-prompt values: they are ranked by their published value, without a range. One submission per model is ranked,
 its latest; earlier ones are listed below it, not ranked.
 
@@ -75,26 +81,29 @@ whose images could not be scored. A metric about one label (relevance to Japan) 
 ranked on the prompts that name it only; its values elsewhere are shown, not ranked, since a model that makes every
 image look Japanese would otherwise win it by failing every other prompt.
 
-A **tie group** collects, reading down the table, models whose rank ranges all contain one same rank: the data
-cannot put them in order. A model whose range shares no rank with all of the current group starts the next
-group, so ranges of 1-2, 2-3, 3-4 and 4-5 make two groups, not one chain; models of neighbouring groups may still
-overlap, and their ranges say by how much. A value that could not be measured because it lies beyond the range
+A **tie group** is the models sharing a rank. A value that could not be measured because it lies beyond the range
 measured is shown as such: a model never "used up" within the seeds W1KP can compare has a reusability of
 "> k" (k the most seeds counted). All that is known is that it exceeds k: it ranks above a measured value only
 when k reaches it, and level with the others ("> 10" above 8, level with 15 and with "> 20"), a rank being 1 + the
 models known to be better.
 
-The **overall** ranking averages each track's win rate (the share of the other models a model beats on that track's
-ranking: the same scores as its table) only over models scored on the same set of tracks (the picker offers the
-other sets), with the same kind of range on the mean win rate. Each track's rows there are of one protocol: the
-suite's part for that track when it has rows (so a model's suite submission is one row across the tracks), else the
-track's headline protocol, else the papers'. Variability (W1KP) is not part of it: more variable images are not
-better in themselves (pure noise is the most variable), nor are less variable ones, so it has no direction to win
-on; its W1KP is shown in its own column of the row, beside the mean, and its own table orders models by W1KP.
+The **overall** ranking averages each track's win rate only over models scored on the same set of tracks (the picker
+offers the other sets). A track's win rate comes from the same comparisons as its ranks: a model beats those
+significantly worse and ties, counting half, with those it cannot be told from; its range goes from beating only
+those to beating every model not significantly better. In a mean over several tracks each track's pairs are decided
+at 95% shared out over the tracks, so that all the ranges hold together, and the mean's range is the mean of the
+tracks' ranges; the overall rank follows by the same rule, 1 + the models whose range lies wholly above. Each
+track's rows there are of one protocol: the suite's part for that track when it has rows (so a model's suite
+submission is one row across the tracks), else the track's headline protocol, else the papers'. Variability (W1KP)
+is not part of it: more variable images are not better in themselves (pure noise is the most variable), nor are less
+variable ones, so it has no direction to win on; its W1KP is shown in its own column of the row, beside the mean,
+and its own table orders models by W1KP.
 
-A score's **95% CI** is chosen by the metric's kind, never by the values that happened to occur: Wilson's for a
-rate (a share of events, such as a recognition rate), else the percentile-t bootstrap's, and it never leaves the
-metric's declared range. Student-t undercovers skewed
+A score's **95% CI** is chosen by the metric's kind, never by the values that happened to occur: Wilson's with
+continuity correction for a rate (a share of events, such as a recognition rate), else the percentile-t bootstrap's,
+and no side of it passes the metric's declared range. A side the prompts cannot bound (values that barely vary, a row
+mostly refused) says so, "not bounded by 10 prompts", instead of showing the range's end as if it were a finding; a
+row that left more than half the prompts unanswered is flagged "mostly refused". Student-t undercovers skewed
 values (0.86 instead of 0.95 on lognormal ones), and the bootstrap's tails were chosen by measured coverage
 (`benchmarks/coverage.py`). A judged track (expectations, relevance) says beside its ranking how far its judge, that
 judge and version, agrees with the CulturalFrames raters, per image and in the order of the models, or that it

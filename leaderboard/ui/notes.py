@@ -47,16 +47,18 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
 
 # How a ranked table's ranks, intervals and tie groups are read (the Overview and Slices notes; About says more).
 RANKS_IN_WORDS = (
-    "**One set of prompts, the protocol's**: each model's score, rank and 95% rank interval come from the same "
+    "**One set of prompts, the protocol's**: each model's score, CI, rank and rank range come from the same "
     "prompts, the protocol's (the note below gives their number), whoever submitted first. **Withholding never "
     "pays**: a prompt a model did not answer (refused or missing) counts as the metric's worst value, so leaving "
-    "prompts out can only lower a score, and **Refused** gives each row's share of such prompts (on a track without "
-    "a worse end, such a row is listed apart, not ranked). With fewer than "
-    f"{ranking.MIN_PROMPTS} prompts no bootstrap is drawn: neighbours whose paired difference's 95% interval holds "
-    "0 share a rank, their range the ranks they span. **Rank range**, e.g. 2-5: the middle 95% of the "
-    f"model's ranks over {ranking.REPLICATES:,} bootstrap draws of those prompts. **Tie group**: reading down, "
-    "models whose rank ranges all hold one same rank; the data cannot order them (models of neighbouring groups "
-    "may still overlap: read the ranges). One submission per model is ranked, its latest.")
+    "prompts out can only lower a score, and **Refused** gives each row's share of such prompts (\"mostly refused\" "
+    f"past {ranking.MOSTLY_REFUSED:.0%}; on a track without a worse end, such a row is listed apart, not ranked). "
+    f"**Rank** (rank rule {ranking.RULE_VERSION}, LMArena's): 1 + the models significantly better on those prompts, "
+    "compared prompt by prompt (an exact sign test of the prompts each wins, with the better score), every pair of "
+    f"the table at {ranking.CONFIDENCE:.0%} together; a model above one that is above a third is above it too, so "
+    "models at one rank never differ significantly. **Rank range**, e.g. 2-5: from that rank to the number of "
+    "models less those significantly worse, the ranks the comparisons allow. **Tie group**: the models sharing a "
+    f"rank. Below {ranking.MIN_PROMPTS} prompts nothing is ranked: the values are shown. A side of a 95% CI the "
+    "prompts cannot bound says so (\"not bounded by n prompts\"). One submission per model is ranked, its latest.")
 
 
 def direction(higher: bool, directed: bool = True) -> str:
@@ -83,14 +85,15 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
             "slice; the track's rows of one protocol: the suite's part for that track when it has rows, so a "
             "model's suite submission is one row across the tracks, else the track's headline protocol, else the "
             "papers'; never the metric scored on other prompts, nor by another judge), the share of the other models "
-            "a model beats on that track's ranking (the scores of its own table: the protocol's prompts, a prompt "
-            "left unanswered counting as the worst value), ties counting half; a model not ranked on a track leaves "
-            "that track's comparison. "
+            "a model beats on that track's ranking (its own table's prompts, a prompt left unanswered counting as "
+            "the worst value), ties counting half; a model not ranked on a track leaves that track's comparison. "
             "Only models scored on the same set of tracks are ranked together: here "
             f"**{render.plain(chosen)}**" + (f"; other sets (models): {others}" if others else "") +
-            ". The 95% intervals (win rate and rank) come from a paired bootstrap over each track's prompts; "
-            "paper rows have no per-prompt values and get none. Reported and scored rows of one model are kept "
-            "apart. " + left_out +
+            ". A track's win rates come from the comparisons behind its ranks (rank rule "
+            f"{ranking.RULE_VERSION}: a model beats those significantly worse, ties half with those it cannot be "
+            "told from), each track's pairs decided at 95% shared out over the tracks, so that the win-rate ranges "
+            "hold together; the overall rank is 1 + the models whose range lies wholly above. Paper rows have no "
+            "per-prompt values and get no range. Reported and scored rows of one model are kept apart. " + left_out +
             (f" {render.plain(basis[:1].upper() + basis[1:])}." if basis else "") +
             (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
 

@@ -13,6 +13,8 @@ from benchmark import tracks as track_registry
 from benchmark.suite import SCORING_ASSETS
 from leaderboard import quarantine, render, suite_view
 from leaderboard.intake import PermissionDenied
+from leaderboard.queue.base import alive
+from leaderboard.queue.listing import INVALID
 from leaderboard.ui.site import Tab, while_queue_rebuilt
 from leaderboard.ui.widgets import Parts, shown_if_filled, text_markdown
 
@@ -40,13 +42,15 @@ class QueueTab(Tab):
         ``QUEUE_ROWS``; any other by ``/details``): id, state, model, model_id, owner, dataset, submitted_at,
         started_at, finished_at (ISO 8601), progress (0-1, while RUNNING), message, reason (why it FAILED),
         attempts; ``workers`` heard from in the last hour: id, state, seconds_since_heard, message; and ``notice``:
-        None, or why the queue cannot be listed now (it is being rebuilt, ``site.QUEUE_REBUILDING``)."""
+        None, or why the queue cannot be listed now (it is being rebuilt, ``site.QUEUE_REBUILDING``). Every text is
+        at most ``listing.TEXT_CHARS`` characters (a longer one ends with ``listing.CUT``); a number a queue client
+        wrote as something else is "invalid" (``queue.listing``)."""
         jobs = [{"id": job.id, "state": job.state, "model": job.model, "model_id": job.model_id, "owner": job.owner,
                  "dataset": job.dataset, "submitted_at": job.created_at, "started_at": job.started_at,
                  "finished_at": job.finished_at, "progress": job.progress if job.state == "RUNNING" else None,
                  "message": render.hide_paths(job.message, self.places) if job.message else None,
                  "reason": render.hide_paths(job.error, self.places) if job.state == "FAILED" and job.error else None,
-                 "attempts": job.attempts} for job in self.store.queue.jobs()[:QUEUE_ROWS]]
+                 "attempts": job.attempts} for job in self.store.queue.listing(QUEUE_ROWS)]
         workers = [{"id": w["id"], "state": w["state"], "seconds_since_heard": round(float(w["age"]), 1),
                     "message": render.hide_paths(w["message"], self.places) if w["message"] else None}
                    for w in self.store.queue.workers(within_seconds=3600)]
@@ -56,11 +60,11 @@ class QueueTab(Tab):
         """The newest ``QUEUE_ROWS`` submissions: when, which, whose, their state and its details (the progress of
         a RUNNING one, why one FAILED, what a FINISHED one scored)."""
         rows = []
-        for job in self.store.queue.jobs()[:QUEUE_ROWS]:
+        for job in self.store.queue.listing(QUEUE_ROWS):
             if job.state == "RUNNING":
-                details = f"{(job.progress or 0) * 100:.0f}% {job.message or ''}".strip()
+                details = f"{percent(job.progress)} {job.message or ''}".strip()
             else:
-                details = render.hide_paths(job.error if job.state == "FAILED" else (job.message or ""), self.places)
+                details = render.hide_paths((job.error if job.state == "FAILED" else job.message) or "", self.places)
             rows.append([job.created_at[:16].replace("T", " "), job.id, job.model, job.owner, job.state, details])
         return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
@@ -74,7 +78,7 @@ class QueueTab(Tab):
         if note := quarantine.note(self.store.quarantined()):
             notices.append(f"> **Notice:** {render.plain(note)}")
         workers = queue.workers(within_seconds=3600)
-        live = [w for w in workers if w["state"] not in ("stopped", "unavailable") and w["age"] < 30]
+        live = [w for w in workers if alive(w)]
         supervisors = [(s, line) for s in queue.supervisors() if (line := self._supervisor_line(s))]
         shown = [line for s, line in supervisors if s["state"] != "running"]  # restarting, gave up
         folded = [line for s, line in supervisors if s["state"] == "running"]
@@ -121,7 +125,8 @@ class QueueTab(Tab):
                 state = "is on"
             elif states:
                 reasons = (_short_reason(line) for reason in states for line in reason.splitlines())
-                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track)
+                held = set(self.site.suite.settings())  # the suite's assets: their settings are not what failed
+                state = "is off: " + self.public("; ".join(dict.fromkeys(reasons))) + "; " + turn_on(track, held)
             else:
                 state = "waits for a worker"
             lines.append(f"- **{track.title}** {state}")  # a registered track's title: ours, as method pages show it
@@ -146,14 +151,14 @@ class QueueTab(Tab):
     @while_queue_rebuilt(lambda notice: (notice, None))
     def details(self, submission_id: str):
         """One submission: state, reason and log excerpt, and its per-image scores to download."""
-        job = self.store.queue.get((submission_id or "").strip())
+        job = self.store.queue.listed((submission_id or "").strip())
         if job is None:
             return "Type or paste a submission ID from the table.", None
-        lines = [f"### `{job.id}`: {job.state}",  # ids the store made are safe in a code span
+        lines = [f"### {render.code(job.id)}: {render.plain(job.state)}",  # as a queue client wrote them: text
                  f"- model **{render.plain(job.model)}**, owner {render.plain(job.owner)}, dataset "
                  f"{render.plain(job.dataset)}",
-                 f"- submitted {job.created_at}; started {job.started_at or '–'}; finished {job.finished_at or '–'};"
-                 f" attempts {job.attempts}"]
+                 f"- submitted {render.plain(job.created_at)}; started {render.plain(job.started_at or '–')}; "
+                 f"finished {render.plain(job.finished_at or '–')}; attempts {render.plain(job.attempts)}"]
         if job.state == "FAILED":
             lines.append(f"- **reason**: {self.public(job.error)}")
         run = self.store.run_record(job.id)  # it counts the images left out for errors (non-finite values)
@@ -240,17 +245,24 @@ def _notice(notice: str) -> str:
 SHORT_REASON = 120  # characters of a reason a line shows whole; a longer one, its first clause
 
 
-def turn_on(track) -> str:
+def turn_on(track, given: set[str] = frozenset()) -> str:
     """The setting that turns on a track a worker could not score (a model it could not load, weights not in the
-    cache offline), in words: the track's model and asset settings, and local weights for the backbones."""
+    cache offline), in words: the track's model and asset settings but those ``given`` names (held already: the
+    served suite's assets, as its knowledge base), and local weights for the backbones."""
     from benchmark.settings import BACKBONES
 
     wanted = ("judge", "kb", "index", "calibration", "backbone", "tagger")
     flags = [f"`{s.flag} ...`" + (f" ({s.env})" if s.env else "") for s in track.settings
-             if any(word in s.name for word in wanted)]
+             if any(word in s.name for word in wanted) and s.name not in given]
     given = f"{', '.join(flags)} naming a model or file this server can load, or " if flags else ""
     return (f"to turn it on, restart `culturelens serve` with {given}`{BACKBONES.env}=FILE` naming local weights "
             "(see Backbones in the README)")
+
+
+def percent(progress: float | str | None) -> str:
+    """A RUNNING job's progress (0-1, ``listing.number``) for a page: "40%", or "progress invalid" where a queue
+    client wrote something else."""
+    return f"progress {INVALID}" if progress == INVALID else f"{(progress or 0) * 100:.0f}%"
 
 
 def _short_reason(reason: str) -> str:
@@ -260,5 +272,6 @@ def _short_reason(reason: str) -> str:
 
 
 def selected_id(event: gr.SelectData) -> str:
-    """The ID column of the queue row a visitor clicked."""
-    return event.row_value[1] if event.row_value else ""
+    """The ID column of the queue row a visitor clicked ("" when the event's row holds no text there)."""
+    row = event.row_value or []
+    return row[1] if len(row) > 1 and isinstance(row[1], str) else ""
