@@ -288,6 +288,8 @@ def test_arena_forged_replayed_second_other_voter_expired_and_over_cap_votes_are
 
     reveal = arena.vote("ada", shown.token, "tie", ["stereotype"])
     assert {reveal.model_a, reveal.model_b} <= {f"Model {m}" for m in range(MODELS)} and reveal.reasons == ("stereotype",)
+    # The models are revealed only after the vote: nothing the voter was shown names either.
+    assert not [v for v in vars(shown).values() if reveal.model_a in str(v) or reveal.model_b in str(v)]
     with pytest.raises(VoteRefused, match="already voted on this battle"):
         arena.vote("ada", shown.token, "a")  # replayed
     # Two votes on one battle sent at once: one counts.
