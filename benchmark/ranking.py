@@ -135,18 +135,12 @@ class Comparisons:
         if not pairs:
             return np.zeros((m, m), dtype=bool)
         key = np.round(self.scores if self.higher_is_better else -self.scores, 12)
-        above = sign_test_rejects(self.wins, self.wins.T, (1 - confidence) / (2 * pairs)) & (key[:, None] > key[None, :])
-        while True:  # the transitive closure: add the pairs two steps apart until none is new
-            reach = above | ((above.astype(np.float32) @ above.astype(np.float32)) > 0)
-            if (reach == above).all():
-                return above
-            above = reach
+        return chains(sign_test_rejects(self.wins, self.wins.T, (1 - confidence) / (2 * pairs))
+                      & (key[:, None] > key[None, :]))
 
     def ranks(self, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's rank (1 + the rows above it: LMArena's rule, its rank range's best end) and the worst end of
-        its rank range (the number ranked less the rows below it)."""
-        above = self.better(confidence)
-        return 1 + above.sum(axis=0), len(self.scores) - above.sum(axis=1)
+        """Each row's rank and the worst end of its rank range (``rank_range``)."""
+        return rank_range(self.better(confidence))
 
     def win_rates(self, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each row's win rate from these comparisons (HEIM's, a tie counting half): the rows it is above count as
@@ -158,6 +152,23 @@ class Comparisons:
             return (np.full(len(self.scores), np.nan),) * 3
         beaten, beating = above.sum(axis=1), above.sum(axis=0)
         return ((beaten + (others - beaten - beating) / 2) / others, beaten / others, (others - beating) / others)
+
+
+def chains(above: np.ndarray) -> np.ndarray:
+    """``above`` (above[j, i]: row j is significantly better than row i) closed under chains: j is above i when a
+    chain of such comparisons leads from j to i (the transitive closure; each link goes down the scores, so no
+    cycle)."""
+    while True:  # add the pairs two steps apart until none is new
+        reach = above | ((above.astype(np.float32) @ above.astype(np.float32)) > 0)
+        if (reach == above).all():
+            return above
+        above = reach
+
+
+def rank_range(above: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From ``above`` (closed under chains): each row's rank, 1 + the rows above it (LMArena's rule, its rank range's
+    best end), and the worst end of its rank range, the number of rows less the rows below it."""
+    return 1 + above.sum(axis=0), len(above) - above.sum(axis=1)
 
 
 def compare(matrix: np.ndarray, scores: np.ndarray, higher_is_better: bool) -> Comparisons:

@@ -5,13 +5,14 @@ deployment whose disk does not survive a restart (a Hugging Face Space without p
 dataset repos, as the Hugging Face leaderboard template does::
 
     requests repo (private)                              results repo (public)
-      README.md              card; configs requests, images  README.md                card; configs leaderboard,
+      README.md       card; configs requests, images, votes  README.md                card; configs leaderboard,
       queue.parquet          the records as one table        results/<id>/*.parquet   aggregates, per_image, curves
       requests/<id>.json                  queue record       results/<id>/run.json    (``load_dataset(repo, ...)``)
       seal.json              the app's seal over them        results/<id>/seal.json   its worker's seal
       submissions/<id>/manifest.json
       submissions/<id>/data/images-00000-of-00008.parquet
       submissions/<id>/parts/<part>/manifest.json, .../data/*.parquet   (a suite submission: each part's)
+      votes/votes.parquet, voters.parquet, withdrawals.json, seal.json   (the arena's, sealed: arena.publish)
       ...                                                  leaderboard/leaderboard-<NNNNN>.parquet  release N
                                                            leaderboard/latest.json  the newest release
 
@@ -34,6 +35,9 @@ is refused whole). A push keeps what the repo's seal lists and the store lacks (
 bring back stays listed), and drops no deletion: the list only grows. A record cannot make a job FINISHED by itself:
 one restored FINISHED whose sealed results (``leaderboard.seal``) the store does not hold, as a folder or in its
 installed release, answering its request, comes back PENDING, and is scored again unless such results arrive first.
+The Cultural Arena's votes (``votes/``, ``leaderboard.arena.publish``) are sealed by the same rules, in a seal of
+their own over the folder's bytes: restored only as the app sealed them, never a withdrawn vote; a push keeps the
+repo's withdrawals and the votes the store lacks (``_repo_votes``).
 
 Every repo is reached through ``leaderboard.repo`` (a Hub dataset repo, or a local folder laid out like one: the
 same calls). ``push`` commits what changed since the last push, in commits of at most 1,000 files (additions and
@@ -80,6 +84,8 @@ from benchmark.layout import (
 from benchmark.submission.manifest import PART_NAME
 from benchmark.submission.shards import Shards, stamp
 from leaderboard import seal, snapshot
+from leaderboard.arena import publish as arena_votes
+from leaderboard.arena.ballots import Ballots
 from leaderboard.queue import Job, Request, refusal
 from leaderboard.repo import Repo, RepoError, folder_repo, hub_repo, open_repo, push_repo
 from leaderboard.store import Store
@@ -135,21 +141,24 @@ def _parquet(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def requests_card(repo_id: str, records: int, submissions: int, images: int) -> str:
+def requests_card(repo_id: str, records: int, submissions: int, images: int, votes: bool = False) -> str:
     """The requests repo's card (``data_cards/requests.md``): its configs ``requests`` (the queue records, as the
-    one table ``QUEUE_TABLE``) and ``images`` (every kept submission's shards, suite parts' included, once there is
-    one); sized by images."""
+    one table ``QUEUE_TABLE``, once there is one), ``images`` (every kept submission's shards, suite parts'
+    included, once there is one) and ``votes`` (the arena's, ``leaderboard.arena.publish``, once there are any);
+    sized by images."""
     from benchmark import __version__
     from benchmark.datasets import hub_layout
     from benchmark.papers import bibtex
 
-    configs = {"requests": {"train": QUEUE_TABLE}}
+    configs = {"requests": {"train": QUEUE_TABLE}} if records else {}
     if submissions:
         configs["images"] = {"train": [f"{layout.SUBMISSIONS}/*/{layout.DATA_DIR}/*.parquet",
                                        f"{layout.SUBMISSIONS}/*/{PARTS_DIR}/*/{layout.DATA_DIR}/*.parquet"]}
+    if votes:
+        configs |= arena_votes.CONFIG
     data = hub_layout.card_data(
         pretty_name="CultureLens leaderboard requests", licence=hub_layout.Licence("unknown"), configs=configs,
-        default="requests", task_categories=["text-to-image"], language=["en"],
+        default=next(iter(configs)), task_categories=["text-to-image"], language=["en"],
         size_categories=[hub_layout.size_category(images)], tags=["leaderboard", "culturelens"])
     return hub_layout.render_card("requests", data, version=__version__, repo=repo_id, records=records,
                                   submissions=submissions, images=images, configs=list(configs), bibtex=bibtex())
@@ -201,10 +210,12 @@ class StoreFile:
 
 
 def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME",
-                 sealed: tuple[dict[str, str], dict[str, str]] | None = None) -> dict[str, StoreFile | bytes]:
+                 sealed: tuple[dict[str, str], dict[str, str]] | None = None,
+                 votes: arena_votes.Published | None = None) -> dict[str, StoreFile | bytes]:
     """Path in the repo -> a store file or bytes: everything the ``kind`` repo should hold for this store. The
     requests repo's seal lists the store's records and deletions, and ``sealed``'s (records the repo's own seal lists
-    that the store lacks, and its deletions: ``_repo_seal``)."""
+    that the store lacks, and its deletions: ``_repo_seal``); its arena votes are the store's and those of ``votes``
+    it keeps (the repo's sealed votes folder: ``_repo_votes``)."""
     files: dict[str, StoreFile | bytes] = {}
     if kind == "requests":
         images = kept = 0
@@ -234,7 +245,10 @@ def mirror_files(store: Store, kind: str, repo: str = "ORG/NAME",
             files[SEAL] = json.dumps(index, indent=1).encode()
         if records:  # the records again as one table, for load_dataset: a repo's configs share one file format
             files[QUEUE_TABLE] = _parquet(_queue_table(records))
-            files["README.md"] = requests_card(repo, len(records), kept, images).encode()
+        arena = arena_votes.files(Ballots(store.queue), store.results_folders.keys, votes)  # the arena's, sealed
+        files |= arena
+        if records or arena:
+            files["README.md"] = requests_card(repo, len(records), kept, images, votes=bool(arena)).encode()
     elif kind == "results":  # the card and the releases are written by ``leaderboard.pickup.publish``
         for folder in sorted(store.results.iterdir()):
             if folder.name.startswith(".") or not (folder / layout.RUN).exists():
@@ -307,8 +321,10 @@ def push(store: Store, kind: str, repo: str | Repo, *, token: str | None = None)
     key = f"{kind}:{repo.name}"
     pushed = state.get(key, {})
     operations, now = plan(mirror_files(store, kind, repo.name), pushed, kept_on_the_hub(store, kind))
-    if kind == "requests" and operations and (sealed := _repo_seal(store, repo)):  # what the store lacks stays sealed
-        operations, now = plan(mirror_files(store, kind, repo.name, sealed), pushed)
+    if kind == "requests" and operations:  # what the store lacks stays sealed
+        sealed, votes = _repo_seal(store, repo), _repo_votes(store, repo, pushed)
+        if sealed or votes:
+            operations, now = plan(mirror_files(store, kind, repo.name, sealed, votes), pushed)
     handled: set[str] = set()
     if kind == "results":
         try:
@@ -356,6 +372,23 @@ def _repo_seal(store: Store, repo: Repo) -> tuple[dict[str, str], dict[str, str]
                         f"that sealed it, or remove it to seal the repo anew from this store)")
     known = {job.id for job in store.queue.jobs()} | store.queue.deleted() | set(index["deletions"])
     return {sid: digest for sid, digest in index["records"].items() if sid not in known}, index["deletions"]
+
+
+def _repo_votes(store: Store, repo: Repo, pushed: dict[str, str]) -> arena_votes.Published | None:
+    """What the requests repo's arena votes folder holds that a push must keep (``arena_votes.files``: its
+    withdrawals, its votes and voters the store lacks), read only when its seal is not the one this store pushed last;
+    None when it holds none or that one. RepoError, nothing pushed, for a folder this server cannot check, as for the
+    requests seal (``_repo_seal``)."""
+    path = f"{arena_votes.FOLDER}/{arena_votes.SEAL}"
+    data = repo.read(path)
+    if data is None or signature(data) == pushed.get(path):
+        return None
+    found, why = arena_votes.sealed(lambda name: data if name == arena_votes.SEAL else
+                                    repo.read(f"{arena_votes.FOLDER}/{name}"), store.results_folders.keys)
+    if found is None:
+        raise RepoError(f"{repo.name}: {arena_votes.FOLDER}/: {why}: nothing pushed to it (restore it, give this server "
+                        "the key that sealed it, or remove the folder to seal the votes anew from this store)")
+    return found
 
 
 def deleted_results(store: Store, repo: Repo, done: set[str]) -> tuple[list[str], set[str]]:
@@ -589,6 +622,8 @@ def _restore_requests(store: Store, folder: Path) -> dict[str, int]:
             counts["added"] += 1
         else:  # the same record arrived meanwhile (another process restoring): keep what it has
             counts["present"] += 1
+    if (arena := arena_votes.restore(Ballots(store.queue), store.results_folders.keys, folder)) is not None:
+        counts |= arena  # the arena's votes, under the seal, never a withdrawn one
     return counts
 
 
@@ -609,9 +644,11 @@ def _read_json(path: Path):
 def export(store: Store, kind: str, out: str | Path, repo: str = "ORG/NAME") -> int:
     """Write the ``kind`` repo's files into the folder ``out`` (a backup, or a folder to inspect or upload by
     hand; created if missing, RepoError if it is not a folder), through the repo interface as a commit. Into a
-    requests repo's folder, as a push: what its seal lists and the store lacks stays listed (``_repo_seal``)."""
+    requests repo's folder, as a push: what its seal lists and the store lacks stays listed (``_repo_seal``), and
+    so do its arena votes and withdrawals (``_repo_votes``)."""
     target = folder_repo(out)
-    files = mirror_files(store, kind, repo, _repo_seal(store, target) if kind == "requests" else None)
+    files = mirror_files(store, kind, repo, *((_repo_seal(store, target), _repo_votes(store, target, {}))
+                                              if kind == "requests" else ()))
     target.commit({path: content if isinstance(content, bytes) else content.path
                    for path, content in files.items()}, f"CultureLens leaderboard: {kind} exported")
     return len(files)

@@ -76,6 +76,16 @@ GRADIO_TEMP_DIR = Setting("gradio_temp_dir", None, "where Gradio keeps uploads: 
                                                  "culturelens-uploads-<random> folder under it (default: the system's "
                                                  "temporary folder), removed when the app stops",
                           env="GRADIO_TEMP_DIR", path=True)
+ARENA_DAILY_VOTES = Setting("arena_daily_votes", 200, "votes one voter may cast in the arena per 24 hours (a vote past "
+                                                    "it is refused)", type=int, env="CULTURELENS_ARENA_DAILY_VOTES",
+                            metavar="N")
+ARENA_VOTER_SHARE = Setting("arena_voter_share", 0.05, "the largest share of any arena ranking one voter may weigh (a "
+                                                       "ranking of fewer than 1/SHARE voters is not ranked)", type=float,
+                            env="CULTURELENS_ARENA_VOTER_SHARE", metavar="SHARE")
+ARENA_BATTLE_MINUTES = Setting("arena_battle_minutes", 30.0, "how long an arena battle stays open for its vote",
+                               type=float, env="CULTURELENS_ARENA_BATTLE_MINUTES", metavar="MINUTES")
+ARENA = (ARENA_DAILY_VOTES, ARENA_VOTER_SHARE, ARENA_BATTLE_MINUTES)
+"""The Cultural Arena's rules an operator sets (``leaderboard.arena.service.ArenaSettings``)."""
 SPACE_STORE = "culturelens"
 """The store's folder in a Space's persistent storage."""
 
@@ -92,7 +102,7 @@ def environment() -> list[Setting]:
     order (README.md's "Environment" table lists the same)."""
     from benchmark import tracks
 
-    every = [*declared.ENVIRONMENT, *tracks.settings_declared(), *SERVICE, *OTHERS]
+    every = [*declared.ENVIRONMENT, *tracks.settings_declared(), *SERVICE, *OTHERS, *ARENA]
     return [s for s in every if s.env]
 
 

@@ -1,0 +1,256 @@
+"""Bradley-Terry ratings from arena votes: strengths with bootstrap intervals and rank intervals, overall and per
+culture, each with its number of votes and voters, no voter weighing more than a stated share of any ranking.
+
+**Model** (Bradley & Terry 1952, Biometrika 39(3/4), Eq. 1; as LMArena rates models: Chiang et al. 2024, "Chatbot
+Arena", arXiv:2403.04132, Sec. 5): model i is preferred to model j with probability
+
+    P(i > j) = 1 / (1 + exp(-(s_i - s_j)))
+
+s the log-strengths. **Fit** by maximum likelihood on the pair counts, as LMArena fits a logistic regression on its
+votes: maximise ``sum_ij W_ij log P(i > j) - PRIOR * sum_i s_i^2``, W_ij the (weighted) votes for i against j.
+
+- **A tie counts half a win to each side** (LMArena). **Both wrong** (``both_bad``: neither image depicts the culture)
+  counts as a tie too, as LMArena counts "tie (bothbad)": it says neither model did better than the other, which is
+  all a Bradley-Terry strength can say (strengths are relative). That both failed is information of its own, so it
+  is kept beside the strengths: each model's ``both_wrong`` count and share.
+- ``PRIOR`` (a Gaussian prior of variance 1 / (2 PRIOR) on each s_i, choix's ``alpha``): 0.01 moves the strengths
+  the votes determine by under 1e-3 log-odds (0.2 Elo) once each pair has ~40 votes (6e-4 measured on 400 votes
+  among 5 models), and keeps a model that won (or lost) every battle at a finite strength, where the likelihood
+  alone has no maximum; it also centres the strengths (sum 0).
+- **Elo scale** for display: ``elo = 1000 + 400 s / ln 10`` (LMArena's scale and base; the mean model at 1000).
+- **Solver**: Newton's method on every fit at once (``fit``: arrays of pair-count matrices), each step at most
+  ``MAX_STEP`` log-odds per model (a trust region: the likelihood is concave, so it converges from anywhere).
+
+**Intervals** (LMArena's bootstrap over votes): ``REPLICATES`` draws of N votes with replacement from the N votes,
+made as one multinomial draw of the counts of the distinct (pair, outcome, weight) cells, which has the same
+distribution at O(cells) rather than O(votes) cost; every draw is fitted at once, warm-started at the point fit.
+Strength interval: the 2.5% and 97.5% order statistics of the draws; ranks by ``rank_step``, the tables' rule.
+
+**No voter weighs more than ``share`` of a ranking** (``voter_weights``): each voter's votes are weighted so that
+the voter's total weight is at most ``share`` of the ranking's, by the largest common cap t that allows it (each
+voter weighs min(their votes, t), "water filling"). A ranking of fewer than 1 / ``share`` voters cannot hold the
+rule: it is listed, with its counts, and not ranked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.special import expit
+
+from benchmark import ranking
+from benchmark.arena import OUTCOMES
+
+PRIOR = 0.01  # choix's alpha: the penalty PRIOR * sum(s^2)
+REPLICATES = 1000  # bootstrap draws of an interval
+SEED = 0  # the draws' seed: the same votes always give the same intervals
+VOTER_SHARE = 0.05  # the largest share of a ranking one voter may weigh
+MAX_STEP = 2.0  # log-odds: the largest change of one strength in one Newton step
+TOLERANCE = 1e-10  # log-odds: the fit stops when no strength moves more than this
+ELO_SCALE, ELO_BASE, ELO_MEAN = 400.0, 10.0, 1000.0
+OVERALL = "all cultures"  # the key of the ranking over every culture's votes (no country is named so)
+
+
+@dataclass
+class Rating:
+    """One ranking's ratings. ``rows`` (index: models, best first): strength (log-odds, mean 0), elo, elo_low and
+    elo_high (95% bootstrap interval), rank, rank_low, rank_high, tie_group, votes (battles it was in), wins, ties,
+    both_wrong, both_wrong_share. ``votes`` and ``voters``: what the ranking rests on; ``largest_share``: the
+    largest weight share of one voter in it; ``not_ranked``: '' when ranked, else why (the rows then hold the
+    counts only); ``replicates``: draws x models strengths (None without intervals)."""
+
+    rows: pd.DataFrame
+    votes: int
+    voters: int
+    largest_share: float
+    not_ranked: str
+    replicates: np.ndarray | None
+
+    @property
+    def note(self) -> str:
+        """What the ranking rests on, in words."""
+        said = f"{self.votes:,} vote{'s' * (self.votes != 1)} by {self.voters:,} voter{'s' * (self.voters != 1)}"
+        if self.not_ranked:
+            return f"{said}: not ranked ({self.not_ranked})"
+        return f"{said}; no voter weighs more than {self.largest_share:.1%} of it"
+
+
+def elo(strength: np.ndarray | float) -> np.ndarray | float:
+    """Log-strengths on LMArena's Elo scale: 1000 + 400 s / ln 10."""
+    return ELO_MEAN + ELO_SCALE * np.asarray(strength) / math.log(ELO_BASE)
+
+
+def voter_weights(voters: Sequence, share: float = VOTER_SHARE) -> np.ndarray | None:
+    """Each vote's weight, so that no voter's total weight exceeds ``share`` of all votes' (``voters``: the voter of
+    each vote). Every voter weighs min(n_v, t), t the largest cap with t <= share * sum_u min(n_u, t): a voter of
+    fewer votes keeps them all at weight 1, one of more has each weighted t / n_v. None when no cap can hold the rule
+    (fewer than 1 / share voters)."""
+    codes = np.unique(np.asarray(voters).astype(str), return_inverse=True)[1]
+    counts = np.bincount(codes).astype(float)
+    if counts.size == 0:
+        return np.ones(0)
+    if counts.max() <= share * counts.sum():
+        return np.ones(len(codes))
+    ordered = np.sort(counts)[::-1]
+    below = np.concatenate([np.cumsum(ordered[::-1])[::-1][1:], [0.0]])  # below[k-1]: the votes of voters after k
+    for k in range(1, len(ordered) + 1):  # k voters capped: t = share * (k t + below) on [ordered[k], ordered[k-1]]
+        if share * k >= 1:
+            break
+        cap = share * below[k - 1] / (1 - share * k)
+        floor = ordered[k] if k < len(ordered) else 0.0
+        if floor <= cap <= ordered[k - 1] and cap > 0:
+            return np.minimum(counts, cap)[codes] / counts[codes]
+    # k >= 1 / share voters all capped: only equal weights could hold it, and only when share * voters == 1
+    if math.isclose(share * len(ordered), 1.0):
+        return (ordered[-1] / counts)[codes]
+    return None
+
+
+def _cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, weight: np.ndarray, m: int):
+    """The distinct (pair, outcome, weight) cells of the votes: their counts (cells,) and each cell's contribution to
+    the flattened win matrix (cells x m*m): a win of i over j adds its weight at (i, j), a tie (or both wrong) half its
+    weight at (i, j) and (j, i)."""
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    first_won = np.where(a < b, outcome == "a", outcome == "b")
+    code = np.where(np.isin(outcome, ("tie", "both_bad")), 2, np.where(first_won, 0, 1))
+    frame = pd.DataFrame({"low": low, "high": high, "code": code, "weight": weight})
+    cells = frame.value_counts(sort=False).reset_index()
+    contribution = np.zeros((len(cells), m * m))
+    rows = np.arange(len(cells))
+    lo, hi, kind, w = (cells[c].to_numpy() for c in ("low", "high", "code", "weight"))
+    for where, at, value in ((kind == 0, lo * m + hi, w), (kind == 1, hi * m + lo, w),
+                             (kind == 2, lo * m + hi, w / 2), (kind == 2, hi * m + lo, w / 2)):
+        contribution[rows[where], at[where]] += value[where]
+    return cells["count"].to_numpy(), contribution
+
+
+def fit(wins: np.ndarray, *, prior: float = PRIOR, start: np.ndarray | None = None,
+        tolerance: float = TOLERANCE, max_steps: int = 500) -> np.ndarray:
+    """Bradley-Terry log-strengths maximising ``sum_ij W_ij log P(i > j) - prior * sum_i s_i^2`` for each win matrix
+    of ``wins`` (..., m, m: W_ij the votes for i against j, a tie half to each), by Newton's method on all at once,
+    from ``start`` (a warm start, e.g. the point fit for bootstrap draws) or 0. With ``prior`` 0 (the plain maximum
+    likelihood) the comparisons must connect every model and no model may win or lose all its battles, else there is
+    no maximum; the strengths are then centred (mean 0), as the prior centres them."""
+    wins = np.asarray(wins, dtype=float)
+    m = wins.shape[-1]
+    games = wins + np.swapaxes(wins, -1, -2)
+    strength = np.zeros(wins.shape[:-1]) if start is None else np.array(np.broadcast_to(start, wins.shape[:-1]))
+    eye = np.eye(m)
+    gauge = np.full((m, m), 1.0 / m) if prior == 0 else 0.0  # fixes the free common shift (the gradient is _|_ 1)
+    for _ in range(max_steps):
+        p = expit(strength[..., :, None] - strength[..., None, :])
+        gradient = (wins - games * p).sum(-1) - 2 * prior * strength
+        curvature = games * p * (1 - p)
+        information = curvature.sum(-1)[..., None] * eye - curvature + 2 * prior * eye + gauge
+        step = np.linalg.solve(information, gradient[..., None])[..., 0]
+        step /= np.maximum(1.0, np.abs(step).max(-1, keepdims=True) / MAX_STEP)
+        strength = strength + step
+        if np.abs(step).max(initial=0.0) < tolerance:
+            break
+    return strength - strength.mean(-1, keepdims=True)
+
+
+def rank_step(strength: pd.Series, replicates: np.ndarray | None,
+              confidence: float = ranking.CONFIDENCE) -> pd.DataFrame:
+    """A rating's ranks by the rank rule of the leaderboard's tables (``benchmark.ranking``, rule
+    ``ranking.RULE_VERSION``, LMArena's), so that the arena follows it: rank = 1 + the models significantly better
+    (through chains, ``ranking.chains``), rank range from it to the number of models less those significantly worse
+    (``ranking.rank_range``), tie groups, the models sharing a rank. Where the tables test two models on the prompts
+    each wins (a sign test), a rating tests them on the votes: model j is significantly better than model i when its
+    strength is higher and the Wald test of the difference, ``(s_j - s_i) / sd``, sd the standard deviation of
+    ``s_j - s_i`` over the bootstrap draws (the maximum-likelihood strengths are asymptotically normal), rejects
+    equality two-sided at (1 - ``confidence``) / pairs, every pair of the ranking at family-wise ``confidence``
+    together (Bonferroni, as the tables). Without draws nothing is tested: no rank."""
+    frame = pd.DataFrame(index=strength.index)
+    places = np.full((4, len(strength)), np.nan)  # rank, rank_low, rank_high, tie_group
+    m = len(strength)
+    if replicates is not None and m >= 2:
+        s = strength.to_numpy(float)
+        spread = (replicates[:, :, None] - replicates[:, None, :]).std(axis=0)  # sd of s_j - s_i, j x i
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(spread > 0, (s[:, None] - s[None, :]) / spread, np.inf * np.sign(s[:, None] - s[None, :]))
+        pairs = m * (m - 1) // 2
+        above = ranking.chains((s[:, None] > s[None, :]) & (stats.norm.sf(z) < (1 - confidence) / (2 * pairs)))
+        place, worst = ranking.rank_range(above)
+        places[:] = place, place, worst, stats.rankdata(place, method="dense")
+    for column, values in zip(("rank", "rank_low", "rank_high", "tie_group"), places):
+        frame[column] = pd.array(values, dtype="Float64").astype("Int64")
+    return frame
+
+
+def _counts(votes: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Per model: the battles it was in, its decisive wins, ties and both-wrong votes (unweighted)."""
+    sides = pd.concat([pd.DataFrame({"model": votes["model_a"], "won": votes["outcome"] == "a"}),
+                       pd.DataFrame({"model": votes["model_b"], "won": votes["outcome"] == "b"})])
+    outcome = pd.concat([votes["outcome"], votes["outcome"]])
+    counts = pd.DataFrame({"votes": sides.groupby("model").size(),
+                           "wins": sides.groupby("model")["won"].sum(),
+                           "ties": (outcome == "tie").groupby(sides["model"].to_numpy()).sum(),
+                           "both_wrong": (outcome == "both_bad").groupby(sides["model"].to_numpy()).sum()})
+    counts = counts.reindex(models).fillna(0).astype(int)
+    counts["both_wrong_share"] = counts["both_wrong"] / counts["votes"].where(counts["votes"] > 0)
+    return counts
+
+
+def check_votes(votes: pd.DataFrame) -> pd.DataFrame:
+    """``votes`` if every row is a vote record (``benchmark.arena``), else ValueError saying which is not."""
+    missing = {"model_a", "model_b", "outcome", "voter"} - set(votes.columns)
+    if missing:
+        raise ValueError(f"vote records need the columns {', '.join(sorted(missing))}")
+    if bad := sorted(set(votes["outcome"]) - set(OUTCOMES)):
+        raise ValueError(f"a vote's outcome is one of {', '.join(OUTCOMES)}, not {', '.join(map(repr, bad[:3]))}")
+    if (votes["model_a"] == votes["model_b"]).any():
+        raise ValueError("a battle's two images come from two different models")
+    return votes
+
+
+def rate(votes: pd.DataFrame, *, share: float = VOTER_SHARE, replicates: int = REPLICATES, prior: float = PRIOR,
+         rng: np.random.Generator | None = None) -> Rating:
+    """Rate the models of ``votes`` (vote records of model battles): weights capping each voter at ``share``
+    (``voter_weights``), the Bradley-Terry fit of the weighted pair counts (``fit``), ``replicates`` bootstrap
+    draws over the votes (0: no intervals) and the ranks (``rank_step``)."""
+    check_votes(votes)
+    models = sorted(set(votes["model_a"]) | set(votes["model_b"]))
+    counts = _counts(votes, models)
+    n_votes, n_voters = len(votes), votes["voter"].nunique()
+    weights = voter_weights(votes["voter"].to_numpy(), share)
+    if not n_votes or weights is None or len(models) < 2:
+        why = ("no votes" if not n_votes else "a ranking needs two models" if len(models) < 2 else
+               f"{n_voters} voter{'s' * (n_voters != 1)}: at least {math.ceil(1 / share - 1e-9)} are needed so that none weighs more "
+               f"than {share:.0%} of it")
+        return Rating(counts, n_votes, n_voters, float("nan"), why, None)
+    index = {model: i for i, model in enumerate(models)}
+    a = votes["model_a"].map(index).to_numpy()
+    b = votes["model_b"].map(index).to_numpy()
+    cell_counts, contribution = _cells(a, b, votes["outcome"].to_numpy(), weights, len(models))
+    m = len(models)
+    point = fit((cell_counts @ contribution).reshape(m, m), prior=prior)
+    draws = None
+    if replicates:
+        rng = rng if rng is not None else np.random.default_rng(SEED)
+        resampled = rng.multinomial(n_votes, cell_counts / n_votes, size=replicates)
+        draws = fit((resampled @ contribution).reshape(replicates, m, m), prior=prior, start=point)
+    strength = pd.Series(point, index=models)
+    rows = pd.DataFrame({"strength": strength, "elo": elo(point)}, index=models)
+    low, high = ranking.interval(draws) if draws is not None else (np.full(m, np.nan), np.full(m, np.nan))
+    rows["elo_low"], rows["elo_high"] = elo(low), elo(high)
+    rows = rows.join(rank_step(strength, draws)).join(counts)
+    per_voter = pd.Series(weights).groupby(votes["voter"].to_numpy()).sum()
+    order = rows.sort_values(["rank", "strength"], ascending=[True, False]).index
+    return Rating(rows.loc[order], n_votes, n_voters, float(per_voter.max() / per_voter.sum()), "",
+                  None if draws is None else draws[:, [models.index(model) for model in order]])
+
+
+def ratings(votes: pd.DataFrame, *, share: float = VOTER_SHARE, replicates: int = REPLICATES,
+            prior: float = PRIOR) -> dict[str, Rating]:
+    """The ranking over every culture's votes (``OVERALL``) and one per culture (``votes``' ``culture``), each by
+    ``rate`` on its own votes (so each has its own voters' cap) with the draws seeded ``SEED``."""
+    found = {OVERALL: rate(votes, share=share, replicates=replicates, prior=prior)}
+    for culture, part in sorted(votes.groupby("culture"), key=lambda item: str(item[0])):
+        found[str(culture)] = rate(part, share=share, replicates=replicates, prior=prior)
+    return found

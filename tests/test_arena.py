@@ -1,0 +1,579 @@
+"""The Cultural Arena's core (issue 53), as the app will use it: ratings checked against an independent Bradley-Terry
+implementation (choix) and the asymptotic theory, per-culture rankings, a metric's agreement against hand-computed
+values, every refused vote, the gold and contrary rules, the per-voter cap, 20 voters at once on SQLite and
+PostgreSQL, votes and withdrawals through restarts and restores from the repo, and the published ``votes`` config.
+Real databases (SQLite files, a PostgreSQL server), real seals, real Parquet and ``datasets``; nothing mocked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+
+import choix
+import datasets
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from benchmark.arena import agreement, gold, matchmaking, rating, reliability
+from leaderboard import hub_sync
+from leaderboard import seal as sealing
+from leaderboard.arena import publish
+from leaderboard.arena.ballots import Ballots, VoteRefused
+from leaderboard.arena.service import Arena, ArenaSettings
+from leaderboard.arena.tokens import TokenRefused, voter_hash
+from leaderboard.queue import open_queue
+from leaderboard.seal import Keys, keys_for
+from leaderboard.store import Store
+from tests.helpers import until
+
+CULTURES = ("Japan", "India")
+MODELS = 4
+
+
+def _candidates(models: int = MODELS, prompts: int = 3) -> pd.DataFrame:
+    """Every model answered every prompt (two seeds each) of each culture: the images the arena draws from."""
+    return pd.DataFrame([{"submission": f"sub{m}", "model": f"Model {m}", "prompt_id": f"{c}-{p}",
+                          "prompt": f"A dish from {c}, number {p}", "culture": c, "image": f"sub{m}/{c}-{p}/{seed}"}
+                         for m in range(models) for c in CULTURES for p in range(prompts) for seed in (0, 1)])
+
+
+GOLD = pd.DataFrame([
+    {"name": "Sushi", "culture": "Japan", "group": "cuisine", "image": "kb:sushi", "source": "CUBE-CSpace"},
+    {"name": "Dosa", "culture": "India", "group": "cuisine", "image": "kb:dosa", "source": "CUBE-CSpace"},
+])
+
+
+@pytest.fixture()
+def arena_queue(store_queue, tmp_path):
+    """The queue's database on each backend: an SQLite file, or a fresh PostgreSQL database."""
+    queue = open_queue(store_queue or tmp_path / "queue.sqlite")
+    yield queue
+    queue.close()
+
+
+def _arena(queue, settings: ArenaSettings = ArenaSettings(voter_share=0.5), **options) -> Arena:
+    return Arena(queue, Keys.parse("arena-tests-secret-0123456789", "the test"), _candidates(), GOLD, settings,
+                 replicates=20, **options)
+
+
+def _votes(pairs: dict[tuple[str, str], tuple[int, int, int]], culture: str = "Japan", voters: int = 1000,
+           prefix: str = "v") -> pd.DataFrame:
+    """Vote records: for each (a, b), (wins of a, wins of b, ties), by ``voters`` voters in turn (``prefix``<n>)."""
+    rows = []
+    for (a, b), counts in pairs.items():
+        for outcome, n in zip(("a", "b", "tie"), counts):
+            rows += [{"model_a": a, "model_b": b, "outcome": outcome, "culture": culture} for _ in range(n)]
+    frame = pd.DataFrame(rows)
+    frame["voter"] = [f"{prefix}{i % voters}" for i in range(len(frame))]
+    return frame
+
+
+# --- ratings -------------------------------------------------------------------------------------------------------
+FIXED = {("A", "B"): (60, 40, 10), ("A", "C"): (70, 25, 5), ("A", "D"): (80, 15, 5), ("B", "C"): (55, 40, 5),
+         ("B", "D"): (65, 30, 5), ("C", "D"): (50, 45, 5)}
+
+
+def test_arena_bradley_terry_fit_equals_choix_to_1e6_with_its_bootstrap_interval():
+    votes = _votes(FIXED)
+    models = ["A", "B", "C", "D"]
+    wins = np.zeros((4, 4))  # ties half to each side, written out independently of the module
+    for (a, b), (won, lost, tied) in FIXED.items():
+        i, j = models.index(a), models.index(b)
+        wins[i, j] += won + tied / 2
+        wins[j, i] += lost + tied / 2
+    # The plain maximum likelihood against choix's I-LSR (Maystre & Grossglauser 2015), which converges to it.
+    mle = choix.ilsr_pairwise_dense(wins, tol=1e-13, max_iter=100_000)
+    assert np.abs(rating.fit(wins, prior=0) - (mle - mle.mean())).max() < 1e-6
+    # The fit the arena uses (a Gaussian prior, choix's alpha) against choix's Newton-CG on the votes themselves:
+    # every vote doubled so that a tie is one win each way (the likelihood, and so alpha, doubles).
+    data = [pair for (a, b), (won, lost, tied) in FIXED.items() for pair in
+            [(models.index(a), models.index(b))] * (2 * won + tied) + [(models.index(b), models.index(a))] * (2 * lost + tied)]
+    expected = choix.opt_pairwise(4, data, alpha=2 * rating.PRIOR, tol=1e-12)
+    rated = rating.rate(votes)
+    assert np.abs(rated.rows.loc[models, "strength"].to_numpy() - expected).max() < 1e-6
+    assert list(rated.rows.index) == models
+    assert (rated.votes, rated.voters) == (610, 610) and rated.not_ranked == ""  # one voter a vote
+
+    # The bootstrap interval over votes: at 610 votes the strengths are nearly normal, so the 95% interval of each
+    # is the estimate +/- 1.96 standard errors of the asymptotic theory (the inverse Fisher information, strengths
+    # summing to 0), to within the bootstrap's own noise; each interval holds its estimate; seeded, it repeats.
+    s = rated.rows.loc[models, "strength"].to_numpy()
+    p = 1 / (1 + np.exp(-(s[:, None] - s[None, :])))
+    games = wins + wins.T
+    information = np.diag((games * p * p.T).sum(1)) - games * p * p.T + 2 * rating.PRIOR * np.eye(4)
+    centre = np.eye(4) - 1 / 4
+    standard_error = np.sqrt(np.diag(centre @ np.linalg.pinv(information) @ centre))
+    half_width = (rated.rows.loc[models, "elo_high"] - rated.rows.loc[models, "elo_low"]).to_numpy() / 2
+    expected_half = rating.ELO_SCALE / np.log(10) * 1.96 * standard_error
+    assert np.allclose(half_width, expected_half, rtol=0.15), (half_width, expected_half)
+    assert (rated.rows["elo_low"] <= rated.rows["elo"]).all() and (rated.rows["elo"] <= rated.rows["elo_high"]).all()
+    again = rating.rate(votes)
+    assert again.rows[["elo_low", "elo_high", "rank_low", "rank_high"]].equals(
+        rated.rows[["elo_low", "elo_high", "rank_low", "rank_high"]])
+    # The tables' rank rule (``benchmark.ranking``, LMArena's): 1 + the models significantly better, every pair at
+    # 95% together (Bonferroni over 6 pairs: one-sided 0.05 / 12, z > 2.64). By the asymptotic theory the pairs
+    # A-B, B-C and C-D stand at z = 3.56, 3.17 and 1.84 (the others farther apart): C and D, 50 to 45, share rank 3.
+    covariance = centre @ np.linalg.pinv(information) @ centre
+    spread = np.sqrt(np.diag(covariance)[:, None] + np.diag(covariance)[None, :] - 2 * covariance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        above = (s[:, None] - s[None, :]) / spread > stats.norm.isf(0.05 / 12)
+    assert (1 + above.sum(axis=0)).tolist() == [1, 2, 3, 3] == rated.rows.loc[models, "rank"].tolist()
+    assert rated.rows.loc[models, "rank_high"].tolist() == [1, 2, 4, 4]  # 4 models less those below
+    assert rated.rows.loc[models, "tie_group"].tolist() == [1, 2, 3, 3]
+
+
+def test_arena_per_culture_rankings_each_rest_on_their_own_votes_and_voters():
+    japan = _votes({("A", "B"): (40, 10, 0), ("B", "C"): (30, 20, 0), ("A", "C"): (45, 5, 0)}, "Japan", voters=30)
+    india = _votes({("A", "B"): (10, 40, 0), ("B", "C"): (35, 15, 0), ("A", "C"): (20, 30, 0)}, "India", voters=25,
+                   prefix="w")
+    found = rating.ratings(pd.concat([japan, india], ignore_index=True), replicates=100)
+    assert list(found) == [rating.OVERALL, "India", "Japan"]
+    assert list(found["Japan"].rows.index) == ["A", "B", "C"] and list(found["India"].rows.index) == ["B", "C", "A"]
+    assert (found["Japan"].votes, found["Japan"].voters) == (150, 30)
+    assert (found["India"].votes, found["India"].voters) == (150, 25)
+    assert (found[rating.OVERALL].votes, found[rating.OVERALL].voters) == (300, 55)
+    # Each culture's ranking is exactly the fit of its own votes.
+    alone = rating.rate(india, replicates=100)
+    pd.testing.assert_frame_equal(found["India"].rows, alone.rows)
+    assert found["Japan"].note == "150 votes by 30 voters; no voter weighs more than 3.3% of it"
+
+
+def test_arena_no_voter_weighs_more_than_the_stated_share_of_any_ranking():
+    honest = _votes({("A", "B"): (150, 50, 0)}, voters=40)  # 40 voters, 5 votes each, A preferred 3 to 1
+    flood = pd.DataFrame({"model_a": "A", "model_b": "B", "outcome": ["b"] * 500, "culture": "Japan",
+                          "voter": "flooder"})
+    votes = pd.concat([honest, flood], ignore_index=True)
+    weights = rating.voter_weights(votes["voter"].to_numpy(), 0.05)
+    # By hand: the flooder's cap t solves t = 0.05 (t + 200): t = 10 / 0.95; the others keep weight 1.
+    assert weights[len(honest):].sum() == pytest.approx(10 / 0.95)
+    assert np.all(weights[:len(honest)] == 1)
+    capped = rating.rate(votes, replicates=0)
+    assert capped.largest_share == pytest.approx(0.05) and capped.rows.index[0] == "A"
+    uncapped = rating.rate(votes, share=1.0, replicates=0)
+    assert uncapped.rows.index[0] == "B" and uncapped.largest_share == pytest.approx(500 / 700)
+    # A ranking with fewer voters than 1 / share is listed with its counts, not ranked, and says why.
+    few = rating.rate(_votes({("A", "B"): (10, 5, 0)}, voters=15), share=0.05)
+    assert few.not_ranked == "15 voters: at least 20 are needed so that none weighs more than 5% of it"
+    assert few.rows.loc["A", "votes"] == 15 and "strength" not in few.rows
+
+
+# --- reliability ------------------------------------------------------------------------------------------------
+def test_arena_a_voter_who_disagrees_with_everyone_far_beyond_chance_is_set_aside():
+    everyone = _votes({("A", "B"): (60, 0, 0)}, voters=30).assign(kind="model", gold_answer=None)
+    contrary = pd.DataFrame({"model_a": "A", "model_b": "B", "outcome": "b", "culture": "Japan", "voter": "against",
+                             "kind": "model", "gold_answer": None}, index=range(20))
+    split = pd.DataFrame({"model_a": "A", "model_b": "B", "outcome": ["a", "b"] * 10, "culture": "Japan",
+                          "voter": "undecided", "kind": "model", "gold_answer": None})
+    table = reliability.reliability(pd.concat([everyone, contrary, split], ignore_index=True))
+    # Against: 0 of 20 agree, p = 0.5^20; undecided: 10 of 20, p = P(X <= 10) = 0.588: kept.
+    assert table.loc["against", ["compared", "agreed"]].tolist() == [20, 0]
+    assert table.loc["against", "contrary_p"] == pytest.approx(0.5 ** 20)
+    assert table.loc["against", "reason"] == (
+        "set aside: agreed with the other voters on only 0 of 20 battles they decided, far below the half a guess "
+        "agrees on (binomial p = 9.5e-07 < 0.001)")
+    assert table.loc["undecided", "contrary_p"] == pytest.approx(stats.binom.cdf(10, 20, 0.5))
+    assert not table.loc["undecided", "set_aside"] and not table.loc["v0", "set_aside"]
+
+
+def _careful(shown, reveal_gold=GOLD):
+    """A careful voter's choice on a gold battle: the side whose real image shows the artifact the prompt names."""
+    named = reveal_gold.set_index("image")["name"]
+    return "a" if named[shown.image_a] in shown.prompt else "b"
+
+
+def test_arena_gold_battles_set_a_careless_voters_votes_aside_and_show_why(tmp_path):
+    queue = open_queue(tmp_path / "queue.sqlite")
+    arena = _arena(queue, ArenaSettings(voter_share=0.5, gold_share=0.5))
+    for user in ("careful", "careless"):
+        arena.set_cultures(user, ["Japan"])
+    gold_seen, cast = {"careful": 0, "careless": 0}, {"careful": 0, "careless": 0}
+    while min(gold_seen.values()) < reliability.GOLD_MIN:
+        for user in gold_seen:
+            shown = arena.next_battle(user)
+            is_gold = shown.image_a.startswith("kb:")
+            # The careless voter says "both wrong" without looking; the careful one judges (here: the lower model
+            # number wins a model battle, the named artifact a gold one).
+            choice = ("both_bad" if user == "careless" else _careful(shown) if is_gold
+                      else "a" if shown.image_a < shown.image_b else "b")
+            reveal = arena.vote(user, shown.token, choice)
+            assert (reveal.gold_answer is not None) == is_gold
+            gold_seen[user] += is_gold
+            cast[user] += 1
+    standings = arena.standings()
+    careless, careful = voter_hash(arena.keys, "careless"), voter_hash(arena.keys, "careful")
+    n = int(standings.voters.loc[careless, "gold"])
+    assert standings.voters.loc[careless, "set_aside"] and not standings.voters.loc[careful, "set_aside"]
+    assert standings.voters.loc[careless, "reason"].startswith(
+        f"set aside: right on 0 of {n} gold battles (a real image of the named artifact against another culture's)")
+    # Shown as set aside, never dropped: every vote is there, the careless voter's marked with the reason, and the
+    # rankings count the careful voter's model votes only.
+    mine = standings.votes[standings.votes["voter"] == careless]
+    assert len(mine) == cast["careless"] and mine["set_aside"].all()
+    assert set(mine["reason"]) == {standings.voters.loc[careless, "reason"]}
+    model_votes = standings.votes[(standings.votes["kind"] == "model") & (standings.votes["voter"] == careful)]
+    assert standings.rankings[rating.OVERALL].votes == len(model_votes)
+    queue.close()
+
+
+# --- metric agreement ------------------------------------------------------------------------------------------
+def test_arena_a_metrics_agreement_on_hand_built_votes_equals_the_hand_computed_value():
+    pairs = pd.DataFrame([
+        # Japan: agrees, agrees, agrees, a metric tie (half), disagrees -> 3.5 of 5
+        ("Japan", "a", 0.9, 0.1), ("Japan", "b", 0.2, 0.8), ("Japan", "a", 0.5, 0.4), ("Japan", "b", 0.3, 0.3),
+        ("Japan", "a", 0.1, 0.6),
+        # India: agrees, disagrees, one without a value -> 1 of 2
+        ("India", "b", 0.1, 0.7), ("India", "b", 0.9, 0.2), ("India", "a", np.nan, 0.5),
+    ], columns=["culture", "outcome", "value_a", "value_b"])
+    found = agreement.pair_agreement(pairs)
+    assert found.loc["Japan", ["pairs", "agreed", "agreement"]].tolist() == [5, 3.5, 0.7]
+    assert found.loc["India", ["pairs", "agreed", "agreement", "without_values"]].tolist() == [2, 1.0, 0.5, 1]
+    assert found.loc[rating.OVERALL, "agreement"] == pytest.approx(4.5 / 7)
+    # Wilson's interval with continuity correction, the tables' for a rate (Newcombe 1998, method 4), by hand for 1 of
+    # 2 (z^2 = 3.8415): (2 + z^2 - 1 -+ z sqrt(z^2 - 2.5 + 4)) / (2 (2 + z^2)) = (4.8415 -+ 4.5298) / 11.6829, and
+    # high = (6.8415 + 4.5298) / 11.6829.
+    assert found.loc["India", ["ci_low", "ci_high"]].tolist() == pytest.approx([0.02668, 0.97332], abs=1e-5)
+    # Lower is better: every order flips, the tie stays half.
+    assert agreement.pair_agreement(pairs, higher_is_better=False).loc["Japan", "agreement"] == pytest.approx(0.3)
+    # Model level: strengths order A > B > C > D, the metric's A > C > B > D: one discordant pair of six, so
+    # tau = (5 - 1) / 6 and rho = 1 - 6 * 2 / (4 * 15) = 0.8.
+    strength = pd.Series({"A": 2.0, "B": 1.0, "C": 0.0, "D": -1.0})
+    scores = pd.Series({"A": 0.9, "B": 0.5, "C": 0.6, "D": 0.1, "E": 1.0})  # E has no strength: left out
+    correlation = agreement.rank_correlation(strength, scores)
+    assert correlation["models"] == 4
+    assert (correlation["kendall"], correlation["spearman"]) == (pytest.approx(2 / 3), pytest.approx(0.8))
+    assert agreement.rank_correlation(strength, -scores, higher_is_better=False)["kendall"] == pytest.approx(2 / 3)
+
+
+def test_arena_agreement_reads_the_images_the_voters_saw(tmp_path):
+    queue = open_queue(tmp_path / "queue.sqlite")
+    arena = _arena(queue, ArenaSettings(voter_share=0.5, gold_share=0.0))
+    arena.set_cultures("ada", ["Japan"])
+    for _ in range(6):  # the voter prefers the lower model number (images are named sub<m>/...)
+        battle = arena.next_battle("ada")
+        arena.vote("ada", battle.token, "a" if battle.image_a < battle.image_b else "b")
+    images = _candidates()["image"]
+    by_model = pd.Series(-images.str.slice(3, 4).astype(float).to_numpy(), index=images)
+    table, _ = arena.agreement(by_model)  # a metric that prefers the lower model number agrees on every pair
+    assert table.loc["Japan", ["pairs", "agreement"]].tolist() == [6, 1.0]
+    assert arena.agreement(-by_model)[0].loc["Japan", "agreement"] == 0.0
+    queue.close()
+
+
+# --- integrity --------------------------------------------------------------------------------------------------
+def test_arena_forged_replayed_second_other_voter_expired_and_over_cap_votes_are_refused(arena_queue):
+    arena = _arena(arena_queue, ArenaSettings(voter_share=0.5, daily_votes=3, gold_share=0.0))
+    for user in ("ada", "bo"):
+        arena.set_cultures(user, ["Japan"])
+    shown = arena.next_battle("ada")
+    assert arena.next_battle("ada") == shown  # one battle at a time: asking again shows the same one
+    forged = f"{'0' * 32}.{arena.keys.sealing}.{'0' * 64}"
+    altered = shown.token[:-1] + ("0" if shown.token[-1] != "0" else "1")
+    for token in (forged, altered, "not a token", None):
+        with pytest.raises(TokenRefused, match="battle token"):
+            arena.vote("ada", token, "a")
+    with pytest.raises(TokenRefused, match="not issued to you by this server"):
+        arena.vote("bo", shown.token, "a")  # another voter's battle
+    other = Keys.parse("another-servers-secret-0123456789", "elsewhere")
+    with pytest.raises(TokenRefused, match="a key this server does not hold"):
+        arena.vote("ada", f"{shown.battle}.{other.sealing}.{'0' * 64}", "a")
+    with pytest.raises(VoteRefused, match="A vote is one of a, b, tie, both_bad"):
+        arena.vote("ada", shown.token, "left")
+    assert arena.ballots.votes().empty  # nothing refused was stored
+
+    reveal = arena.vote("ada", shown.token, "tie", ["stereotype"])
+    assert {reveal.model_a, reveal.model_b} <= {f"Model {m}" for m in range(MODELS)} and reveal.reasons == ("stereotype",)
+    # The models are revealed only after the vote: nothing the voter was shown names either.
+    assert not [v for v in vars(shown).values() if reveal.model_a in str(v) or reveal.model_b in str(v)]
+    with pytest.raises(VoteRefused, match="already voted on this battle"):
+        arena.vote("ada", shown.token, "a")  # replayed
+    # Two votes on one battle sent at once: one counts.
+    racing = arena.next_battle("ada")
+    outcomes = _race(6, lambda i: arena.vote("ada", racing.token, "a"))
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 1
+    assert all(isinstance(o, VoteRefused) for o in outcomes if isinstance(o, Exception)), outcomes
+
+    arena.vote("ada", arena.next_battle("ada").token, "b")
+    with pytest.raises(VoteRefused, match="3 votes in the last 24 hours, the daily cap"):
+        arena.vote("ada", arena.next_battle("ada").token, "a")
+    assert len(arena.ballots.votes()) == 3
+
+    hasty = _arena(arena_queue, ArenaSettings(voter_share=0.5, battle_minutes=0.002, gold_share=0.0))
+    late = hasty.next_battle("bo")
+    until(lambda: hasty.ballots.open_battle(hasty.voter("bo")) is None, 10, "the battle to expire")
+    with pytest.raises(VoteRefused, match="expired before the vote arrived"):
+        hasty.vote("bo", late.token, "a")
+
+
+def test_arena_stores_a_keyed_hash_never_the_name_and_finds_a_voter_after_a_key_rotation(tmp_path):
+    queue = open_queue(tmp_path / "queue.sqlite")
+    without_gold = ArenaSettings(voter_share=0.5, gold_share=0.0)
+    arena = _arena(queue, without_gold)
+    arena.set_cultures("ada.lovelace", ["Japan", "India"])
+    arena.vote("ada.lovelace", arena.next_battle("ada.lovelace").token, "a")
+    assert b"ada.lovelace" not in (tmp_path / "queue.sqlite").read_bytes()
+    assert arena.ballots.votes()["voter"].tolist() == [voter_hash(arena.keys, "ada.lovelace")]
+    # The operator rotates the secret (the new one first, the old one still verifying): the voter keeps their votes
+    # and cultures, now under the new key's hash.
+    rotated = Arena(queue, Keys.parse("a-new-arena-secret-0123456789 arena-tests-secret-0123456789", "rotated"),
+                    _candidates(), GOLD, without_gold, replicates=20)
+    assert rotated.cultures("ada.lovelace") == ["India", "Japan"]
+    assert rotated.ballots.votes()["voter"].tolist() == [voter_hash(rotated.keys, "ada.lovelace")]
+    queue.close()
+
+
+def _race(n: int, action) -> list:
+    """Run ``action(i)`` in ``n`` threads released together; each one's result or exception."""
+    start, outcomes = threading.Barrier(n), [None] * n
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            outcomes[i] = action(i)
+        except Exception as error:  # noqa: BLE001 - the test inspects what each thread got
+            outcomes[i] = error
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def test_arena_20_concurrent_voters_lose_no_vote(arena_queue):
+    arena = _arena(arena_queue, ArenaSettings(voter_share=0.5, gold_share=0.2))
+    rounds = 3
+
+    def voter(i: int) -> list[str]:
+        user = f"voter-{i}"
+        arena.set_cultures(user, [CULTURES[i % 2]])
+        cast = []
+        for _ in range(rounds):
+            shown = arena.next_battle(user)
+            arena.vote(user, shown.token, ("a", "b", "tie", "both_bad")[i % 4])
+            cast.append(shown.battle)
+        return cast
+
+    outcomes = _race(20, voter)
+    assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
+    stored = arena.ballots.votes()
+    assert len(stored) == 20 * rounds and stored["battle"].is_unique
+    assert sorted(stored["battle"]) == sorted(b for cast in outcomes for b in cast)
+    assert stored.groupby("voter").size().tolist() == [rounds] * 20
+
+
+# --- votes as data: restarts, restores, the published config ---------------------------------------------------
+ADA, BO = "ada.lovelace", "niels.bohr"  # sign-in names with letters no hex digest holds
+
+
+def _voted_store(root, votes_each: int = 3) -> tuple[Store, Arena]:
+    store = Store(root)
+    arena = Arena(store.queue, keys_for(store.root), _candidates(), GOLD, ArenaSettings(voter_share=0.5,
+                                                                                        gold_share=0.0),
+                  replicates=50)
+    for user, culture, choice in ((ADA, "Japan", "a"), (BO, "India", "b")):
+        arena.set_cultures(user, [culture])
+        for _ in range(votes_each):
+            arena.vote(user, arena.next_battle(user).token, choice, ["wrong culture"] if choice == "b" else [])
+    return store, arena
+
+
+def _reopened(root) -> Arena:
+    """The arena of the store at ``root`` after a restart: a new process opening the same store."""
+    store = Store(root)
+    return Arena(store.queue, keys_for(store.root), _candidates(), GOLD, ArenaSettings(voter_share=0.5),
+                 replicates=50)
+
+
+def _ranks(arena: Arena) -> dict:
+    return {name: found.rows[["model", "strength", "votes"]].round(9).to_dict()
+            for name, found in arena.standings().rankings.items() if not found.not_ranked}
+
+
+def test_arena_votes_and_a_withdrawal_survive_restarts_and_restores_from_the_repo(tmp_path):
+    store, arena = _voted_store(tmp_path / "store")
+    before, ranks = arena.ballots.votes(), _ranks(arena)
+    assert len(before) == 6 and ranks
+    restarted = _reopened(tmp_path / "store")
+    pd.testing.assert_frame_equal(restarted.ballots.votes(), before)
+    assert _ranks(restarted) == ranks
+
+    old_repo = tmp_path / "repo-before-withdrawal"
+    hub_sync.export(store, "requests", old_repo)
+    assert restarted.withdraw(BO) == 3
+    bo = voter_hash(restarted.keys, BO)
+    after = _reopened(tmp_path / "store")
+    assert bo not in set(after.ballots.votes()["voter"]) and len(after.ballots.votes()) == 3
+    # The repo still holds bo's votes (no push since): pulling it brings none back.
+    counts = hub_sync.pull(Store(tmp_path / "store"), "requests", str(old_repo))
+    assert (counts["votes_added"], counts["votes_present"], counts["votes_withdrawn"]) == (0, 3, 3)
+    assert bo not in set(_reopened(tmp_path / "store").ballots.votes()["voter"])
+
+    # The disk is lost after the next push: a fresh store restores ada's votes, not bo's, and the same rankings.
+    repo = tmp_path / "repo"
+    hub_sync.export(Store(tmp_path / "store"), "requests", repo)
+    fresh = Store(tmp_path / "fresh")
+    counts = hub_sync.pull(fresh, "requests", str(repo))
+    assert (counts["votes_added"], counts["votes_withdrawn"], counts["voters_added"], counts["votes_refused"]) == (
+        3, 0, 2, 0)
+    restored = Arena(fresh.queue, keys_for(fresh.root), _candidates(), GOLD, ArenaSettings(voter_share=0.5),
+                     replicates=50)
+    kept = after.ballots.votes()
+    pd.testing.assert_frame_equal(restored.ballots.votes().drop(columns=["issued_at", "expires_at", "voted_at"]),
+                                  kept.drop(columns=["issued_at", "expires_at", "voted_at"]))
+    assert np.allclose(restored.ballots.votes()["voted_at"], kept["voted_at"], atol=1e-5)
+    assert restored.cultures(ADA) == ["Japan"] and restored.cultures(BO) == ["India"]
+    assert _ranks(restored) == _ranks(after)
+    # ... and knows the withdrawal: the copy from before it, pulled now, brings nothing of bo's back either.
+    counts = hub_sync.pull(fresh, "requests", str(old_repo))
+    assert (counts["votes_added"], counts["votes_withdrawn"]) == (0, 3)
+    assert bo not in set(restored.ballots.votes()["voter"])
+
+
+def test_arena_a_push_keeps_the_repos_votes_the_store_lacks_and_every_withdrawal(tmp_path):
+    """As the requests repo's seal keeps its records and deletions (issue 48), a push drops nothing the repo's sealed
+    votes folder holds: a store on a fresh disk whose restore never ran pushes its own votes beside the repo's, and
+    the repo's withdrawals stay; a folder it cannot check is left as it is, nothing pushed."""
+    store, arena = _voted_store(tmp_path / "store")
+    repo = tmp_path / "repo"
+    hub_sync.push(store, "requests", repo)
+    assert arena.withdraw(BO) == 3
+    hub_sync.push(store, "requests", repo)  # the repo's seal is this store's last: not read again
+    other = Store(tmp_path / "other")  # a fresh disk, its restore never run: it holds none of the repo's votes
+    carl = Arena(other.queue, keys_for(other.root), _candidates(), GOLD, ArenaSettings(voter_share=0.5,
+                                                                                       gold_share=0.0))
+    carl.set_cultures("carl", ["India"])
+    carl.vote("carl", carl.next_battle("carl").token, "tie")
+    hub_sync.push(other, "requests", repo)
+    published = pq.read_table(repo / "votes" / publish.VOTES).to_pandas()
+    assert sorted(published["voter"]) == sorted([voter_hash(arena.keys, ADA)] * 3 + [voter_hash(arena.keys, "carl")])
+    withdrawn = json.loads((repo / "votes" / publish.WITHDRAWALS).read_bytes())["battles"]
+    assert len(withdrawn) == 3  # bo's, which the other store never knew
+    fresh = Store(tmp_path / "fresh")
+    counts = hub_sync.pull(fresh, "requests", str(repo))
+    assert (counts["votes_added"], counts["voters_added"], counts["votes_refused"]) == (4, 3, 0)
+    assert voter_hash(arena.keys, BO) not in set(Ballots(fresh.queue).votes()["voter"])
+
+    sealed = (repo / "votes" / publish.SEAL).read_bytes()  # a folder this server cannot check: nothing pushed over it
+    (repo / "votes" / publish.SEAL).write_bytes(sealed.replace(b'"hmac": "', b'"hmac": "0'))
+    before = {p: p.read_bytes() for p in (repo / "votes").iterdir()}
+    carl.vote("carl", carl.next_battle("carl").token, "a")
+    with pytest.raises(hub_sync.RepoError, match="votes/seal.json: its seal does not match its files"):
+        hub_sync.push(other, "requests", repo)
+    assert {p: p.read_bytes() for p in (repo / "votes").iterdir()} == before
+
+
+def test_arena_a_forged_or_edited_votes_file_is_refused_whole_on_restore(tmp_path, caplog):
+    store, _ = _voted_store(tmp_path / "store")
+    repo = tmp_path / "repo"
+    hub_sync.export(store, "requests", repo)
+
+    def pulled(change) -> dict:
+        copy = tmp_path / f"copy-{change.__name__}"
+        shutil.copytree(repo, copy)
+        change(copy / "votes")
+        fresh = Store(tmp_path / f"fresh-{change.__name__}")
+        with caplog.at_level("WARNING", logger="culturelens.arena"):
+            counts = hub_sync.pull(fresh, "requests", str(copy))
+        assert Arena(fresh.queue, keys_for(fresh.root), _candidates()).ballots.votes().empty
+        return counts
+
+    def edited(folder):  # one vote turned around
+        table = pq.read_table(folder / publish.VOTES)
+        rows = table.to_pylist()
+        rows[0]["outcome"] = "b" if rows[0]["outcome"] == "a" else "a"
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), folder / publish.VOTES)
+
+    def forged(folder):  # files of someone's own, sealed with a key this server does not hold
+        other = Keys.parse("a-forgers-own-secret-0123456789", "forger")
+        seal = json.loads((folder / publish.SEAL).read_bytes())
+        edited(folder)
+        seal["files"][publish.VOTES] = hashlib.sha256((folder / publish.VOTES).read_bytes()).hexdigest()
+        seal.update(sealing.sign(other, publish.KIND, {"files": seal["files"]}))
+        (folder / publish.SEAL).write_text(json.dumps(seal))
+
+    def resealed(folder):  # the digest updated, the HMAC left: the seal no longer matches
+        seal = json.loads((folder / publish.SEAL).read_bytes())
+        edited(folder)
+        seal["files"][publish.VOTES] = hashlib.sha256((folder / publish.VOTES).read_bytes()).hexdigest()
+        (folder / publish.SEAL).write_text(json.dumps(seal))
+
+    def unsealed(folder):
+        (folder / publish.SEAL).unlink()
+
+    for change, reason in ((edited, "votes/votes.parquet is not the file sealed"),
+                           (forged, "which this server does not hold"),
+                           (resealed, "votes/seal.json: its seal does not match its files (changed after it was "
+                                      "sealed, or forged)"),
+                           (unsealed, "votes/seal.json is missing")):
+        caplog.clear()
+        assert pulled(change)["votes_refused"] == 1
+        assert reason in caplog.text, caplog.text
+
+
+def test_arena_votes_config_loads_with_load_dataset(tmp_path):
+    store, arena = _voted_store(tmp_path / "store")
+    repo = tmp_path / "repo"
+    hub_sync.export(store, "requests", repo)
+    card = (repo / "README.md").read_text()
+    assert "config_name: votes" in card and 'load_dataset("ORG/NAME", "votes"' in card
+    loaded = datasets.load_dataset(str(repo), "votes", split="train")
+    assert len(loaded) == 6
+    assert loaded.features["reasons"] == datasets.List(datasets.Value("string"))
+    assert loaded.features["voted_at"] == datasets.Value("timestamp[us, tz=UTC]")
+    for column in ("voter", "battle", "model_a", "model_b", "prompt", "culture", "outcome"):
+        assert loaded.features[column] == datasets.Value("string")
+    frame = loaded.to_pandas()
+    assert set(frame["voter"]) == {voter_hash(arena.keys, ADA), voter_hash(arena.keys, BO)}
+    assert sorted(frame["outcome"]) == ["a"] * 3 + ["b"] * 3
+    assert {tuple(r) for r in frame["reasons"]} == {(), ("wrong culture",)}
+    every_byte = b"".join(p.read_bytes() for p in repo.rglob("*") if p.is_file())
+    assert b"lovelace" not in every_byte and b"bohr" not in every_byte  # keyed hashes, never a name
+
+
+# --- the rules the server draws battles by, and the gold items --------------------------------------------------
+def test_arena_battles_favour_the_pairs_whose_order_is_least_certain():
+    intervals = pd.DataFrame({"rank_low": [1, 1, 3], "rank_high": [2, 3, 3]}, index=["x", "y", "z"])
+    votes = pd.DataFrame({"model_a": ["x", "y", "x"], "model_b": ["y", "x", "z"]})
+    weights = matchmaking.pair_weights(["x", "y", "z"], intervals, votes)
+    # x-y share ranks 1-2 (2) and have 2 votes: 3/3; x-z share none: 1/2; y-z share rank 3 with no vote: 2/1.
+    assert weights.tolist() == [[0, 1.0, 0.5], [1.0, 0, 2.0], [0.5, 2.0, 0]]
+    # Without a ranking, every pair's order is unknown: (1 + 3 models) / (1 + votes).
+    assert matchmaking.pair_weights(["x", "y", "z"], None, votes)[1, 2] == 4.0
+    # Drawn in proportion: y-z (2 of the 3.5 the three pairs weigh) comes 4/7 of the time.
+    candidates = pd.DataFrame([{"submission": s, "model": s, "prompt_id": "p", "prompt": "p", "culture": "Japan",
+                                "image": f"{s}.png"} for s in "xyz"])
+    rng = np.random.default_rng(0)
+    drawn = [frozenset((b.submission_a, b.submission_b)) for b in
+             (matchmaking.model_battle(candidates, ["Japan"], {"Japan": intervals}, votes.assign(culture="Japan"), rng)
+              for _ in range(2000))]
+    assert drawn.count(frozenset("yz")) / 2000 == pytest.approx(4 / 7, abs=0.04)
+    none = votes.assign(culture="Japan").iloc[:0]  # no vote yet, no ranking: every pair alike
+    lefts = [b.submission_a for b in (matchmaking.model_battle(candidates, ["Japan"], {}, none, rng)
+                                      for _ in range(600))]
+    assert lefts.count("x") / 600 == pytest.approx(1 / 3, abs=0.06)  # sides at random
+    with pytest.raises(ValueError, match="need the columns culture"):  # votes without their culture: said, not guessed
+        matchmaking.model_battle(candidates, ["Japan"], {}, votes, rng)
+
+
+def test_arena_gold_items_come_from_the_knowledge_base_and_the_iconic_references():
+    entities = pd.DataFrame({"entity_id": ["Q1", "Q2", "Q3"], "name": ["Sushi", "Dosa", "Unknown"],
+                             "country": ["Japan", "India", None], "category": ["cuisine", "cuisine", "cuisine"]})
+    images = pd.DataFrame({"image_sha256": ["s1", "s2", "s3", "s4"], "entity_ids": [["Q1"], ["Q2"], ["Q1", "Q2"],
+                                                                                   ["Q3"]]})
+    items = gold.from_knowledge_base(entities, images)
+    assert items.to_dict("records") == [
+        {"name": "Sushi", "culture": "Japan", "group": "cuisine", "image": "kb:s1", "source": "CUBE-CSpace"},
+        {"name": "Dosa", "culture": "India", "group": "cuisine", "image": "kb:s2", "source": "CUBE-CSpace"}]
+    references = pd.DataFrame({"prompt_id": ["ref-q5", "ref-q6"], "title": ["The Great Wave", "Untitled"],
+                               "country": ["Japan", None], "kind": ["artwork", "artwork"], "images": [[b"x"], [b"y"]]})
+    assert gold.from_iconic_references(references)["image"].tolist() == ["iconic:ref-q5:0"]
+    battle = matchmaking.gold_battle(items, ["Japan"], np.random.default_rng(1))
+    assert battle.prompt == "Sushi (Japan)" and {battle.image_a, battle.image_b} == {"kb:s1", "kb:s2"}
+    assert (battle.image_a if battle.gold_answer == "a" else battle.image_b) == "kb:s1"
+    assert matchmaking.gold_battle(items[items["culture"] == "Japan"], ["Japan"], np.random.default_rng(1)) is None
