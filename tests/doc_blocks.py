@@ -22,7 +22,7 @@ RUN = ("bash", "python")  # the languages a block must run in; other fences (jso
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _MARKER = re.compile(r"^ *<!-- docs-test: (?:run by (?P<test>\S+)|not run: (?P<reason>.*?)) -->$")
 _COMMENT = re.compile(r"^ *<!--.*-->$")
-_HEADING = re.compile(r"^(#{1,6}) (.+)$", re.M)
+_HEADING = re.compile(r"^#{1,6} .+$", re.M)
 
 
 @dataclass(frozen=True)
@@ -48,17 +48,18 @@ def pages() -> list[Path]:
 def blocks(page: Path) -> list[Block]:
     """Every fenced block of ``page``, with the marker of the HTML comments right above it, if any."""
     text = page.read_text(encoding="utf-8")
+    fences = list(_FENCE.finditer(text))
+    # headings outside the blocks (a shell or Python comment at a line's start is not one)
+    headings = [h for h in _HEADING.finditer(text) if not any(f.start() <= h.start() < f.end() for f in fences)]
     found = []
-    for match in _FENCE.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
+    for match in fences:
         above = text[:match.start()].splitlines()
         marker = None
         while above and _COMMENT.match(above[-1]):
             marker = marker or _MARKER.match(above.pop())
-        headings = _HEADING.findall(text[:match.start()])
-        found.append(Block(page=page.relative_to(ROOT).as_posix(), line=line, lang=match["lang"],
-                           code=textwrap.dedent(match["body"]),
-                           heading=f"{headings[-1][0]} {headings[-1][1]}" if headings else "",
+        heading = [h[0] for h in headings if h.start() < match.start()][-1:]
+        found.append(Block(page=page.relative_to(ROOT).as_posix(), line=text.count("\n", 0, match.start()) + 1,
+                           lang=match["lang"], code=textwrap.dedent(match["body"]), heading="".join(heading),
                            run_by=marker["test"] if marker else None,
                            not_run=marker["reason"] if marker else None))
     return found

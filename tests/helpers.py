@@ -98,10 +98,10 @@ def readme_commands(heading: str, page: str = "README.md") -> list[list[str]]:
     as a shell reads them. Tests run the documentation's own commands, so it cannot drift from what works."""
     import shlex
 
-    text = (Path(__file__).resolve().parents[1] / page).read_text(encoding="utf-8")
-    after = text.split(f"\n{heading}\n", 1)[1]
-    block = after.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()
+    from tests.doc_blocks import ROOT, blocks
+
+    block = next(b for b in blocks(ROOT / page) if b.heading == heading and b.lang == "bash")
+    return [shlex.split(line, comments=True) for line in block.code.replace("\\\n", " ").splitlines()
             if shlex.split(line, comments=True)]
 
 
