@@ -65,6 +65,6 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
-def every_block(langs: tuple[str, ...] = RUN) -> list[Block]:
-    """The blocks of README.md and the manual in ``langs``, page by page, in the order a reader meets them."""
-    return [b for page in pages() for b in blocks(page) if b.lang in langs]
+def every_block(langs: tuple[str, ...] | None = RUN) -> list[Block]:
+    """The blocks of README.md and the manual in ``langs`` (None: all), page by page, in a reader's order."""
+    return [b for page in pages() for b in blocks(page) if langs is None or b.lang in langs]

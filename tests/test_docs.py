@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.doc_blocks import ROOT, every_block, pages
+from tests.doc_blocks import ROOT, RUN, every_block, pages
 from tests.helpers import readme_commands
 
 BLOCKS = every_block()
@@ -63,6 +63,9 @@ def test_docs_every_block_runs_here_or_names_its_test_or_why_not():
     """A block marked ``run by`` names a test that exists and reads the block's page or heading; one marked
     ``not run`` says why in words; the rest run in ``test_docs_blocks_run_as_written``."""
     assert RUN_HERE, "no block runs here"
+    # Every fence names its language, and only these: a shell block labelled `sh` or left bare would escape the runs.
+    shown = {b.lang for b in every_block(langs=None)}
+    assert shown <= {*RUN, "json", "text"}, shown
     for block in BLOCKS:
         if block.not_run is not None:
             assert len(block.not_run.split()) >= 4, f"{block.id}: say why it cannot run offline"
