@@ -24,7 +24,7 @@ RELEVANCE_JUDGE ?=
 JUDGES = $(if $(EXPECTATIONS_JUDGE),--expectations-judge $(EXPECTATIONS_JUDGE)) \
 	$(if $(RELEVANCE_JUDGE),--relevance-judge $(RELEVANCE_JUDGE))
 
-.PHONY: run test test-fast browser postgresql clean
+.PHONY: run test test-fast docs browser postgresql clean
 
 # The full install, with the app's libraries at the versions requirements.txt pins (what a Space installs).
 $(VENV)/.installed: pyproject.toml requirements.txt
@@ -57,5 +57,11 @@ test: $(VENV)/.installed browser postgresql
 test-fast: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -m "not slow"
 
+# The manual (mkdocs.yml, docs/) on http://$(HOST):$(DOCS_PORT), rebuilt as its pages change. The tests build it
+# with --strict (tests/test_docs.py).
+DOCS_PORT ?= 8000
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(DOCS_PORT)
+
 clean:
-	rm -rf $(VENV) $(STORE) *.egg-info
+	rm -rf $(VENV) $(STORE) *.egg-info build/site

@@ -91,16 +91,17 @@ def serving(store_root: Path | None, log_path: Path, *options: str, timeout: flo
             process.wait(timeout=60)
 
 
-def readme_commands(heading: str) -> list[list[str]]:
-    """The commands of the first ``bash`` block under the README's heading ``heading`` (the whole heading line, e.g.
-    "### An operator: one build, one push, one serve"), each as its argument list: comments and line continuations
-    removed, as a shell reads them. Tests run the README's own commands, so the README cannot drift from what works."""
+def readme_commands(heading: str, page: str = "README.md") -> list[list[str]]:
+    """The commands of the first ``bash`` block under the heading ``heading`` (the whole heading line, e.g.
+    "### An operator: one build, one push, one serve") of the README, or of ``page`` (a path from the repository's
+    root: a page of the manual, ``docs/...``), each as its argument list: comments and line continuations removed,
+    as a shell reads them. Tests run the documentation's own commands, so it cannot drift from what works."""
     import shlex
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    after = text.split(f"\n{heading}\n", 1)[1]
-    block = after.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()
+    from tests.doc_blocks import ROOT, blocks
+
+    block = next(b for b in blocks(ROOT / page) if b.heading == heading and b.lang == "bash")
+    return [shlex.split(line, comments=True) for line in block.code.replace("\\\n", " ").splitlines()
             if shlex.split(line, comments=True)]
 
 

@@ -27,7 +27,7 @@ from tests.suite_stand_ins import CSPACE_RECORDS, SIZE, write_backbones, write_p
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILDER = "### A model builder: one generate, one submit"
-FIVE_MINUTES = "## Five minutes to a scored demo row"
+FIVE_MINUTES = ("## Five minutes to a scored demo row", "docs/getting-started.md")
 
 
 def tiny_prompts(datasets: Path) -> list[str]:
@@ -76,7 +76,7 @@ def test_no_dead_end_the_stores_default_cube_1k_gives_way_to_the_suite_served(cu
     folder, suite = small_suite
     store = tmp_path / "store"
     # The five-minute path first: `validate` builds the default CUBE-1K (the package's pinned rows) into the store.
-    validate = next(c for c in readme_commands(FIVE_MINUTES) if c[1] == "validate")
+    validate = next(c for c in readme_commands(*FIVE_MINUTES) if c[1] == "validate")
     checked = culturelens(*validate[1:], "--store", store, "--cube-source", cube_file, cwd=ROOT)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     default = local_folder(store / "datasets", "culturelens/cube-1k")

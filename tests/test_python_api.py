@@ -262,23 +262,22 @@ def test_python_api_import_loads_no_model_library():
 
 
 def readme_python_example() -> str:
-    """The code block of README.md's "Python" section, as written."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n"):]
-    section = section[:section.index("\n## ", 1)]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The first code block of the manual's "Python" page (docs/python.md), as written."""
+    text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 @pytest.mark.slow
 def test_python_api_readme_example_runs_as_written(cube_file, tmp_path, monkeypatch):
-    """The README's example, run from the repository as written (its store and the CUBE-1K source set by the
-    environment, as a reader's would be): the demo submission's rows, the same rows from its images given by
-    prompt id, images with prompts of their own, and one metric as a function, each equal to the harness's."""
+    """The manual's Python example (docs/python.md), run from the repository as written (its store and the CUBE-1K
+    source set by the environment, as a reader's would be): the demo submission's rows, the same rows from its
+    images given by prompt id, images with prompts of their own, and one metric as a function, each equal to the
+    harness's."""
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("CULTURELENS_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("CULTURELENS_CUBE_SOURCE", str(cube_file))
     namespace: dict = {}
-    exec(compile(readme_python_example(), "README.md (Python)", "exec"), namespace)
+    exec(compile(readme_python_example(), "docs/python.md", "exec"), namespace)
 
     results, ranked, mine = namespace["results"], namespace["ranked"], namespace["mine"]
     overall = results.overall.set_index("metric")

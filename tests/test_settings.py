@@ -1,5 +1,6 @@
 """Settings in one mechanism: every environment variable is a declared ``Setting`` record, read in the settings
-modules only, listed in README.md, and `culturelens serve` and app.py resolve the service's records alike."""
+modules only, listed in the manual (docs/operating/settings.md), and `culturelens serve` and app.py resolve the
+service's records alike."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ SETTINGS_MODULES = {"benchmark/settings.py", "leaderboard/operator_settings.py"}
 
 
 def _readme_environment() -> dict[str, str]:
-    """{variable: its flag, or "-"} from the table of README.md's "Environment" section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Environment", 1)[1].split("\n#", 1)[0]
+    """{variable: its flag, or "-"} from the table of the manual's "Environment" (docs/operating/settings.md)."""
+    text = (ROOT / "docs" / "operating" / "settings.md").read_text(encoding="utf-8")
+    section = text.split("## Environment", 1)[1].split("\n#", 1)[0]
     return dict(re.findall(r"^\| `([A-Z0-9_]+)` \| `?(--[a-z0-9-]+|-)`? \|", section, flags=re.MULTILINE))
 
 
