@@ -72,7 +72,7 @@ class Target:
         ``locate`` checked): its datasets (a store's own) and, with ``use_cache``, its embedding cache and SQLite's
         files beside it, and their folder inside the bundle."""
         if self.datasets_root.is_relative_to(self.home):
-            refuse_links(self.datasets_root)
+            refuse_dataset_links(self.datasets_root)
         if use_cache:
             above = len(self.cache.relative_to(self.home).parts) - 1  # cache/ of a store
             for name in ("", "-wal", "-shm", "-journal"):
@@ -144,6 +144,32 @@ def refuse_links(path: Path, above: int = 0, *, written: bool = False) -> None:
         for root, folders, files in os.walk(path):  # links are not followed: each is refused below
             for name in folders + files:
                 _regular(Path(root, name), os.lstat(Path(root, name)).st_mode)
+
+
+def refuse_dataset_links(root: Path) -> None:
+    """``refuse_links`` for a store's ``datasets/`` folder, but for the one link a store makes itself: a store
+    serving a suite folder links each of its datasets to that folder's copy (``leaderboard.served_suite``), so a
+    dataset folder may be a link to a folder of the same name in the ``datasets/`` of a suite folder (one holding
+    ``suite.json``), itself holding no link. Any other link is refused."""
+    from benchmark.suite import DEFINITION
+
+    try:
+        mode = root.lstat()
+    except FileNotFoundError:
+        return
+    _regular(root, mode.st_mode)
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        if not entry.is_symlink():
+            refuse_links(entry)
+            continue
+        target = entry.resolve()
+        if not (target.is_dir() and target.name == entry.name and target.parent.name == layout.DATASETS
+                and (target.parent.parent / DEFINITION).is_file()):
+            raise ReproduceError(f"{shown(entry)} is a symbolic link, and not one a store serving a suite makes (to "
+                                 f"a suite folder's datasets/{entry.name}): reproduce reads no other link in a "
+                                 "result, its submission, its datasets or its cache (a link could point at any file "
+                                 "of yours); put a copy of what it points to in its place")
+        refuse_links(target)
 
 
 def _regular(path: Path, mode: int) -> None:

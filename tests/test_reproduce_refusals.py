@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmark import __version__, layout, results
 from benchmark.datasets import cube_1k
@@ -243,3 +244,34 @@ def test_edge_reproduce_a_damaged_table_is_refused_before_anything_is_scored(tmp
     assert refused(sid, "--store", store.root, "--backbones", tmp_path / "absent.json").startswith(
         f"backbones file {tmp_path / 'absent.json'}: cannot be read")
     assert list(temp.iterdir()) == [] and not (store.root / layout.STORE_CACHE).exists()
+
+
+def test_edge_reproduce_a_served_suites_dataset_link_is_read_and_any_other_link_refused(tmp_path):
+    """A store serving a suite folder links each dataset to the folder's copy (``serve --suite``), and reproduce
+    reads a result of that store (tests/test_suite_service.py reproduces one end to end): that one link is taken,
+    to ``datasets/<same name>`` of a folder holding ``suite.json`` with no link inside. A link of the same name into
+    a folder that is no suite, a link under another name and a link inside the suite's copy are refused."""
+    from benchmark.reproduce import ReproduceError, refuse_dataset_links
+
+    suite = tmp_path / "suite"
+    (suite / "datasets" / "org__cube").mkdir(parents=True)
+    (suite / "datasets" / "org__cube" / "README.md").write_text("rows")
+    (suite / "suite.json").write_text("{}")
+    store = tmp_path / "store" / "datasets"
+    store.mkdir(parents=True)
+    (store / "org__cube").symlink_to(suite / "datasets" / "org__cube", target_is_directory=True)
+    refuse_dataset_links(store)  # the served suite's link: read
+
+    not_a_suite = tmp_path / "elsewhere" / "datasets" / "org__other"
+    not_a_suite.mkdir(parents=True)
+    (store / "org__other").symlink_to(not_a_suite, target_is_directory=True)
+    with pytest.raises(ReproduceError, match=r"org__other is a symbolic link, and not one a store serving a suite"):
+        refuse_dataset_links(store)
+    (store / "org__other").unlink()
+    (store / "renamed").symlink_to(suite / "datasets" / "org__cube", target_is_directory=True)
+    with pytest.raises(ReproduceError, match=r"renamed is a symbolic link"):
+        refuse_dataset_links(store)
+    (store / "renamed").unlink()
+    (suite / "datasets" / "org__cube" / "data.parquet").symlink_to(tmp_path / "secret")
+    with pytest.raises(ReproduceError, match=r"data.parquet is a symbolic link: reproduce reads no link"):
+        refuse_dataset_links(store)

@@ -16,6 +16,7 @@ import html
 import json
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,9 @@ IN_THE_MEAN = sorted(set(HEADLINES) - {"variability", *JUDGED})
 
 # --- the served suite, end to end ------------------------------------------------------------------------------
 def another_model(submission: Path, target: Path, name: str, parts: tuple[str, ...] | None = None) -> Path:
-    """``submission`` as another model's: every image redrawn (random pixels of the same size), the manifests
-    naming ``name``; only ``parts`` when given."""
+    """``submission`` as another model's: every image redrawn (random pixels of the same size, drawn from ``name``
+    too: two other models never share an image set, which the server refuses), the manifests naming ``name``; only
+    ``parts`` when given."""
     for part in parts or tuple(SuiteLayout(submission).parts):
         shutil.copytree(submission / part_folder(part), target / part_folder(part))
     for manifest_path in target.glob("parts/*/manifest.json"):
@@ -60,7 +62,7 @@ def another_model(submission: Path, target: Path, name: str, parts: tuple[str, .
         manifest["model"] = {**manifest["model"], "name": name, "id": f"local/{name.lower().replace(' ', '-')}"}
         manifest_path.write_text(json.dumps(manifest))
     for i, image in enumerate(sorted(target.glob("parts/*/images/*/*.png"))):
-        write_image(image, seed=7000 + i)
+        write_image(image, seed=zlib.crc32(name.encode()) + i)
     return target
 
 
@@ -155,7 +157,7 @@ def test_a_suite_submission_to_a_live_serve_is_scored_on_six_tracks_and_is_one_o
                                                                           "Iconicity (CRT)")
                                                     for kind in (" win rate", " score")], shown.columns
     assert len(track_columns) == 7
-    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 3
+    assert ours[track_columns].notna().all(axis=1).iloc[0] and ours["Tracks"].iloc[0] == 3, ours.to_dict("records")
     assert "Variability (W1KP): w1kp (not in the mean)" in track_columns
     assert "the suite's part for that track" in note and "is shown in its own column, beside the mean" in note
     assert track_set["value"] == " + ".join(IN_THE_MEAN)
