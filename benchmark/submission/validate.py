@@ -209,7 +209,7 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
         present.setdefault(key, entry.path)
     unknown_prompts = [
         f"{found[0].path}: prompt id {pid!r} is not in {prompts.label}" if len(found) == 1 else
-        f"{found[0].path} and {len(found) - 1} more image(s) of prompt id {pid!r} (seeds "
+        f"{found[0].path} and {len(found) - 1} more image{'s' if len(found) > 2 else ''} of prompt id {pid!r} (seeds "
         f"{seed_runs(e.seed for e in found)}): prompt id {pid!r} is not in {prompts.label}"
         for pid, found in ((p, sorted(f, key=lambda e: e.seed)) for p, f in strangers.items())]
     for m in manifest.missing:

@@ -83,7 +83,7 @@ class SlicesTab(Tab):
         the suite's, what filters hid) and the details one click away."""
         if not len(frame):
             return ("No results for this choice yet." if track else NOTHING_YET), ""
-        line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). "
+        line = (f"**{render.plain(label)}**, {render.plain(where)}: {render.counted(len(frame), 'row')}. "
                 + notes.protocol_line(chosen, table, names, track, self.site.store.suite))
         if hidden:
             line += f" **Note:** {render.plain(hidden)}"

@@ -78,9 +78,9 @@ def _rank_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
 def _model_cells(frame: pd.DataFrame, reasons: list[str]) -> list[str]:
     """Each row's model, with why it is listed apart after it ("SDXL · not ranked: 40% of the prompts"); a model
     alone on its tracks says "not ranked yet" only, and one on too few prompts "too few prompts to rank", as the
-    line and note above the table say the rest (``tables.LONE``; the ranking's note) and a sentence in the cell
+    line and note above the table say the rest (``tables.NOT_YET``; the ranking's note) and a sentence in the cell
     would push the track columns off a laptop's width."""
-    return [f"{model} · not ranked yet" if why == tables.LONE else
+    return [f"{model} · not ranked yet" if why in tables.NOT_YET else
             f"{model} · {ranking.TOO_FEW}" if ranking.TOO_FEW in why else
             f"{model} · not ranked: {render.plain(why)}" if why else model
             for model, why in zip(frame["Model"], reasons)]

@@ -1,0 +1,151 @@
+"""No dead end on the page (issue 50, findings 4, 5, 6, 7 and 9's page parts): each test does what a visitor or an
+operator did, on a real server (``culturelens serve`` in Chromium, or the app served in this process and called with
+gradio_client as any client calls it), and checks what they read next: a command printed whole for the folder the
+operator named, the judge by its public name and never the operator's folder, an overall that names the tracks it
+leaves out and why, a model alone that is "not ranked yet" everywhere, counts with proper plurals.
+
+The stores hold the rows of ``tests.helpers.suite_results`` (10 prompts a track, each model's value +-0.01 on
+alternate prompts: Alpha above Beta on every prompt of every track), so every rank and win rate is known in advance.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+
+import pandas as pd
+import pytest
+
+from leaderboard import exports, tables
+from leaderboard.store import Store
+from tests.browser import chromium, open_page, screenshot, wait_for_text
+from tests.helpers import SUITE_MODELS, launched, serving, suite_results
+
+# An operator's own judge, loaded from a folder of theirs (``VLMJudge.id``: the path, then "@local").
+OPERATORS_JUDGE = "/srv/operator/weights/tiny-qwen2.5-vl@local"
+PUBLIC_JUDGE = "tiny-qwen2.5-vl@local (local folder)"
+FILTERS = ("", [], None, None, "", [])  # the Overview's filters, none active
+COLUMNS = ["Rank", "Rank range (95%)", "Model"]
+
+
+def _client(url: str):
+    from gradio_client import Client
+
+    return Client(url, verbose=False)
+
+
+def _overview(client, track: str, protocol: str | None = None) -> tuple[pd.DataFrame, str, dict]:
+    """The Overview of ``track`` as the ``/overview`` API gives it: the table, its note (the line and the details)
+    and the protocol picker."""
+    _, _, table, note, picker = client.predict(track, None, *FILTERS, COLUMNS, protocol, api_name="/overview")
+    return pd.DataFrame(table["data"], columns=table["headers"]), html.unescape(note), picker
+
+
+@pytest.fixture(scope="module")
+def judged_elsewhere(tmp_path_factory):
+    """Alpha and Beta scored on the six tracks of the suite, relevance and expectations by the operator's own judge
+    (a local folder, not the protocol's Qwen2.5-VL-7B-Instruct), served in this process."""
+    store = Store(tmp_path_factory.mktemp("judged-elsewhere") / "store")
+    suite_results(store, {m: SUITE_MODELS[m] for m in ("Alpha", "Beta")},
+                  judges={"relevance": OPERATORS_JUDGE, "expectations": OPERATORS_JUDGE})
+    with launched(store, "ada") as url:
+        yield _client(url)
+
+
+@pytest.fixture(scope="module")
+def lone_model(tmp_path_factory):
+    """Alpha alone, scored on the six tracks of the suite under its protocols, served in this process."""
+    store = Store(tmp_path_factory.mktemp("lone-model") / "store")
+    suite_results(store, {"Alpha": SUITE_MODELS["Alpha"]})
+    with launched(store, "ada") as url:
+        yield _client(url)
+
+
+# --- 4: a suite folder called `suite` ---------------------------------------------------------------------------
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_dead_end_the_queue_prints_the_build_command_whole_for_a_suite_folder_called_suite(small_suite, tmp_path):
+    """`make run`'s default: `culturelens serve --suite suite`, run beside the folder. The Queue's line for a track
+    still off is a command the operator can paste: `culturelens suite build --out suite/ ...`, every word as
+    typed (it read "culturelens SUITE build --out SUITE" when the folder's name was hidden as a server path)."""
+    folder, _ = small_suite  # cube-1k and cube-diversity only: iconicity is off, its command printed
+    shutil.copytree(folder, tmp_path / "suite")
+    with serving(tmp_path / "store", tmp_path / "serve.log", "--suite", "suite", "--no-worker", cwd=tmp_path) as url:
+        with chromium() as browser:
+            page = open_page(browser, url + "?tab=queue", shows="Tracks on this server")
+            wait_for_text(page, "Iconicity (CRT) is off")
+            lines = page.locator("[role=tabpanel]:visible").inner_text().splitlines()
+            screenshot(page, "no-dead-end-queue-suite-folder")
+    iconicity = next(line for line in lines if "Iconicity (CRT) is off" in line)
+    assert iconicity == ("Iconicity (CRT) is off: no iconic-references: culturelens suite build --out suite --only "
+                         "iconic-references, then restart (it needs the weights of clip-vit-b-32: where the Hub "
+                         "cannot be reached, add --backbones FILE naming local copies)"), iconicity
+    assert not any("SUITE" in line for line in lines)
+
+
+# --- 5: the judge by its public name ---------------------------------------------------------------------------
+def test_no_dead_end_a_visitor_reads_the_judges_public_name_never_the_operators_folder(judged_elsewhere):
+    client = judged_elsewhere
+    frame, note, picker = _overview(client, "relevance")
+    assert list(frame["Rank"]) == [1, 2]  # Alpha 4.5 above Beta 2.0 on each of the 10 prompts
+    # The note's line, as the page shows it above the table, and the protocol picker.
+    assert note.splitlines()[0] == (
+        "**relevance_intended**, overall: 2 rows, higher is better. Ranked under **CUBE-1K, judge "
+        f"{PUBLIC_JUDGE}**: Not the suite's 992 CUBE-1K prompts × 10 images: judged by {PUBLIC_JUDGE}, not "
+        "Qwen/Qwen2.5-VL-7B-Instruct; ranked only with rows scored the same way.")
+    assert [label for label, _ in picker["choices"]] == [f"CUBE-1K, judge {PUBLIC_JUDGE} · 2 rows"]
+    assert "/srv/operator" not in note  # the details, one click away, name the judge the same way
+    assert f"metric version 1 (judge {PUBLIC_JUDGE})" in note
+    # The download of the same view: its metric_version column names the judge as the page does.
+    _, parquet = client.predict("relevance", None, *FILTERS, COLUMNS, None, api_name="/download")
+    versions = set(pd.read_parquet(parquet)["metric_version"])
+    assert versions == {f"1 (judge {PUBLIC_JUDGE})"}
+    # The overall's API, whose rows carry the metric versions too.
+    rows = pd.DataFrame(client.predict("awareness + diversity + iconicity", api_name="/overall"))
+    assert not rows["metric_version"].dropna().str.contains("/srv/").any()
+
+
+# --- 7: the overall names what it leaves out ---------------------------------------------------------------------
+def test_no_dead_end_the_overall_names_the_tracks_and_protocols_it_leaves_out_and_why(judged_elsewhere):
+    _, note, picker = _overview(judged_elsewhere, "overall")
+    # Relevance and expectations were judged by the operator's folder, not the protocol's judge: the overall ranks
+    # the three others (variability is shown beside), and says so in its first lines, naming both tracks.
+    first = note.split("\n\n")[:2]
+    assert first == [
+        "**Mean win rate** over 3 tracks (Awareness (CUBE), Diversity (CUBE) and Iconicity (CRT)): on each, the "
+        "share of the other models a model beats on that track's ranking; higher is better. Ranked on every "
+        "track's rows under **CultureLens suite v1**.",
+        "**Left out**: the rows of Relevance (CAIRE) (2 models) and Expectations (CulturalFrames) (2 models) scored "
+        "under another protocol than the one each track enters the overall with; the details below say which and "
+        "why, and each track's own table ranks them."]
+    # The details name each protocol left out and why, in words.
+    assert (f"- **Relevance (CAIRE)** under **CUBE-1K, judge {PUBLIC_JUDGE}** (2 models): not the suite's 992 "
+            f"CUBE-1K prompts × 10 images: judged by {PUBLIC_JUDGE}, not Qwen/Qwen2.5-VL-7B-Instruct; ranked only "
+            "with rows scored the same way.") in note.splitlines()
+    assert any(line.startswith(f"- **Expectations (CulturalFrames)** under **CulturalFrames, judge {PUBLIC_JUDGE}** "
+                               f"(2 models): not the suite's 983 CulturalFrames prompts × 1 image: judged by "
+                               f"{PUBLIC_JUDGE}, not Qwen/Qwen2.5-VL-7B-Instruct") for line in note.splitlines())
+    assert "(s)" not in note and "headline row(s)" not in note
+    assert [label for label, _ in picker["choices"]] == ["awareness + diversity + iconicity (2 models)"]
+
+
+# --- 7: a model alone ---------------------------------------------------------------------------------------------
+def test_no_dead_end_a_lone_model_is_not_ranked_yet_on_its_track_tables_as_in_the_overall(lone_model):
+    client = lone_model
+    _, note, _ = _overview(client, "overall")
+    assert note.startswith("**One model scored** on 5 tracks (Awareness (CUBE), Diversity (CUBE), Iconicity (CRT), "
+                           "Relevance (CAIRE) and Expectations (CulturalFrames)), every track's rows under "
+                           f"**CultureLens suite v1**: its own score on each track is shown, unranked; {tables.LONE}.")
+    # On 10 prompts a ranking could be made; with nobody to compare it with, the track's table says "not ranked
+    # yet" too, where it said "1".
+    frame, note, picker = _overview(client, "awareness")
+    assert frame[["Rank", "Rank range (95%)"]].values.tolist() == [[None, f"not ranked: {tables.LONE_ON_TABLE}"]]
+    assert f"One model alone is not ranked yet: {tables.LONE_ON_TABLE}." in note
+    assert note.startswith("**clip_score**, overall: 1 row, higher is better.")
+    assert [label for label, _ in picker["choices"]] == ["CultureLens suite v1 · 1 row"]
+    _, parquet = client.predict("awareness", None, *FILTERS, COLUMNS, None, api_name="/download")
+    typed = pd.read_parquet(parquet)
+    headline = typed[(typed["metric"] == "clip_score") & (typed["slice"] == "overall")]
+    assert headline["rank"].isna().all() and list(headline["not_ranked"]) == [tables.LONE_ON_TABLE]
+    assert list(headline["value"]) == [pytest.approx(0.8)]
+    assert exports.OVERALL_TRACK not in set(typed["track"])
