@@ -30,12 +30,6 @@ def plain(text: object) -> str:
     return "".join(f"&#{ord(ch)};" if ch in _PUNCTUATION else ch for ch in text)
 
 
-def counted(number: int, noun: str, plural: str | None = None) -> str:
-    """A count and its noun as a sentence says them: "1 track", "3 tracks", "1,204 rows" (``plural`` where adding
-    "s" is wrong: "1 prompt set" / "2 prompt sets" need none, "1 entry" / "2 entries" do)."""
-    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
-
-
 QUOTE_CHARS = 200  # of a visitor's text, that a note may quote
 
 

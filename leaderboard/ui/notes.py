@@ -12,12 +12,13 @@ from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.suite import Suite
 from benchmark.track import judge_named
+from benchmark.words import counted
 from leaderboard import display, protocol_names, render, tables
 
 
 def protocol_choices(table: pd.DataFrame, names: dict[str, str]) -> list[tuple[str, str]]:
     """The protocol picker's (label, id) pairs: the protocol's name (``protocol_names``) and its row count."""
-    return [(f"{names[pid]} · {render.counted(rows, 'row')}"[:200], pid)
+    return [(f"{names[pid]} · {counted(rows, 'row')}"[:200], pid)
             for pid, rows in zip(table["protocol_id"], table["rows"])]
 
 
@@ -43,7 +44,7 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
         status = f"the suite's protocol for this track, and {status}"
     name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
     return (f"{name}{render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
-            + (f"{render.counted(others, 'other protocol')} {'is' if others == 1 else 'are'} one choice away "
+            + (f"{counted(others, 'other protocol')} {'is' if others == 1 else 'are'} one choice away "
                "(picker above), never mixed in."
                if others else "") + "\n\n" + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, "
             "not ranked.")
@@ -98,7 +99,7 @@ def left_out_line(left: list[LeftOut]) -> str:
     models = {}
     for item in left:
         models[item.track] = models.get(item.track, 0) + item.models
-    said = [f"{render.plain(track_registry.get(t).title)} ({render.counted(n, 'model')})" for t, n in models.items()]
+    said = [f"{render.plain(track_registry.get(t).title)} ({counted(n, 'model')})" for t, n in models.items()]
     return (f"**Left out**: the rows of {_listed(said)} scored under another protocol than the one each track "
             "enters the overall with; the details below say which and why, and each track's own table ranks them.")
 
@@ -108,7 +109,7 @@ def left_out_note(left: list[LeftOut]) -> str:
     if not left:
         return ""
     lines = [f"- **{render.plain(track_registry.get(item.track).title)}** under **{render.plain(item.protocol)}** "
-             f"({render.counted(item.models, 'model')}): {render.plain(item.why[:1].lower() + item.why[1:])}"
+             f"({counted(item.models, 'model')}): {render.plain(item.why[:1].lower() + item.why[1:])}"
              for item in left]
     return ("**Left out of the overall**: a track's rows enter it under one protocol, the suite's for that track "
             "(else the track's headline protocol, else the papers'), so that every model in it is compared on the "
@@ -156,7 +157,7 @@ def overall_line(chosen: str, protocols: dict[str, str], models: int = 2, left: 
     named = set(protocols.values())
     under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
              "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
-    over = f"{render.counted(len(tracks), 'track')} ({render.plain(_listed(list(titles.values())))})"
+    over = f"{counted(len(tracks), 'track')} ({render.plain(_listed(list(titles.values())))})"
     out = f"\n\n{line}" if (line := left_out_line(list(left))) else ""
     if models < 2:
         return (f"**One model scored** on {over}, {under}: its own score on each track is shown, unranked; "

@@ -13,6 +13,7 @@ import pandas as pd
 
 from benchmark import results
 from benchmark import tracks as track_registry
+from benchmark.words import counted
 from leaderboard import display, exports, links, protocol_names, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
@@ -205,7 +206,7 @@ class OverviewTab(Tab):
         if len(shown):
             declared = track_registry.get(track)
             direction = notes.direction(higher, not declared.not_in_overall)
-            line = (f"**{render.plain(label)}**, {render.plain(where)}: {render.counted(len(shown), 'row')}, "
+            line = (f"**{render.plain(label)}**, {render.plain(where)}: {counted(len(shown), 'row')}, "
                     f"{direction}. "
                     + notes.protocol_line(chosen, table, names, track, suite))
             version = (results.protocol_fields(table.loc[table["protocol_id"] == chosen, "protocol"].iloc[0])
