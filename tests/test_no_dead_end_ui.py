@@ -11,15 +11,20 @@ alternate prompts: Alpha above Beta on every prompt of every track), so every ra
 from __future__ import annotations
 
 import html
+import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from benchmark.layout import PARTS_DIR, part_folder
+from culturelens.testing.submissions import make_submission, zip_folder
 from leaderboard import exports, tables
 from leaderboard.store import Store
 from tests.browser import chromium, open_page, screenshot, wait_for_text
-from tests.helpers import SUITE_MODELS, launched, serving, suite_results
+from tests.helpers import SUITE_MODELS, culturelens_here, launched, serving, suite_results
+from tests.suite_stand_ins import write_part
 
 # An operator's own judge, loaded from a folder of theirs (``VLMJudge.id``: the path, then "@local").
 OPERATORS_JUDGE = "/srv/operator/weights/tiny-qwen2.5-vl@local"
@@ -149,3 +154,91 @@ def test_no_dead_end_a_lone_model_is_not_ranked_yet_on_its_track_tables_as_in_th
     assert headline["rank"].isna().all() and list(headline["not_ranked"]) == [tables.LONE_ON_TABLE]
     assert list(headline["value"]) == [pytest.approx(0.8)]
     assert exports.OVERALL_TRACK not in set(typed["track"])
+
+
+# --- 6: a full suite upload to a server holding some parts ----------------------------------------------------------
+SET_ASIDE = ("its dataset culturelens/iconic-references is not served here, so this part is neither checked nor kept; "
+             "the rest of the upload is taken without it")
+
+
+def _full_upload(folder: Path, suite, at: Path) -> Path:
+    """A suite submission holding the parts cube-1k (6 prompts x seeds 0, 1) and iconic-references, as `generate
+    --suite` lays them out for a suite folder that holds both (the references here: one, never read)."""
+    at.mkdir(parents=True)
+    (at / "datasets").symlink_to(folder / "datasets")  # where write_part reads the prompts
+    write_part(at / "m1", suite, "cube-1k")
+    references = suite.part("iconic-references")
+    make_submission(at / "m1" / part_folder("iconic-references"), ["crt-0001"], seeds=references.seeds,
+                    prompts_repo=references.dataset.repo, config=references.dataset.config,
+                    suite={"repo": suite.repo, "version": suite.version, "part": "iconic-references"})
+    return at / "m1"
+
+
+@pytest.fixture
+def small_suite_server(small_suite, tmp_path):
+    """A store serving the small suite folder (cube-1k and cube-diversity only), as `culturelens serve --suite`
+    opens it, served in this process: (store, url)."""
+    from leaderboard.served_suite import open_served
+
+    folder, _ = small_suite
+    served = open_served(str(folder), tmp_path / "store" / "datasets", lambda line: None)
+    store = Store(tmp_path / "store", suite=served.suite)
+    with launched(store, "ada") as url:
+        yield store, url
+
+
+def test_no_dead_end_a_full_suite_upload_is_taken_on_the_parts_served_and_says_which_were_set_aside(
+        small_suite, small_suite_server, tmp_path):
+    from gradio_client import handle_file
+
+    folder, suite = small_suite
+    store, url = small_suite_server
+    upload = zip_folder(_full_upload(folder, suite, tmp_path / "made"), tmp_path / "m1.zip")
+    verdict = html.unescape(_client(url).predict(handle_file(str(upload)), api_name="/submit"))
+    job = store.queue.jobs()[0]
+    assert verdict.splitlines()[:3] == [
+        f"### Accepted: `{job.id}`", "",
+        "**Tiny Test Model: 1 of 4 parts of culturelens/suite v1 (cube-1k 12 images); set aside: "
+        "iconic-references (their datasets are not served here: not checked, not kept); missing: cube-diversity, "
+        "culturalframes (scored on the parts present)**"]
+    assert f"- part `iconic-references`: **set aside**: {SET_ASIDE}" in verdict.splitlines()
+    assert str(store.root) not in verdict and str(folder) not in verdict
+    # What is kept and queued is the part served, scorable whole.
+    assert job.state == "PENDING" and job.dataset == "culturelens/cube-1k:cube_1k:test"
+    assert sorted(p.name for p in (store.submissions / job.id / PARTS_DIR).iterdir()) == ["cube-1k"]
+
+
+def test_no_dead_end_an_upload_of_parts_none_of_which_is_served_is_refused_naming_them(small_suite, small_suite_server,
+                                                                                       tmp_path):
+    from gradio_client import handle_file
+
+    folder, suite = small_suite
+    store, url = small_suite_server
+    made = _full_upload(folder, suite, tmp_path / "made")
+    shutil.rmtree(made / part_folder("cube-1k"))
+    verdict = html.unescape(_client(url).predict(handle_file(str(zip_folder(made, tmp_path / "m1.zip"))),
+                                                 api_name="/submit"))
+    assert verdict.splitlines() == [
+        "### Rejected: nothing was stored", "",
+        "**no part of this upload is served here (iconic-references set aside: their datasets are not served here)**",
+        "", "The details:", "", f"- part iconic-references: set aside: {SET_ASIDE}"]
+    assert store.queue.jobs() == []
+
+
+def test_no_dead_end_the_cli_takes_the_parts_served_and_names_no_folder_of_the_server(small_suite, tmp_path):
+    folder, suite = small_suite
+    made = _full_upload(folder, suite, tmp_path / "made")
+    store = tmp_path / "store"
+    # The operator's `submit` on the store `serve --suite` runs on, and a submitter's `validate` against that folder.
+    submitted = culturelens_here("submit", made, "--store", store, "--suite", folder, "--owner", "ada")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    validated = culturelens_here("validate", made, "--suite", folder)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    for result in (submitted, validated):
+        lines = result.stdout.splitlines()
+        assert lines[0] == ("OK: Tiny Test Model: 1 of 4 parts of culturelens/suite v1 (cube-1k 12 images); set "
+                            "aside: iconic-references (their datasets are not served here: not checked, not kept); "
+                            "missing: cube-diversity, culturalframes (scored on the parts present)")
+        assert f"  part iconic-references: SET ASIDE: {SET_ASIDE}" in lines
+        assert str(store) not in result.stdout and str(folder) not in result.stdout
+    assert re.search(r"^queued as \S+$", submitted.stdout, re.M)

@@ -12,7 +12,7 @@ from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.suite import Suite
 from benchmark.track import judge_named
-from benchmark.words import counted
+from benchmark.words import counted, joined
 from leaderboard import display, protocol_names, render, tables
 
 
@@ -86,11 +86,6 @@ class LeftOut:
     models: int
 
 
-def _listed(words: list[str]) -> str:
-    """Words joined as a sentence does: "A", "A and B", "A, B and C"."""
-    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-
-
 def left_out_line(left: list[LeftOut]) -> str:
     """One sentence for the overall's first lines: which tracks' rows it leaves out (the details say why); '' for
     none."""
@@ -100,7 +95,7 @@ def left_out_line(left: list[LeftOut]) -> str:
     for item in left:
         models[item.track] = models.get(item.track, 0) + item.models
     said = [f"{render.plain(track_registry.get(t).title)} ({counted(n, 'model')})" for t, n in models.items()]
-    return (f"**Left out**: the rows of {_listed(said)} scored under another protocol than the one each track "
+    return (f"**Left out**: the rows of {joined(said)} scored under another protocol than the one each track "
             "enters the overall with; the details below say which and why, and each track's own table ranks them.")
 
 
@@ -157,7 +152,7 @@ def overall_line(chosen: str, protocols: dict[str, str], models: int = 2, left: 
     named = set(protocols.values())
     under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
              "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
-    over = f"{counted(len(tracks), 'track')} ({render.plain(_listed(list(titles.values())))})"
+    over = f"{counted(len(tracks), 'track')} ({render.plain(joined(list(titles.values())))})"
     out = f"\n\n{line}" if (line := left_out_line(list(left))) else ""
     if models < 2:
         return (f"**One model scored** on {over}, {under}: its own score on each track is shown, unranked; "
