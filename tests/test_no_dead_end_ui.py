@@ -22,7 +22,7 @@ from benchmark.layout import PARTS_DIR, part_folder
 from culturelens.testing.submissions import make_submission, zip_folder
 from leaderboard import exports, tables
 from leaderboard.store import Store
-from tests.browser import chromium, open_page, screenshot, wait_for_text
+from tests.browser import PHONE, SCREENSHOTS, chromium, layout_problems, open_page, screenshot, wait_for_text
 from tests.helpers import SUITE_MODELS, culturelens_here, launched, serving, suite_results
 from tests.suite_stand_ins import write_part
 
@@ -242,3 +242,45 @@ def test_no_dead_end_the_cli_takes_the_parts_served_and_names_no_folder_of_the_s
         assert f"  part iconic-references: SET ASIDE: {SET_ASIDE}" in lines
         assert str(store) not in result.stdout and str(folder) not in result.stdout
     assert re.search(r"^queued as \S+$", submitted.stdout, re.M)
+
+
+# --- 9: the overall on a phone --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def three_models(tmp_path_factory):
+    """Alpha, Beta and Gamma scored on the six tracks of the suite (win rates known: ``SUITE_WIN_RATES``)."""
+    store = Store(tmp_path_factory.mktemp("three-models") / "store")
+    suite_results(store)
+    with launched(store, "ada") as url:
+        yield url
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_dead_end_the_overall_on_a_phone_scrolls_sideways_under_its_model_column(three_models):
+    """At 390 px the overall's eleven columns do not fit: it was cut after Provenance, the track columns out of
+    reach once the models had scrolled away. The table scrolls sideways in its box while the Model column stays at
+    its left edge, so every track's column is read beside the model it is about."""
+    with chromium() as browser:
+        page = open_page(browser, three_models + "?tab=overview&track=overall", PHONE, shows="Mean win rate")
+        wait_for_text(page, "Gamma")
+        assert layout_problems(page) == []  # the page itself does not scroll sideways: the table does, in its box
+        box = page.locator(".cl-table .virtual-table-viewport")
+        box.scroll_into_view_if_needed()
+        box.hover()
+        page.mouse.wheel(2000, 0)  # a swipe to the table's right end
+        page.wait_for_function("""() => {
+            const v = document.querySelector('.cl-table .virtual-table-viewport');
+            return v.scrollLeft > 0 && v.scrollLeft + v.clientWidth >= v.scrollWidth - 1; }""")
+        seen = page.evaluate("""() => {
+            const v = document.querySelector('.cl-table .virtual-table-viewport').getBoundingClientRect();
+            const inside = e => { const r = e.getBoundingClientRect();
+                                  return r.width > 0 && r.left >= v.left - 1 && r.right <= v.right + 1; };
+            const heads = [...document.querySelectorAll('.cl-table [role=columnheader]')];
+            const rows = [...document.querySelectorAll('.cl-table .virtual-row')];
+            return {heads: heads.filter(inside).map(h => h.innerText.trim().replace(/\\s+/g, ' ')),
+                    models: rows.map(r => r.children[1]).filter(inside).map(c => c.innerText.trim())}; }""")
+        screenshot(page, "no-dead-end-overall-phone")  # the page (a full-page picture lays the table out anew)
+        page.mouse.wheel(2000, 0)
+        page.locator(".cl-table").screenshot(path=str(SCREENSHOTS / "no-dead-end-overall-phone-right-end.png"))
+    assert seen["models"] == ["Alpha", "Beta", "Gamma"]  # in view at the right end, beside the last columns
+    assert seen["heads"][0] == "Model" and seen["heads"][-1] == "Variability (W1KP): w1kp (not in the mean)"

@@ -51,8 +51,16 @@ def on_change(control):
 
 def linked_table(frame: pd.DataFrame) -> dict:
     """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
-    others by ``display.DATATYPES``. The API returns the frame itself."""
-    return gr.update(value=frame, datatype=display.datatypes(frame.columns, frame))
+    others by ``display.DATATYPES``; its Model column held in view (``PINNED``: the class ``cl-pin-N`` for the N-th
+    column, which the app's CSS keeps at the left edge), so that on a phone, where the overall's track columns do
+    not fit, the table scrolls sideways under the models it is about. The API returns the frame itself."""
+    model = list(frame.columns).index("Model") + 1 if "Model" in frame.columns else 0
+    pinned = [f"cl-pin-{model}"] if model in PINNED else []
+    return gr.update(value=frame, datatype=display.datatypes(frame.columns, frame),
+                     elem_classes=["cl-table", *pinned])
+
+
+PINNED = (2, 3)  # where a ranked table's Model column may stand (after Rank; after Slice and Rank): leaderboard.app
 
 
 def shown_if_filled(value, **options) -> dict:
