@@ -76,9 +76,10 @@ def server_places(store_root: Path) -> dict[str, str]:
     return {path: name for path, name in places.items() if len(path) > 1 and Path(path).is_absolute()}
 
 
-# What may stand on either side of a path in a text without being part of it: anything but a name's characters
-# and "/" (a "." only where no name character follows: the end of a sentence).
-_BEFORE = r"(?<![\w.~/-])"
+# What may stand on either side of a path in a text without being part of it: before it, anything but a name's
+# characters ("file:///srv/store" hides the store too); after it, anything but those and "/" (a "." only where no
+# name character follows: the end of a sentence).
+_BEFORE = r"(?<![\w.~-])"
 _AFTER = r"(?=$|/|\\|\.(?![\w-])|[^\w./-])"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -86,6 +87,27 @@ def test_no_dead_end_the_queue_prints_the_build_command_whole_for_a_suite_folder
                          "iconic-references, then restart (it needs the weights of clip-vit-b-32: where the Hub "
                          "cannot be reached, add --backbones FILE naming local copies)"), iconicity
     assert not any("SUITE" in line for line in lines)
+
+
+def test_no_dead_end_a_server_folder_is_hidden_wherever_it_stands_as_a_path_and_no_word_with_it(small_suite,
+                                                                                                 tmp_path):
+    """What the Queue's lines and a worker's reasons go through (``Site.public``): the store's and the suite's
+    folders hidden as paths (in a file URL, at a sentence's end), never the word "suite" of a command nor a folder
+    whose name only starts the same."""
+    from leaderboard.served_suite import open_served
+    from leaderboard.ui.site import Site
+
+    suite = tmp_path / "suite"
+    shutil.copytree(small_suite[0], suite)
+    served = open_served(str(suite), tmp_path / "store" / "datasets", lambda line: None)
+    store = Store(tmp_path / "store", suite=served.suite)
+    site = Site(store, "ada", suite=served, metric_settings={})
+    said = html.unescape(site.public(
+        f"culturelens suite build --out {suite}/ --only culturalframes; cannot read file://{store.root}/x.parquet "
+        f"nor {tmp_path}/suite2/suite.json; no such file: {store.root}."))
+    beside = str(tmp_path).replace(tempfile.gettempdir(), "<tmp>", 1)  # the temporary folder is a server's too
+    assert said == ("culturelens suite build --out SUITE/ --only culturalframes; cannot read file://STORE/x.parquet "
+                    f"nor {beside}/suite2/suite.json; no such file: STORE.")
 
 
 # --- 5: the judge by its public name ---------------------------------------------------------------------------
