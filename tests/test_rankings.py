@@ -301,7 +301,7 @@ def test_rankings_one_submission_of_3_of_200_prompts_is_ranked_last_and_leaves_t
     assert three["value"] == 3 / 200 and three["n"] == 200 and three["refused"] == 197 / 200
     assert (three["rank_low"], three["rank_high"]) == (4, 4) and three["not_ranked"] == ""
     assert "from the same 200 prompts" in note and "1 row left some unanswered" in note
-    assert "1 row(s) mostly refused" in note and display.share(three["refused"]) == "98.5%: mostly refused"
+    assert "1 row mostly refused" in note and display.share(three["refused"]) == "98.5%: mostly refused"
 
 
 def test_rankings_diversity_at_n_4_and_n_8_never_share_a_ranking(store):
