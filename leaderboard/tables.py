@@ -189,6 +189,7 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
                       "slice_value = ?", [track, metric, slice_name, slice_value])
     if chosen not in (None, UNRECORDED):  # a submission that answered none of this value's prompts: ranked too
         frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, chosen), slice_name, slice_value)
+    protocol_models = frame.loc[frame["protocol_id"] == chosen, ["model", "provenance"]].drop_duplicates()
     frame, note = filters.apply(frame)
     frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
     mine = frame["protocol_id"] == chosen
@@ -199,7 +200,7 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
                "they are listed, never ranked.")
     elif mine.any():
         ranks, _, why = rankings.rank_frame(cat, frame[mine], track, metric, slice_name, slice_value)
-        ranks = _alone(ranks)
+        ranks = _alone(ranks) if len(protocol_models) == 1 else ranks  # alone, not the filters' doing
         why = why[:1].upper() + why[1:] + "." if why else ""
         if ranks["not_ranked"].eq(LONE_ON_TABLE).any():
             why += f" One model alone is not ranked yet: {LONE_ON_TABLE}."
@@ -212,8 +213,8 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
 
 
 def _alone(ranks: pd.DataFrame) -> pd.DataFrame:
-    """A table whose ranking ranks one row only: that row not ranked yet (``LONE_ON_TABLE``), as the overall says
-    of a model alone on its tracks: "1" of one compares it with nothing."""
+    """The ranking of a protocol that holds one model (whatever the filters): its row not ranked yet
+    (``LONE_ON_TABLE``), as the overall says of a model alone on its tracks: "1" of one compares it with nothing."""
     ranked = ranks["not_ranked"].eq("") & ranks["rank"].notna()
     if ranked.sum() != 1:
         return ranks
