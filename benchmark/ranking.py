@@ -318,12 +318,13 @@ def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, sou
     some = int((unanswered > 0).sum())
     if some:
         counted = int(((unanswered > 0) & (why == "")).sum())
-        said.append(f"{some} row(s) left some unanswered" + (
+        said.append(f"{some} row{'' if some == 1 else 's'} left some unanswered" + (
             f"; in {counted} an unanswered prompt counts as the metric's worst value "
             f"({', '.join(f'{q.worst:g}' for q in rule.inputs if q.worst is not None)})" if counted else ""))
     mostly = int((unanswered > MOSTLY_REFUSED * prompts).sum()) if prompts else 0
     if mostly:
-        said.append(f"{mostly} row(s) mostly refused (more than {MOSTLY_REFUSED:.0%} of the prompts unanswered): "
+        said.append(f"{mostly} row{'' if mostly == 1 else 's'} mostly refused (more than {MOSTLY_REFUSED:.0%} of the "
+                    "prompts unanswered): "
                     "their scores are mostly the worst value")
     if prompts < MIN_PROMPTS:
         said.append(f"{TOO_FEW}: below {MIN_PROMPTS} prompts the values are shown, never an order")
@@ -333,7 +334,7 @@ def _note(rule: Rule, prompts: int, unanswered: np.ndarray, why: np.ndarray, sou
                     "allow")
     apart = int(((why != "") & ~np.char.startswith(why.astype(str), TOO_FEW)).sum())
     if apart:
-        said.append(f"{apart} row(s) listed apart, not ranked (each says why)")
+        said.append(f"{apart} row{'' if apart == 1 else 's'} listed apart, not ranked (each says why)")
     return "; ".join(said)
 
 

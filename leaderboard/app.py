@@ -49,6 +49,13 @@ th.header-cell { min-width: 4.5em; }
   .cl-gallery .caption-label { position: static !important; }
 }
 .cl-scroll { overflow-x: auto; max-width: 100%; }
+/* A ranked table's Model column stays at the left edge while the table scrolls sideways (a phone: the overall's track
+   columns do not fit), opaque over the columns passing under it (widgets.linked_table, widgets.PINNED). */
+.cl-pin-2 tr > :nth-child(2), .cl-pin-3 tr > :nth-child(3), .cl-pin-2 .virtual-row > :nth-child(2),
+.cl-pin-3 .virtual-row > :nth-child(3) { position: sticky !important; left: 0; z-index: 2;
+  background: var(--table-even-background-fill, var(--background-fill-primary)); }
+.cl-pin-2 thead tr > :nth-child(2), .cl-pin-3 thead tr > :nth-child(3) { z-index: 3;
+  background: var(--background-fill-primary); }
 .prose table:not(.cl-card-table):not(.cl-heatmap) { display: block; overflow-x: auto; max-width: 100%; }
 .prose th, .prose td { word-break: normal !important; overflow-wrap: normal !important; }
 .cl-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 480px), 1fr)); gap: 12px; }

@@ -74,7 +74,7 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         dataset=[f.get("dataset", d) for f, d in zip(fields, out["dataset"])],
         images_per_prompt=[f.get("images_per_prompt") for f in fields],
         missing_images=[f.get("missing_images") for f in fields],
-        metric_version=[f.get("metric_version", v) for f, v in zip(fields, out["metric_version"])],
+        metric_version=[_public_version(f.get("metric_version", v)) for f, v in zip(fields, out["metric_version"])],
         backbones=[render.public_backbones(f["backbones"]).replace(", ", "; ") if f.get("backbones") else None
                    for f in fields],
         model_id=_per_value(out["model_id"], lambda i: None if i is None or pd.isna(i) else render.public_id(i)),
@@ -89,6 +89,11 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
                                                                           pd.notna(out["rank_low"])),
     )
     return out[list(COLUMNS)].astype(COLUMNS)
+
+
+def _public_version(version) -> str | None:
+    """A row's metric version as visitors read it (``render.public_version``: no operator's folder); None kept."""
+    return None if version is None or pd.isna(version) else render.public_version(version)
 
 
 def unbounded(low: float, high: float, n) -> str | None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from benchmark.words import counted
+
 MAX_TERMS = 20  # model search terms a filter uses
 MAX_TERM_CHARS = 100  # characters of each (a model name is at most 100)
 
@@ -82,7 +84,7 @@ class Filters:
             narrow((date == "") | (date.str[:10] >= self.since), "date")
         if self.provenance:
             narrow(frame["provenance"].isin(self.provenance), "provenance")
-        note = f"{int((~keep).sum())} row(s) hidden: " + ", ".join(hidden) + "." if hidden else ""
+        note = f"{counted(int((~keep).sum()), 'row')} hidden: " + ", ".join(hidden) + "." if hidden else ""
         if self.ignored_since:
             note = (note + " " if note else "") + (f"“Scored since” must be a date such as 2026-01-31: "
                                                    f"“{self.ignored_since[:40]}” was ignored.")

@@ -265,7 +265,10 @@ class Intake:
         (``image_sets``) are another submission's."""
         if record is not None:
             if report.content_hash != record.content_hash:
-                report.error(f"its content hash {report.content_hash} is not the record's {record.content_hash}")
+                aside = getattr(report, "set_aside", {})  # a suite submission's parts whose datasets are not here
+                report.error(f"its content hash {report.content_hash} is not the record's {record.content_hash}" + (
+                    f": its parts {', '.join(aside)} were set aside, their datasets not served here; restore or build "
+                    "those datasets in this store's datasets/ first, then pull again" if aside else ""))
             return
         m = report.manifest
         if existing := self.queue.find_by_hash(report.content_hash):

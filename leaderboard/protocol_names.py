@@ -20,6 +20,7 @@ from benchmark.datasets import cube_1k, names
 from benchmark.papers import Paper
 from benchmark.suite import Suite
 from benchmark.track import judge_named
+from leaderboard import render
 from leaderboard.tables import UNRECORDED
 
 # The datasets this project builds, by the name their cards give them, and their rows in a sentence (a submitter's
@@ -95,7 +96,7 @@ def _unlike_the_suite(fields: dict) -> str:
     if fields.get("missing_images") != results.MISSING_AS_FAILURES:
         return "a missing image not scored as a failure"
     if judge := judge_named(fields.get("metric_version")):
-        return f"judge {judge}"
+        return f"judge {render.public_judge(judge)}"
     return "other prompt rows"
 
 
@@ -107,7 +108,8 @@ def _details(track: str, fields: dict | None) -> list[str]:
     if _paper(track, fields) is not None:
         return [_source(fields)]
     backbones = ", ".join(b.split("=")[0] for b in fields.get("backbones") or []) or "no backbone"
-    return [_images(fields.get("images_per_prompt")), f"metric version {fields.get('metric_version')}",
+    return [_images(fields.get("images_per_prompt")),
+            f"metric version {render.public_version(fields.get('metric_version'))}",
             f"backbones {backbones}"]
 
 
@@ -148,7 +150,8 @@ def _unlike_the_tracks(declared, fields: dict) -> str:
     said = []
     version = str(fields.get("metric_version") or "")
     if declared.version and not version.startswith(declared.version):
-        said.append(f"metric version {version or 'unrecorded'}, where the track's is {declared.version_words()}")
+        said.append(f"metric version {render.public_version(version) or 'unrecorded'}, where the track's is "
+                    f"{declared.version_words()}")
     ids = sorted(b.split("=")[0] for b in fields.get("backbones") or ())
     if declared.backbones and ids != sorted(declared.backbones):
         said.append(f"backbones {', '.join(ids) or 'none'}, where the track's are {', '.join(declared.backbones)}")
@@ -190,7 +193,7 @@ def difference(track: str, protocol: str | None, suite: Suite) -> str:
         differs.append("scored before a missing image counted as a failure (its images per prompt may be fewer "
                        "than the seeds declared)")
     if not declared.judged_alike(protocol):
-        differs.append(f"judged by {judge_named(fields.get('metric_version')) or 'no judge'}, not "
-                       f"{declared.judge}")
+        judge = judge_named(fields.get("metric_version"))
+        differs.append(f"judged by {render.public_judge(judge) if judge else 'no judge'}, not {declared.judge}")
     return (f"Not {words}: {', '.join(differs) or 'other settings'}{settings}; ranked only with rows scored the "
             "same way.")

@@ -38,6 +38,7 @@ import pandas as pd
 from benchmark import ranking, results
 from benchmark import tracks as track_registry
 from benchmark.aggregate import CROSS_SEPARATOR, CROSSED
+from benchmark.words import counted
 from leaderboard.catalog import Catalog
 
 OVERALL = "overall"
@@ -230,7 +231,8 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     ids = list(frame.loc[scored, "submission_id"])
     apart = ~scored & ~earlier
     out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
-    notes = [f"{int(apart.sum())} row(s) without per-prompt values: listed apart, not ranked"] if apart.any() else []
+    notes = [f"{counted(int(apart.sum()), 'row')} without per-prompt values: listed apart, not ranked"
+             ] if apart.any() else []
     if not prompts:
         out.loc[scored, "not_ranked"] = empty
         return _ordered(out), None, "; ".join([empty, *notes])
@@ -248,7 +250,7 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
         out[column] = out[column].astype(object)
         out.loc[where, column] = got[source].astype(object).to_numpy()
     if earlier.any():
-        notes.append(f"{int(earlier.sum())} earlier submission(s) of a ranked model listed apart")
+        notes.append(f"{counted(int(earlier.sum()), 'earlier submission')} of a ranked model listed apart")
     return _ordered(out), ranked, "; ".join([ranked.note, *notes])
 
 
@@ -278,13 +280,19 @@ def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray) -> tuple[p
     scored = out["provenance"].eq("scored")
     said = []
     if scored.any():
-        said.append(f"{int(scored.sum())} scored row(s) have no per-prompt values for this metric")
+        said.append(f"{counted(int(scored.sum()), 'scored row')} {_have(scored.sum())} no per-prompt values "
+                    "for this metric")
     if (~scored).any():
-        said.append(f"{int((~scored).sum())} paper-reported row(s) have no per-prompt values")
+        said.append(f"{counted(int((~scored).sum()), 'paper-reported row')} {_have((~scored).sum())} no "
+                    "per-prompt values")
     note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
     exceeds = pd.to_numeric(out["ci_low"], errors="coerce").where(censored(out))
     out["rank"] = ranking.rank_values(out["value"], higher, exceeds, ranked=~np.asarray(earlier))
     return _ordered(out), None, note
+
+
+def _have(count: int) -> str:
+    return "has" if count == 1 else "have"
 
 
 def listed(frame: pd.DataFrame, reason: str) -> pd.DataFrame:

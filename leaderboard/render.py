@@ -14,6 +14,7 @@ import pandas as pd
 
 from benchmark import tracks
 from benchmark.aggregate import CROSSED
+from benchmark.track import JUDGE
 
 # Every ASCII punctuation character: with each written as a numeric character reference, Markdown finds no
 # syntax in the text at all (CommonMark: "entity and numeric character references cannot be used in place of
@@ -66,21 +67,35 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def server_places(store_root: Path) -> dict[str, str]:
-    """Server folders that error texts may name, and what a visitor sees instead: the store, this checkout,
-    the Python installation, the temporary folder (Gradio's uploads) and the home folder."""
-    places = {str(store_root): "STORE", str(Path(__file__).resolve().parents[1]): "<culturelens>",
-              sys.prefix: "<python>", sys.base_prefix: "<python>", tempfile.gettempdir(): "<tmp>",
-              str(Path.home()): "~"}
-    return {path: name for path, name in places.items() if len(path) > 1}
+    """Server folders that error texts may name, and what a visitor sees instead: the store (as given and
+    resolved), this checkout, the Python installation, the temporary folder (Gradio's uploads) and the home
+    folder. Absolute paths only (``hide_paths``)."""
+    places = {str(Path(store_root).resolve()): "STORE", str(store_root): "STORE",
+              str(Path(__file__).resolve().parents[1]): "<culturelens>", sys.prefix: "<python>",
+              sys.base_prefix: "<python>", tempfile.gettempdir(): "<tmp>", str(Path.home()): "~"}
+    return {path: name for path, name in places.items() if len(path) > 1 and Path(path).is_absolute()}
+
+
+# What may stand on either side of a path in a text without being part of it: before it, anything but a name's
+# characters ("file:///srv/store" hides the store too); after it, anything but those and "/" (a "." only where no
+# name character follows: the end of a sentence).
+_BEFORE = r"(?<![\w.~-])"
+_AFTER = r"(?=$|/|\\|\.(?![\w-])|[^\w./-])"
 
 
 def hide_paths(text: object, places: dict[str, str]) -> str:
-    """``text`` with each server folder of ``places`` replaced by its public name (longest first): a reason or
-    log excerpt shown to visitors says which file, not where the server keeps it."""
-    text = str(text)
-    for path in sorted(places, key=len, reverse=True):
-        text = text.replace(path, places[path])
-    return text
+    """``text`` with each server folder of ``places`` (absolute paths) replaced by its public name where it stands
+    as a path of its own (a folder or what is under it, the longest first): a reason or log excerpt shown to
+    visitors says which file, not where the server keeps it. Words are never touched: a suite folder called
+    ``/srv/suite`` hides that path, not the word of ``culturelens suite build``, nor ``/srv/suite2``."""
+    absolute = sorted((p for p in places if Path(p).is_absolute()), key=len, reverse=True)
+    if not absolute:
+        return str(text)
+    pattern = re.compile(_BEFORE + "(" + "|".join(map(re.escape, absolute)) + ")" + _AFTER)
+    return pattern.sub(lambda found: places[found.group(1)], str(text))
+
+
+LOCAL = " (local folder)"  # what ``public_id`` adds to the last name of a path
 
 
 def public_id(value: object) -> str:
@@ -88,7 +103,7 @@ def public_id(value: object) -> str:
     machine (an operator's weights, a submitter's model folder) by its last name only, marked as local."""
     text = str(value)
     if text.startswith(("/", "~", "./", "../")) or re.match(r"^[A-Za-z]:[\\/]", text):
-        return f"{PurePath(text).name or text} (local folder)"
+        return f"{PurePath(text).name or text}{LOCAL}"
     return text
 
 
@@ -101,6 +116,20 @@ def public_backbones(backbones: list[str]) -> str:
         source, at, revision = rest.rpartition("@") if "@" in rest else (rest, "", "")
         shown.append(f"{name}={public_id(source)}{at}{revision}" if rest else name)
     return ", ".join(shown)
+
+
+def public_judge(judge: str) -> str:
+    """A judge (``id@revision``, as a metric version names it: ``benchmark.track.judge_named``) as a visitor may read
+    it: a Hub id as it is, an operator's local folder by its last name (``public_id``), the revision kept."""
+    source, at, revision = judge.rpartition("@") if "@" in judge else (judge, "", "")
+    shown = public_id(source)
+    return shown.removesuffix(LOCAL) + at + revision + (LOCAL if shown.endswith(LOCAL) else "")
+
+
+def public_version(version: object) -> str:
+    """A metric version as a visitor may read it: the judge it names (``benchmark.track.JUDGE``) by ``public_judge``,
+    never the server folder the operator loaded it from; the rest as it is."""
+    return JUDGE.sub(lambda found: f"judge {public_judge(found.group(1))}", str(version))
 
 
 def link(text: object, url: str | None) -> str:

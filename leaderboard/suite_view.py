@@ -11,6 +11,7 @@ from benchmark.run_record import RunRecord
 from benchmark.submission import Report
 from benchmark.submission.suite import SuiteReport
 from benchmark.suite import COSTS, SUITE_REPO, Suite
+from benchmark.words import joined
 from leaderboard import render
 from leaderboard.served_suite import ServedSuite
 
@@ -57,11 +58,6 @@ def suite_flag(served: ServedSuite) -> tuple[str, str]:
     return f"--suite {ref}", ""
 
 
-def _and(words: list[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
-    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
-
-
 def submit_guide(served: ServedSuite, store_datasets: Path, demo_prompts: int | None) -> tuple[str, str]:
     """The Submit tab's text, in the order a submitter needs it: the suite served (its name, the parts this server
     accepts: those whose dataset it holds), one generate, one submit, the format (the schema button goes between
@@ -74,11 +70,12 @@ def submit_guide(served: ServedSuite, store_datasets: Path, demo_prompts: int | 
             else "")
     refused = [p.name for p in suite.parts if p not in accepted]
     held = [f"`{p.name}`" for p in accepted]
-    accepts = (f"this server accepts its part{'s' if len(held) > 1 else ''} {_and(held)} only" if held else
+    accepts = (f"this server accepts its part{'s' if len(held) > 1 else ''} {joined(held)} only" if held else
                "this server accepts none of its parts")
     scope = ("one submission scores a model on every track" if not refused else
-             f"{accepts} (it does not hold the datasets of {_and([f'`{name}`' for name in refused])}, so their tracks "
-             "are off here: see the **Queue** tab)")
+             f"{accepts} (it does not hold the datasets of {joined([f'`{name}`' for name in refused])}, so their "
+             "tracks are off here: see the **Queue** tab); an upload holding those parts too is taken on the others, "
+             "those set aside unread")
     images = sum(p.images or 0 for p in accepted)
     cost = generation_cost(suite) if not refused else f"**{images:,} images** for the parts accepted here"
     steps = f"""### Take part: one generate, one submit
@@ -129,7 +126,7 @@ prompts = load_dataset("{cube_1k.HUB_REPO}", "{cube_1k.CONFIG_DEMO}", split="tes
 
 def accepted_lines(report: Report | SuiteReport) -> list[str]:
     """What an accepted submission holds, one Markdown line each: its images for its prompts, or a suite
-    submission's, part by part, and the parts it lacks."""
+    submission's, part by part, the parts set aside (not served here: not kept) with why, and the parts it lacks."""
     if not isinstance(report, SuiteReport):
         m = report.manifest
         return [f"{len(report.images)} images, {len(m.missing)} declared missing, for {len(report.prompts)} prompts "
@@ -137,16 +134,19 @@ def accepted_lines(report: Report | SuiteReport) -> list[str]:
     lines = [f"part `{name}`: {len(part.images)} images, {len(part.manifest.missing)} declared missing, for "
              f"{len(part.prompts)} prompts of {render.plain(part.prompts.label)}"
              for name, part in report.parts.items()]
+    lines += [f"part `{name}`: **set aside**: {render.plain(why)}" for name, why in report.set_aside.items()]
     if report.missing:
         lines.append(f"parts missing (it is scored without them): {', '.join(report.missing)}")
     return lines
 
 
 def problems(report: Report | SuiteReport) -> list[str]:
-    """Every problem a rejected submission has: its own, or each part's (named) and the whole's."""
+    """Every problem a rejected submission has: its own, or each part's (named), the whole's and the parts set
+    aside (why nothing was taken, when no part was served)."""
     if not isinstance(report, SuiteReport):
         return list(report.errors)
-    return [f"part {name}: {error}" for name, part in report.parts.items() for error in part.errors] + report.errors
+    return ([f"part {name}: {error}" for name, part in report.parts.items() for error in part.errors] + report.errors
+            + [f"part {name}: set aside: {why}" for name, why in report.set_aside.items()])
 
 
 def run_parts_lines(run: RunRecord) -> list[str]:

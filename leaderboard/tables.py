@@ -42,6 +42,8 @@ WIDE_COLUMNS = ("model", "provenance", "win_rate", "tracks", "not_ranked", "win_
                 "rank_high")
 BESIDE = ":value"  # ``overall``'s column "<track>:value": a track's headline value shown beside the win rates
 LONE = "ranks appear when a second model on the same tracks is scored"  # a track set of one model
+LONE_ON_TABLE = "ranks appear when a second model is ranked under this protocol"  # a track's table of one
+NOT_YET = (LONE, LONE_ON_TABLE)  # why a model alone is not ranked: the page says "not ranked yet"
 
 
 def tracks(cat: Catalog) -> list[str]:
@@ -161,7 +163,7 @@ def describe_protocol(protocol: str | None) -> str:
     count = "unstated images" if images is None else f"{images} image{'' if images == 1 else 's'}"
     build = "; an unpinned build of the suite" if fields.get("build") else ""
     return (f"dataset {fields.get('dataset')}{revision}; {count} per prompt{missing}; metric version "
-            f"{fields.get('metric_version')}; backbones {backbones}{build}")
+            f"{render.public_version(fields.get('metric_version'))}; backbones {backbones}{build}")
 
 
 def chart_protocols(cat: Catalog, track: str) -> pd.DataFrame | None:
@@ -187,6 +189,7 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
                       "slice_value = ?", [track, metric, slice_name, slice_value])
     if chosen not in (None, UNRECORDED):  # a submission that answered none of this value's prompts: ranked too
         frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, chosen), slice_name, slice_value)
+    protocol_models = frame.loc[frame["protocol_id"] == chosen, ["model", "provenance"]].drop_duplicates()
     frame, note = filters.apply(frame)
     frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
     mine = frame["protocol_id"] == chosen
@@ -197,13 +200,27 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
                "they are listed, never ranked.")
     elif mine.any():
         ranks, _, why = rankings.rank_frame(cat, frame[mine], track, metric, slice_name, slice_value)
+        ranks = _alone(ranks) if len(protocol_models) == 1 else ranks  # alone, not the filters' doing
         why = why[:1].upper() + why[1:] + "." if why else ""
+        if ranks["not_ranked"].eq(LONE_ON_TABLE).any():
+            why += f" One model alone is not ranked yet: {LONE_ON_TABLE}."
     else:
         ranks = rankings.listed(frame[mine], "")
     beside = frame[~mine & (frame["provenance"] == "reported")].assign(beside=True, not_ranked="other protocol")
     out = pd.concat([ranks.assign(beside=False), beside], ignore_index=True) if len(beside) else \
         ranks.assign(beside=False)
     return out, " ".join(n for n in (note, why) if n)
+
+
+def _alone(ranks: pd.DataFrame) -> pd.DataFrame:
+    """The ranking of a protocol that holds one model (whatever the filters): its row not ranked yet
+    (``LONE_ON_TABLE``), as the overall says of a model alone on its tracks: "1" of one compares it with nothing."""
+    ranked = ranks["not_ranked"].eq("") & ranks["rank"].notna()
+    if ranked.sum() != 1:
+        return ranks
+    places = ["rank", "rank_low", "rank_high", "tie_group"]
+    return ranks.assign(**{c: ranks[c].mask(ranked) for c in places},
+                        not_ranked=ranks["not_ranked"].mask(ranked, LONE_ON_TABLE))
 
 
 def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = OVERALL,
@@ -221,10 +238,11 @@ def headline_rows(cat: Catalog, filters: Filters = Filters(), slice_name: str = 
         ["track", "model", "provenance", "protocol_id"], keep="last")
 
 
-def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = False) -> tuple[pd.DataFrame, int]:
+def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = False
+                           ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``headline_rows`` of the tracks in the overall (``benchmark.track.Track.not_in_overall`` empty; with
-    ``beside``, of those shown beside it instead) kept to each track's ``overall_protocol``, and how many rows of
-    those tracks other protocols left out."""
+    ``beside``, of those shown beside it instead) kept to each track's ``overall_protocol``, and the rows of those
+    tracks left out (under other protocols, or of a track with no eligible protocol), for the note to name."""
     keep = pd.Series(False, index=frame.index)
     chosen_tracks = pd.Series(False, index=frame.index)
     for track in frame["track"].unique():
@@ -233,7 +251,7 @@ def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = Fal
         chosen_tracks |= frame["track"] == track
         if (chosen := overall_protocol(cat, track)) is not None:
             keep |= (frame["track"] == track) & (frame["protocol_id"] == chosen)
-    return frame[keep], int((~keep & chosen_tracks).sum())
+    return frame[keep], frame[~keep & chosen_tracks]
 
 
 def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
@@ -244,13 +262,13 @@ def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = None
-            ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, int]:
+            ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, pd.DataFrame]:
     """The overall ranking: each track's headline rows under its chosen protocol (the tracks in the overall only), the
     models scored on one set of tracks (``track_set``; default: of the sets with at least two models, the one with the
     most tracks, then the most models) ranked by mean win rate with intervals. Returns the ``rankings.win_rates`` table
     (with each track shown beside the mean, ``Track.not_in_overall``, as "<track>:value": the value its own ranking
     gives, whose rows are in ``attrs["ranked"]`` too), every set with its model count (in that order), the set shown,
-    and how many headline rows other protocols left out."""
+    and the headline rows left out (``headline_protocol_rows``: under other protocols)."""
     headline = headline_rows(cat, filters)
     frame, off = headline_protocol_rows(cat, headline)
     if frame.empty:

@@ -136,11 +136,13 @@ SUITE_MODELS = {
 SUITE_WIN_RATES = {"Alpha": 1.0, "Beta": 0.4, "Gamma": 0.1}
 
 
-def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list[str]:
+def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10, judges: dict | None = None) -> list[str]:
     """Write one results folder per model, as a scored suite submission leaves them: per track its headline
     metric under the suite's protocol for the track (``Suite.answered_by``), overall and per prompt (the model's
     value -0.01 and +0.01 in turn, the same for every model: the mean is the value, and the order on every prompt is
-    the order of the values). Returns the submission ids (sub-<model>), oldest first."""
+    the order of the values); ``judges``: track -> the judge (``id@revision``) a judged track's rows name instead of
+    its protocol's (an operator's own judge: then not the suite's protocol). Returns the submission ids
+    (sub-<model>), oldest first."""
     from benchmark import results
     from benchmark.run_record import RunRecord
     from benchmark import tracks as track_registry
@@ -152,7 +154,7 @@ def suite_results(store, models: dict = SUITE_MODELS, prompts: int = 10) -> list
         for track, value in values.items():
             part = store.suite.part_of_track(track)
             judge = track_registry.get(track).protocol.judge  # a judged track's suite rows name its judge
-            version = f"1 (judge {judge}@r1)" if judge else "1"
+            version = f"1 (judge {(judges or {}).get(track) or judge + '@r1'})" if judge else "1"
             protocol = results.protocol_columns({
                 "dataset": str(part.dataset), "dataset_revision": part.dataset.digest,
                 "images_per_prompt": part.images_per_prompt, "missing_images": results.MISSING_AS_FAILURES,

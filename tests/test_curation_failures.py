@@ -179,7 +179,7 @@ def test_curation_shows_in_the_refused_column_end_to_end(tmp_path):
         got = {row.model: (row.value, row.refused) for row in frame.itertuples()}
         assert got == {model: pytest.approx(pair) for model, pair in by_model.items()}, metric
         assert list(frame["model"]) == ["honest", "curator"] and list(frame["rank"]) == [1, 2], metric
-        assert "1 row(s) left some unanswered" in note
+        assert "1 row left some unanswered" in note
     shown = display.display(tables.ranked(cat, "iconicity", "crt")[0])
     assert list(shown["Refused"]) == ["0%", "50%"]
 

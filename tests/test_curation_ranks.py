@@ -119,7 +119,7 @@ def test_curation_an_interval_the_prompts_cannot_bound_says_so_and_a_mostly_refu
     shown = display.display(frame).set_index(frame["model"])
     assert shown.at["Three", "95% CI"] == f"[{three['ci_low']:.3f}, not bounded by 200 prompts]"
     assert shown.at["Three", "Refused"] == "98.5%: mostly refused" and shown.at["Full", "Refused"] == "0%"
-    assert "1 row(s) mostly refused" in note
+    assert "1 row mostly refused" in note
     api = exports.ranking(cat, "iconicity", "crt").set_index("model")
     assert pd.isna(api.at["Three", "ci_high"]) and api.at["Three", "ci_note"] == "not bounded above by 200 prompts"
     assert pd.isna(api.at["Full", "ci_note"]) and np.isfinite(api.at["Full", "ci_high"])

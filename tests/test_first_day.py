@@ -116,8 +116,9 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     assert [c for c in frame.columns if c.endswith((display.WIN_RATE, display.OWN_SCORE))][1:5] == [
         "Awareness (CUBE) win rate", "Awareness (CUBE) score", "Diversity (CUBE) win rate", "Diversity (CUBE) score"]
     assert frame["Awareness (CUBE) score"].tolist() == [0.7] and frame["Diversity (CUBE) score"].tolist() == [0.6]
-    assert html.unescape(shown["line"]).startswith("**One model scored** on 2 track(s) (Awareness (CUBE), Diversity (CUBE)), every "
-                                    "track's rows under **CultureLens suite v1, unpinned build**")
+    assert html.unescape(shown["line"]).startswith("**One model scored** on 2 tracks (Awareness (CUBE) and Diversity "
+                                                   "(CUBE)), every track's rows under **CultureLens suite v1, "
+                                                   "unpinned build**")
     assert tables.LONE in shown["line"]
     assert shown["protocol"]["choices"] == [("awareness + diversity (1 model)", "awareness + diversity")]
     page = overview.page(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
@@ -460,7 +461,7 @@ def test_first_day_wording_a_verdict_gives_one_line_per_wrong_prompt_with_its_se
     report = store.submit(folder, "alice").report
     assert not report.ok
     stranger = [e for e in report.errors if "'not-a-prompt'" in e]
-    assert stranger == [("images/not-a-prompt/0.png and 19 more image(s) of prompt id 'not-a-prompt' (seeds 0-19): "
+    assert stranger == [("images/not-a-prompt/0.png and 19 more images of prompt id 'not-a-prompt' (seeds 0-19): "
                          "prompt id 'not-a-prompt' is not in culturelens/cube-1k (cube_1k, test)")]
     absent = [e for e in report.errors if "no image for prompt" in e]
     assert absent == [(f"images/{wrong}/*: no image for prompt {wrong} seeds 0-19, and manifest.missing does not "

@@ -119,7 +119,7 @@ def test_ranks_and_ranges_follow_rank_rule_2_written_out_on_the_protocols_prompt
     assert list(zip(frame["rank_low"], frame["rank_high"])) == [(1, 2), (1, 3), (2, 4), (3, 4)]
     assert list(frame["value"]) == [9.25 / 13, 8.25 / 13, 3.75 / 13, 3.75 / 13] and (frame["n"] == 13).all()
     assert list(frame["refused"]) == [0.0, 1 / 13, 1 / 13, 1 / 13]
-    assert "from the same 13 prompts" in note and "3 row(s) left some unanswered" in note
+    assert "from the same 13 prompts" in note and "3 rows left some unanswered" in note
     assert "rank rule 2" in note
     assert list(frame["tie_group"]) == [1, 1, 2, 3]  # the rows sharing a rank
     shown = display.display(frame)
@@ -225,7 +225,7 @@ def test_overall_ranks_models_of_one_track_set_with_brute_force_intervals(store)
                                         "metric_version": PAPER.version, "backbones": CRT_BACKBONES})}
     pq.write_table(results.table([paper], results.AGGREGATE), store.reported)  # on-protocol, one track only
     wide, choices, chosen, off = tables.overall(Catalog(store))
-    assert chosen == "awareness + iconicity" and off == 0
+    assert chosen == "awareness + iconicity" and off.empty
     assert dict(choices) == {chosen: 3, "awareness": 1, "iconicity": 1}
     assert set(wide["model"]) == set(values)  # neither Solo nor the paper row is ranked among them
     assert "variability" not in wide.columns
@@ -300,8 +300,8 @@ def test_rankings_one_submission_of_3_of_200_prompts_is_ranked_last_and_leaves_t
     three = frame[frame["model"] == "Three"].iloc[0]
     assert three["value"] == 3 / 200 and three["n"] == 200 and three["refused"] == 197 / 200
     assert (three["rank_low"], three["rank_high"]) == (4, 4) and three["not_ranked"] == ""
-    assert "from the same 200 prompts" in note and "1 row(s) left some unanswered" in note
-    assert "1 row(s) mostly refused" in note and display.share(three["refused"]) == "98.5%: mostly refused"
+    assert "from the same 200 prompts" in note and "1 row left some unanswered" in note
+    assert "1 row mostly refused" in note and display.share(three["refused"]) == "98.5%: mostly refused"
 
 
 def test_rankings_diversity_at_n_4_and_n_8_never_share_a_ranking(store):

@@ -111,7 +111,7 @@ def test_a_protocol_is_named_with_its_difference_from_the_suites_and_its_details
                 "settings: ranked only with each other, never with rows scored here on the suite's 767 CRT reference "
                 "titles × 10 images.")
         wait_for_text(page, line)
-        assert control(page, "Protocol").input_value() == "CRT paper protocol · 5 row(s)"  # Table 1's five models
+        assert control(page, "Protocol").input_value() == "CRT paper protocol · 5 rows"  # Table 1's five models
         assert hashes(page) == [] and scrolls_sideways(page) == []
         page.get_by_text("How to read this table").click()  # the details: the protocol in full, with its id
         wait_for_text(page, "CRT paper protocol, id 637267cabf42 (not the track's headline protocol")
@@ -125,13 +125,13 @@ def test_opening_the_filters_then_switching_track_keeps_rows(paper_rows_app):
         page.get_by_role("radio", name="Expectations (CulturalFrames)").check()
         wait_for_text(page, "SD-3.5-Large")
         assert sorted(row["Model"] for row in table(page)) == ["FLUX.1-dev", "GPT-Image", "Imagen 3", "SD-3.5-Large"]
-        assert shows(page, "none active: every row is shown") and not shows(page, "row(s) hidden")
+        assert shows(page, "none active: every row is shown") and not shows(page, "rows hidden")
 
         models = page.get_by_label("Models (comma-separated, any matches)")
         models.fill("gpt, imagen")
         models.press("Enter")
         wait_for_text(page, "Filters and columns (1 active: model search)")
-        wait_for_text(page, "2 row(s) hidden: 2 by model search")
+        wait_for_text(page, "2 rows hidden: 2 by model search")
         assert sorted(row["Model"] for row in table(page)) == ["GPT-Image", "Imagen 3"]
         since = page.get_by_label("Scored since (YYYY-MM-DD)")
         since.fill("last week")
@@ -175,7 +175,7 @@ def test_a_link_to_each_view_shows_it_and_stays_in_the_address_bar(paper_rows_ap
             assert query(page) == link, f"the address bar of {link} now reads {query(page)}"
             assert open_tab(page) == link.split("&")[0].removeprefix("tab=") and shows(page, LINKS[link])
         awareness = pages["tab=overview&track=awareness"]
-        assert shows(awareness, "48 row(s)")  # 2 models x 24 cells, each cell ranked
+        assert shows(awareness, "48 rows")  # 2 models x 24 cells, each cell ranked
         assert [row["Slice"] for row in table(awareness)][:4] == ["Brazil / art"] * 2 + ["Brazil / cuisine"] * 2
         screenshot(awareness, "first-visit-awareness")
         readme = pages["tab=slices&track=iconicity&metric=crt&slice=kind&value=moving&models=SDXL"]

@@ -26,6 +26,16 @@ class DatasetUnavailable(CultureLensError, RuntimeError):
     """The dataset cannot be loaded; the message says how to provide it."""
 
 
+class DatasetNotServed(DatasetUnavailable):
+    """No copy of the dataset where it was looked for (a leaderboard's datasets; elsewhere, there and the Hub), as
+    opposed to a copy that cannot be read; ``repo`` names it. A suite submission's part for it is set aside
+    (``benchmark.submission.suite``): the other parts can still be checked and scored."""
+
+    def __init__(self, message: str, repo: str):
+        super().__init__(message)
+        self.repo = repo
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """The prompts of one dataset config and split, indexed by ``prompt_id``."""
@@ -113,8 +123,8 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
     local = bool(folder and (folder / "README.md").exists())
     if local_only and not local:
         served = sorted(p.name.replace("__", "/", 1) for p in Path(local_root).iterdir() if (p / "README.md").exists())
-        raise DatasetUnavailable(f"dataset {repo} is not served here; this leaderboard serves: "
-                                 f"{', '.join(served) or 'no dataset yet'}")
+        raise DatasetNotServed(f"dataset {repo} is not served here; this leaderboard serves: "
+                               f"{', '.join(served) or 'no dataset yet'}", repo)
     # datasets caches a local folder by its name and config only, so a folder rebuilt in place would
     # load stale rows (huggingface/datasets#2956): key the cache on the folder's content instead.
     cache_root = Path(local_root) if local_root else folder.parent if local else None
@@ -126,11 +136,10 @@ def load_prompts(repo: str, config: str, split: str = "test", *, revision: str |
             raise DatasetUnavailable(f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded here: "
                                      f"{str(error).splitlines()[0][:200].replace(str(folder), repo)}") from None
         where = f"no local copy in {folder} and " if folder else ""
-        raise DatasetUnavailable(
-            f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded: {where}"
-            f"the Hub said: {str(error).splitlines()[0][:200]}. Build it locally with `culturelens data build ... "
-            f"--out {folder or 'DIR'}` (see `culturelens data build --help`) or connect to the Hub."
-        ) from None
+        message = (f"dataset {repo} (config {config!r}, split {split!r}) cannot be loaded: {where}"
+                   f"the Hub said: {str(error).splitlines()[0][:200]}. Build it locally with `culturelens data build "
+                   f"... --out {folder or 'DIR'}` (see `culturelens data build --help`) or connect to the Hub.")
+        raise (DatasetUnavailable(message) if local else DatasetNotServed(message, repo)) from None
     missing = {"prompt_id", "prompt"} - set(table.column_names)
     if missing:
         raise DatasetUnavailable(f"dataset {repo} ({config}) has no column(s) {sorted(missing)}: not a prompt set")

@@ -119,7 +119,7 @@ class CountryRecognition(Metric):
         if catalogue is None or not {"country", "concept"} <= set(catalogue.columns):
             return "the dataset has no country and concept columns to recognise"
         unknown = sorted(set(inputs.images["concept"].dropna()) - set(self.nouns))
-        return f"no country probe for concept(s) {unknown}" if unknown else None
+        return f"no country probe for concept{'s' if len(unknown) > 1 else ''} {unknown}" if unknown else None
 
     def per_image(self, inputs: Inputs) -> tuple[np.ndarray, list[str | None]]:
         countries = sorted(inputs.catalogue["country"].dropna().unique())

@@ -168,7 +168,8 @@ class _Diversity(Metric):
                     f"{self.index.backbone_id!r}")
         unknown = sorted(set(images[CONCEPT_COLUMN]) - set(self.index.concepts))
         if unknown:
-            return (f"the artifact index has no artifacts for concept(s) {', '.join(map(repr, unknown))} "
+            return (f"the artifact index has no artifacts for concept{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(map(repr, unknown))} "
                     f"(it has: {', '.join(self.index.concepts)})")
         largest = int(images.groupby("prompt_id").size().max())
         if largest < self.size:

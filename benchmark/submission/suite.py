@@ -4,8 +4,11 @@ part, ``parts/<part>/`` (``benchmark.layout``), each manifest naming its part (`
 Each part is checked exactly as a submission is (``validate.check_folder``: manifest, coverage of every prompt of
 its dataset, every image), and also against the suite: the part exists, its dataset is the part's (repo, config,
 split, and the prompt rows the suite pins), its seeds are the part's, and every part is the same model. A
-submission may hold some parts only: it is scored on those and the report names the ones missing. One rejected
-part rejects the upload, as one bad image rejects a submission: what is kept is always scorable whole.
+submission may hold some parts only: it is scored on those and the report names the ones missing. A part whose
+dataset is not served where it is checked (a server holding some parts of the suite) is set aside, unchecked and
+not kept, and the report says which and why: the others are taken, as the Submit tab promises partial submissions
+are scored on what is served. One rejected part rejects the upload, as one bad image rejects a submission: what is
+kept is always scorable whole.
 
 ``stage`` takes any upload, a plain submission or a suite submission, and returns a ``Report`` or a
 ``SuiteReport``; both answer ``ok``, ``summary``, ``text()``, ``content_hash`` and ``keep(target)``.
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmark.atomic import publish
-from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
+from benchmark.datasets.prompts import DatasetNotServed, DatasetUnavailable, PromptSet
 from benchmark.layout import PARTS_DIR, SuiteLayout, part_folder
 from benchmark.submission.archive import Entry, Limits, storing
 from benchmark.submission.manifest import Manifest
@@ -35,12 +38,14 @@ StageProgress = Callable[[str, int, int], None]  # (stage, done, total), e.g. a 
 
 @dataclass
 class SuiteReport:
-    """What validating a suite submission found: a ``Report`` per part present (in the suite's order), and the
-    problems of the whole (a part the suite does not have, two models). ``ok`` iff there is no problem, every
-    part is accepted and there is at least one."""
+    """What validating a suite submission found: a ``Report`` per part present and checked (in the suite's order),
+    the parts present but set aside (``set_aside``: part -> why, in a sentence; never kept), and the problems of
+    the whole (a part the suite does not have, two models). ``ok`` iff there is no problem, every part checked is
+    accepted and there is at least one."""
 
     suite: Suite
     parts: dict[str, Report] = field(default_factory=dict)
+    set_aside: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     folder: Path | None = None  # the staged copy, while it exists
     images_checked: bool = True  # False: a report of the layouts alone (a part refused there stops the rest)
@@ -56,7 +61,7 @@ class SuiteReport:
     @property
     def missing(self) -> list[str]:
         """The suite's parts this submission does not hold: it is scored without them."""
-        return [name for name in self.suite.names if name not in self.parts]
+        return [name for name in self.suite.names if name not in self.parts and name not in self.set_aside]
 
     @property
     def manifest(self) -> Manifest | None:
@@ -83,14 +88,19 @@ class SuiteReport:
         """One line, e.g. "OK: SDXL: 2 of 4 parts of culturelens/suite v1 (cube-1k 9,920 images, ...); missing:
         ..." or "REJECTED: part cube-1k: answered 3 of 992 prompts; ..."."""
         missing = f"; missing: {', '.join(self.missing)} (scored on the parts present)" if self.missing else ""
+        aside = (f"; set aside: {', '.join(self.set_aside)} (their datasets are not served here: not checked, not "
+                 "kept)" if self.set_aside else "")
         if self.ok:
             held = ", ".join(f"{name} {len(r.images):,} images" for name, r in self.parts.items())
             return (f"OK: {self.manifest.model.name}: {len(self.parts)} of {len(self.suite.parts)} parts of "
-                    f"{self.suite.label} ({held}){missing}")
+                    f"{self.suite.label} ({held}){aside}{missing}")
+        if not self.parts and not self.errors and self.set_aside:
+            return (f"REJECTED: no part of this upload is served here ({', '.join(self.set_aside)} set aside: their "
+                    "datasets are not served here)")
         if not self.parts and not self.errors:
             return f"REJECTED: no part of {self.suite.label} ({', '.join(self.suite.names)}) under {PARTS_DIR}/"
         refused = [f"part {name}: {r.summary.removeprefix('REJECTED: ')}" for name, r in self.parts.items() if not r.ok]
-        return "REJECTED: " + "; ".join(refused + self.errors[:1]) + missing
+        return "REJECTED: " + "; ".join(refused + self.errors[:1]) + aside + missing
 
     def text(self) -> str:
         """The summary line, then each part's report (indented) and the problems of the whole."""
@@ -104,6 +114,7 @@ class SuiteReport:
                              f"are checked once {refused} is put right)")
                 continue
             lines += [f"  part {name}: {report.summary}"] + [f"    - {e}" for e in report.errors]
+        lines += [f"  part {name}: SET ASIDE: {why}" for name, why in self.set_aside.items()]
         lines += [f"  - {e}" for e in self.errors]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -145,7 +156,7 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
                hold: Hold | None = None) -> Report:
     """One part's folder, checked as a submission against the part's dataset, seeds and pinned prompt rows, to
     ``depth`` (``LAYOUT`` or ``FULL``, as ``validate.check_folder``; ``hold``: the images of its Parquet rows are
-    held in it)."""
+    held in it). DatasetNotServed, once its manifest names the part's dataset, where that dataset is not served."""
     report = Report(folder=folder)
     manifest = read_manifest(folder, report)
     if manifest is None:
@@ -166,8 +177,15 @@ def check_part(folder: Path, entries: list[Entry], part: Part, suite: Suite, loa
     if report.errors:
         return report
 
-    def pinned(m: Manifest) -> PromptSet:
-        prompts = load_prompts(m)
+    try:  # before a file of the part is read: a part whose dataset is not served is set aside (``check_suite``)
+        prompts = load_prompts(manifest)
+    except DatasetNotServed:
+        raise
+    except DatasetUnavailable as error:  # a copy that cannot be read: as ``check_folder`` says it
+        report.error(f"manifest.json: dataset: {error}")
+        return report
+
+    def pinned(m: Manifest) -> PromptSet:  # ``m`` names the part's dataset, as ``manifest`` does
         if pin.digest is not None and prompts.digest != pin.digest:
             raise DatasetUnavailable(f"the prompt rows of {pin} served here (digest {prompts.digest}) are not the "
                                      f"ones {suite.label} pins (digest {pin.digest}); a submission generated "
@@ -210,10 +228,13 @@ def check_suite(folder: Path, entries: list[Entry], suite: Suite, load_prompts: 
     for part in suite.parts:
         if part.name in by_part:
             stage = f"checking images ({part.name})"
-            report.parts[part.name] = check_part(folder / part_folder(part.name), by_part[part.name], part, suite,
-                                                 load_prompts, limits,
-                                                 progress and (lambda done, total, s=stage: progress(s, done, total)),
-                                                 depth, hold)
+            try:
+                report.parts[part.name] = check_part(
+                    folder / part_folder(part.name), by_part[part.name], part, suite, load_prompts, limits,
+                    progress and (lambda done, total, s=stage: progress(s, done, total)), depth, hold)
+            except DatasetNotServed as error:  # its message may name where it was looked for: not said
+                report.set_aside[part.name] = (f"its dataset {error.repo} is not served here, so this part is neither "
+                                               "checked nor kept; the rest of the upload is taken without it")
     models = {name: _model(r.manifest) for name, r in report.parts.items() if r.manifest is not None}
     if len(set(models.values())) > 1:
         first, *others = models

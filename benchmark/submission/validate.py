@@ -36,6 +36,7 @@ from benchmark.submission.archive import Entry, Limits, Rejected, ServerFault, i
 from benchmark.layout import IMAGES_DIR, MANIFEST, PARTS_DIR, SubmissionLayout
 from benchmark.submission.manifest import Manifest
 from benchmark.submission.space import Hold
+from benchmark.words import counted
 
 # PIL format name for each allowed extension.
 FORMATS = {"png": "PNG", "jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}
@@ -58,11 +59,6 @@ class Depth(enum.IntEnum):
     NAMES = 0  # its entries' names alone (parts, files outside them): nothing of the upload is written yet
     LAYOUT = 1  # and its manifests, staged alone: names and counts against the prompt set, before any image
     FULL = 2  # and every image
-
-
-def _count(n: int, noun: str) -> str:
-    """'1 image', '1,962 images'."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @dataclass
@@ -106,11 +102,11 @@ class Report:
             return (f"OK: {m.model.name}: {len(self.images)} images for {len(self.prompts)} prompts of "
                     f"{self.prompts.label}, {len(m.missing)} declared missing")
         if self.answered is None:
-            return f"REJECTED: {_count(self.problems, 'problem')}"
+            return f"REJECTED: {counted(self.problems, 'problem')}"
         parts = [f"answered {self.answered:,} of {len(self.prompts):,} prompts",
-                 f"{_count(self.images_missing, 'image')} missing" if self.images_missing else "no image missing"]
+                 f"{counted(self.images_missing, 'image')} missing" if self.images_missing else "no image missing"]
         if other := self.problems - self.images_missing:
-            parts.append(_count(other, "other problem"))
+            parts.append(counted(other, "other problem"))
         return "REJECTED: " + "; ".join(parts)
 
     def keep(self, target: Path, max_shard_bytes: int = MAX_SHARD_BYTES, hold: Hold | None = None, *,
@@ -209,7 +205,7 @@ def check_coverage(entries: list[Entry], manifest: Manifest, prompts: PromptSet,
         present.setdefault(key, entry.path)
     unknown_prompts = [
         f"{found[0].path}: prompt id {pid!r} is not in {prompts.label}" if len(found) == 1 else
-        f"{found[0].path} and {len(found) - 1} more image(s) of prompt id {pid!r} (seeds "
+        f"{found[0].path} and {counted(len(found) - 1, 'more image', 'more images')} of prompt id {pid!r} (seeds "
         f"{seed_runs(e.seed for e in found)}): prompt id {pid!r} is not in {prompts.label}"
         for pid, found in ((p, sorted(f, key=lambda e: e.seed)) for p, f in strangers.items())]
     for m in manifest.missing:

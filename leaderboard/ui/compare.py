@@ -191,7 +191,7 @@ class CompareTab(Tab):
         note = text_markdown(value=HINT)
         gallery = {"columns": 4, "height": "auto", "object_fit": "contain", "fit_columns": False, "visible": False,
                    "elem_classes": ["cl-gallery"]}  # thumbnails whole, captions under them
-        references = gr.Gallery(label="Reference image(s)", **gallery)
+        references = gr.Gallery(label="Reference images", **gallery)
         images = gr.Gallery(label="Generated images, with per-image scores and reasons", **gallery)
         table = gr.Dataframe(label="Per-image scores", interactive=False, wrap=True, elem_classes=["cl-table"],
                              visible=False)

@@ -95,6 +95,6 @@ def agreement_page(frame: pd.DataFrame) -> pd.DataFrame:
                                 frame.get("models", pd.Series(0, index=frame.index)).fillna(0))],
         "Provenance": frame["provenance"].map(lambda p: render.badge(render.PROVENANCE.get(p, p))),
         "Source": [", ".join(str(v) for v in (source, version) if v) for source, version in
-                   zip(frame["source"].fillna(""), frame["metric_version"].fillna(""))],
+                   zip(frame["source"].fillna(""), frame["metric_version"].fillna("").map(render.public_version))],
     })
 

@@ -3,6 +3,8 @@ and tie groups are read, the overall rule, the filters at work. Markdown; user t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -10,12 +12,14 @@ from benchmark import ranking
 from benchmark import tracks as track_registry
 from benchmark.suite import Suite
 from benchmark.track import judge_named
+from benchmark.words import counted, joined
 from leaderboard import display, protocol_names, render, tables
 
 
 def protocol_choices(table: pd.DataFrame, names: dict[str, str]) -> list[tuple[str, str]]:
     """The protocol picker's (label, id) pairs: the protocol's name (``protocol_names``) and its row count."""
-    return [(f"{names[pid]} · {rows} row(s)"[:200], pid) for pid, rows in zip(table["protocol_id"], table["rows"])]
+    return [(f"{names[pid]} · {counted(rows, 'row')}"[:200], pid)
+            for pid, rows in zip(table["protocol_id"], table["rows"])]
 
 
 def protocol_line(chosen: str, table: pd.DataFrame, names: dict[str, str], track: str, suite: Suite) -> str:
@@ -40,7 +44,8 @@ def protocol_note(table: pd.DataFrame | None, chosen: str | None, track: str,
         status = f"the suite's protocol for this track, and {status}"
     name = f"**{render.plain(names[chosen])}**, id " if names else "Protocol "
     return (f"{name}{render.code(chosen)} ({status}): {render.plain(tables.describe_protocol(row['protocol']))}. "
-            + (f"{others} other protocol(s) are one choice away (picker above); they are never mixed in."
+            + (f"{counted(others, 'other protocol')} {'is' if others == 1 else 'are'} one choice away "
+               "(picker above), never mixed in."
                if others else "") + "\n\n" + RANKS_IN_WORDS + " Paper rows of other protocols are listed below, "
             "not ranked.")
 
@@ -69,14 +74,53 @@ def direction(higher: bool, directed: bool = True) -> str:
     return f"{end} is better" if directed else f"ordered {end} first: neither end is better, no direction to win on"
 
 
-def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str = "") -> str:
+@dataclass(frozen=True)
+class LeftOut:
+    """Headline rows of one track and protocol that the overall leaves out (``tables.overall``): the track, the
+    protocol's name (``protocol_names``), how it differs from the protocol the overall takes, in a sentence
+    (``protocol_names.difference``), and how many models' rows."""
+
+    track: str
+    protocol: str
+    why: str
+    models: int
+
+
+def left_out_line(left: list[LeftOut]) -> str:
+    """One sentence for the overall's first lines: which tracks' rows it leaves out (the details say why); '' for
+    none."""
+    if not left:
+        return ""
+    models = {}
+    for item in left:
+        models[item.track] = models.get(item.track, 0) + item.models
+    said = [f"{render.plain(track_registry.get(t).title)} ({counted(n, 'model')})" for t, n in models.items()]
+    return (f"**Left out**: the rows of {joined(said)} scored under another protocol than the one each track "
+            "enters the overall with; the details below say which and why, and each track's own table ranks them.")
+
+
+def left_out_note(left: list[LeftOut]) -> str:
+    """Each track and protocol whose rows the overall leaves out, named, with why in words (Markdown)."""
+    if not left:
+        return ""
+    lines = [f"- **{render.plain(track_registry.get(item.track).title)}** under **{render.plain(item.protocol)}** "
+             f"({counted(item.models, 'model')}): {render.plain(item.why[:1].lower() + item.why[1:])}"
+             for item in left]
+    return ("**Left out of the overall**: a track's rows enter it under one protocol, the suite's for that track "
+            "(else the track's headline protocol, else the papers'), so that every model in it is compared on the "
+            "same prompts, images and judge; rows scored otherwise stay on their track's own table (pick the track "
+            "above, then the protocol):\n" + "\n".join(lines))
+
+
+def overall_note(chosen: str, sets: list[tuple[str, int]], left: list[LeftOut], basis: str = "") -> str:
     """The overall view's note: the rule, the track set shown and the others, the tracks left out (their value
-    shown beside), what each track's win rates rest on (``tables.win_rates``' note), rows other
-    protocols leave out."""
+    shown beside), what each track's win rates rest on (``tables.win_rates``' note), and the rows of other
+    protocols left out, each track and protocol named with why (``left_out_note``)."""
+    left_note = left_out_note(left)
     if not sets:
         return ("No model has been scored on the suite's tracks yet (or the filters hide every one): a submission "
                 "scored on the suite appears here, with its own score on each track (see **Submit**); ranks appear "
-                "once a second model on the same tracks is scored.")
+                "once a second model on the same tracks is scored." + (f"\n\n{left_note}" if left_note else ""))
     others = ", ".join(f"{render.plain(s)} ({n})" for s, n in sets if s != chosen)
     left_out = " ".join(f"{render.plain(t.not_in_overall[:1].upper() + t.not_in_overall[1:])}; its "
                         f"{render.plain(t.headline)} is shown in its own column, beside the mean."
@@ -95,24 +139,26 @@ def overall_note(chosen: str, sets: list[tuple[str, int]], off: int, basis: str 
             "hold together; the overall rank is 1 + the models whose range lies wholly above. Paper rows have no "
             "per-prompt values and get no range. Reported and scored rows of one model are kept apart. " + left_out +
             (f" {render.plain(basis[:1].upper() + basis[1:])}." if basis else "") +
-            (f" {off} headline row(s) under other protocols are left out (see each track)." if off else ""))
+            (f"\n\n{left_note}" if left_note else ""))
 
 
-def overall_line(chosen: str, protocols: dict[str, str], models: int = 2) -> str:
+def overall_line(chosen: str, protocols: dict[str, str], models: int = 2, left: list[LeftOut] = ()) -> str:
     """The overall view's first line: what the ranking is, over which tracks, and under which protocol each track's
     rows are (``protocols``: track -> the protocol's name), said once when they all share it; with one model
-    (``models``), that it is shown with its own scores, unranked, until a second is scored on the same tracks."""
-    titles = {t: track_registry.get(t).title for t in chosen.split(" + ")}
+    (``models``), that it is shown with its own scores, unranked, until a second is scored on the same tracks; and
+    which tracks' rows are left out (``left_out_line``)."""
+    tracks = chosen.split(" + ")
+    titles = {t: track_registry.get(t).title for t in tracks}
     named = set(protocols.values())
     under = (f"every track's rows under **{render.plain(named.pop())}**" if len(named) == 1 else
              "; ".join(f"{render.plain(titles[t])} under **{render.plain(n)}**" for t, n in protocols.items()))
+    over = f"{counted(len(tracks), 'track')} ({render.plain(joined(list(titles.values())))})"
+    out = f"\n\n{line}" if (line := left_out_line(list(left))) else ""
     if models < 2:
-        return (f"**One model scored** on {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}), "
-                f"{under}: its own score on each track is shown, unranked; {tables.LONE}. A track's score links to "
-                "its table.")
-    return (f"**Mean win rate** over {len(titles)} track(s) ({render.plain(', '.join(titles.values()))}): on each, the "
-            "share of the other models a model beats on that track's ranking; higher is better. "
-            f"Ranked on {under}.")
+        return (f"**One model scored** on {over}, {under}: its own score on each track is shown, unranked; "
+                f"{tables.LONE}. A track's score links to its table.{out}")
+    return (f"**Mean win rate** over {over}: on each, the share of the other models a model beats on that track's "
+            f"ranking; higher is better. Ranked on {under}.{out}")
 
 
 def agreement_note(table: pd.DataFrame, metric: str, version: str | None) -> str:
@@ -127,7 +173,7 @@ def agreement_note(table: pd.DataFrame, metric: str, version: str | None) -> str
     judge = judge_named(version)
     if judge is None:
         return ""
-    head = f" **Agreement of the judge {render.code(judge)} with the CulturalFrames raters**"
+    head = f" **Agreement of the judge {render.code(render.public_judge(judge))} with the CulturalFrames raters**"
     row = meta_eval.agreement(table, metric, version=version)
     if row is None:
         command = render.code(f"culturelens meta-eval --results ... --metrics {metric} --store STORE")

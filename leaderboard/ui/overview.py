@@ -13,6 +13,7 @@ import pandas as pd
 
 from benchmark import results
 from benchmark import tracks as track_registry
+from benchmark.words import counted
 from leaderboard import display, exports, links, protocol_names, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
@@ -144,15 +145,29 @@ class OverviewTab(Tab):
         """The mean win rate over tracks: table, line and details, the track-set picker, what filters hid."""
         _, hidden = filters.apply(tables.headline_rows(self.catalog))
         wide, sets, chosen, off = tables.overall(self.catalog, filters, track_set)
-        details = notes.overall_note(chosen, sets, off, wide.attrs.get("note", ""))
-        line = notes.overall_line(chosen, self._overall_protocols(chosen), dict(sets).get(chosen, 0)) if sets \
-            else details
+        left = self._left_out(off)
+        details = notes.overall_note(chosen, sets, left, wide.attrs.get("note", ""))
+        line = notes.overall_line(chosen, self._overall_protocols(chosen), dict(sets).get(chosen, 0), left) \
+            if sets else details
         return {"frame": display.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
                 "details": details if sets else "", "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
                 "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model{'s' if n != 1 else ''})", s)
                                                                  for s, n in sets],
                                       value=chosen or None, visible=True)}
+
+    def _left_out(self, off: pd.DataFrame) -> list[notes.LeftOut]:
+        """The headline rows the overall leaves out (``tables.overall``), per track and protocol: the protocol's name
+        as the track's picker gives it, why it is not the one the overall takes, and the models."""
+        suite, left = self.site.store.suite, []
+        for track, rows in off.groupby("track", sort=False):
+            names = protocol_names.protocol_names(
+                track, tables.protocols(self.catalog, track, track_registry.get(track).headline), suite)
+            for pid, group in rows.groupby("protocol_id", sort=False):
+                why = protocol_names.difference(track, group["protocol"].iloc[0], suite)
+                models = len(group[["model", "provenance"]].drop_duplicates())
+                left.append(notes.LeftOut(track, names.get(pid, pid), why, models))
+        return left
 
     def _overall_protocols(self, chosen: str) -> dict[str, str]:
         """Track -> the name of the protocol its rows in the overall ranking are of, for the tracks of ``chosen``."""
@@ -191,7 +206,8 @@ class OverviewTab(Tab):
         if len(shown):
             declared = track_registry.get(track)
             direction = notes.direction(higher, not declared.not_in_overall)
-            line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(shown)} row(s), {direction}. "
+            line = (f"**{render.plain(label)}**, {render.plain(where)}: {counted(len(shown), 'row')}, "
+                    f"{direction}. "
                     + notes.protocol_line(chosen, table, names, track, suite))
             version = (results.protocol_fields(table.loc[table["protocol_id"] == chosen, "protocol"].iloc[0])
                        or {}).get("metric_version")

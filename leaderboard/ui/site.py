@@ -73,8 +73,8 @@ class Site:
         self.suite = suite or ServedSuite(store.suite)
         self.metric_settings = metric_settings if metric_settings is not None else default_metric_settings()
         self.places = render.server_places(store.root)
-        if self.suite.assets is not None:  # the suite folder is a server folder too
-            self.places[str(self.suite.assets.folder)] = "SUITE"
+        if self.suite.assets is not None:  # the suite folder is a server folder too (a relative name, as the
+            # operator typed it, says nothing of the server: `--suite suite` stays "suite/" in a command)
             self.places[str(self.suite.assets.folder.resolve())] = "SUITE"
         self.catalog = Catalog(store, fetch)
         self.downloads = DownloadFolder()  # its earlier runs' folders are removed, this one is at exit

@@ -8,6 +8,7 @@ import pandas as pd
 
 from benchmark import tracks as track_registry
 from benchmark.track import Chart
+from benchmark.words import counted
 from leaderboard import display, protocol_names, rankings, render, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
@@ -83,7 +84,7 @@ class SlicesTab(Tab):
         the suite's, what filters hid) and the details one click away."""
         if not len(frame):
             return ("No results for this choice yet." if track else NOTHING_YET), ""
-        line = (f"**{render.plain(label)}**, {render.plain(where)}: {len(frame)} row(s). "
+        line = (f"**{render.plain(label)}**, {render.plain(where)}: {counted(len(frame), 'row')}. "
                 + notes.protocol_line(chosen, table, names, track, self.site.store.suite))
         if hidden:
             line += f" **Note:** {render.plain(hidden)}"

@@ -51,8 +51,16 @@ def on_change(control):
 
 def linked_table(frame: pd.DataFrame) -> dict:
     """A ranked table for the page: its Model and Source columns as Markdown (links that read as links), the
-    others by ``display.DATATYPES``. The API returns the frame itself."""
-    return gr.update(value=frame, datatype=display.datatypes(frame.columns, frame))
+    others by ``display.DATATYPES``; its Model column held in view (``PINNED``: the class ``cl-pin-N`` for the N-th
+    column, which the app's CSS keeps at the left edge), so that on a phone, where the overall's track columns do
+    not fit, the table scrolls sideways under the models it is about. The API returns the frame itself."""
+    model = list(frame.columns).index("Model") + 1 if "Model" in frame.columns else 0
+    pinned = [f"cl-pin-{model}"] if model in PINNED else []
+    return gr.update(value=frame, datatype=display.datatypes(frame.columns, frame),
+                     elem_classes=["cl-table", *pinned])
+
+
+PINNED = (2, 3)  # where a ranked table's Model column may stand (after Rank; after Slice and Rank): leaderboard.app
 
 
 def shown_if_filled(value, **options) -> dict:
@@ -78,9 +86,9 @@ def _rank_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
 def _model_cells(frame: pd.DataFrame, reasons: list[str]) -> list[str]:
     """Each row's model, with why it is listed apart after it ("SDXL · not ranked: 40% of the prompts"); a model
     alone on its tracks says "not ranked yet" only, and one on too few prompts "too few prompts to rank", as the
-    line and note above the table say the rest (``tables.LONE``; the ranking's note) and a sentence in the cell
+    line and note above the table say the rest (``tables.NOT_YET``; the ranking's note) and a sentence in the cell
     would push the track columns off a laptop's width."""
-    return [f"{model} · not ranked yet" if why == tables.LONE else
+    return [f"{model} · not ranked yet" if why in tables.NOT_YET else
             f"{model} · {ranking.TOO_FEW}" if ranking.TOO_FEW in why else
             f"{model} · not ranked: {render.plain(why)}" if why else model
             for model, why in zip(frame["Model"], reasons)]
