@@ -22,6 +22,7 @@ from leaderboard.store import Store
 from leaderboard.ui import about, address
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.datasets import DatasetBrowser
+from leaderboard.ui.map import MapTab
 from leaderboard.ui.metrics import MetricsTab
 from leaderboard.ui.overview import OverviewTab
 from leaderboard.ui.queue import QueueTab
@@ -72,6 +73,13 @@ th.header-cell { min-width: 4.5em; }
   .cl-card-table th:nth-child(2), .cl-card-table td.cl-model { min-width: 4.5em; }
 }
 .cl-submit { max-width: 22em; }
+.cl-map-box svg.cl-map { max-width: 1100px; display: block; }
+.cl-legend { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; font-size: 0.9em; margin-top: 4px; }
+.cl-scale { display: grid; grid-template-columns: auto 1fr auto; width: min(100%, 320px); column-gap: 8px; }
+.cl-scale i { grid-column: 1 / 4; height: 12px; border-radius: 2px; }
+.cl-scale span:nth-of-type(2) { text-align: center; }
+.cl-swatch i { display: inline-block; width: 18px; height: 12px; border: 1px solid #777; margin-right: 6px;
+  vertical-align: middle; }
 #cl-notice { border: 1px solid var(--color-accent); border-radius: 8px; padding: 4px 12px; }
 """
 
@@ -105,6 +113,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
+    world = MapTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
@@ -120,6 +129,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 o = overview.build()
             with gr.Tab("Slices", id="slices") as slices_tab:
                 s = slices.build()
+            with gr.Tab("Map", id="map") as map_tab:
+                w = world.build()
             with gr.Tab("Compare", id="compare") as compare_tab:
                 c = compare.build()
             with gr.Tab("Datasets", id="datasets") as datasets_tab:
@@ -143,6 +154,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             shown = {seen: site.results_version(), **o.updates(overview.link(state if tab == "overview" else {}))}
             if tab == "slices":
                 shown.update(s.updates(slices.link(state)))
+            elif tab == "map":
+                shown.update(w.updates(world.link(state)))
             elif tab == "compare":
                 shown.update(c.updates(compare.link(state)))
             elif tab == "queue":
@@ -153,8 +166,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 shown.update({tabs: gr.Tabs(selected=tab), open_tab: tab})
             return shown
 
-        app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *c.outputs.values(),
-                                 *q.outputs.values()], api_name=False).then(
+        app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *w.outputs.values(),
+                                 *c.outputs.values(), *q.outputs.values()], api_name=False).then(
             None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
         # Each tab computes its data when it is opened, and says it is the open one (for the timer). A tab the first
         # paint opened and filled (a link to it) is not computed again when its selection fires its select event.
@@ -167,6 +180,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
         for tab, name, parts, page, inputs, outputs in (
                 (slices_tab, "slices", s, slices.page, s_in, list(s.outputs.values())),
+                (map_tab, "map", w, world.page, list(w.inputs.values()), list(w.outputs.values())),
                 (compare_tab, "compare", c, compare.opened, [c.inputs["subs"]], list(c.outputs.values())),
                 (queue_tab, "queue", q, queue.page, [], shown_queue)):
             tab.select(_filled_once(name, open_tab, parts, page), [open_tab, *inputs], [open_tab, *outputs],
@@ -184,6 +198,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         api_only = gr.Button(visible=False)
         api_only.click(overview.overview, o_in, overview.api_outputs(), api_name="overview")
         api_only.click(slices.slices, s_in, slices.api_outputs(), api_name="slices")
+        api_only.click(world.world_map, list(w.inputs.values()), world.api_outputs(), api_name="world_map")
         api_only.click(compare.compare, list(c.inputs.values()), compare.api_outputs(), api_name="compare")
         api_only.click(queue.details, q.inputs["submission"], [q.outputs["details"], q.outputs["per_image"]],
                        api_name="details")
