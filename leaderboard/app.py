@@ -16,13 +16,14 @@ import gradio as gr
 
 from starlette.middleware import Middleware
 
-from leaderboard import bounds, render, upload_cache, upload_route
+from leaderboard import bounds, citation_route, render, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.datasets import DatasetBrowser
 from leaderboard.ui.map import MapTab
+from leaderboard.ui.model import ModelTab
 from leaderboard.ui.metrics import MetricsTab
 from leaderboard.ui.overview import OverviewTab
 from leaderboard.ui.queue import QueueTab
@@ -93,12 +94,14 @@ def launch_options(store: Store) -> dict:
     ``upload_route.UploadRoutes``: a request to the upload route takes at most the validator's own limit on a
     submission's zip (``Limits.max_upload_bytes``, 64 GiB: a whole suite submission of 19,773 PNGs is 46-55 GiB)
     however many files it holds, every byte held in the store's space for uploads in flight; the other such routes
-    are not served. Runs are not recorded (Gradio's run history would send a visitor's inputs to a Hub bucket)."""
+    are not served. A model's badge and card are served at their own addresses (``citation_route``). Runs are not
+    recorded (Gradio's run history would send a visitor's inputs to a Hub bucket)."""
     middleware = Middleware(upload_route.UploadRoutes, space=store.upload_space,
                             max_bytes=store.limits.max_upload_bytes)
+    citations = Middleware(citation_route.CitationRoutes)
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD,
-            "app_kwargs": {"middleware": [middleware]}, "run_history": False}
+            "app_kwargs": {"middleware": [middleware, citations]}, "run_history": False}
 
 
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
@@ -113,7 +116,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
-    world = MapTab(site)
+    world, model_page = MapTab(site), ModelTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
@@ -143,6 +146,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 q = queue.build()
             with gr.Tab("About", id="about") as about_tab:
                 about.build(store)
+            with gr.Tab("Model", id="model") as model_tab:
+                p = model_page.build()
         o_in, s_in = list(o.inputs.values()), list(s.inputs.values())
 
         def restore(request: gr.Request):
@@ -158,6 +163,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 shown.update(w.updates(world.link(state)))
             elif tab == "compare":
                 shown.update(c.updates(compare.link(state)))
+            elif tab == "model":
+                shown.update(p.updates(model_page.link(state, request)))
             elif tab == "queue":
                 shown.update(q.updates(queue.page()))
             if tab != "overview":
@@ -167,7 +174,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             return shown
 
         app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *w.outputs.values(),
-                                 *c.outputs.values(), *q.outputs.values()], api_name=False).then(
+                                 *c.outputs.values(), *q.outputs.values(), *p.outputs.values()], api_name=False).then(
             None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
         # Each tab computes its data when it is opened, and says it is the open one (for the timer). A tab the first
         # paint opened and filled (a link to it) is not computed again when its selection fires its select event.
@@ -181,6 +188,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         for tab, name, parts, page, inputs, outputs in (
                 (slices_tab, "slices", s, slices.page, s_in, list(s.outputs.values())),
                 (map_tab, "map", w, world.page, list(w.inputs.values()), list(w.outputs.values())),
+                (model_tab, "model", p, model_page.page, list(p.inputs.values()), list(p.outputs.values())),
                 (compare_tab, "compare", c, compare.opened, [c.inputs["subs"]], list(c.outputs.values())),
                 (queue_tab, "queue", q, queue.page, [], shown_queue)):
             tab.select(_filled_once(name, open_tab, parts, page), [open_tab, *inputs], [open_tab, *outputs],
@@ -199,6 +207,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         api_only.click(overview.overview, o_in, overview.api_outputs(), api_name="overview")
         api_only.click(slices.slices, s_in, slices.api_outputs(), api_name="slices")
         api_only.click(world.world_map, list(w.inputs.values()), world.api_outputs(), api_name="world_map")
+        api_only.click(model_page.model_page, list(p.inputs.values()), model_page.api_outputs(),
+                       api_name="model_page")
         api_only.click(compare.compare, list(c.inputs.values()), compare.api_outputs(), api_name="compare")
         api_only.click(queue.details, q.inputs["submission"], [q.outputs["details"], q.outputs["per_image"]],
                        api_name="details")
@@ -224,6 +234,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         gr.Timer(POLL_SECONDS).tick(tick, [open_tab, seen, queue_seen, *o_in, *s_in],
                                     [seen, queue_seen, *o.outputs.values(), *s.outputs.values(), *shown_queue],
                                     show_progress="hidden", api_name=False)
+    app.model_pages = model_page  # what citation_route serves the badge and the card from
     return app
 
 

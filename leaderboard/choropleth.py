@@ -1,9 +1,9 @@
 """A world map as inline SVG (no script, no request to any host): each country of ``world_shapes`` filled by its
 cell, a ``<title>`` on each for the hover text (and screen readers), and its legend as HTML below it; countries
-without data hatched grey and named so in the legend. Colours are read by colour-blind visitors too: values on viridis (perceptually uniform,
-monotone in lightness: van der Walt & Smith's matplotlib colormap, sampled at 9 stops), differences on a diverging
-blue-orange scale (Paul Tol's "sunset"-like blue to orange, no red-green contrast), a tie (an interval that holds 0)
-dotted on the scale's neutral middle."""
+without data hatched grey and named so in the legend. Colours are read by colour-blind visitors too: values on
+viridis (perceptually uniform, monotone in lightness: van der Walt & Smith's matplotlib colormap, sampled at 9
+stops), differences on a diverging blue-orange scale (ColorBrewer's PuOr family with blue in place of purple, no
+red-green contrast), a tie (an interval that holds 0) dotted on the scale's neutral middle."""
 
 from __future__ import annotations
 

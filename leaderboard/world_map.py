@@ -111,8 +111,9 @@ def values_map(rows: pd.DataFrame, model: str, label: str) -> WorldMap:
         rank = (f"{int(row['rank'])} of {int(row['models'])}" if pd.notna(row["rank"]) and not row["not_ranked"]
                 else f"not ranked: {row['not_ranked']}" if row["not_ranked"] else "")
         value = "" if pd.isna(row["value"]) else f"{row['value']:.3f}"
-        title = f"{country}: {label} {value or 'none'}" + (f" {interval}" if interval else "") + \
-            f", {n} prompts" + (f", rank {rank}" if rank and not rank.startswith("not") else f"; {rank}" if rank else "")
+        said_rank = f", rank {rank}" if rank and not rank.startswith("not") else (f"; {rank}" if rank else "")
+        title = (f"{country}: {label} {value or 'none'}" + (f" {interval}" if interval else "") + f", {n} prompts"
+                 + said_rank)
         if code and value:
             share = 0.5 if high == low else (float(row["value"]) - low) / (high - low)
             cells[code] = choropleth.Cell(choropleth.colour(share, choropleth.VIRIDIS), title)

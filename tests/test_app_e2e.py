@@ -134,7 +134,7 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     assert all(r["provenance"] == "reported" and r["paper_url"] == "https://arxiv.org/abs/2511.11435" for r in rows)
 
 
-E2E_LINK = "[E2E Model](https://huggingface.co/local/tiny)"  # the manifest's model.id is a Hub id
+E2E_LINK = "[E2E Model](?tab=model&model=E2E%20Model)"  # its page here, which links on to its Hub id
 
 
 def _overview(client, track, models="", types=(), provenance=(), api_name="/overview"):

@@ -24,7 +24,7 @@ from scipy import stats
 
 from leaderboard import choropleth
 from leaderboard.store import Store
-from tests.browser import LAPTOP, PHONE, chromium, layout_problems, open_page, screenshot, wait_for_text
+from tests.browser import LAPTOP, PHONE, chromium, layout_problems, open_page, screenshot
 from tests.helpers import launched
 from tests.test_rankings import CUBE_DATASET, write_scored
 
@@ -142,6 +142,8 @@ def test_world_map_an_unknown_model_is_a_sentence_and_the_first_model_is_shown(s
 
 @pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["laptop", "phone"])
 def test_world_map_page_in_chromium_asks_no_host_but_the_apps(served, size):
+    """The Map tab with two models' difference, then a model's page with its map: every address either asks for is
+    the app's (the shapes are bundled, the badge is the app's own)."""
     url, _ = served
     app_host = urlsplit(url).netloc
     with chromium() as browser:
@@ -153,6 +155,12 @@ def test_world_map_page_in_chromium_asks_no_host_but_the_apps(served, size):
         assert title.startswith("Japan: Alpha better")
         assert layout_problems(page) == []
         screenshot(page, f"world-map-difference-{size[0]}")
+        # The model's page (its map, best and worst countries, badge) asks no other host either.
+        page = open_page(browser, url + "?model=Alpha", size, shows="Best and worst countries", requests=asked)
+        page.wait_for_function("() => document.querySelector('svg.cl-map path[data-country=BR] title') !== null && "
+                               "[...document.images].some(i => i.src.includes('badge.svg') && i.naturalWidth > 0)")
+        assert layout_problems(page) == []
+        screenshot(page, f"model-page-map-{size[0]}")
     others = sorted({urlsplit(u).netloc for u in asked if urlsplit(u).scheme in ("http", "https", "ws", "wss")}
                     - {app_host})
     assert asked and others == []

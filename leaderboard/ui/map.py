@@ -50,7 +50,8 @@ class MapTab(Tab):
         model = pick(model, names, best.iloc[0] if len(best) else None)
         versus = versus if versus in names and versus != model else NONE
         if model is None:
-            shown = world_map.WorldMap({}, None, "", pd.DataFrame(), "No model has a value of this metric by country yet.")
+            shown = world_map.WorldMap({}, None, "", pd.DataFrame(),
+                                       "No model has a value of this metric by country yet.")
         elif versus:
             shown = world_map.difference_map(self.catalog, track, metric, rows, model, versus, label)
         else:
