@@ -22,7 +22,7 @@ import pandas as pd
 
 from benchmark import geo
 from benchmark.stats import difference_ci
-from leaderboard import choropleth, display, rankings, render, tables
+from leaderboard import choropleth, display, rankings, render, tables, world_shapes
 from leaderboard.catalog import Catalog
 
 COUNTRY = "country"  # the slice a map shows
@@ -90,8 +90,6 @@ def _place(code: str | None) -> str:
     """Where a country is drawn, for the table: '' when it is, else why not."""
     if code is None:
         return "not on the map: no ISO 3166 country of this name"
-    from leaderboard import world_shapes
-
     return "" if code in world_shapes.by_alpha_2() else "not on the map: too small at this scale"
 
 
