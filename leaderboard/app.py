@@ -16,12 +16,14 @@ import gradio as gr
 
 from starlette.middleware import Middleware
 
-from leaderboard import bounds, render, upload_cache, upload_route
+from leaderboard import bounds, citation_route, render, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.datasets import DatasetBrowser
+from leaderboard.ui.map import MapTab
+from leaderboard.ui.model import ModelTab
 from leaderboard.ui.metrics import MetricsTab
 from leaderboard.ui.overview import OverviewTab
 from leaderboard.ui.queue import QueueTab
@@ -79,6 +81,13 @@ th.header-cell { min-width: 4.5em; }
   .cl-card-table th:nth-child(2), .cl-card-table td.cl-model { min-width: 4.5em; }
 }
 .cl-submit { max-width: 22em; }
+.cl-map-box svg.cl-map { max-width: 1100px; display: block; }
+.cl-legend { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; font-size: 0.9em; margin-top: 4px; }
+.cl-scale { display: grid; grid-template-columns: auto 1fr auto; width: min(100%, 320px); column-gap: 8px; }
+.cl-scale i { grid-column: 1 / 4; height: 12px; border-radius: 2px; }
+.cl-scale span:nth-of-type(2) { text-align: center; }
+.cl-swatch i { display: inline-block; width: 18px; height: 12px; border: 1px solid #777; margin-right: 6px;
+  vertical-align: middle; }
 #cl-notice { border: 1px solid var(--color-accent); border-radius: 8px; padding: 4px 12px; }
 """
 
@@ -92,12 +101,14 @@ def launch_options(store: Store) -> dict:
     ``upload_route.UploadRoutes``: a request to the upload route takes at most the validator's own limit on a
     submission's zip (``Limits.max_upload_bytes``, 64 GiB: a whole suite submission of 19,773 PNGs is 46-55 GiB)
     however many files it holds, every byte held in the store's space for uploads in flight; the other such routes
-    are not served. Runs are not recorded (Gradio's run history would send a visitor's inputs to a Hub bucket)."""
+    are not served. A model's badge and card are served at their own addresses (``citation_route``). Runs are not
+    recorded (Gradio's run history would send a visitor's inputs to a Hub bucket)."""
     middleware = Middleware(upload_route.UploadRoutes, space=store.upload_space,
                             max_bytes=store.limits.max_upload_bytes)
+    citations = Middleware(citation_route.CitationRoutes)
     return {"blocked_paths": [str(store.root)], "allowed_paths": [], "show_error": False,
             "max_file_size": store.limits.max_upload_bytes, "css": CSS, "head": address.HEAD,
-            "app_kwargs": {"middleware": [middleware]}, "run_history": False}
+            "app_kwargs": {"middleware": [middleware, citations]}, "run_history": False}
 
 
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
@@ -112,6 +123,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
+    world, model_page = MapTab(site), ModelTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
@@ -127,6 +139,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 o = overview.build()
             with gr.Tab("Slices", id="slices") as slices_tab:
                 s = slices.build()
+            with gr.Tab("Map", id="map") as map_tab:
+                w = world.build()
             with gr.Tab("Compare", id="compare") as compare_tab:
                 c = compare.build()
             with gr.Tab("Datasets", id="datasets") as datasets_tab:
@@ -139,6 +153,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 q = queue.build()
             with gr.Tab("About", id="about") as about_tab:
                 about.build(store)
+            with gr.Tab("Model", id="model") as model_tab:
+                p = model_page.build()
         o_in, s_in = list(o.inputs.values()), list(s.inputs.values())
 
         def restore(request: gr.Request):
@@ -150,8 +166,12 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
             shown = {seen: site.results_version(), **o.updates(overview.link(state if tab == "overview" else {}))}
             if tab == "slices":
                 shown.update(s.updates(slices.link(state)))
+            elif tab == "map":
+                shown.update(w.updates(world.link(state)))
             elif tab == "compare":
                 shown.update(c.updates(compare.link(state)))
+            elif tab == "model":
+                shown.update(p.updates(model_page.link(state, request)))
             elif tab == "queue":
                 shown.update(q.updates(queue.page()))
             if tab != "overview":
@@ -160,8 +180,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 shown.update({tabs: gr.Tabs(selected=tab), open_tab: tab})
             return shown
 
-        app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *c.outputs.values(),
-                                 *q.outputs.values()], api_name=False).then(
+        app.load(restore, None, [tabs, open_tab, seen, *o.outputs.values(), *s.outputs.values(), *w.outputs.values(),
+                                 *c.outputs.values(), *q.outputs.values(), *p.outputs.values()], api_name=False).then(
             None, None, None, js="() => { document.documentElement.dataset.painted = 'yes'; }")  # a state to wait for
         # Each tab computes its data when it is opened, and says it is the open one (for the timer). A tab the first
         # paint opened and filled (a link to it) is not computed again when its selection fires its select event.
@@ -174,6 +194,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         shown_queue = [q.outputs[name] for name in ("workers", "worker_details", "table")]
         for tab, name, parts, page, inputs, outputs in (
                 (slices_tab, "slices", s, slices.page, s_in, list(s.outputs.values())),
+                (map_tab, "map", w, world.page, list(w.inputs.values()), list(w.outputs.values())),
+                (model_tab, "model", p, model_page.page, list(p.inputs.values()), list(p.outputs.values())),
                 (compare_tab, "compare", c, compare.opened, [c.inputs["subs"]], list(c.outputs.values())),
                 (queue_tab, "queue", q, queue.page, [], shown_queue)):
             tab.select(_filled_once(name, open_tab, parts, page), [open_tab, *inputs], [open_tab, *outputs],
@@ -191,6 +213,9 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         api_only = gr.Button(visible=False)
         api_only.click(overview.overview, o_in, overview.api_outputs(), api_name="overview")
         api_only.click(slices.slices, s_in, slices.api_outputs(), api_name="slices")
+        api_only.click(world.world_map, list(w.inputs.values()), world.api_outputs(), api_name="world_map")
+        api_only.click(model_page.model_page, list(p.inputs.values()), model_page.api_outputs(),
+                       api_name="model_page")
         api_only.click(compare.compare, list(c.inputs.values()), compare.api_outputs(), api_name="compare")
         api_only.click(queue.details, q.inputs["submission"], [q.outputs["details"], q.outputs["per_image"]],
                        api_name="details")
@@ -216,6 +241,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         gr.Timer(POLL_SECONDS).tick(tick, [open_tab, seen, queue_seen, *o_in, *s_in],
                                     [seen, queue_seen, *o.outputs.values(), *s.outputs.values(), *shown_queue],
                                     show_progress="hidden", api_name=False)
+    app.model_pages = model_page  # what citation_route serves the badge and the card from
     return app
 
 

@@ -75,10 +75,9 @@ def _sources(frame: pd.DataFrame) -> pd.Series:
 
 
 def model_links(frame: pd.DataFrame) -> list[str]:
-    """Each row's model name as Markdown, linked to its page where its ``model_id`` is a Hub id or an http(s)
-    URL (``leaderboard.links``)."""
-    ids = frame["model_id"] if "model_id" in frame.columns else pd.Series(None, index=frame.index)
-    return [render.link(name, links.model_url(i)) for name, i in zip(frame["model"], ids)]
+    """Each row's model name as Markdown, linked to its page on this leaderboard (``links.model_page``: its
+    profile, map and badge; the page links on to its Hub page or URL)."""
+    return [render.link(name, links.model_page(name)) for name in frame["model"]]
 
 
 def rank_range(low, high) -> str:
@@ -147,10 +146,10 @@ def display(frame: pd.DataFrame, protocol_names: dict[str, str] | None = None) -
     })
 
 
-def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None = None) -> pd.DataFrame:
+def display_win_rates(wide: pd.DataFrame) -> pd.DataFrame:
     """``tables.overall``'s table for people (``WIN_COLUMNS``, then for each track in the README's order its win
     rate, "<title> win rate", and its own score, "<title> score", then the values shown beside them): the rank and
-    its 95% range, the model (linked to its page with ``ids``, from ``tables.model_ids``), the overall win rate with
+    its 95% range, the model (linked to its page, ``model_links``), the overall win rate with
     its interval (``render.WIN_RATE_FOOTNOTE`` says what a win rate is). A model alone on its tracks has no win
     rate, and its own scores."""
     if wide.empty:
@@ -160,11 +159,10 @@ def display_win_rates(wide: pd.DataFrame, ids: dict[tuple[str, str], str] | None
     low = wide.get("rank_low", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     high = wide.get("rank_high", pd.Series(np.nan, index=wide.index)).astype("Float64").astype("Int64")
     win_low, win_high = (wide.get(c, pd.Series(np.nan, index=wide.index)) for c in ("win_low", "win_high"))
-    ids = ids or {}
     shown = pd.DataFrame({
         "Rank": rank,
         "Rank range (95%)": [f"not ranked: {w}" if w else rank_range(lo, hi) for lo, hi, w in zip(low, high, why)],
-        "Model": model_links(wide.assign(model_id=[ids.get(k) for k in zip(wide["model"], wide["provenance"])])),
+        "Model": model_links(wide),
         "Provenance": wide["provenance"].map(render.PROVENANCE),
         "Overall win rate": wide["win_rate"].round(3),
         "95% interval": [f"[{lo:.3f}, {hi:.3f}]" if pd.notna(lo) else "" for lo, hi in zip(win_low, win_high)],

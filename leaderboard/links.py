@@ -1,4 +1,5 @@
-"""Where a model or a paper lives on the web: an http(s) address built only from text that was checked.
+"""Where a model or a paper lives on the web: an http(s) address built only from text that was checked; and a
+model's page on this leaderboard (``model_page``), where every table's model name links.
 
 A submission's ``model.id`` is the submitter's text ("Hub id or URL of the model"): it becomes a link only when
 it is a Hugging Face repo id (``https://huggingface.co/ID``) or an absolute http(s) URL without user name or
@@ -44,6 +45,14 @@ def model_url(model_id: object) -> str | None:
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
         return None
     return _address(text)
+
+
+def model_page(model: object) -> str | None:
+    """The model's page on this leaderboard, by name: ``?tab=model&model=NAME`` (an address relative to the page,
+    the name percent-encoded whole, so nothing in it ends the link or adds a parameter); None without a name."""
+    if not isinstance(model, str) or not model:
+        return None
+    return "?tab=model&model=" + quote(model, safe="")
 
 
 def paper_url(citation: object) -> str | None:

@@ -134,7 +134,7 @@ def public_version(version: object) -> str:
 
 def link(text: object, url: str | None) -> str:
     """Markdown for ``text`` (shown as typed, ``plain``) linking to ``url``, an address from ``leaderboard.links``
-    (http(s) only, percent-encoded: nothing in it can end the link); the text alone without one."""
+    (http(s), or a model's page here; percent-encoded: nothing in it can end the link); the text alone without one."""
     return f"[{plain(text)}]({url})" if url else plain(text)
 
 

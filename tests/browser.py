@@ -50,9 +50,13 @@ def chromium() -> Iterator:
             browser.close()
 
 
-def open_page(browser, url: str, size: tuple[int, int] = LAPTOP, shows: str = "CultureLens"):
-    """A new page at ``url`` and screen ``size``, once its first paint is done and it shows ``shows``."""
+def open_page(browser, url: str, size: tuple[int, int] = LAPTOP, shows: str = "CultureLens",
+              requests: list[str] | None = None):
+    """A new page at ``url`` and screen ``size``, once its first paint is done and it shows ``shows``; with
+    ``requests``, every address the page asks for from its first one on is appended to it."""
     page = browser.new_page(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
+    if requests is not None:
+        page.on("request", lambda request: requests.append(request.url))
     page.add_init_script(_EVENTS)
     page.goto(url)
     wait_for_paint(page)

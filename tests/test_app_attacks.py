@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 import pyarrow as pa
@@ -187,11 +188,11 @@ def test_model_names_render_as_plain_text_in_a_browser(attacked_app):
         assert details.locator("a").count() == 0 and details.locator(".katex").count() == 0
         assert details.locator("em").count() == 0  # *b* is not emphasis
         screenshot(page, "attack-details")
-        # The same names in the ranked table: each the text of one link, to the model page its manifest names
-        # (model.id, a Hub id here); nothing in a name makes a link, math or emphasis of its own.
+        # The same names in the ranked table: each the text of one link, to its model page here (the name
+        # percent-encoded whole); nothing in a name makes a link, math or emphasis of its own.
         page.goto(url + "?tab=overview&track=awareness")
         wait_for_text(page, "Top model")
         links = page.evaluate("() => [...document.querySelectorAll('table a')].map(a => [a.textContent, a.href])")
-        assert links and all(href == "https://huggingface.co/local/tiny" for _, href in links), links
+        assert links and all(href == url + "?tab=model&model=" + quote(text, safe="") for text, href in links), links
         assert {text for text, _ in links} <= {FORMULA, LINKS_AND_MATH}
         assert page.locator("table .katex").count() == 0 and page.locator("table em").count() == 0

@@ -230,6 +230,7 @@ STARTING_VALUES = {
     "/overview": (None, None, *EMPTY_FILTERS), "/download": (None, None, *EMPTY_FILTERS),
     "/slices": (None, None, None, None, ""), "/overall": (), "/queue": (), "/compare": ([], None),
     "/details": ("",), "/datasets": (None, None, "(any)", "(any)", "", ""), "/method": (None,),
+    "/world_map": (None, None, None, None), "/model_page": (None,),
 }
 
 
@@ -261,6 +262,9 @@ def test_empty_leaderboard_every_read_endpoint_says_what_fills_it(empty_served, 
     assert pd.read_csv(csv).empty
     assert answers["/queue"] == {"jobs": [], "workers": [], "notice": None}
     assert answers["/compare"][-1] == "Pick 1-4 scored submissions and a prompt."
+    assert answers["/world_map"][4].startswith("No metric has values by country yet: a model's map appears once")
+    assert answers["/model_page"][1] == ("No model is on this leaderboard yet: a model's page appears once its "
+                                         "submission is scored.")
     with pytest.raises(AppError, match="no track 'awareness'; valid track ids: none yet"):
         client.predict("awareness", "clip_score", api_name="/leaderboard")
     assert "Traceback" not in capfd.readouterr().err

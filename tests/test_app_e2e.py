@@ -134,7 +134,7 @@ def test_reported_rows_are_shown_with_their_citation(live_app):
     assert all(r["provenance"] == "reported" and r["paper_url"] == "https://arxiv.org/abs/2511.11435" for r in rows)
 
 
-E2E_LINK = "[E2E Model](https://huggingface.co/local/tiny)"  # the manifest's model.id is a Hub id
+E2E_LINK = "[E2E Model](?tab=model&model=E2E%20Model)"  # its page here, which links on to its Hub id
 
 
 def _overview(client, track, models="", types=(), provenance=(), api_name="/overview"):
@@ -164,7 +164,8 @@ def test_overview_ranks_filters_and_says_what_it_hides(live_app):
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(frame["Model"]) == [E2E_LINK] and frame["95% CI"].iloc[0].startswith("[")
     _, _, table, note = _overview(client, "expectations", models="gpt, IMAGEN")
-    assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == ["GPT&#45;Image", "Imagen 3"]
+    assert sorted(pd.DataFrame(table["data"], columns=table["headers"])["Model"]) == [  # papers' models link too
+        "[GPT&#45;Image](?tab=model&model=GPT-Image)", "[Imagen 3](?tab=model&model=Imagen%203)"]
     assert "2 rows hidden: 2 by model search" in html.unescape(note)  # nothing hidden silently
     files = _overview(client, "awareness", models="E2E, sdxl", api_name="/download")
     assert [f.endswith(".csv") or f.endswith(".parquet") for f in files] == [True, True]

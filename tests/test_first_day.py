@@ -106,7 +106,7 @@ def test_first_day_one_scored_model_appears_on_the_first_view_unranked_with_its_
     shown = overview.view(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
     assert shown["track"]["value"] == OVERALL_VIEW
     frame = shown["frame"]
-    assert list(frame["Model"]) == ["[Alpha](https://huggingface.co/org/alpha)"]
+    assert list(frame["Model"]) == ["[Alpha](?tab=model&model=Alpha)"]
     assert frame["Rank"].isna().all() and frame["Overall win rate"].isna().all()
     # This test suite's CUBE-1K part has 6 prompts: too few to rank even once a second model comes (the line
     # above the table still says what ranks a lone model).

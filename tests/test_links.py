@@ -1,5 +1,5 @@
-"""Model and paper links: a model's name links to its Hub page or URL, a paper row to its arXiv page, and
-nothing a submitter types can become another kind of link or break out of one."""
+"""Model and paper links: a model's name links to its page here (which links on to its Hub page or URL), a paper
+row to its arXiv page, and nothing a submitter types can become another kind of link or break out of one."""
 
 from __future__ import annotations
 
@@ -54,8 +54,11 @@ def test_ranked_table_links_model_names_and_paper_sources():
         "citation": [None, CRT.text, None], "source_table": [None, "Table 1", None],
         "harness_version": "0.1", "backbone": "clip", "seeds": "0,1", "submission_id": None})
     shown = display.display(frame)
-    assert _rendered_links(shown.loc[0, "Model"]) == [("https://huggingface.co/org/sd", html.escape(name))]
-    assert _rendered_links(shown.loc[1, "Model"]) == [] and _rendered_links(shown.loc[2, "Model"]) == []
+    # the name percent-encoded whole: its brackets, parentheses and slashes end neither the link nor the address
+    page = "?tab=model&amp;model=SD%20%5Bx%5D%28https%3A%2F%2Fevil.example%29%20%2A2%2A"
+    assert _rendered_links(shown.loc[0, "Model"]) == [(page, html.escape(name))]
+    assert _rendered_links(shown.loc[1, "Model"]) == [("?tab=model&amp;model=Imagen%204", "Imagen 4")]
+    assert _rendered_links(shown.loc[2, "Model"]) == [("?tab=model&amp;model=%3Dcmd", "=cmd")]
     assert _rendered_links(shown.loc[1, "Source"]) == [("https://arxiv.org/abs/2511.11435",
                                                         "De Rosa Palmini &amp; Cetinic, arXiv:2511.11435")]
     assert list(shown["Provenance"]) == ["scored", "paper", "scored"]

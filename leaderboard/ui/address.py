@@ -7,7 +7,7 @@ import json
 
 import gradio as gr
 
-TABS = ["overview", "slices", "compare", "datasets", "metrics", "submit", "queue", "about"]  # ids = labels, lower case
+TABS = ["overview", "slices", "map", "compare", "datasets", "metrics", "submit", "queue", "about", "model"]  # ids = labels, lower case
 
 # The address bar holds the view: a person's own actions (a click on a tab, a change of a control) write it, never
 # the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks. A
@@ -35,7 +35,9 @@ window.culturelens = {
 };
 (() => {
   const opened = new URLSearchParams(location.search);
-  window.culturelens.current = TABS.includes(opened.get('tab')) ? opened.get('tab') : 'overview';
+  // ?model=NAME alone is a model's page (the address its badge links to)
+  window.culturelens.current = TABS.includes(opened.get('tab')) ? opened.get('tab')
+    : (opened.get('model') ? 'model' : 'overview');
   window.culturelens.memory[window.culturelens.current] = opened.toString();
   const openTab = () => document.querySelector('[role=tab][aria-selected=true]');
   document.addEventListener('click', (event) => {
@@ -71,5 +73,9 @@ def url_js(tab: str, names: list[str]) -> str:
 
 
 def url_state(request: gr.Request | None) -> dict:
-    """The query of the address the page was opened at, by name."""
-    return dict(request.query_params) if request is not None else {}
+    """The query of the address the page was opened at, by name; ``?model=NAME`` without a tab names the model's
+    page (``tab`` "model")."""
+    state = dict(request.query_params) if request is not None else {}
+    if "tab" not in state and state.get("model"):
+        state["tab"] = "model"
+    return state

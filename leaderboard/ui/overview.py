@@ -149,7 +149,7 @@ class OverviewTab(Tab):
         details = notes.overall_note(chosen, sets, left, wide.attrs.get("note", ""))
         line = notes.overall_line(chosen, self._overall_protocols(chosen), dict(sets).get(chosen, 0), left) \
             if sets else details
-        return {"frame": display.display_win_rates(wide, tables.model_ids(self.catalog)), "line": line,
+        return {"frame": display.display_win_rates(wide), "line": line,
                 "details": details if sets else "", "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
                 "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model{'s' if n != 1 else ''})", s)
@@ -344,9 +344,9 @@ def cards_html(papers: list[tables.PaperTable], names: dict[str, str]) -> str:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["", "Model", *values])
         rows = []
         for _, row in paper.table.iterrows():
-            url = links.model_url(row["model_id"])
+            url = links.model_page(row["Model"])  # its page here, which links on to its Hub page
             model = html.escape(str(row["Model"]))
-            model = f'<a href="{html.escape(url)}" target="_blank" rel="noopener">{model}</a>' if url else model
+            model = f'<a href="{html.escape(url)}">{model}</a>' if url else model
             cells = "".join(f"<td>{_number(row[c])}</td>" for c in values)
             rows.append(f"<tr><td>{int(row['Rank'])}</td><td class='cl-model'>{model}</td>{cells}</tr>")
         paper_url = links.paper_url(paper.citation)
