@@ -7,9 +7,12 @@ Real databases (SQLite files, a PostgreSQL server), real seals, real Parquet and
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 import shutil
 import threading
+from pathlib import Path
 
 import choix
 import datasets
@@ -577,3 +580,118 @@ def test_arena_gold_items_come_from_the_knowledge_base_and_the_iconic_references
     assert battle.prompt == "Sushi (Japan)" and {battle.image_a, battle.image_b} == {"kb:s1", "kb:s2"}
     assert (battle.image_a if battle.gold_answer == "a" else battle.image_b) == "kb:s1"
     assert matchmaking.gold_battle(items[items["culture"] == "Japan"], ["Japan"], np.random.default_rng(1)) is None
+
+
+# --- the Arena tab: the store's scored submissions, the images served, a visitor in Chromium ----------------------
+ARENA_MODELS = ("Alpha", "Beta", "Gamma")
+PLANTED = {"Beta": (96, 64), "Gamma": (64, 128)}  # sizes other than 64 x 64, and metadata naming the model
+
+
+def _planted(path, model: str, size: tuple[int, int], seed: int) -> None:
+    """A PNG of ``size`` whose text chunk and EXIF name its ``model``, as a generator's files can."""
+    from PIL import Image, PngImagePlugin
+
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("parameters", f"made by {model}")
+    exif = Image.Exif()
+    exif[0x0131] = model  # Software
+    Image.fromarray(pixels).save(path, format="PNG", pnginfo=info, exif=exif)
+
+
+@pytest.fixture()
+def arena_store(tmp_path, tiny_upstream) -> Store:
+    """A store serving the tiny CUBE dataset (Brazil and Nigeria, 3 prompts each) with three scored submissions,
+    Alpha, Beta and Gamma, of 2 seeds a prompt: their images in the submissions' shards (Beta's and Gamma's of other
+    sizes, with metadata naming the model), their per-image results naming each image and its country."""
+    from benchmark import results
+    from benchmark.datasets import cube_1k
+    from benchmark.run_record import RunRecord
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import serving_tiny_cube
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table
+    for n, model in enumerate(ARENA_MODELS):
+        folder = make_submission(tmp_path / "uploads" / model, list(prompts.index), model_name=model)
+        if model in PLANTED:
+            for i, image in enumerate(sorted((folder / "images").rglob("*.png"))):
+                _planted(image, model, PLANTED[model], 100 * n + i)
+        sid = store.submit(folder, "ada").job.id
+        per_image = [{"submission_id": sid, "model": model, "prompt_id": pid, "seed": seed,
+                      "image_path": f"images/{pid}/{seed}.png", "country": prompts.loc[pid, "country"],
+                      "track": "awareness", "metric": "clip_score", "value": 0.5} for pid in prompts.index
+                     for seed in (0, 1)]
+        overall = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",
+                   "track": "awareness", "metric": "clip_score", "metric_version": "1", "higher_is_better": True,
+                   "dataset": "culturelens/cube-1k:cube_1k:test", "seeds": "0,1",
+                   "scored_at": f"2026-03-0{n + 1}T00:00:00+00:00", "slice": "overall", "slice_value": "all",
+                   "value": 0.5, "n": 6}
+        results.write_folder(store.results / sid, per_image, [overall], [], RunRecord(submission_id=sid))
+    return store
+
+
+def _served(path) -> tuple:
+    """A served file: its name, its size, its format and every metadata block Pillow or its chunks show."""
+    from PIL import Image
+
+    data, chunks, at = Path(path).read_bytes(), set(), 8  # a PNG: its signature, then length, kind, data, CRC
+    while at < len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        chunks.add(data[at + 4:at + 8].decode("latin-1"))
+        at += 12 + length
+    with Image.open(path) as image:
+        return image.size, image.format, dict(image.info), dict(image.getexif()), getattr(image, "text", {}), chunks
+
+
+def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_the_model(arena_store):
+    from PIL import Image
+
+    from leaderboard.arena import served
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+
+    tab = ArenaTab(Site(arena_store, "ada"))
+    arena = tab.arena
+    assert len(arena.candidates) == 36 and set(arena.candidates["culture"]) == {"Brazil", "Nigeria"}
+    assert set(arena.candidates["model"]) == set(ARENA_MODELS)
+    shown = tab.save_cultures(["Brazil", "Nigeria"])
+    names, seen = set(), []
+    for _ in range(6):
+        left, right = shown["left"]["value"], shown["right"]["value"]
+        reveal = tab.vote("a", shown["token"], [])["reveal"]["value"]
+        models = re.search(r"\*\*Left:\*\* (\w+) · \*\*Right:\*\* (\w+)", reveal).groups()
+        for path, model in zip((left, right), models):
+            size, kind, info, exif, text, chunks = _served(path)
+            assert (size, kind, info, exif, text) == ((512, 512), "PNG", {}, {}, {}), model  # EXIF, text: none
+            assert chunks == {"IHDR", "IDAT", "IEND"}, chunks  # no tEXt, iTXt, zTXt, eXIf, iCCP, tIME
+            name = Path(path).name
+            assert re.fullmatch(r"[0-9a-f]{32}\.png", name) and name not in names  # a name per battle side
+            names.add(name)
+            seen.append((model, path, shown["token"].split(".")[0], path == left))
+        shown = tab.next_battle()
+    assert {model for model, *_ in seen} == set(ARENA_MODELS)
+    # Each is the image the submission's shards hold, its pixels scaled into the square (independently: Pillow's
+    # Lanczos on the stored file), Beta's 96 x 64 and Gamma's 64 x 128 centred on white.
+    battles = arena.ballots.votes().set_index("battle")
+    for model, path, battle, is_left in seen:
+        ref = battles.loc[battle, "image_a" if is_left else "image_b"]
+        assert battles.loc[battle, "model_a" if is_left else "model_b"] == model
+        submission, image_path = ref.split(":", 1)
+        stored = Image.open(io.BytesIO(arena_store.image_bytes(submission, [image_path])[image_path])).convert("RGB")
+        width, height = PLANTED.get(model, (64, 64))
+        scale = 512 / max(width, height)
+        fitted = np.asarray(stored.resize((round(width * scale), round(height * scale)), Image.Resampling.LANCZOS))
+        pixels = np.asarray(Image.open(path))
+        top, left_edge = (512 - fitted.shape[0]) // 2, (512 - fitted.shape[1]) // 2
+        assert np.array_equal(pixels[top:top + fitted.shape[0], left_edge:left_edge + fitted.shape[1]], fitted)
+        assert (pixels.sum() - fitted.astype(int).sum()) == 255 * 3 * (512 * 512 - fitted.shape[0] * fitted.shape[1])
+    # Nothing but the candidates' images, as the submission's own image table lists them, is ever read.
+    known = set(arena.candidates["image"])
+    some = arena.candidates["image"].iloc[0]
+    submission = some.split(":", 1)[0]
+    assert served.owned_bytes(arena_store, known, some) is not None
+    for stranger in (f"{submission}:images/../../../queue.sqlite", f"{submission}:images/nothing/0.png",
+                     f"{submission}:manifest.json", "kb:abc"):
+        assert served.owned_bytes(arena_store, known | {stranger}, stranger) is None, stranger
+    assert served.owned_bytes(arena_store, known - {some}, some) is None
