@@ -695,3 +695,106 @@ def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_t
                      f"{submission}:manifest.json", "kb:abc"):
         assert served.owned_bytes(arena_store, known | {stranger}, stranger) is None, stranger
     assert served.owned_bytes(arena_store, known - {some}, some) is None
+
+
+@pytest.mark.slow  # a live app and Chromium
+def test_arena_a_signed_in_visitor_votes_three_times_in_chromium_and_sees_each_reveal_after_the_vote(arena_store):
+    """The app signed in as its local user (``culturelens serve --user ada``): the visitor opens the Arena tab,
+    picks Brazil, and three times is shown a battle (no model named anywhere in the tab, nor in an image's
+    address), votes, and sees both models revealed, as the database recorded them under their keyed hash."""
+    from culturelens.testing.live_app import launched
+    from leaderboard.arena.tokens import voter_hash
+    from tests.browser import chromium, control, open_page, screenshot, wait_for_text
+
+    names = [*ARENA_MODELS, *(s.lower() for s in ARENA_MODELS)]
+    with launched(arena_store, "ada") as url, chromium() as browser:
+        page = open_page(browser, url + "?tab=arena", shows="Cultures you know well")
+        control(page, "Cultures you know well").click()
+        page.get_by_role("option", name="Brazil").click()
+        page.get_by_role("button", name="Save my cultures").click()
+        reveals = []
+        for turn in range(3):
+            wait_for_text(page, "Which image answers the prompt better")
+            panel = page.locator("[role=tabpanel]:visible")
+            page.wait_for_function("() => [...document.querySelectorAll('[role=tabpanel] img')]"
+                                   ".filter(i => i.offsetParent && i.complete && i.naturalWidth === 512).length >= 2",
+                                   timeout=60_000)
+            before = panel.inner_text() + " ".join(page.evaluate(
+                "() => [...document.querySelectorAll('[role=tabpanel] img')].map(i => i.src)"))
+            assert "Culture: Brazil" in before and not [n for n in names if n in before], before
+            if turn == 0:
+                screenshot(page, "arena-battle")
+            page.get_by_role("button", name=("Left is better", "Right is better", "Tie")[turn]).click()
+            wait_for_text(page, "You voted:")
+            said = page.locator("[role=tabpanel]:visible").inner_text()
+            left, right = re.search(r"Left: (\w+) · Right: (\w+)", said).groups()
+            assert {left, right} <= set(ARENA_MODELS) and left != right
+            reveals.append((left, right))
+            if turn == 0:
+                screenshot(page, "arena-reveal")
+            page.get_by_role("button", name="Next battle").click()
+            page.wait_for_function("() => !document.body.innerText.includes('You voted:')", timeout=60_000)
+        wait_for_text(page, "Which image answers the prompt better")
+    votes = Arena(arena_store.queue, keys_for(arena_store.root), pd.DataFrame(
+        columns=list(matchmaking.CANDIDATE_COLUMNS))).ballots.votes().sort_values("voted_at")
+    assert list(votes["voter"]) == [voter_hash(keys_for(arena_store.root), "ada")] * 3
+    assert list(votes["outcome"]) == ["a", "b", "tie"] and set(votes["culture"]) == {"Brazil"}
+    assert list(zip(votes["model_a"], votes["model_b"])) == reveals
+
+
+@pytest.mark.slow  # a live app and Chromium
+def test_arena_a_visitor_not_signed_in_is_told_to_sign_in_and_shown_no_battle(arena_store, monkeypatch):
+    """On a Space, a visitor who has not signed in (here: a Space without sign-in set up, where no one is signed
+    in) gets the sentence, no culture picker and no battle; the rankings stay open to them."""
+    from culturelens.testing.live_app import launched
+    from leaderboard.ui.arena import SIGN_IN
+    from tests.browser import chromium, open_page, screenshot
+
+    monkeypatch.setenv("SPACE_ID", "org/culturelens")
+    with launched(arena_store, "ada") as url, chromium() as browser:
+        page = open_page(browser, url + "?tab=arena", shows=SIGN_IN)
+        text = page.locator("[role=tabpanel]:visible").inner_text()
+        assert "Cultures you know well" not in text and "Which image" not in text
+        assert "No votes yet" in text
+        screenshot(page, "arena-signed-out")
+    assert Arena(arena_store.queue, keys_for(arena_store.root), pd.DataFrame(
+        columns=list(matchmaking.CANDIDATE_COLUMNS))).ballots.votes().empty
+
+
+BETTER = {"Alpha": 3, "Beta": 2, "Gamma": 1}  # the order every careful voter below sees
+
+
+def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_as_such_and_a_voter_withdraws_theirs(arena_store):
+    """Six careful voters vote 10 times each for the better model (Alpha > Beta > Gamma); one votes 10 times for
+    the worse: 0.5 ** 10 < 0.001, so the contrary rule sets those 10 aside. The tab lists 70 votes by 7 voters, the
+    10 set aside with the rule's reason, and ranks Alpha, Beta, Gamma overall and for Brazil on the 60 counted
+    votes (each vote is in two models' counts: 120). The contrary voter's "Withdraw my votes" removes their 10
+    for good."""
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+
+    settings = ArenaSettings(voter_share=0.25)
+    arena = ArenaTab(Site(arena_store, "ada"), settings).arena
+    for user in [f"careful-{n}" for n in range(6)] + ["mallory"]:
+        arena.set_cultures(user, ["Brazil"])
+        for _ in range(10):
+            shown = arena.next_battle(user)
+            models = {c.image: c.model for c in arena.candidates.itertuples()}  # the test knows; the voter not
+            left, right = BETTER[models[shown.image_a]], BETTER[models[shown.image_b]]
+            better = "a" if left > right else "b"
+            arena.vote(user, shown.token, better if user != "mallory" else {"a": "b", "b": "a"}[better])
+    # The page's rankings are at most STANDINGS_SECONDS old: a page served once they are (here: by another
+    # process on the same store, whose arena has none kept yet) shows every vote.
+    shown = ArenaTab(Site(arena_store, "ada"), settings).rankings()
+    summary, table = shown["standing"], shown["rankings"]["value"]
+    assert "70 votes by 7 voters; 10 set aside" in summary
+    assert re.search(r"10 votes of 1 voter set aside: .*agree", summary), summary
+    for ranking in (rating.OVERALL, "Brazil"):
+        rows = table[table["ranking"] == ranking]
+        assert list(rows["model"]) == ["Alpha", "Beta", "Gamma"] and rows["votes"].sum() == 120, rows
+        assert list(rows["rank"].str[0]) == ["1", "2", "3"] and rows["Elo"].is_monotonic_decreasing
+        assert f"**{ranking}**: 60 votes by 6 voters" in summary
+    said = ArenaTab(Site(arena_store, "mallory"), settings).withdraw()  # a withdrawal redraws them at once
+    assert said["said"].startswith("Withdrawn for good: 10 votes of yours")
+    after = said["standing"]
+    assert "60 votes by 6 voters; 0 set aside" in after

@@ -21,7 +21,7 @@ from leaderboard.arena import served
 from leaderboard.arena.ballots import VoteRefused
 from leaderboard.arena.service import STANDINGS_SECONDS, Arena, ArenaSettings, Shown
 from leaderboard.arena.tokens import TokenRefused
-from leaderboard.ui.site import Site, Tab
+from leaderboard.ui.site import Site, Tab, signs_in
 from leaderboard.ui.widgets import Parts, text_markdown
 
 SIGN_IN = ("Sign in to vote in the arena: votes are counted per signed-in person, so that no one can vote as many "
@@ -152,14 +152,14 @@ class ArenaTab(Tab):
         if reveal.gold_answer is not None:
             text += (f"\n\nThis was a check battle of real photographs: the {'left' if reveal.gold_answer == 'a' else 'right'}"
                      " one shows what the prompt names.")
-        return {"reveal": gr.update(value=text, visible=True), "buttons": gr.update(visible=False),
+        return {**self.rankings(), "reveal": gr.update(value=text, visible=True), "buttons": gr.update(visible=False),
                 "reasons": gr.update(visible=False), "next": gr.update(visible=True), "token": "", "said": ""}
 
     def next_battle(self, profile: gr.OAuthProfile | None = None) -> dict:
         user = self.site.who(profile)
         if user is None:
             return {"signin": gr.update(value=SIGN_IN, visible=True), "voting": gr.update(visible=False)}
-        return self.battle(user)
+        return {**self.rankings(), **self.battle(user)}
 
     def withdraw(self, profile: gr.OAuthProfile | None = None) -> dict:
         """Withdraw every vote of the visitor's for good, and show the rankings without them."""
@@ -209,15 +209,17 @@ class ArenaTab(Tab):
             for reason, part in aside.groupby("reason"):
                 summary += (f"\n- {len(part):,} vote{'s' * (len(part) != 1)} of {part['voter'].nunique():,} "
                             f"voter{'s' * (part['voter'].nunique() != 1)} set aside: {render.plain(reason)}")
-        summary += ("\n\nRankings (Bradley-Terry strengths on the Elo scale, 95% bootstrap intervals; a rank range "
-                    "is every rank the model takes within its interval). The automatic rankings are on the "
-                    "Overview tab.\n" + "\n".join(notes))
+        summary += ("\n\nRankings as of at most a minute ago (Bradley-Terry strengths on the Elo scale, 95% "
+                    "bootstrap intervals; a rank range is every rank the model takes within its interval). The "
+                    "automatic rankings are on the Overview tab.\n" + "\n".join(notes))
         table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
         return {"standing": summary, "rankings": gr.update(value=table, visible=not table.empty)}
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
         signin = text_markdown(value=SIGN_IN, visible=False)
+        if signs_in():  # a Space with Hugging Face sign-in (``Site.who``)
+            gr.LoginButton()
         with gr.Column(visible=False) as voting:
             gr.Markdown(HOW)
             with gr.Row():
