@@ -106,8 +106,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
-    browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
     arena = ArenaTab(site)
+    browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
     keep = upload_route.KEEP_SECONDS

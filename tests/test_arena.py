@@ -584,6 +584,7 @@ def test_arena_gold_items_come_from_the_knowledge_base_and_the_iconic_references
 
 # --- the Arena tab: the store's scored submissions, the images served, a visitor in Chromium ----------------------
 ARENA_MODELS = ("Alpha", "Beta", "Gamma")
+CLIP_SCORES = {"Alpha": 0.9, "Beta": 0.5, "Gamma": 0.7}  # every image of a model scores its model's value
 PLANTED = {"Beta": (96, 64), "Gamma": (64, 128)}  # sizes other than 64 x 64, and metadata naming the model
 
 
@@ -620,13 +621,13 @@ def arena_store(tmp_path, tiny_upstream) -> Store:
         sid = store.submit(folder, "ada").job.id
         per_image = [{"submission_id": sid, "model": model, "prompt_id": pid, "seed": seed,
                       "image_path": f"images/{pid}/{seed}.png", "country": prompts.loc[pid, "country"],
-                      "track": "awareness", "metric": "clip_score", "value": 0.5} for pid in prompts.index
+                      "track": "awareness", "metric": "clip_score", "value": CLIP_SCORES[model]} for pid in prompts.index
                      for seed in (0, 1)]
         overall = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",
                    "track": "awareness", "metric": "clip_score", "metric_version": "1", "higher_is_better": True,
                    "dataset": "culturelens/cube-1k:cube_1k:test", "seeds": "0,1",
                    "scored_at": f"2026-03-0{n + 1}T00:00:00+00:00", "slice": "overall", "slice_value": "all",
-                   "value": 0.5, "n": 6}
+                   "value": CLIP_SCORES[model], "n": 6}
         results.write_folder(store.results / sid, per_image, [overall], [], RunRecord(submission_id=sid))
     return store
 
@@ -764,13 +765,16 @@ def test_arena_a_visitor_not_signed_in_is_told_to_sign_in_and_shown_no_battle(ar
 BETTER = {"Alpha": 3, "Beta": 2, "Gamma": 1}  # the order every careful voter below sees
 
 
-def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_as_such_and_a_voter_withdraws_theirs(arena_store):
+def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_and_each_metrics_agreement_and_a_voter_withdraws(
+        arena_store):
     """Six careful voters vote 10 times each for the better model (Alpha > Beta > Gamma); one votes 10 times for
     the worse: 0.5 ** 10 < 0.001, so the contrary rule sets those 10 aside. The tab lists 70 votes by 7 voters, the
     10 set aside with the rule's reason, and ranks Alpha, Beta, Gamma overall and for Brazil on the 60 counted
-    votes (each vote is in two models' counts: 120). The contrary voter's "Withdraw my votes" removes their 10
-    for good."""
+    votes (each vote is in two models' counts: 120). The Metrics tab shows CLIPScore's agreement with the 60
+    counted votes as computed by hand from them. The contrary voter's "Withdraw my votes" removes their 10 for
+    good."""
     from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.metrics import MetricsTab
     from leaderboard.ui.site import Site
 
     settings = ArenaSettings(voter_share=0.25)
@@ -785,7 +789,8 @@ def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_as_such_and_a_voter_
             arena.vote(user, shown.token, better if user != "mallory" else {"a": "b", "b": "a"}[better])
     # The page's rankings are at most STANDINGS_SECONDS old: a page served once they are (here: by another
     # process on the same store, whose arena has none kept yet) shows every vote.
-    shown = ArenaTab(Site(arena_store, "ada"), settings).rankings()
+    fresh = ArenaTab(Site(arena_store, "ada"), settings)
+    shown = fresh.rankings()
     summary, table = shown["standing"], shown["rankings"]["value"]
     assert "70 votes by 7 voters; 10 set aside" in summary
     assert re.search(r"10 votes of 1 voter set aside: .*agree", summary), summary
@@ -794,6 +799,20 @@ def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_as_such_and_a_voter_
         assert list(rows["model"]) == ["Alpha", "Beta", "Gamma"] and rows["votes"].sum() == 120, rows
         assert list(rows["rank"].str[0]) == ["1", "2", "3"] and rows["Elo"].is_monotonic_decreasing
         assert f"**{ranking}**: 60 votes by 6 voters" in summary
+    # The Metrics tab: CLIPScore (Alpha 0.9 > Gamma 0.7 > Beta 0.5) orders every counted vote as the voters did
+    # but those on Beta against Gamma, where it favours Gamma: by hand, from the stored votes.
+    votes = arena.ballots.votes()
+    counted = votes[votes["voter"] != voter_hash(arena.keys, "mallory")]
+    against = sum({a, b} == {"Beta", "Gamma"} for a, b in zip(counted["model_a"], counted["model_b"]))
+    assert len(counted) == 60 and 0 < against < 60
+    found = MetricsTab(fresh.site, fresh).page()
+    measured = found["arena"]["value"].set_index("culture")
+    expected = (60 - against) / 60
+    for culture in (rating.OVERALL, "Brazil"):
+        assert measured.loc[culture, "metric"] == "clip_score"  # the fixture's rows carry no label
+        assert measured.loc[culture, "pairs"] == 60 and measured.loc[culture, "agreed"] == 60 - against
+        assert measured.loc[culture, "agreement"].startswith(f"{expected:.1%} [")
+    assert "not measured" not in found["arena_note"]
     said = ArenaTab(Site(arena_store, "mallory"), settings).withdraw()  # a withdrawal redraws them at once
     assert said["said"].startswith("Withdrawn for good: 10 votes of yours")
     after = said["standing"]

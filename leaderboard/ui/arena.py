@@ -15,8 +15,8 @@ import threading
 import gradio as gr
 import pandas as pd
 
-from benchmark.arena import REASONS, rating
-from leaderboard import render
+from benchmark.arena import REASONS, agreement, rating
+from leaderboard import render, tables
 from leaderboard.arena import served
 from leaderboard.arena.ballots import VoteRefused
 from leaderboard.arena.service import STANDINGS_SECONDS, Arena, ArenaSettings, Shown
@@ -33,6 +33,12 @@ HOW = ("Choose the cultures you know well. You are shown a prompt naming one of 
 OUTCOMES = {"a": "Left is better", "b": "Right is better", "tie": "Tie", "both_bad": "Both wrong"}
 SAID = {"a": "the left image is better", "b": "the right image is better", "tie": "a tie",
         "both_bad": "both are wrong"}
+AGREEMENT_COLUMNS = ["metric", "culture", "agreement", "pairs", "agreed"]
+AGREEMENT_NOTE = ("### Which automatic metric agrees with the arena's voters?\nOf the decided battles (left or right "
+                  "voted, not set aside), the share each metric orders as the voter did, on the very images they "
+                  "saw (a metric's tie counts half), with a 95% Wilson interval and the number of pairs; over all "
+                  "cultures and per culture.")
+AGREEMENT_NONE = "Agreement with the arena's votes: not measured yet (no decided vote in the arena)."
 RANKING_COLUMNS = ["ranking", "rank", "model", "Elo", "Elo 95% interval", "votes", "wins", "ties", "both wrong"]
 
 
@@ -214,6 +220,39 @@ class ArenaTab(Tab):
                     "automatic rankings are on the Overview tab.\n" + "\n".join(notes))
         table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
         return {"standing": summary, "rankings": gr.update(value=table, visible=not table.empty)}
+
+    # --- every metric against the votes (shown on the Metrics tab) ----------------------------------------------
+    def agreement(self) -> pd.DataFrame:
+        """Each automatic metric's agreement with the arena's decided votes (``agreement.pair_agreement``: the share
+        of decided pairs it orders as the voter did, ties half, with a 95% interval and the number of pairs), over
+        all cultures and per culture, on the images the voters saw; empty without a decided vote."""
+        standings = self.arena.standings(max_age=STANDINGS_SECONDS)
+        votes = standings.votes
+        if votes.empty:
+            return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+        decided = votes[(votes["kind"] == "model") & ~votes["set_aside"] & votes["outcome"].isin(("a", "b"))]
+        if decided.empty:
+            return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+        submissions = sorted(set(decided["submission_a"].dropna()) | set(decided["submission_b"].dropna()))
+        values = self.catalog.image_values(submissions)
+        labels, directions = tables.metric_labels(self.catalog, submissions), \
+            tables.metric_directions(self.catalog, submissions)
+        rows = []
+        for metric, part in values.groupby("metric", sort=True):
+            if metric not in directions:
+                continue
+            by_image = part.groupby([served.reference(s, p) for s, p in zip(part["submission_id"],
+                                                                              part["image_path"])])["value"].mean()
+            pairs = pd.DataFrame({"culture": decided["culture"], "outcome": decided["outcome"],
+                                  "value_a": decided["image_a"].map(by_image),
+                                  "value_b": decided["image_b"].map(by_image)})
+            found = agreement.pair_agreement(pairs, higher_is_better=directions[metric])
+            for culture, row in found.iterrows():
+                if row["pairs"]:
+                    rows.append({"metric": labels.get(metric, metric), "culture": culture,
+                                 "agreement": f"{row['agreement']:.1%} [{row['ci_low']:.1%}, {row['ci_high']:.1%}]",
+                                 "pairs": int(row["pairs"]), "agreed": row["agreed"]})
+        return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
