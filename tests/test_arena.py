@@ -756,7 +756,7 @@ def test_arena_a_visitor_not_signed_in_is_told_to_sign_in_and_shown_no_battle(ar
         page = open_page(browser, url + "?tab=arena", shows=SIGN_IN)
         text = page.locator("[role=tabpanel]:visible").inner_text()
         assert "Cultures you know well" not in text and "Which image" not in text
-        assert "No votes yet" in text
+        assert "No votes in the rankings yet" in text
         screenshot(page, "arena-signed-out")
     assert Arena(arena_store.queue, keys_for(arena_store.root), pd.DataFrame(
         columns=list(matchmaking.CANDIDATE_COLUMNS))).ballots.votes().empty

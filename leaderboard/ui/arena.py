@@ -208,7 +208,7 @@ class ArenaTab(Tab):
         votes = standings.votes
         aside = votes[votes["set_aside"]] if len(votes) else votes
         if len(votes) == 0:
-            summary = "No votes yet: the rankings appear with the first votes."
+            summary = "No votes in the rankings yet: they are recomputed at most a minute after a vote."
         else:
             summary = (f"{len(votes):,} votes by {votes['voter'].nunique():,} voters; "
                        f"{len(aside):,} set aside (shown here, counted in no ranking).")
@@ -267,9 +267,11 @@ class ArenaTab(Tab):
                 save = gr.Button("Save my cultures", scale=1)
             said = text_markdown()
             prompt = text_markdown(visible=False)
-            with gr.Row(equal_height=True):
-                left = gr.Image(label="Left", type="filepath", interactive=False, visible=False, height=420)
-                right = gr.Image(label="Right", type="filepath", interactive=False, visible=False, height=420)
+            with gr.Row(equal_height=True):  # full screen only: a battle's image is for judging here, not sharing
+                left = gr.Image(label="Left", type="filepath", interactive=False, visible=False, height=420,
+                                buttons=["fullscreen"], min_width=280)
+                right = gr.Image(label="Right", type="filepath", interactive=False, visible=False, height=420,
+                                 buttons=["fullscreen"], min_width=280)
             reasons = gr.CheckboxGroup(list(REASONS), label="Why (optional): what is wrong with the image you voted "
                                        "against, or with both", visible=False)
             with gr.Row(visible=False) as buttons:
