@@ -1,4 +1,4 @@
-"""The Gradio leaderboard: the eight tabs of ``leaderboard.ui`` put together, with links, the first paint, the timer
+"""The Gradio leaderboard: the nine tabs of ``leaderboard.ui`` put together, with links, the first paint, the timer
 that keeps an open page current, and the API.
 
 Reads go through one ``Catalog`` (an in-memory DuckDB that picks up new results by itself: no restart is ever
@@ -20,6 +20,7 @@ from leaderboard import bounds, citation_route, render, upload_cache, upload_rou
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
+from leaderboard.ui.arena import ArenaTab
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.datasets import DatasetBrowser
 from leaderboard.ui.map import MapTab
@@ -123,8 +124,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
-    world, model_page = MapTab(site), ModelTab(site)
-    browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site), SubmitTab(site), QueueTab(site)
+    world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
+    browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,
     # and all of them when the server stops.
     keep = upload_route.KEEP_SECONDS
@@ -147,6 +148,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                 d = browser.build()
             with gr.Tab("Metrics", id="metrics") as metrics_tab:
                 m = metrics.build()
+            with gr.Tab("Arena", id="arena") as arena_tab:
+                a = arena.build()
             with gr.Tab("Submit", id="submit") as submit_tab:
                 u = submit.build()
             with gr.Tab("Queue", id="queue") as queue_tab:
@@ -206,6 +209,9 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
         metrics_tab.select(None, None, open_tab, js="() => 'metrics'")
         metrics_tab.select(m.wire(metrics.page), None, list(m.outputs.values()), api_name=False).then(
             None, js=ready("metrics"))
+        arena_tab.select(None, None, open_tab, js="() => 'arena'")
+        arena_tab.select(arena.wired(arena.opened), None, list(a.outputs.values()), api_name=False).then(
+            None, js=ready("arena"))
         gr.api(queue.queue_api, api_name="queue")
         gr.api(overview.overall_api, api_name="overall")
         # The API's endpoints return data (the page's own events return what to show and hide): a button no one

@@ -237,6 +237,24 @@ class Catalog:
                                      "domain, kind) AS what FROM read_parquet(?) ORDER BY prompt_id", [])
         return frame if frame is not None else pd.DataFrame(columns=["prompt_id", "country", "concept", "kind"])
 
+    def images_of(self, submission_ids: list[str]) -> pd.DataFrame:
+        """The images these submissions' per-image rows name, one row each: submission_id, model, prompt_id, seed,
+        image_path, country (the culture the prompt names; rows without one left out). What the arena draws from."""
+        columns = ["submission_id", "model", "prompt_id", "seed", "image_path", "country"]
+        frame = self._read_per_image(submission_ids, f"SELECT DISTINCT {', '.join(columns)} FROM read_parquet(?, "
+                                     "union_by_name = true) WHERE image_path IS NOT NULL AND country IS NOT NULL "
+                                     "AND country <> '' ORDER BY submission_id, prompt_id, seed", [])
+        return frame if frame is not None else pd.DataFrame(columns=columns)
+
+    def image_values(self, submission_ids: list[str]) -> pd.DataFrame:
+        """Every scored per-image value of these submissions: submission_id, image_path, metric, value (rows without
+        an image or a value left out). What the arena measures each metric's agreement with the votes on."""
+        columns = ["submission_id", "image_path", "metric", "value"]
+        frame = self._read_per_image(submission_ids, f"SELECT {', '.join(columns)} FROM read_parquet(?, "
+                                     "union_by_name = true) WHERE image_path IS NOT NULL AND value IS NOT NULL "
+                                     "AND isfinite(value)", [])
+        return frame if frame is not None else pd.DataFrame(columns=columns)
+
     def _read_per_image(self, submission_ids: list[str], sql: str, params: list) -> pd.DataFrame | None:
         """``sql`` (its first ``?`` is the file list) over these submissions' per-image files; None if none has
         one. Only submissions the catalog has loaded are read; those known from the release only are fetched

@@ -95,6 +95,14 @@ def metric_labels(cat: Catalog, submission_ids: list[str]) -> dict[str, str]:
     return dict(zip(frame["metric"], frame["label"]))
 
 
+def metric_directions(cat: Catalog, submission_ids: list[str]) -> dict[str, bool]:
+    """metric id -> whether higher is better, for the metrics these submissions were scored on."""
+    frame = cat.query("SELECT metric, bool_and(higher_is_better) AS higher FROM aggregates WHERE provenance = "
+                      "'scored' AND list_contains(?, submission_id) AND higher_is_better IS NOT NULL GROUP BY metric",
+                      [list(submission_ids)])
+    return dict(zip(frame["metric"], frame["higher"].astype(bool)))
+
+
 def slice_names(cat: Catalog, track: str, metric: str) -> list[str]:
     """The slices a metric has (overall first)."""
     names = cat.query("SELECT DISTINCT slice FROM aggregates WHERE track = ? AND metric = ?", [track, metric])["slice"]

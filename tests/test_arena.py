@@ -7,9 +7,12 @@ Real databases (SQLite files, a PostgreSQL server), real seals, real Parquet and
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 import shutil
 import threading
+from pathlib import Path
 
 import choix
 import datasets
@@ -577,3 +580,240 @@ def test_arena_gold_items_come_from_the_knowledge_base_and_the_iconic_references
     assert battle.prompt == "Sushi (Japan)" and {battle.image_a, battle.image_b} == {"kb:s1", "kb:s2"}
     assert (battle.image_a if battle.gold_answer == "a" else battle.image_b) == "kb:s1"
     assert matchmaking.gold_battle(items[items["culture"] == "Japan"], ["Japan"], np.random.default_rng(1)) is None
+
+
+# --- the Arena tab: the store's scored submissions, the images served, a visitor in Chromium ----------------------
+ARENA_MODELS = ("Alpha", "Beta", "Gamma")
+CLIP_SCORES = {"Alpha": 0.9, "Beta": 0.5, "Gamma": 0.7}  # every image of a model scores its model's value
+PLANTED = {"Beta": (96, 64), "Gamma": (64, 128)}  # sizes other than 64 x 64, and metadata naming the model
+
+
+def _planted(path, model: str, size: tuple[int, int], seed: int) -> None:
+    """A PNG of ``size`` whose text chunk and EXIF name its ``model``, as a generator's files can."""
+    from PIL import Image, PngImagePlugin
+
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("parameters", f"made by {model}")
+    exif = Image.Exif()
+    exif[0x0131] = model  # Software
+    Image.fromarray(pixels).save(path, format="PNG", pnginfo=info, exif=exif)
+
+
+@pytest.fixture()
+def arena_store(tmp_path, tiny_upstream) -> Store:
+    """A store serving the tiny CUBE dataset (Brazil and Nigeria, 3 prompts each) with three scored submissions,
+    Alpha, Beta and Gamma, of 2 seeds a prompt: their images in the submissions' shards (Beta's and Gamma's of other
+    sizes, with metadata naming the model), their per-image results naming each image and its country."""
+    from benchmark import results
+    from benchmark.datasets import cube_1k
+    from benchmark.run_record import RunRecord
+    from culturelens.testing.submissions import make_submission
+    from tests.helpers import serving_tiny_cube
+
+    store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
+    prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table
+    for n, model in enumerate(ARENA_MODELS):
+        folder = make_submission(tmp_path / "uploads" / model, list(prompts.index), model_name=model)
+        if model in PLANTED:
+            for i, image in enumerate(sorted((folder / "images").rglob("*.png"))):
+                _planted(image, model, PLANTED[model], 100 * n + i)
+        sid = store.submit(folder, "ada").job.id
+        per_image = [{"submission_id": sid, "model": model, "prompt_id": pid, "seed": seed,
+                      "image_path": f"images/{pid}/{seed}.png", "country": prompts.loc[pid, "country"],
+                      "track": "awareness", "metric": "clip_score", "value": CLIP_SCORES[model]} for pid in prompts.index
+                     for seed in (0, 1)]
+        overall = {"provenance": "scored", "submission_id": sid, "model": model, "model_id": f"org/{model.lower()}",
+                   "track": "awareness", "metric": "clip_score", "metric_version": "1", "higher_is_better": True,
+                   "dataset": "culturelens/cube-1k:cube_1k:test", "seeds": "0,1",
+                   "scored_at": f"2026-03-0{n + 1}T00:00:00+00:00", "slice": "overall", "slice_value": "all",
+                   "value": CLIP_SCORES[model], "n": 6}
+        results.write_folder(store.results / sid, per_image, [overall], [], RunRecord(submission_id=sid))
+    return store
+
+
+def _served(path) -> tuple:
+    """A served file: its name, its size, its format and every metadata block Pillow or its chunks show."""
+    from PIL import Image
+
+    data, chunks, at = Path(path).read_bytes(), set(), 8  # a PNG: its signature, then length, kind, data, CRC
+    while at < len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        chunks.add(data[at + 4:at + 8].decode("latin-1"))
+        at += 12 + length
+    with Image.open(path) as image:
+        return image.size, image.format, dict(image.info), dict(image.getexif()), getattr(image, "text", {}), chunks
+
+
+def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_the_model(arena_store):
+    from PIL import Image
+
+    from leaderboard.arena import served
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+
+    tab = ArenaTab(Site(arena_store, "ada"))
+    arena = tab.arena
+    assert len(arena.candidates) == 36 and set(arena.candidates["culture"]) == {"Brazil", "Nigeria"}
+    assert set(arena.candidates["model"]) == set(ARENA_MODELS)
+    shown = tab.save_cultures(["Brazil", "Nigeria"])
+    names, seen = set(), []
+    for _ in range(6):
+        left, right = shown["left"]["value"], shown["right"]["value"]
+        reveal = tab.vote("a", shown["token"], [])["reveal"]["value"]
+        models = re.search(r"\*\*Left:\*\* (\w+) · \*\*Right:\*\* (\w+)", reveal).groups()
+        for path, model in zip((left, right), models):
+            size, kind, info, exif, text, chunks = _served(path)
+            assert (size, kind, info, exif, text) == ((512, 512), "PNG", {}, {}, {}), model  # EXIF, text: none
+            assert chunks == {"IHDR", "IDAT", "IEND"}, chunks  # no tEXt, iTXt, zTXt, eXIf, iCCP, tIME
+            name = Path(path).name
+            assert re.fullmatch(r"[0-9a-f]{32}\.png", name) and name not in names  # a name per battle side
+            names.add(name)
+            seen.append((model, path, shown["token"].split(".")[0], path == left))
+        shown = tab.next_battle()
+    assert {model for model, *_ in seen} == set(ARENA_MODELS)
+    # Each is the image the submission's shards hold, its pixels scaled into the square (independently: Pillow's
+    # Lanczos on the stored file), Beta's 96 x 64 and Gamma's 64 x 128 centred on white.
+    battles = arena.ballots.votes().set_index("battle")
+    for model, path, battle, is_left in seen:
+        ref = battles.loc[battle, "image_a" if is_left else "image_b"]
+        assert battles.loc[battle, "model_a" if is_left else "model_b"] == model
+        submission, image_path = ref.split(":", 1)
+        stored = Image.open(io.BytesIO(arena_store.image_bytes(submission, [image_path])[image_path])).convert("RGB")
+        width, height = PLANTED.get(model, (64, 64))
+        scale = 512 / max(width, height)
+        fitted = np.asarray(stored.resize((round(width * scale), round(height * scale)), Image.Resampling.LANCZOS))
+        pixels = np.asarray(Image.open(path))
+        top, left_edge = (512 - fitted.shape[0]) // 2, (512 - fitted.shape[1]) // 2
+        assert np.array_equal(pixels[top:top + fitted.shape[0], left_edge:left_edge + fitted.shape[1]], fitted)
+        assert (pixels.sum() - fitted.astype(int).sum()) == 255 * 3 * (512 * 512 - fitted.shape[0] * fitted.shape[1])
+    # Nothing but the candidates' images, as the submission's own image table lists them, is ever read.
+    known = set(arena.candidates["image"])
+    some = arena.candidates["image"].iloc[0]
+    submission = some.split(":", 1)[0]
+    assert served.owned_bytes(arena_store, known, some) is not None
+    for stranger in (f"{submission}:images/../../../queue.sqlite", f"{submission}:images/nothing/0.png",
+                     f"{submission}:manifest.json", "kb:abc"):
+        assert served.owned_bytes(arena_store, known | {stranger}, stranger) is None, stranger
+    assert served.owned_bytes(arena_store, known - {some}, some) is None
+
+
+@pytest.mark.slow  # a live app and Chromium
+def test_arena_a_signed_in_visitor_votes_three_times_in_chromium_and_sees_each_reveal_after_the_vote(arena_store):
+    """The app signed in as its local user (``culturelens serve --user ada``): the visitor opens the Arena tab,
+    picks Brazil, and three times is shown a battle (no model named anywhere in the tab, nor in an image's
+    address), votes, and sees both models revealed, as the database recorded them under their keyed hash."""
+    from culturelens.testing.live_app import launched
+    from leaderboard.arena.tokens import voter_hash
+    from tests.browser import chromium, control, open_page, screenshot, wait_for_text
+
+    names = [*ARENA_MODELS, *(s.lower() for s in ARENA_MODELS)]
+    with launched(arena_store, "ada") as url, chromium() as browser:
+        page = open_page(browser, url + "?tab=arena", shows="Cultures you know well")
+        control(page, "Cultures you know well").click()
+        page.get_by_role("option", name="Brazil").click()
+        page.get_by_role("button", name="Save my cultures").click()
+        reveals = []
+        for turn in range(3):
+            wait_for_text(page, "Which image answers the prompt better")
+            panel = page.locator("[role=tabpanel]:visible")
+            page.wait_for_function("() => [...document.querySelectorAll('[role=tabpanel] img')]"
+                                   ".filter(i => i.offsetParent && i.complete && i.naturalWidth === 512).length >= 2",
+                                   timeout=60_000)
+            before = panel.inner_text() + " ".join(page.evaluate(
+                "() => [...document.querySelectorAll('[role=tabpanel] img')].map(i => i.src)"))
+            assert "Culture: Brazil" in before and not [n for n in names if n in before], before
+            if turn == 0:
+                screenshot(page, "arena-battle")
+            page.get_by_role("button", name=("Left is better", "Right is better", "Tie")[turn]).click()
+            wait_for_text(page, "You voted:")
+            said = page.locator("[role=tabpanel]:visible").inner_text()
+            left, right = re.search(r"Left: (\w+) · Right: (\w+)", said).groups()
+            assert {left, right} <= set(ARENA_MODELS) and left != right
+            reveals.append((left, right))
+            if turn == 0:
+                screenshot(page, "arena-reveal")
+            page.get_by_role("button", name="Next battle").click()
+            page.wait_for_function("() => !document.body.innerText.includes('You voted:')", timeout=60_000)
+        wait_for_text(page, "Which image answers the prompt better")
+    votes = Arena(arena_store.queue, keys_for(arena_store.root), pd.DataFrame(
+        columns=list(matchmaking.CANDIDATE_COLUMNS))).ballots.votes().sort_values("voted_at")
+    assert list(votes["voter"]) == [voter_hash(keys_for(arena_store.root), "ada")] * 3
+    assert list(votes["outcome"]) == ["a", "b", "tie"] and set(votes["culture"]) == {"Brazil"}
+    assert list(zip(votes["model_a"], votes["model_b"])) == reveals
+
+
+@pytest.mark.slow  # a live app and Chromium
+def test_arena_a_visitor_not_signed_in_is_told_to_sign_in_and_shown_no_battle(arena_store, monkeypatch):
+    """On a Space, a visitor who has not signed in (here: a Space without sign-in set up, where no one is signed
+    in) gets the sentence, no culture picker and no battle; the rankings stay open to them."""
+    from culturelens.testing.live_app import launched
+    from leaderboard.ui.arena import SIGN_IN
+    from tests.browser import chromium, open_page, screenshot
+
+    monkeypatch.setenv("SPACE_ID", "org/culturelens")
+    with launched(arena_store, "ada") as url, chromium() as browser:
+        page = open_page(browser, url + "?tab=arena", shows=SIGN_IN)
+        text = page.locator("[role=tabpanel]:visible").inner_text()
+        assert "Cultures you know well" not in text and "Which image" not in text
+        assert "No votes in the rankings yet" in text
+        screenshot(page, "arena-signed-out")
+    assert Arena(arena_store.queue, keys_for(arena_store.root), pd.DataFrame(
+        columns=list(matchmaking.CANDIDATE_COLUMNS))).ballots.votes().empty
+
+
+BETTER = {"Alpha": 3, "Beta": 2, "Gamma": 1}  # the order every careful voter below sees
+
+
+def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_and_each_metrics_agreement_and_a_voter_withdraws(
+        arena_store):
+    """Six careful voters vote 10 times each for the better model (Alpha > Beta > Gamma); one votes 10 times for
+    the worse: 0.5 ** 10 < 0.001, so the contrary rule sets those 10 aside. The tab lists 70 votes by 7 voters, the
+    10 set aside with the rule's reason, and ranks Alpha, Beta, Gamma overall and for Brazil on the 60 counted
+    votes (each vote is in two models' counts: 120). The Metrics tab shows CLIPScore's agreement with the 60
+    counted votes as computed by hand from them. The contrary voter's "Withdraw my votes" removes their 10 for
+    good."""
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.metrics import MetricsTab
+    from leaderboard.ui.site import Site
+
+    settings = ArenaSettings(voter_share=0.25)
+    arena = ArenaTab(Site(arena_store, "ada"), settings).arena
+    for user in [f"careful-{n}" for n in range(6)] + ["mallory"]:
+        arena.set_cultures(user, ["Brazil"])
+        for _ in range(10):
+            shown = arena.next_battle(user)
+            models = {c.image: c.model for c in arena.candidates.itertuples()}  # the test knows; the voter not
+            left, right = BETTER[models[shown.image_a]], BETTER[models[shown.image_b]]
+            better = "a" if left > right else "b"
+            arena.vote(user, shown.token, better if user != "mallory" else {"a": "b", "b": "a"}[better])
+    # The page's rankings are at most STANDINGS_SECONDS old: a page served once they are (here: by another
+    # process on the same store, whose arena has none kept yet) shows every vote.
+    fresh = ArenaTab(Site(arena_store, "ada"), settings)
+    shown = fresh.rankings()
+    summary, table = shown["standing"], shown["rankings"]["value"]
+    assert "70 votes by 7 voters; 10 set aside" in summary
+    assert re.search(r"10 votes of 1 voter set aside: .*agree", summary), summary
+    for ranking in (rating.OVERALL, "Brazil"):
+        rows = table[table["ranking"] == ranking]
+        assert list(rows["model"]) == ["Alpha", "Beta", "Gamma"] and rows["votes"].sum() == 120, rows
+        assert list(rows["rank"].str[0]) == ["1", "2", "3"] and rows["Elo"].is_monotonic_decreasing
+        assert f"**{ranking}**: 60 votes by 6 voters" in summary
+    # The Metrics tab: CLIPScore (Alpha 0.9 > Gamma 0.7 > Beta 0.5) orders every counted vote as the voters did
+    # but those on Beta against Gamma, where it favours Gamma: by hand, from the stored votes.
+    votes = arena.ballots.votes()
+    counted = votes[votes["voter"] != voter_hash(arena.keys, "mallory")]
+    against = sum({a, b} == {"Beta", "Gamma"} for a, b in zip(counted["model_a"], counted["model_b"]))
+    assert len(counted) == 60 and 0 < against < 60
+    found = MetricsTab(fresh.site, fresh).page()
+    measured = found["arena"]["value"].set_index("culture")
+    expected = (60 - against) / 60
+    for culture in (rating.OVERALL, "Brazil"):
+        assert measured.loc[culture, "metric"] == "clip_score"  # the fixture's rows carry no label
+        assert measured.loc[culture, "pairs"] == 60 and measured.loc[culture, "agreed"] == 60 - against
+        assert measured.loc[culture, "agreement"].startswith(f"{expected:.1%} [")
+    assert "not measured" not in found["arena_note"]
+    said = ArenaTab(Site(arena_store, "mallory"), settings).withdraw()  # a withdrawal redraws them at once
+    assert said["said"].startswith("Withdrawn for good: 10 votes of yours")
+    after = said["standing"]
+    assert "60 votes by 6 voters; 0 set aside" in after

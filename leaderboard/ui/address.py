@@ -7,7 +7,8 @@ import json
 
 import gradio as gr
 
-TABS = ["overview", "slices", "map", "compare", "datasets", "metrics", "submit", "queue", "about", "model"]  # ids = labels, lower case
+TABS = ["overview", "slices", "map", "compare", "datasets", "metrics", "arena", "submit", "queue", "about",
+        "model"]  # ids = labels, lower case
 
 # The address bar holds the view: a person's own actions (a click on a tab, a change of a control) write it, never
 # the page's first paint, so an opened link stays as it was. Each tab remembers its last query for tab clicks. A

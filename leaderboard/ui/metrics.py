@@ -9,7 +9,8 @@ import pandas as pd
 
 from benchmark import tracks as track_registry
 from leaderboard import render
-from leaderboard.ui.site import Tab
+from leaderboard.ui.arena import AGREEMENT_NONE, AGREEMENT_NOTE, ArenaTab
+from leaderboard.ui.site import Site, Tab
 from leaderboard.ui.widgets import Parts, linked_table
 
 METRICS_INTRO = (
@@ -46,15 +47,26 @@ def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 class MetricsTab(Tab):
-    """The Metrics tab's views over ``site``; ``build`` makes its components."""
+    """The Metrics tab's views over ``site``; ``build`` makes its components. ``arena``: the Arena tab, whose votes
+    each metric's agreement is measured against (none: not shown)."""
+
+    def __init__(self, site: Site, arena: ArenaTab | None = None):
+        super().__init__(site)
+        self.arena = arena
 
     def page(self) -> dict:
         """The method-page picker (every track: registered ones have a page even before any result) and the
         metric-human agreement table, provenance in words; by output name."""
         choices = self.site.track_choices()
         first = choices[0][1] if choices else None
-        return {"track": gr.update(choices=choices, value=first), "method": render.method_page(first) if first else "",
-                "table": linked_table(agreement_page(agreement_table(self.site.store.meta_evaluation())))}
+        shown = {"track": gr.update(choices=choices, value=first),
+                 "method": render.method_page(first) if first else "",
+                 "table": linked_table(agreement_page(agreement_table(self.site.store.meta_evaluation())))}
+        if self.arena is not None:
+            voted = self.arena.agreement()
+            shown.update({"arena_note": AGREEMENT_NOTE if not voted.empty else AGREEMENT_NONE,
+                          "arena": gr.update(value=voted, visible=not voted.empty)})
+        return shown
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
@@ -66,12 +78,16 @@ class MetricsTab(Tab):
                                             "250px"])
         gr.Markdown(" ".join(f"{render.badge(render.PROVENANCE[kind])} rows: {what}."
                              for kind, what in AGREEMENT_MEASURES.items()))
+        arena_note = gr.Markdown(AGREEMENT_NONE)
+        arena = gr.Dataframe(label="Agreement with the arena's votes", interactive=False, wrap=True,
+                             elem_classes=["cl-table"], visible=False)
         track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
         method = gr.Markdown()
         track.input(render.method_page, track, method, api_name="method")
         with gr.Accordion("Cite (BibTeX)", open=False):
             gr.Code(track_registry.bibtex(), language=None)
-        self.parts = Parts(inputs={"track": track}, outputs={"track": track, "method": method, "table": table})
+        self.parts = Parts(inputs={"track": track}, outputs={"track": track, "method": method, "table": table,
+                                                             "arena_note": arena_note, "arena": arena})
         return self.parts
 
 
