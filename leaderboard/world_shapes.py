@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pycountry
 
+from benchmark.errors import CultureLensError
+
 SOURCE = Path(__file__).resolve().parent / "geodata" / "countries-110m.json"
 SHA256 = "2516c915867c7baf18ddec727aec46c315541a07cfb3d79a6559b05d5e94eee8"  # world-atlas 2.0.2's file
 LEFT_OUT = {"010"}  # Antarctica
@@ -33,7 +35,7 @@ _Y_MAX = A1 * (math.pi / 3) + A2 * (math.pi / 3) ** 3 + A3 * (math.pi / 3) ** 7 
 SOUTH = -58.0  # degrees: the map's southern edge (Tierra del Fuego), Antarctica left out
 
 
-class ShapesDamaged(RuntimeError):
+class ShapesDamaged(CultureLensError):
     """The bundled shapes file is not the pinned one: a packaging bug, never a visitor's doing."""
 
 
