@@ -72,9 +72,12 @@ class Stored:
 
 
 def row_key(frame: pd.DataFrame) -> pd.Series:
-    """What a ranked row is stored under: its submission, else (a paper's row) its model and provenance."""
-    return frame["submission_id"].where(frame["submission_id"].notna(),
-                                        "paper:" + frame["model"].astype(str) + ":" + frame["provenance"].astype(str))
+    """What a ranked row is stored under: its submission, else (a paper's row) its model, provenance, paper and
+    table."""
+    paper = "paper:" + frame["model"].astype(str)
+    for column in ("provenance", "citation", "source_table"):
+        paper = paper + "|" + frame[column].astype(str)
+    return frame["submission_id"].where(frame["submission_id"].notna(), paper)
 
 
 def _digest(parts: object) -> str:
@@ -94,8 +97,11 @@ class StoredRankings:
         self.entries: dict[tuple, Stored] = {}  # (track, metric, protocol_id, slice, value) -> its ranking
         self.overalls: dict[str, tuple[str, object]] = {}  # track set -> (digest, ``tables.overall``'s answer)
         self._groups: tuple[int, dict[tuple[str, str], str]] | None = None
-        self._disk: dict[tuple[str, str], str] = {}  # group -> digest of what its file held when read or written
+        self._disk: dict[tuple[str, str], str] = {}  # group -> the digest its file was last looked for at
+        self._written: dict[tuple[str, str], str] = {}  # group -> the digest of what its file holds
         self._thread: threading.Thread | None = None
+        # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
+        self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
         self.last_recompute: float | None = None  # seconds the last full recompute took
 
     # --- the state rankings are computed from ------------------------------------------------------------------
@@ -132,13 +138,45 @@ class StoredRankings:
         digest = self.groups().get((track, protocol_id), "")
         with self.lock:
             self._read_disk(track, protocol_id, digest)
-            entry = self.entries.get(key)
+            entry = self._entry(key, digest) or self.entries.get(key)
         if entry is not None and entry.digest == digest:
             return entry
-        if entry is not None and self.background:
+        if entry is not None and self._shows_previous():
             self.start()
             return Stored(entry.rows, entry.note, entry.digest, updating=True)
         return self.compute(key, digest)
+
+    def current(self, key: tuple) -> bool:
+        """Compute ``key``'s ranking now if the one kept is not of its group's current state; whether it did."""
+        digest = self.groups().get((key[0], key[2]), "")
+        with self.lock:
+            self._read_disk(key[0], key[2], digest)
+            if self._fresh(key, digest):
+                return False
+        self.compute(key, digest)
+        return True
+
+    def _fresh(self, key: tuple, digest: str) -> bool:
+        """Whether ``key``'s ranking at ``digest`` is kept, in memory or in its group's file as read."""
+        entry = self.entries.get(key)
+        if entry is not None and entry.digest == digest:
+            return True
+        read = self._read.get((key[0], key[2]))
+        return read is not None and read[0] == digest and key[1:2] + key[3:] in read[2]
+
+    def _entry(self, key: tuple, digest: str) -> Stored | None:
+        """``key``'s ranking at ``digest`` if kept: from memory, else taken from its group's file as read (each
+        ranking's rows taken out of the file's table when first asked for)."""
+        entry = self.entries.get(key)
+        if entry is not None and entry.digest == digest:
+            return entry
+        read = self._read.get((key[0], key[2]))
+        if read is None or read[0] != digest or key[1:2] + key[3:] not in read[2]:
+            return None
+        _, table, positions, notes = read
+        where = key[1:2] + key[3:]
+        entry = self.entries[key] = Stored(table.iloc[positions[where]], notes[where], digest)
+        return entry
 
     def compute(self, key: tuple, digest: str) -> Stored:
         """Rank ``key``'s rows afresh (``rankings.rank_frame`` over every row of the protocol on the slice value,
@@ -167,13 +205,18 @@ class StoredRankings:
             kept = self.overalls.get(track_set)
         if kept is not None and kept[0] == digest:
             return kept[1], False
-        if kept is not None and self.background:
+        if kept is not None and self._shows_previous():
             self.start()
             return kept[1], True
         value = compute()
         with self.lock:
             self.overalls[track_set] = (digest, value)
         return value, False
+
+    def _shows_previous(self) -> bool:
+        """Whether a stale ranking is shown (saying it is updating) rather than computed now: in the app, to every
+        thread but the one recomputing."""
+        return self.background and threading.current_thread() is not self._thread
 
     # --- recomputing in the background --------------------------------------------------------------------------
     def start(self) -> None:
@@ -213,13 +256,13 @@ class StoredRankings:
         digest = self.groups().get((track, protocol_id), "")
         with self.lock:
             self._read_disk(track, protocol_id, digest)
-            todo = [k for k in keys if (e := self.entries.get(k)) is None or e.digest != digest]
+            todo = [k for k in keys if not self._fresh(k, digest)]
             dropped = [k for k in self.entries if k[0] == track and k[2] == protocol_id and k not in set(keys)]
             for key in dropped:  # slice values no longer there
                 del self.entries[key]
         for key in todo:
             self.compute(key, digest)
-        if todo or dropped:
+        if todo or dropped or self._written.get((track, protocol_id)) != digest:
             self._write_disk(track, protocol_id, digest, keys)
         return len(todo)
 
@@ -243,27 +286,24 @@ class StoredRankings:
             return
         if (table.schema.metadata or {}).get(DIGEST_KEY, b"").decode() != digest:
             return
+        self._written[group] = digest
         frame = table.to_pandas()
-        for (metric, slice_name, slice_value), rows in frame.groupby(["metric", "slice", "slice_value"], sort=False):
-            key = (track, metric, protocol_id, slice_name, slice_value)
-            if key not in self.entries or self.entries[key].digest != digest:
-                note = str(rows["note"].iloc[0])
-                stored = rows.set_index("key")[list(RANKED)]
-                self.entries[key] = Stored(_typed(stored), note, digest)
+        where = frame.groupby(["metric", "slice", "slice_value"], sort=False)
+        notes = {name: str(frame["note"].iat[rows[0]]) for name, rows in where.indices.items()}
+        self._read[group] = (digest, _typed(frame.set_index("key")[list(RANKED)]), where.indices, notes)
 
     def _write_disk(self, track: str, protocol_id: str, digest: str, keys: list[tuple]) -> None:
+        """Write the group's rankings at ``digest`` (``keys``: every one it has) to its file, in one table."""
         if self.folder is None:
             return
-        parts = []
         with self.lock:
-            for key in keys:
-                entry = self.entries.get(key)
-                if entry is not None and entry.digest == digest:
-                    parts.append(entry.rows.assign(metric=key[1], slice=key[3], slice_value=key[4], note=entry.note)
-                                 .rename_axis("key").reset_index())
-        if not parts:
+            kept = {key[1:2] + key[3:]: entry for key in keys if (entry := self._entry(key, digest)) is not None}
+        if not kept:
             return
-        frame = pd.concat(parts, ignore_index=True)
+        frame = pd.concat({k: e.rows for k, e in kept.items()}, names=["metric", "slice", "slice_value", "key"])
+        notes = pd.Series({k: e.note for k, e in kept.items()}, dtype=object)
+        frame = frame.reset_index()
+        frame["note"] = notes.reindex(pd.MultiIndex.from_frame(frame[["metric", "slice", "slice_value"]])).to_numpy()
         frame = frame.assign(not_ranked=frame["not_ranked"].astype(str),
                              **{c: pd.to_numeric(frame[c], errors="coerce").astype(float)
                                 for c in RANKED if c != "not_ranked"})
@@ -272,7 +312,7 @@ class StoredRankings:
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(self._file(track, protocol_id), lambda path: pq.write_table(table, path))
         with self.lock:
-            self._disk[(track, protocol_id)] = digest
+            self._disk[(track, protocol_id)] = self._written[(track, protocol_id)] = digest
 
 
 def _typed(rows: pd.DataFrame) -> pd.DataFrame:

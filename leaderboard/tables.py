@@ -303,12 +303,16 @@ def recompute(cat: Catalog) -> int:
     stored = stored_rankings.of(cat)
     keys = cat.query(f"SELECT DISTINCT track, metric, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, slice, "
                      "slice_value FROM aggregates ORDER BY 1, 3, 2, 4, 5")
-    computed = 0
-    for (track, protocol_id), group in keys.groupby(["track", "protocol_id"], sort=False):
-        computed += stored.refresh_group(track, protocol_id, [tuple(k) for k in group.itertuples(index=False)])
+    groups = [(track, protocol_id, [tuple(k) for k in group.itertuples(index=False)])
+              for (track, protocol_id), group in keys.groupby(["track", "protocol_id"], sort=False)]
+    # What the first page shows first: each group's headline ranking on the whole prompt set, then the overall.
+    computed = sum(stored.current(key) for _, _, group in groups for key in group
+                   if key[1] == track_registry.get(key[0]).headline and key[3] == OVERALL)
     frame, _ = headline_protocol_rows(cat, headline_rows(cat))
     for track_set in (sorted(set(track_sets(frame)["track_set"])) if len(frame) else []):
         overall(cat, track_set=track_set)
+    for track, protocol_id, group in groups:
+        computed += stored.refresh_group(track, protocol_id, group)
     return computed
 
 
