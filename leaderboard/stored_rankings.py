@@ -5,7 +5,7 @@ row of (track, metric, protocol, slice, value), the submissions that answered no
 worst value (``rankings.with_absent``). It is computed once per state of its results and kept here, keyed by that
 state: the **group** of the ranking (its track and protocol; a group is what one submission can change) has a
 digest of the submissions it holds and what each was loaded from (``Catalog.stamps``: a folder's inode and run
-record, or the release's number and the run record's sha256) and of the papers' rows. A view (``apply``) takes
+record, or the release's number and the run record's sha256) and of the papers' rows (their file's sha256). A view (``apply``) takes
 the stored rows of the models it shows: filters hide rows of the ranking, never change it, so a row's rank, rank
 range, score and refusal rate are the same whatever is hidden (ranks are among every model of the protocol).
 
@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from benchmark import __version__, ranking
 from benchmark.atomic import atomic_write
+from benchmark.digests import file_digest
 from leaderboard import rankings
 from leaderboard.catalog import Catalog
 from leaderboard.rankings import COLUMNS, OVERALL, UNRECORDED
@@ -117,7 +118,9 @@ class StoredRankings:
                 f"SELECT track, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, list(DISTINCT submission_id "
                 "ORDER BY submission_id) FILTER (WHERE provenance = 'scored' AND submission_id IS NOT NULL) AS ids "
                 "FROM aggregates GROUP BY 1, 2").fetchall()
-            stamps, reported = dict(self.cat.stamps), self.cat.reported_stamp
+            stamps = dict(self.cat.stamps)
+        # The papers' rows by their bytes: the app rewrites the file at each start (``Store.seed_reported``).
+        reported = file_digest(self.cat.store.reported) if self.cat.store.reported.exists() else None
         groups = {(track, pid): _digest([RULES, reported, [(s, stamps.get(s)) for s in ids or []]])
                   for track, pid, ids in frame}
         with self.cat.lock:
