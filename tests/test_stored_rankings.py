@@ -181,10 +181,12 @@ def test_stored_rankings_one_submission_recomputes_its_own_track_and_protocol_on
 
 def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store):
     four(store)
+    store.seed_reported()  # as `culturelens serve` does at each start: the papers' file written again
     first = Catalog(store)
-    assert tables.recompute(first) == 1
+    assert tables.recompute(first) > 0
     assert list((store.root / stored_rankings.FOLDER).glob("*.parquet"))
-    restarted = Catalog(store)  # a restart: the same results, read back from the file
+    store.seed_reported()
+    restarted = Catalog(store)  # a restart: the same results, read back from the files
     assert tables.recompute(restarted) == 0
     same(shown(restarted, "iconicity", "crt"), fresh(restarted, "iconicity", "crt"))
     rerun(store, "s3", "Delta", "iconicity", dict.fromkeys(PROMPTS, 0.0))  # changed while the app was down
