@@ -5,6 +5,11 @@
 Measures, on ``DIR`` and on a baseline store holding only the paper-reported rows (made in a temporary
 folder in the same run, since the machine is shared and absolute times are noisy):
 
+(r) the stored rankings (``leaderboard.stored_rankings``, issue 55): every ranking computed from nothing, a
+    restart reading them back, and one more submission moved into ``DIR``: the time until the first page's
+    rankings are fresh (with ``--every``, every ranking; it then stays); the views below read stored rankings, as
+    in the app;
+
 (a) the catalog's cold load (``Catalog(store)``: what the app does at start-up), 3 times;
 (b) p50 / p95 of each query the Overview, Slices and Compare tabs run (``leaderboard.tables`` and the
     tab views that call them), ``--repeats`` times each or until ``--budget`` seconds are spent;
@@ -33,8 +38,9 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
-from leaderboard import display, exports, tables
+from leaderboard import display, exports, stored_rankings, tables
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
@@ -104,6 +110,49 @@ def workload(site: Site) -> dict[str, callable]:
     }
 
 
+def bench_recompute(store: Store, work: Path, one_more: bool, every: bool = False) -> dict[str, tuple[float, int]]:
+    """The stored rankings' costs (``leaderboard.stored_rankings``), seconds and rankings computed: every ranking
+    from nothing (``STORE/rankings/`` removed first), a restart reading them back, and with ``one_more`` one more
+    submission (a results folder ``make_store.py`` wrote elsewhere, moved in: another machine's result): the time
+    until the first page's rankings are fresh (the overall and the Overview's table, computed as a view reads them),
+    and with ``every`` the time until every ranking is (the submission then stays; else it is taken out again, and
+    the rankings on disk are the store's again)."""
+    shutil.rmtree(store.root / stored_rankings.FOLDER, ignore_errors=True)
+    out = {}
+    cat = Catalog(store)
+    start = time.perf_counter()
+    computed = tables.recompute(cat)
+    out["every ranking, from nothing"] = (time.perf_counter() - start, computed)
+    start = time.perf_counter()
+    restarted = Catalog(store)
+    computed = tables.recompute(restarted)
+    out["restart: catalog + rankings read back"] = (time.perf_counter() - start, computed)
+    if one_more:
+        subprocess.run([sys.executable, str(Path(__file__).with_name("make_store.py")), "--out", str(work / "more"),
+                        "--submissions", "1", "--prompts", str(_prompts(store)), "--images", "10", "--seed", "99"],
+                       check=True, capture_output=True)
+        folder = next((work / "more" / "results").iterdir())
+        start = time.perf_counter()
+        shutil.move(str(folder), store.results / folder.name)
+        restarted.refresh(force=True)
+        tables.overall(restarted)
+        tables.ranked(restarted, TRACK, METRIC)
+        out["one more: first page fresh"] = (time.perf_counter() - start, -1)  # -1: not counted
+        if every:
+            computed = tables.recompute(restarted)
+            out["one more: every ranking fresh"] = (time.perf_counter() - start, computed)
+        else:  # taken out again: the store is as its stored rankings say (its folder's stamp is gone with it)
+            shutil.rmtree(store.results / folder.name)
+    return out
+
+
+def _prompts(store: Store) -> int:
+    """How many prompts the store's submissions answered (``make_store.py --prompts``)."""
+    folder = next(p for p in store.results.iterdir() if not p.name.startswith("."))
+    rows = pq.read_table(folder / "aggregates.parquet", columns=["slice", "slice_value"]).to_pydict()
+    return len({v for s, v in zip(rows["slice"], rows["slice_value"]) if s == "prompt"})
+
+
 def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float], dict[str, list[float]]]:
     colds = []
     for _ in range(3):
@@ -111,6 +160,7 @@ def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float
         Catalog(store)
         colds.append(time.perf_counter() - start)
     site = Site(store, "bench")
+    tables.recompute(site.catalog)  # as the app's thread leaves them: every view reads stored rankings
     out = {}
     for name, function in workload(site).items():
         function()  # warm: first-call costs (imports, caches) are not what a visitor waits for
@@ -228,6 +278,8 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=10, help="page loads per store, after one warm-up")
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium page loads")
     parser.add_argument("--no-queries", action="store_true", help="skip the in-process query timings")
+    parser.add_argument("--every", action="store_true", help="after one more submission, time every ranking "
+                        "recomputed too (it then stays in the store)")
     args = parser.parse_args()
     store = Store(args.store)
     work = Path(tempfile.mkdtemp(prefix="culturelens-app-speed-"))
@@ -238,6 +290,15 @@ def main() -> None:
         n_results = sum(1 for p in store.results.iterdir() if not p.name.startswith("."))
         print(f"store {store.root}: {n_results} results folders; baseline: paper-reported rows only\n")
         if not args.no_queries:
+            recomputed = bench_recompute(store, work, one_more=True, every=args.every)
+            recomputed_base = bench_recompute(baseline, work, one_more=False)
+            print("(r) stored rankings: seconds (rankings computed)")
+            for name, (seconds, count) in recomputed.items():
+                base = recomputed_base.get(name)
+                counted = f" ({count})" if count >= 0 else ""
+                print(f"  {name}: {seconds:.2f} s{counted}" + (f"; baseline {base[0]:.2f} s ({base[1]})" if base
+                                                                  else ""))
+            print()
             cold_big, big = bench_queries(store, args.repeats, args.budget)
             cold_base, base = bench_queries(baseline, args.repeats, args.budget)
             print(f"(a) catalog cold load: {', '.join(f'{c:.2f}' for c in cold_big)} s "

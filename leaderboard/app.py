@@ -16,7 +16,7 @@ import gradio as gr
 
 from starlette.middleware import Middleware
 
-from leaderboard import bounds, citation_route, render, upload_cache, upload_route
+from leaderboard import bounds, citation_route, render, stored_rankings, tables, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
@@ -123,6 +123,8 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     would not survive a restart: ``operator_settings.restart_warning``)."""
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
+    # Rankings are recomputed in a thread when results change, the views showing the previous ones meanwhile.
+    stored_rankings.attach(site.catalog, background=True, everything=tables.recompute).start()
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
     world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)

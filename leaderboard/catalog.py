@@ -1,8 +1,11 @@
 """What the app reads: one in-memory DuckDB table of every aggregate row on disk, kept up to date.
 
 Results folders are immutable and appear by one rename (``benchmark.results.write_folder``), so the catalog
-only has to notice new or deleted folder names: ``refresh`` lists ``results/`` (cheap), loads the aggregate
-rows of new folders and drops those of deleted ones. Per-prompt rows (slice ``prompt``) stay on disk and are
+only has to notice new, replaced or deleted folders: ``refresh`` lists ``results/`` (cheap) with each folder's
+stamp (its inode and its run record's time and size: a re-run renames a new folder into the same name, issue 50
+finding 3), loads the aggregate rows of new or replaced folders and drops those of deleted or replaced ones.
+``stamps`` holds what each loaded submission was loaded from and ``version`` counts the changes: what was
+computed from the results (``cached``, ``leaderboard.stored_rankings``) is keyed by them. Per-prompt rows (slice ``prompt``) stay on disk and are
 read per submission when a view needs them, so the table holds about (slices x metrics) rows per submission.
 Queries run under one lock on one connection: each takes milliseconds, and DuckDB connections are not meant
 to be shared across threads without it.
@@ -61,9 +64,11 @@ class Catalog:
         self.from_folders: set[str] = set()  # ever loaded from a folder: never served from the release again
         self.checked = 0.0
         self.unsorted = 0
+        self.stamps: dict[str, tuple] = {}  # loaded submission -> its folder's stamp (``_stamp``) or its release's
+        self.version = 0  # changes whenever rows are loaded or dropped
         self._digests: dict[tuple, str] = {}  # a served prompt set's digest, computed once per load
         self._memo: dict[tuple, object] = {}  # ``cached``'s answers, for the results of ``_state``
-        self._state: tuple | None = None
+        self._state: int | None = None
         for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
             self.con.register("_empty", schema.empty_table())
             self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
@@ -77,21 +82,25 @@ class Catalog:
             if not force and time.monotonic() - self.checked < REFRESH_SECONDS:
                 return
             self.checked = time.monotonic()
-            present = {entry.name for entry in os.scandir(self.store.results)
-                       if not entry.name.startswith(".") and os.path.exists(os.path.join(entry.path, layout.RUN))}
+            present = {entry.name: stamp for entry in os.scandir(self.store.results)
+                       if not entry.name.startswith(".") and (stamp := _stamp(entry)) is not None}
             released = self._release_ids()
-            vanished = self.loaded - self.from_release - present
-            self._forget(vanished | (self.from_release & present) | (self.from_release - released))
-            new = self._load(sorted(present - self.loaded))
+            vanished = self.loaded - self.from_release - set(present)
+            replaced = {name for name in self.loaded - self.from_release - vanished
+                        if self.stamps.get(name) != present[name]}  # re-run: a new folder under the same name
+            self._forget(vanished | replaced | (self.from_release & set(present)) | (self.from_release - released))
+            new = self._load(sorted(set(present) - self.loaded))
             self.loaded |= new
             self.from_folders |= new
-            self._load_release(sorted(released - present - self.loaded - self.from_folders))
+            self.stamps.update({name: present[name] for name in new})
+            self._load_release(sorted(released - set(present) - self.loaded - self.from_folders))
             stamp = self.store.reported.stat().st_mtime_ns if self.store.reported.exists() else None
             if stamp != self.reported_stamp:
                 self.con.execute("DELETE FROM aggregates WHERE provenance = 'reported'")
                 if stamp is not None:
                     self._load_reported()
                 self.reported_stamp = stamp
+                self.version += 1
             if self.unsorted > RESORT_ROWS:
                 self.con.execute(f"CREATE OR REPLACE TABLE aggregates AS SELECT * FROM aggregates ORDER BY {ORDER}")
                 self.unsorted = 0
@@ -133,6 +142,9 @@ class Catalog:
             return
         self.loaded.update(names)
         self.from_release.update(names)
+        self.stamps.update({name: ("release", self.release[0].number, self.release[0].submissions.get(name))
+                            for name in names})
+        self.version += 1
 
     def _forget(self, names: set[str]) -> None:
         """Drop every row of these results folders (deleted, re-run or quarantined) or release submissions."""
@@ -141,6 +153,9 @@ class Catalog:
             self.con.execute("DELETE FROM curves WHERE submission_id IN (SELECT unnest(?))", [sorted(names)])
             self.loaded -= names
             self.from_release -= names
+            for name in names:
+                self.stamps.pop(name, None)
+            self.version += 1
 
     def _load(self, names: list[str]) -> set[str]:
         """Insert the rows of these new results folders, 200 in one read; returns the names loaded. When a
@@ -177,6 +192,7 @@ class Catalog:
             self.con.execute("ROLLBACK")
             raise
         self.unsorted += inserted
+        self.version += 1
 
     def _load_reported(self) -> None:
         """The paper-reported rows; a damaged file (it is rewritten from code at each start) is quarantined."""
@@ -304,7 +320,7 @@ class Catalog:
         """``compute()``, kept under ``key`` until the catalog's results change (a folder or release loaded or
         dropped): what a ranking reads of every submission of a protocol, for the next view."""
         with self.lock:
-            state = (frozenset(self.loaded), self.reported_stamp)
+            state = self.version
             if self._state != state:
                 self._memo, self._state = {}, state
             if key not in self._memo:
@@ -393,6 +409,17 @@ class Catalog:
         where = "metric = ?" + (" AND list_contains(?, submission_id)" if submission_ids is not None else "")
         params = [metric] + ([submission_ids] if submission_ids is not None else [])
         return self.query(f"SELECT * FROM curves WHERE {where} ORDER BY model, x", params)
+
+
+def _stamp(entry: os.DirEntry) -> tuple | None:
+    """What tells one results folder from the next under the same name: its inode and its run record's time and
+    size (a re-run writes a new folder and renames it into place); None for a folder without a run record (being
+    written, or not a results folder)."""
+    try:
+        run = os.stat(os.path.join(entry.path, layout.RUN))
+    except OSError:
+        return None
+    return entry.inode(), run.st_mtime_ns, run.st_size
 
 
 # A row of results/<id>/<file> whose submission_id is <id> (parameters: "STORE/results/", "/<file>").

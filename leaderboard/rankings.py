@@ -24,8 +24,8 @@ A submission of the protocol that answered none of a slice value's prompts has n
 view gives it one (``absent``), at the worst value with 100% refused, as the ranking counts it.
 
 The views' rules live here, so that each reads the ranking's numbers: a table's rows (``rank_frame``), a heatmap's
-cells and its order (``heatmap``: the ranking of the metric on its whole prompt set), a chart's values
-(``ranked_values``) and the overall's win rates from each track's comparisons (``win_rates``).
+cell or a chart's value (``scores``) and the overall's win rates from each track's comparisons (``win_rates``).
+They compute; views read what ``leaderboard.stored_rankings`` kept of them, computed once per change of results.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
         why = ("which prompts this slice holds is recorded nowhere here (no per-image rows, and the store does not "
                "serve the dataset at the protocol's revision)")
         out.loc[~earlier, "not_ranked"] = why
-        return _ordered(out), None, f"{why}: each row shows its own value, not ranked"
+        return ordered(out), None, f"{why}: each row shows its own value, not ranked"
     ids = list(frame.loc[scored, "submission_id"])
     apart = ~scored & ~earlier
     out.loc[apart, "not_ranked"] = "no per-prompt values for this metric"
@@ -235,7 +235,7 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
              ] if apart.any() else []
     if not prompts:
         out.loc[scored, "not_ranked"] = empty
-        return _ordered(out), None, "; ".join([empty, *notes])
+        return ordered(out), None, "; ".join([empty, *notes])
     matrices = [v.reindex(index=prompts, columns=ids) for v in values.values]
     answered = values.answered.reindex(index=prompts, columns=ids, fill_value=False)
     source = ("the dataset's at the protocol's revision" if values.source == FROM_DATASET else
@@ -251,7 +251,7 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
         out.loc[where, column] = got[source].astype(object).to_numpy()
     if earlier.any():
         notes.append(f"{counted(int(earlier.sum()), 'earlier submission')} of a ranked model listed apart")
-    return _ordered(out), ranked, "; ".join([ranked.note, *notes])
+    return ordered(out), ranked, "; ".join([ranked.note, *notes])
 
 
 def scores(frame: pd.DataFrame, values: ProtocolValues | None, slice_name: str, slice_value: str) -> pd.Series:
@@ -288,7 +288,7 @@ def _own_values(out: pd.DataFrame, higher: bool, earlier: np.ndarray) -> tuple[p
     note = ("; ".join(said) + ": each is ranked on its own value, with no rank interval") if said else ""
     exceeds = pd.to_numeric(out["ci_low"], errors="coerce").where(censored(out))
     out["rank"] = ranking.rank_values(out["value"], higher, exceeds, ranked=~np.asarray(earlier))
-    return _ordered(out), None, note
+    return ordered(out), None, note
 
 
 def _have(count: int) -> str:
@@ -299,7 +299,7 @@ def listed(frame: pd.DataFrame, reason: str) -> pd.DataFrame:
     """Rows listed, not ranked (``reason`` says why; '' for none to list), in the columns ``rank_frame`` gives."""
     out = frame.reset_index(drop=True).assign(refused=np.nan, not_ranked=reason, rank=pd.NA, rank_low=pd.NA,
                                               rank_high=pd.NA, tie_group=pd.NA)
-    return _ordered(out)
+    return ordered(out)
 
 
 def censored(frame: pd.DataFrame) -> pd.Series:
@@ -308,7 +308,7 @@ def censored(frame: pd.DataFrame) -> pd.Series:
     return frame["value"].isna() & frame["ci_low"].notna() & frame["ci_high"].isna()
 
 
-def _ordered(out: pd.DataFrame) -> pd.DataFrame:
+def ordered(out: pd.DataFrame) -> pd.DataFrame:
     """Ranked rows first by rank, then the rows listed apart, best first (a censored value above all); numbers
     typed (ranks, n and tie groups whole, nullable)."""
     whole = {c: pd.array(pd.to_numeric(out[c], errors="coerce"), dtype="Float64").astype("Int64")
@@ -351,51 +351,6 @@ def with_absent(rows: pd.DataFrame, overall: pd.DataFrame, slice_name: str, slic
 def who(frame: pd.DataFrame) -> pd.Series:
     """A row's model as a chart or heatmap names it: paper rows marked '(paper)', as one model may be both."""
     return frame["model"] + np.where(frame["provenance"] == "reported", " (paper)", "")
-
-
-def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str, metric: str, slice_name: str,
-            limit: int) -> pd.DataFrame:
-    """Model x slice value matrix of one metric under one protocol (``frame``: its rows on the slice, every value;
-    ``overall``: its rows on the whole prompt set; both as the filters left them). Each cell is the value's
-    ranking's score (``scores``; a submission with no row on a value, having answered none of its prompts, at the
-    worst value: ``absent``). Rows (a model's latest) in the order of the metric's ranking on the protocol's whole
-    prompt set (``rank_frame``: for a metric about one label, the prompts naming it), its first ``limit``; where
-    that ranking has no row (a paper's table per value only), by the mean over the values."""
-    values = read(cat, track, metric, frame) if frame["protocol_id"].iloc[0] != UNRECORDED else None
-    scored = overall[overall["submission_id"].notna()]
-    cells = []
-    for value, group in frame.groupby("slice_value", sort=False):
-        group = with_absent(group, scored, slice_name, value)
-        group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
-                                                                                   keep="last")
-        cells.append(group.assign(value=scores(group, values, slice_name, value)))
-    cells = pd.concat(cells, ignore_index=True)
-    matrix = cells.assign(who=who(cells)).pivot_table(index="who", columns="slice_value", values="value",
-                                                      aggfunc="first", dropna=False)
-    higher = higher_is_better(frame)
-    ranked = rank_frame(cat, overall, track, metric, intervals=False, values=values)[0] if values and len(overall) \
-        else overall[:0]
-    order = list(dict.fromkeys(who(ranked)))
-    order = [w for w in order if w in matrix.index]
-    rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
-    return matrix.loc[[*order, *rest][:limit]]
-
-
-def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of one track and protocol (any metrics and slices), a model's latest, with each value the ranking's
-    (``scores``: the protocol's prompts, an unanswered one counting as worst; a submission absent from a slice
-    value, having answered none of its prompts, there at the worst value: ``absent``): what a chart draws."""
-    parts = []
-    for (metric, slice_name), rows in frame.groupby(["metric", "slice"], sort=False):
-        protocol = rows["protocol_id"].iloc[0]
-        values = None if protocol == UNRECORDED else read(cat, rows["track"].iloc[0], metric, rows)
-        overall = (overall_rows(cat, rows["track"].iloc[0], metric, protocol) if values is not None else rows[:0])
-        overall = overall[overall["model"].isin(frame["model"])]  # the models the caller's rows (filters) keep
-        for value, group in rows.groupby("slice_value", sort=False):
-            group = with_absent(group, overall, slice_name, value).sort_values("scored_at", na_position="first")
-            group = group.drop_duplicates(["model", "provenance"], keep="last")
-            parts.append(group.assign(value=scores(group, values, slice_name, value)))
-    return pd.concat(parts, ignore_index=True) if parts else frame
 
 
 def track_order(track: str) -> tuple[int, str]:

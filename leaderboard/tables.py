@@ -31,7 +31,7 @@ import pandas as pd
 
 from benchmark import results
 from benchmark import tracks as track_registry
-from leaderboard import rankings, render
+from leaderboard import rankings, render, stored_rankings
 from leaderboard.catalog import Catalog
 from leaderboard.filters import Filters
 from leaderboard.rankings import COLUMNS, OVERALL, SCORE, UNRECORDED, higher_is_better, track_order
@@ -206,8 +206,8 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
         ranks = rankings.listed(frame[mine], "scored before protocols were recorded")
         why = ("These rows were scored before protocols were recorded, so nothing says they were scored alike: "
                "they are listed, never ranked.")
-    elif mine.any():
-        ranks, _, why = rankings.rank_frame(cat, frame[mine], track, metric, slice_name, slice_value)
+    elif mine.any():  # the protocol's stored ranking (``leaderboard.stored_rankings``), its rows the filters keep
+        ranks, why = stored_rankings.apply(cat, frame[mine], track, metric, slice_name, slice_value)
         ranks = _alone(ranks) if len(protocol_models) == 1 else ranks  # alone, not the filters' doing
         why = why[:1].upper() + why[1:] + "." if why else ""
         if ranks["not_ranked"].eq(LONE_ON_TABLE).any():
@@ -276,8 +276,13 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     most tracks, then the most models) ranked by mean win rate with intervals. Returns the ``rankings.win_rates`` table
     (with each track shown beside the mean, ``Track.not_in_overall``, as "<track>:value": the value its own ranking
     gives, whose rows are in ``attrs["ranked"]`` too), every set with its model count (in that order), the set shown,
-    and the headline rows left out (``headline_protocol_rows``: under other protocols)."""
-    headline = headline_rows(cat, filters)
+    and the headline rows left out (``headline_protocol_rows``: under other protocols).
+
+    The ranking of each set is stored (``stored_rankings.StoredRankings.overall``: computed once per change of the
+    results); filters hide its models, never change it: a model is shown when the filters keep one of its headline
+    rows, with its win rates and ranks among every model of the set (the sets and their counts are the unfiltered
+    ones)."""
+    headline = headline_rows(cat)
     frame, off = headline_protocol_rows(cat, headline)
     if frame.empty:
         return rankings.win_rates(frame, cat), [], "", off
@@ -285,18 +290,56 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     counts = sets["track_set"].value_counts()
     choices = sorted(counts.items(), key=lambda item: (item[1] < 2, -item[0].count("+"), -item[1], item[0]))
     chosen = track_set if track_set in counts else choices[0][0]
+    (wide, ranked), updating = stored_rankings.of(cat).overall(
+        chosen, lambda: _set_ranking(cat, frame, headline, sets, chosen))
+    kept, _ = filters.apply(headline)
+    shown = set(zip(kept["model"], kept["provenance"]))
+    keep = [key in shown for key in zip(wide["model"], wide["provenance"])]
+    out = wide[keep].reset_index(drop=True)
+    out.attrs["note"] = (f"{stored_rankings.UPDATING}; " if updating else "") + wide.attrs.get("note", "")
+    out.attrs["ranked"] = {track: rows[[key in shown for key in zip(rows["model"], rows["provenance"])]]
+                           for track, rows in ranked.items()}
+    return out, choices, chosen, off
+
+
+def _set_ranking(cat: Catalog, frame: pd.DataFrame, headline: pd.DataFrame, sets: pd.DataFrame, chosen: str
+                 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The overall ranking of one track set, unfiltered (``rankings.win_rates`` over its members' headline rows,
+    with the tracks beside the mean from their stored rankings), and its rows per track (``attrs["ranked"]``)."""
     members = sets[sets["track_set"] == chosen]
     frame = frame.merge(members[["model", "provenance"]], on=["model", "provenance"])
     wide = rankings.win_rates(frame, cat)
     if len(members) < 2:  # one model: shown with its own scores, unranked, saying what ranks it
         wide["not_ranked"] = wide["not_ranked"].where(wide["not_ranked"] != "", LONE)
+    ranked = dict(wide.attrs["ranked"])
     beside, _ = headline_protocol_rows(cat, headline, beside=True)
     for track, group in beside.groupby("track", sort=False):
-        rows, _, _ = rankings.rank_frame(cat, group, track, track_registry.get(track).headline, intervals=False)
-        wide.attrs["ranked"][track] = rows
+        rows, _ = stored_rankings.apply(cat, group, track, track_registry.get(track).headline)
+        ranked[track] = rows
         values = dict(zip(zip(rows["model"], rows["provenance"]), rows["value"]))
         wide[track + BESIDE] = [values.get(key, np.nan) for key in zip(wide["model"], wide["provenance"])]
-    return wide, choices, chosen, off
+    return wide, ranked
+
+
+def recompute(cat: Catalog) -> int:
+    """Compute every ranking whose results changed since it was stored (``leaderboard.stored_rankings``): each
+    protocol's ranking on each slice value of each metric, group by group (a group whose submissions did not change
+    is left as it is), then the overall ranking of every track set. Returns how many rankings were computed. What
+    the app's thread runs when results change; ``benchmarks/app_speed.py`` times it."""
+    stored = stored_rankings.of(cat)
+    keys = cat.query(f"SELECT DISTINCT track, metric, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, slice, "
+                     "slice_value FROM aggregates ORDER BY 1, 3, 2, 4, 5")
+    groups = [(track, protocol_id, [tuple(k) for k in group.itertuples(index=False)])
+              for (track, protocol_id), group in keys.groupby(["track", "protocol_id"], sort=False)]
+    # What the first page shows first: each group's headline ranking on the whole prompt set, then the overall.
+    computed = sum(stored.current(key) for _, _, group in groups for key in group
+                   if key[1] == track_registry.get(key[0]).headline and key[3] == OVERALL)
+    frame, _ = headline_protocol_rows(cat, headline_rows(cat))
+    for track_set in (sorted(set(track_sets(frame)["track_set"])) if len(frame) else []):
+        overall(cat, track_set=track_set)
+    for track, protocol_id, group in groups:
+        computed += stored.refresh_group(track, protocol_id, group)
+    return computed
 
 
 def win_rate_columns(wide: pd.DataFrame) -> list[str]:
@@ -321,7 +364,7 @@ def model_ids(cat: Catalog) -> dict[tuple[str, str], str]:
 def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters = Filters(),
             protocol_id: str | None = None) -> pd.DataFrame:
     """Model x slice value matrix of one metric under one protocol (default ``pick_protocol``'s on the first
-    value), as ``rankings.heatmap`` fills and orders it: each cell the number of that value's table, the rows in
+    value), as ``stored_rankings.heatmap`` fills and orders it: each cell the number of that value's table, the rows in
     the order of the metric's ranking on its whole prompt set, the first ``HEATMAP_MODELS``."""
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
@@ -336,7 +379,7 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
     overall = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                         f"coalesce(protocol_id, '{UNRECORDED}') = ?", [track, metric, OVERALL, chosen])
     overall, _ = filters.apply(overall)
-    return rankings.heatmap(cat, frame, overall, track, metric, slice_name, HEATMAP_MODELS)
+    return stored_rankings.heatmap(cat, frame, overall, track, metric, slice_name, HEATMAP_MODELS)
 
 
 def submissions(cat: Catalog) -> pd.DataFrame:

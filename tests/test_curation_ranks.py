@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from benchmark import ranking
-from leaderboard import display, exports, rankings, tables
+from leaderboard import display, exports, rankings, stored_rankings, tables
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
 from tests.test_rankings import CUBE_DATASET, rank_rule_by_hand, ranks_of, write_scored
@@ -166,7 +166,7 @@ def test_curation_a_model_that_refused_a_whole_slice_value_keeps_its_row_at_the_
     overall, _ = tables.ranked(cat, "iconicity", "crt")
     assert list(overall["model"]) == list(heat.index) and list(overall["rank"]) == [1, 2, 3]
     # A chart's values (the Slices tab's) are the ranking's too: R on Japan at 0.
-    charted = rankings.ranked_values(cat, tables.rows(cat, "iconicity", "crt", "country"))
+    charted = stored_rankings.ranked_values(cat, tables.rows(cat, "iconicity", "crt", "country"))
     assert charted.set_index(["model", "slice_value"]).loc[("R", "Japan"), "value"] == 0.0
 
 

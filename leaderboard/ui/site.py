@@ -97,11 +97,15 @@ class Site:
         return [(track_registry.get(t).title, t) for t in ids]
 
     def results_version(self) -> str:
-        """A digest of the results the catalog holds (folder names, the reported file's time): it changes when
-        new results land, and costs one directory listing at most every ``catalog.REFRESH_SECONDS``."""
+        """A digest of the results the catalog holds (folders and their stamps, the reported file's time, whether
+        the rankings are updating): it changes when results land, are re-run or deleted, and costs one directory listing at most every
+        ``catalog.REFRESH_SECONDS``."""
         self.catalog.refresh()
         with self.catalog.lock:
-            key = f"{self.catalog.reported_stamp}|" + "|".join(sorted(self.catalog.loaded))
+            key = f"{self.catalog.reported_stamp}|" + "|".join(f"{name}={self.catalog.stamps.get(name)}"
+                                                               for name in sorted(self.catalog.loaded))
+            stored = getattr(self.catalog, "stored_rankings", None)  # the page reloads when an update ends too
+            key += "|updating" if stored is not None and stored.recomputing() else ""
         return hashlib.sha1(key.encode()).hexdigest()[:16]
 
     # --- what Gradio may serve: copies in this app's download folder, never a store file -------------------------

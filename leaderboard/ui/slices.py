@@ -9,7 +9,7 @@ import pandas as pd
 from benchmark import tracks as track_registry
 from benchmark.track import Chart
 from benchmark.words import counted
-from leaderboard import display, protocol_names, rankings, render, tables
+from leaderboard import display, protocol_names, render, stored_rankings, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import (
@@ -118,7 +118,7 @@ class SlicesTab(Tab):
         (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
         the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``) and of the
         metrics and slices it reads (``Chart.metrics``, ``Chart.slices``), each value as its ranking gives it
-        (``rankings.ranked_values``: the protocol's prompts, an unanswered one counting as worst): the
+        (``stored_rankings.ranked_values``: the protocol's prompts, an unanswered one counting as worst): the
         ``CHART_MODELS`` best models by mean win rate, unless a search names others (curves: those first, then others
         by name, up to as many)."""
         wide = tables.overall(self.catalog, filters)[0].head(CHART_MODELS)  # the largest track set
@@ -136,7 +136,7 @@ class SlicesTab(Tab):
             chosen = tables.pick_protocol(table) if table is not None else None
             rows, _ = filters.apply(tables.rows(self.catalog, track))
             rows = rows[rows["protocol_id"] == chosen]
-            aggregates = rankings.ranked_values(  # the values its tables rank
+            aggregates = stored_rankings.ranked_values(  # the values its tables rank
                 self.catalog, rows[rows["metric"].isin(chart.metrics) & rows["slice"].isin(chart.slices)])
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
                                chart_curves(curves[curves["submission_id"].isin(rows["submission_id"])],

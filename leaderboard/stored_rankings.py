@@ -1,0 +1,439 @@
+"""Rankings computed when results change, read when viewed (issue 55).
+
+Every ranking a view shows is the protocol's whole ranking on one slice value: ``rankings.rank_frame`` over every
+row of (track, metric, protocol, slice, value), the submissions that answered none of the value's prompts at the
+worst value (``rankings.with_absent``). It is computed once per state of its results and kept here, keyed by that
+state: the **group** of the ranking (its track and protocol; a group is what one submission can change) has a
+digest of the submissions it holds and what each was loaded from (``Catalog.stamps``: a folder's inode and run
+record, or the release's number and the run record's sha256) and of the papers' rows (their file's sha256). A view (``apply``) takes
+the stored rows of the models it shows: filters hide rows of the ranking, never change it, so a row's rank, rank
+range, score and refusal rate are the same whatever is hidden (ranks are among every model of the protocol).
+
+- **Never stale unsaid.** A stored ranking whose digest is not its group's current one is never shown as current:
+  in the app (``background``), a view shows it with ``UPDATING`` in its note while a thread recomputes every
+  ranking whose group changed (``start``); elsewhere (the command line, tests) the view that finds it stale
+  recomputes it first. A model scored after the ranking shown is listed apart until the update ends.
+- **Incremental.** One new, re-run or deleted submission changes the digest of its own groups only (its tracks
+  under its protocols): the rankings of other tracks and protocols are kept as they are.
+- **Kept on disk.** A finished group's rankings are written to ``STORE/rankings/`` (one Parquet file per group,
+  its digest in the file's metadata) and read back at the next start when the digest still matches, so a restart
+  recomputes nothing that did not change.
+
+The overall ranking (win rates per track set) rests on every track's headline group: it is kept under the digest
+of all groups (``overall``), computed by ``leaderboard.tables`` which knows its rules.
+
+``read(cat, track, metric, protocol_id, slice_name, slice_value)`` is the one read API for later views (a map, a
+model's page): the protocol's stored ranking on one slice value, as ``rankings.rank_frame`` gives its rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmark import __version__, ranking
+from benchmark.atomic import atomic_write
+from benchmark.digests import file_digest
+from leaderboard import rankings
+from leaderboard.catalog import Catalog
+from leaderboard.rankings import COLUMNS, OVERALL, UNRECORDED
+
+# What a ranking gives each row, beside the catalog's columns (``rankings.rank_frame``).
+RANKED = ("value", "ci_low", "ci_high", "n", "refused", "not_ranked", "rank", "rank_low", "rank_high", "tie_group")
+UPDATING = ("Rankings are updating after a change in the results: this one is from before it, and a model scored "
+            "since is listed apart until the update ends (reload in a moment)")
+NOT_YET = "scored after the ranking shown: it is ranked when the update ends"
+FOLDER = "rankings"  # under the store's root
+DIGEST_KEY = b"culturelens.rankings.digest"
+RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
+
+log = logging.getLogger("culturelens.stored_rankings")
+
+
+@dataclass
+class Stored:
+    """One protocol's ranking on one slice value: ``rows`` (index: ``row_key``; columns ``RANKED``), its note, the
+    digest of the group it was computed from, and ``updating``: True when that digest is no longer the group's (the
+    app shows it while recomputing)."""
+
+    rows: pd.DataFrame
+    note: str
+    digest: str
+    updating: bool = False
+
+
+def row_key(frame: pd.DataFrame) -> pd.Series:
+    """What a ranked row is stored under: its submission, else (a paper's row) its model, provenance, paper and
+    table."""
+    paper = "paper:" + frame["model"].astype(str)
+    for column in ("provenance", "citation", "source_table"):
+        paper = paper + "|" + frame[column].astype(str)
+    return frame["submission_id"].where(frame["submission_id"].notna(), paper)
+
+
+def _digest(parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+class StoredRankings:
+    """The stored rankings of one catalog (``of``). ``background``: recompute in a thread and show the previous
+    ranking meanwhile (the app); else a stale one is recomputed when read. ``everything``: computes every ranking
+    (``leaderboard.tables.recompute``), what the thread runs."""
+
+    def __init__(self, cat: Catalog, background: bool = False, everything: Callable[[Catalog], object] | None = None,
+                 persist: bool = True):
+        self.cat, self.background, self.everything = cat, background, everything
+        self.folder = cat.store.root / FOLDER if persist else None
+        self.lock = threading.RLock()
+        self.entries: dict[tuple, Stored] = {}  # (track, metric, protocol_id, slice, value) -> its ranking
+        self.overalls: dict[str, tuple[str, object]] = {}  # track set -> (digest, ``tables.overall``'s answer)
+        self._groups: tuple[int, dict[tuple[str, str], str]] | None = None
+        self._disk: dict[tuple[str, str], str] = {}  # group -> the digest its file was last looked for at
+        self._written: dict[tuple[str, str], str] = {}  # group -> the digest of what its file holds
+        self._thread: threading.Thread | None = None
+        # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
+        self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
+        self.last_recompute: float | None = None  # seconds the last full recompute took
+
+    # --- the state rankings are computed from ------------------------------------------------------------------
+    def groups(self) -> dict[tuple[str, str], str]:
+        """(track, protocol_id) -> the digest of what its rankings rest on: its scored submissions with their stamps,
+        and the papers' rows; computed once per catalog version."""
+        self.cat.refresh()
+        with self.cat.lock:
+            version = self.cat.version
+            if self._groups is not None and self._groups[0] == version:
+                return self._groups[1]
+            frame = self.cat.con.execute(
+                f"SELECT track, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, list(DISTINCT submission_id "
+                "ORDER BY submission_id) FILTER (WHERE provenance = 'scored' AND submission_id IS NOT NULL) AS ids "
+                "FROM aggregates GROUP BY 1, 2").fetchall()
+            stamps = dict(self.cat.stamps)
+        # The papers' rows by their bytes: the app rewrites the file at each start (``Store.seed_reported``).
+        reported = file_digest(self.cat.store.reported) if self.cat.store.reported.exists() else None
+        groups = {(track, pid): _digest([RULES, reported, [(s, stamps.get(s)) for s in ids or []]])
+                  for track, pid, ids in frame}
+        with self.cat.lock:
+            if self.cat.version == version:
+                self._groups = (version, groups)
+        return groups
+
+    def state(self) -> str:
+        """The digest of every group: what the overall ranking rests on."""
+        return _digest(sorted(self.groups().items()))
+
+    # --- reading ------------------------------------------------------------------------------------------------
+    def ranking(self, track: str, metric: str, protocol_id: str, slice_name: str = OVERALL,
+                slice_value: str = "all") -> Stored:
+        """The protocol's ranking of ``metric`` on one slice value at the current state; in the app, the previous
+        one (``updating``) while it is recomputed."""
+        key = (track, metric, protocol_id, slice_name, slice_value)
+        digest = self.groups().get((track, protocol_id), "")
+        with self.lock:
+            self._read_disk(track, protocol_id, digest)
+            entry = self._entry(key, digest) or self.entries.get(key)
+        if entry is not None and entry.digest == digest:
+            return entry
+        if entry is not None and self._shows_previous():
+            self.start()
+            return Stored(entry.rows, entry.note, entry.digest, updating=True)
+        return self.compute(key, digest)
+
+    def current(self, key: tuple) -> bool:
+        """Compute ``key``'s ranking now if the one kept is not of its group's current state; whether it did."""
+        digest = self.groups().get((key[0], key[2]), "")
+        with self.lock:
+            self._read_disk(key[0], key[2], digest)
+            if self._fresh(key, digest):
+                return False
+        self.compute(key, digest)
+        return True
+
+    def _fresh(self, key: tuple, digest: str) -> bool:
+        """Whether ``key``'s ranking at ``digest`` is kept, in memory or in its group's file as read."""
+        entry = self.entries.get(key)
+        if entry is not None and entry.digest == digest:
+            return True
+        read = self._read.get((key[0], key[2]))
+        return read is not None and read[0] == digest and key[1:2] + key[3:] in read[2]
+
+    def _entry(self, key: tuple, digest: str) -> Stored | None:
+        """``key``'s ranking at ``digest`` if kept: from memory, else taken from its group's file as read (each
+        ranking's rows taken out of the file's table when first asked for)."""
+        entry = self.entries.get(key)
+        if entry is not None and entry.digest == digest:
+            return entry
+        read = self._read.get((key[0], key[2]))
+        if read is None or read[0] != digest or key[1:2] + key[3:] not in read[2]:
+            return None
+        _, table, positions, notes = read
+        where = key[1:2] + key[3:]
+        entry = self.entries[key] = Stored(table.iloc[positions[where]], notes[where], digest)
+        return entry
+
+    def compute(self, key: tuple, digest: str) -> Stored:
+        """Rank ``key``'s rows afresh (``rankings.rank_frame`` over every row of the protocol on the slice value,
+        the absent ones included) and keep the ranking under ``digest``."""
+        track, metric, protocol_id, slice_name, slice_value = key
+        frame = self.cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
+                               f"slice_value = ? AND coalesce(protocol_id, '{UNRECORDED}') = ?",
+                               [track, metric, slice_name, slice_value, protocol_id])
+        if protocol_id == UNRECORDED:
+            out, note = rankings.listed(frame, "scored before protocols were recorded"), ""
+        else:
+            frame = rankings.with_absent(frame, rankings.overall_rows(self.cat, track, metric, protocol_id),
+                                         slice_name, slice_value)
+            out, _, note = rankings.rank_frame(self.cat, frame, track, metric, slice_name, slice_value)
+        rows = out.set_index(row_key(out))[list(RANKED)]
+        entry = Stored(rows[~rows.index.duplicated()], note, digest)
+        with self.lock:
+            self.entries[key] = entry
+        return entry
+
+    def overall(self, track_set: str, compute: Callable[[], object]) -> tuple[object, bool]:
+        """``compute()`` (the overall ranking of one track set) as of the current state, and whether it is from
+        before the latest change (the app, while recomputing)."""
+        digest = self.state()
+        with self.lock:
+            kept = self.overalls.get(track_set)
+        if kept is not None and kept[0] == digest:
+            return kept[1], False
+        if kept is not None and self._shows_previous():
+            self.start()
+            return kept[1], True
+        value = compute()
+        with self.lock:
+            self.overalls[track_set] = (digest, value)
+        return value, False
+
+    def _shows_previous(self) -> bool:
+        """Whether a stale ranking is shown (saying it is updating) rather than computed now: in the app, to every
+        thread but the one recomputing."""
+        return self.background and threading.current_thread() is not self._thread
+
+    # --- recomputing in the background --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Recompute every ranking whose group changed, in a thread (one at a time)."""
+        with self.lock:
+            if self.everything is None or (self._thread is not None and self._thread.is_alive()):
+                return
+            self._thread = threading.Thread(target=self._run, name="culturelens-rankings", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        started = time.perf_counter()
+        try:
+            while True:
+                state = self.state()
+                self.everything(self.cat)
+                if self.state() == state:
+                    break
+        except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
+            log.exception("recomputing the rankings failed")
+        self.last_recompute = time.perf_counter() - started
+
+    def recomputing(self) -> bool:
+        """Whether the thread is recomputing rankings now."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the thread recomputing (if any) ends."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def refresh_group(self, track: str, protocol_id: str, keys: list[tuple]) -> int:
+        """Recompute the rankings of one group whose digest changed (``keys``: every ranking it has now) and write
+        its file; returns how many were computed (0 when the group was current)."""
+        digest = self.groups().get((track, protocol_id), "")
+        with self.lock:
+            self._read_disk(track, protocol_id, digest)
+            todo = [k for k in keys if not self._fresh(k, digest)]
+            dropped = [k for k in self.entries if k[0] == track and k[2] == protocol_id and k not in set(keys)]
+            for key in dropped:  # slice values no longer there
+                del self.entries[key]
+        for key in todo:
+            self.compute(key, digest)
+        if todo or dropped or self._written.get((track, protocol_id)) != digest:
+            self._write_disk(track, protocol_id, digest, keys)
+        return len(todo)
+
+    # --- on disk ------------------------------------------------------------------------------------------------
+    def _file(self, track: str, protocol_id: str):
+        return self.folder / f"{_digest([track, protocol_id])}.parquet"
+
+    def _read_disk(self, track: str, protocol_id: str, digest: str) -> None:
+        """Load a group's file once, if it holds the group at ``digest`` (anything else is left: recomputed)."""
+        group = (track, protocol_id)
+        if self.folder is None or self._disk.get(group) == digest:
+            return
+        self._disk[group] = digest  # looked at, whatever it holds
+        path = self._file(track, protocol_id)
+        try:
+            table = pq.read_table(path)
+        except FileNotFoundError:
+            return
+        except (OSError, pa.ArrowInvalid) as error:  # written again at the group's next recompute
+            log.warning("stored rankings %s not read: %s", path.name, error)
+            return
+        if (table.schema.metadata or {}).get(DIGEST_KEY, b"").decode() != digest:
+            return
+        self._written[group] = digest
+        frame = table.to_pandas()
+        where = frame.groupby(["metric", "slice", "slice_value"], sort=False)
+        notes = {name: str(frame["note"].iat[rows[0]]) for name, rows in where.indices.items()}
+        self._read[group] = (digest, _typed(frame.set_index("key")[list(RANKED)]), where.indices, notes)
+
+    def _write_disk(self, track: str, protocol_id: str, digest: str, keys: list[tuple]) -> None:
+        """Write the group's rankings at ``digest`` (``keys``: every one it has) to its file, in one table."""
+        if self.folder is None:
+            return
+        with self.lock:
+            kept = {key[1:2] + key[3:]: entry for key in keys if (entry := self._entry(key, digest)) is not None}
+        if not kept:
+            return
+        frame = pd.concat({k: e.rows for k, e in kept.items()}, names=["metric", "slice", "slice_value", "key"])
+        notes = pd.Series({k: e.note for k, e in kept.items()}, dtype=object)
+        frame = frame.reset_index()
+        frame["note"] = notes.reindex(pd.MultiIndex.from_frame(frame[["metric", "slice", "slice_value"]])).to_numpy()
+        frame = frame.assign(not_ranked=frame["not_ranked"].astype(str),
+                             **{c: pd.to_numeric(frame[c], errors="coerce").astype(float)
+                                for c in RANKED if c != "not_ranked"})
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), DIGEST_KEY: digest.encode()})
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self._file(track, protocol_id), lambda path: pq.write_table(table, path))
+        with self.lock:
+            self._disk[(track, protocol_id)] = self._written[(track, protocol_id)] = digest
+
+
+def _typed(rows: pd.DataFrame) -> pd.DataFrame:
+    """Stored columns as ``rank_frame`` types them (whole numbers nullable)."""
+    whole = {c: pd.array(rows[c].to_numpy(float), dtype="Float64").astype("Int64")
+             for c in ("rank", "rank_low", "rank_high", "tie_group", "n")}
+    return rows.assign(**whole, not_ranked=rows["not_ranked"].fillna("").astype(str))
+
+
+def of(cat: Catalog) -> StoredRankings:
+    """The stored rankings of ``cat`` (made on first use: recomputed when read; the app sets its own up with
+    ``attach``)."""
+    with cat.lock:
+        stored = getattr(cat, "stored_rankings", None)
+        if stored is None:
+            stored = cat.stored_rankings = StoredRankings(cat)
+        return stored
+
+
+def attach(cat: Catalog, **options) -> StoredRankings:
+    """Set up ``cat``'s stored rankings with ``options`` (``StoredRankings``'s)."""
+    with cat.lock:
+        cat.stored_rankings = StoredRankings(cat, **options)
+        return cat.stored_rankings
+
+
+def apply(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name: str = OVERALL,
+          slice_value: str = "all") -> tuple[pd.DataFrame, str]:
+    """``frame``'s rows (one protocol of ``metric`` on one slice value, as filters left them) with the protocol's
+    stored ranking's numbers (``RANKED``), ranked rows first by rank (``rankings.ordered``), and its note (saying
+    when it is updating)."""
+    if frame.empty:
+        return rankings.listed(frame, ""), ""
+    entry = of(cat).ranking(track, metric, frame["protocol_id"].iloc[0], slice_name, slice_value)
+    out = frame.reset_index(drop=True)
+    found = entry.rows.reindex(row_key(out))
+    missing = found["not_ranked"].isna().to_numpy()
+    out = out.assign(**{c: found[c].to_numpy() for c in RANKED})
+    if missing.any():  # scored since the ranking shown (updating), or a row it never saw: its own value, apart
+        own = frame.reset_index(drop=True)
+        for column in ("value", "ci_low", "ci_high", "n"):
+            out[column] = out[column].astype(object)
+            out.loc[missing, column] = own.loc[missing, column].astype(object)
+        out.loc[missing, "not_ranked"] = NOT_YET
+    note = entry.note
+    if entry.updating:
+        note = f"{UPDATING}; {note}" if note else UPDATING
+    return rankings.ordered(out), note
+
+
+def scores(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name: str, slice_value: str
+           ) -> pd.Series:
+    """Each row's score as the protocol's stored ranking on one slice value gives it (a heatmap's cell, a chart's
+    value), the row's own value where the ranking has none (``rankings.scores``' rule, read, not computed)."""
+    own = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    if frame.empty or frame["protocol_id"].iloc[0] == UNRECORDED:
+        return own
+    entry = of(cat).ranking(track, metric, frame["protocol_id"].iloc[0], slice_name, slice_value)
+    found = pd.to_numeric(entry.rows["value"].reindex(row_key(frame)), errors="coerce").to_numpy(float)
+    return pd.Series(np.where(np.isnan(found), own.to_numpy(), found), index=frame.index)
+
+
+def read(cat: Catalog, track: str, metric: str, protocol_id: str, slice_name: str = OVERALL,
+         slice_value: str = "all") -> pd.DataFrame:
+    """The protocol's stored ranking of ``metric`` on one slice value: every row of it (``rankings.COLUMNS``, the
+    submissions that answered none of the value's prompts included) with ``RANKED`` as ``rankings.rank_frame``
+    gives them, ranked rows first; ``attrs["note"]`` says what it rests on (and when it is updating). The read API
+    for views built on the rankings (a map, a model's page)."""
+    frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
+                      f"slice_value = ? AND coalesce(protocol_id, '{UNRECORDED}') = ?",
+                      [track, metric, slice_name, slice_value, protocol_id])
+    if protocol_id != UNRECORDED:
+        frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, protocol_id), slice_name,
+                                     slice_value)
+    out, note = apply(cat, frame, track, metric, slice_name, slice_value)
+    out.attrs["note"] = note
+    return out
+
+
+def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str, metric: str, slice_name: str,
+            limit: int) -> pd.DataFrame:
+    """Model x slice value matrix of one metric under one protocol (``frame``: its rows on the slice, every value;
+    ``overall``: its rows on the whole prompt set; both as the filters left them). Each cell is the value's stored
+    ranking's score (``scores``; a submission with no row on a value, having answered none of its prompts, at the
+    worst value: ``rankings.absent``). Rows (a model's latest) in the order of the metric's stored ranking on the
+    protocol's whole prompt set (for a metric about one label, the prompts naming it), its first ``limit``; where
+    that ranking has no row (a paper's table per value only), by the mean over the values."""
+    scored = overall[overall["submission_id"].notna()]
+    ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
+    cells = []
+    for value, group in frame.groupby("slice_value", sort=False):
+        group = rankings.with_absent(group, scored, slice_name, value) if ranked_protocol else group
+        group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
+                                                                                   keep="last")
+        cells.append(group.assign(value=scores(cat, group, track, metric, slice_name, value)))
+    cells = pd.concat(cells, ignore_index=True)
+    matrix = cells.assign(who=rankings.who(cells)).pivot_table(index="who", columns="slice_value", values="value",
+                                                               aggfunc="first", dropna=False)
+    higher = rankings.higher_is_better(frame)
+    ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
+    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in matrix.index]
+    rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
+    return matrix.loc[[*order, *rest][:limit]]
+
+
+def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one track and protocol (any metrics and slices), a model's latest, with each value its stored
+    ranking's (``scores``: the protocol's prompts, an unanswered one counting as worst; a submission absent from a
+    slice value, having answered none of its prompts, there at the worst value: ``rankings.absent``): what a chart
+    draws."""
+    parts = []
+    for (metric, slice_name), rows in frame.groupby(["metric", "slice"], sort=False):
+        protocol, track = rows["protocol_id"].iloc[0], rows["track"].iloc[0]
+        overall = rankings.overall_rows(cat, track, metric, protocol) if protocol != UNRECORDED else rows[:0]
+        overall = overall[overall["model"].isin(frame["model"])]  # the models the caller's rows (filters) keep
+        for value, group in rows.groupby("slice_value", sort=False):
+            group = rankings.with_absent(group, overall, slice_name, value).sort_values("scored_at",
+                                                                                      na_position="first")
+            group = group.drop_duplicates(["model", "provenance"], keep="last")
+            parts.append(group.assign(value=scores(cat, group, track, metric, slice_name, value)))
+    return pd.concat(parts, ignore_index=True) if parts else frame

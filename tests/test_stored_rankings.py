@@ -1,0 +1,275 @@
+"""Stored rankings (issue 55) and a re-run seen without restart (issue 50, finding 3): every ranking a view reads
+is computed once per change of results and kept; these tests compare what the views read with the rankings
+computed fresh from the per-prompt values (``rankings.rank_frame``, itself checked against rank rule 2 written out
+in ``tests/test_rankings.py``), on hand-built stores after additions, deletions, re-runs and a release install, and
+check that no view shows a stale one as current.
+
+Results are written with the production ``benchmark.results.write_folder`` into real stores read by real DuckDB
+catalogs."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark import results
+from benchmark.run_record import RunRecord
+from leaderboard import hub_sync, pickup, rankings, stored_rankings, tables
+from leaderboard.catalog import Catalog
+from leaderboard.repo import LocalRepo
+from leaderboard.store import Store
+from leaderboard.ui.overview import OverviewTab
+from leaderboard.ui.site import Site
+from tests.helpers import serving, until
+from tests.test_snapshot import _fresh, _make_store
+from tests.test_rankings import DEFAULTS, FOUR_MODELS, PROMPTS, rank_rule_by_hand, write_result
+
+NUMBERS = ["value", "ci_low", "ci_high", "n", "refused", "rank", "rank_low", "rank_high", "not_ranked"]
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path / "store")
+
+
+def fresh(cat: Catalog, track: str, metric: str, slice_name: str = "overall", slice_value: str = "all"
+          ) -> pd.DataFrame:
+    """The ranking computed now from the per-prompt values, by model (the rule, not the store): every row of the
+    one protocol there is, the absent ones included."""
+    [protocol] = tables.protocols(cat, track, metric, slice_name, slice_value)["protocol_id"]
+    frame = cat.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
+                      "slice_value = ?", [track, metric, slice_name, slice_value])
+    frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, protocol), slice_name, slice_value)
+    return rankings.rank_frame(cat, frame, track, metric, slice_name, slice_value)[0].set_index("model")[NUMBERS]
+
+
+def shown(cat: Catalog, track: str, metric: str, slice_name: str = "overall", slice_value: str = "all",
+          filters: tables.Filters = tables.Filters()) -> pd.DataFrame:
+    """What the Overview's table reads (``tables.ranked``), by model."""
+    return tables.ranked(cat, track, metric, slice_name, slice_value, filters)[0].set_index("model")[NUMBERS]
+
+
+def same(stored: pd.DataFrame, computed: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(stored.sort_index().astype(object), computed.sort_index().astype(object))
+
+
+def rerun(store: Store, sid: str, model: str, track: str, values: dict[str, float]) -> None:
+    """What a worker's re-run leaves: a new folder renamed over the old one under the same name."""
+    metric, higher, dataset, version, backbones = DEFAULTS[track]
+    protocol = results.protocol_columns({"dataset": dataset, "images_per_prompt": 10, "metric_version": version,
+                                        "backbones": backbones})
+    common = {"provenance": "scored", "submission_id": sid, "model": model, "track": track, "metric": metric,
+              "metric_version": version, "higher_is_better": higher, "range_low": 0.0, "range_high": 1.0,
+              "seeds": ",".join(map(str, range(10))), "dataset": dataset, "scored_at": "2026-01-02T00:00:00",
+              **protocol}
+    rows = [{**common, "slice": "overall", "slice_value": "all", "value": float(np.mean(list(values.values()))),
+             "n": len(values)}]
+    rows += [{**common, "slice": "prompt", "slice_value": p, "value": v, "n": 10} for p, v in values.items()]
+    results.write_folder(store.results / sid, [], rows, [], RunRecord(submission_id=sid, scored_at="2026-01-02T00:00:00"), replace=True)
+
+
+def four(store: Store) -> None:
+    for i, (model, values) in enumerate(FOUR_MODELS.items()):
+        write_result(store, f"s{i}", model, "iconicity", dict(zip(PROMPTS, values)))
+
+
+def test_stored_rankings_equal_the_fresh_ones_after_an_addition_a_deletion_and_a_re_run(store):
+    four(store)
+    cat = Catalog(store)
+    same(shown(cat, "iconicity", "crt"), fresh(cat, "iconicity", "crt"))
+    # Known in advance (rank rule 2 written out): Alpha and Beta share rank 1, Gamma is 3.
+    assert {m: tuple(r) for m, r in shown(cat, "iconicity", "crt")[["rank", "rank_low", "rank_high"]].iterrows()} \
+        == rank_rule_by_hand(FOUR_MODELS, higher=True)
+
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))  # accepted: a fifth model
+    cat.refresh(force=True)
+    after = shown(cat, "iconicity", "crt")
+    same(after, fresh(cat, "iconicity", "crt"))
+    assert after.loc["Epsilon", "value"] == 1.0 and after.loc["Epsilon", "rank"] == 1 and len(after) == 5
+
+    store.results_folders.drop("s0")  # Alpha deleted, as the store deletes a submission's results
+    cat.refresh(force=True)
+    after = shown(cat, "iconicity", "crt")
+    same(after, fresh(cat, "iconicity", "crt"))
+    assert "Alpha" not in after.index and len(after) == 4
+
+    rerun(store, "s2", "Gamma", "iconicity", dict.fromkeys(PROMPTS, 0.875))  # re-run: the same folder name
+    cat.refresh(force=True)
+    after = shown(cat, "iconicity", "crt")
+    same(after, fresh(cat, "iconicity", "crt"))
+    assert after.loc["Gamma", "value"] == 0.875 and after.loc["Gamma", "refused"] == 0.0
+
+
+def test_stored_rankings_of_every_slice_value_heatmap_and_chart_equal_the_fresh_ones(store):
+    """Per country: each value's table, the heatmap's cells and a chart's values read the stored rankings, and equal
+    what the rule gives from the per-prompt values now; a model that answered none of a country's prompts is there
+    at the worst value, 100% refused."""
+    countries = {p: ("Japan" if i < 10 else "Nigeria") for i, p in enumerate(PROMPTS + ["p13", "p14", "p15"])}
+    rng = np.random.default_rng(3)
+    from tests.test_rankings import write_scored
+    for i, model in enumerate(("A", "B", "C")):
+        answers = {p: float(v) for p, v in zip(countries, rng.integers(0, 9, len(countries)) / 8)}
+        if model == "C":
+            answers = {p: v for p, v in answers.items() if countries[p] == "Japan"}  # none of Nigeria's
+        write_scored(store, f"c{i}", model, answers, countries=countries, when=i)
+    cat = Catalog(store)
+    for value in ("Japan", "Nigeria"):
+        same(shown(cat, "iconicity", "crt", "country", value), fresh(cat, "iconicity", "crt", "country", value))
+    assert shown(cat, "iconicity", "crt", "country", "Nigeria").loc["C", ["value", "refused"]].tolist() == [0.0, 1.0]
+    heat = tables.heatmap(cat, "iconicity", "crt", "country")
+    charted = stored_rankings.ranked_values(cat, tables.rows(cat, "iconicity", "crt", "country"))
+    for value in ("Japan", "Nigeria"):
+        expected = fresh(cat, "iconicity", "crt", "country", value)["value"]
+        assert heat[value].to_dict() == pytest.approx(expected.to_dict())
+        mine = charted[charted["slice_value"] == value].set_index("model")["value"]
+        assert mine.to_dict() == pytest.approx(expected.to_dict())
+    assert list(heat.index) == list(shown(cat, "iconicity", "crt").index)  # in the overall ranking's order
+
+
+def test_stored_rankings_overall_win_rates_equal_the_fresh_ones_and_filters_hide_rows_only(store):
+    rng = np.random.default_rng(7)
+    values = {model: {track: list(rng.integers(low, low + 4, 12) / 8) for track in DEFAULTS}
+              for model, low in (("Alpha", 5), ("Beta", 3), ("Gamma", 0))}
+    for i, (model, per_track) in enumerate(values.items()):
+        for track, prompt_values in per_track.items():
+            write_result(store, f"{track[:3]}{i}", model, track, dict(zip(PROMPTS, prompt_values)))
+    cat = Catalog(store)
+
+    def computed() -> pd.DataFrame:  # the rule now: win rates over the chosen set's headline rows
+        frame, _ = tables.headline_protocol_rows(cat, tables.headline_rows(cat))
+        return rankings.win_rates(frame, cat).set_index("model")
+
+    columns = ["win_rate", "win_low", "win_high", "rank", "rank_low", "rank_high", "awareness", "iconicity"]
+    wide = tables.overall(cat)[0].set_index("model")
+    same(wide[columns], computed()[columns])
+    assert wide.loc["Alpha", "rank"] == 1 and wide.loc["Gamma", "win_rate"] == 0.0
+    # Filters hide rows of the stored ranking: Beta's numbers are the same with the others hidden.
+    only = tables.overall(cat, tables.Filters.parse("Beta"))[0].set_index("model")
+    assert list(only.index) == ["Beta"]
+    same(only[columns], wide.loc[["Beta"], columns])
+    assert shown(cat, "iconicity", "crt", filters=tables.Filters.parse("Gamma")).loc["Gamma", "rank"] == \
+        shown(cat, "iconicity", "crt").loc["Gamma", "rank"]
+
+    for track in ("awareness", "iconicity"):  # a fourth model, better than all on both tracks
+        write_result(store, f"{track[:3]}9", "Delta", track, dict.fromkeys(PROMPTS, 1.0))
+    cat.refresh(force=True)
+    wide = tables.overall(cat)[0].set_index("model")
+    same(wide[columns], computed()[columns])
+    assert wide.loc["Delta", "rank"] == 1 and len(wide) == 4
+
+
+def test_stored_rankings_one_submission_recomputes_its_own_track_and_protocol_only(store):
+    four(store)
+    for i, model in enumerate(FOUR_MODELS):
+        write_result(store, f"a{i}", model, "awareness", dict(zip(PROMPTS, FOUR_MODELS[model][::-1])))
+    cat = Catalog(store)
+    assert tables.recompute(cat) == 2  # iconicity and awareness, overall slice each
+    kept = stored_rankings.of(cat).ranking("iconicity", "crt", tables.protocols(cat, "iconicity", "crt")
+                                            ["protocol_id"].iloc[0])
+    assert tables.recompute(cat) == 0  # nothing changed: nothing computed
+    write_result(store, "a9", "Epsilon", "awareness", dict.fromkeys(PROMPTS, 0.5))
+    cat.refresh(force=True)
+    assert tables.recompute(cat) == 1  # awareness's ranking only
+    again = stored_rankings.of(cat).ranking("iconicity", "crt", tables.protocols(cat, "iconicity", "crt")
+                                             ["protocol_id"].iloc[0])
+    assert again is kept  # iconicity's ranking kept as it was, not computed again
+    same(shown(cat, "awareness", "clip_score"), fresh(cat, "awareness", "clip_score"))
+
+
+def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store):
+    four(store)
+    store.seed_reported()  # as `culturelens serve` does at each start: the papers' file written again
+    first = Catalog(store)
+    assert tables.recompute(first) > 0
+    assert list((store.root / stored_rankings.FOLDER).glob("*.parquet"))
+    store.seed_reported()
+    restarted = Catalog(store)  # a restart: the same results, read back from the files
+    assert tables.recompute(restarted) == 0
+    same(shown(restarted, "iconicity", "crt"), fresh(restarted, "iconicity", "crt"))
+    rerun(store, "s3", "Delta", "iconicity", dict.fromkeys(PROMPTS, 0.0))  # changed while the app was down
+    again = Catalog(store)
+    assert tables.recompute(again) == 1  # the file is of other results: computed again
+    after = shown(again, "iconicity", "crt")
+    same(after, fresh(again, "iconicity", "crt"))
+    assert after.loc["Delta", "value"] == 0.0
+
+
+def test_stored_rankings_no_view_shows_a_stale_one_as_current(store):
+    """In the app the rankings are recomputed in a thread: until it ends a view shows the ranking before the
+    change and says it is updating, the new model listed apart; then the new one. Off the app a stale ranking is
+    computed again before it is read."""
+    four(store)
+    cat = Catalog(store)
+    gate = threading.Event()
+
+    def everything(catalog):
+        gate.wait(60)
+        return tables.recompute(catalog)
+
+    stored = stored_rankings.attach(cat, background=True, everything=everything)
+    before, note = tables.ranked(cat, "iconicity", "crt")
+    assert stored_rankings.UPDATING not in note and len(before) == 4
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    cat.refresh(force=True)
+    during, note = tables.ranked(cat, "iconicity", "crt")
+    assert stored_rankings.UPDATING in note and stored.recomputing()
+    assert during.set_index("model").loc["Epsilon", "not_ranked"] == stored_rankings.NOT_YET
+    same(during.set_index("model").loc[list(FOUR_MODELS), NUMBERS[:-1]], before.set_index("model")[NUMBERS[:-1]])
+    gate.set()
+    stored.wait(60)
+    after, note = tables.ranked(cat, "iconicity", "crt")
+    assert stored_rankings.UPDATING not in note
+    same(after.set_index("model")[NUMBERS], fresh(cat, "iconicity", "crt"))
+
+    plain = Catalog(store)  # off the app: recomputed when read
+    write_result(store, "s5", "Zeta", "iconicity", dict.fromkeys(PROMPTS, 0.0))
+    plain.refresh(force=True)
+    now, note = tables.ranked(plain, "iconicity", "crt")
+    assert stored_rankings.UPDATING not in note and now.set_index("model").loc["Zeta", "refused"] == 0.0
+    same(now.set_index("model")[NUMBERS], fresh(plain, "iconicity", "crt"))
+
+
+def test_stored_rankings_after_a_release_install_equal_the_fresh_ones(tmp_path):
+    """A store started from a leaderboard release (no results folders, its rows and per-prompt values read from
+    the release file): its stored rankings equal the fresh ones there and the original store's, on the overall
+    and on every country."""
+    original = _make_store(tmp_path / "original", 5, 0)
+    folder = tmp_path / "repo"
+    hub_sync.export(original, "results", folder)
+    assert pickup.publish(original, LocalRepo(folder), repo_id="org/results").number == 1
+    installed = _fresh(tmp_path, knows=(original,))
+    pickup.Pickup(installed, LocalRepo(folder), release_interval=None).start()
+    assert list(installed.results.iterdir()) == []
+    cat, before = Catalog(installed), Catalog(original)
+    for value in ["all", *tables.slice_values(cat, "awareness", "clip_score", "country")]:
+        name = "overall" if value == "all" else "country"
+        after = shown(cat, "awareness", "clip_score", name, value)
+        same(after, fresh(cat, "awareness", "clip_score", name, value))
+        same(after, shown(before, "awareness", "clip_score", name, value))
+    assert shown(cat, "awareness", "clip_score")["rank"].notna().all()
+
+
+@pytest.mark.slow  # a real server (about 20 s to start)
+def test_stored_rankings_a_re_run_changes_the_served_value_without_a_restart(store, tmp_path):
+    """Issue 50, finding 3: a re-run writes a new results folder under the same name; the running app serves its
+    values (the /leaderboard API, as a client reads it) with no restart, and its ranking is the fresh one."""
+    from gradio_client import Client
+
+    four(store)
+    with serving(store.root, tmp_path / "serve.log", "--no-worker") as url:
+        client = Client(url, verbose=False)
+
+        def gamma() -> dict:
+            rows = client.predict("iconicity", "crt", "overall", "all", None, api_name="/leaderboard")
+            return next(r for r in rows if r["model"] == "Gamma")
+
+        assert gamma()["value"] == pytest.approx(3.75 / 12) and gamma()["rank"] == 3
+        rerun(store, "s2", "Gamma", "iconicity", dict.fromkeys(PROMPTS, 0.875))
+        row = until(lambda: (r := gamma())["value"] == 0.875 and r["rank"] is not None and r, 60,
+                    "the re-run's value served, ranked")
+    expected = fresh(Catalog(store), "iconicity", "crt").loc["Gamma"]
+    assert (row["value"], row["rank"], row["rank_low"], row["rank_high"]) == (
+        expected["value"], expected["rank"], expected["rank_low"], expected["rank_high"])
