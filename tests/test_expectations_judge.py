@@ -306,7 +306,10 @@ def test_meta_eval_of_the_judge_is_recorded_and_shown_beside_its_ranking(scored,
     # The tiny release's raters in slots 0 and 1 give every image 1 and ½: no rater ranks images, no ceiling.
     assert np.isnan(ours["ceiling"])
     read = html.unescape(note)
-    assert (f"**Agreement of the judge <code>{tiny_qwen_vl}@local</code> with the CulturalFrames raters** "
+    # The operator's judge folder is named by its last name only, never its path (issue 50, finding 5).
+    assert str(tiny_qwen_vl.parent) not in read
+    assert (f"**Agreement of the judge <code>{tiny_qwen_vl.name}@local (local folder)</code> with the CulturalFrames "
+            "raters** "
             "(alignment, `culturelens meta-eval`): per image, Spearman ρ "
             f"{ours['spearman']:.2f} [{ours['ci_low']:.2f}, {ours['ci_high']:.2f}] over 6 images") in read
     assert "per model" in read and "not measured for this judge" not in read
