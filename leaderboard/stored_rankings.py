@@ -104,6 +104,7 @@ class StoredRankings:
         # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
         self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
         self.last_recompute: float | None = None  # seconds the last full recompute took
+        self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -241,6 +242,7 @@ class StoredRankings:
         except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
             log.exception("recomputing the rankings failed")
         self.last_recompute = time.perf_counter() - started
+        self.runs += 1
 
     def recomputing(self) -> bool:
         """Whether the thread is recomputing rankings now."""

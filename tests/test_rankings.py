@@ -825,5 +825,5 @@ def test_rankings_one_submission_per_model_is_ranked_its_latest_and_variability_
     assert "ordered lower first: neither end is better, no direction to win on" in shown[3]  # as the overall says
     assert "lower is better" not in shown[3]
     assert [html.unescape(m).split("]")[0].strip("[") for m in shown[2]["Model"]][:2] == ["Varied", "Alike"]
-    assert html.unescape(shown[2]["Model"].iloc[-1]) == "Gappy"
+    assert html.unescape(shown[2]["Model"].iloc[-1]) == "[Gappy](?tab=model&model=Gappy)"  # every name: its page
     assert shown[2]["Rank range (95%)"].iloc[-1].startswith("not ranked: left 1 of the 12 prompts unanswered")

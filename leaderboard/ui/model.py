@@ -45,12 +45,16 @@ class ModelTab(Tab):
 
     def _once(self, key: tuple, make):
         """``make()``, kept until the results change (at most ``CACHED`` of them): a badge embedded in many pages
-        costs one ranking."""
-        key = (self.site.results_version(), *key)
+        costs one ranking. Kept only when the results and their rankings did not change while it was made (a
+        ranking found stale starts its update then: what was made is the previous ranking, not to be kept)."""
+        version = self.site.results_version()
+        key = (version, *key)
         with self._lock:
             if key in self._made:
                 return self._made[key]
         made = make()
+        if self.site.results_version() != version:
+            return made
         with self._lock:
             if len(self._made) >= CACHED:
                 self._made.clear()

@@ -105,7 +105,8 @@ class Site:
             key = f"{self.catalog.reported_stamp}|" + "|".join(f"{name}={self.catalog.stamps.get(name)}"
                                                                for name in sorted(self.catalog.loaded))
             stored = getattr(self.catalog, "stored_rankings", None)  # the page reloads when an update ends too
-            key += "|updating" if stored is not None and stored.recomputing() else ""
+            if stored is not None:
+                key += f"|runs={stored.runs}" + ("|updating" if stored.recomputing() else "")
         return hashlib.sha1(key.encode()).hexdigest()[:16]
 
     # --- what Gradio may serve: copies in this app's download folder, never a store file -------------------------
