@@ -496,12 +496,15 @@ def attacked(tmp_path, tiny_upstream):
     store = serving_tiny_cube(Store(tmp_path / "store"), tiny_upstream)
     prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
     names = ["good", "nolease", "guessed", "copied", "gone", "pending"]
-    ids = {name: store.submit(make_submission(tmp_path / name, prompt_ids, model_name=f"Model {name}"),
-                              name).job.id for name in names}  # each its own owner: one quota each
-    for _ in names[:-1]:
-        job = store.queue.claim("gpu", 60)
-        _sealed_results(store, job.id, job.lease, 0.022)
-        assert store.queue.finish(job.id, "gpu", "scored")
+    ids = {}
+    for name in names:  # each its own owner: one quota each; each scored before the next comes (the queue takes the
+        # oldest first, and submissions of one second are ordered by their id: ``pending`` must come last to stay so)
+        ids[name] = store.submit(make_submission(tmp_path / name, prompt_ids, model_name=f"Model {name}"), name).job.id
+        if name != "pending":
+            job = store.queue.claim("gpu", 60)
+            assert job.id == ids[name]
+            _sealed_results(store, job.id, job.lease, 0.022)
+            assert store.queue.finish(job.id, "gpu", "scored")
     requests, published = tmp_path / "requests-repo", tmp_path / "results-repo"
     hub_sync.export(store, "results", published)
     assert pickup.publish(store, folder_repo(published)).number == 1
