@@ -179,19 +179,30 @@ def test_stored_rankings_one_submission_recomputes_its_own_track_and_protocol_on
     same(shown(cat, "awareness", "clip_score"), fresh(cat, "awareness", "clip_score"))
 
 
-def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store):
+def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store, monkeypatch):
     four(store)
     store.seed_reported()  # as `culturelens serve` does at each start: the papers' file written again
     first = Catalog(store)
     assert tables.recompute(first) > 0
     assert list((store.root / stored_rankings.FOLDER).glob("*.parquet"))
+    before = tables.overall(first)[0]
+    computed = []  # the overall ranking's computation, counted (it runs as it is)
+    real = tables._set_ranking
+    monkeypatch.setattr(tables, "_set_ranking", lambda *args: computed.append(1) or real(*args))
     store.seed_reported()
     restarted = Catalog(store)  # a restart: the same results, read back from the files
     assert tables.recompute(restarted) == 0
     same(shown(restarted, "iconicity", "crt"), fresh(restarted, "iconicity", "crt"))
+    back = tables.overall(restarted)[0]  # the overall's win rates too, with their note and each track's rows
+    assert not computed
+    pd.testing.assert_frame_equal(back, before)
+    assert back.attrs["note"] == before.attrs["note"] and back.attrs["ranked"].keys() == before.attrs["ranked"].keys()
+    for track, rows in before.attrs["ranked"].items():
+        pd.testing.assert_frame_equal(back.attrs["ranked"][track], rows)
     rerun(store, "s3", "Delta", "iconicity", dict.fromkeys(PROMPTS, 0.0))  # changed while the app was down
     again = Catalog(store)
     assert tables.recompute(again) == 1  # the file is of other results: computed again
+    assert computed  # and the overall too
     after = shown(again, "iconicity", "crt")
     same(after, fresh(again, "iconicity", "crt"))
     assert after.loc["Delta", "value"] == 0.0
