@@ -28,11 +28,13 @@ model's page): the protocol's stored ranking on one slice value, as ``rankings.r
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -56,6 +58,7 @@ NOT_YET = "scored after the ranking shown: it is ranked when the update ends"
 FOLDER = "rankings"  # under the store's root
 DIGEST_KEY = b"culturelens.rankings.digest"
 NOTE_KEY, TRACK_KEY = b"culturelens.rankings.note", b"culturelens.rankings.track"
+VIEWS = 256  # views kept per state (``StoredRankings.view``)
 RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
 
 log = logging.getLogger("culturelens.stored_rankings")
@@ -104,8 +107,11 @@ class StoredRankings:
         self._thread: threading.Thread | None = None
         # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
         self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
+        self._views: OrderedDict[tuple, object] = OrderedDict()  # (view, its arguments) -> what it showed
+        self._views_state: tuple | None = None  # the state those views were made at
         self.last_recompute: float | None = None  # seconds the last full recompute took
         self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
+        self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -228,6 +234,29 @@ class StoredRankings:
         self._write_overall(track_set, digest, value)
         return value, False
 
+    def view(self, name: str, arguments: tuple, make: Callable[[], object]) -> object:
+        """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
+        rankings (the catalog's version, the recomputes ended) and read by every later call with
+        the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most recent are
+        kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets its own copy."""
+        self.cat.refresh()
+        state = (self.cat.version, self.runs)  # a view made while stale rankings were shown: the runs before
+        key = (name, json.dumps(arguments, sort_keys=True, default=repr))
+        with self.lock:
+            if self._views_state != state:
+                self._views.clear()
+                self._views_state = state
+            if key in self._views:
+                self._views.move_to_end(key)
+                return copy.deepcopy(self._views[key])
+        made = make()
+        with self.lock:
+            if self._views_state == state:
+                self._views[key] = made
+                while len(self._views) > VIEWS:
+                    self._views.popitem(last=False)
+        return copy.deepcopy(made)
+
     def _shows_previous(self) -> bool:
         """Whether a stale ranking is shown (saying it is updating) rather than computed now: in the app, to every
         thread but the one recomputing."""
@@ -254,6 +283,11 @@ class StoredRankings:
             log.exception("recomputing the rankings failed")
         self.last_recompute = time.perf_counter() - started
         self.runs += 1
+        if self.after is not None:
+            try:
+                self.after()
+            except Exception:  # a bug: logged; the views are then made when first opened
+                log.exception("making the first views after a recompute failed")
 
     def recomputing(self) -> bool:
         """Whether the thread is recomputing rankings now."""
