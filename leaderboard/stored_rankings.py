@@ -32,6 +32,7 @@ import copy
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -58,6 +59,9 @@ NOT_YET = "scored after the ranking shown: it is ranked when the update ends"
 FOLDER = "rankings"  # under the store's root
 DIGEST_KEY = b"culturelens.rankings.digest"
 NOTE_KEY, TRACK_KEY = b"culturelens.rankings.note", b"culturelens.rankings.track"
+# What a heatmap's cell is made of: a row's key (``row_key``), its model, value, time and protocol.
+CELL = ("submission_id", "model", "provenance", "citation", "source_table", "protocol_id", "slice_value", "scored_at",
+        "value")
 VIEWS = 256  # views kept per state (``StoredRankings.view``)
 RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
 
@@ -236,11 +240,13 @@ class StoredRankings:
 
     def view(self, name: str, arguments: tuple, make: Callable[[], object]) -> object:
         """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
-        rankings (the catalog's version, the recomputes ended) and read by every later call with
+        rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later call with
         the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most recent are
         kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets its own copy."""
         self.cat.refresh()
-        state = (self.cat.version, self.runs)  # a view made while stale rankings were shown: the runs before
+        # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
+        # (``Store.meta_evaluation``) is read from its folder's files.
+        state = (self.cat.version, self.runs, _stamps(self.cat.store.meta_eval))
         key = (name, json.dumps(arguments, sort_keys=True, default=repr))
         with self.lock:
             if self._views_state != state:
@@ -412,6 +418,14 @@ class StoredRankings:
                 pq.write_table(table(rows, {TRACK_KEY: track.encode()}), tmp / f"ranked-{i}.parquet")
 
 
+def _stamps(folder) -> tuple:
+    """The names, sizes and times of a folder's files (empty when it is absent): what changes when one is written."""
+    try:
+        return tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)))
+    except FileNotFoundError:
+        return ()
+
+
 def _without_attrs(frame: pd.DataFrame) -> pd.DataFrame:
     frame.attrs = {}
     return frame
@@ -504,8 +518,16 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     that ranking has no row (a paper's table per value only), by the mean over the values."""
     scored = overall[overall["submission_id"].notna()]
     ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
+    ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
+    present = set(rankings.who(frame)) | set(rankings.who(scored))  # a row on a value, or absent from one
+    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in present]
+    values, higher = list(dict.fromkeys(frame["slice_value"])), rankings.higher_is_better(frame)
+    frame, scored = frame[list(CELL)], scored[list(CELL)]  # what a cell needs: fewer columns to copy
+    if len(order) >= limit:  # the rows shown are the ranking's first: only theirs are filled
+        frame, scored = (part[rankings.who(part).isin(order[:limit])] for part in (frame, scored))
     cells = []
-    for value, group in frame.groupby("slice_value", sort=False):
+    for value in values:
+        group = frame[frame["slice_value"] == value]
         group = rankings.with_absent(group, scored, slice_name, value) if ranked_protocol else group
         group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
                                                                                    keep="last")
@@ -513,9 +535,7 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     cells = pd.concat(cells, ignore_index=True)
     matrix = cells.assign(who=rankings.who(cells)).pivot_table(index="who", columns="slice_value", values="value",
                                                                aggfunc="first", dropna=False)
-    higher = rankings.higher_is_better(frame)
-    ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
-    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in matrix.index]
+    order = [w for w in order if w in matrix.index]
     rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
     return matrix.loc[[*order, *rest][:limit]]
 

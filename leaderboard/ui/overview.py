@@ -268,9 +268,11 @@ class OverviewTab(Tab):
         default: the track's headline one when it has rows, else the largest). The protocol's rows come ranked
         (rank, rank_low, rank_high, tie_group), then paper rows of other protocols with no rank. An unknown id
         is an error naming the valid ones."""
-        try:
-            return exports.records(exports.ranking(self.catalog, track, metric, slice_name, slice_value,
-                                                   protocol_id))
+        try:  # made once per state of the results for the same choices (``StoredRankings.view``)
+            return stored_rankings.of(self.catalog).view(
+                "leaderboard", (track, metric, slice_name, slice_value, protocol_id),
+                lambda: exports.records(exports.ranking(self.catalog, track, metric, slice_name, slice_value,
+                                                        protocol_id)))
         except exports.UnknownChoice as error:
             raise gr.Error(str(error)) from None
 
