@@ -103,6 +103,11 @@ def workload(site: Site) -> dict[str, callable]:
         "OverviewTab.overview (track)": lambda: overview.overview(TRACK, None, "", [], None, None, "", [],
                                                                  display.RANK_COLUMNS),
         "SlicesTab.slices (default)": lambda: slices.slices(None, None, None, None, ""),
+        # The views are made once per state of the results and read after (``StoredRankings.view``): what the
+        # first call after a change (or the recompute's thread, for the defaults) pays.
+        "OverviewTab.overview (track), made": lambda: overview._view(TRACK, None, "", [], None, None, "", [],
+                                                                    display.RANK_COLUMNS, None, 100),
+        "SlicesTab.slices (default), made": lambda: slices._slices(None, None, None, None, ""),
         "CompareTab.submission_choices": compare.submission_choices,
         "QueueTab.page": queue.page,
         "CompareTab.compare_prompts (4)": lambda: compare.compare_prompts(chosen),

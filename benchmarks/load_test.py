@@ -59,7 +59,7 @@ class Context:
     store: Store
     folder: Path  # where uploads are written
     rng: random.Random
-    metrics: list[tuple[str, str]]  # (track, metric id)
+    metrics: list[tuple[str, str, str, str]]  # (track, metric id, a slice it has, a value of it)
     submission_ids: list[str]
     prompt_ids: list[str]
     uploads: int = 0
@@ -124,9 +124,16 @@ class Endpoint:
     kind: Callable[[Any], str] | None = None  # what kind of answer a result is, to count (e.g. a verdict)
 
 
+def _a_slice(catalog: Catalog, track: str, metric: str) -> tuple[str, str]:
+    """A slice and value the metric has rows on: its overall when it has one (a paper's metric may be reported
+    per country only)."""
+    names = tables.slice_names(catalog, track, metric)
+    name = tables.OVERALL if tables.OVERALL in names else names[0]
+    return name, tables.slice_values(catalog, track, metric, name)[0]
+
+
 def _leaderboard_args(c: Context) -> tuple:
-    track, metric = c.rng.choice(c.metrics)
-    return track, metric, tables.OVERALL, "all"
+    return c.rng.choice(c.metrics)  # track, metric, slice, value
 
 
 def _upload(hostile: bool) -> Callable[[Context], tuple]:
@@ -287,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         store_path = Path(args.store) if args.store else build_store(root, args.submissions, args.prompts)
         store = Store(store_path)
         catalog = Catalog(store)
-        metrics = [(track, metric) for track in tables.tracks(catalog) for _, metric in tables.metrics(catalog, track)]
+        metrics = [(track, metric, *_a_slice(catalog, track, metric)) for track in tables.tracks(catalog)
+                   for _, metric in tables.metrics(catalog, track)]
         prompt_ids = list(store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table.index)
         (root / "uploads").mkdir()
         context = Context(store, root / "uploads", random.Random(args.seed), metrics,

@@ -124,8 +124,11 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     # Rankings are recomputed in a thread when results change, the views showing the previous ones meanwhile.
-    stored_rankings.attach(site.catalog, background=True, everything=tables.recompute).start()
+    stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
+    # The views a first visit opens are made when a recompute ends, not by the first visitor after it.
+    stored.after = lambda: (overview.link({}), slices.link({}))
+    stored.start()
     world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)
     # Uploads and downloads Gradio keeps in its cache (this server's own, ``upload_cache``) are deleted after an hour,

@@ -379,13 +379,30 @@ class Catalog:
                 "'aggregates' AND slice = 'prompt' AND track = ? AND list_contains(?, submission_id)",
                 [track, sorted(set(submission_ids) & self.from_release)])
             folders = [s for s in submission_ids if s not in self.from_release]
-        frame = self._read_per_image(folders, f"SELECT DISTINCT prompt_id, {key} AS value FROM read_parquet(?, "
-                                     "union_by_name = true) WHERE track = ?", [track]) if folders else None
+        frame = None
+        if folders:
+            table = self.cached(("slice columns", tuple(folders), track), lambda: self._slice_columns(folders, track))
+            if table is not None and set(columns) <= set(table.columns):
+                first, *others = columns  # a crossed value is null where any of its parts is
+                value = table[first].str.cat([table[c] for c in others], sep=CROSS_SEPARATOR) if others else table[first]
+                frame = pd.DataFrame({"prompt_id": table["prompt_id"], "value": value})
         found = [f for f in (released, frame) if f is not None and len(f)]
         if not found:
             return None
         rows = pd.concat(found, ignore_index=True).dropna().drop_duplicates("prompt_id")
         return rows.set_index("prompt_id")["value"]
+
+    def _slice_columns(self, submission_ids: list[str], track: str) -> pd.DataFrame | None:
+        """Every slice column (``SLICES``, as text) of each prompt these submissions have per-image rows of on
+        ``track``, read in one pass over their files (``prompt_slices`` derives each slice from it); None when none
+        has such a file."""
+        probe = self._read_per_image(submission_ids, "SELECT * FROM read_parquet(?, union_by_name = true) LIMIT 0", [])
+        if probe is None:
+            return None
+        present = [c for c in SLICES if c in probe.columns]
+        cast = "".join(f', CAST("{c}" AS VARCHAR) AS "{c}"' for c in present)
+        return self._read_per_image(submission_ids, f"SELECT DISTINCT prompt_id{cast} FROM read_parquet(?, "
+                                    "union_by_name = true) WHERE track = ?", [track])
 
     def dataset_prompts(self, protocol: dict) -> pd.DataFrame | None:
         """The prompt rows (index prompt_id; the prompt set's slice columns) of the dataset a protocol names

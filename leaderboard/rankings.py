@@ -179,13 +179,12 @@ def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> Protoco
         return None
     values = [valued[valued["metric"] == name].pivot_table(index="prompt_id", columns="submission_id",
                                                            values="value") for name in names]
-    track_rows = pd.crosstab(rows["prompt_id"], rows["submission_id"]) > 0
+    track_rows = _presence(rows)
     # The first input says what was answered: a value, or none by the metric's own rule (nothing excluded).
     first = rows[rows["metric"] == names[0]]
     not_scored = first["value"].isna() & first["excluded"].fillna(0).gt(0)
     given = first[~not_scored]
-    answered = (pd.crosstab(given["prompt_id"], given["submission_id"]) > 0).reindex(
-        index=track_rows.index, columns=track_rows.columns, fill_value=False)
+    answered = _presence(given).reindex(index=track_rows.index, columns=track_rows.columns, fill_value=False)
     dataset = cat.dataset_prompts(results.protocol_fields(frame["protocol"].iloc[0]) or {})
     universe = list(dataset.index) if dataset is not None else sorted(track_rows.index)
     # Defined on: nobody answered it (nothing says otherwise), or someone who answered it has a value, or someone's
@@ -197,6 +196,14 @@ def _read(cat: Catalog, track: str, metric: str, frame: pd.DataFrame) -> Protoco
                                                                       undefined)
     prompts = [p for p in universe if p not in asked or p in defined]
     return ProtocolValues(track, metric, chosen, values, answered, prompts, dataset, submissions, cat)
+
+
+def _presence(rows: pd.DataFrame) -> pd.DataFrame:
+    """Prompts x submissions: whether ``rows`` hold a row of the pair (both sorted; what ``pd.crosstab(...) > 0``
+    gives, without its per-cell Python aggregation: 1M cells at 1,000 submissions)."""
+    pairs = rows[["prompt_id", "submission_id"]].dropna().drop_duplicates()
+    present = pd.Series(True, index=pd.MultiIndex.from_frame(pairs)).unstack(fill_value=False)
+    return present.sort_index().sort_index(axis=1).astype(bool)
 
 
 def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice_name: str = OVERALL,
@@ -244,11 +251,14 @@ def rank_frame(cat: Catalog, frame: pd.DataFrame, track: str, metric: str, slice
     ranked = ranking.rank(matrices, values.rule, answered, intervals=intervals, source=source)
     got = ranked.rows
     where = np.flatnonzero(scored)
+    taken = {}
     for column, source in (("value", "score"), ("ci_low", "ci_low"), ("ci_high", "ci_high"), ("n", "n"),
                            ("refused", "refused"), ("not_ranked", "not_ranked"), ("rank", "rank"),
                            ("rank_low", "rank_low"), ("rank_high", "rank_high"), ("tie_group", "tie_group")):
-        out[column] = out[column].astype(object)
-        out.loc[where, column] = got[source].astype(object).to_numpy()
+        cells = out[column].to_numpy(dtype=object, copy=True)
+        cells[where] = got[source].to_numpy(dtype=object)
+        taken[column] = cells
+    out = out.assign(**taken)
     if earlier.any():
         notes.append(f"{counted(int(earlier.sum()), 'earlier submission')} of a ranked model listed apart")
     return ordered(out), ranked, "; ".join([ranked.note, *notes])

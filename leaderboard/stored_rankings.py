@@ -16,8 +16,8 @@ range, score and refusal rate are the same whatever is hidden (ranks are among e
 - **Incremental.** One new, re-run or deleted submission changes the digest of its own groups only (its tracks
   under its protocols): the rankings of other tracks and protocols are kept as they are.
 - **Kept on disk.** A finished group's rankings are written to ``STORE/rankings/`` (one Parquet file per group,
-  its digest in the file's metadata) and read back at the next start when the digest still matches, so a restart
-  recomputes nothing that did not change.
+  its digest in the file's metadata; the overall ranking of each track set in a folder of its own) and read back at
+  the next start when the digest still matches, so a restart recomputes nothing that did not change.
 
 The overall ranking (win rates per track set) rests on every track's headline group: it is kept under the digest
 of all groups (``overall``), computed by ``leaderboard.tables`` which knows its rules.
@@ -28,11 +28,14 @@ model's page): the protocol's stored ranking on one slice value, as ``rankings.r
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmark import __version__, ranking
-from benchmark.atomic import atomic_write
+from benchmark.atomic import atomic_folder, atomic_write
 from benchmark.digests import file_digest
 from leaderboard import rankings
 from leaderboard.catalog import Catalog
@@ -55,6 +58,11 @@ UPDATING = ("Rankings are updating after a change in the results: this one is fr
 NOT_YET = "scored after the ranking shown: it is ranked when the update ends"
 FOLDER = "rankings"  # under the store's root
 DIGEST_KEY = b"culturelens.rankings.digest"
+NOTE_KEY, TRACK_KEY = b"culturelens.rankings.note", b"culturelens.rankings.track"
+# What a heatmap's cell is made of: a row's key (``row_key``), its model, value, time and protocol.
+CELL = ("submission_id", "model", "provenance", "citation", "source_table", "protocol_id", "slice_value", "scored_at",
+        "value")
+VIEWS = 256  # views kept per state (``StoredRankings.view``)
 RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
 
 log = logging.getLogger("culturelens.stored_rankings")
@@ -103,8 +111,11 @@ class StoredRankings:
         self._thread: threading.Thread | None = None
         # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
         self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
+        self._views: OrderedDict[tuple, object] = OrderedDict()  # (view, its arguments) -> what it showed
+        self._views_state: tuple | None = None  # the state those views were made at
         self.last_recompute: float | None = None  # seconds the last full recompute took
         self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
+        self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -182,18 +193,23 @@ class StoredRankings:
         entry = self.entries[key] = Stored(table.iloc[positions[where]], notes[where], digest)
         return entry
 
-    def compute(self, key: tuple, digest: str) -> Stored:
+    def compute(self, key: tuple, digest: str, frame: pd.DataFrame | None = None,
+                whole: pd.DataFrame | None = None) -> Stored:
         """Rank ``key``'s rows afresh (``rankings.rank_frame`` over every row of the protocol on the slice value,
-        the absent ones included) and keep the ranking under ``digest``."""
+        the absent ones included) and keep the ranking under ``digest``. ``frame`` and ``whole``: the catalog's
+        rows of the key, and of its metric and protocol on the whole prompt set, when the caller read them."""
         track, metric, protocol_id, slice_name, slice_value = key
-        frame = self.cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
-                               f"slice_value = ? AND coalesce(protocol_id, '{UNRECORDED}') = ?",
-                               [track, metric, slice_name, slice_value, protocol_id])
+        if frame is None:
+            frame = self.cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? "
+                                   f"AND slice_value = ? AND coalesce(protocol_id, '{UNRECORDED}') = ?",
+                                   [track, metric, slice_name, slice_value, protocol_id])
+        frame = frame.reset_index(drop=True)
         if protocol_id == UNRECORDED:
             out, note = rankings.listed(frame, "scored before protocols were recorded"), ""
         else:
-            frame = rankings.with_absent(frame, rankings.overall_rows(self.cat, track, metric, protocol_id),
-                                         slice_name, slice_value)
+            whole = (rankings.overall_rows(self.cat, track, metric, protocol_id) if whole is None else
+                     whole[whole["provenance"].eq("scored")].reset_index(drop=True))
+            frame = rankings.with_absent(frame, whole, slice_name, slice_value)
             out, _, note = rankings.rank_frame(self.cat, frame, track, metric, slice_name, slice_value)
         rows = out.set_index(row_key(out))[list(RANKED)]
         entry = Stored(rows[~rows.index.duplicated()], note, digest)
@@ -209,13 +225,43 @@ class StoredRankings:
             kept = self.overalls.get(track_set)
         if kept is not None and kept[0] == digest:
             return kept[1], False
+        if (read := self._read_overall(track_set, digest)) is not None:
+            with self.lock:
+                self.overalls[track_set] = (digest, read)
+            return read, False
         if kept is not None and self._shows_previous():
             self.start()
             return kept[1], True
         value = compute()
         with self.lock:
             self.overalls[track_set] = (digest, value)
+        self._write_overall(track_set, digest, value)
         return value, False
+
+    def view(self, name: str, arguments: tuple, make: Callable[[], object]) -> object:
+        """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
+        rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later call with
+        the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most recent are
+        kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets its own copy."""
+        self.cat.refresh()
+        # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
+        # (``Store.meta_evaluation``) is read from its folder's files.
+        state = (self.cat.version, self.runs, _stamps(self.cat.store.meta_eval))
+        key = (name, json.dumps(arguments, sort_keys=True, default=repr))
+        with self.lock:
+            if self._views_state != state:
+                self._views.clear()
+                self._views_state = state
+            if key in self._views:
+                self._views.move_to_end(key)
+                return copy.deepcopy(self._views[key])
+        made = make()
+        with self.lock:
+            if self._views_state == state:
+                self._views[key] = made
+                while len(self._views) > VIEWS:
+                    self._views.popitem(last=False)
+        return copy.deepcopy(made)
 
     def _shows_previous(self) -> bool:
         """Whether a stale ranking is shown (saying it is updating) rather than computed now: in the app, to every
@@ -243,6 +289,11 @@ class StoredRankings:
             log.exception("recomputing the rankings failed")
         self.last_recompute = time.perf_counter() - started
         self.runs += 1
+        if self.after is not None:
+            try:
+                self.after()
+            except Exception:  # a bug: logged; the views are then made when first opened
+                log.exception("making the first views after a recompute failed")
 
     def recomputing(self) -> bool:
         """Whether the thread is recomputing rankings now."""
@@ -265,8 +316,14 @@ class StoredRankings:
             dropped = [k for k in self.entries if k[0] == track and k[2] == protocol_id and k not in set(keys)]
             for key in dropped:  # slice values no longer there
                 del self.entries[key]
-        for key in todo:
-            self.compute(key, digest)
+        if todo:  # the group's rows read once, each ranking's taken from them
+            rows = self.cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND "
+                                  f"coalesce(protocol_id, '{UNRECORDED}') = ?", [track, protocol_id])
+            parts = {name: part for name, part in rows.groupby(["metric", "slice", "slice_value"], sort=False)}
+            wholes = {name: part for name, part in rows[rows["slice"].eq(OVERALL)].groupby("metric", sort=False)}
+            for key in todo:
+                self.compute(key, digest, parts.get(key[1:2] + key[3:], rows.iloc[:0]),
+                             wholes.get(key[1], rows.iloc[:0]))
         if todo or dropped or self._written.get((track, protocol_id)) != digest:
             self._write_disk(track, protocol_id, digest, keys)
         return len(todo)
@@ -318,6 +375,60 @@ class StoredRankings:
         atomic_write(self._file(track, protocol_id), lambda path: pq.write_table(table, path))
         with self.lock:
             self._disk[(track, protocol_id)] = self._written[(track, protocol_id)] = digest
+
+
+    def _overall_folder(self, track_set: str):
+        return self.folder / f"overall-{_digest([track_set])}"
+
+    def _read_overall(self, track_set: str, digest: str) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]] | None:
+        """The overall ranking of ``track_set`` (``tables.overall``'s table and its rows per track) as written at
+        ``digest``; None when its folder holds another state, or cannot be read (computed again)."""
+        if self.folder is None:
+            return None
+        folder = self._overall_folder(track_set)
+        try:
+            tables = {path.name: pq.read_table(path) for path in sorted(folder.glob("*.parquet"))}
+        except (OSError, pa.ArrowInvalid) as error:
+            log.warning("stored overall ranking %s not read: %s", folder.name, error)
+            return None
+        meta = {name: table.schema.metadata or {} for name, table in tables.items()}
+        if "wide.parquet" not in tables or any(m.get(DIGEST_KEY, b"").decode() != digest for m in meta.values()):
+            return None
+        wide = tables.pop("wide.parquet").to_pandas()
+        wide.attrs["note"] = meta["wide.parquet"].get(NOTE_KEY, b"").decode()
+        ranked = {meta[name][TRACK_KEY].decode(): table.to_pandas() for name, table in tables.items()}
+        return wide, ranked
+
+    def _write_overall(self, track_set: str, digest: str, value: tuple[pd.DataFrame, dict[str, pd.DataFrame]]
+                       ) -> None:
+        """Write the overall ranking of ``track_set`` at ``digest``: its table and each track's rows, one Parquet
+        file each in one folder (replaced whole), the digest in every file's metadata."""
+        if self.folder is None:
+            return
+        wide, ranked = value
+
+        def table(frame: pd.DataFrame, extra: dict[bytes, bytes]) -> pa.Table:
+            out = pa.Table.from_pandas(frame.copy().reset_index(drop=True).pipe(_without_attrs), preserve_index=False)
+            return out.replace_schema_metadata({**(out.schema.metadata or {}), DIGEST_KEY: digest.encode(), **extra})
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with atomic_folder(self._overall_folder(track_set), replace=True) as tmp:
+            pq.write_table(table(wide, {NOTE_KEY: str(wide.attrs.get("note", "")).encode()}), tmp / "wide.parquet")
+            for i, (track, rows) in enumerate(ranked.items()):
+                pq.write_table(table(rows, {TRACK_KEY: track.encode()}), tmp / f"ranked-{i}.parquet")
+
+
+def _stamps(folder) -> tuple:
+    """The names, sizes and times of a folder's files (empty when it is absent): what changes when one is written."""
+    try:
+        return tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)))
+    except FileNotFoundError:
+        return ()
+
+
+def _without_attrs(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.attrs = {}
+    return frame
 
 
 def _typed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -407,8 +518,16 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     that ranking has no row (a paper's table per value only), by the mean over the values."""
     scored = overall[overall["submission_id"].notna()]
     ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
+    ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
+    present = set(rankings.who(frame)) | set(rankings.who(scored))  # a row on a value, or absent from one
+    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in present]
+    values, higher = list(dict.fromkeys(frame["slice_value"])), rankings.higher_is_better(frame)
+    frame, scored = frame[list(CELL)], scored[list(CELL)]  # what a cell needs: fewer columns to copy
+    if len(order) >= limit:  # the rows shown are the ranking's first: only theirs are filled
+        frame, scored = (part[rankings.who(part).isin(order[:limit])] for part in (frame, scored))
     cells = []
-    for value, group in frame.groupby("slice_value", sort=False):
+    for value in values:
+        group = frame[frame["slice_value"] == value]
         group = rankings.with_absent(group, scored, slice_name, value) if ranked_protocol else group
         group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
                                                                                    keep="last")
@@ -416,9 +535,7 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     cells = pd.concat(cells, ignore_index=True)
     matrix = cells.assign(who=rankings.who(cells)).pivot_table(index="who", columns="slice_value", values="value",
                                                                aggfunc="first", dropna=False)
-    higher = rankings.higher_is_better(frame)
-    ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
-    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in matrix.index]
+    order = [w for w in order if w in matrix.index]
     rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
     return matrix.loc[[*order, *rest][:limit]]
 

@@ -9,6 +9,8 @@ catalogs."""
 
 from __future__ import annotations
 
+import html
+import re
 import threading
 
 import numpy as np
@@ -23,6 +25,7 @@ from leaderboard.repo import LocalRepo
 from leaderboard.store import Store
 from leaderboard.ui.overview import OverviewTab
 from leaderboard.ui.site import Site
+from leaderboard.ui.slices import SlicesTab
 from tests.helpers import serving, until
 from tests.test_snapshot import _fresh, _make_store
 from tests.test_rankings import DEFAULTS, FOUR_MODELS, PROMPTS, rank_rule_by_hand, write_result
@@ -179,19 +182,30 @@ def test_stored_rankings_one_submission_recomputes_its_own_track_and_protocol_on
     same(shown(cat, "awareness", "clip_score"), fresh(cat, "awareness", "clip_score"))
 
 
-def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store):
+def test_stored_rankings_kept_on_disk_are_read_at_restart_and_never_when_results_changed(store, monkeypatch):
     four(store)
     store.seed_reported()  # as `culturelens serve` does at each start: the papers' file written again
     first = Catalog(store)
     assert tables.recompute(first) > 0
     assert list((store.root / stored_rankings.FOLDER).glob("*.parquet"))
+    before = tables.overall(first)[0]
+    computed = []  # the overall ranking's computation, counted (it runs as it is)
+    real = tables._set_ranking
+    monkeypatch.setattr(tables, "_set_ranking", lambda *args: computed.append(1) or real(*args))
     store.seed_reported()
     restarted = Catalog(store)  # a restart: the same results, read back from the files
     assert tables.recompute(restarted) == 0
     same(shown(restarted, "iconicity", "crt"), fresh(restarted, "iconicity", "crt"))
+    back = tables.overall(restarted)[0]  # the overall's win rates too, with their note and each track's rows
+    assert not computed
+    pd.testing.assert_frame_equal(back, before)
+    assert back.attrs["note"] == before.attrs["note"] and back.attrs["ranked"].keys() == before.attrs["ranked"].keys()
+    for track, rows in before.attrs["ranked"].items():
+        pd.testing.assert_frame_equal(back.attrs["ranked"][track], rows)
     rerun(store, "s3", "Delta", "iconicity", dict.fromkeys(PROMPTS, 0.0))  # changed while the app was down
     again = Catalog(store)
     assert tables.recompute(again) == 1  # the file is of other results: computed again
+    assert computed  # and the overall too
     after = shown(again, "iconicity", "crt")
     same(after, fresh(again, "iconicity", "crt"))
     assert after.loc["Delta", "value"] == 0.0
@@ -230,6 +244,45 @@ def test_stored_rankings_no_view_shows_a_stale_one_as_current(store):
     now, note = tables.ranked(plain, "iconicity", "crt")
     assert stored_rankings.UPDATING not in note and now.set_index("model").loc["Zeta", "refused"] == 0.0
     same(now.set_index("model")[NUMBERS], fresh(plain, "iconicity", "crt"))
+
+
+def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(store, monkeypatch):
+    """A view (the Slices tab, the Overview) is made once per state of the results and rankings and read by every
+    later click with the same choices; a new submission makes it again (listed apart while the rankings update,
+    ranked after), and the views a first visit opens are made by the recompute's thread when it ends."""
+    four(store)
+    site = Site(store, "ada")
+    gate = threading.Event()
+    stored = stored_rankings.attach(site.catalog, background=True,
+                                    everything=lambda catalog: gate.wait(60) and tables.recompute(catalog))
+    slices, overview = SlicesTab(site), OverviewTab(site)
+    made = []  # the views made, counted (they run as they are)
+    for tab, name in ((slices, "_slices"), (overview, "_view")):
+        real = getattr(tab, name)
+        monkeypatch.setattr(tab, name, lambda *args, real=real, name=name: made.append(name) or real(*args))
+    choice = ("iconicity", "crt", "overall", "all", "")
+
+    def models(view) -> list[str]:  # the table's Model cells link to each model's page: "[Alpha](?tab=model...)"
+        return sorted(re.sub(r"^\[([^\]]*)\]\([^)]*\)", r"\1", cell) for cell in view[4]["Model"])
+
+    first = slices.slices(*choice)
+    assert slices.slices(*choice)[5] == first[5] and made == ["_slices"]  # the second click: read, not made
+    assert models(first) == sorted(FOUR_MODELS)
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    site.catalog.refresh(force=True)
+    during = slices.slices(*choice)
+    assert stored_rankings.UPDATING in html.unescape(during[5]) and stored.recomputing() and made == ["_slices"] * 2
+    epsilon = during[4][during[4]["Model"].str.startswith("[Epsilon]")]
+    assert len(epsilon) == 1 and pd.isna(epsilon["Rank"].iloc[0])  # listed apart until the update ends
+    stored.after = lambda: (slices.slices(*choice), overview.view("iconicity", "crt", "", [], None, None, None,
+                                                                   None, None))
+    gate.set()
+    stored.wait(60)
+    assert made == ["_slices"] * 3 + ["_view"]  # made by the thread when the recompute ended
+    after = slices.slices(*choice)
+    assert stored_rankings.UPDATING not in html.unescape(after[5]) and made == ["_slices"] * 3 + ["_view"]
+    ranked = fresh(site.catalog, "iconicity", "crt")
+    assert ranked.loc["Epsilon", "rank"] == 1 and models(after) == sorted(ranked.index)
 
 
 def test_stored_rankings_after_a_release_install_equal_the_fresh_ones(tmp_path):

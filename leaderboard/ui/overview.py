@@ -14,7 +14,7 @@ import pandas as pd
 from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.words import counted
-from leaderboard import display, exports, links, protocol_names, render, tables
+from leaderboard import display, exports, links, protocol_names, render, stored_rankings, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, compact_table, compact_win_rates, linked_table, on_change, pick, text_markdown
@@ -45,7 +45,13 @@ class OverviewTab(Tab):
         """The Overview as named parts: ``track`` (the view shown), the picker updates, ``frame`` (the table as
         ``display.display`` gives it, columns chosen), ``line`` (the note people read first: what is ranked, under
         which protocol and how it differs from the suite's, what the filters hid) and ``details`` (the rest,
-        one click away), ``cards`` (the papers' tables, in the papers view) and the filter panel's title."""
+        one click away), ``cards`` (the papers' tables, in the papers view) and the filter panel's title. Made once
+        per state of the results for the same choices (``StoredRankings.view``)."""
+        arguments = (track, metric, models, types, size_min, size_max, since, provenance, columns, protocol, limit)
+        return stored_rankings.of(self.catalog).view("overview", arguments, lambda: self._view(*arguments))
+
+    def _view(self, track, metric, models, types, size_min, size_max, since, provenance, columns, protocol,
+              limit) -> dict:
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
         choices = self.choices()
         views = [t for _, t in choices]
@@ -262,9 +268,11 @@ class OverviewTab(Tab):
         default: the track's headline one when it has rows, else the largest). The protocol's rows come ranked
         (rank, rank_low, rank_high, tie_group), then paper rows of other protocols with no rank. An unknown id
         is an error naming the valid ones."""
-        try:
-            return exports.records(exports.ranking(self.catalog, track, metric, slice_name, slice_value,
-                                                   protocol_id))
+        try:  # made once per state of the results for the same choices (``StoredRankings.view``)
+            return stored_rankings.of(self.catalog).view(
+                "leaderboard", (track, metric, slice_name, slice_value, protocol_id),
+                lambda: exports.records(exports.ranking(self.catalog, track, metric, slice_name, slice_value,
+                                                        protocol_id)))
         except exports.UnknownChoice as error:
             raise gr.Error(str(error)) from None
 

@@ -41,7 +41,13 @@ class SlicesTab(Tab):
 
     def slices(self, track, metric, slice_name, slice_value, models):
         """The Slices tab (the ``/slices`` API): track, metric (ids), slice and value pickers, the ranked rows of
-        one slice value, its note, the model x value heatmap, and the charts across tracks (``charts``)."""
+        one slice value, its note, the model x value heatmap, and the charts across tracks (``charts``); made once
+        per state of the results for the same choices (``StoredRankings.view``)."""
+        return stored_rankings.of(self.catalog).view(
+            "slices", (track, metric, slice_name, slice_value, models),
+            lambda: self._slices(track, metric, slice_name, slice_value, models))
+
+    def _slices(self, track, metric, slice_name, slice_value, models):
         filters = tables.Filters.parse(models)
         track_choices = [(track_registry.get(t).title, t) for t in tables.tracks(self.catalog)]
         track = pick(track, [t for _, t in track_choices])
