@@ -24,11 +24,12 @@ door (``Results.add``) cannot list another submission or a paper's results.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -69,6 +70,7 @@ class Catalog:
         self._digests: dict[tuple, str] = {}  # a served prompt set's digest, computed once per load
         self._memo: dict[tuple, object] = {}  # ``cached``'s answers, for the results of ``_state``
         self._state: int | None = None
+        self._keeping, self._track_rows = 0, None  # ``keeping_track_rows``: depth, and (key, the rows) kept
         for name, schema in (("aggregates", results.AGGREGATE), ("curves", results.CURVES)):
             self.con.register("_empty", schema.empty_table())
             self.con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
@@ -313,8 +315,30 @@ class Catalog:
         metric, prompt_id, value, excluded. A prompt a submission refused or missed has none; one where a metric has
         no value has its row with a null value: undefined by the metric's own rule where ``excluded`` is 0 (VR where
         nothing was recognised), not scored where it is above 0 (``benchmark.aggregate``)."""
-        return self._prompt_rows(submission_ids, "track = ?", [track],
-                                 "submission_id, metric, slice_value, value, excluded", values_only=False)
+        key = (self.version, tuple(submission_ids), track)
+        with self.lock:
+            if self._track_rows is not None and self._track_rows[0] == key:
+                return self._track_rows[1]
+            rows = self._prompt_rows(submission_ids, "track = ?", [track],
+                                     "submission_id, metric, slice_value, value, excluded", values_only=False)
+            if self._keeping:
+                self._track_rows = (key, rows)
+            return rows
+
+    @contextlib.contextmanager
+    def keeping_track_rows(self) -> Iterator[None]:
+        """Within, the last ``track_prompts`` read is kept for the next with the same submissions (a recompute
+        reads each metric of a track in turn: one read, not one per metric); dropped after (at 1,000 submissions
+        a track's rows are hundreds of MB)."""
+        with self.lock:
+            self._keeping += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self._keeping -= 1
+                if not self._keeping:
+                    self._track_rows = None
 
     def cached(self, key: tuple, compute: Callable[[], object]) -> object:
         """``compute()``, kept under ``key`` until the catalog's results change (a folder or release loaded or

@@ -402,8 +402,9 @@ def win_rates(frame: pd.DataFrame, cat: Catalog) -> pd.DataFrame:
         if result is not None and result.comparisons is not None:
             track_rates = [np.full(len(entities), np.nan) for _ in range(3)]
             position = {key: j for j, key in enumerate(result.ranked)}
+            computed = result.comparisons.win_rates(confidence)  # once: every pair's test (rows^2)
             for i, sid in zip(where[ranked], rows.loc[ranked, "submission_id"]):
-                for mine, theirs in zip(track_rates, result.comparisons.win_rates(confidence)):
+                for mine, theirs in zip(track_rates, computed):
                     mine[i] = theirs[position[sid]]
             rates[track] = tuple(track_rates)
         else:  # ranked on their own values (a paper's rows): by their order, ties counting half, no range

@@ -326,6 +326,11 @@ def recompute(cat: Catalog) -> int:
     protocol's ranking on each slice value of each metric, group by group (a group whose submissions did not change
     is left as it is), then the overall ranking of every track set. Returns how many rankings were computed. What
     the app's thread runs when results change; ``benchmarks/app_speed.py`` times it."""
+    with cat.keeping_track_rows():  # each track's per-prompt rows read once for all its metrics
+        return _recompute(cat)
+
+
+def _recompute(cat: Catalog) -> int:
     stored = stored_rankings.of(cat)
     keys = cat.query(f"SELECT DISTINCT track, metric, coalesce(protocol_id, '{UNRECORDED}') AS protocol_id, slice, "
                      "slice_value FROM aggregates ORDER BY 1, 3, 2, 4, 5")
