@@ -111,6 +111,7 @@ class StoredRankings:
         self._thread: threading.Thread | None = None
         # group -> (digest, its file's table (index: row key), (metric, slice, value) -> row positions, -> note)
         self._read: dict[tuple[str, str], tuple[str, pd.DataFrame, dict, dict]] = {}
+        self._overall_disk: dict[str, str] = {}  # track set -> the digest its folder was last looked for at
         self._views: OrderedDict[tuple, object] = OrderedDict()  # (view, its arguments) -> what it showed
         self._views_state: tuple | None = None  # the state those views were made at
         self.last_recompute: float | None = None  # seconds the last full recompute took
@@ -225,7 +226,7 @@ class StoredRankings:
             kept = self.overalls.get(track_set)
         if kept is not None and kept[0] == digest:
             return kept[1], False
-        if (read := self._read_overall(track_set, digest)) is not None:
+        if self._overall_disk.get(track_set) != digest and (read := self._read_overall(track_set, digest)):
             with self.lock:
                 self.overalls[track_set] = (digest, read)
             return read, False
@@ -240,9 +241,10 @@ class StoredRankings:
 
     def view(self, name: str, arguments: tuple, make: Callable[[], object]) -> object:
         """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
-        rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later call with
-        the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most recent are
-        kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets its own copy."""
+        rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later
+        call with the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most
+        recent are kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets
+        its own copy."""
         self.cat.refresh()
         # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
         # (``Store.meta_evaluation``) is read from its folder's files.
@@ -385,6 +387,7 @@ class StoredRankings:
         ``digest``; None when its folder holds another state, or cannot be read (computed again)."""
         if self.folder is None:
             return None
+        self._overall_disk[track_set] = digest  # looked at once per state, whatever it holds
         folder = self._overall_folder(track_set)
         try:
             tables = {path.name: pq.read_table(path) for path in sorted(folder.glob("*.parquet"))}
