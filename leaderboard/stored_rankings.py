@@ -218,10 +218,13 @@ class StoredRankings:
             self.entries[key] = entry
         return entry
 
-    def overall(self, track_set: str, compute: Callable[[], object]) -> tuple[object, bool]:
+    def overall(self, track_set: str, compute: Callable[[], object], state: str | None = None
+                ) -> tuple[object, bool]:
         """``compute()`` (the overall ranking of one track set) as of the current state, and whether it is from
-        before the latest change (the app, while recomputing)."""
-        digest = self.state()
+        before the latest change (the app, while recomputing). ``state``: the ``state()`` taken before the rows
+        ``compute`` ranks were read (default: now), so that a value is never kept under a later state than its
+        rows'."""
+        digest = self.state() if state is None else state
         with self.lock:
             kept = self.overalls.get(track_set)
         if kept is not None and kept[0] == digest:

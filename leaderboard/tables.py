@@ -282,6 +282,10 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     results); filters hide its models, never change it: a model is shown when the filters keep one of its headline
     rows, with its win rates and ranks among every model of the set (the sets and their counts are the unfiltered
     ones)."""
+    stored = stored_rankings.of(cat)
+    # The state before the rows are read: results that land while they are read make what is kept stale (computed
+    # again), never current with the rows before them.
+    state = stored.state()
     headline = headline_rows(cat)
     frame, off = headline_protocol_rows(cat, headline)
     if frame.empty:
@@ -290,8 +294,7 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     counts = sets["track_set"].value_counts()
     choices = sorted(counts.items(), key=lambda item: (item[1] < 2, -item[0].count("+"), -item[1], item[0]))
     chosen = track_set if track_set in counts else choices[0][0]
-    (wide, ranked), updating = stored_rankings.of(cat).overall(
-        chosen, lambda: _set_ranking(cat, frame, headline, sets, chosen))
+    (wide, ranked), updating = stored.overall(chosen, lambda: _set_ranking(cat, frame, headline, sets, chosen), state)
     kept, _ = filters.apply(headline)
     shown = set(zip(kept["model"], kept["provenance"]))
     keep = [key in shown for key in zip(wide["model"], wide["provenance"])]
