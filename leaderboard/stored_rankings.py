@@ -398,8 +398,9 @@ class StoredRankings:
             log.warning("stored overall ranking %s not read: %s", folder.name, error)
             return None
         meta = {name: table.schema.metadata or {} for name, table in tables.items()}
-        if "wide.parquet" not in tables or any(m.get(DIGEST_KEY, b"").decode() != digest for m in meta.values()):
-            return None
+        if "wide.parquet" not in tables or any(m.get(DIGEST_KEY, b"").decode() != digest for m in meta.values()) \
+                or any(TRACK_KEY not in m for name, m in meta.items() if name != "wide.parquet"):
+            return None  # another state's, or not as written here: computed again
         wide = tables.pop("wide.parquet").to_pandas()
         wide.attrs["note"] = meta["wide.parquet"].get(NOTE_KEY, b"").decode()
         ranked = {meta[name][TRACK_KEY].decode(): table.to_pandas() for name, table in tables.items()}
