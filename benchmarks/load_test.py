@@ -1,6 +1,6 @@
 """Load test: N concurrent API clients (gradio_client) and a browser against the running app, on loopback.
 
-    python benchmarks/load_test.py [--clients 24] [--duration 60] [--submissions 200] [--prompts 100]
+    python benchmarks/load_test.py [--clients 24] [--duration 60] [--think 0] [--submissions 200] [--prompts 100]
                                    [--worker] [--no-browser] [--store DIR]
 
 Starts ``culturelens serve`` on a free port of 127.0.0.1 (nothing else is contacted) with a store built here:
@@ -168,15 +168,19 @@ class Call:
     seconds: float
     error: str | None
     kind: str | None = None
+    first: bool = False  # the client's first call: made while all the clients connect at once
 
 
 def client_loop(url: str, context: Context, endpoints: list[Endpoint], stop: float, calls: list[Call],
-                seed: int) -> None:
+                seed: int, think: float = 0.0) -> None:
+    """One client calling ``endpoints`` until ``stop``: back to back, or with ``think`` seconds on average (drawn
+    uniformly from 0 to twice that) between an answer and the next call, as a person reads a page before a click."""
     from gradio_client import Client
 
     rng = random.Random(seed)
     client = Client(url, verbose=False)
     weights = [e.weight for e in endpoints]
+    first = True
     while time.monotonic() < stop:
         endpoint = rng.choices(endpoints, weights)[0]
         start = time.perf_counter()
@@ -187,7 +191,10 @@ def client_loop(url: str, context: Context, endpoints: list[Endpoint], stop: flo
             kind = endpoint.kind(result) if endpoint.kind else None
         except Exception as exc:  # noqa: BLE001 - every failure is counted and reported
             error = f"{type(exc).__name__}: {str(exc)[:300]}"
-        calls.append(Call(endpoint.api_name, time.perf_counter() - start, error, kind))
+        calls.append(Call(endpoint.api_name, time.perf_counter() - start, error, kind, first=first))
+        first = False
+        if think:
+            time.sleep(min(rng.uniform(0, 2 * think), max(stop - time.monotonic(), 0)))
 
 
 def browser_loop(url: str, stop: float, loads: list[float], errors: list[str]) -> None:
@@ -269,6 +276,9 @@ def report(calls: list[Call], duration: float, clients: int, loads: list[float],
     times = [c.seconds for c in calls]
     lines.append(f"load test: {clients} API clients for {duration:.0f} s: {len(calls)} calls "
                  f"({len(calls) / duration:.1f}/s), {errors} errors, p50 {_ms(times, 50)} ms, p95 {_ms(times, 95)} ms")
+    later = [c.seconds for c in calls if not c.first]  # once every client is connected: the steady state
+    lines.append(f"load test: past each client's first call: {len(later)} calls, p50 {_ms(later, 50)} ms, "
+                 f"p95 {_ms(later, 95)} ms")
     if browser:
         lines.append(f"load test: browser page loads {len(loads)}, p50 {_ms(loads, 50)} ms, p95 {_ms(loads, 95)} ms, "
                      f"{len(browser_errors)} errors")
@@ -286,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action="store_true", help="run the app's worker too (needs --backbones)")
     parser.add_argument("--backbones", default=None, help="backbones JSON for the worker")
     parser.add_argument("--no-browser", action="store_true", help="API clients only")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="mean seconds each client waits between an answer and its next call (0: back to back)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     browser = not args.no_browser and shutil.which("chromium") is not None
@@ -306,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             loads: list[float] = []
             browser_errors: list[str] = []
             stop = time.monotonic() + args.duration
-            threads = [threading.Thread(target=client_loop, args=(url, context, ENDPOINTS, stop, calls, args.seed + i))
+            threads = [threading.Thread(target=client_loop, args=(url, context, ENDPOINTS, stop, calls, args.seed + i,
+                                                                   args.think))
                        for i in range(args.clients)]
             if browser:
                 threads.append(threading.Thread(target=browser_loop, args=(url, stop, loads, browser_errors)))

@@ -9,6 +9,7 @@ from the results and the track registry (``benchmark.tracks``): a new track need
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ import gradio as gr
 
 from starlette.middleware import Middleware
 
-from leaderboard import bounds, citation_route, render, stored_rankings, tables, upload_cache, upload_route
+from leaderboard import bounds, citation_route, display, render, stored_rankings, tables, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
 from leaderboard.ui import about, address
@@ -112,6 +113,17 @@ def launch_options(store: Store) -> dict:
             "app_kwargs": {"middleware": [middleware, citations]}, "run_history": False}
 
 
+def first_views(site: Site, overview: OverviewTab, slices: SlicesTab) -> None:
+    """Make the views a first visit opens and each track's first Overview and Slices view (``StoredRankings.view``:
+    each made once per state of the results, then read), and the overall ranking's download files."""
+    overview.link({})
+    slices.link({})
+    for track in tables.tracks(site.catalog):
+        overview.link({"track": track})
+        slices.link({"track": track})
+    overview.download(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+
+
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
               notice: str | None = None) -> gr.Blocks:
@@ -126,8 +138,9 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     # Rankings are recomputed in a thread when results change, the views showing the previous ones meanwhile.
     stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
-    # The views a first visit opens are made when a recompute ends, not by the first visitor after it.
-    stored.after = lambda: (overview.link({}), slices.link({}))
+    # The views a first visit opens, and each track's a click away, are made when a recompute ends, not by the first
+    # visitor after it; the overall's download too (a track's, 250,000 rows at 1,000 submissions, when first asked).
+    stored.after = functools.partial(first_views, site, overview, slices)
     stored.start()
     world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)

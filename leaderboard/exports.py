@@ -10,6 +10,8 @@ people read ("[0.009, 0.015]", "paper", rounded scores) stay in ``display.displa
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -63,28 +65,35 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     fields in their own columns (dataset, images per prompt, metric version, backbones joined by '; ': with
     ``protocol_id``, all of ``results.protocol_columns``; an unrecorded protocol keeps the row's own dataset and
     version), whether it is the track's headline protocol, links, and every column cast to its dtype (a column
-    the rows lack is null)."""
+    the rows lack is null). A download holds many rows but few protocols, models and papers: each text is made
+    once per distinct value and taken for its rows."""
     out = frame.reset_index(drop=True)
     out = out.assign(**{c: None for c in [*COLUMNS, "protocol"] if c not in out.columns})
     low, high = (pd.to_numeric(out[c], errors="coerce").astype(float) for c in ("ci_low", "ci_high"))
-    # Each function runs once per distinct value: a download holds many rows but few protocols, models, papers.
-    fields = _per_value(out["protocol"], lambda p: results.protocol_fields(p) or {})
-    pairs = pd.Series(list(zip(out["track"], out["protocol"])), index=out.index, dtype=object)
+    fields = functools.cache(lambda p: results.protocol_fields(p) or {})
+
+    def field(name: str, own: str | None = None, shown=lambda v: v, dtype: str = "string") -> pd.Series:
+        """The protocol's ``name`` field per row (``shown`` of it), else the row's own column ``own``."""
+        taken = _per_value(out["protocol"], lambda p: shown(fields(p)[name]) if name in fields(p) else None, dtype)
+        if own is None:
+            return taken
+        has = _per_value(out["protocol"], lambda p: name in fields(p), "boolean")
+        return taken.where(has, _per_value(out[own], shown, dtype))
+
     out = out.assign(
-        dataset=[f.get("dataset", d) for f, d in zip(fields, out["dataset"])],
-        images_per_prompt=[f.get("images_per_prompt") for f in fields],
-        missing_images=[f.get("missing_images") for f in fields],
-        metric_version=[_public_version(f.get("metric_version", v)) for f, v in zip(fields, out["metric_version"])],
-        backbones=[render.public_backbones(f["backbones"]).replace(", ", "; ") if f.get("backbones") else None
-                   for f in fields],
-        model_id=_per_value(out["model_id"], lambda i: None if i is None or pd.isna(i) else render.public_id(i)),
-        on_protocol=_per_value(pairs, lambda pair: track_registry.on_protocol(*pair)),
-        model_url=_per_value(out["model_id"], links.model_url),
-        paper_url=_per_value(out["citation"], links.paper_url),
+        dataset=field("dataset", "dataset"),
+        images_per_prompt=field("images_per_prompt", dtype="Int64"),
+        missing_images=field("missing_images"),
+        metric_version=field("metric_version", "metric_version", _public_version),
+        backbones=field("backbones", shown=lambda b: render.public_backbones(b).replace(", ", "; ") if b else None),
+        model_id=_per_value(out["model_id"], lambda i: None if i is None else render.public_id(i), "string"),
+        on_protocol=_on_protocol(out),
+        model_url=_per_value(out["model_id"], links.model_url, "string"),
+        paper_url=_per_value(out["citation"], links.paper_url, "string"),
         scored_at=pd.to_datetime(out["scored_at"], utc=True, errors="coerce", format="ISO8601"),
-        not_ranked=[v if isinstance(v, str) and v else None for v in out["not_ranked"]],
+        not_ranked=_per_value(out["not_ranked"], lambda v: v if isinstance(v, str) and v else None, "string"),
         ci_low=low.where(~np.isinf(low)), ci_high=high.where(~np.isinf(high)),
-        ci_note=[unbounded(lo, hi, n) for lo, hi, n in zip(low, high, out["n"])],
+        ci_note=_unbounded_notes(low, high, out["n"]),
         rank_rule=pd.Series(RULE_VERSION, index=out.index).where(pd.notna(out["rank"]) &
                                                                           pd.notna(out["rank_low"])),
     )
@@ -106,11 +115,36 @@ def unbounded(low: float, high: float, n) -> str | None:
     return f"not bounded {' or '.join(sides)}{count}"
 
 
-def _per_value(values: pd.Series, function) -> list:
-    """``function`` of each value (missing ones as None), computed once per distinct value."""
-    values = values.astype(object).where(values.notna(), None)
-    computed = {v: function(v) for v in dict.fromkeys(values)}
-    return [computed[v] for v in values]
+def _on_protocol(rows: pd.DataFrame) -> pd.Series:
+    """Whether each row counts in its track's headline ranking (``benchmark.tracks.on_protocol``), asked once per
+    track and protocol."""
+    out = pd.Series(pd.NA, index=rows.index, dtype="boolean")
+    for track in rows["track"].dropna().unique():
+        mine = (rows["track"] == track).to_numpy(dtype=bool, na_value=False)
+        out[mine] = _per_value(rows.loc[mine, "protocol"], lambda p: track_registry.on_protocol(track, p), "boolean")
+    return out
+
+
+def _unbounded_notes(low: pd.Series, high: pd.Series, n: pd.Series) -> pd.Series:
+    """``unbounded`` of each row, computed for the rows with an infinite side only (few of a download's)."""
+    notes = pd.Series(None, index=low.index, dtype=object)
+    for i in np.flatnonzero(np.isinf(low.to_numpy()) | np.isinf(high.to_numpy())):
+        notes.iat[i] = unbounded(low.iat[i], high.iat[i], n.iat[i])
+    return notes
+
+
+def _per_value(values: pd.Series, function, dtype: str | None = None) -> pd.Series:
+    """``function`` of each value (missing ones as None), computed once per distinct value and taken for its rows,
+    as ``dtype`` (default object)."""
+    codes, distinct = pd.factorize(values, use_na_sentinel=True)
+    computed = [function(v) for v in distinct]
+    computed.append(function(None) if (codes < 0).any() else None)  # code -1: a missing value
+    taken = np.where(codes < 0, len(computed) - 1, codes)
+    if dtype is None:
+        out = np.empty(len(computed), dtype=object)
+        out[:] = computed
+        return pd.Series(out[taken], index=values.index, dtype=object)
+    return pd.Series(pd.array(computed, dtype=dtype).take(taken), index=values.index)
 
 
 def ranking(cat: Catalog, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
@@ -144,13 +178,12 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
     chosen = tables.pick_protocol(tables.protocols(cat, track, metric, name, values[0]), protocol_id)
     shown = [tables.ranked(cat, track, metric, name, value, filters, chosen)[0].drop(columns=["beside"])
              for value in values]
-    rest = cat.query(f"SELECT {tables.COLUMNS} FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
-                     f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported'))",
-                     [track, metric, name, chosen or ""])
+    rest = cat.query(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
+                     "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
+                     f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')) "
+                     "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id",
+                     [PAPER_VALUE, ONE_PROMPT, OWN_PROMPTS, track, metric, name, chosen or ""])
     rest, _ = filters.apply(rest)
-    rest = rest.sort_values(["metric", "slice", "slice_value", "model"], kind="stable")
-    rest = rest.assign(not_ranked=np.where(rest["provenance"] == "reported", PAPER_VALUE,
-                                           np.where(rest["slice"] == "prompt", ONE_PROMPT, OWN_PROMPTS)))
     return typed(pd.concat([*shown, rest], ignore_index=True))
 
 

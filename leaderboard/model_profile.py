@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark import tracks as track_registry
-from leaderboard import display, tables, world_map
+from leaderboard import display, paper_tables, tables, world_map
 from leaderboard.catalog import Catalog
 
 TOP = 3  # best and worst countries a page shows
@@ -157,7 +157,7 @@ def best_and_worst(rows: pd.DataFrame, model: str, top: int = TOP) -> tuple[pd.D
 
 def paper_rows(cat: Catalog, model: str) -> pd.DataFrame:
     """The papers' rows of a model of the same name (case and spaces aside): track, metric, slice, value, source."""
-    frame = tables.paper_rows(cat)
+    frame = paper_tables.paper_rows(cat)
     same = frame["model"].str.casefold().str.strip() == model.casefold().strip()
     return frame[same][["track", "metric_label", "slice", "slice_value", "value", "citation", "source_table"]]
 

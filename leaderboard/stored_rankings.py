@@ -242,12 +242,13 @@ class StoredRankings:
         self._write_overall(track_set, digest, value)
         return value, False
 
-    def view(self, name: str, arguments: tuple, make: Callable[[], object]) -> object:
+    def view(self, name: str, arguments: tuple, make: Callable[[], object],
+             kept: Callable[[object], bool] | None = None) -> object:
         """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
         rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later
         call with the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most
         recent are kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets
-        its own copy."""
+        its own copy. ``kept``: whether what was made still holds (files on disk), else it is made again."""
         self.cat.refresh()
         # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
         # (``Store.meta_evaluation``) is read from its folder's files.
@@ -257,7 +258,7 @@ class StoredRankings:
             if self._views_state != state:
                 self._views.clear()
                 self._views_state = state
-            if key in self._views:
+            if key in self._views and (kept is None or kept(self._views[key])):
                 self._views.move_to_end(key)
                 return copy.deepcopy(self._views[key])
         made = make()
@@ -267,6 +268,12 @@ class StoredRankings:
                 while len(self._views) > VIEWS:
                     self._views.popitem(last=False)
         return copy.deepcopy(made)
+
+    def forget_views(self) -> None:
+        """Drop every view made (``view``), as a change of the results does: ``benchmarks/app_speed.py`` times the
+        first call after one."""
+        with self.lock:
+            self._views.clear()
 
     def _shows_previous(self) -> bool:
         """Whether a stale ranking is shown (saying it is updating) rather than computed now: in the app, to every

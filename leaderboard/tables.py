@@ -24,8 +24,6 @@ headline one, else the papers'; a protocol on other prompts never stands in for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -191,7 +189,14 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
     interval and tie group, or why a row is listed apart), then the paper-reported rows of other protocols, unranked
     (``beside``); and the note on what the filters hid and on what the ranking rests (which prompts, how many,
     what is apart). Rows of the ``unrecorded`` protocol are listed, never ranked: nothing says how they were
-    scored."""
+    scored. Made once per state of the results for the same choices, then read (``StoredRankings.view``)."""
+    return stored_rankings.of(cat).view("ranked", (track, metric, slice_name, slice_value, filters, protocol_id),
+                                        lambda: _ranked(cat, track, metric, slice_name, slice_value, filters,
+                                                        protocol_id))
+
+
+def _ranked(cat: Catalog, track: str, metric: str, slice_name: str, slice_value: str, filters: Filters,
+            protocol_id: str | None) -> tuple[pd.DataFrame, str]:
     chosen = pick_protocol(protocols(cat, track, metric, slice_name, slice_value), protocol_id)
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                       "slice_value = ?", [track, metric, slice_name, slice_value])
@@ -199,7 +204,8 @@ def ranked(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL, sli
         frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, chosen), slice_name, slice_value)
     protocol_models = frame.loc[frame["protocol_id"] == chosen, ["model", "provenance"]].drop_duplicates()
     frame, note = filters.apply(frame)
-    frame = frame.assign(on_protocol=[track_registry.on_protocol(track, p) for p in frame["protocol"]])
+    admitted = {p: track_registry.on_protocol(track, p) for p in set(frame["protocol"])}  # few protocols, many rows
+    frame = frame.assign(on_protocol=[admitted[p] for p in frame["protocol"]])
     mine = frame["protocol_id"] == chosen
     why = ""
     if chosen == UNRECORDED:
@@ -264,9 +270,12 @@ def headline_protocol_rows(cat: Catalog, frame: pd.DataFrame, beside: bool = Fal
 
 def track_sets(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (model, provenance) of headline rows: the set of tracks it has a row on, as text ('a + b')."""
-    return frame.groupby(["model", "provenance"])["track"].agg(
-        lambda t: " + ".join(sorted(set(t), key=track_order))).rename(
-        "track_set").reset_index()
+    held: dict[tuple, set] = {}
+    for model, provenance, track in zip(frame["model"], frame["provenance"], frame["track"]):
+        held.setdefault((model, provenance), set()).add(track)
+    return pd.DataFrame([(model, provenance, " + ".join(sorted(tracks, key=track_order)))
+                         for (model, provenance), tracks in sorted(held.items())],
+                        columns=["model", "provenance", "track_set"])
 
 
 def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = None
@@ -281,7 +290,14 @@ def overall(cat: Catalog, filters: Filters = Filters(), track_set: str | None = 
     The ranking of each set is stored (``stored_rankings.StoredRankings.overall``: computed once per change of the
     results); filters hide its models, never change it: a model is shown when the filters keep one of its headline
     rows, with its win rates and ranks among every model of the set (the sets and their counts are the unfiltered
-    ones)."""
+    ones). This answer is made once per state of the results for the same choices, then read
+    (``StoredRankings.view``)."""
+    return stored_rankings.of(cat).view("overall", (filters, track_set), lambda: _overall(cat, filters, track_set))
+
+
+def _overall(cat: Catalog, filters: Filters, track_set: str | None
+             ) -> tuple[pd.DataFrame, list[tuple[str, int]], str, pd.DataFrame]:
+    """``overall`` made: what the recompute calls (never a view made before the rankings it stores)."""
     stored = stored_rankings.of(cat)
     # The state before the rows are read: results that land while they are read make what is kept stale (computed
     # again), never current with the rows before them.
@@ -344,7 +360,7 @@ def _recompute(cat: Catalog) -> int:
                    if key[1] == track_registry.get(key[0]).headline and key[3] == OVERALL)
     frame, _ = headline_protocol_rows(cat, headline_rows(cat))
     for track_set in (sorted(set(track_sets(frame)["track_set"])) if len(frame) else []):
-        overall(cat, track_set=track_set)
+        _overall(cat, Filters(), track_set)
     for track, protocol_id, group in groups:
         computed += stored.refresh_group(track, protocol_id, group)
     return computed
@@ -373,7 +389,14 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
             protocol_id: str | None = None) -> pd.DataFrame:
     """Model x slice value matrix of one metric under one protocol (default ``pick_protocol``'s on the first
     value), as ``stored_rankings.heatmap`` fills and orders it: each cell the number of that value's table, the rows in
-    the order of the metric's ranking on its whole prompt set, the first ``HEATMAP_MODELS``."""
+    the order of the metric's ranking on its whole prompt set, the first ``HEATMAP_MODELS``. Made once per state
+    of the results for the same choices, then read (``StoredRankings.view``)."""
+    return stored_rankings.of(cat).view("heatmap", (track, metric, slice_name, filters, protocol_id),
+                                        lambda: _heatmap(cat, track, metric, slice_name, filters, protocol_id))
+
+
+def _heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Filters, protocol_id: str | None
+             ) -> pd.DataFrame:
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ?",
                       [track, metric, slice_name])
     frame, _ = filters.apply(frame)
@@ -392,7 +415,11 @@ def heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fil
 
 def submissions(cat: Catalog) -> pd.DataFrame:
     """Scored submissions, one row each (for pickers): id, model, dataset (a suite submission's parts' datasets,
-    joined by " + "), scored_at."""
+    joined by " + "), scored_at; read once per state of the results (``StoredRankings.view``)."""
+    return stored_rankings.of(cat).view("submissions", (), lambda: _submissions(cat))
+
+
+def _submissions(cat: Catalog) -> pd.DataFrame:
     return cat.query("SELECT submission_id, model, string_agg(DISTINCT dataset, ' + ' ORDER BY dataset) AS dataset, "
                      "max(scored_at) AS scored_at FROM aggregates WHERE provenance = 'scored' "
                      "GROUP BY submission_id, model ORDER BY model, scored_at")
@@ -404,6 +431,16 @@ def rows(cat: Catalog, track: str, metric: str | None = None, slice_name: str | 
                                                                              ("slice", slice_name)) if value])
     return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE {where}",
                      [track, *(value for value in (metric, slice_name) if value)])
+
+
+def chart_rows(cat: Catalog, track: str, protocol_id: str | None, metrics: tuple[str, ...], slices: tuple[str, ...]
+               ) -> pd.DataFrame:
+    """The rows a chart of ``track`` reads under one protocol: those of its ``metrics`` on its ``slices``, and every
+    metric's on the whole prompt set (each submission the protocol ranks: whose curves a chart draws); none
+    without a protocol."""
+    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND protocol_id = ? AND (slice = '{OVERALL}' "
+                     "OR (list_contains(?, metric) AND list_contains(?, slice)))",
+                     [track, protocol_id, list(metrics), list(slices)])
 
 
 def curves(cat: Catalog) -> pd.DataFrame:
@@ -418,68 +455,6 @@ def suite_tracks(cat: Catalog) -> list[str]:
     answered = {t for t, p in zip(frame["track"], frame["protocol"])
                 if cat.store.suite.answered_by(t, results.protocol_fields(p) or {})}
     return [t for t in tracks(cat) if t in answered]
-
-
-@dataclass
-class PaperTable:
-    """A paper's headline table as the Overview's first view shows it on a card: ``table`` has a row per model
-    (Rank, Model, model_id, then the value on each slice value, or their mean), best first."""
-
-    track: str
-    metric: str
-    label: str
-    slice_name: str
-    source: str
-    citation: str
-    protocol: str
-    higher: bool
-    table: pd.DataFrame
-
-
-MAX_CARD_VALUES = 3  # slice values a card shows side by side (still and moving, three concepts); more: their mean
-
-
-def paper_table(cat: Catalog, track: str, filters: Filters = Filters()) -> PaperTable | None:
-    """The table of ``track``'s paper that the first view shows (None when the paper published none copied here):
-    of the metric the track's Overview opens on if the paper reports it, else the paper's first; on the slice
-    the Overview ranks it on (``overview_slice``); under that paper protocol with the most rows. Models are ranked
-    on the value, or on the mean of the slice values when there are several (each shown when there are at most
-    ``MAX_CARD_VALUES``, else only the mean, which the column's name says)."""
-    frame, _ = filters.apply(paper_rows(cat, track))
-    if frame.empty:
-        return None
-    declared = track_registry.get(track)
-    order = list(dict.fromkeys(r.metric for r in declared.papers.rows)) if declared.papers else []
-    present = list(dict.fromkeys([*order, *sorted(frame["metric"])]))
-    metric = declared.opens_on if declared.opens_on in set(frame["metric"]) else next(
-        m for m in present if m in set(frame["metric"]))
-    frame = frame[frame["metric"] == metric]
-    names = sorted(set(frame["slice"]), key=lambda n: (n != declared.overview_slice, n != OVERALL,
-                                                       frame.loc[frame["slice"] == n, "slice_value"].nunique(), n))
-    frame = frame[frame["slice"] == names[0]]
-    frame = frame[frame["protocol_id"] == frame["protocol_id"].value_counts().index[0]]
-    higher = higher_is_better(frame)
-    wide = frame.pivot_table(index="model", columns="slice_value", values="value", aggfunc="first")
-    mean = wide.mean(axis=1)
-    if names[0] == OVERALL:
-        wide.columns = ["Score"]
-    elif wide.shape[1] > MAX_CARD_VALUES:
-        wide = pd.DataFrame({f"mean of {wide.shape[1]} {render.slice_label(names[0])} values": mean})
-    wide = wide.loc[mean.sort_values(ascending=not higher, kind="stable").index]
-    ids = dict(zip(frame["model"], frame["model_id"]))
-    table = wide.reset_index().rename(columns={"model": "Model"})
-    table.insert(0, "Rank", mean.loc[wide.index].rank(ascending=not higher, method="min").astype(int).to_numpy())
-    table.insert(2, "model_id", table["Model"].map(ids))
-    first = frame.iloc[0]
-    return PaperTable(track, metric, str(first["metric_label"] or metric), names[0], str(first["source_table"] or ""),
-                      str(first["citation"] or ""), str(first["protocol"]), higher, table)
-
-
-def paper_rows(cat: Catalog, track: str | None = None) -> pd.DataFrame:
-    """Every row the papers published (``COLUMNS``), or those of one track."""
-    if track is None:
-        return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported'")
-    return cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE provenance = 'reported' AND track = ?", [track])
 
 
 def scored_protocols(cat: Catalog) -> pd.DataFrame:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 import threading
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -283,6 +285,48 @@ def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(stor
     assert stored_rankings.UPDATING not in html.unescape(after[5]) and made == ["_slices"] * 3 + ["_view"]
     ranked = fresh(site.catalog, "iconicity", "crt")
     assert ranked.loc["Epsilon", "rank"] == 1 and models(after) == sorted(ranked.index)
+
+
+def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fresh_ranking(store):
+    """A track's download (CSV and Parquet) is written once per state of the results and handed out again to the
+    next click; written again when its files are gone (the download folder's hourly clean-up) and when results
+    change, each time with the ranking computed fresh (Epsilon, added, ranked first). The tables behind it
+    (``tables.ranked``, ``tables.overall``) are read, not made, by a second call, and never stale either."""
+    four(store)
+    site = Site(store, "ada")
+    overview = OverviewTab(site)
+
+    def download() -> list[str]:
+        return overview.download("iconicity", "crt", "", [], None, None, "", [], [])
+
+    def crt_ranks(paths: list[str]) -> pd.Series:
+        typed = pd.read_parquet(paths[1])
+        shown = typed[(typed["metric"] == "crt") & (typed["slice"] == "overall")].set_index("model")
+        return shown["rank"].astype(float).to_dict()
+
+    first = download()
+    written = [Path(p).stat().st_mtime_ns for p in first]
+    assert download() == first and [Path(p).stat().st_mtime_ns for p in first] == written  # read, not written
+    expected = fresh(site.catalog, "iconicity", "crt")["rank"].astype(float).to_dict()
+    assert crt_ranks(first) == expected and len(expected) == 4
+    csv = pd.read_csv(first[0])  # the same rows as the Parquet file, for a spreadsheet
+    assert len(csv) == len(pd.read_parquet(first[1])) and set(csv["model"]) == set(FOUR_MODELS)
+    ranked = tables.ranked(site.catalog, "iconicity", "crt")
+    assert tables.ranked(site.catalog, "iconicity", "crt")[0] is not ranked[0]  # each caller its own copy
+    shutil.rmtree(Path(first[0]).parent)  # what the clean-up does to files an hour old
+    again = download()
+    assert again != first and all(Path(p).exists() for p in again)
+    assert crt_ranks(again) == expected
+
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    site.catalog.refresh(force=True)
+    after = download()
+    assert after != again
+    expected = fresh(site.catalog, "iconicity", "crt")["rank"].astype(float).to_dict()
+    assert expected["Epsilon"] == 1 and crt_ranks(after) == expected
+    same(shown(site.catalog, "iconicity", "crt"), fresh(site.catalog, "iconicity", "crt"))
+    wide = tables.overall(site.catalog)[0].set_index("model")
+    assert wide.loc["Epsilon", "rank"] == 1 and len(wide) == 5
 
 
 def test_stored_rankings_after_a_release_install_equal_the_fresh_ones(tmp_path):

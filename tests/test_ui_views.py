@@ -16,7 +16,7 @@ from benchmark.datasets import cube_1k
 from benchmark.encoders.spec import load_registry
 from benchmark.run_record import RunRecord
 from benchmark.scoring_options import ScoringOptions
-from leaderboard import display, reported, tables
+from leaderboard import display, paper_tables, reported, tables
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.overview import OverviewTab
@@ -65,18 +65,18 @@ def test_a_papers_card_ranks_its_models_on_the_papers_own_values(tmp_path):
     store = Store(tmp_path / "store")
     store.seed_reported()
     catalog = Site(store, "ada").catalog
-    crt = tables.paper_table(catalog, "iconicity")
+    crt = paper_tables.paper_table(catalog, "iconicity")
     still_moving = {m: [r["value"] for r in reported.rows() if r["metric"] == "crt_from_means" and r["model"] == m]
                     for m in crt.table["Model"]}
     means = sorted(still_moving, key=lambda m: -mean(still_moving[m]))
     assert list(crt.table["Model"]) == means == ["Imagen 4", "SD3", "SDXL", "SD 2.1", "FLUX.1-schnell"]
     assert crt.table.loc[0, ["moving", "still"]].tolist() == [0.643, 0.448] and crt.source == "Table 1"
-    cube = tables.paper_table(catalog, "awareness")  # Table 3: 8 countries, more than a card shows side by side
+    cube = paper_tables.paper_table(catalog, "awareness")  # Table 3: 8 countries, more than a card shows side by side
     table3 = [r for r in reported.rows() if r["metric"] == "human_relevance_yes_pct"]
     assert cube.table.columns[-1] == "mean of 8 country values" and cube.table["Model"].tolist() == ["Imagen 2", "SDXL"]
     assert cube.table.iloc[:, -1].tolist() == pytest.approx(
         [mean(r["value"] for r in table3 if r["model"] == m) for m in ("Imagen 2", "SDXL")])
-    assert tables.paper_table(catalog, "variability") is None  # W1KP: no table copied here
+    assert paper_tables.paper_table(catalog, "variability") is None  # W1KP: no table copied here
 
 
 def test_a_compact_table_puts_the_rank_with_its_range_and_the_score_with_its_interval():

@@ -14,7 +14,7 @@ import pandas as pd
 from benchmark import results
 from benchmark import tracks as track_registry
 from benchmark.words import counted
-from leaderboard import display, exports, links, protocol_names, render, stored_rankings, tables
+from leaderboard import display, exports, links, paper_tables, protocol_names, render, stored_rankings, tables
 from leaderboard.ui import address, notes
 from leaderboard.ui.site import Tab
 from leaderboard.ui.widgets import Parts, compact_table, compact_win_rates, linked_table, on_change, pick, text_markdown
@@ -105,8 +105,8 @@ class OverviewTab(Tab):
 
     # --- the three kinds of view ----------------------------------------------------------------------------------
     def _papers_view(self, filters: tables.Filters) -> dict:
-        """Each paper's headline table (``tables.paper_table``) as a card, and as one table for the API."""
-        papers = [p for t in self.site.track_choices() if (p := tables.paper_table(self.catalog, t[1], filters))]
+        """Each paper's headline table (``paper_tables.paper_table``) as a card, and as one table for the API."""
+        papers = [p for t in self.site.track_choices() if (p := paper_tables.paper_table(self.catalog, t[1], filters))]
         names = {p.track: protocol_names.base_name(p.track, p.protocol, self.site.store.suite) for p in papers}
         cards = cards_html(papers, names)
         without = [track_registry.get(t).title for _, t in self.site.track_choices()
@@ -130,7 +130,7 @@ class OverviewTab(Tab):
         details = ("A paper's protocol is what the paper measured, as it measured it: its own images, raters and "
                    "settings. Its rows are never ranked with rows scored here, where every model answers the same "
                    "prompts of the suite, and a card's ranking is the paper's own. " + notes.RANKS_IN_WORDS)
-        hidden = filters.apply(tables.paper_rows(self.catalog))[1]
+        hidden = filters.apply(paper_tables.paper_rows(self.catalog))[1]
         return {"frame": frame, "line": line, "details": details, "cards": cards, "hidden": hidden,
                 "metric": gr.update(choices=[], value=None, visible=False),
                 "protocol": gr.update(choices=[], value=None, visible=False)}
@@ -254,12 +254,15 @@ class OverviewTab(Tab):
         """The Overview's view as typed rows (``leaderboard.exports``), CSV and Parquet: for a track, every row
         of it the filters keep (every metric and slice), those of the table shown with their ranks; for the
         overall view, the win rates of the track set shown and the headline rows behind them. Every column
-        (``columns`` chooses what the screen shows)."""
+        (``columns`` chooses what the screen shows). Written once per state of the results for the same choices."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
-        if track in tables.tracks(self.catalog):
-            frame = exports.track_rows(self.catalog, track, metric, protocol, filters)
-            return self.site.files(frame, track if track in track_registry.all_tracks() else "track")
-        return self.site.files(exports.overall_rows(self.catalog, filters, protocol), "overall")
+
+        def make() -> tuple[pd.DataFrame, str]:
+            if track in tables.tracks(self.catalog):
+                frame = exports.track_rows(self.catalog, track, metric, protocol, filters)
+                return frame, track if track in track_registry.all_tracks() else "track"
+            return exports.overall_rows(self.catalog, filters, protocol), "overall"
+        return self.site.files(("download", track, metric, protocol, filters), make)
 
     def leaderboard_api(self, track: str, metric: str, slice_name: str = tables.OVERALL, slice_value: str = "all",
                         protocol_id: str | None = None) -> list[dict]:
@@ -341,7 +344,7 @@ def _number(value: float) -> str:
     return "–" if pd.isna(value) else (f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}")
 
 
-def cards_html(papers: list[tables.PaperTable], names: dict[str, str]) -> str:
+def cards_html(papers: list[paper_tables.PaperTable], names: dict[str, str]) -> str:
     """The papers' headline tables as cards side by side: per track its title, what it measures, the ranking with
     the paper's values, the paper and table linked, and the protocol's name. Every text is escaped; links are
     ``leaderboard.links`` addresses."""

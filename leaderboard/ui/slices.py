@@ -120,6 +120,11 @@ class SlicesTab(Tab):
         return {**named, "models": state["models"]} if "models" in state else named
 
     def charts(self, filters: tables.Filters):
+        """``_charts``, made once per state of the results for the same filters (``StoredRankings.view``): the same
+        whichever track, metric and slice the tab shows."""
+        return stored_rankings.of(self.catalog).view("charts", (filters,), lambda: self._charts(filters))
+
+    def _charts(self, filters: tables.Filters):
         """Models across tracks (mean win rate bars, win rate per track as a heatmap), then each track's own charts
         (``benchmark.track.Chart``: W1KP's reusability curves, CRT's recognition against realisation...), each of
         the one protocol its track's Overview ranks (``tables.chart_protocols``, ``tables.pick_protocol``) and of the
@@ -140,8 +145,7 @@ class SlicesTab(Tab):
             # One protocol per chart, the one the track's Overview ranks: points scored otherwise never mix in.
             table = tables.chart_protocols(self.catalog, track)
             chosen = tables.pick_protocol(table) if table is not None else None
-            rows, _ = filters.apply(tables.rows(self.catalog, track))
-            rows = rows[rows["protocol_id"] == chosen]
+            rows, _ = filters.apply(tables.chart_rows(self.catalog, track, chosen, chart.metrics, chart.slices))
             aggregates = stored_rankings.ranked_values(  # the values its tables rank
                 self.catalog, rows[rows["metric"].isin(chart.metrics) & rows["slice"].isin(chart.slices)])
             frame = chart.data(aggregates.assign(model=aggregates["model"] + aggregates["provenance"].map(PAPER_MARK)),
