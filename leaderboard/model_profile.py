@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 
 from benchmark import tracks as track_registry
+from benchmark.datasets.prompts import DatasetUnavailable
 from leaderboard import display, paper_tables, tables, world_map
 from leaderboard.catalog import Catalog
 
-TOP = 3  # best and worst countries a page shows
+TOP = 3  # best and worst countries a page shows, each with its lowest- and highest-scored image (``examples``)
 
 
 def names(cat: Catalog) -> list[str]:
@@ -153,6 +154,54 @@ def best_and_worst(rows: pd.DataFrame, model: str, top: int = TOP) -> tuple[pd.D
     best = ordered.head(min(top, -(-len(ordered) // 2)))
     worst = ordered.iloc[len(best):].tail(top)
     return best, worst.iloc[::-1]
+
+
+@dataclass(frozen=True)
+class Example:
+    """An image of one of a model's best or worst countries (``side``): the ``which`` ('lowest' or 'highest')
+    scored of that country's images in the submission its row was scored from, with its prompt and its value."""
+
+    side: str
+    country: str
+    which: str
+    submission_id: str
+    image_path: str
+    prompt: str
+    value: float
+
+
+def examples(cat: Catalog, metric: str, best: pd.DataFrame, worst: pd.DataFrame) -> list[Example]:
+    """For each of the best and worst countries (``best_and_worst``' rows, by country) a scored row stands on: the
+    lowest- and highest-scored of that country's images (its per-image values of ``metric``; ties by prompt and
+    seed) in the row's submission. None for a paper's row, or a metric with no per-image values (a prompt-level
+    one)."""
+    out = []
+    for side, part in (("best", best), ("worst", worst)):
+        for country, row in part.iterrows():
+            if row.get("provenance") != "scored" or not isinstance(row.get("submission_id"), str):
+                continue
+            sid = row["submission_id"]
+            images = cat.per_image([sid], "metric = ? AND country = ? AND value IS NOT NULL AND image_path IS NOT "
+                                   "NULL", [metric, country])
+            if images.empty:
+                continue
+            images = images.sort_values(["value", "prompt_id", "seed"], kind="stable")
+            texts = _prompt_texts(cat, sid)
+            picks = [("lowest", images.iloc[0]), ("highest", images.iloc[-1])] if len(images) > 1 else \
+                [("only", images.iloc[0])]
+            out += [Example(side, country, which, sid, str(image["image_path"]),
+                            texts.get(image["prompt_id"], str(image["prompt_id"])), float(image["value"]))
+                    for which, image in picks]
+    return out
+
+
+def _prompt_texts(cat: Catalog, submission_id: str) -> dict[str, str]:
+    """A submission's prompts' texts as the store serves them, by prompt id (empty when no longer served)."""
+    try:
+        texts = pd.concat([p.table["prompt"] for p in cat.store.prompt_sets(submission_id)])
+    except (DatasetUnavailable, OSError, ValueError, KeyError):
+        return {}
+    return {str(k): str(v) for k, v in texts.items()}
 
 
 def paper_rows(cat: Catalog, model: str) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import io
 import re
 import time
 
+import numpy as np
 import open_clip
 import pandas as pd
 import pyarrow.parquet as pq
@@ -222,6 +223,39 @@ def test_compare_shows_images_side_by_side_with_scores(live_app):
     scores = pd.DataFrame(table["data"], columns=table["headers"])
     assert list(scores["seed"]) == [0, 1] and "CLIP cosine (prompt, image)" in scores.columns
     assert prompt_id in html.unescape(note) and references == [] and reuse == []  # CUBE-1K has no reference images
+
+
+def test_model_page_shows_the_lowest_and_highest_scored_image_of_its_best_and_worst_countries(live_app):
+    """The model's page shows, for each of its best and worst countries (by its CLIPScore per country, the map's
+    values), the lowest- and highest-scored of that country's images: each the submitted image's pixels, captioned
+    with its country, its per-image value and its prompt; computed here from the results' per-image table."""
+    from gradio_client import Client
+
+    url, store, _ = live_app
+    client = Client(url, verbose=False)
+    submission_id = _scored_submission(client)
+    per_image = pq.read_table(store.results / submission_id / "per_image.parquet").to_pandas()
+    scores = per_image[per_image["metric"] == "clip_score"]
+    by_country = scores.groupby(["country", "prompt_id"])["value"].mean().groupby(level=0).mean()
+    ordered = by_country.sort_values(ascending=False, kind="stable").index.tolist()  # higher is better
+    best = ordered[:min(3, -(-len(ordered) // 2))]
+    worst = ordered[len(best):][-3:][::-1]
+    prompts = store.prompts(cube_1k.HUB_REPO, cube_1k.CONFIG).table["prompt"]
+    submitted = {(r["prompt_id"], r["seed"]): r["image"]["bytes"]
+                 for r in pq.read_table(store.submissions / submission_id / "data").to_pylist()}
+    expected = []
+    for side, countries in (("best", best), ("worst", worst)):
+        for country in countries:
+            mine = scores[scores["country"] == country].sort_values(["value", "prompt_id", "seed"], kind="stable")
+            for which, row in (("lowest", mine.iloc[0]), ("highest", mine.iloc[-1])):
+                expected.append((f"{side} · {country} · {which} CLIPScore (2.5 max(cos, 0)) {row['value']:.3f} · "
+                                 f"{prompts[row['prompt_id']]}", submitted[(row["prompt_id"], row["seed"])]))
+    assert len(best) >= 1 and len(worst) >= 1 and len(expected) == 2 * (len(best) + len(worst))
+    gallery = client.predict("E2E Model", api_name="/model_page")[8]
+    assert [item["caption"] for item in gallery] == [caption for caption, _ in expected]
+    for item, (_, data) in zip(gallery, expected):
+        shown = np.asarray(Image.open(item["image"]).convert("RGB"))
+        assert np.array_equal(shown, np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
 
 
 def test_datasets_tab_filters_and_searches_prompts_by_meaning(live_app):

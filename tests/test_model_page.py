@@ -46,7 +46,7 @@ def frame(value: dict) -> pd.DataFrame:
 
 def model_page(client, model: str):
     """The ``/model_page`` API's picker, text, profile and downloads."""
-    picker, text, profile, _, _, _, _, files = client.predict(model, api_name="/model_page")
+    picker, text, profile, _, _, _, _, files, _ = client.predict(model, api_name="/model_page")
     return picker, html.unescape(text), frame(profile), files
 
 

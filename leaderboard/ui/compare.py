@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import PurePosixPath
 
 import gradio as gr
 import pandas as pd
@@ -13,7 +12,7 @@ from PIL import Image
 
 from benchmark import tracks as track_registry
 from benchmark.datasets.prompts import DatasetUnavailable
-from benchmark.images import as_shown, open_as_viewed
+from benchmark.images import open_as_viewed
 from benchmark.track import DetailPicture
 from leaderboard import render, search, tables
 from leaderboard.ui import address
@@ -29,13 +28,6 @@ HINT = f"Pick 1-{MAX_COMPARE} scored submissions, then a prompt: their images si
 def track_pictures() -> list[tuple[str, DetailPicture]]:
     """(track, picture kind) for every detail picture a registered track adds to the Compare tab."""
     return [(name, kind) for name, track in track_registry.all_tracks().items() for kind in track.pictures]
-
-
-def _shown(name: str, data: bytes) -> tuple[str, bytes]:
-    """A submitted image as the gallery serves it (``images.as_shown``: the pixels scored), named ``.png`` where it
-    is served as a PNG of them."""
-    shown = as_shown(data)
-    return (name, data) if shown is data else (str(PurePosixPath(name).with_suffix(".png")), shown)
 
 
 class CompareTab(Tab):
@@ -99,9 +91,9 @@ class CompareTab(Tab):
             scores = ", ".join(f"{labels.get(m, m)} {v:.3f}" for m, v in zip(group["metric"], group["value"])
                                if pd.notna(v))
             said = "; ".join(sorted({n for n in group["note"].dropna()}))
-            gallery.append((_shown(name, owned[submission][name]), f"{group['model'].iloc[0]} · seed {int(seed)} · "
+            gallery.append(((name, owned[submission][name]), f"{group['model'].iloc[0]} · seed {int(seed)} · "
                             f"{scores}" + (f" · {said}" if said else "")))
-        gallery = list(zip(self.site.serve_images([image for image, _ in gallery]),
+        gallery = list(zip(self.site.serve_shown([image for image, _ in gallery]),
                            [caption for _, caption in gallery]))
         references = self.references(chosen[0], prompt_id)
         for _, kind in track_pictures():

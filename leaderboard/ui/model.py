@@ -94,12 +94,12 @@ class ModelTab(Tab):
         picker = gr.update(choices=every, value=model)
         if model is None:
             text = unknown(asked) if asked not in (None, "") else NO_MODELS
-            return picker, text, pd.DataFrame(), "", pd.DataFrame(), pd.DataFrame(), "", []
+            return picker, text, pd.DataFrame(), "", pd.DataFrame(), pd.DataFrame(), "", [], []
         overall = tables.overall(self.catalog)
         standing = model_profile.standing(overall, model, self.protocol)
         text = self._heading(model, standing, request)
         mapped = model_profile.mapped(self.catalog, model)
-        svg, countries = "<p>No values by country for this model yet.</p>", pd.DataFrame()
+        svg, countries, shots = "<p>No values by country for this model yet.</p>", pd.DataFrame(), []
         if mapped:
             track, metric, label, rows = mapped
             shown = world_map.values_map(rows, model, label)
@@ -108,6 +108,7 @@ class ModelTab(Tab):
             countries = pd.DataFrame(
                 [{"": side, "Country": country, label: round(float(row["value"]), 3), "Prompts": row["n"]}
                  for side, part in (("best", best), ("worst", worst)) for country, row in part.iterrows()])
+            shots = self._examples(metric, label, best, worst)
         papers = model_profile.paper_rows(self.catalog, model)
         subs = model_profile.submissions(self.catalog, model)
         records = self._records(subs)
@@ -117,7 +118,19 @@ class ModelTab(Tab):
         return (picker, text, model_profile.profile(self.catalog, overall, model), svg, countries,
                 papers.rename(columns={"track": "Track", "metric_label": "Metric", "slice": "Slice",
                                        "slice_value": "Value", "value": "Score", "citation": "Paper",
-                                       "source_table": "Table"}), records, served)
+                                       "source_table": "Table"}), records, served, shots)
+
+    def _examples(self, metric: str, label: str, best: pd.DataFrame, worst: pd.DataFrame) -> list[tuple[str, str]]:
+        """The gallery of ``model_profile.examples``: each image as its submission's shards hold it (the pixels
+        scored; an image the submission's validated tables do not list is left out), captioned with its country,
+        its value and its prompt."""
+        shots = model_profile.examples(self.catalog, metric, best, worst)
+        owned = {sid: self.store.image_bytes(sid, [e.image_path for e in shots if e.submission_id == sid])
+                 for sid in {e.submission_id for e in shots}}
+        kept = [e for e in shots if e.image_path in owned[e.submission_id]]
+        paths = self.site.serve_shown([(e.image_path, owned[e.submission_id][e.image_path]) for e in kept])
+        return [(path, f"{e.side} · {e.country} · {e.which} {label} {e.value:.3f} · {e.prompt}")
+                for path, e in zip(paths, kept)]
 
     def _heading(self, model: str, standing: model_profile.Standing | None, request: gr.Request | None) -> str:
         """The page's first lines: the name (with its Hub page or URL), the overall standing, the badge and the
@@ -159,10 +172,10 @@ class ModelTab(Tab):
 
     def page(self, model, request: gr.Request = None) -> dict:
         """``model_page`` for the page, by output name."""
-        names = ["model", "text", "profile", "map", "countries", "papers", "records", "downloads"]
+        names = ["model", "text", "profile", "map", "countries", "papers", "records", "downloads", "examples"]
         named = dict(zip(names, self.model_page(model, request)))
         named["profile"] = linked_table(named["profile"]) if len(named["profile"]) else named["profile"]
-        for name in ("countries", "papers", "downloads"):  # an empty box says nothing: the text above says why
+        for name in ("countries", "papers", "downloads", "examples"):  # an empty box says nothing: the text above says why
             named[name] = shown_if_filled(named[name])
         return named
 
@@ -180,6 +193,9 @@ class ModelTab(Tab):
         map_box = gr.HTML(elem_classes=["cl-map-box"])
         countries = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"], visible=False,
                                  label="Best and worst countries")
+        examples = gr.Gallery(label="Each best and worst country's lowest- and highest-scored image", columns=4,
+                              height="auto", object_fit="contain", fit_columns=False, visible=False,
+                              elem_classes=["cl-gallery"])  # thumbnails whole, captions under them
         papers = gr.Dataframe(interactive=False, wrap=True, elem_classes=["cl-table"], visible=False,
                               label="The papers' rows of a model of this name")
         gr.Markdown("#### Submissions and run records")
@@ -188,7 +204,7 @@ class ModelTab(Tab):
         self.parts = Parts(inputs={"model": model},
                            outputs={"model": model, "text": text, "profile": profile, "map": map_box,
                                     "countries": countries, "papers": papers, "records": records,
-                                    "downloads": downloads})
+                                    "downloads": downloads, "examples": examples})
 
         def shown(value, request: gr.Request):
             return self.parts.updates(self.page(value, request))
@@ -200,7 +216,7 @@ class ModelTab(Tab):
     def api_outputs(self) -> list:
         """The ``/model_page`` API's outputs, in ``model_page``'s order."""
         return [self.parts.outputs[n] for n in ("model", "text", "profile", "map", "countries", "papers", "records",
-                                                "downloads")]
+                                                "downloads", "examples")]
 
 
 def _base_url(request: gr.Request | None) -> str:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.csv as arrow_csv
 
 from benchmark import tracks as track_registry
+from benchmark.images import as_shown
 from leaderboard import operator_settings, render, stored_rankings, tables
 from leaderboard.catalog import Catalog
 from leaderboard.downloads import DownloadFolder
@@ -156,6 +157,15 @@ class Site:
             target.write_bytes(data)
             served.append(str(target))
         return served
+
+    def serve_shown(self, images: list[tuple[str, bytes]]) -> list[str]:
+        """Submitted images (name in the submission, bytes from its shards) as a page shows them: the pixels scored
+        (``benchmark.images.as_shown``), named ``.png`` where they are served as a PNG of them (``serve_images``)."""
+        shown = []
+        for name, data in images:
+            viewed = as_shown(data)
+            shown.append((name, data) if viewed is data else (str(PurePosixPath(name).with_suffix(".png")), viewed))
+        return self.serve_images(shown)
 
     def write(self, name: str, text: str) -> str:
         """``text`` as a file named ``name`` to download (the Submit tab's schema)."""
