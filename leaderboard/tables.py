@@ -200,7 +200,7 @@ def _ranked(cat: Catalog, track: str, metric: str, slice_name: str, slice_value:
     chosen = pick_protocol(protocols(cat, track, metric, slice_name, slice_value), protocol_id)
     frame = cat.query(f"SELECT {COLUMNS} FROM aggregates WHERE track = ? AND metric = ? AND slice = ? AND "
                       "slice_value = ?", [track, metric, slice_name, slice_value])
-    if chosen not in (None, UNRECORDED):  # a submission that answered none of this value's prompts: ranked too
+    if chosen not in (None, UNRECORDED) and slice_name != OVERALL:  # one that answered none of its prompts: ranked
         frame = rankings.with_absent(frame, rankings.overall_rows(cat, track, metric, chosen), slice_name, slice_value)
     protocol_models = frame.loc[frame["protocol_id"] == chosen, ["model", "provenance"]].drop_duplicates()
     frame, note = filters.apply(frame)

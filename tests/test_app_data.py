@@ -18,6 +18,7 @@ from benchmark.run_record import RunRecord
 from benchmark.stats import mean_ci
 from leaderboard import display, exports
 from leaderboard.store import Store
+from tests import doc_blocks
 from tests.helpers import launched
 
 FORMULA = '=HYPERLINK("https://evil.example/x","Top model")'
@@ -180,6 +181,22 @@ def test_leaderboard_api_takes_ids_and_returns_records(served):
     overall = client.predict("awareness", "clip_score", api_name="/leaderboard")
     assert [r["model"] for r in overall] == ["Alpha", "Beta", FORMULA] and overall[0]["scored_at"] == \
         "2026-02-03T04:05:06+00:00"
+
+
+def test_docs_leaderboard_api_block_runs_against_a_live_app(served):
+    """The Python block of docs/leaderboard.md's API section, as a reader copies it, against this live app (its
+    address for the block's http://127.0.0.1:7860/): the records, the overall and the queue it names."""
+    client, _ = served
+    [block] = [b for b in doc_blocks.blocks(doc_blocks.ROOT / "docs" / "leaderboard.md")
+               if b.lang == "python" and "gradio_client" in b.code]
+    assert "http://127.0.0.1:7860/" in block.code
+    names: dict = {}
+    exec(block.code.replace("http://127.0.0.1:7860/", client.src), names)  # noqa: S102 - the page's own block
+    assert [(r["model"], r["slice_value"]) for r in names["rows"]] == [
+        ("Alpha", "Nigeria"), ("Beta", "Nigeria"), (FORMULA, "Nigeria")]
+    means = [r for r in names["overall"] if r["metric"] == "mean_win_rate"]
+    assert [r["model"] for r in means] == ["Alpha", "Beta", FORMULA] and means[0]["track"] == "overall"
+    assert names["queue"]["notice"] is None and names["queue"]["workers"] == [] and len(names["queue"]["jobs"]) == 2
 
 
 @pytest.mark.parametrize("arguments, names", [
