@@ -24,7 +24,8 @@ from safetensors.torch import load_file
 from benchmark import ranking
 from benchmark.datasets import cube_1k
 from leaderboard.store import Store
-from tests.browser import SCREENSHOTS, WAIT, chromium, screenshot, wait_for_charts, wait_for_text
+from tests.browser import LAPTOP, PHONE, SCREENSHOTS, WAIT, chromium, open_page, screenshot, wait_for_charts, \
+    wait_for_text
 from tests.helpers import serving, serving_tiny_cube
 from culturelens.testing.submissions import make_submission, zip_folder
 
@@ -256,6 +257,19 @@ def test_model_page_shows_the_lowest_and_highest_scored_image_of_its_best_and_wo
     for item, (_, data) in zip(gallery, expected):
         shown = np.asarray(Image.open(item["image"]).convert("RGB"))
         assert np.array_equal(shown, np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+    # A visitor follows the model's link and sees the same images with their captions, on a laptop and a phone.
+    with chromium() as browser:
+        for size, name in ((LAPTOP, "1366"), (PHONE, "390")):
+            page = open_page(browser, url + "?tab=model&model=E2E%20Model", size, shows="E2E Model")
+            wait_for_text(page, f"{best[0]} · highest CLIPScore")
+            thumbnails = page.locator(".cl-gallery img")
+            for i in range(thumbnails.count()):  # each drawn, as a visitor scrolling past it sees it
+                thumbnails.nth(i).scroll_into_view_if_needed()
+            page.wait_for_function("() => [...document.querySelectorAll('.cl-gallery img')].every("
+                                   "i => i.complete && i.naturalWidth > 0)", timeout=WAIT)
+            assert thumbnails.count() == len(expected)
+            screenshot(page, f"model-page-examples-{name}")
+            page.close()
 
 
 def test_datasets_tab_filters_and_searches_prompts_by_meaning(live_app):
