@@ -7,6 +7,7 @@ Real databases (SQLite files, a PostgreSQL server), real seals, real Parquet and
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
 import re
@@ -813,6 +814,12 @@ def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_and_each_metrics_agr
         assert measured.loc[culture, "pairs"] == 60 and measured.loc[culture, "agreed"] == 60 - against
         assert measured.loc[culture, "agreement"].startswith(f"{expected:.1%} [")
     assert "not measured" not in found["arena_note"]
+    # The awareness track's method page says the same under its method; a track with no voted image, not measured.
+    method = html.unescape(found["method"] if found["track"]["value"] == "awareness" else
+                           MetricsTab(fresh.site, fresh).method("awareness"))
+    for culture in (rating.OVERALL, "Brazil"):
+        assert f"- clip_score, {culture}: {expected:.1%} [" in method and "of 60 decided pairs" in method
+    assert "not measured yet" in MetricsTab(fresh.site, fresh).method("expectations")
     said = ArenaTab(Site(arena_store, "mallory"), settings).withdraw()  # a withdrawal redraws them at once
     assert said["said"].startswith("Withdrawn for good: 10 votes of yours")
     after = said["standing"]

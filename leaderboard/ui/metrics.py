@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from benchmark import tracks as track_registry
-from leaderboard import render
+from benchmark.words import counted
+from leaderboard import render, tables
 from leaderboard.ui.arena import AGREEMENT_NONE, AGREEMENT_NOTE, ArenaTab
 from leaderboard.ui.site import Site, Tab
 from leaderboard.ui.widgets import Parts, linked_table
@@ -23,6 +24,13 @@ METRICS_INTRO = (
     "al.): a Spearman ρ with the human ratings whose pooling the paper does not state, so they follow the scored "
     "rows and are never ordered among them. The key under the table says what each kind of row measures.")
 
+
+# A method page's lines on its metrics' agreement with the arena's votes (``MetricsTab.method``).
+ARENA_HEAD = ("**Agreement with the arena's votes**: the share of decided battles (left or right) each metric orders "
+              "as the voter did (equal values count half), with its 95% interval, over all cultures and per culture "
+              "(the Arena tab):")
+ARENA_NONE = ("**Agreement with the arena's votes**: not measured yet (no decided vote on images of this track's "
+              "scored models).")
 
 # What each row of the metric-agreement table measures (the Metrics tab), by provenance.
 AGREEMENT_MEASURES = {
@@ -60,13 +68,30 @@ class MetricsTab(Tab):
         choices = self.site.track_choices()
         first = choices[0][1] if choices else None
         shown = {"track": gr.update(choices=choices, value=first),
-                 "method": render.method_page(first) if first else "",
+                 "method": self.method(first) if first else "",
                  "table": linked_table(agreement_page(agreement_table(self.site.store.meta_evaluation())))}
         if self.arena is not None:
             voted = self.arena.agreement()
             shown.update({"arena_note": AGREEMENT_NOTE if not voted.empty else AGREEMENT_NONE,
                           "arena": gr.update(value=voted, visible=not voted.empty)})
         return shown
+
+    def method(self, track: str | None) -> str:
+        """A track's method page (``render.method_page``, the ``/method`` API) and, under it, how far each of its
+        metrics agrees with the arena's decided votes (``ArenaTab.agreement``: its rows of this track's metrics), or
+        that it is not measured yet."""
+        page = render.method_page(track)
+        if self.arena is None or not isinstance(track, str) or not track_registry.get(track).method:
+            return page
+        pairs = tables.metrics(self.catalog, track) if track in tables.tracks(self.catalog) else []
+        names = {text for text, _ in pairs} | {metric for _, metric in pairs}
+        voted = self.arena.agreement()
+        mine = voted[voted["metric"].isin(names)]
+        if mine.empty:
+            return page + f"\n\n{ARENA_NONE}"
+        lines = [f"- {render.plain(row.metric)}, {render.plain(row.culture)}: {row.agreement} of "
+                 f"{counted(int(row.pairs), 'decided pair')}" for row in mine.itertuples()]
+        return page + f"\n\n{ARENA_HEAD}\n\n" + "\n".join(lines)
 
     def build(self) -> Parts:
         """The tab's components and events (called inside a ``gr.Tab``)."""
@@ -83,7 +108,7 @@ class MetricsTab(Tab):
                              elem_classes=["cl-table"], visible=False)
         track = gr.Dropdown(label="Method page", choices=[], interactive=True, allow_custom_value=True)
         method = gr.Markdown()
-        track.input(render.method_page, track, method, api_name="method")
+        track.input(self.method, track, method, api_name="method")
         with gr.Accordion("Cite (BibTeX)", open=False):
             gr.Code(track_registry.bibtex(), language=None)
         self.parts = Parts(inputs={"track": track}, outputs={"track": track, "method": method, "table": table,
