@@ -766,6 +766,23 @@ def test_arena_a_visitor_not_signed_in_is_told_to_sign_in_and_shown_no_battle(ar
 BETTER = {"Alpha": 3, "Beta": 2, "Gamma": 1}  # the order every careful voter below sees
 
 
+def test_arena_tab_shows_the_leaderboards_own_rank_beside_the_votes(tmp_path):
+    """Beside the arena's rankings, each model's rank on the leaderboard's automatic ranking: here awareness alone
+    on 12 prompts, Alpha above Beta above Gamma on every one (0.9, 0.5, 0.1): each pair's sign test is 12 of 12
+    (p = 2 x 0.5^12, under 0.05 / 3), so rank rule 2 gives ranks 1, 2 and 3 with no range, in the overall too (win
+    rates 1, 0.5 and 0)."""
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+    from tests.test_rankings import PROMPTS, write_result
+
+    store = Store(tmp_path / "store")
+    for i, (model, value) in enumerate((("Alpha", 0.9), ("Beta", 0.5), ("Gamma", 0.1))):
+        write_result(store, f"s{i}", model, "awareness", dict.fromkeys(PROMPTS, value))
+    ranks, said = ArenaTab(Site(store, "ada")).leaderboard_ranks()
+    assert ranks == {rating.OVERALL: {"Alpha": "1", "Beta": "2", "Gamma": "3"}}
+    assert said.startswith("the overall ranking's (mean win rate over tracks)")
+
+
 def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_and_each_metrics_agreement_and_a_voter_withdraws(
         arena_store):
     """Six careful voters vote 10 times each for the better model (Alpha > Beta > Gamma); one votes 10 times for
@@ -800,6 +817,9 @@ def test_arena_tab_ranks_by_the_votes_shows_set_aside_votes_and_each_metrics_agr
         assert list(rows["model"]) == ["Alpha", "Beta", "Gamma"] and rows["votes"].sum() == 120, rows
         assert list(rows["rank"].str[0]) == ["1", "2", "3"] and rows["Elo"].is_monotonic_decreasing
         assert f"**{ranking}**: 60 votes by 6 voters" in summary
+        # Beside each, the leaderboard's own rank: none here, its 6 prompts being too few to rank (rank rule 2).
+        assert set(rows["leaderboard rank"]) == {"–"}
+    assert "Beside each, the model's rank on the leaderboard's automatic ranking" in summary
     # The Metrics tab: CLIPScore (Alpha 0.9 > Gamma 0.7 > Beta 0.5) orders every counted vote as the voters did
     # but those on Beta against Gamma, where it favours Gamma: by hand, from the stored votes.
     votes = arena.ballots.votes()

@@ -15,8 +15,9 @@ import threading
 import gradio as gr
 import pandas as pd
 
+from benchmark import tracks as track_registry
 from benchmark.arena import REASONS, agreement, rating
-from leaderboard import render, tables
+from leaderboard import render, tables, world_map
 from leaderboard.arena import served
 from leaderboard.arena.ballots import VoteRefused
 from leaderboard.arena.service import STANDINGS_SECONDS, Arena, ArenaSettings, Shown
@@ -39,7 +40,17 @@ AGREEMENT_NOTE = ("### Which automatic metric agrees with the arena's voters?\nO
                   "saw (a metric's tie counts half), with a 95% Wilson interval and the number of pairs; over all "
                   "cultures and per culture.")
 AGREEMENT_NONE = "Agreement with the arena's votes: not measured yet (no decided vote in the arena)."
-RANKING_COLUMNS = ["ranking", "rank", "model", "Elo", "Elo 95% interval", "votes", "wins", "ties", "both wrong"]
+RANKING_COLUMNS = ["ranking", "rank", "leaderboard rank", "model", "Elo", "Elo 95% interval", "votes", "wins", "ties",
+                   "both wrong"]
+
+
+def _ranks(frame: pd.DataFrame) -> dict[str, str]:
+    """Each scored model's rank in a ranked table (``rank``, ``rank_low``, ``rank_high``) as the Overview shows it,
+    '3 (2-4)' or '1'; a model the table does not rank is left out (shown as '–')."""
+    ranked = frame[frame["provenance"].eq("scored") & frame["rank"].notna()] if len(frame) else frame
+    return {row.model: f"{int(row.rank)}" + (f" ({int(row.rank_low)}-{int(row.rank_high)})"
+                                             if row.rank_low != row.rank_high else "")
+            for row in ranked.itertuples()}
 
 
 class ArenaTab(Tab):
@@ -190,6 +201,7 @@ class ArenaTab(Tab):
         votes set aside and why)."""
         standings = self.arena.standings(max_age=STANDINGS_SECONDS)
         rows, notes = [], []
+        beside, measured = self.leaderboard_ranks()
         for name, found in standings.rankings.items():
             notes.append(f"- **{render.plain(name)}**: {render.plain(found.note)}")
             for submission, row in found.rows.iterrows():
@@ -199,6 +211,7 @@ class ArenaTab(Tab):
                     "rank": (f"{int(row['rank'])}" + (f" ({int(row['rank_low'])}-{int(row['rank_high'])})"
                                                       if row["rank_low"] != row["rank_high"] else ""))
                     if ranked else "not ranked",
+                    "leaderboard rank": beside.get(name, {}).get(row["model"], "–"),
                     "model": row["model"],
                     "Elo": round(float(row["elo"])) if ranked else None,
                     "Elo 95% interval": f"{row['elo_low']:.0f}-{row['elo_high']:.0f}"
@@ -216,10 +229,28 @@ class ArenaTab(Tab):
                 summary += (f"\n- {len(part):,} vote{'s' * (len(part) != 1)} of {part['voter'].nunique():,} "
                             f"voter{'s' * (part['voter'].nunique() != 1)} set aside: {render.plain(reason)}")
         summary += ("\n\nRankings as of at most a minute ago (Bradley-Terry strengths on the Elo scale, 95% "
-                    "bootstrap intervals; a rank range is every rank the model takes within its interval). The "
-                    "automatic rankings are on the Overview tab.\n" + "\n".join(notes))
+                    "bootstrap intervals; a rank range is every rank the model takes within its interval). Beside "
+                    f"each, the model's rank on the leaderboard's automatic ranking: {measured}.\n"
+                    + "\n".join(notes))
         table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
         return {"standing": summary, "rankings": gr.update(value=table, visible=not table.empty)}
+
+    def leaderboard_ranks(self) -> tuple[dict[str, dict[str, str]], str]:
+        """The automatic ranks shown beside the votes' (ranking -> model -> its rank with its 95% range, as the
+        Overview shows it), and what they are, in words: the overall ranking's (mean win rate over tracks) beside
+        all cultures; beside a culture, the ranking on that country of the first track whose headline metric is
+        scored by country (the Map's and the Slices table's numbers)."""
+        cat = self.catalog
+        out = {rating.OVERALL: _ranks(tables.overall(cat)[0])}
+        said = "the overall ranking's (mean win rate over tracks) beside all cultures"
+        for track in tables.tracks(cat):
+            metric = track_registry.get(track).headline
+            if metric and world_map.COUNTRY in tables.slice_names(cat, track, metric):
+                rows = world_map.country_rows(cat, track, metric)
+                out |= {country: _ranks(part) for country, part in rows.groupby("country", sort=False)}
+                return out, (f"{said}; beside a culture, {track_registry.get(track).title}'s ranking on its headline "
+                             f"metric on that country")
+        return out, said
 
     # --- every metric against the votes (shown on the Metrics tab) ----------------------------------------------
     def agreement(self) -> pd.DataFrame:
