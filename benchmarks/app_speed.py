@@ -52,6 +52,14 @@ from leaderboard.ui.slices import SlicesTab
 TRACK, METRIC, SLICE = "awareness", "clip_score", "country"
 
 
+def target(name: str) -> float:
+    """Issue 55's p95 target (s) for a row of the query table: a track's download 1 s, the Overview's and Slices'
+    whole view functions 300 ms, every other query 100 ms."""
+    if name.startswith("OverviewTab.download"):
+        return 1.0
+    return 0.3 if name.startswith(("OverviewTab.overview", "SlicesTab.slices")) else 0.1
+
+
 def percentiles(times: list[float]) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 95))
 
@@ -147,10 +155,14 @@ def bench_recompute(store: Store, work: Path, one_more: bool, every: bool = Fals
     computed = tables.recompute(restarted)
     out["restart: catalog + rankings read back"] = (time.perf_counter() - start, computed)
     if one_more:
-        subprocess.run([sys.executable, str(Path(__file__).with_name("make_store.py")), "--out", str(work / "more"),
-                        "--submissions", "1", "--prompts", str(_prompts(store)), "--images", "10", "--seed", "99"],
-                       check=True, capture_output=True)
-        folder = next((work / "more" / "results").iterdir())
+        for seed in range(99, 199):  # a submission the store does not hold (an earlier --every run left seed 99's)
+            shutil.rmtree(work / "more", ignore_errors=True)
+            subprocess.run([sys.executable, str(Path(__file__).with_name("make_store.py")), "--out",
+                            str(work / "more"), "--submissions", "1", "--prompts", str(_prompts(store)), "--images",
+                            "10", "--seed", str(seed)], check=True, capture_output=True)
+            folder = next((work / "more" / "results").iterdir())
+            if not (store.results / folder.name).exists():
+                break
         start = time.perf_counter()
         shutil.move(str(folder), store.results / folder.name)
         restarted.refresh(force=True)
@@ -322,7 +334,7 @@ def main() -> None:
             cold_base, base = bench_queries(baseline, args.repeats, args.budget)
             print(f"(a) catalog cold load: {', '.join(f'{c:.2f}' for c in cold_big)} s "
                   f"(baseline {np.median(cold_base) * 1000:.0f} ms)\n")
-            print("(b) query times, ms (target p95 < 100 ms)")
+            print("(b) query times, ms (target p95 < 100 ms; the Overview's and Slices' views 300 ms, a download 1 s)")
             print(f"| {'query':<28} | {'calls':>5} | {'p50':>8} | {'p95':>8} | {'baseline p50':>12} | "
                   f"{'p50 / baseline':>14} | target |")
             print(f"|{'-' * 30}|{'-' * 7}|{'-' * 10}|{'-' * 10}|{'-' * 14}|{'-' * 16}|--------|")
@@ -331,7 +343,7 @@ def main() -> None:
                 b50, _ = percentiles(base[name])
                 ratio = f"{p50 / b50:.1f}x" if b50 > 1e-4 else "– (no rows)"  # compare: nothing to compare there
                 print(f"| {name:<28} | {len(times):>5} | {ms(p50):>8} | {ms(p95):>8} | {ms(b50):>12} | "
-                      f"{ratio:>14} | {'ok' if p95 < 0.1 else 'MISSED':<6} |")
+                      f"{ratio:>14} | {'ok' if p95 < target(name) else 'MISSED':<6} |")
             print()
         if not args.no_browser:
             found = bench_browser({"baseline": baseline.root, "store": store.root}, args.loads, work)
