@@ -173,8 +173,8 @@ class Example:
 def examples(cat: Catalog, metric: str, best: pd.DataFrame, worst: pd.DataFrame) -> list[Example]:
     """For each of the best and worst countries (``best_and_worst``' rows, by country) a scored row stands on: the
     lowest- and highest-scored of that country's images (its per-image values of ``metric``; ties by prompt and
-    seed) in the row's submission. None for a paper's row, or a metric with no per-image values (a prompt-level
-    one)."""
+    seed) in the row's submission. No example for a paper's row, nor for a metric with no per-image values (a
+    prompt-level one)."""
     out = []
     for side, part in (("best", best), ("worst", worst)):
         for country, row in part.iterrows():

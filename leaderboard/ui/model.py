@@ -87,7 +87,8 @@ class ModelTab(Tab):
     def model_page(self, model, request: gr.Request = None):
         """The ``/model_page`` API: the Model picker, the page's text (standing, how to cite, or the sentence for
         an unknown model), the profile per track, the map, the best and worst countries, the papers' rows, the
-        submissions, and the per-image scores to download."""
+        submissions, the per-image scores to download, and each best and worst country's example images (a gallery
+        of (file, caption))."""
         every = model_profile.names(self.catalog)
         asked = model
         model = model_profile.known(self.catalog, model) if model not in (None, "") else pick(None, every)
@@ -175,7 +176,8 @@ class ModelTab(Tab):
         names = ["model", "text", "profile", "map", "countries", "papers", "records", "downloads", "examples"]
         named = dict(zip(names, self.model_page(model, request)))
         named["profile"] = linked_table(named["profile"]) if len(named["profile"]) else named["profile"]
-        for name in ("countries", "papers", "downloads", "examples"):  # an empty box says nothing: the text above says why
+        # an empty box says nothing: the text above says why
+        for name in ("countries", "papers", "downloads", "examples"):
             named[name] = shown_if_filled(named[name])
         return named
 
