@@ -44,13 +44,16 @@ RANKING_COLUMNS = ["ranking", "rank", "leaderboard rank", "model", "Elo", "Elo 9
                    "both wrong"]
 
 
+def _rank_text(rank, low, high) -> str:
+    """A rank with its 95% range when the range holds more than it: '3 (2-4)', '1'."""
+    return f"{int(rank)}" + (f" ({int(low)}-{int(high)})" if low != high else "")
+
+
 def _ranks(frame: pd.DataFrame) -> dict[str, str]:
-    """Each scored model's rank in a ranked table (``rank``, ``rank_low``, ``rank_high``) as the Overview shows it,
-    '3 (2-4)' or '1'; a model the table does not rank is left out (shown as '–')."""
+    """Each scored model's rank in a ranked table (``rank``, ``rank_low``, ``rank_high``), as ``_rank_text`` writes
+    it; a model the table does not rank is left out (shown as '–')."""
     ranked = frame[frame["provenance"].eq("scored") & frame["rank"].notna()] if len(frame) else frame
-    return {row.model: f"{int(row.rank)}" + (f" ({int(row.rank_low)}-{int(row.rank_high)})"
-                                             if row.rank_low != row.rank_high else "")
-            for row in ranked.itertuples()}
+    return {row.model: _rank_text(row.rank, row.rank_low, row.rank_high) for row in ranked.itertuples()}
 
 
 class ArenaTab(Tab):
@@ -208,9 +211,7 @@ class ArenaTab(Tab):
                 ranked = not found.not_ranked
                 rows.append({
                     "ranking": name,
-                    "rank": (f"{int(row['rank'])}" + (f" ({int(row['rank_low'])}-{int(row['rank_high'])})"
-                                                      if row["rank_low"] != row["rank_high"] else ""))
-                    if ranked else "not ranked",
+                    "rank": _rank_text(row["rank"], row["rank_low"], row["rank_high"]) if ranked else "not ranked",
                     "leaderboard rank": beside.get(name, {}).get(row["model"], "–"),
                     "model": row["model"],
                     "Elo": round(float(row["elo"])) if ranked else None,
