@@ -1,7 +1,7 @@
 """CultureLens from Python, and the command line on top of the library (``benchmark``) and the service
 (``leaderboard``).
 
-From Python (see README.md, "Python"), each name imported on first use, so that ``import culturelens`` loads
+From Python (see docs/python.md), each name imported on first use, so that ``import culturelens`` loads
 neither torch nor the datasets library (the leaderboard's app imports the project's modules without them):
 
 - ``culturelens.score(submission | images=..., prompts=... | prompt_ids=..., dataset=...)``: scores as

@@ -93,8 +93,8 @@ def environment_note() -> str:
     from leaderboard.operator_settings import environment
 
     names = ", ".join(sorted({s.env for s in environment()}))
-    return textwrap.fill(f"environment (where a flag exists, the variable is its fallback; README.md, "
-                         f"\"Environment\", says what each does): {names}.", width=110)
+    return textwrap.fill(f"environment (where a flag exists, the variable is its fallback; docs/operating/"
+                         f"settings.md, \"Environment\", says what each does): {names}.", width=110)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -146,7 +146,7 @@ def test_the_queue_says_per_track_whether_it_is_on_or_off_and_what_turns_it_on(t
     assert f"- worker <code>{blind.id}</code> cannot score: no metric can run" in shown
     assert ("- **Awareness (CUBE)** is off: unknown backbone 'clip-vit-b-32'; cannot fetch HPS_v2_compressed.pt of "
             "xswu/HPSv2 for backbone 'hpsv2'; to turn it on, restart `culturelens serve` with "
-            "`CULTURELENS_BACKBONES=FILE` naming local weights (see Backbones in the README)\n") in shown
+            "`CULTURELENS_BACKBONES=FILE` naming local weights (see Backbones in docs/scoring.md)\n") in shown
     # each reason's first clause (the rest is folded), then the one setting that turns the track on
     assert ("- **Variability (W1KP)** is off: no w1kp-calibration: `culturelens suite build --out suite/ --only "
             "w1kp-calibration`, then `culturelens serve --suite suite/`") in shown  # what the suite lacks comes first

@@ -21,7 +21,7 @@ from benchmark.metric_marks import PREPARED_ON_DEVICE
 def how_to_provide(backbone_id: str, spec: BackboneSpec) -> str:
     return (f"Provide backbone {backbone_id!r} ({spec.uid}) by (1) running once with network access so the "
             f"Hugging Face cache holds it, (2) pointing it at local weights in a backbones JSON file "
-            f"(--backbones FILE or $CULTURELENS_BACKBONES; see README, 'Backbones'), or (3) setting "
+            f"(--backbones FILE or $CULTURELENS_BACKBONES; see docs/scoring.md, 'Backbones'), or (3) setting "
             f"HF_HOME to a cache that already has it.")
 
 

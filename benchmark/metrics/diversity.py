@@ -127,7 +127,7 @@ class _Diversity(Metric):
     The version (``version``) names how the sets are drawn (N, and for random sets how many and their seed: VS / N
     halves from N = 4 to N = 8 on the same images, so results of two N never share a ranking), the tagger (its
     ``id``; a VLM's with the index it picks from) and its tagging accuracy, "not measured": an artifact index ships no images with known artifacts, so ``benchmark.tagging.
-    tagger_accuracy`` has nothing to score it on (measure it on a labelled sample, see README, 'Diversity').
+    tagger_accuracy`` has nothing to score it on (measure it on a labelled sample, see docs/tracks/diversity.md).
     A tagger other than the index itself (CUBE App. H.2's VLM choice) is also named in every note, so that
     results of two taggers are never taken for one another."""
 

@@ -42,7 +42,7 @@ def metrics(settings, backbones) -> list:
     if not settings.artifact_index:
         raise MetricUnavailable("diversity", (
             f"no artifact index: pass --artifact-index DIR or set {ENV_ARTIFACT_INDEX} (build one with "
-            "`culturelens artifact-index`; see README, 'Diversity')"))
+            "`culturelens artifact-index`; see docs/tracks/diversity.md)"))
     try:
         index = ArtifactIndex.load(settings.artifact_index)
         tagger = index if settings.diversity_tagger == "index" else \

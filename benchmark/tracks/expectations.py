@@ -42,7 +42,7 @@ def metrics(settings, backbones) -> list:
     if not settings.expectations_judge:
         raise MetricUnavailable("expectations", (
             f"no judge: pass --expectations-judge HUB_ID_OR_FOLDER (the headline protocol's: {PROTOCOL_JUDGE}) or "
-            f"set {ENV_EXPECTATIONS_JUDGE} (see README, 'Expectations')"))
+            f"set {ENV_EXPECTATIONS_JUDGE} (see docs/tracks/expectations.md)"))
     try:
         judge = VLMJudge(settings.expectations_judge)
     except (JudgeUnavailable, ValueError, OSError) as error:  # the message names the model and how to provide it

@@ -108,7 +108,7 @@ def build_references(args: argparse.Namespace) -> int:
 
 
 def _build_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--records", required=True, help="JSON Lines, one reference per line (see README)")
+    p.add_argument("--records", required=True, help="JSON Lines, one reference per line (see docs/tracks/iconicity.md)")
     p.add_argument("--images", required=True, help="folder holding the images the records name")
     p.add_argument("--from-sparql", action="store_true",
                    help="first fill --records and --images from Wikidata and Commons (needs network)")

@@ -49,7 +49,7 @@ def metrics(settings, backbones) -> list:
     if not settings.relevance_kb:
         raise MetricUnavailable("relevance", (
             f"no knowledge base: pass --relevance-kb DIR or set {ENV_RELEVANCE_KB} (build one with "
-            "`culturelens kb-index`; see README, 'Relevance')"))
+            "`culturelens kb-index`; see docs/tracks/relevance.md)"))
     try:
         kb = KnowledgeBase.load(settings.relevance_kb)
         if settings.relevance_judge == "probe":
@@ -90,7 +90,7 @@ def kb_index(args: argparse.Namespace) -> int:
 
 
 def _kb_options(kbi: argparse.ArgumentParser) -> None:
-    kbi.add_argument("--records", required=True, help="JSON Lines or Parquet of entities (see README, 'Relevance')")
+    kbi.add_argument("--records", required=True, help="JSON Lines or Parquet of entities (see docs/tracks/relevance.md)")
     kbi.add_argument("--images", required=True, help="folder holding the images the records name")
     kbi.add_argument("--backbone", default="msiglip-so400m", help="backbone id for image and text embeddings")
     kbi.add_argument("--out", required=True, help="index folder to write (a Hub dataset folder: its card, README.md, "

@@ -24,7 +24,7 @@ def metrics(settings, backbones) -> list:
     if not settings.w1kp_calibration:
         raise MetricUnavailable("w1kp", (
             f"no W1KP calibration: pass --w1kp-calibration PATH_OR_URL or set {ENV_W1KP_CALIBRATION} "
-            "(an .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt; see README, 'Variability')"))
+            "(an .npz of cdf_x, cdf_y, or the authors' cdf-xy.pt; see docs/tracks/variability.md)"))
     try:  # a file that is no calibration, or one fitted for another backbone: the message says which
         return [W1KP(Calibration.load(settings.w1kp_calibration), settings.w1kp_backbone, settings.w1kp_variant)]
     except ValueError as error:

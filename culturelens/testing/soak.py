@@ -122,7 +122,7 @@ class Soak:
     @property
     def seal_secret(self) -> str | None:
         """What a remote worker seals its results with: the app's secret(s), as the operator gives each worker of
-        the queue the Space's ``CULTURELENS_SEAL_SECRET`` (README, "Deploying"), so that the app takes its results;
+        the queue the Space's ``CULTURELENS_SEAL_SECRET`` (docs/operating/deployment.md), so that the app takes its results;
         None for a worker on the app's store, which reads the store's own key."""
         if self.remote is None:
             return None

@@ -60,7 +60,7 @@ def weights_line(out: str, weights: dict[str, str]) -> str:
         needs.setdefault(backbone, []).append(asset)
     which = "; ".join(f"{backbone} for {', '.join(assets)}" for backbone, assets in needs.items())
     return (f"not built for want of weights ({which}): where the Hub answers they download on first use; offline, "
-            f"write a backbones file naming local copies (README, \"Backbones\") and build the rest: `culturelens "
+            f"write a backbones file naming local copies (docs/scoring.md, \"Backbones\") and build the rest: `culturelens "
             f"suite build --out {out} --only {' '.join(weights)} --backbones FILE` (with make: `make run BUILD_SUITE=1 "
             f"{BACKBONES.env}=FILE`); what was built is kept")
 

@@ -256,7 +256,7 @@ def turn_on(track, given: set[str] = frozenset()) -> str:
              if any(word in s.name for word in wanted) and s.name not in given]
     given = f"{', '.join(flags)} naming a model or file this server can load, or " if flags else ""
     return (f"to turn it on, restart `culturelens serve` with {given}`{BACKBONES.env}=FILE` naming local weights "
-            "(see Backbones in the README)")
+            "(see Backbones in docs/scoring.md)")
 
 
 def percent(progress: float | str | None) -> str:
