@@ -9,7 +9,6 @@ from the results and the track registry (``benchmark.tracks``): a new track need
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable
 
@@ -113,17 +112,6 @@ def launch_options(store: Store) -> dict:
             "app_kwargs": {"middleware": [middleware, citations]}, "run_history": False}
 
 
-def first_views(site: Site, overview: OverviewTab, slices: SlicesTab) -> None:
-    """Make the views a first visit opens and each track's first Overview and Slices view (``StoredRankings.view``:
-    each made once per state of the results, then read), and the overall ranking's download files."""
-    overview.link({})
-    slices.link({})
-    for track in tables.tracks(site.catalog):
-        overview.link({"track": track})
-        slices.link({"track": track})
-    overview.download(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
-
-
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
               notice: str | None = None) -> gr.Blocks:
@@ -138,9 +126,19 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     # Rankings are recomputed in a thread when results change, the views showing the previous ones meanwhile.
     stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
-    # The views a first visit opens, and each track's a click away, are made when a recompute ends, not by the first
-    # visitor after it; the overall's download too (a track's, 250,000 rows at 1,000 submissions, when first asked).
-    stored.after = functools.partial(first_views, site, overview, slices)
+
+    def first_views() -> None:
+        """The views a first visit opens, and each track's first Overview and Slices view, made when a recompute
+        ends (``StoredRankings.view``), not by the first visitor after it; the overall's download too (a track's,
+        250,000 rows at 1,000 submissions, is written when first asked)."""
+        overview.link({})
+        slices.link({})
+        for track in tables.tracks(site.catalog):
+            overview.link({"track": track})
+            slices.link({"track": track})
+        overview.download(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+
+    stored.after = first_views
     stored.start()
     world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)
