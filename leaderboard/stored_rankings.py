@@ -117,6 +117,7 @@ class StoredRankings:
         self.last_recompute: float | None = None  # seconds the last full recompute took
         self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
         self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
+        self._local = threading.local()  # ``stale``: how many previous rankings this thread was shown (``view``)
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -158,7 +159,7 @@ class StoredRankings:
         if entry is not None and entry.digest == digest:
             return entry
         if entry is not None and self._shows_previous():
-            self.start()
+            self._shown_stale()
             return Stored(entry.rows, entry.note, entry.digest, updating=True)
         return self.compute(key, digest)
 
@@ -234,7 +235,7 @@ class StoredRankings:
                 self.overalls[track_set] = (digest, read)
             return read, False
         if kept is not None and self._shows_previous():
-            self.start()
+            self._shown_stale()
             return kept[1], True
         value = compute()
         with self.lock:
@@ -248,7 +249,9 @@ class StoredRankings:
         rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later
         call with the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most
         recent are kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets
-        its own copy. ``kept``: whether what was made still holds (files on disk), else it is made again."""
+        its own copy. ``kept``: whether what was made still holds (files on disk), else it is made again. A view made
+        from a previous ranking (while one is recomputed) is never kept: the next call makes it again, and finds the
+        new one (or starts its recompute, if the one running began before the change)."""
         self.cat.refresh()
         # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
         # (``Store.meta_evaluation``) is read from its folder's files.
@@ -261,13 +264,20 @@ class StoredRankings:
             if key in self._views and (kept is None or kept(self._views[key])):
                 self._views.move_to_end(key)
                 return copy.deepcopy(self._views[key])
+        stale = getattr(self._local, "stale", 0)
         made = make()
         with self.lock:
-            if self._views_state == state:
+            if self._views_state == state and getattr(self._local, "stale", 0) == stale:
                 self._views[key] = made
                 while len(self._views) > VIEWS:
                     self._views.popitem(last=False)
         return copy.deepcopy(made)
+
+    def _shown_stale(self) -> None:
+        """A previous ranking is shown to this thread: its recompute is started (if none runs) and no view made from
+        it is kept (``view``)."""
+        self._local.stale = getattr(self._local, "stale", 0) + 1
+        self.start()
 
     def forget_views(self) -> None:
         """Drop every view made (``view``), as a change of the results does: ``benchmarks/app_speed.py`` times the

@@ -287,6 +287,32 @@ def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(stor
     assert ranked.loc["Epsilon", "rank"] == 1 and models(after) == sorted(ranked.index)
 
 
+def test_stored_rankings_a_view_made_from_a_previous_ranking_is_never_kept(store):
+    """Results land while the thread is still busy with the recompute before them (here: in its after-hook): a view
+    then shows the previous overall, saying so, and is not kept, so the next call, once that thread has ended, starts
+    the recompute of the new results and shows them (a kept one stayed stale for good: the badge test's hang)."""
+    four(store)
+    site = Site(store, "ada")
+    stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
+    busy, release = threading.Event(), threading.Event()
+    stored.after = lambda: (busy.set(), release.wait(60))
+    stored.start()
+    assert busy.wait(60)  # the recompute of the four models has ended; its thread is in its after-hook
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    site.catalog.refresh(force=True)
+    during = tables.overall(site.catalog)[0]
+    assert during.attrs["note"].startswith(stored_rankings.UPDATING) and "Epsilon" not in set(during["model"])
+    stored.after = None
+    release.set()
+    stored.wait(60)
+    until(lambda: not stored.recomputing() and stored.runs >= 1, 60, "the first thread ended")
+    tables.overall(site.catalog)  # the previous one again, and its recompute started
+    stored.wait(60)
+    wide = tables.overall(site.catalog)[0].set_index("model")
+    assert not wide.attrs["note"].startswith(stored_rankings.UPDATING)
+    assert wide.loc["Epsilon", "rank"] == 1 and len(wide) == 5
+
+
 def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fresh_ranking(store):
     """A track's download (CSV and Parquet) is written once per state of the results and handed out again to the
     next click; written again when its files are gone (the download folder's hourly clean-up) and when results
