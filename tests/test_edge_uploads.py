@@ -169,7 +169,9 @@ def _cut_body(url: str, route: str, sent: int = 2**20, declared: int = 3 * 2**20
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
+    """The files under ``folder`` now; a subfolder removed while it is listed (an upload's, as it ends) is skipped
+    (``os.walk`` ignores a folder it can no longer read; ``rglob`` raised)."""
+    return sorted(Path(root) / name for root, _, names in os.walk(folder) for name in names if name != ".lock")
 
 
 def _holding(folders: list[Path], payload: bytes) -> list[Path]:

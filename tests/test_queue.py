@@ -21,6 +21,7 @@ from leaderboard.queue import DuplicateSubmission, Job, Queue, QuotaExceeded, Sa
 from leaderboard.queue import open_queue as open_backend  # the fixture below is named open_queue
 from leaderboard.queue.postgres import PostgresQueue
 from leaderboard.queue.sqlite import SQLiteQueue
+from tests.helpers import until
 
 
 def _run(fields: dict) -> RunRecord:
@@ -511,8 +512,8 @@ def test_a_worker_loading_weights_for_long_stays_alive_in_the_table(queue):
 
     with keep_alive(queue, "w1", "loading", "loading clip-vit-b-32", every=0.05):
         first = queue.workers()[0]["heartbeat"]
-        time.sleep(0.3)  # a slow download: the row is refreshed meanwhile, not left to look dead
-        assert queue.workers()[0]["heartbeat"] > first
+        # a slow download: the row is refreshed meanwhile, not left to look dead
+        until(lambda: queue.workers()[0]["heartbeat"] > first, 60, "a heartbeat while the weights load")
         assert queue.workers()[0]["state"] == "loading"
     last = queue.workers()[0]["heartbeat"]
     time.sleep(0.15)
