@@ -209,7 +209,7 @@ def test_no_dead_end_suite_build_without_weights_names_them_and_the_build_it_nam
     assert refused.startswith("NOT BUILT artifact-index: needs the weights of clip-vit-b-32: cannot load backbone "
                               "'clip-vit-b-32'") and "Provide backbone" not in refused
     assert said == (f"not built for want of weights (clip-vit-b-32 for artifact-index): where the Hub answers they "
-                    "download on first use; offline, write a backbones file naming local copies (README, "
+                    "download on first use; offline, write a backbones file naming local copies (docs/scoring.md, "
                     f"\"Backbones\") and build the rest: `culturelens suite build --out {out} --only artifact-index "
                     "--backbones FILE` (with make: `make run BUILD_SUITE=1 CULTURELENS_BACKBONES=FILE`); what was "
                     "built is kept")
@@ -217,7 +217,7 @@ def test_no_dead_end_suite_build_without_weights_names_them_and_the_build_it_nam
     assert (f"  diversity is off: no cube-diversity and no artifact-index in {out}: `culturelens suite build --out "
             f"{out} --only cube-diversity artifact-index` (it needs the weights of clip-vit-b-32: where the Hub cannot "
             "be reached, add `--backbones FILE` naming local copies)") in status.stdout.splitlines()
-    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)  # the backbones file, as README "Backbones" shows
+    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)  # the backbones file, as docs/scoring.md "Backbones" shows
     command = re.search(r"`(culturelens suite build [^`]+)`", said).group(1).replace("FILE", str(backbones))
     followed = culturelens_here(*shlex.split(command)[1:], "--cspace-source", cspace, "--device", "cpu")
     assert followed.returncode == 0, followed.stdout
