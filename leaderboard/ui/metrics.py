@@ -67,25 +67,25 @@ class MetricsTab(Tab):
         metric-human agreement table, provenance in words; by output name."""
         choices = self.site.track_choices()
         first = choices[0][1] if choices else None
+        voted = self.arena.agreement() if self.arena is not None else None
         shown = {"track": gr.update(choices=choices, value=first),
-                 "method": self.method(first) if first else "",
+                 "method": self.method(first, voted) if first else "",
                  "table": linked_table(agreement_page(agreement_table(self.site.store.meta_evaluation())))}
-        if self.arena is not None:
-            voted = self.arena.agreement()
+        if voted is not None:
             shown.update({"arena_note": AGREEMENT_NOTE if not voted.empty else AGREEMENT_NONE,
                           "arena": gr.update(value=voted, visible=not voted.empty)})
         return shown
 
-    def method(self, track: str | None) -> str:
+    def method(self, track: str | None, voted: pd.DataFrame | None = None) -> str:
         """A track's method page (``render.method_page``, the ``/method`` API) and, under it, how far each of its
-        metrics agrees with the arena's decided votes (``ArenaTab.agreement``: its rows of this track's metrics), or
-        that it is not measured yet."""
+        metrics agrees with the arena's decided votes (``ArenaTab.agreement``, or ``voted`` when the caller has it:
+        its rows of this track's metrics), or that it is not measured yet."""
         page = render.method_page(track)
         if self.arena is None or not isinstance(track, str) or not track_registry.get(track).method:
             return page
         pairs = tables.metrics(self.catalog, track) if track in tables.tracks(self.catalog) else []
         names = {text for text, _ in pairs} | {metric for _, metric in pairs}
-        voted = self.arena.agreement()
+        voted = self.arena.agreement() if voted is None else voted
         mine = voted[voted["metric"].isin(names)]
         if mine.empty:
             return page + f"\n\n{ARENA_NONE}"
