@@ -17,6 +17,7 @@ from pathlib import Path
 
 import choix
 import datasets
+import PIL.Image
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -575,8 +576,8 @@ def test_arena_gold_items_come_from_the_knowledge_base_and_the_iconic_references
         {"name": "Sushi", "culture": "Japan", "group": "cuisine", "image": "kb:s1", "source": "CUBE-CSpace"},
         {"name": "Dosa", "culture": "India", "group": "cuisine", "image": "kb:s2", "source": "CUBE-CSpace"}]
     references = pd.DataFrame({"prompt_id": ["ref-q5", "ref-q6"], "title": ["The Great Wave", "Untitled"],
-                               "country": ["Japan", None], "kind": ["artwork", "artwork"], "images": [[b"x"], [b"y"]]})
-    assert gold.from_iconic_references(references)["image"].tolist() == ["iconic:ref-q5:0"]
+                               "country": ["Japan", None], "kind": ["still", "still"], "images": [2, 1]})
+    assert gold.from_iconic_references(references)["image"].tolist() == ["iconic:ref-q5:0", "iconic:ref-q5:1"]
     battle = matchmaking.gold_battle(items, ["Japan"], np.random.default_rng(1))
     assert battle.prompt == "Sushi (Japan)" and {battle.image_a, battle.image_b} == {"kb:s1", "kb:s2"}
     assert (battle.image_a if battle.gold_answer == "a" else battle.image_b) == "kb:s1"
@@ -646,6 +647,24 @@ def _served(path) -> tuple:
         return image.size, image.format, dict(image.info), dict(image.getexif()), getattr(image, "text", {}), chunks
 
 
+def _assert_fitted(path, original: bytes) -> None:
+    """The served file ``path`` is 512 x 512, metadata-free, and holds ``original``'s pixels scaled into the square
+    and centred on white (checked independently: Pillow's Lanczos on the original file)."""
+    from PIL import Image
+
+    size, kind, info, exif, text, chunks = _served(path)
+    assert (size, kind, info, exif, text) == ((512, 512), "PNG", {}, {}, {})  # EXIF, text: none
+    assert chunks == {"IHDR", "IDAT", "IEND"}, chunks  # no tEXt, iTXt, zTXt, eXIf, iCCP, tIME
+    stored = Image.open(io.BytesIO(original)).convert("RGB")
+    scale = 512 / max(stored.size)
+    fitted = np.asarray(stored.resize((round(stored.width * scale), round(stored.height * scale)),
+                                      Image.Resampling.LANCZOS))
+    pixels = np.asarray(Image.open(path))
+    top, left_edge = (512 - fitted.shape[0]) // 2, (512 - fitted.shape[1]) // 2
+    assert np.array_equal(pixels[top:top + fitted.shape[0], left_edge:left_edge + fitted.shape[1]], fitted)
+    assert (pixels.sum() - fitted.astype(int).sum()) == 255 * 3 * (512 * 512 - fitted.shape[0] * fitted.shape[1])
+
+
 def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_the_model(arena_store):
     from PIL import Image
 
@@ -673,21 +692,16 @@ def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_t
             seen.append((model, path, shown["token"].split(".")[0], path == left))
         shown = tab.next_battle()
     assert {model for model, *_ in seen} == set(ARENA_MODELS)
-    # Each is the image the submission's shards hold, its pixels scaled into the square (independently: Pillow's
-    # Lanczos on the stored file), Beta's 96 x 64 and Gamma's 64 x 128 centred on white.
+    # Each is the image the submission's shards hold, its pixels scaled into the square, Beta's 96 x 64 and Gamma's
+    # 64 x 128 centred on white.
     battles = arena.ballots.votes().set_index("battle")
     for model, path, battle, is_left in seen:
         ref = battles.loc[battle, "image_a" if is_left else "image_b"]
         assert battles.loc[battle, "model_a" if is_left else "model_b"] == model
         submission, image_path = ref.split(":", 1)
-        stored = Image.open(io.BytesIO(arena_store.image_bytes(submission, [image_path])[image_path])).convert("RGB")
-        width, height = PLANTED.get(model, (64, 64))
-        scale = 512 / max(width, height)
-        fitted = np.asarray(stored.resize((round(width * scale), round(height * scale)), Image.Resampling.LANCZOS))
-        pixels = np.asarray(Image.open(path))
-        top, left_edge = (512 - fitted.shape[0]) // 2, (512 - fitted.shape[1]) // 2
-        assert np.array_equal(pixels[top:top + fitted.shape[0], left_edge:left_edge + fitted.shape[1]], fitted)
-        assert (pixels.sum() - fitted.astype(int).sum()) == 255 * 3 * (512 * 512 - fitted.shape[0] * fitted.shape[1])
+        stored = arena_store.image_bytes(submission, [image_path])[image_path]
+        assert Image.open(io.BytesIO(stored)).size == PLANTED.get(model, (64, 64))
+        _assert_fitted(path, stored)
     # Nothing but the candidates' images, as the submission's own image table lists them, is ever read.
     known = set(arena.candidates["image"])
     some = arena.candidates["image"].iloc[0]
@@ -697,6 +711,135 @@ def test_arena_served_images_are_one_size_free_of_metadata_and_not_named_after_t
                      f"{submission}:manifest.json", "kb:abc"):
         assert served.owned_bytes(arena_store, known | {stranger}, stranger) is None, stranger
     assert served.owned_bytes(arena_store, known - {some}, some) is None
+
+
+# Two works the store's iconic references name, of Brazil and Nigeria (both still images, so one can be set against
+# the other), and one without a country (never a gold item): title -> (country, modality, size of its one image).
+REFERENCE_WORKS = {"Morning Coffee": ("Brazil", "artwork", (80, 40)), "Lift Off": ("Nigeria", "photograph", (30, 60)),
+                   "A Cat Asleep": (None, "album", (50, 50))}
+
+
+def _serve_references(store: Store, folder: Path) -> dict[str, bytes]:
+    """The iconic references dataset, built from ``REFERENCE_WORKS`` (each image a PNG with EXIF naming it), put in
+    the store's datasets; returns each work's image bytes by title."""
+    from benchmark.datasets import iconic_references
+    from benchmark.datasets.prompts import local_folder
+
+    images, lines, made = folder / "iconic", [], {}
+    images.mkdir(parents=True)
+    for i, (title, (country, modality, size)) in enumerate(REFERENCE_WORKS.items()):
+        _planted(images / f"Q{100 + i}.png", title, size, 500 + i)
+        made[title] = (images / f"Q{100 + i}.png").read_bytes()
+        lines.append({"qid": f"Q{100 + i}", "title": title, "modality": modality, "sitelinks": 40, "country": country,
+                      "images": [f"Q{100 + i}.png"], "image_licenses": ["CC0 (test image)"]})
+    records = folder / "references.jsonl"
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    iconic_references.build(records, images, local_folder(store.datasets, iconic_references.HUB_REPO))
+    return made
+
+
+def test_arena_the_app_issues_gold_battles_of_real_reference_images_and_sets_a_careless_voters_votes_aside(
+        arena_store, tmp_path):
+    """With the iconic references served, a voter who knows Brazil is shown check battles: the Brazilian work's
+    real image against the Nigerian one's, named in the prompt, served like any battle image (512 x 512, no
+    metadata); the reveal says which was right. A voter who answers every one "both wrong" without looking has
+    every vote set aside once they have answered the gold rule's minimum, and the tab says so; one who picks the
+    named work keeps theirs."""
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+
+    originals = _serve_references(arena_store, tmp_path)
+    settings = ArenaSettings(voter_share=0.5, gold_share=0.9)
+    tabs = {user: ArenaTab(Site(arena_store, user), settings) for user in ("careless", "careful")}
+    items = tabs["careless"].arena.gold
+    assert sorted(zip(items["name"], items["culture"], items["group"], items["source"])) == [
+        ("Lift Off", "Nigeria", "still", "iconic references"),
+        ("Morning Coffee", "Brazil", "still", "iconic references")]
+    gold_seen = {"careless": 0, "careful": 0}
+    shown = {user: tab.save_cultures(["Brazil"]) for user, tab in tabs.items()}
+    while min(gold_seen.values()) < reliability.GOLD_MIN:
+        for user, tab in tabs.items():
+            is_gold = "Morning Coffee (Brazil)" in html.unescape(shown[user]["prompt"]["value"])
+            left, right = shown[user]["left"]["value"], shown[user]["right"]["value"]
+            # The careless voter says "both wrong" without looking. The careful one looks: Morning Coffee is the
+            # wide image (80 x 40), white above its middle once fitted; Lift Off, the tall one, is not.
+            wide = np.asarray(PIL.Image.open(left))[50, 256].tolist() == [255, 255, 255]
+            choice = "both_bad" if user == "careless" else "a" if not is_gold or wide else "b"
+            reveal = html.unescape(tab.vote(choice, shown[user]["token"], [])["reveal"]["value"])
+            assert ("check battle" in reveal) == is_gold, reveal
+            if is_gold:
+                gold_seen[user] += 1
+                answer = "left" if re.search(r"the (left|right) one shows", reveal).group(1) == "left" else "right"
+                named, other = (left, right) if answer == "left" else (right, left)
+                _assert_fitted(named, originals["Morning Coffee"])
+                _assert_fitted(other, originals["Lift Off"])
+                assert "Morning Coffee (Brazil)" in reveal and "Lift Off (Nigeria)" in reveal
+            shown[user] = tab.next_battle()
+    standings = tabs["careful"].arena.standings()
+    careless, careful = (voter_hash(keys_for(arena_store.root), u) for u in ("careless", "careful"))
+    assert standings.voters.loc[careless, "set_aside"] and not standings.voters.loc[careful, "set_aside"]
+    assert standings.voters.loc[careful, "gold_right"] == standings.voters.loc[careful, "gold"] >= reliability.GOLD_MIN
+    said = html.unescape(tabs["careful"].rankings()["standing"])
+    assert (f"{int((standings.votes['voter'] == careless).sum())} votes of 1 voter set aside: right on 0 of "
+            f"{int(standings.voters.loc[careless, 'gold'])} gold battles (a real image") in said, said
+
+
+def test_arena_knowledge_base_gold_items_are_served_only_while_their_bytes_match_what_it_recorded(
+        arena_store, tmp_path, tiny_clip):
+    """CUBE-CSpace's artifacts as the relevance knowledge base holds them: gold items only where the operator names
+    the folder of its images (``CULTURELENS_ARENA_KB_IMAGES``), a battle between the Brazilian and the Nigerian
+    dish's real images served fitted like any other; an image file swapped after the build is never served as the
+    artifact, nor is anything the items do not name, and a knowledge base whose tables were edited gives none."""
+    from benchmark.relevance.kb import build_index
+    from leaderboard.arena import served
+    from leaderboard.ui.arena import ArenaTab
+    from leaderboard.ui.site import Site
+
+    images = tmp_path / "kb-images"
+    images.mkdir()
+    dishes = {"Q1": ("Pão de queijo", "Brazil", (90, 30)), "Q2": ("Jollof rice", "Nigeria", (40, 70)),
+              "Q3": ("Somewhere", None, (64, 64))}  # no country: never a gold item
+    originals = {}
+    for n, (qid, (name, country, size)) in enumerate(dishes.items()):
+        _planted(images / f"{qid}.png", name, size, 700 + n)
+        originals[name] = (images / f"{qid}.png").read_bytes()
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"entity_id": qid, "name": name, "description": "", "wikipedia": "",
+                                           "images": [f"{qid}.png"],
+                                           "sources": {"country": country, "category": "cuisine"}}) + "\n"
+                               for qid, (name, country, _) in dishes.items()))
+    kb_folder = tmp_path / "kb"
+    build_index(records, images, kb_folder, "msiglip-so400m", registry={"msiglip-so400m": tiny_clip}, device="cpu",
+                show_progress=False)
+    sha = {name: hashlib.sha256(data).hexdigest() for name, data in originals.items()}
+
+    assert served.gold(arena_store, kb_folder, None).items.empty  # no images folder named: no item
+    found = served.gold(arena_store, kb_folder, images)
+    assert sorted(zip(found.items["name"], found.items["culture"], found.items["image"])) == [
+        ("Jollof rice", "Nigeria", f"kb:{sha['Jollof rice']}"),
+        ("Pão de queijo", "Brazil", f"kb:{sha['Pão de queijo']}")]
+    assert found.bytes_of(f"kb:{sha['Jollof rice']}") == originals["Jollof rice"]
+    for stranger in (f"kb:{sha['Somewhere']}", "kb:../Q1.png", "iconic:ref-q1:0", f"kb:{sha['Jollof rice']}x"):
+        assert found.bytes_of(stranger) is None, stranger
+
+    tab = ArenaTab(Site(arena_store, "ada", metric_settings={"relevance_kb": str(kb_folder)}),
+                   ArenaSettings(voter_share=0.5, gold_share=0.9, kb_images=str(images)))
+    shown = tab.save_cultures(["Brazil"])
+    while "Pão de queijo (Brazil)" not in html.unescape(shown["prompt"]["value"]):  # 9 battles in 10 are gold
+        tab.vote("tie", shown["token"], [])
+        shown = tab.next_battle()
+    left, right = shown["left"]["value"], shown["right"]["value"]
+    reveal = html.unescape(tab.vote("a", shown["token"], [])["reveal"]["value"])
+    named, other = (left, right) if "the left one shows" in reveal else (right, left)
+    _assert_fitted(named, originals["Pão de queijo"])
+    _assert_fitted(other, originals["Jollof rice"])
+
+    (images / "Q2.png").write_bytes(originals["Somewhere"])  # swapped after the build: its bytes no longer match
+    assert found.bytes_of(f"kb:{sha['Jollof rice']}") is None
+    assert found.bytes_of(f"kb:{sha['Pão de queijo']}") == originals["Pão de queijo"]
+    entities = kb_folder / "entities.parquet"
+    entities.write_bytes(entities.read_bytes() + b"\0")  # the tables edited: the knowledge base gives no item
+    assert served.gold(arena_store, kb_folder, images).items.empty
 
 
 @pytest.mark.slow  # a live app and Chromium

@@ -31,10 +31,10 @@ def from_knowledge_base(entities: pd.DataFrame, images: pd.DataFrame) -> pd.Data
 
 
 def from_iconic_references(references: pd.DataFrame) -> pd.DataFrame:
-    """Items from the iconic references' rows (prompt_id, title, country, kind, images): one per image of a work
-    that has a country."""
+    """Items from the iconic references' rows (prompt_id, title, country, kind, and ``images``: how many reference
+    images the row holds): one per image of a work that has a country."""
     rows = [{"name": row.title, "culture": row.country, "group": row.kind, "image": f"iconic:{row.prompt_id}:{n}",
              "source": "iconic references"}
             for row in references.itertuples() if pd.notna(row.country) and row.country
-            for n in range(len(row.images))]
+            for n in range(int(row.images))]
     return pd.DataFrame(rows, columns=list(GOLD_COLUMNS))

@@ -12,20 +12,31 @@ one place they are gathered), and each battle side as a file no one can tell the
   tells the generator. Each is named by a keyed hash of its battle and side (``served_name``), never after the
   model, the submission or the image's content, and handed out from the app's download folder like every other
   file the app serves (``Site.serve``; Gradio is blocked from the store).
+- **Gold items** (``gold``): the real images the gold battles set against each other (``benchmark.arena.gold``),
+  from what this server holds: the iconic references' images, where the store serves that dataset (read from the
+  dataset's own rows), and CUBE-CSpace's artifacts as the relevance knowledge base holds them, where the operator
+  names the folder of its images (``CULTURELENS_ARENA_KB_IMAGES``: the ``--kb-images`` it was built from). A
+  knowledge-base image is served only when its bytes hash to the sha256 the knowledge base recorded for it, and
+  its path stays inside that folder: a changed or swapped file is never shown as the artifact.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image
 
-from benchmark.datasets.prompts import DatasetUnavailable
+from benchmark.arena import gold as gold_items
+from benchmark.arena.matchmaking import CANDIDATE_COLUMNS, GOLD_COLUMNS
+from benchmark.datasets import names
+from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import decode_pixels
-from benchmark.arena.matchmaking import CANDIDATE_COLUMNS
+from benchmark.relevance import kb
 from leaderboard import tables
 from leaderboard.catalog import Catalog
 from leaderboard.seal import Keys
@@ -69,6 +80,64 @@ def candidates(catalog: Catalog, store: Store) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=list(CANDIDATE_COLUMNS))
     return pd.concat(frames, ignore_index=True)[list(CANDIDATE_COLUMNS)]
+
+
+@dataclass(frozen=True)
+class Gold:
+    """The gold items this server can serve (``items``: ``matchmaking.GOLD_COLUMNS``) and where their bytes are:
+    the iconic references' prompt set, and the knowledge base's images (sha256 -> its file under the folder)."""
+
+    items: pd.DataFrame
+    references: PromptSet | None = None
+    kb_files: dict[str, Path] = field(default_factory=dict)
+
+    def bytes_of(self, ref: str) -> bytes | None:
+        """The bytes of the gold item ``ref`` names (``iconic:<prompt_id>:<n>``, ``kb:<sha256>``), when it is one
+        of ``items``; None otherwise, or when a knowledge-base file no longer hashes to its recorded sha256."""
+        if ref not in set(self.items["image"]):
+            return None
+        kind, _, rest = ref.partition(":")
+        if kind == "kb":
+            try:
+                data = self.kb_files[rest].read_bytes()
+            except (KeyError, OSError):
+                return None
+            return data if hashlib.sha256(data).hexdigest() == rest else None
+        prompt_id, _, n = rest.rpartition(":")
+        source, table = self.references.references({prompt_id})
+        return source(int(n)).read() if int(n) < len(table) else None
+
+
+def gold(store: Store, kb_folder: str | Path | None = None, kb_images: str | Path | None = None) -> Gold:
+    """The gold items of the iconic references the store serves, and of the knowledge base in ``kb_folder`` (its
+    tables checked against its kb.json) whose images are in ``kb_images``; none from a source that is absent or
+    unreadable (gold battles then come from the other, or are not issued)."""
+    frames, references, files = [], None, {}
+    try:
+        references = store.prompts(*names.ICONIC_REFERENCES)
+    except (DatasetUnavailable, OSError, ValueError):
+        references = None
+    if references is not None and references.has_references:
+        rows = references.table
+        titles = references.rows["title"] if "title" in references.rows.column_names else list(rows["prompt"])
+        counts = references.reference_counts().reindex(rows.index).fillna(0)
+        frames.append(gold_items.from_iconic_references(pd.DataFrame({
+            "prompt_id": rows.index, "title": titles, "country": rows.get("country"), "kind": rows.get("kind"),
+            "images": counts.to_numpy()})))
+    if kb_folder and kb_images:
+        try:
+            entities, images = kb.read_tables(kb_folder)
+        except kb.KnowledgeBaseError:
+            entities = images = None
+        if images is not None:
+            root = Path(kb_images).resolve()
+            paths = {sha: (root / str(path)).resolve() for sha, path in zip(images["image_sha256"], images["path"])}
+            files = {sha: path for sha, path in paths.items() if path.is_relative_to(root) and path.is_file()}
+            items = gold_items.from_knowledge_base(entities, images)
+            frames.append(items[items["image"].str.removeprefix("kb:").isin(files)])
+    found = [f for f in frames if len(f)]
+    items = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=list(GOLD_COLUMNS))
+    return Gold(items, references, files)
 
 
 def reencoded(data: bytes, side: int = SIDE) -> bytes:

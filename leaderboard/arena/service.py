@@ -40,13 +40,15 @@ STANDINGS_SECONDS = 60.0  # the rankings the matchmaking reads are at most this 
 @dataclass(frozen=True)
 class ArenaSettings:
     """The rules an operator sets (``operator_settings.ARENA``): ``daily_votes`` per voter per 24 h, the largest
-    ``voter_share`` of a ranking one voter may weigh, how long a battle stays open (``battle_minutes``) and the share
-    of battles that are gold battles."""
+    ``voter_share`` of a ranking one voter may weigh, how long a battle stays open (``battle_minutes``), the share
+    of battles that are gold battles and the folder of the relevance knowledge base's images (``kb_images``: gold
+    items of CUBE-CSpace's artifacts, ``served.gold``)."""
 
     daily_votes: int = 200
     voter_share: float = rating.VOTER_SHARE
     battle_minutes: float = 30.0
     gold_share: float = matchmaking.GOLD_SHARE
+    kb_images: str | None = None
 
     def __post_init__(self):
         if self.daily_votes < 1 or not 0 < self.voter_share <= 1 or self.battle_minutes <= 0 \
@@ -58,11 +60,13 @@ class ArenaSettings:
     @classmethod
     def resolve(cls, environ: Mapping[str, str] | None = None) -> ArenaSettings:
         """From the environment (``CULTURELENS_ARENA_*``), else the defaults."""
-        from leaderboard.operator_settings import ARENA_BATTLE_MINUTES, ARENA_DAILY_VOTES, ARENA_VOTER_SHARE
+        from leaderboard.operator_settings import (ARENA_BATTLE_MINUTES, ARENA_DAILY_VOTES, ARENA_KB_IMAGES,
+                                                   ARENA_VOTER_SHARE)
 
         return cls(daily_votes=ARENA_DAILY_VOTES.resolve(None, environ),
                    voter_share=ARENA_VOTER_SHARE.resolve(None, environ),
-                   battle_minutes=ARENA_BATTLE_MINUTES.resolve(None, environ))
+                   battle_minutes=ARENA_BATTLE_MINUTES.resolve(None, environ),
+                   kb_images=ARENA_KB_IMAGES.resolve(None, environ))
 
 
 @dataclass(frozen=True)

@@ -64,21 +64,27 @@ class ArenaTab(Tab):
         super().__init__(site)
         self.settings = settings
         self._arena: Arena | None = None
+        self._gold: served.Gold | None = None
         self._version: str | None = None
         self._lock = threading.Lock()
 
     @property
     def arena(self) -> Arena:
-        """The arena over the store's queue database, its candidates those of the results now scored."""
+        """The arena over the store's queue database, its candidates those of the results now scored, its gold items
+        those the server holds (``served.gold``: the iconic references the store serves; the knowledge base the
+        served suite or the worker's settings name, where the operator gives its images)."""
         with self._lock:
             version = self.site.results_version()
             if self._arena is None or version != self._version:
                 found = served.candidates(self.catalog, self.store)
+                settings = self.settings or ArenaSettings.resolve()
+                kb_folder = {**self.site.metric_settings, **self.site.suite.settings()}.get("relevance_kb")
+                self._gold = served.gold(self.store, kb_folder, settings.kb_images)
                 if self._arena is None:
-                    self._arena = Arena(self.store.queue, self.store.results_folders.keys, found,
-                                        settings=self.settings or ArenaSettings.resolve())
+                    self._arena = Arena(self.store.queue, self.store.results_folders.keys, found, self._gold.items,
+                                        settings=settings)
                 else:
-                    self._arena.candidates = found
+                    self._arena.candidates, self._arena.gold = found, self._gold.items
                 self._version = version
             return self._arena
 
@@ -142,8 +148,8 @@ class ArenaTab(Tab):
         """Both images of ``shown`` re-encoded under their battle's names in a fresh download folder (paths), or
         None when either is no longer the store's."""
         known = set(arena.candidates["image"])
-        sides = {side: served.owned_bytes(self.store, known, ref)
-                 for side, ref in (("a", shown.image_a), ("b", shown.image_b))}
+        sides = {side: served.owned_bytes(self.store, known, ref) if served.split_reference(ref)
+                 else self._gold.bytes_of(ref) for side, ref in (("a", shown.image_a), ("b", shown.image_b))}
         if any(data is None for data in sides.values()):
             return None
         paths = served.write_served(self.site.downloads.fresh(), arena.keys, shown.battle, sides)
@@ -170,8 +176,9 @@ class ArenaTab(Tab):
                 + (f" ({render.plain(', '.join(reveal.reasons))})" if reveal.reasons else "") + ".\n\n"
                 f"**Left:** {render.plain(reveal.model_a)} · **Right:** {render.plain(reveal.model_b)}")
         if reveal.gold_answer is not None:
-            text += (f"\n\nThis was a check battle of real photographs: the {'left' if reveal.gold_answer == 'a' else 'right'}"
-                     " one shows what the prompt names.")
+            text += (f"\n\nThis was a check battle of two real images from the reference datasets: the "
+                     f"{'left' if reveal.gold_answer == 'a' else 'right'} one shows what the prompt names. Check "
+                     "battles measure how carefully votes are cast; they count in no model's ranking.")
         return {**self.rankings(), "reveal": gr.update(value=text, visible=True), "buttons": gr.update(visible=False),
                 "reasons": gr.update(visible=False), "next": gr.update(visible=True), "token": "", "said": ""}
 
@@ -228,7 +235,8 @@ class ArenaTab(Tab):
                        f"{len(aside):,} set aside (shown here, counted in no ranking).")
             for reason, part in aside.groupby("reason"):
                 summary += (f"\n- {len(part):,} vote{'s' * (len(part) != 1)} of {part['voter'].nunique():,} "
-                            f"voter{'s' * (part['voter'].nunique() != 1)} set aside: {render.plain(reason)}")
+                            f"voter{'s' * (part['voter'].nunique() != 1)} set aside: "
+                            f"{render.plain(str(reason).removeprefix('set aside: '))}")
         summary += ("\n\nRankings as of at most a minute ago (Bradley-Terry strengths on the Elo scale, 95% "
                     "bootstrap intervals; a rank range is every rank the model takes within its interval). Beside "
                     f"each, the model's rank on the leaderboard's automatic ranking: {measured}.\n"
