@@ -287,6 +287,33 @@ def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(stor
     assert ranked.loc["Epsilon", "rank"] == 1 and models(after) == sorted(ranked.index)
 
 
+def test_stored_rankings_a_callers_change_to_a_view_never_reaches_the_kept_one(store):
+    """Each read of a kept view is the caller's own: a handler that edits what it was given (a table's cell, a
+    record, a note, an update's value) leaves the next visitor's view as it was made."""
+    four(store)
+    site = Site(store, "ada")
+    stored_rankings.attach(site.catalog)
+    overview = OverviewTab(site)
+    records = overview.leaderboard_api("iconicity", "crt")
+    view = overview.view("iconicity", "crt", "", [], None, None, None, None, None)
+    first_model, first_line = records[0]["model"], view["line"]
+    records[0]["model"] = "Mallory"
+    records.append({"model": "Mallory"})
+    view["frame"].loc[view["frame"].index[0], "Model"] = "Mallory"
+    view["line"] += " (edited)"
+    view["track"]["value"] = "Mallory"
+    again = overview.leaderboard_api("iconicity", "crt")
+    assert again[0]["model"] == first_model and len(again) == len(records) - 1
+    shown = overview.view("iconicity", "crt", "", [], None, None, None, None, None)
+    assert shown["line"] == first_line and shown["track"]["value"] == "iconicity"
+    assert "Mallory" not in set(shown["frame"]["Model"])
+    grid = {"rows": [[1, 2]], "array": np.array([1.0, 2.0]), "pair": (["a"], {"b": 1})}
+    mine = stored_rankings.own_copy(grid)
+    mine["rows"][0][0], mine["array"][0], mine["pair"][0][0], mine["pair"][1]["b"] = 9, 9.0, "z", 9
+    assert grid == {"rows": [[1, 2]], "array": grid["array"], "pair": (["a"], {"b": 1})}
+    assert grid["array"].tolist() == [1.0, 2.0]
+
+
 def test_stored_rankings_a_view_made_from_a_previous_ranking_is_never_kept(store):
     """Results land while the thread is still busy with the recompute before them (here: in its after-hook): a view
     then shows the previous overall, saying so, and is not kept, so the next call, once that thread has ended, starts
