@@ -84,7 +84,11 @@ ARENA_VOTER_SHARE = Setting("arena_voter_share", 0.05, "the largest share of any
                             env="CULTURELENS_ARENA_VOTER_SHARE", metavar="SHARE")
 ARENA_BATTLE_MINUTES = Setting("arena_battle_minutes", 30.0, "how long an arena battle stays open for its vote",
                                type=float, env="CULTURELENS_ARENA_BATTLE_MINUTES", metavar="MINUTES")
-ARENA = (ARENA_DAILY_VOTES, ARENA_VOTER_SHARE, ARENA_BATTLE_MINUTES)
+ARENA_VOTER_MULTIPLE = Setting("arena_voter_multiple", 3.0, "the most one voter may weigh in any arena ranking, in "
+                                                           "multiples of the median voter's votes in it (at least 1; "
+                                                           "inf: no such cap)", type=float,
+                               env="CULTURELENS_ARENA_VOTER_MULTIPLE", metavar="MULTIPLE")
+ARENA = (ARENA_DAILY_VOTES, ARENA_VOTER_SHARE, ARENA_VOTER_MULTIPLE, ARENA_BATTLE_MINUTES)
 """The Cultural Arena's rules an operator sets (``leaderboard.arena.service.ArenaSettings``)."""
 SPACE_STORE = "culturelens"
 """The store's folder in a Space's persistent storage."""
