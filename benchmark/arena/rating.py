@@ -1,5 +1,6 @@
 """Bradley-Terry ratings from arena votes: strengths with bootstrap intervals and rank intervals, overall and per
-culture, each with its number of votes and voters, no voter weighing more than a stated share of any ranking.
+culture, each with its number of votes and voters, no voter weighing more than a stated multiple of the median
+voter's votes nor a stated share of any ranking.
 
 **Model** (Bradley & Terry 1952, Biometrika 39(3/4), Eq. 1; as LMArena rates models: Chiang et al. 2024, "Chatbot
 Arena", arXiv:2403.04132, Sec. 5): model i is preferred to model j with probability
