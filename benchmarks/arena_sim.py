@@ -24,7 +24,8 @@ Everything is fitted by the arena's own code (``benchmark.arena.rating``, ``benc
    cultures' (median) at 20,000 under each multiple, and the share of the 20,000 votes' weight the rule keeps
    (overall), median over ``--repeats`` seeds.
 3. **Cost**: fitting 1,000,000 votes with 1,000 bootstrap draws (``rating.rate``), and every ranking at once (overall
-   and the 10 cultures, ``rating.ratings``), on one core (BLAS threads set to 1 before numpy loads).
+   and the 10 cultures, ``rating.ratings``), on one core (BLAS threads set to 1 before numpy loads); and one ranking
+   of 1,000,000 votes by voters of uneven pace, whose capped voters' weights make more cells to draw.
 
     .venv/bin/python benchmarks/arena_sim.py            # about 5 minutes on a busy 2-core VM
 """
@@ -209,8 +210,15 @@ def cost(n: int, replicates: int) -> dict:
     one = time.process_time() - started
     started = time.process_time()
     rating.ratings(votes, replicates=replicates)
+    every = time.process_time() - started
+    # Voters of uneven pace: the median cap gives the capped voters weights of their own, so more cells to draw.
+    uneven = uneven_votes(truth(rng), n, rng)
+    started = time.process_time()
+    rating.rate(uneven, replicates=replicates)
     return {"votes": n, "replicates": replicates, "rate (overall) CPU-s": one,
-            "ratings (overall + 10 cultures) CPU-s": time.process_time() - started}
+            "ratings (overall + 10 cultures) CPU-s": every,
+            "rate (overall), voters of uneven pace, CPU-s": time.process_time() - started,
+            "rate (overall), voters of uneven pace: distinct vote weights": len(np.unique(rating.voter_weights(uneven["voter"].to_numpy())))}
 
 
 def main(argv: list[str] | None = None) -> int:
