@@ -16,9 +16,16 @@ Everything is fitted by the arena's own code (``benchmark.arena.rating``, ``benc
    with the attack against an arena without defences (the attackers choose battles with the target and vote without
    a daily cap: 10 times an honest voter's votes; no per-voter cap, no reliability rule) and with the defences (the
    server draws every battle, the daily cap holds each attacker to ``--cap`` votes, no voter weighs more than 5% of
-   a ranking, 10% of battles are gold battles and the reliability rules set voters aside).
+   a ranking, 10% of battles are gold battles and the reliability rules set voters aside), with no voter weighing
+   more than each of ``--multiples`` times the median voter's votes (``rating.voter_weights``; inf: the share cap
+   alone), and the attackers' share of the ranking's weight.
+   **What the median cap costs honest voters**: when honest voters vote at uneven paces (each voter's votes
+   geometric with mean 20, so a few cast many), Kendall's tau of the overall ranking at 2,000 votes and of the
+   cultures' (median) at 20,000 under each multiple, and the share of the 20,000 votes' weight the rule keeps
+   (overall), median over ``--repeats`` seeds.
 3. **Cost**: fitting 1,000,000 votes with 1,000 bootstrap draws (``rating.rate``), and every ranking at once (overall
-   and the 10 cultures, ``rating.ratings``), on one core (BLAS threads set to 1 before numpy loads).
+   and the 10 cultures, ``rating.ratings``), on one core (BLAS threads set to 1 before numpy loads); and one ranking
+   of 1,000,000 votes by voters of uneven pace, whose capped voters' weights make more cells to draw.
 
     .venv/bin/python benchmarks/arena_sim.py            # about 5 minutes on a busy 2-core VM
 """
@@ -31,6 +38,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"  # one core, before numpy loads
 
 import argparse  # noqa: E402
+import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -75,6 +83,15 @@ def honest_votes(strengths: np.ndarray, n: int, rng: np.random.Generator, prefix
     return _outcomes(strengths, culture, a, b, voters, prefix, rng)
 
 
+def uneven_votes(strengths: np.ndarray, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``n`` model battles by honest voters of uneven pace: each voter's votes geometric with mean ``VOTES_EACH``."""
+    paces = rng.geometric(1 / VOTES_EACH, n)  # more voters than needed; the first n votes are kept
+    voters = np.repeat(np.arange(n), paces)[:n]
+    a = rng.integers(0, MODELS, n)
+    b = (a + rng.integers(1, MODELS, n)) % MODELS
+    return _outcomes(strengths, (voters * 7919) % CULTURES, a, b, voters, "h", rng)
+
+
 def _outcomes(strengths, culture, a, b, voters, prefix, rng) -> pd.DataFrame:
     won = rng.random(len(a)) < expit(strengths[culture, a] - strengths[culture, b])
     outcome = np.where(rng.random(len(a)) < TIE_SHARE, "tie", np.where(won, "a", "b"))
@@ -105,8 +122,30 @@ def recovery(sizes: list[int], repeats: int) -> pd.DataFrame:
     return pd.DataFrame(rows).groupby("votes")[["overall", "culture_median"]].median()
 
 
-def attack(honest: int, attackers: int, cap: int, target_rank: int, seed: int = 0) -> dict:
-    """The target's overall rank and Elo: no attack, attacked without defences, attacked with them."""
+def uneven_recovery(multiples: list[float], repeats: int, overall_votes: int = 2_000,
+                    culture_votes: int = 20_000) -> pd.DataFrame:
+    """Kendall's tau under each median multiple when honest voters vote at uneven paces: overall at
+    ``overall_votes``, the cultures' median at ``culture_votes``; median over ``repeats`` seeds."""
+    rows = []
+    for seed in range(repeats):
+        rng = np.random.default_rng(seed)
+        strengths = truth(rng)
+        target = overall_truth(strengths)
+        few, many = uneven_votes(strengths, overall_votes, rng), uneven_votes(strengths, culture_votes, rng)
+        for multiple in multiples:
+            found = rating.ratings(many, multiple=multiple, replicates=0)
+            kept = rating.voter_weights(many["voter"].to_numpy(), rating.VOTER_SHARE, multiple)
+            rows.append({"multiple": multiple, "seed": seed,
+                         "overall": tau(rating.rate(few, multiple=multiple, replicates=0), target),
+                         "culture_median": float(np.median([tau(found[f"c{c}"], strengths[c])
+                                                            for c in range(CULTURES)])),
+                         "weight kept": kept.sum() / len(many)})
+    return pd.DataFrame(rows).groupby("multiple", sort=False)[["overall", "culture_median", "weight kept"]].median()
+
+
+def attack(honest: int, attackers: int, cap: int, target_rank: int, multiples: list[float], seed: int = 0) -> dict:
+    """The target's overall rank and Elo: no attack, attacked without defences, attacked with them (under each
+    median multiple)."""
     rng = np.random.default_rng(seed)
     strengths = truth(rng)
     order = np.argsort(-overall_truth(strengths))
@@ -127,7 +166,7 @@ def attack(honest: int, attackers: int, cap: int, target_rank: int, seed: int = 
     left = rng.random(n) < 0.5
     a, b = np.where(left, target, other), np.where(left, other, target)
     free = attacked(_outcomes(strengths, (voters * 7919) % CULTURES, a, b, voters, "x", rng))
-    undefended = rating.rate(pd.concat([clean, free], ignore_index=True), share=1.0, replicates=0)
+    undefended = rating.rate(pd.concat([clean, free], ignore_index=True), share=1.0, multiple=math.inf, replicates=0)
 
     baseline = rating.rate(clean, replicates=0)
     found = {"target true rank": target_rank}
@@ -145,11 +184,16 @@ def attack(honest: int, attackers: int, cap: int, target_rank: int, seed: int = 
         marked = reliability.marked(pd.concat([everyone, gold], ignore_index=True))
         counted = marked[(marked["kind"] == "model") & ~marked["set_aside"]]
         label = f"attack, defences, {each} votes per attacker"
-        found[f"{label}: place, elo"] = _place(rating.rate(counted, share=rating.VOTER_SHARE, replicates=0), name)
         found[f"{label}: attack votes"] = len(drawn)
         aside = marked.groupby("voter")["set_aside"].first()
         found[f"{label}: voters set aside (attackers, honest)"] = (
             int(aside[aside.index.str.startswith("x")].sum()), int(aside[aside.index.str.startswith("h")].sum()))
+        for multiple in multiples:
+            rule = f"{label}, median multiple {multiple:g}"
+            found[f"{rule}: place, elo"] = _place(rating.rate(counted, multiple=multiple, replicates=0), name)
+            weights = rating.voter_weights(counted["voter"].to_numpy(), rating.VOTER_SHARE, multiple)
+            found[f"{rule}: attackers' share of the weight"] = (
+                f"{weights[counted['voter'].str.startswith('x').to_numpy()].sum() / weights.sum():.1%}")
     return found
 
 
@@ -166,8 +210,15 @@ def cost(n: int, replicates: int) -> dict:
     one = time.process_time() - started
     started = time.process_time()
     rating.ratings(votes, replicates=replicates)
+    every = time.process_time() - started
+    # Voters of uneven pace: the median cap gives the capped voters weights of their own, so more cells to draw.
+    uneven = uneven_votes(truth(rng), n, rng)
+    started = time.process_time()
+    rating.rate(uneven, replicates=replicates)
     return {"votes": n, "replicates": replicates, "rate (overall) CPU-s": one,
-            "ratings (overall + 10 cultures) CPU-s": time.process_time() - started}
+            "ratings (overall + 10 cultures) CPU-s": every,
+            "rate (overall), voters of uneven pace, CPU-s": time.process_time() - started,
+            "rate (overall), voters of uneven pace: distinct vote weights": len(np.unique(rating.voter_weights(uneven["voter"].to_numpy())))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--honest", type=int, default=950, help="honest voters of the attack (950)")
     parser.add_argument("--cap", type=int, default=200, help="an attacker's votes under the daily cap (200)")
     parser.add_argument("--target-rank", type=int, default=15, help="the attacked model's true rank (15 of 20)")
+    parser.add_argument("--multiples", default="inf,5,3,2,1",
+                        help="the median multiples of the attack and the uneven-pace sweep (inf: the share cap alone)")
     parser.add_argument("--cost-votes", type=int, default=1_000_000)
     parser.add_argument("--cost-replicates", type=int, default=1000)
     args = parser.parse_args(argv)
@@ -189,10 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     for column in table:
         enough = table.index[table[column] >= 0.9]
         print(f"   fewest votes with {column} tau >= 0.9: {enough.min() if len(enough) else 'none of these'}")
+    multiples = [float(m) for m in args.multiples.split(",")]
     attackers = round(args.honest * 0.05 / 0.95)
     print(f"\n2. {attackers} attackers among {args.honest + attackers} voters (5%), target recognised 95% of the time:")
-    for key, value in attack(args.honest, attackers, args.cap, args.target_rank).items():
+    for key, value in attack(args.honest, attackers, args.cap, args.target_rank, multiples).items():
         print(f"   {key}: {value:.1f}" if isinstance(value, float) else f"   {key}: {value}")
+    print(f"\n   Honest voters of uneven pace: Kendall tau under each median multiple (median over {args.repeats} "
+          "seeds; overall at 2,000 votes, per culture at 20,000):")
+    print(uneven_recovery(multiples, args.repeats).round(3).to_string())
     print("\n3. Cost on one core:")
     for key, value in cost(args.cost_votes, args.cost_replicates).items():
         print(f"   {key}: {value:,.1f}" if isinstance(value, float) else f"   {key}: {value:,}")

@@ -84,11 +84,15 @@ ARENA_VOTER_SHARE = Setting("arena_voter_share", 0.05, "the largest share of any
                             env="CULTURELENS_ARENA_VOTER_SHARE", metavar="SHARE")
 ARENA_BATTLE_MINUTES = Setting("arena_battle_minutes", 30.0, "how long an arena battle stays open for its vote",
                                type=float, env="CULTURELENS_ARENA_BATTLE_MINUTES", metavar="MINUTES")
+ARENA_VOTER_MULTIPLE = Setting("arena_voter_multiple", 3.0, "the most one voter may weigh in any arena ranking, in "
+                                                           "multiples of the median voter's votes in it (at least 1; "
+                                                           "inf: no such cap)", type=float,
+                               env="CULTURELENS_ARENA_VOTER_MULTIPLE", metavar="MULTIPLE")
 ARENA_KB_IMAGES = Setting("arena_kb_images", None, "the folder of the relevance knowledge base's images (the "
                                                     "--kb-images it was built from): the arena's gold battles then "
                                                     "set CUBE-CSpace artifacts' real images against each other too",
                           env="CULTURELENS_ARENA_KB_IMAGES", path=True)
-ARENA = (ARENA_DAILY_VOTES, ARENA_VOTER_SHARE, ARENA_BATTLE_MINUTES, ARENA_KB_IMAGES)
+ARENA = (ARENA_DAILY_VOTES, ARENA_VOTER_SHARE, ARENA_VOTER_MULTIPLE, ARENA_BATTLE_MINUTES, ARENA_KB_IMAGES)
 """The Cultural Arena's rules an operator sets (``leaderboard.arena.service.ArenaSettings``)."""
 SPACE_STORE = "culturelens"
 """The store's folder in a Space's persistent storage."""

@@ -6,10 +6,12 @@ Real databases (SQLite files, a PostgreSQL server), real seals, real Parquet and
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import io
 import json
+import math
 import re
 import shutil
 import threading
@@ -26,6 +28,7 @@ import pytest
 from scipy import stats
 
 from benchmark.arena import agreement, gold, matchmaking, rating, reliability
+from benchmark.settings import SettingError
 from leaderboard import hub_sync
 from leaderboard import seal as sealing
 from leaderboard.arena import publish
@@ -146,7 +149,8 @@ def test_arena_per_culture_rankings_each_rest_on_their_own_votes_and_voters():
     # Each culture's ranking is exactly the fit of its own votes.
     alone = rating.rate(india, replicates=100)
     pd.testing.assert_frame_equal(found["India"].rows, alone.rows)
-    assert found["Japan"].note == "150 votes by 30 voters; no voter weighs more than 3.3% of it"
+    assert found["Japan"].note == ("150 votes by 30 voters; no voter counts for more than 3 times the median voter's "
+                                   "5 votes or 5% of the ranking (the heaviest weighs 3.3% of it)")
 
 
 def test_arena_no_voter_weighs_more_than_the_stated_share_of_any_ranking():
@@ -160,12 +164,96 @@ def test_arena_no_voter_weighs_more_than_the_stated_share_of_any_ranking():
     assert np.all(weights[:len(honest)] == 1)
     capped = rating.rate(votes, replicates=0)
     assert capped.largest_share == pytest.approx(0.05) and capped.rows.index[0] == "A"
-    uncapped = rating.rate(votes, share=1.0, replicates=0)
+    uncapped = rating.rate(votes, share=1.0, multiple=math.inf, replicates=0)  # neither cap
     assert uncapped.rows.index[0] == "B" and uncapped.largest_share == pytest.approx(500 / 700)
     # A ranking with fewer voters than 1 / share is listed with its counts, not ranked, and says why.
     few = rating.rate(_votes({("A", "B"): (10, 5, 0)}, voters=15), share=0.05)
     assert few.not_ranked == "15 voters: at least 20 are needed so that none weighs more than 5% of it"
     assert few.rows.loc["A", "votes"] == 15 and "strength" not in few.rows
+
+
+def test_arena_voter_weights_cap_each_voter_at_a_multiple_of_the_median_voter_then_at_the_share():
+    voters = ["one"] + ["two"] * 2 + ["too"] * 2 + ["three"] * 3 + ["heavy"] * 30
+    weights = pd.Series(rating.voter_weights(voters, share=1.0, multiple=3), index=voters)
+    # By hand: the counts 1, 2, 2, 3, 30 have median 2, so no voter weighs more than 3 x 2 = 6: the 30-vote voter
+    # weighs 6 in all, each vote 6 / 30 = 0.2; the others keep every vote at 1 (a share of 1 binds nobody).
+    assert weights["heavy"].tolist() == pytest.approx([0.2] * 30)
+    assert (weights.drop("heavy") == 1).all()
+    # With a share cap that binds, it is applied to the median-capped weights 1, 2, 2, 3, 6 (14 in all). Share 0.3:
+    # only the heavy voter is over 0.3 x 14; its level t solves t = 0.3 (t + 8): t = 24 / 7, each vote 24 / 210.
+    weights = pd.Series(rating.voter_weights(voters, share=0.3, multiple=3), index=voters)
+    assert weights["heavy"].tolist() == pytest.approx([24 / 210] * 30)
+    assert (weights.drop("heavy") == 1).all()
+    # Share 0.25: t = 0.25 (1 + 2 + 2 + 2t) gives t = 2.5, between the third voter's 2 and the fourth's 3: the
+    # 3-vote voter weighs 2.5 too (each vote 2.5 / 3), the heavy one 2.5 (each vote 2.5 / 30); 10 in all.
+    weights = pd.Series(rating.voter_weights(voters, share=0.25, multiple=3), index=voters)
+    assert weights["three"].tolist() == pytest.approx([2.5 / 3] * 3)
+    assert weights["heavy"].tolist() == pytest.approx([2.5 / 30] * 30)
+    assert weights.groupby(level=0).sum().to_dict() == pytest.approx(
+        {"one": 1, "two": 2, "too": 2, "three": 2.5, "heavy": 2.5})
+    # Without the median cap the heavy voter weighs all 30 of its votes when the share does not bind, and a
+    # multiple of 1 holds everyone to the median voter's 2.
+    assert rating.voter_weights(voters, share=1.0, multiple=math.inf).tolist() == [1.0] * 38
+    weights = pd.Series(rating.voter_weights(voters, share=1.0, multiple=1), index=voters)
+    assert weights.groupby(level=0).sum().to_dict() == pytest.approx(
+        {"one": 1, "two": 2, "too": 2, "three": 2, "heavy": 2})
+
+
+def test_arena_a_heavy_bloc_flips_the_order_under_the_share_cap_alone_and_not_under_the_median_cap():
+    """60 honest voters cast 5 votes each on A against B, A winning 250 to 50; a bloc of 10 voters casts 60 votes
+    each for B. Under the 5% share cap alone each bloc voter weighs t = 0.05 (300 + 10 t), t = 30: the bloc adds 300
+    weighted votes for B, 350 to 250, and B ranks first. Under the median cap (the median voter cast 5, 3 x 5 = 15,
+    and 15 is under 5% of 300 + 150) the bloc adds 150, 200 to 250, and A stays first. With two models the
+    Bradley-Terry strengths differ by the log of the weighted win ratio (up to the prior's 1e-3)."""
+    honest = _votes({("A", "B"): (250, 50, 0)}, voters=60)
+    bloc = pd.DataFrame({"model_a": "A", "model_b": "B", "outcome": ["b"] * 600, "culture": "Japan",
+                         "voter": [f"bloc{i % 10}" for i in range(600)]})
+    votes = pd.concat([honest, bloc], ignore_index=True)
+
+    share_only = rating.rate(votes, multiple=math.inf, replicates=0)
+    assert rating.voter_weights(votes["voter"], multiple=math.inf)[len(honest):].sum() == pytest.approx(300)
+    assert list(share_only.rows.index) == ["B", "A"]
+    gap = share_only.rows.loc["B", "strength"] - share_only.rows.loc["A", "strength"]
+    assert gap == pytest.approx(math.log(350 / 250), abs=1e-3)
+
+    capped = rating.rate(votes, replicates=0)  # the default rule: MEDIAN_MULTIPLE 3 and VOTER_SHARE 5%
+    assert rating.MEDIAN_MULTIPLE == 3 and rating.VOTER_SHARE == 0.05
+    assert rating.voter_weights(votes["voter"])[len(honest):].sum() == pytest.approx(150)
+    assert list(capped.rows.index) == ["A", "B"]
+    gap = capped.rows.loc["A", "strength"] - capped.rows.loc["B", "strength"]
+    assert gap == pytest.approx(math.log(250 / 200), abs=1e-3)
+    assert capped.largest_share == pytest.approx(15 / 450) and capped.median_votes == 5
+    assert capped.note == ("900 votes by 70 voters; no voter counts for more than 3 times the median voter's 5 votes "
+                           "or 5% of the ranking (the heaviest weighs 3.3% of it)")
+
+
+def test_arena_voter_multiple_is_an_operator_setting_the_standings_rank_by(tmp_path):
+    """CULTURELENS_ARENA_VOTER_MULTIPLE reaches the rankings: three voters cast 1, 1 and 6 votes (median 1); with a
+    multiple of 2 the third weighs 2 of 4 (a share of 1 binds nobody), with the default 3 it weighs 3 of 5. A
+    multiple under 1, or not a number, is refused with a sentence naming the variable."""
+    assert ArenaSettings.resolve({}).voter_multiple == rating.MEDIAN_MULTIPLE
+    settings = ArenaSettings.resolve({"CULTURELENS_ARENA_VOTER_MULTIPLE": "2", "CULTURELENS_ARENA_VOTER_SHARE": "1",
+                                      "CULTURELENS_ARENA_DAILY_VOTES": "200"})
+    assert (settings.voter_multiple, settings.voter_share) == (2.0, 1.0)
+    with pytest.raises(SettingError, match=r"^The arena's voter multiple is 0.5: set CULTURELENS_ARENA_VOTER_MULTIPLE "
+                                           r"to a number of at least 1"):
+        ArenaSettings.resolve({"CULTURELENS_ARENA_VOTER_MULTIPLE": "0.5"})
+    with pytest.raises(SettingError, match=r"^CULTURELENS_ARENA_VOTER_MULTIPLE: 'three' cannot be read"):
+        ArenaSettings.resolve({"CULTURELENS_ARENA_VOTER_MULTIPLE": "three"})
+
+    queue = open_queue(tmp_path / "queue.sqlite")
+    arena = _arena(queue, dataclasses.replace(settings, gold_share=0.0))
+    for user, votes in (("ada", 1), ("bo", 1), ("cy", 6)):
+        arena.set_cultures(user, ["Japan"])
+        for _ in range(votes):
+            battle = arena.next_battle(user)
+            arena.vote(user, battle.token, "a")
+    found = arena.standings().rankings[rating.OVERALL]
+    assert (found.votes, found.voters, found.median_votes, found.largest_share) == (8, 3, 1, pytest.approx(2 / 4))
+    assert "no voter counts for more than 2 times the median voter's 1 vote or 100% of the ranking" in found.note
+    default = _arena(queue, ArenaSettings(voter_share=1.0, gold_share=0.0)).standings().rankings[rating.OVERALL]
+    assert default.largest_share == pytest.approx(3 / 5)
+    queue.close()
 
 
 # --- reliability ------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Bradley-Terry ratings from arena votes: strengths with bootstrap intervals and rank intervals, overall and per
-culture, each with its number of votes and voters, no voter weighing more than a stated share of any ranking.
+culture, each with its number of votes and voters, no voter weighing more than a stated multiple of the median
+voter's votes nor a stated share of any ranking.
 
 **Model** (Bradley & Terry 1952, Biometrika 39(3/4), Eq. 1; as LMArena rates models: Chiang et al. 2024, "Chatbot
 Arena", arXiv:2403.04132, Sec. 5): model i is preferred to model j with probability
@@ -26,10 +27,23 @@ made as one multinomial draw of the counts of the distinct (pair, outcome, weigh
 distribution at O(cells) rather than O(votes) cost; every draw is fitted at once, warm-started at the point fit.
 Strength interval: the 2.5% and 97.5% order statistics of the draws; ranks by ``rank_step``, the tables' rule.
 
-**No voter weighs more than ``share`` of a ranking** (``voter_weights``): each voter's votes are weighted so that
-the voter's total weight is at most ``share`` of the ranking's, by the largest common cap t that allows it (each
-voter weighs min(their votes, t), "water filling"). A ranking of fewer than 1 / ``share`` voters cannot hold the
-rule: it is listed, with its counts, and not ranked.
+**No voter weighs more than ``multiple`` times the median voter, nor more than ``share`` of a ranking**
+(``voter_weights``). Voting leaderboards are manipulated by voters who vote for a model they recognise, and the more
+votes a voter casts the further they move it (Huang et al. 2025, "Exploring and Mitigating Adversarial Manipulation
+of Voting-Based Leaderboards", arXiv:2501.07493, on LMArena); so a voter's weight in a ranking is bounded twice, by
+what the ranking's other voters cast. In a ranking whose voters cast n_v votes each, m the median of the n_v:
+
+    c_v = min(n_v, multiple * m)          (the median cap: ``MEDIAN_MULTIPLE``)
+    w_v = min(c_v, t)                     (the share cap: ``VOTER_SHARE``)
+
+t the largest common level with ``max_v w_v <= share * sum_u w_u`` ("water filling" over the median-capped c_v;
+t = inf when no c_v exceeds ``share`` of their sum). Voter v's total weight is w_v, each of their votes w_v / n_v.
+The median cap is what stops a bloc: ``share`` bounds one voter, but 5% of the voters each casting 10 times the
+median voter's votes hold a third of a ranking (34.5% in ``benchmarks/arena_sim.py``) while each stays under the 5%
+share cap; with ``MEDIAN_MULTIPLE`` 3 they hold 3 / (3 + 19) = 13.6% of it, and lift a model they recognise from 14th
+to 11th instead of to 5th. 3 because the simulated honest voters of uneven pace lose nothing measurable down to it
+(89% of their weight kept, the same Kendall tau), where 1 keeps half and loses accuracy. A ranking of fewer than
+1 / ``share`` voters cannot hold the share cap: it is listed, with its counts, and not ranked.
 """
 
 from __future__ import annotations
@@ -50,6 +64,7 @@ PRIOR = 0.01  # choix's alpha: the penalty PRIOR * sum(s^2)
 REPLICATES = 1000  # bootstrap draws of an interval
 SEED = 0  # the draws' seed: the same votes always give the same intervals
 VOTER_SHARE = 0.05  # the largest share of a ranking one voter may weigh
+MEDIAN_MULTIPLE = 3.0  # the most one voter weighs, in the median voter's votes of the ranking (benchmarks/arena_sim.py)
 MAX_STEP = 2.0  # log-odds: the largest change of one strength in one Newton step
 TOLERANCE = 1e-10  # log-odds: the fit stops when no strength moves more than this
 ELO_SCALE, ELO_BASE, ELO_MEAN = 400.0, 10.0, 1000.0
@@ -62,7 +77,8 @@ class Rating:
     elo_high (95% bootstrap interval), rank, rank_low, rank_high, tie_group, votes (battles it was in), wins, ties,
     both_wrong, both_wrong_share. ``votes`` and ``voters``: what the ranking rests on; ``largest_share``: the
     largest weight share of one voter in it; ``not_ranked``: '' when ranked, else why (the rows then hold the
-    counts only); ``replicates``: draws x models strengths (None without intervals)."""
+    counts only); ``replicates``: draws x models strengths (None without intervals); ``median_votes``,
+    ``multiple`` and ``share``: the voters' weighting rule it was rated by (``voter_weights``)."""
 
     rows: pd.DataFrame
     votes: int
@@ -70,14 +86,21 @@ class Rating:
     largest_share: float
     not_ranked: str
     replicates: np.ndarray | None
+    median_votes: float = math.nan
+    multiple: float = MEDIAN_MULTIPLE
+    share: float = VOTER_SHARE
 
     @property
     def note(self) -> str:
-        """What the ranking rests on, in words."""
+        """What the ranking rests on and how its voters are weighted, in words."""
         said = f"{self.votes:,} vote{'s' * (self.votes != 1)} by {self.voters:,} voter{'s' * (self.voters != 1)}"
         if self.not_ranked:
             return f"{said}: not ranked ({self.not_ranked})"
-        return f"{said}; no voter weighs more than {self.largest_share:.1%} of it"
+        median = f"{self.median_votes:g} vote{'s' * (self.median_votes != 1)}"
+        bounds = ([f"{self.multiple:g} times the median voter's {median}"] if math.isfinite(self.multiple) else []) + [
+            f"{self.share * 100:g}% of the ranking"]
+        return (f"{said}; no voter counts for more than {' or '.join(bounds)} (the heaviest weighs "
+                f"{self.largest_share:.1%} of it)")
 
 
 def elo(strength: np.ndarray | float) -> np.ndarray | float:
@@ -85,29 +108,41 @@ def elo(strength: np.ndarray | float) -> np.ndarray | float:
     return ELO_MEAN + ELO_SCALE * np.asarray(strength) / math.log(ELO_BASE)
 
 
-def voter_weights(voters: Sequence, share: float = VOTER_SHARE) -> np.ndarray | None:
-    """Each vote's weight, so that no voter's total weight exceeds ``share`` of all votes' (``voters``: the voter of
-    each vote). Every voter weighs min(n_v, t), t the largest cap with t <= share * sum_u min(n_u, t): a voter of
-    fewer votes keeps them all at weight 1, one of more has each weighted t / n_v. None when no cap can hold the rule
-    (fewer than 1 / share voters)."""
+def voter_weights(voters: Sequence, share: float = VOTER_SHARE,
+                  multiple: float = MEDIAN_MULTIPLE) -> np.ndarray | None:
+    """Each vote's weight (``voters``: the voter of each vote), by the module's rule: a voter of n votes weighs
+    min(n, ``multiple`` * m, t) in all, m the median voter's votes, t the share cap's level over the median-capped
+    counts (``_share_level``); each of their votes weighs that over n. ``multiple`` inf: no median cap. None when no
+    level can hold the share cap (fewer than 1 / ``share`` voters)."""
     codes = np.unique(np.asarray(voters).astype(str), return_inverse=True)[1]
     counts = np.bincount(codes).astype(float)
     if counts.size == 0:
         return np.ones(0)
-    if counts.max() <= share * counts.sum():
-        return np.ones(len(codes))
-    ordered = np.sort(counts)[::-1]
-    below = np.concatenate([np.cumsum(ordered[::-1])[::-1][1:], [0.0]])  # below[k-1]: the votes of voters after k
+    capped = np.minimum(counts, multiple * np.median(counts))
+    level = _share_level(capped, share)
+    if level is None:
+        return None
+    return (np.minimum(capped, level) / counts)[codes]
+
+
+def _share_level(weights: np.ndarray, share: float = VOTER_SHARE) -> float | None:
+    """The largest level t with min(w_v, t) <= ``share`` * sum_u min(w_u, t) for every voter v (``weights``: each
+    voter's weight before the share cap), "water filling": a voter under t keeps their weight, one above it weighs t.
+    inf when no voter exceeds ``share`` of the total; None when no t can hold it (fewer than 1 / share voters)."""
+    if weights.max() <= share * weights.sum():
+        return math.inf
+    ordered = np.sort(weights)[::-1]
+    below = np.concatenate([np.cumsum(ordered[::-1])[::-1][1:], [0.0]])  # below[k-1]: the weight of voters after k
     for k in range(1, len(ordered) + 1):  # k voters capped: t = share * (k t + below) on [ordered[k], ordered[k-1]]
         if share * k >= 1:
             break
         cap = share * below[k - 1] / (1 - share * k)
         floor = ordered[k] if k < len(ordered) else 0.0
         if floor <= cap <= ordered[k - 1] and cap > 0:
-            return np.minimum(counts, cap)[codes] / counts[codes]
+            return float(cap)
     # k >= 1 / share voters all capped: only equal weights could hold it, and only when share * voters == 1
     if math.isclose(share * len(ordered), 1.0):
-        return (ordered[-1] / counts)[codes]
+        return float(ordered[-1])
     return None
 
 
@@ -209,21 +244,24 @@ def check_votes(votes: pd.DataFrame) -> pd.DataFrame:
     return votes
 
 
-def rate(votes: pd.DataFrame, *, share: float = VOTER_SHARE, replicates: int = REPLICATES, prior: float = PRIOR,
-         rng: np.random.Generator | None = None) -> Rating:
-    """Rate the models of ``votes`` (vote records of model battles): weights capping each voter at ``share``
-    (``voter_weights``), the Bradley-Terry fit of the weighted pair counts (``fit``), ``replicates`` bootstrap
-    draws over the votes (0: no intervals) and the ranks (``rank_step``)."""
+def rate(votes: pd.DataFrame, *, share: float = VOTER_SHARE, multiple: float = MEDIAN_MULTIPLE,
+         replicates: int = REPLICATES, prior: float = PRIOR, rng: np.random.Generator | None = None) -> Rating:
+    """Rate the models of ``votes`` (vote records of model battles): weights capping each voter at ``multiple``
+    times the median voter's votes and at ``share`` of the ranking (``voter_weights``), the Bradley-Terry fit of the
+    weighted pair counts (``fit``), ``replicates`` bootstrap draws over the votes (0: no intervals) and the ranks
+    (``rank_step``)."""
     check_votes(votes)
     models = sorted(set(votes["model_a"]) | set(votes["model_b"]))
     counts = _counts(votes, models)
     n_votes, n_voters = len(votes), votes["voter"].nunique()
-    weights = voter_weights(votes["voter"].to_numpy(), share)
+    rule = {"median_votes": float(votes["voter"].value_counts().median()) if n_votes else math.nan,
+            "multiple": multiple, "share": share}
+    weights = voter_weights(votes["voter"].to_numpy(), share, multiple)
     if not n_votes or weights is None or len(models) < 2:
         why = ("no votes" if not n_votes else "a ranking needs two models" if len(models) < 2 else
                f"{n_voters} voter{'s' * (n_voters != 1)}: at least {math.ceil(1 / share - 1e-9)} are needed so that none weighs more "
                f"than {share:.0%} of it")
-        return Rating(counts, n_votes, n_voters, float("nan"), why, None)
+        return Rating(counts, n_votes, n_voters, float("nan"), why, None, **rule)
     index = {model: i for i, model in enumerate(models)}
     a = votes["model_a"].map(index).to_numpy()
     b = votes["model_b"].map(index).to_numpy()
@@ -243,14 +281,15 @@ def rate(votes: pd.DataFrame, *, share: float = VOTER_SHARE, replicates: int = R
     per_voter = pd.Series(weights).groupby(votes["voter"].to_numpy()).sum()
     order = rows.sort_values(["rank", "strength"], ascending=[True, False]).index
     return Rating(rows.loc[order], n_votes, n_voters, float(per_voter.max() / per_voter.sum()), "",
-                  None if draws is None else draws[:, [models.index(model) for model in order]])
+                  None if draws is None else draws[:, [models.index(model) for model in order]], **rule)
 
 
-def ratings(votes: pd.DataFrame, *, share: float = VOTER_SHARE, replicates: int = REPLICATES,
-            prior: float = PRIOR) -> dict[str, Rating]:
+def ratings(votes: pd.DataFrame, *, share: float = VOTER_SHARE, multiple: float = MEDIAN_MULTIPLE,
+            replicates: int = REPLICATES, prior: float = PRIOR) -> dict[str, Rating]:
     """The ranking over every culture's votes (``OVERALL``) and one per culture (``votes``' ``culture``), each by
-    ``rate`` on its own votes (so each has its own voters' cap) with the draws seeded ``SEED``."""
-    found = {OVERALL: rate(votes, share=share, replicates=replicates, prior=prior)}
+    ``rate`` on its own votes (so each has its own voters' median and caps) with the draws seeded ``SEED``."""
+    options = {"share": share, "multiple": multiple, "replicates": replicates, "prior": prior}
+    found = {OVERALL: rate(votes, **options)}
     for culture, part in sorted(votes.groupby("culture"), key=lambda item: str(item[0])):
-        found[str(culture)] = rate(part, share=share, replicates=replicates, prior=prior)
+        found[str(culture)] = rate(part, **options)
     return found

@@ -40,14 +40,16 @@ STANDINGS_SECONDS = 60.0  # the rankings the matchmaking reads are at most this 
 @dataclass(frozen=True)
 class ArenaSettings:
     """The rules an operator sets (``operator_settings.ARENA``): ``daily_votes`` per voter per 24 h, the largest
-    ``voter_share`` of a ranking one voter may weigh, how long a battle stays open (``battle_minutes``), the share
-    of battles that are gold battles and the folder of the relevance knowledge base's images (``kb_images``: gold
-    items of CUBE-CSpace's artifacts, ``served.gold``)."""
+    ``voter_share`` of a ranking one voter may weigh, the most one voter may weigh in the median voter's votes of a
+    ranking (``voter_multiple``, ``rating.voter_weights``), how long a battle stays open (``battle_minutes``), the
+    share of battles that are gold battles and the folder of the relevance knowledge base's images (``kb_images``:
+    gold items of CUBE-CSpace's artifacts, ``served.gold``)."""
 
     daily_votes: int = 200
     voter_share: float = rating.VOTER_SHARE
     battle_minutes: float = 30.0
     gold_share: float = matchmaking.GOLD_SHARE
+    voter_multiple: float = rating.MEDIAN_MULTIPLE
     kb_images: str | None = None
 
     def __post_init__(self):
@@ -56,16 +58,21 @@ class ArenaSettings:
             raise SettingError(f"arena settings out of range: daily votes {self.daily_votes} (at least 1), voter share "
                                f"{self.voter_share} (above 0, at most 1), battle minutes {self.battle_minutes} (above "
                                f"0), gold share {self.gold_share} (0 to below 1)")
+        if not self.voter_multiple >= 1:  # nan too
+            raise SettingError(f"The arena's voter multiple is {self.voter_multiple}: set "
+                               "CULTURELENS_ARENA_VOTER_MULTIPLE to a number of at least 1, the most one voter may "
+                               "weigh in the median voter's votes (inf: no such cap).")
 
     @classmethod
     def resolve(cls, environ: Mapping[str, str] | None = None) -> ArenaSettings:
         """From the environment (``CULTURELENS_ARENA_*``), else the defaults."""
         from leaderboard.operator_settings import (ARENA_BATTLE_MINUTES, ARENA_DAILY_VOTES, ARENA_KB_IMAGES,
-                                                   ARENA_VOTER_SHARE)
+                                                   ARENA_VOTER_MULTIPLE, ARENA_VOTER_SHARE)
 
         return cls(daily_votes=ARENA_DAILY_VOTES.resolve(None, environ),
                    voter_share=ARENA_VOTER_SHARE.resolve(None, environ),
                    battle_minutes=ARENA_BATTLE_MINUTES.resolve(None, environ),
+                   voter_multiple=ARENA_VOTER_MULTIPLE.resolve(None, environ),
                    kb_images=ARENA_KB_IMAGES.resolve(None, environ))
 
 
@@ -224,7 +231,8 @@ class Arena:
                 zip(counted["submission_b"], counted["model_b"]))
             ratings = rating.ratings(counted[["culture", "voter", "outcome"]].assign(
                 model_a=counted["submission_a"], model_b=counted["submission_b"]),
-                share=self.settings.voter_share, replicates=self.replicates)
+                share=self.settings.voter_share, multiple=self.settings.voter_multiple,
+                replicates=self.replicates)
             for found in ratings.values():
                 found.rows.insert(0, "model", found.rows.index.map(names))
             self._standings = Standings(marked, voters, ratings, time.monotonic())
