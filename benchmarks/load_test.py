@@ -1,11 +1,12 @@
 """Load test: N concurrent API clients (gradio_client) and a browser against the running app, on loopback.
 
     python benchmarks/load_test.py [--clients 24] [--duration 60] [--think 0] [--submissions 200] [--prompts 100]
-                                   [--worker] [--no-browser] [--store DIR]
+                                   [--worker] [--no-browser] [--store DIR] [--cold]
 
 Starts ``culturelens serve`` on a free port of 127.0.0.1 (nothing else is contacted) with a store built here:
 ``make_store.py``'s synthetic results (``--submissions`` x ``--prompts``) plus the 6-prompt CUBE-format
-dataset uploads answer; or ``--store DIR``. Then ``--clients`` threads, each with its own gradio_client
+dataset uploads answer; or ``--store DIR``; waits until the app's log says its rankings and first views are
+ready (printing how long after its page first answered; ``--cold``: not waited for). Then ``--clients`` threads, each with its own gradio_client
 ``Client``, call the app's API for ``--duration`` seconds, each call a weighted random pick from ``ENDPOINTS``
 (browsing mostly, some uploads: fresh valid zips, and hostile ones), while headless Chromium (Debian's
 ``chromium`` through Playwright) reloads the page. Reports per endpoint: calls, errors, p50 / p95 / max latency,
@@ -173,11 +174,14 @@ class Call:
 
 def client_loop(url: str, context: Context, endpoints: list[Endpoint], stop: float, calls: list[Call],
                 seed: int, think: float = 0.0) -> None:
-    """One client calling ``endpoints`` until ``stop``: back to back, or with ``think`` seconds on average (drawn
-    uniformly from 0 to twice that) between an answer and the next call, as a person reads a page before a click."""
+    """One client calling ``endpoints`` until ``stop``: back to back from the start, or at a person's pace: arriving
+    after a wait and waiting between an answer and the next call, ``think`` seconds on average each (drawn uniformly
+    from 0 to twice that), as people open the page at different moments and read it before a click."""
     from gradio_client import Client
 
     rng = random.Random(seed)
+    if think:
+        time.sleep(rng.uniform(0, 2 * think))
     client = Client(url, verbose=False)
     weights = [e.weight for e in endpoints]
     first = True
@@ -211,7 +215,11 @@ def browser_loop(url: str, stop: float, loads: list[float], errors: list[str]) -
             try:
                 page.goto(url)
                 page.get_by_text(header).wait_for(timeout=60_000)
-                page.wait_for_selector(".table-wrap", timeout=60_000)
+                # The first view drawn: the papers' cards, or a ranked table (a visible one: hidden tabs' tables and
+                # the table the papers' view hides as it opens do not count; waiting for a '.table-wrap' alone
+                # timed out whenever the papers' view hid it before the check, a false error)
+                page.wait_for_function("() => [...document.querySelectorAll('.cl-card, .table-wrap')]"
+                                       ".some(e => e.checkVisibility())", timeout=60_000)
                 loads.append(time.perf_counter() - start)
             except Exception as exc:  # noqa: BLE001
                 errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -259,6 +267,19 @@ def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[
     raise RuntimeError("the app did not start within 600 s")
 
 
+READY = "rankings ready:"  # what the app's log says when its rankings and first views are made (``build_app``)
+
+
+def ready(log: Path, process: subprocess.Popen, timeout: float = 900) -> float:
+    """Seconds until the app's log says its rankings and first views are ready (its page already answers)."""
+    started = time.monotonic()
+    while READY not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() - started > timeout:
+            raise RuntimeError(f"the app did not say {READY!r}: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
 def _ms(values: list[float], q: float) -> str:
     return f"{1000 * float(np.percentile(values, q)):.0f}" if values else "-"
 
@@ -298,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-browser", action="store_true", help="API clients only")
     parser.add_argument("--think", type=float, default=0.0,
                         help="mean seconds each client waits between an answer and its next call (0: back to back)")
+    parser.add_argument("--cold", action="store_true",
+                        help="start the clients as soon as the page answers, while the app still makes its rankings "
+                             "and first views (default: once its log says they are ready, as after any restart)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     browser = not args.no_browser and shutil.which("chromium") is not None
@@ -314,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
                           [j.id for j in store.queue.jobs()] or ["none"], prompt_ids)
         process, url = serve(store_path, root / "serve.log", args.worker, args.backbones)
         try:
+            if not args.cold:
+                print(f"load test: the app was ready {ready(root / 'serve.log', process):.1f} s after its page first "
+                      "answered", flush=True)
             calls: list[Call] = []
             loads: list[float] = []
             browser_errors: list[str] = []

@@ -10,6 +10,7 @@ from the results and the track registry (``benchmark.tracks``): a new track need
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 
 import gradio as gr
@@ -114,13 +115,14 @@ def launch_options(store: Store) -> dict:
 
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
-              notice: str | None = None) -> gr.Blocks:
+              notice: str | None = None, say: Callable[[str], None] | None = None) -> gr.Blocks:
     """The leaderboard UI over ``store``. ``owner``: the user submissions are recorded under when the app does
     not run on a Hugging Face Space (on a Space, visitors sign in with their Hugging Face account). ``fetch``:
     brings results folders the store knows only from its leaderboard release (``leaderboard.pickup``).
     ``suite`` and ``metric_settings``: the suite served and the settings its worker scores with (``ui.site.Site``).
     ``notice``: an operator's warning (Markdown) shown under the header, above every tab (a Space whose results
-    would not survive a restart: ``operator_settings.restart_warning``)."""
+    would not survive a restart: ``operator_settings.restart_warning``). ``say`` hears, for the operator's log,
+    when each recompute of the rankings and the first views after it are done."""
     upload_cache.use_own()  # before any component: Gradio reads its cache folder when it makes each one
     site = Site(store, owner, fetch, suite, metric_settings)
     # Rankings are recomputed in a thread when results change, the views showing the previous ones meanwhile.
@@ -128,15 +130,24 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
 
     def first_views() -> None:
-        """The views a first visit opens, and each track's first Overview and Slices view, made when a recompute
-        ends (``StoredRankings.view``), not by the first visitor after it; the overall's download too (a track's,
+        """The views a first visit opens, each track's first Overview and Slices view, and each metric's ranking as
+        the ``/leaderboard`` API gives it by default (overall, the default protocol), made when a recompute ends
+        (``StoredRankings.view``), not by the first visitor after it; the overall's download too (a track's,
         250,000 rows at 1,000 submissions, is written when first asked)."""
+        started = time.perf_counter()
         overview.link({})
         slices.link({})
         for track in tables.tracks(site.catalog):
             overview.link({"track": track})
             slices.link({"track": track})
+        for track in tables.tracks(site.catalog):
+            for _, metric in tables.metrics(site.catalog, track):
+                if tables.OVERALL in tables.slice_names(site.catalog, track, metric):
+                    overview.leaderboard_api(track, metric)
         overview.download(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+        if say is not None:
+            say(f"rankings ready: recomputed in {stored.last_recompute:.1f} s, the first views made in "
+                f"{time.perf_counter() - started:.1f} s")
 
     stored.after = first_views
     stored.start()

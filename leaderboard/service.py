@@ -104,7 +104,7 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
             service.supervisor = Supervisor(worker, store.queue, env=worker_env)
             service.supervisor.start()
         service.app = build_app(store, owner=user, fetch=results.fetch if results else None, suite=served,
-                                metric_settings=metric_settings, notice=restart_warning)
+                                metric_settings=metric_settings, notice=restart_warning, say=say)
         if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results
             say(note)
     except BaseException:

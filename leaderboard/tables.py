@@ -24,6 +24,8 @@ headline one, else the papers'; a protocol on other prompts never stands in for 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -44,12 +46,24 @@ LONE_ON_TABLE = "ranks appear when a second model is ranked under this protocol"
 NOT_YET = (LONE, LONE_ON_TABLE)  # why a model alone is not ranked: the page says "not ranked yet"
 
 
+def _per_state(lookup):
+    """``lookup(cat, *args)`` answered once per state of the catalog's results (``Catalog.cached``): the lists the
+    pickers show and every view's choices are checked against, each a query, then a lookup; each caller gets its
+    own copy."""
+    @functools.wraps(lookup)
+    def kept(cat: Catalog, *args):
+        return stored_rankings.own_copy(cat.cached((lookup.__name__, *args), lambda: lookup(cat, *args)))
+    return kept
+
+
+@_per_state
 def tracks(cat: Catalog) -> list[str]:
     present = set(cat.query("SELECT DISTINCT track FROM aggregates")["track"])
     registered = [t for t in track_registry.all_tracks() if t in present]
     return registered + sorted(present - set(registered))
 
 
+@_per_state
 def metrics(cat: Catalog, track: str) -> list[tuple[str, str]]:
     """(label, metric) pairs of a track: the headline first, then scored metrics, then reported-only ones."""
     frame = cat.query(
@@ -101,6 +115,7 @@ def metric_directions(cat: Catalog, submission_ids: list[str]) -> dict[str, bool
     return dict(zip(frame["metric"], frame["higher"].astype(bool)))
 
 
+@_per_state
 def slice_names(cat: Catalog, track: str, metric: str) -> list[str]:
     """The slices a metric has (overall first)."""
     names = cat.query("SELECT DISTINCT slice FROM aggregates WHERE track = ? AND metric = ?", [track, metric])["slice"]
@@ -112,11 +127,13 @@ def slice_choices(cat: Catalog, track: str, metric: str) -> list[tuple[str, str]
     return [(render.slice_label(name), name) for name in slice_names(cat, track, metric)]
 
 
+@_per_state
 def slice_values(cat: Catalog, track: str, metric: str, slice_name: str) -> list[str]:
     return list(cat.query("SELECT DISTINCT slice_value FROM aggregates WHERE track = ? AND metric = ? AND slice = ?"
                           " ORDER BY slice_value", [track, metric, slice_name])["slice_value"])
 
 
+@_per_state
 def protocols(cat: Catalog, track: str, metric: str, slice_name: str = OVERALL,
               slice_value: str = "all") -> pd.DataFrame:
     """The protocols the rows of one metric and slice were scored under: protocol_id, protocol, rows,
