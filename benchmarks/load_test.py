@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))  # benchmarks.make_store: this checkout's
 from benchmark.datasets import cube_1k  # noqa: E402
 from benchmark.datasets.prompts import local_folder  # noqa: E402
 from leaderboard import tables  # noqa: E402
+from leaderboard.app import READY  # noqa: E402
 from leaderboard.catalog import Catalog  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
 from culturelens.testing.submissions import TINY_UPSTREAM, manifest  # noqa: E402
@@ -265,9 +266,6 @@ def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[
             time.sleep(0.5)
     process.terminate()
     raise RuntimeError("the app did not start within 600 s")
-
-
-READY = "rankings ready:"  # what the app's log says when its rankings and first views are made (``build_app``)
 
 
 def ready(log: Path, process: subprocess.Popen, timeout: float = 900) -> float:

@@ -113,6 +113,9 @@ def launch_options(store: Store) -> dict:
             "app_kwargs": {"middleware": [middleware, citations]}, "run_history": False}
 
 
+READY = "rankings ready:"  # how the operator's log line begins when the rankings and first views are made
+
+
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
               notice: str | None = None, say: Callable[[str], None] | None = None) -> gr.Blocks:
@@ -146,7 +149,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
                     overview.leaderboard_api(track, metric)
         overview.download(None, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
         if say is not None:
-            say(f"rankings ready: recomputed in {stored.last_recompute:.1f} s, the first views made in "
+            say(f"{READY} recomputed in {stored.last_recompute:.1f} s, the first views made in "
                 f"{time.perf_counter() - started:.1f} s")
 
     stored.after = first_views
