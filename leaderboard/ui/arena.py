@@ -71,20 +71,20 @@ class ArenaTab(Tab):
     @property
     def arena(self) -> Arena:
         """The arena over the store's queue database, its candidates those of the results now scored, its gold items
-        those the server holds (``served.gold``: the iconic references the store serves; the knowledge base the
-        served suite or the worker's settings name, where the operator gives its images)."""
+        those the server holds when the arena is first used (``served.gold``: the iconic references the store
+        serves; the knowledge base the served suite or the worker's settings name, where the operator gives its
+        images)."""
         with self._lock:
             version = self.site.results_version()
-            if self._arena is None or version != self._version:
-                found = served.candidates(self.catalog, self.store)
+            if self._arena is None:
                 settings = self.settings or ArenaSettings.resolve()
                 kb_folder = {**self.site.metric_settings, **self.site.suite.settings()}.get("relevance_kb")
                 self._gold = served.gold(self.store, kb_folder, settings.kb_images)
-                if self._arena is None:
-                    self._arena = Arena(self.store.queue, self.store.results_folders.keys, found, self._gold.items,
-                                        settings=settings)
-                else:
-                    self._arena.candidates, self._arena.gold = found, self._gold.items
+                self._arena = Arena(self.store.queue, self.store.results_folders.keys,
+                                    served.candidates(self.catalog, self.store), self._gold.items, settings=settings)
+                self._version = version
+            elif version != self._version:
+                self._arena.candidates = served.candidates(self.catalog, self.store)
                 self._version = version
             return self._arena
 
