@@ -46,25 +46,16 @@ from benchmark.atomic import atomic_folder
 from benchmark.datasets import hub_layout
 from benchmark.digests import file_digest
 from benchmark.encoders.base import Backbone
-from benchmark.errors import CultureLensError, OutputExists
+from benchmark.errors import OutputExists
 from benchmark.features import Need
 from benchmark.features.embeddings import FileSource, compute_features, embed_texts
+from benchmark.relevance.kb_folder import (FILES, FORMAT_VERSION, MANIFEST, TABLES, KnowledgeBaseError, manifest,
+                                           tables)
 from benchmark.relevance.linking import DEFAULT_LINKING, TOP_K, Link, link_entities
 
-FORMAT_VERSION = 1
 DEFAULT_BACKBONE = "msiglip-so400m"
 RECORD_KEYS = ("entity_id", "name", "description", "wikipedia", "images")
 OPTIONAL_KEYS = ("sources", "image_credits")
-MANIFEST = "kb.json"
-FILES = ("image.faiss", "text.faiss", "images.parquet", "entities.parquet")
-TABLES = {"entities": "entities.parquet", "images": "images.parquet"}
-"""The card's configs (the first the default): each a table of the folder, its one split ``train``."""
-
-
-class KnowledgeBaseError(CultureLensError, ValueError):
-    """The records, their images or a saved knowledge-base folder cannot be used; the message names the file, the
-    row and what to do."""
-
 
 # --- records ----------------------------------------------------------------------------------------------------
 def _rows(path: Path) -> list[tuple[str, object]]:
@@ -251,8 +242,8 @@ class KnowledgeBase:
     def load(cls, folder: str | Path) -> KnowledgeBase:
         """Read a saved folder, verifying every file against the checksums in kb.json."""
         folder = Path(folder)
-        info = _manifest(folder, FILES)
-        entities, images = _tables(folder)
+        info = manifest(folder, FILES)
+        entities, images = tables(folder)
         kb = cls(entities, images,
                  faiss.read_index(str(folder / "image.faiss")), faiss.read_index(str(folder / "text.faiss")), info,
                  folder.resolve())
@@ -260,38 +251,6 @@ class KnowledgeBase:
                 kb.image_index.d != info["dimension"] or kb.text_index.d != info["dimension"]:
             raise KnowledgeBaseError(f"{folder}: the indices do not match the tables or kb.json; rebuild the index")
         return kb
-
-
-def _manifest(folder: Path, names: tuple[str, ...]) -> dict:
-    """``folder``'s kb.json, once each of ``names`` is checked present and equal to its checksum there."""
-    try:
-        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise KnowledgeBaseError(f"{folder}: not a knowledge base folder ({MANIFEST}: {error})") from None
-    if info.get("format_version") != FORMAT_VERSION:
-        raise KnowledgeBaseError(f"{folder / MANIFEST}: format_version {info.get('format_version')!r}, expected "
-                                 f"{FORMAT_VERSION}; rebuild the index")
-    for name in names:
-        path = folder / name
-        if not path.is_file():
-            raise KnowledgeBaseError(f"{folder}: {name} is missing; rebuild the index")
-        if file_digest(path) != info.get("files", {}).get(name):
-            raise KnowledgeBaseError(f"{path}: does not match its checksum in {MANIFEST} (changed or corrupt); "
-                                     "rebuild the index")
-    return info
-
-
-def read_tables(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A saved folder's entities and images tables alone (no index read), each verified against kb.json."""
-    folder = Path(folder)
-    _manifest(folder, tuple(TABLES.values()))
-    return _tables(folder)
-
-
-def _tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    images = pq.read_table(folder / "images.parquet").to_pandas()
-    images["entity_ids"] = images["entity_ids"].map(list)
-    return pq.read_table(folder / "entities.parquet").to_pandas(), images
 
 
 def card(info: dict, public: dict | None = None) -> str:

@@ -36,7 +36,7 @@ from benchmark.arena.matchmaking import CANDIDATE_COLUMNS, GOLD_COLUMNS
 from benchmark.datasets import names
 from benchmark.datasets.prompts import DatasetUnavailable, PromptSet
 from benchmark.images import decode_pixels
-from benchmark.relevance import kb
+from benchmark.relevance.kb_folder import KnowledgeBaseError, read_tables
 from leaderboard import tables
 from leaderboard.catalog import Catalog
 from leaderboard.seal import Keys
@@ -126,8 +126,8 @@ def gold(store: Store, kb_folder: str | Path | None = None, kb_images: str | Pat
             "images": counts.to_numpy()})))
     if kb_folder and kb_images:
         try:
-            entities, images = kb.read_tables(kb_folder)
-        except kb.KnowledgeBaseError:
+            entities, images = read_tables(kb_folder)
+        except KnowledgeBaseError:
             entities = images = None
         if images is not None:
             root = Path(kb_images).resolve()
