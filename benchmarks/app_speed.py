@@ -29,7 +29,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from culturelens.testing.live_app import free_port, logged
 from leaderboard import display, stored_rankings, tables
 from leaderboard.app import READY
 from leaderboard.catalog import Catalog
@@ -201,12 +201,6 @@ def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float
 
 
 # --- browser -----------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def serve(store: Path, log: Path) -> tuple[subprocess.Popen, str, float]:
     """``culturelens serve --no-worker`` on ``store``; returns the process, its URL and its start-up time: until its
     page answers and its log says the rankings and first views are ready (``leaderboard.app.READY``), so that no
@@ -220,16 +214,16 @@ def serve(store: Path, log: Path) -> tuple[subprocess.Popen, str, float]:
     while True:
         try:
             urllib.request.urlopen(url, timeout=2)
-            if READY in log.read_text(errors="replace"):
-                return process, url, time.perf_counter() - start
+            break
         except OSError:
-            pass
-        if process.poll() is not None:
-            raise RuntimeError(f"the app exited: {log.read_text()[-2000:]}")
-        if time.perf_counter() - start > 600:
-            process.terminate()
-            raise RuntimeError("the app did not start and make its first views within 600 s")
-        time.sleep(0.2)
+            if process.poll() is not None:
+                raise RuntimeError(f"the app exited: {log.read_text()[-2000:]}") from None
+            if time.perf_counter() - start > 600:
+                process.terminate()
+                raise RuntimeError("the app did not start within 600 s") from None
+            time.sleep(0.2)
+    logged(log, READY, process, timeout=600)
+    return process, url, time.perf_counter() - start
 
 
 def page_loads(browser, url: str, expected: str | None, loads: int) -> tuple[list[float], list[float], int]:

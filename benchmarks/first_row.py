@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,15 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from culturelens.testing.live_app import free_port
 from culturelens.testing.tiny_models import write_backbones_file  # after the repository is on the path: this checkout's
 
 CUBE_SOURCE = ROOT.parent / "shared" / "data" / "cube" / "cube_1k.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def culturelens(*args: str) -> list[str]:

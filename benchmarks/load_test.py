@@ -25,7 +25,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from leaderboard import tables  # noqa: E402
 from leaderboard.app import READY  # noqa: E402
 from leaderboard.catalog import Catalog  # noqa: E402
 from leaderboard.store import Store  # noqa: E402
+from culturelens.testing.live_app import free_port, logged  # noqa: E402
 from culturelens.testing.submissions import TINY_UPSTREAM, manifest  # noqa: E402
 
 
@@ -240,12 +240,6 @@ def build_store(root: Path, submissions: int, prompts: int) -> Path:
     return store
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     command = [sys.executable, "-m", "culturelens.cli", "serve", "--store", str(store), "--host", "127.0.0.1",
@@ -266,16 +260,6 @@ def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[
             time.sleep(0.5)
     process.terminate()
     raise RuntimeError("the app did not start within 600 s")
-
-
-def ready(log: Path, process: subprocess.Popen, timeout: float = 900) -> float:
-    """Seconds until the app's log says its rankings and first views are ready (its page already answers)."""
-    started = time.monotonic()
-    while READY not in log.read_text(errors="replace"):
-        if process.poll() is not None or time.monotonic() - started > timeout:
-            raise RuntimeError(f"the app did not say {READY!r}: {log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.5)
-    return time.monotonic() - started
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -337,8 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         process, url = serve(store_path, root / "serve.log", args.worker, args.backbones)
         try:
             if not args.cold:
-                print(f"load test: the app was ready {ready(root / 'serve.log', process):.1f} s after its page first "
-                      "answered", flush=True)
+                print(f"load test: the app was ready {logged(root / 'serve.log', READY, process):.1f} s after its "
+                      "page first answered", flush=True)
             calls: list[Call] = []
             loads: list[float] = []
             browser_errors: list[str] = []

@@ -13,10 +13,13 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import psutil
@@ -26,6 +29,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def logged(log: Path, text: str, process: subprocess.Popen, timeout: float = 900) -> float:
+    """Seconds until the log of ``process`` (an app served in another process, e.g. ``culturelens serve``) holds
+    ``text``, such as ``leaderboard.app.READY``; RuntimeError, with the log's end, when it exits or ``timeout``
+    passes first."""
+    started = time.monotonic()
+    while text not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() - started > timeout:
+            raise RuntimeError(f"the app did not say {text!r}: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.5)
+    return time.monotonic() - started
 
 
 @contextlib.contextmanager
