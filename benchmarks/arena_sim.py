@@ -218,7 +218,8 @@ def cost(n: int, replicates: int) -> dict:
     return {"votes": n, "replicates": replicates, "rate (overall) CPU-s": one,
             "ratings (overall + 10 cultures) CPU-s": every,
             "rate (overall), voters of uneven pace, CPU-s": time.process_time() - started,
-            "rate (overall), voters of uneven pace: distinct vote weights": len(np.unique(rating.voter_weights(uneven["voter"].to_numpy())))}
+            "rate (overall), voters of uneven pace: distinct vote weights":
+                len(np.unique(rating.voter_weights(uneven["voter"].to_numpy())))}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -217,7 +217,8 @@ def test_no_dead_end_suite_build_without_weights_names_them_and_the_build_it_nam
     assert (f"  diversity is off: no cube-diversity and no artifact-index in {out}: `culturelens suite build --out "
             f"{out} --only cube-diversity artifact-index` (it needs the weights of clip-vit-b-32: where the Hub cannot "
             "be reached, add `--backbones FILE` naming local copies)") in status.stdout.splitlines()
-    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)  # the backbones file, as docs/scoring.md "Backbones" shows
+    # the backbones file, as docs/scoring.md "Backbones" shows
+    backbones = write_backbones(tmp_path, tiny_clip, tiny_dino)
     command = re.search(r"`(culturelens suite build [^`]+)`", said).group(1).replace("FILE", str(backbones))
     followed = culturelens_here(*shlex.split(command)[1:], "--cspace-source", cspace, "--device", "cpu")
     assert followed.returncode == 0, followed.stdout
