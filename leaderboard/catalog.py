@@ -243,6 +243,15 @@ class Catalog:
         with self.lock:
             return self.con.execute(sql, params or []).df()
 
+    def bulk(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        """``query`` for an answer of many rows (a track's download: 250,000), through Arrow: 3 times faster than
+        ``query`` there, as DuckDB's frame makes a Python string of each text cell. Its types are Arrow's, not
+        DuckDB's frame's: text always as pandas' ``str`` (a column of nulls too), integers with a null as floats."""
+        self.refresh()
+        with self.lock:
+            table = self.con.sql(sql, params=params or None).to_arrow_table()
+        return table.to_pandas()
+
     def per_image(self, submission_ids: list[str], where: str = "TRUE", params: list | None = None) -> pd.DataFrame:
         """Per-image rows of some submissions (``where``: a SQL condition with ``?`` placeholders)."""
         frame = self._read_per_image(submission_ids, "SELECT * FROM read_parquet(?, union_by_name = true) "

@@ -164,6 +164,18 @@ def ranking(cat: Catalog, track: str, metric: str, slice_name: str = tables.OVER
     return typed(frame.drop(columns=["beside"]))
 
 
+def ranked_choice(cat: Catalog, track: str, metric: str | None = None, protocol_id: str | None = None
+                  ) -> tuple[str | None, str | None]:
+    """The metric (id) and protocol whose table a track's download ranks (``track_rows``): ``metric`` by id or
+    label, default the one the Overview opens on; ``protocol_id`` where that table has it, else ``pick_protocol``'s.
+    (None, None) for a track without metrics."""
+    metric = tables.metric_id(cat, track, metric)
+    if metric is None:
+        return None, None
+    name, values = tables.overview_slice(cat, track, metric)
+    return metric, tables.pick_protocol(tables.protocols(cat, track, metric, name, values[0]), protocol_id)
+
+
 def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id: str | None = None,
                filters: tables.Filters = tables.Filters()) -> pd.DataFrame:
     """A track's download: every row of the track (every metric, slice and protocol; not per prompt) the filters
@@ -171,14 +183,13 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
     default the one the Overview opens on) and ``protocol_id``, each value of its slice (``tables.overview_slice``)
     ranked apart, carry their rank, interval and tie group; every other row says in ``not_ranked`` what its value is
     (``OWN_PROMPTS``: a scored row's own aggregate, not comparable with a ranked value)."""
-    metric = tables.metric_id(cat, track, metric)
+    metric, chosen = ranked_choice(cat, track, metric, protocol_id)
     if metric is None:
         return typed(pd.DataFrame())
     name, values = tables.overview_slice(cat, track, metric)
-    chosen = tables.pick_protocol(tables.protocols(cat, track, metric, name, values[0]), protocol_id)
     shown = [tables.ranked(cat, track, metric, name, value, filters, chosen)[0].drop(columns=["beside"])
              for value in values]
-    rest = cat.query(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
+    rest = cat.bulk(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
                      "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
                      f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')) "
                      "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id",

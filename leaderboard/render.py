@@ -59,7 +59,8 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     for column in safe.columns:
         if isinstance(safe[column].dtype, pd.StringDtype):  # text only: one vectorised test per column
             formula = safe[column].str.startswith(_FORMULA_START).fillna(False).astype(bool)
-            safe.loc[formula, column] = "'" + safe.loc[formula, column]
+            if formula.any():
+                safe.loc[formula, column] = "'" + safe.loc[formula, column]
         elif safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
             safe[column] = safe[column].map(
                 lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)

@@ -104,11 +104,18 @@ class Stored:
 
 def row_key(frame: pd.DataFrame) -> pd.Series:
     """What a ranked row is stored under: its submission, else (a paper's row) its model, provenance, paper and
-    table."""
-    paper = "paper:" + frame["model"].astype(str)
+    table. The papers' keys are made for their rows only (a handful of a ranking's thousand)."""
+    key = frame["submission_id"]
+    papers = key.isna().to_numpy()
+    if not papers.any():
+        return key
+    rows = frame.loc[papers]
+    paper = "paper:" + rows["model"].astype(str)
     for column in ("provenance", "citation", "source_table"):
-        paper = paper + "|" + frame[column].astype(str)
-    return frame["submission_id"].where(frame["submission_id"].notna(), paper)
+        paper = paper + "|" + rows[column].astype(str)
+    out = key.to_numpy(dtype=object, copy=True)
+    out[papers] = paper.to_numpy(dtype=object)
+    return pd.Series(out, index=frame.index, dtype=key.dtype, name=key.name)
 
 
 def _digest(parts: object) -> str:

@@ -382,6 +382,26 @@ def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fres
     assert wide.loc["Epsilon", "rank"] == 1 and len(wide) == 5
 
 
+def test_stored_rankings_a_click_on_a_tracks_first_view_gets_the_download_written_for_it(store):
+    """The recompute's thread writes each track's first view's download (``app.first_views``: asked with no metric
+    or protocol); a person who opens the track and clicks Download sends the metric and protocol its pickers show,
+    and gets those same files, not a second copy written at click time; a search for one model is its own
+    download."""
+    four(store)
+    site = Site(store, "ada")
+    overview = OverviewTab(site)
+    written = overview.download("iconicity", None, "", [], None, None, "", [], [])
+    page = overview.link({"track": "iconicity"})  # what the pickers hold once the track's view is open
+    metric, protocol = page["metric"]["value"], page["protocol"]["value"]
+    assert metric == "crt" and protocol
+    label = dict((m, text) for text, m in tables.metrics(site.catalog, "iconicity"))[metric]
+    for picked in (metric, label):  # a picker's id, or an older link's label
+        assert overview.download("iconicity", picked, "", [], None, None, "", [], [], protocol) == written
+    one = next(iter(FOUR_MODELS))
+    searched = overview.download("iconicity", metric, one, [], None, None, "", [], [], protocol)
+    assert searched != written and set(pd.read_parquet(searched[1])["model"]) == {one}
+
+
 def test_stored_rankings_after_a_release_install_equal_the_fresh_ones(tmp_path):
     """A store started from a leaderboard release (no results folders, its rows and per-prompt values read from
     the release file): its stored rankings equal the fresh ones there and the original store's, on the overall

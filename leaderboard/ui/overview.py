@@ -254,8 +254,12 @@ class OverviewTab(Tab):
         """The Overview's view as typed rows (``leaderboard.exports``), CSV and Parquet: for a track, every row
         of it the filters keep (every metric and slice), those of the table shown with their ranks; for the
         overall view, the win rates of the track set shown and the headline rows behind them. Every column
-        (``columns`` chooses what the screen shows). Written once per state of the results for the same choices."""
+        (``columns`` chooses what the screen shows). Written once per state of the results for the same choices
+        (the metric and protocol as the table resolves them: a click after the track's first view, whose pickers
+        name them, gets the files the recompute's thread wrote for the track)."""
         filters = tables.Filters.parse(models, types, size_min, size_max, since, provenance)
+        if track in tables.tracks(self.catalog):
+            metric, protocol = exports.ranked_choice(self.catalog, track, metric, protocol)
 
         def make() -> tuple[pd.DataFrame, str]:
             if track in tables.tracks(self.catalog):
