@@ -190,10 +190,10 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
     shown = [tables.ranked(cat, track, metric, name, value, filters, chosen)[0].drop(columns=["beside"])
              for value in values]
     rest = cat.bulk(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
-                     "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
-                     f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')) "
-                     "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id",
-                     [PAPER_VALUE, ONE_PROMPT, OWN_PROMPTS, track, metric, name, chosen or ""])
+                    "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
+                    f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')) "
+                    "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id",
+                    [PAPER_VALUE, ONE_PROMPT, OWN_PROMPTS, track, metric, name, chosen or ""])
     rest, _ = filters.apply(rest)
     return typed(pd.concat([*shown, rest], ignore_index=True))
 
