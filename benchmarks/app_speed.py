@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from culturelens.testing.live_app import free_port, logged
 from leaderboard import display, stored_rankings, tables
-from leaderboard.app import READY
+from leaderboard.app import READY, first_views
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
 from leaderboard.ui.compare import CompareTab
@@ -65,10 +65,13 @@ def percentiles(times: list[float]) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 95))
 
 
-def timed(function, repeats: int, budget: float) -> list[float]:
-    """Wall times (s) of ``repeats`` calls, fewer if ``budget`` seconds run out (at least 3)."""
+def timed(function, repeats: int, budget: float, setup: callable = None) -> list[float]:
+    """Wall times (s) of ``repeats`` calls, fewer if ``budget`` seconds run out (at least 3); ``setup()`` before
+    each, not timed."""
     out, started = [], time.perf_counter()
     for i in range(repeats):
+        if setup is not None:
+            setup()
         start = time.perf_counter()
         function()
         out.append(time.perf_counter() - start)
@@ -77,8 +80,9 @@ def timed(function, repeats: int, budget: float) -> list[float]:
     return out
 
 
-def workload(site: Site) -> dict[str, callable]:
-    """The reads behind the Overview, Slices and Compare tabs, as restore() and the controls call them."""
+def workload(site: Site) -> dict[str, callable | tuple[callable, callable]]:
+    """The reads behind the Overview, Slices and Compare tabs, as restore() and the controls call them: a call, or
+    (a setup, not timed; the call)."""
     cat = site.catalog
     overview, slices, compare, queue = OverviewTab(site), SlicesTab(site), CompareTab(site), QueueTab(site)
     value = (tables.slice_values(cat, TRACK, METRIC, SLICE) or [None])[0]
@@ -90,6 +94,17 @@ def workload(site: Site) -> dict[str, callable]:
     def made(function: callable) -> callable:
         """``function`` called as the first call after a change of the results: no view of the state made yet."""
         return lambda: (stored_rankings.of(cat).forget_views(), function())[-1]
+    def visited(function: callable) -> tuple[callable, callable]:
+        """``function`` as a visitor's first call of a choice the recompute's thread does not make, once it has made
+        the first views (``leaderboard.app.first_views``; the downloads aside: nothing else shares them): the
+        parts that choice shares with them (a slice's heatmap, the charts) are read."""
+        return (lambda: (stored_rankings.of(cat).forget_views(), first_views(overview, slices, downloads=False)),
+                function)
+    opens = tables.metric_id(cat, TRACK, None)  # the metric a track's first views show
+    other = next((m for _, m in tables.metrics(cat, TRACK) if m != opens), opens)
+    shown_values = tables.slice_values(cat, TRACK, opens, SLICE)
+    other_value = shown_values[1] if len(shown_values) > 1 else None
+    searched = tables.submissions(cat)["model"].iloc[0] if subs else ""
     # the records API names a metric and slice the store holds (a store of reported rows only has the papers')
     held = [m for _, m in tables.metrics(cat, TRACK)]
     api_metric = METRIC if METRIC in held else held[0]
@@ -131,6 +146,15 @@ def workload(site: Site) -> dict[str, callable]:
         "OverviewTab.overview (track), made": made(lambda: overview.overview(TRACK, None, "", [], None, None, "", [],
                                                                             display.RANK_COLUMNS)),
         "SlicesTab.slices (default), made": made(lambda: slices.slices(None, None, None, None, "")),
+        # A visitor's other choices in the seconds after a change, once the thread has made the first views.
+        "SlicesTab.slices (another value), after the first views": visited(
+            lambda: slices.slices(TRACK, opens, SLICE, other_value, "")),
+        "SlicesTab.slices (another metric), after the first views": visited(
+            lambda: slices.slices(TRACK, other, None, None, "")),
+        "OverviewTab.overview (another metric), after the first views": visited(
+            lambda: overview.overview(TRACK, other, "", [], None, None, "", [], display.RANK_COLUMNS)),
+        "OverviewTab.download (one model searched), after the first views": visited(
+            lambda: overview.download(TRACK, None, searched, [], None, None, "", [], display.RANK_COLUMNS)),
         "CompareTab.submission_choices": compare.submission_choices,
         "QueueTab.page": queue.page,
         "CompareTab.compare_prompts (4)": lambda: compare.compare_prompts(chosen),
@@ -194,9 +218,12 @@ def bench_queries(store: Store, repeats: int, budget: float) -> tuple[list[float
     site = Site(store, "bench")
     tables.recompute(site.catalog)  # as the app's thread leaves them: every view reads stored rankings
     out = {}
-    for name, function in workload(site).items():
+    for name, call in workload(site).items():
+        setup, function = call if isinstance(call, tuple) else (None, call)
+        if setup is not None:
+            setup()
         function()  # warm: first-call costs (imports, caches) are not what a visitor waits for
-        out[name] = timed(function, repeats, budget)
+        out[name] = timed(function, repeats, budget, setup)
     return colds, out
 
 

@@ -116,6 +116,25 @@ def launch_options(store: Store) -> dict:
 READY = "rankings ready:"  # how the operator's log line begins when the rankings and first views are made
 
 
+def first_views(overview: OverviewTab, slices: SlicesTab, downloads: bool = True) -> None:
+    """The views a first visit opens, each track's first Overview and Slices view, and each metric's ranking as the
+    ``/leaderboard`` API gives it by default (overall, the default protocol), made (``StoredRankings.view``) when a
+    recompute ends, not by the first visitor after it; then (``downloads``) the downloads of the overall's and each
+    track's first view (a track's: 250,000 rows and 190 MB of CSV at 1,000 submissions, 2-4 s to write)."""
+    cat = overview.catalog
+    overview.link({})
+    slices.link({})
+    for track in tables.tracks(cat):
+        overview.link({"track": track})
+        slices.link({"track": track})
+    for track in tables.tracks(cat):
+        for _, metric in tables.metrics(cat, track):
+            if tables.OVERALL in tables.slice_names(cat, track, metric):
+                overview.leaderboard_api(track, metric)
+    for track in [None, *tables.tracks(cat)] if downloads else []:
+        overview.download(track, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+
+
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
               notice: str | None = None, say: Callable[[str], None] | None = None) -> gr.Blocks:
@@ -132,28 +151,14 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
     stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
     overview, slices, compare = OverviewTab(site), SlicesTab(site), CompareTab(site)
 
-    def first_views() -> None:
-        """The views a first visit opens, each track's first Overview and Slices view, and each metric's ranking as
-        the ``/leaderboard`` API gives it by default (overall, the default protocol), made when a recompute ends
-        (``StoredRankings.view``), not by the first visitor after it; then the downloads of the overall's and each
-        track's first view (a track's: 250,000 rows and 190 MB of CSV at 1,000 submissions, 2-4 s to write)."""
+    def after_recompute() -> None:
         started = time.perf_counter()
-        overview.link({})
-        slices.link({})
-        for track in tables.tracks(site.catalog):
-            overview.link({"track": track})
-            slices.link({"track": track})
-        for track in tables.tracks(site.catalog):
-            for _, metric in tables.metrics(site.catalog, track):
-                if tables.OVERALL in tables.slice_names(site.catalog, track, metric):
-                    overview.leaderboard_api(track, metric)
-        for track in [None, *tables.tracks(site.catalog)]:
-            overview.download(track, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
+        first_views(overview, slices)
         if say is not None:
             say(f"{READY} recomputed in {stored.last_recompute:.1f} s, the first views and downloads made in "
                 f"{time.perf_counter() - started:.1f} s")
 
-    stored.after = first_views
+    stored.after = after_recompute
     stored.start()
     world, model_page, arena = MapTab(site), ModelTab(site), ArenaTab(site)
     browser, metrics, submit, queue = DatasetBrowser(store), MetricsTab(site, arena), SubmitTab(site), QueueTab(site)

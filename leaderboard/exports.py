@@ -189,12 +189,17 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
     name, values = tables.overview_slice(cat, track, metric)
     shown = [tables.ranked(cat, track, metric, name, value, filters, chosen)[0].drop(columns=["beside"])
              for value in values]
+    where, params = "", [PAPER_VALUE, ONE_PROMPT, OWN_PROMPTS, track, metric, name, chosen or ""]
+    if filters != tables.Filters():  # only the rows of the models some row of which the filters keep are read
+        fields = cat.query("SELECT DISTINCT model, model_type, parameters_billions, scored_at, provenance FROM "
+                           "aggregates WHERE track = ?", [track])
+        where, params = " AND (model IS NULL OR list_contains(?, model))", [*params, sorted(
+            set(filters.apply(fields)[0]["model"].dropna()))]
     rest = cat.bulk(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
                     "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
-                    f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')) "
-                    "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id",
-                    [PAPER_VALUE, ONE_PROMPT, OWN_PROMPTS, track, metric, name, chosen or ""])
-    rest, _ = filters.apply(rest)
+                    f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')){where} "
+                    "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id", params)
+    rest, _ = filters.apply(rest)  # the rows themselves, as every view filters them
     return typed(pd.concat([*shown, rest], ignore_index=True))
 
 
