@@ -570,7 +570,8 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     protocol's whole prompt set (for a metric about one label, the prompts naming it), its first ``limit``; where
     that ranking has no row (a paper's table per value only), by the mean over the values."""
     scored = overall[overall["submission_id"].notna()]
-    ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
+    protocol = frame["protocol_id"].iloc[0]
+    ranked_protocol = protocol != UNRECORDED
     ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
     present = set(rankings.who(frame)) | set(rankings.who(scored))  # a row on a value, or absent from one
     order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in present]
@@ -578,19 +579,43 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     frame, scored = frame[list(CELL)], scored[list(CELL)]  # what a cell needs: fewer columns to copy
     if len(order) >= limit:  # the rows shown are the ranking's first: only theirs are filled
         frame, scored = (part[rankings.who(part).isin(order[:limit])] for part in (frame, scored))
-    cells = []
-    for value in values:
-        group = frame[frame["slice_value"] == value]
-        group = rankings.with_absent(group, scored, slice_name, value) if ranked_protocol else group
-        group = group.sort_values("scored_at", na_position="first").drop_duplicates(["model", "provenance"],
-                                                                                   keep="last")
-        cells.append(group.assign(value=scores(cat, group, track, metric, slice_name, value)))
-    cells = pd.concat(cells, ignore_index=True)
+    cells = frame.assign(_value=frame["slice_value"].map({v: i for i, v in enumerate(values)}).to_numpy(int),
+                         _order=np.arange(len(frame)))  # each row's value (its place in ``values``) and its order
+    if ranked_protocol and slice_name != OVERALL and len(scored):
+        cells = _with_absent(cells, scored, values)
+    cells = _latest(cells)
+    value = pd.to_numeric(cells["value"], errors="coerce").astype(float).to_numpy()
+    if ranked_protocol:  # each value's stored ranking's score (``scores``' rule), the row's own where it has none
+        found, keys = np.full(len(cells), np.nan), row_key(cells)
+        for i, rows in cells.groupby("_value").indices.items():
+            entry = of(cat).ranking(track, metric, protocol, slice_name, values[i])
+            found[rows] = pd.to_numeric(entry.rows["value"].reindex(keys.iloc[rows]), errors="coerce").to_numpy(float)
+        value = np.where(np.isnan(found), value, found)
+    cells = cells.assign(value=value)
     matrix = cells.assign(who=rankings.who(cells)).pivot_table(index="who", columns="slice_value", values="value",
                                                                aggfunc="first", dropna=False)
     order = [w for w in order if w in matrix.index]
     rest = matrix.drop(index=order).mean(axis=1).sort_values(ascending=not higher, kind="stable").index
     return matrix.loc[[*order, *rest][:limit]]
+
+
+def _with_absent(cells: pd.DataFrame, scored: pd.DataFrame, values: list[str]) -> pd.DataFrame:
+    """``cells`` (one metric and protocol on every value of a slice, numbered: ``_value``, ``_order``) and, for
+    each value, a row without a value for each submission of ``scored`` (its rows on the whole prompt set) that
+    has none there (``rankings.absent``, for all values at once), after that value's rows in ``scored``'s order."""
+    grid = scored.loc[scored.index.repeat(len(values))].assign(
+        slice_value=np.tile(values, len(scored)), value=np.nan, _value=np.tile(np.arange(len(values)), len(scored)),
+        _order=len(cells) + np.repeat(np.arange(len(scored)), len(values)))
+    answered = pd.MultiIndex.from_arrays([cells["slice_value"], cells["submission_id"]])
+    absent = grid[~pd.MultiIndex.from_arrays([grid["slice_value"], grid["submission_id"]]).isin(answered)]
+    return pd.concat([cells, absent], ignore_index=True)
+
+
+def _latest(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per value (``_value``), each model's latest row (by ``scored_at``, a row without one first; rows equally
+    late in ``_order``): a heatmap's cell."""
+    cells = cells.sort_values(["_value", "scored_at", "_order"], na_position="first")
+    return cells.drop_duplicates(["_value", "model", "provenance"], keep="last").reset_index(drop=True)
 
 
 def ranked_values(cat: Catalog, frame: pd.DataFrame) -> pd.DataFrame:
