@@ -94,6 +94,7 @@ def workload(site: Site) -> dict[str, callable | tuple[callable, callable]]:
     def made(function: callable) -> callable:
         """``function`` called as the first call after a change of the results: no view of the state made yet."""
         return lambda: (stored_rankings.of(cat).forget_views(), function())[-1]
+
     def visited(function: callable) -> tuple[callable, callable]:
         """``function`` as a visitor's first call of a choice the recompute's thread does not make, once it has made
         the first views (``leaderboard.app.first_views``; the downloads aside: nothing else shares them): the

@@ -570,8 +570,7 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     protocol's whole prompt set (for a metric about one label, the prompts naming it), its first ``limit``; where
     that ranking has no row (a paper's table per value only), by the mean over the values."""
     scored = overall[overall["submission_id"].notna()]
-    protocol = frame["protocol_id"].iloc[0]
-    ranked_protocol = protocol != UNRECORDED
+    ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
     ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
     present = set(rankings.who(frame)) | set(rankings.who(scored))  # a row on a value, or absent from one
     order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in present]
@@ -584,13 +583,9 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     if ranked_protocol and slice_name != OVERALL and len(scored):
         cells = _with_absent(cells, scored, values)
     cells = _latest(cells)
-    value = pd.to_numeric(cells["value"], errors="coerce").astype(float).to_numpy()
-    if ranked_protocol:  # each value's stored ranking's score (``scores``' rule), the row's own where it has none
-        found, keys = np.full(len(cells), np.nan), row_key(cells)
-        for i, rows in cells.groupby("_value").indices.items():
-            entry = of(cat).ranking(track, metric, protocol, slice_name, values[i])
-            found[rows] = pd.to_numeric(entry.rows["value"].reindex(keys.iloc[rows]), errors="coerce").to_numpy(float)
-        value = np.where(np.isnan(found), value, found)
+    value = np.empty(len(cells))
+    for i, rows in cells.groupby("_value").indices.items():
+        value[rows] = scores(cat, cells.iloc[rows], track, metric, slice_name, values[i]).to_numpy()
     cells = cells.assign(value=value)
     matrix = cells.assign(who=rankings.who(cells)).pivot_table(index="who", columns="slice_value", values="value",
                                                                aggfunc="first", dropna=False)
