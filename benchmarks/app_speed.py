@@ -41,9 +41,10 @@ import pyarrow.parquet as pq
 
 from culturelens.testing.live_app import free_port, logged
 from leaderboard import display, stored_rankings, tables
-from leaderboard.app import READY, first_views
+from leaderboard.app import READY
 from leaderboard.catalog import Catalog
 from leaderboard.store import Store
+from leaderboard.ui import first_views
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.overview import OverviewTab
 from leaderboard.ui.queue import QueueTab
@@ -97,9 +98,9 @@ def workload(site: Site) -> dict[str, callable | tuple[callable, callable]]:
 
     def visited(function: callable) -> tuple[callable, callable]:
         """``function`` as a visitor's first call of a choice the recompute's thread does not make, once it has made
-        the first views (``leaderboard.app.first_views``; the downloads aside: nothing else shares them): the
+        the first views (``leaderboard.ui.first_views``; the downloads aside: nothing else shares them): the
         parts that choice shares with them (a slice's heatmap, the charts) are read."""
-        return (lambda: (stored_rankings.of(cat).forget_views(), first_views(overview, slices, downloads=False)),
+        return (lambda: (stored_rankings.of(cat).forget_views(), first_views.make(overview, slices, downloads=False)),
                 function)
     opens = tables.metric_id(cat, TRACK, None)  # the metric a track's first views show
     other = next((m for _, m in tables.metrics(cat, TRACK) if m != opens), opens)

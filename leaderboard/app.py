@@ -17,10 +17,10 @@ import gradio as gr
 
 from starlette.middleware import Middleware
 
-from leaderboard import bounds, citation_route, display, render, stored_rankings, tables, upload_cache, upload_route
+from leaderboard import bounds, citation_route, render, stored_rankings, tables, upload_cache, upload_route
 from leaderboard.served_suite import ServedSuite
 from leaderboard.store import Store
-from leaderboard.ui import about, address
+from leaderboard.ui import about, address, first_views
 from leaderboard.ui.arena import ArenaTab
 from leaderboard.ui.compare import CompareTab
 from leaderboard.ui.datasets import DatasetBrowser
@@ -116,25 +116,6 @@ def launch_options(store: Store) -> dict:
 READY = "rankings ready:"  # how the operator's log line begins when the rankings and first views are made
 
 
-def first_views(overview: OverviewTab, slices: SlicesTab, downloads: bool = True) -> None:
-    """The views a first visit opens, each track's first Overview and Slices view, and each metric's ranking as the
-    ``/leaderboard`` API gives it by default (overall, the default protocol), made (``StoredRankings.view``) when a
-    recompute ends, not by the first visitor after it; then (``downloads``) the downloads of the overall's and each
-    track's first view (a track's: 250,000 rows and 190 MB of CSV at 1,000 submissions, 2-4 s to write)."""
-    cat = overview.catalog
-    overview.link({})
-    slices.link({})
-    for track in tables.tracks(cat):
-        overview.link({"track": track})
-        slices.link({"track": track})
-    for track in tables.tracks(cat):
-        for _, metric in tables.metrics(cat, track):
-            if tables.OVERALL in tables.slice_names(cat, track, metric):
-                overview.leaderboard_api(track, metric)
-    for track in [None, *tables.tracks(cat)] if downloads else []:
-        overview.download(track, None, "", [], None, None, "", [], display.SHOWN_COLUMNS)
-
-
 def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]], object] | None = None,
               suite: ServedSuite | None = None, metric_settings: dict[str, object] | None = None,
               notice: str | None = None, say: Callable[[str], None] | None = None) -> gr.Blocks:
@@ -153,7 +134,7 @@ def build_app(store: Store, *, owner: str = "local", fetch: Callable[[list[str]]
 
     def after_recompute() -> None:
         started = time.perf_counter()
-        first_views(overview, slices)
+        first_views.make(overview, slices)
         if say is not None:
             say(f"{READY} recomputed in {stored.last_recompute:.1f} s, the first views and downloads made in "
                 f"{time.perf_counter() - started:.1f} s")

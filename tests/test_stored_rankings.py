@@ -383,7 +383,7 @@ def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fres
 
 
 def test_stored_rankings_a_click_on_a_tracks_first_view_gets_the_download_written_for_it(store):
-    """The recompute's thread writes each track's first view's download (``app.first_views``: asked with no metric
+    """The recompute's thread writes each track's first view's download (``ui.first_views``: asked with no metric
     or protocol); a person who opens the track and clicks Download sends the metric and protocol its pickers show,
     and gets those same files, not a second copy written at click time; a search for one model is its own
     download."""
