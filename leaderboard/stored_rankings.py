@@ -13,6 +13,9 @@ range, score and refusal rate are the same whatever is hidden (ranks are among e
   in the app (``background``), a view shows it with ``UPDATING`` in its note while a thread recomputes every
   ranking whose group changed (``start``); elsewhere (the command line, tests) the view that finds it stale
   recomputes it first. A model scored after the ranking shown is listed apart until the update ends.
+- **Views made once.** What a view shows (``StoredRankings.view``) is made once per state of the results and rankings
+  and read by later calls with the same choices; one made from a previous ranking says so and is kept until the
+  recompute ends, and a call while another thread makes the same view waits for it.
 - **Incremental.** One new, re-run or deleted submission changes the digest of its own groups only (its tracks
   under its protocols): the rankings of other tracks and protocols are kept as they are.
 - **Kept on disk.** A finished group's rankings are written to ``STORE/rankings/`` (one Parquet file per group,
@@ -63,6 +66,7 @@ NOTE_KEY, TRACK_KEY = b"culturelens.rankings.note", b"culturelens.rankings.track
 CELL = ("submission_id", "model", "provenance", "citation", "source_table", "protocol_id", "slice_value", "scored_at",
         "value")
 VIEWS = 256  # views kept per state (``StoredRankings.view``)
+MAKING_WAIT = 60  # seconds a view waits for another thread making the same one before making its own
 RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
 
 log = logging.getLogger("culturelens.stored_rankings")
@@ -143,10 +147,13 @@ class StoredRankings:
         self._overall_disk: dict[str, str] = {}  # track set -> the digest its folder was last looked for at
         self._views: OrderedDict[tuple, object] = OrderedDict()  # (view, its arguments) -> what it showed
         self._views_state: tuple | None = None  # the state those views were made at
+        self._making: dict[tuple, threading.Event] = {}  # (state, view key) -> set when the thread making it ends
         self.last_recompute: float | None = None  # seconds the last full recompute took
         self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
         self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
-        self._local = threading.local()  # ``stale``: how many previous rankings this thread was shown (``view``)
+        self._running = False  # a thread recomputes, or runs ``after``
+        self._phase = ""  # "after" while it runs ``after``
+        self._again = False  # a previous ranking was shown during ``after``: the thread runs once more
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -184,7 +191,7 @@ class StoredRankings:
         digest = self.groups().get((track, protocol_id), "")
         with self.lock:
             self._read_disk(track, protocol_id, digest)
-            entry = self._entry(key, digest) or self.entries.get(key)
+            entry = self._entry(key, digest) or self.entries.get(key) or self._entry(key)
         if entry is not None and entry.digest == digest:
             return entry
         if entry is not None and self._shows_previous():
@@ -210,18 +217,19 @@ class StoredRankings:
         read = self._read.get((key[0], key[2]))
         return read is not None and read[0] == digest and key[1:2] + key[3:] in read[2]
 
-    def _entry(self, key: tuple, digest: str) -> Stored | None:
+    def _entry(self, key: tuple, digest: str | None = None) -> Stored | None:
         """``key``'s ranking at ``digest`` if kept: from memory, else taken from its group's file as read (each
-        ranking's rows taken out of the file's table when first asked for)."""
+        ranking's rows taken out of the file's table when first asked for); ``None``: the file's, whatever its
+        state (a previous ranking, to show while the current one is computed)."""
         entry = self.entries.get(key)
         if entry is not None and entry.digest == digest:
             return entry
         read = self._read.get((key[0], key[2]))
-        if read is None or read[0] != digest or key[1:2] + key[3:] not in read[2]:
+        if read is None or (digest is not None and read[0] != digest) or key[1:2] + key[3:] not in read[2]:
             return None
-        _, table, positions, notes = read
+        held, table, positions, notes = read
         where = key[1:2] + key[3:]
-        entry = self.entries[key] = Stored(table.iloc[positions[where]], notes[where], digest)
+        entry = self.entries[key] = Stored(table.iloc[positions[where]], notes[where], held)
         return entry
 
     def compute(self, key: tuple, digest: str, frame: pd.DataFrame | None = None,
@@ -276,36 +284,55 @@ class StoredRankings:
              kept: Callable[[object], bool] | None = None) -> object:
         """What view ``name`` shows for ``arguments`` (``make()``), made once per state of the results and of the
         rankings (the catalog's version, the recomputes ended, the metric agreement tables) and read by every later
-        call with the same arguments: a click on a view someone already opened is a lookup. The ``VIEWS`` most
-        recent are kept (arguments are a visitor's: their number is bounded, not their variety); each caller gets
-        its own copy (``own_copy``). ``kept``: whether what was made still holds (files on disk), else it is made
-        again. A view made from a previous ranking (while one is recomputed) is never kept: the next call makes it
-        again, and finds the new one (or starts its recompute, if the one running began before the change)."""
+        call with the same arguments: a click on a view someone already opened is a lookup, and a call while another
+        thread makes the same view waits for it rather than making it twice (20 pages redrawn when results land make
+        it once). The ``VIEWS`` most recent are kept (arguments are a visitor's: their number is bounded, not their
+        variety); each caller gets its own copy (``own_copy``). ``kept``: whether what was made still holds (files on
+        disk), else it is made again. A view made from a previous ranking (while one is recomputed) says it is
+        updating, and is kept until that recompute ends (``runs`` changes the state), which shows the new one."""
         self.cat.refresh()
-        # A view made while stale rankings were shown has the runs before; the metric agreement a note quotes
-        # (``Store.meta_evaluation``) is read from its folder's files.
+        # The metric agreement a note quotes (``Store.meta_evaluation``) is read from its folder's files.
         state = (self.cat.version, self.runs, _stamps(self.cat.store.meta_eval))
         key = (name, json.dumps(arguments, sort_keys=True, default=repr))
         with self.lock:
             if self._views_state != state:
                 self._views.clear()
+                self._making.clear()
                 self._views_state = state
-            if key in self._views and (kept is None or kept(self._views[key])):
-                self._views.move_to_end(key)
-                return own_copy(self._views[key])
-        stale = getattr(self._local, "stale", 0)
-        made = make()
-        with self.lock:
-            if self._views_state == state and getattr(self._local, "stale", 0) == stale:
-                self._views[key] = made
-                while len(self._views) > VIEWS:
-                    self._views.popitem(last=False)
+            if (found := self._kept(key, kept)) is not None:
+                return own_copy(found)
+            other = self._making.get(key)
+            if other is None:
+                mine = self._making[key] = threading.Event()
+        if other is not None:  # another thread makes it: its answer when it ends (or ours, if it kept none)
+            other.wait(MAKING_WAIT)
+            with self.lock:
+                found = self._kept(key, kept) if self._views_state == state else None
+            return own_copy(found) if found is not None else own_copy(make())
+        try:
+            made = make()
+            with self.lock:
+                if self._views_state == state:
+                    self._views[key] = made
+                    while len(self._views) > VIEWS:
+                        self._views.popitem(last=False)
+        finally:
+            with self.lock:
+                if self._making.get(key) is mine:
+                    del self._making[key]
+            mine.set()
         return own_copy(made)
 
+    def _kept(self, key: tuple, kept: Callable[[object], bool] | None) -> object | None:
+        """The view kept under ``key`` at the current state if it still holds (``kept``), marked most recent."""
+        if key in self._views and (kept is None or kept(self._views[key])):
+            self._views.move_to_end(key)
+            return self._views[key]
+        return None
+
     def _shown_stale(self) -> None:
-        """A previous ranking is shown to this thread: its recompute is started (if none runs) and no view made from
-        it is kept (``view``)."""
-        self._local.stale = getattr(self._local, "stale", 0) + 1
+        """A previous ranking is shown: its recompute is started (if none runs; once more after the running one's
+        first views, if they are being made: a change they may not have seen)."""
         self.start()
 
     def forget_views(self) -> None:
@@ -321,35 +348,47 @@ class StoredRankings:
 
     # --- recomputing in the background --------------------------------------------------------------------------
     def start(self) -> None:
-        """Recompute every ranking whose group changed, in a thread (one at a time)."""
+        """Recompute every ranking whose group changed, in a thread (one at a time; asked while that thread makes
+        the first views, it recomputes once more after them)."""
         with self.lock:
-            if self.everything is None or (self._thread is not None and self._thread.is_alive()):
+            if self.everything is None:
                 return
+            if self._running:
+                self._again = self._again or self._phase == "after"
+                return
+            self._running, self._phase = True, ""
             self._thread = threading.Thread(target=self._run, name="culturelens-rankings", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
-        started = time.perf_counter()
-        try:
-            while True:
-                state = self.state()
-                self.everything(self.cat)
-                if self.state() == state:
-                    break
-        except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
-            log.exception("recomputing the rankings failed")
-        self.last_recompute = time.perf_counter() - started
-        self.runs += 1
-        if self.after is not None:
+        while True:
+            started = time.perf_counter()
             try:
-                self.after()
-            except Exception:  # a bug: logged; the views are then made when first opened
-                log.exception("making the first views after a recompute failed")
+                while True:
+                    state = self.state()
+                    self.everything(self.cat)
+                    if self.state() == state:
+                        break
+            except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
+                log.exception("recomputing the rankings failed")
+            with self.lock:
+                self.last_recompute = time.perf_counter() - started
+                self.runs += 1  # a new state: the views made from the previous rankings are dropped
+                self._phase = "after"
+            if self.after is not None:
+                try:
+                    self.after()
+                except Exception:  # a bug: logged; the views are then made when first opened
+                    log.exception("making the first views after a recompute failed")
+            with self.lock:
+                if not self._again:
+                    self._running, self._phase = False, ""
+                    return
+                self._again, self._phase = False, ""
 
     def recomputing(self) -> bool:
-        """Whether the thread is recomputing rankings now."""
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        """Whether the thread is recomputing rankings (or making the first views after it) now."""
+        return self._running
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the thread recomputing (if any) ends."""
@@ -384,26 +423,34 @@ class StoredRankings:
         return self.folder / f"{_digest([track, protocol_id])}.parquet"
 
     def _read_disk(self, track: str, protocol_id: str, digest: str) -> None:
-        """Load a group's file once, if it holds the group at ``digest`` (anything else is left: recomputed)."""
+        """Look at a group's file once per ``digest`` asked for: the rankings it holds are read (unless those are the
+        ones read already), current if they are of ``digest``, else the previous ones, which a view shows while they
+        are recomputed (``ranking``; after a restart, the results having changed meanwhile)."""
         group = (track, protocol_id)
         if self.folder is None or self._disk.get(group) == digest:
             return
         self._disk[group] = digest  # looked at, whatever it holds
         path = self._file(track, protocol_id)
         try:
-            table = pq.read_table(path)
+            held = (pq.read_schema(path).metadata or {}).get(DIGEST_KEY, b"").decode()
+            if group in self._read and self._read[group][0] == held:
+                table = None
+            else:
+                table = pq.read_table(path)
+                held = (table.schema.metadata or {}).get(DIGEST_KEY, b"").decode()  # the file's, if just replaced
         except FileNotFoundError:
             return
         except (OSError, pa.ArrowInvalid) as error:  # written again at the group's next recompute
             log.warning("stored rankings %s not read: %s", path.name, error)
             return
-        if (table.schema.metadata or {}).get(DIGEST_KEY, b"").decode() != digest:
+        if held == digest:
+            self._written[group] = digest
+        if table is None or not held:
             return
-        self._written[group] = digest
         frame = table.to_pandas()
         where = frame.groupby(["metric", "slice", "slice_value"], sort=False)
         notes = {name: str(frame["note"].iat[rows[0]]) for name, rows in where.indices.items()}
-        self._read[group] = (digest, _typed(frame.set_index("key")[list(RANKED)]), where.indices, notes)
+        self._read[group] = (held, _typed(frame.set_index("key")[list(RANKED)]), where.indices, notes)
 
     def _write_disk(self, track: str, protocol_id: str, digest: str, keys: list[tuple]) -> None:
         """Write the group's rankings at ``digest`` (``keys``: every one it has) to its file, in one table."""
@@ -572,9 +619,9 @@ def heatmap(cat: Catalog, frame: pd.DataFrame, overall: pd.DataFrame, track: str
     scored = overall[overall["submission_id"].notna()]
     ranked_protocol = frame["protocol_id"].iloc[0] != UNRECORDED
     ranked = apply(cat, overall, track, metric)[0] if ranked_protocol and len(scored) else overall[:0]
-    present = set(rankings.who(frame)) | set(rankings.who(scored))  # a row on a value, or absent from one
-    order = [w for w in dict.fromkeys(rankings.who(ranked)) if w in present]
-    values, higher = list(dict.fromkeys(frame["slice_value"])), rankings.higher_is_better(frame)
+    present = {*rankings.who(frame).unique(), *rankings.who(scored).unique()}  # a row on a value, or absent from one
+    order = [w for w in rankings.who(ranked).unique() if w in present]
+    values, higher = list(frame["slice_value"].unique()), rankings.higher_is_better(frame)
     frame, scored = frame[list(CELL)], scored[list(CELL)]  # what a cell needs: fewer columns to copy
     if len(order) >= limit:  # the rows shown are the ranking's first: only theirs are filled
         frame, scored = (part[rankings.who(part).isin(order[:limit])] for part in (frame, scored))

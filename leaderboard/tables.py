@@ -419,7 +419,7 @@ def _heatmap(cat: Catalog, track: str, metric: str, slice_name: str, filters: Fi
     frame, _ = filters.apply(frame)
     if frame.empty:
         return pd.DataFrame()
-    first = sorted(frame["slice_value"])[0]
+    first = min(frame["slice_value"].unique())
     chosen = protocol_id or pick_protocol(protocols(cat, track, metric, slice_name, first))
     frame = frame[frame["protocol_id"] == chosen]
     if frame.empty:

@@ -248,6 +248,31 @@ def test_stored_rankings_no_view_shows_a_stale_one_as_current(store):
     same(now.set_index("model")[NUMBERS], fresh(plain, "iconicity", "crt"))
 
 
+def test_stored_rankings_after_a_restart_a_change_shows_the_ranking_on_disk_while_it_updates(store):
+    """A restarted app reads its rankings back from ``STORE/rankings/``; when results land next, a view shows the
+    ranking of that file, saying it is updating and listing the new model apart, instead of computing the new
+    one while the visitor waits (a 1,000-submission store: 15 s for the first Slices view); then the new one."""
+    four(store)
+    first = Catalog(store)  # the app before its restart: rankings written to disk
+    tables.recompute(first)
+    before, _ = tables.ranked(first, "iconicity", "crt")
+    cat = Catalog(store)  # restarted; no view opened before the change
+    gate = threading.Event()
+    stored = stored_rankings.attach(cat, background=True,
+                                    everything=lambda catalog: gate.wait(60) and tables.recompute(catalog))
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    cat.refresh(force=True)
+    during, note = tables.ranked(cat, "iconicity", "crt")
+    assert stored_rankings.UPDATING in note and stored.recomputing()
+    assert during.set_index("model").loc["Epsilon", "not_ranked"] == stored_rankings.NOT_YET
+    same(during.set_index("model").loc[list(FOUR_MODELS), NUMBERS], before.set_index("model")[NUMBERS])
+    gate.set()
+    until(lambda: not stored.recomputing(), 60, "the update's end")
+    after, note = tables.ranked(cat, "iconicity", "crt")
+    assert stored_rankings.UPDATING not in note
+    same(after.set_index("model")[NUMBERS], fresh(cat, "iconicity", "crt"))
+
+
 def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(store, monkeypatch):
     """A view (the Slices tab, the Overview) is made once per state of the results and rankings and read by every
     later click with the same choices; a new submission makes it again (listed apart while the rankings update,
@@ -314,10 +339,11 @@ def test_stored_rankings_a_callers_change_to_a_view_never_reaches_the_kept_one(s
     assert grid["array"].tolist() == [1.0, 2.0]
 
 
-def test_stored_rankings_a_view_made_from_a_previous_ranking_is_never_kept(store):
-    """Results land while the thread is still busy with the recompute before them (here: in its after-hook): a view
-    then shows the previous overall, saying so, and is not kept, so the next call, once that thread has ended, starts
-    the recompute of the new results and shows them (a kept one stayed stale for good: the badge test's hang)."""
+def test_stored_rankings_a_view_made_from_a_previous_ranking_is_kept_until_the_new_one_is_computed(store):
+    """Results land while the thread is still busy with the recompute before them (here: in its after-hook, making
+    the first views): a view then shows the previous overall, saying so, and that thread runs once more when its
+    hook ends, so the new results are ranked and shown without another visit (a view kept until a recompute that
+    never came stayed stale for good: the badge test's hang)."""
     four(store)
     site = Site(store, "ada")
     stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
@@ -329,15 +355,63 @@ def test_stored_rankings_a_view_made_from_a_previous_ranking_is_never_kept(store
     site.catalog.refresh(force=True)
     during = tables.overall(site.catalog)[0]
     assert during.attrs["note"].startswith(stored_rankings.UPDATING) and "Epsilon" not in set(during["model"])
+    assert tables.overall(site.catalog)[0].attrs["note"] == during.attrs["note"]  # kept: read, still updating
     stored.after = None
     release.set()
-    stored.wait(60)
-    until(lambda: not stored.recomputing() and stored.runs >= 1, 60, "the first thread ended")
-    tables.overall(site.catalog)  # the previous one again, and its recompute started
-    stored.wait(60)
+    until(lambda: not stored.recomputing() and stored.runs == 2, 60, "the thread's second run ended")
     wide = tables.overall(site.catalog)[0].set_index("model")
     assert not wide.attrs["note"].startswith(stored_rankings.UPDATING)
     assert wide.loc["Epsilon", "rank"] == 1 and len(wide) == 5
+
+
+def test_stored_rankings_pages_redrawn_while_rankings_update_make_each_view_once(store, monkeypatch):
+    """When results land every open page redraws at once: while the rankings update, the first call makes the
+    view (the previous ranking, saying it is updating) and the others, arriving while it is made, wait for it and
+    read it instead of making it again; once the update ends the view is made anew from the new ranking."""
+    four(store)
+    site = Site(store, "ada")
+    gate = threading.Event()
+    stored = stored_rankings.attach(site.catalog, background=True,
+                                    everything=lambda catalog: gate.wait(60) and tables.recompute(catalog))
+    slices = SlicesTab(site)
+    choice = ("iconicity", "crt", "overall", "all", "")
+    slices.slices(*choice)
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    site.catalog.refresh(force=True)
+
+    class Making(dict):  # counts the calls that find the view being made (and so wait for it)
+        found = 0
+
+        def get(self, key, default=None):
+            other = super().get(key, default)
+            Making.found += other is not None and key[0] == "slices"
+            return other
+
+    stored._making = Making()
+    made, real = [], slices._slices
+
+    def making(*args):  # the first call's making lasts until the other pages have found it being made
+        made.append(args)
+        until(lambda: Making.found == 7, 60, "the 7 other pages finding the view being made")
+        return real(*args)
+
+    monkeypatch.setattr(slices, "_slices", making)
+    pages = [None] * 8
+    threads = [threading.Thread(target=lambda i=i: pages.__setitem__(i, slices.slices(*choice))) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(made) == 1 and stored.recomputing()
+    notes = {html.unescape(page[5]) for page in pages}
+    assert len(notes) == 1 and stored_rankings.UPDATING in notes.pop()
+    monkeypatch.setattr(slices, "_slices", real)
+    gate.set()
+    until(lambda: not stored.recomputing(), 60, "the update's end")
+    after = slices.slices(*choice)
+    assert stored_rankings.UPDATING not in html.unescape(after[5])
+    assert fresh(site.catalog, "iconicity", "crt").loc["Epsilon", "rank"] == 1
+    assert after[4]["Model"].iloc[0].startswith("[Epsilon]")
 
 
 def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fresh_ranking(store):

@@ -216,7 +216,7 @@ def padded_limits(points: pd.DataFrame, chart: Chart, pad: float = 0.05) -> dict
 def chart_curves(curves: pd.DataFrame, best: list[str]) -> pd.DataFrame:
     """The curves a chart draws: of at most ``CHART_MODELS`` models (those of ``best`` first, in its order, then
     the others by name), a model name that several submissions share marked with the submission's id's end."""
-    drawn = set(curves["model"])
+    drawn = set(curves["model"].unique())
     names = list(dict.fromkeys([m for m in best if m in drawn] + sorted(drawn)))
     curves = curves[curves["model"].isin(names[:CHART_MODELS])]
     if curves["submission_id"].nunique() > curves["model"].nunique():  # one name, several submissions
