@@ -9,6 +9,8 @@ folder in the same run, since the machine is shared and absolute times are noisy
     restart reading them back, and one more submission moved into ``DIR``: the time until the first page's
     rankings are fresh (with ``--every``, every ranking; it then stays); the views below read stored rankings, as
     in the app;
+(r2) when results land every open page redraws at once: 20 pages asking the first Slices view while the rankings
+    update, against one page alone (made once, the others waiting for it: near 1 times, not 20);
 
 (a) the catalog's cold load (``Catalog(store)``: what the app does at start-up), 3 times;
 (b) p50 / p95 of each query the Overview, Slices and Compare tabs run (``leaderboard.tables`` and the
@@ -32,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -182,14 +185,7 @@ def bench_recompute(store: Store, work: Path, one_more: bool, every: bool = Fals
     computed = tables.recompute(restarted)
     out["restart: catalog + rankings read back"] = (time.perf_counter() - start, computed)
     if one_more:
-        for seed in range(99, 199):  # a submission the store does not hold (an earlier --every run left seed 99's)
-            shutil.rmtree(work / "more", ignore_errors=True)
-            subprocess.run([sys.executable, str(Path(__file__).with_name("make_store.py")), "--out",
-                            str(work / "more"), "--submissions", "1", "--prompts", str(_prompts(store)), "--images",
-                            "10", "--seed", str(seed)], check=True, capture_output=True)
-            folder = next((work / "more" / "results").iterdir())
-            if not (store.results / folder.name).exists():
-                break
+        folder = _one_more(store, work)
         start = time.perf_counter()
         shutil.move(str(folder), store.results / folder.name)
         restarted.refresh(force=True)
@@ -202,6 +198,58 @@ def bench_recompute(store: Store, work: Path, one_more: bool, every: bool = Fals
         else:  # taken out again: the store is as its stored rankings say (its folder's stamp is gone with it)
             shutil.rmtree(store.results / folder.name)
     return out
+
+
+def _one_more(store: Store, work: Path) -> Path:
+    """A results folder of one submission the store does not hold, written by ``make_store.py`` under ``work``."""
+    for seed in range(99, 199):  # (an earlier --every run left seed 99's in the store)
+        shutil.rmtree(work / "more", ignore_errors=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("make_store.py")), "--out", str(work / "more"),
+                        "--submissions", "1", "--prompts", str(_prompts(store)), "--images", "10", "--seed",
+                        str(seed)], check=True, capture_output=True)
+        folder = next((work / "more" / "results").iterdir())
+        if not (store.results / folder.name).exists():
+            return folder
+    raise RuntimeError("no seed of 99-198 gave a submission the store does not hold")
+
+
+def bench_redraws(store: Store, work: Path, pages: int = 20) -> dict[str, float]:
+    """When results land, every open page redraws at once (the app's timer): ``pages`` threads asking the first
+    Slices view while the rankings update (shown from the previous ones, saying so), against one page alone. Each
+    view is made once and the pages that ask while it is made wait for it (``StoredRankings.view``), so the
+    pages' wall time stays near one page's rather than ``pages`` times it. Seconds; the store is left as it was."""
+    site = Site(store, "bench")
+    gate = threading.Event()  # the update lasts until the pages are timed (then ends, recomputing nothing)
+    stored = stored_rankings.attach(site.catalog, background=True, everything=lambda cat: gate.wait())
+    tables.recompute(site.catalog)  # as the app's thread left them before the submission
+    slices = SlicesTab(site)
+    folder = _one_more(store, work)
+    shutil.move(str(folder), store.results / folder.name)
+    try:
+        site.catalog.refresh(force=True)
+        start = time.perf_counter()
+        slices.slices(None, None, None, None, "")
+        alone = time.perf_counter() - start
+        stored.forget_views()
+        waits = [0.0] * pages
+
+        def page(i: int) -> None:
+            begun = time.perf_counter()
+            slices.slices(None, None, None, None, "")
+            waits[i] = time.perf_counter() - begun
+        threads = [threading.Thread(target=page, args=(i,)) for i in range(pages)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - start
+    finally:
+        gate.set()
+        stored.wait()
+        shutil.rmtree(store.results / folder.name)
+    return {"one page alone": alone, f"{pages} pages at once: all answered": wall,
+            f"{pages} pages at once: p95 of a page": float(np.percentile(waits, 95))}
 
 
 def _prompts(store: Store) -> int:
@@ -358,6 +406,12 @@ def main() -> None:
                 print(f"  {name}: {seconds:.2f} s{counted}" + (f"; baseline {base[0]:.2f} s ({base[1]})" if base
                                                                   else ""))
             print()
+            redraws = bench_redraws(store, work)
+            print("(r2) the first Slices view while the rankings update after one more submission, s")
+            for name, seconds in redraws.items():
+                print(f"  {name}: {seconds:.2f} s")
+            print(f"  all pages / one page: {redraws['20 pages at once: all answered'] / redraws['one page alone']:.1f}"
+                  "x (made once: near 1; made by each page: near 20)\n")
             cold_big, big = bench_queries(store, args.repeats, args.budget)
             cold_base, base = bench_queries(baseline, args.repeats, args.budget)
             print(f"(a) catalog cold load: {', '.join(f'{c:.2f}' for c in cold_big)} s "
