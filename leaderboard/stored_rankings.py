@@ -147,7 +147,7 @@ class StoredRankings:
         self._overall_disk: dict[str, str] = {}  # track set -> the digest its folder was last looked for at
         self._views: OrderedDict[tuple, object] = OrderedDict()  # (view, its arguments) -> what it showed
         self._views_state: tuple | None = None  # the state those views were made at
-        self._making: dict[tuple, threading.Event] = {}  # (state, view key) -> set when the thread making it ends
+        self._making: dict[tuple, threading.Event] = {}  # view key -> set when the thread making it ends
         self.last_recompute: float | None = None  # seconds the last full recompute took
         self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
         self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
@@ -268,9 +268,11 @@ class StoredRankings:
         if kept is not None and kept[0] == digest:
             return kept[1], False
         if self._overall_disk.get(track_set) != digest and (read := self._read_overall(track_set, digest)):
-            with self.lock:
-                self.overalls[track_set] = (digest, read)
-            return read, False
+            if read[0] == digest or kept is None:  # current, or the previous one (after a restart)
+                with self.lock:
+                    self.overalls[track_set] = kept = read
+            if read[0] == digest:
+                return read[1], False
         if kept is not None and self._shows_previous():
             self._shown_stale()
             return kept[1], True
@@ -361,30 +363,34 @@ class StoredRankings:
             self._thread.start()
 
     def _run(self) -> None:
-        while True:
-            started = time.perf_counter()
-            try:
-                while True:
-                    state = self.state()
-                    self.everything(self.cat)
-                    if self.state() == state:
-                        break
-            except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
-                log.exception("recomputing the rankings failed")
-            with self.lock:
-                self.last_recompute = time.perf_counter() - started
-                self.runs += 1  # a new state: the views made from the previous rankings are dropped
-                self._phase = "after"
-            if self.after is not None:
+        running = True
+        try:
+            while running:
+                started = time.perf_counter()
                 try:
-                    self.after()
-                except Exception:  # a bug: logged; the views are then made when first opened
-                    log.exception("making the first views after a recompute failed")
-            with self.lock:
-                if not self._again:
+                    while True:
+                        state = self.state()
+                        self.everything(self.cat)
+                        if self.state() == state:
+                            break
+                except Exception:  # a bug: logged, and the next view that finds a stale ranking starts a new run
+                    log.exception("recomputing the rankings failed")
+                with self.lock:
+                    self.last_recompute = time.perf_counter() - started
+                    self.runs += 1  # a new state: the views made from the previous rankings are dropped
+                    self._phase = "after"
+                if self.after is not None:
+                    try:
+                        self.after()
+                    except Exception:  # a bug: logged; the views are then made when first opened
+                        log.exception("making the first views after a recompute failed")
+                with self.lock:  # ends with the same lock ``start`` asks under: no request for a run is lost
+                    running = self._running = self._again
+                    self._again, self._phase = False, ""
+        finally:
+            if running:  # something escaped: the next view that finds a stale ranking starts a new run
+                with self.lock:
                     self._running, self._phase = False, ""
-                    return
-                self._again, self._phase = False, ""
 
     def recomputing(self) -> bool:
         """Whether the thread is recomputing rankings (or making the first views after it) now."""
@@ -478,9 +484,11 @@ class StoredRankings:
     def _overall_folder(self, track_set: str):
         return self.folder / f"overall-{_digest([track_set])}"
 
-    def _read_overall(self, track_set: str, digest: str) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]] | None:
-        """The overall ranking of ``track_set`` (``tables.overall``'s table and its rows per track) as written at
-        ``digest``; None when its folder holds another state, or cannot be read (computed again)."""
+    def _read_overall(self, track_set: str, digest: str
+                      ) -> tuple[str, tuple[pd.DataFrame, dict[str, pd.DataFrame]]] | None:
+        """The overall ranking of ``track_set`` (``tables.overall``'s table and its rows per track) as its folder
+        holds it, with the state it was written at (``digest``: the current one, or a previous one to show while it
+        is recomputed); None when there is none, or it cannot be read (computed again)."""
         if self.folder is None:
             return None
         self._overall_disk[track_set] = digest  # looked at once per state, whatever it holds
@@ -491,13 +499,14 @@ class StoredRankings:
             log.warning("stored overall ranking %s not read: %s", folder.name, error)
             return None
         meta = {name: table.schema.metadata or {} for name, table in tables.items()}
-        if "wide.parquet" not in tables or any(m.get(DIGEST_KEY, b"").decode() != digest for m in meta.values()) \
+        held = {m.get(DIGEST_KEY, b"").decode() for m in meta.values()}
+        if "wide.parquet" not in tables or len(held) != 1 or "" in held \
                 or any(TRACK_KEY not in m for name, m in meta.items() if name != "wide.parquet"):
-            return None  # another state's, or not as written here: computed again
+            return None  # not as written here: computed again
         wide = tables.pop("wide.parquet").to_pandas()
         wide.attrs["note"] = meta["wide.parquet"].get(NOTE_KEY, b"").decode()
         ranked = {meta[name][TRACK_KEY].decode(): table.to_pandas() for name, table in tables.items()}
-        return wide, ranked
+        return held.pop(), (wide, ranked)
 
     def _write_overall(self, track_set: str, digest: str, value: tuple[pd.DataFrame, dict[str, pd.DataFrame]]
                        ) -> None:

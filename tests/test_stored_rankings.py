@@ -250,8 +250,9 @@ def test_stored_rankings_no_view_shows_a_stale_one_as_current(store):
 
 def test_stored_rankings_after_a_restart_a_change_shows_the_ranking_on_disk_while_it_updates(store):
     """A restarted app reads its rankings back from ``STORE/rankings/``; when results land next, a view shows the
-    ranking of that file, saying it is updating and listing the new model apart, instead of computing the new
-    one while the visitor waits (a 1,000-submission store: 15 s for the first Slices view); then the new one."""
+    rankings of those files (a track's, the overall), saying they are updating and listing the new model apart,
+    instead of computing the new ones while the visitor waits (a 1,000-submission store: 15 s for the first
+    Slices view); then the new ones."""
     four(store)
     first = Catalog(store)  # the app before its restart: rankings written to disk
     tables.recompute(first)
@@ -266,11 +267,15 @@ def test_stored_rankings_after_a_restart_a_change_shows_the_ranking_on_disk_whil
     assert stored_rankings.UPDATING in note and stored.recomputing()
     assert during.set_index("model").loc["Epsilon", "not_ranked"] == stored_rankings.NOT_YET
     same(during.set_index("model").loc[list(FOUR_MODELS), NUMBERS], before.set_index("model")[NUMBERS])
+    wide = tables.overall(cat)[0]  # the overall ranking too: its folder's, saying it is updating
+    assert wide.attrs["note"].startswith(stored_rankings.UPDATING) and sorted(wide["model"]) == sorted(FOUR_MODELS)
     gate.set()
     until(lambda: not stored.recomputing(), 60, "the update's end")
     after, note = tables.ranked(cat, "iconicity", "crt")
     assert stored_rankings.UPDATING not in note
     same(after.set_index("model")[NUMBERS], fresh(cat, "iconicity", "crt"))
+    wide = tables.overall(cat)[0].set_index("model")
+    assert not wide.attrs["note"].startswith(stored_rankings.UPDATING) and wide.loc["Epsilon", "rank"] == 1
 
 
 def test_stored_rankings_a_view_is_made_once_per_state_and_never_read_stale(store, monkeypatch):
