@@ -149,7 +149,7 @@ class StoredRankings:
         self._views_state: tuple | None = None  # the state those views were made at
         self._making: dict[tuple, threading.Event] = {}  # view key -> set when the thread making it ends
         self.last_recompute: float | None = None  # seconds the last full recompute took
-        self.runs = 0  # recomputes ended: what a view's cache (a badge) keys on with the results
+        self.runs = 0  # rankings published (``publish``, a run's end): what a view's cache keys on with the results
         self.after: Callable[[], object] | None = None  # run by the thread when a recompute ends: the first views
         self._running = False  # a thread recomputes, or runs ``after``
         self._phase = ""  # "after" while it runs ``after``
@@ -391,6 +391,15 @@ class StoredRankings:
             if running:  # something escaped: the next view that finds a stale ranking starts a new run
                 with self.lock:
                     self._running, self._phase = False, ""
+
+    def publish(self) -> None:
+        """Called by ``everything`` (``tables.recompute``) once the rankings the first page shows are current: in
+        the thread, the views made before are dropped (``runs``), so the pages, which redraw when it changes, show
+        the new ones without waiting for every other ranking (an added model changes every ranking of its protocol:
+        4 minutes at 1,000 submissions); a view of one not yet recomputed says it is updating until the run ends."""
+        if threading.current_thread() is self._thread:
+            with self.lock:
+                self.runs += 1
 
     def recomputing(self) -> bool:
         """Whether the thread is recomputing rankings (or making the first views after it) now."""

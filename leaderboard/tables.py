@@ -378,6 +378,7 @@ def _recompute(cat: Catalog) -> int:
     frame, _ = headline_protocol_rows(cat, headline_rows(cat))
     for track_set in (sorted(set(track_sets(frame)["track_set"])) if len(frame) else []):
         _overall(cat, Filters(), track_set)
+    stored.publish()  # the pages show these now, the others while they are recomputed
     for track, protocol_id, group in groups:
         computed += stored.refresh_group(track, protocol_id, group)
     return computed

@@ -62,6 +62,8 @@ class OverviewTab(Tab):
             shown = self._overall_view(filters, protocol)
         else:
             shown = self._track_view(track, metric, filters, protocol, columns)
+        if shown.get("updating"):  # said where people read first, not only in the details one click away
+            shown["line"] += f"\n\n**Note:** {stored_rankings.UPDATING}."
         if shown.get("hidden"):
             shown["line"] += f"\n\n**Note:** {render.plain(shown['hidden'])}"  # it quotes what a visitor typed
         frame = shown["frame"]
@@ -157,6 +159,7 @@ class OverviewTab(Tab):
             if sets else details
         return {"frame": display.display_win_rates(wide), "line": line,
                 "details": details if sets else "", "hidden": hidden,
+                "updating": wide.attrs.get("note", "").startswith(stored_rankings.UPDATING),
                 "metric": gr.update(choices=[], value=None, visible=False),
                 "protocol": gr.update(label="Track set", choices=[(f"{s} ({n} model{'s' if n != 1 else ''})", s)
                                                                  for s, n in sets],
@@ -225,6 +228,7 @@ class OverviewTab(Tab):
         else:
             line, details = "No results for this choice yet.", ""
         return {"frame": shown, "line": line, "details": details, "hidden": hidden, "metric": metric_update,
+                "updating": stored_rankings.UPDATING in basis,
                 "protocol": gr.update(label="Protocol", choices=notes.protocol_choices(table, names), value=chosen,
                                       visible=True)}
 
