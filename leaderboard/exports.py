@@ -196,9 +196,9 @@ def track_rows(cat: Catalog, track: str, metric: str | None = None, protocol_id:
         where, params = " AND (model IS NULL OR list_contains(?, model))", [*params, sorted(
             set(filters.apply(fields)[0]["model"].dropna()))]
     rest = cat.query(f"SELECT {tables.COLUMNS}, CASE WHEN provenance = 'reported' THEN ? WHEN slice = 'prompt' THEN ? "
-                    "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
-                    f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')){where} "
-                    "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id", params)
+                     "ELSE ? END AS not_ranked FROM aggregates WHERE track = ? AND NOT (metric = ? AND slice = ? AND "
+                     f"(coalesce(protocol_id, '{tables.UNRECORDED}') = ? OR provenance = 'reported')){where} "
+                     "ORDER BY metric, slice, slice_value, model, provenance, protocol_id, submission_id", params)
     rest, _ = filters.apply(rest)  # the rows themselves, as every view filters them
     return typed(pd.concat([*shown, rest], ignore_index=True))
 
