@@ -43,7 +43,8 @@ class Filters:
         ``MAX_TERM_CHARS`` characters): each term is one pass over the rows, and a request is not a workload.
         A size bound of 0 is no bound (sizes are positive; an opened panel's empty number boxes send 0), and a
         "since" that is not a date YYYY-MM-DD is ignored, never taken to hide every row."""
-        text = models if isinstance(models, str) else ""
+        # A lone surrogate (JSON's "\ud800") is no character of a name and no search can encode it: dropped.
+        text = models.encode("utf-8", "ignore").decode("utf-8") if isinstance(models, str) else ""
         terms = list(dict.fromkeys(t.strip()[:MAX_TERM_CHARS] for t in text.replace(";", ",").split(",") if t.strip()))
         since = (since or "").strip() if isinstance(since, str) else ""
         try:

@@ -25,6 +25,7 @@ import pytest
 
 from benchmark import results
 from benchmark.datasets import cube_1k
+from leaderboard import tables
 from leaderboard.store import Store
 from tests.browser import chromium, screenshot, wait_for_text
 from tests.helpers import culturelens, launched, serving, serving_tiny_cube
@@ -159,6 +160,14 @@ def test_model_search_is_bounded(attacked_app):
         "awareness", None, terms, [], None, None, "", [], ["Rank", "Model"], None, api_name="/overview")
     assert "Only the first 20 model search terms were used (39981 more ignored)" in html.unescape(note)
     assert table["data"] == []  # "Top model" was past the bound: not searched
+
+
+def test_a_model_search_with_a_lone_surrogate_searches_the_rest():
+    """A request's JSON may carry "\\ud800", which no name holds and no search can encode (Arrow refused it: the
+    Slices view failed): the search is the rest of what was typed."""
+    frame = pd.DataFrame({"model": ["Alpha", "Beta", None], "provenance": ["scored"] * 3})
+    kept, note = tables.Filters.parse("Al\ud800pha").apply(frame)
+    assert list(kept["model"]) == ["Alpha"] and note == "2 rows hidden: 2 by model search."
 
 
 def test_uploads_over_the_validators_limit_are_refused_by_the_server(tmp_path):
