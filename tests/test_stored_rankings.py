@@ -430,8 +430,10 @@ def test_stored_rankings_the_first_pages_rankings_show_before_the_others_are_rec
     slices = SlicesTab(site)
     choice = ("iconicity", "crt", "overall", "all", "")
     assert not slices.slices(*choice)[4]["Model"].iloc[0].startswith("[Epsilon]")
-    gate, real = threading.Event(), stored.refresh_group
-    monkeypatch.setattr(stored, "refresh_group", lambda *args: gate.wait(60) and real(*args))  # the others: held
+    first, rest = threading.Event(), threading.Event()  # the thread held before each part
+    current, refresh_group = stored.current, stored.refresh_group
+    monkeypatch.setattr(stored, "current", lambda key: first.wait(60) and current(key))
+    monkeypatch.setattr(stored, "refresh_group", lambda *args: rest.wait(60) and refresh_group(*args))
     write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
     site.catalog.refresh(force=True)
     runs = stored.runs
@@ -440,6 +442,7 @@ def test_stored_rankings_the_first_pages_rankings_show_before_the_others_are_rec
     assert stored_rankings.UPDATING in html.unescape(during[5])
     shown = overview.view("iconicity", "crt", "", [], None, None, None, None, None)
     assert stored_rankings.UPDATING in shown["line"]  # where people read first, not only in the folded details
+    first.set()
     until(lambda: stored.runs > runs, 60, "the first page's rankings published")
     published = slices.slices(*choice)
     assert stored.recomputing() and stored_rankings.UPDATING not in html.unescape(published[5])
@@ -449,7 +452,7 @@ def test_stored_rankings_the_first_pages_rankings_show_before_the_others_are_rec
     assert published[4]["Model"].iloc[0].startswith("[Epsilon]")
     wide = tables.overall(site.catalog)[0].set_index("model")
     assert not wide.attrs["note"].startswith(stored_rankings.UPDATING) and wide.loc["Epsilon", "rank"] == 1
-    gate.set()
+    rest.set()
     until(lambda: not stored.recomputing(), 60, "the run's end")
 
 
