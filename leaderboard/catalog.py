@@ -58,8 +58,9 @@ _SAME_FROM_ARROW = {"VARCHAR", "DOUBLE", "FLOAT", "BIGINT", "INTEGER", "SMALLINT
 def duckdb_frame(table: pa.Table) -> pd.DataFrame:
     """``table`` (of the ``_SAME_FROM_ARROW`` types) as DuckDB's ``df()`` gives it: an integer or boolean column with
     a null as pandas' nullable type (Arrow's frame makes it float or object), a text column of nulls only (or of
-    no rows) as objects (``None``)."""
-    frame = table.to_pandas()
+    no rows) as objects (``None``). Converted in the calling thread: Arrow's thread pool, used from the rankings'
+    thread (a daemon), can hang the interpreter's exit (apache/arrow#50482: a SIGTERM'd server that never ended)."""
+    frame = table.to_pandas(use_threads=False)
     for i, (kind, column) in enumerate(zip(table.schema.types, table.columns)):
         if pa.types.is_string(kind) and column.null_count == len(column):
             frame.isetitem(i, pd.Series([None] * len(column), dtype=object))

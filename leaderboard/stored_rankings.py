@@ -462,7 +462,7 @@ class StoredRankings:
             self._written[group] = digest
         if table is None or not held:
             return
-        frame = table.to_pandas()
+        frame = table.to_pandas(use_threads=False)  # as ``Catalog.query``: no pool work in the daemon thread
         where = frame.groupby(["metric", "slice", "slice_value"], sort=False)
         notes = {name: str(frame["note"].iat[rows[0]]) for name, rows in where.indices.items()}
         self._read[group] = (held, _typed(frame.set_index("key")[list(RANKED)]), where.indices, notes)
@@ -512,9 +512,9 @@ class StoredRankings:
         if "wide.parquet" not in tables or len(held) != 1 or "" in held \
                 or any(TRACK_KEY not in m for name, m in meta.items() if name != "wide.parquet"):
             return None  # not as written here: computed again
-        wide = tables.pop("wide.parquet").to_pandas()
+        wide = tables.pop("wide.parquet").to_pandas(use_threads=False)
         wide.attrs["note"] = meta["wide.parquet"].get(NOTE_KEY, b"").decode()
-        ranked = {meta[name][TRACK_KEY].decode(): table.to_pandas() for name, table in tables.items()}
+        ranked = {meta[name][TRACK_KEY].decode(): table.to_pandas(use_threads=False) for name, table in tables.items()}
         return held.pop(), (wide, ranked)
 
     def _write_overall(self, track_set: str, digest: str, value: tuple[pd.DataFrame, dict[str, pd.DataFrame]]
