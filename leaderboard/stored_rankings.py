@@ -195,7 +195,7 @@ class StoredRankings:
         if entry is not None and entry.digest == digest:
             return entry
         if entry is not None and self._shows_previous():
-            self._shown_stale()
+            self.start()  # its recompute (once more after the running one's first views)
             return Stored(entry.rows, entry.note, entry.digest, updating=True)
         return self.compute(key, digest)
 
@@ -274,7 +274,7 @@ class StoredRankings:
             if read[0] == digest:
                 return read[1], False
         if kept is not None and self._shows_previous():
-            self._shown_stale()
+            self.start()  # its recompute (once more after the running one's first views)
             return kept[1], True
         value = compute()
         with self.lock:
@@ -331,11 +331,6 @@ class StoredRankings:
             self._views.move_to_end(key)
             return self._views[key]
         return None
-
-    def _shown_stale(self) -> None:
-        """A previous ranking is shown: its recompute is started (if none runs; once more after the running one's
-        first views, if they are being made: a change they may not have seen)."""
-        self.start()
 
     def forget_views(self) -> None:
         """Drop every view made (``view``), as a change of the results does: ``benchmarks/app_speed.py`` times the
