@@ -355,7 +355,7 @@ def vlm_forwards(metrics: list[Metric]) -> list:
 def profiled(run, folder: Path, on_gpu: bool) -> None:
     """``run()`` under ``torch.profiler`` (this process: the loop that feeds the device; workers are not
     traced): the trace goes to ``folder/trace.json`` (chrome://tracing, Perfetto), the top operations by time
-    spent in them to ``folder/top.txt`` and the screen."""
+    spent in them (on the CPU, and on the device where there is one) to ``folder/top.txt`` and the screen."""
     from torch.profiler import ProfilerActivity, profile
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -370,7 +370,7 @@ def profiled(run, folder: Path, on_gpu: bool) -> None:
     if on_gpu:
         tables.append(averages.table(sort_by="self_device_time_total", row_limit=15))
     (folder / "top.txt").write_text("\n\n".join(tables))
-    print("profile of one more cold run (this process):\n" + tables[0])
+    print("profile of one more cold run (this process):\n" + "\n\n".join(tables))
     print(f"trace: {folder / 'trace.json'}; tables: {folder / 'top.txt'}")
 
 
