@@ -29,14 +29,16 @@ def test_user_text_renders_as_itself_under_commonmark():
 
 
 def test_csv_cells_that_start_like_formulas_are_neutralised():
-    import pandas as pd
+    import pyarrow as pa
 
-    frame = pd.DataFrame({"Model": ["=1+1", "+A1", "-cmd", "@SUM(A1)", "\tx", "\rx", "SDXL", "a=b"],
-                          "Score": [-0.5, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})
-    safe = spreadsheet_safe(frame)
-    assert list(safe["Model"]) == ["'=1+1", "'+A1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "SDXL", "a=b"]
-    assert list(safe["Score"]) == list(frame["Score"])  # numbers, negative ones too, are left as numbers
-    assert list(frame["Model"])[0] == "=1+1"  # the caller's frame is not modified
+    table = pa.table({"Model": ["=1+1", "+A1", "-cmd", "@SUM(A1)", "\tx", "\rx", "SDXL", "a=b", None],
+                      "Note": pa.array(["ok"] * 8 + ["=x"], pa.large_string()),
+                      "Score": [-0.5, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, -1.0]})
+    safe = spreadsheet_safe(table)
+    assert safe["Model"].to_pylist() == ["'=1+1", "'+A1", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx", "SDXL", "a=b", None]
+    assert safe["Note"].to_pylist() == ["ok"] * 8 + ["'=x"]  # large strings (pandas' Arrow-backed text) too
+    assert safe["Score"].to_pylist() == table["Score"].to_pylist()  # numbers, negative ones too, are left as numbers
+    assert safe.schema == table.schema and table["Model"][0].as_py() == "=1+1"  # the caller's table is not modified
 
 
 def test_reasons_and_log_excerpts_shown_to_visitors_do_not_reveal_server_folders(tmp_path):
