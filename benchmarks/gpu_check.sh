@@ -66,8 +66,9 @@ else
     for run in 1 2 3; do  # three runs on one machine, the submission made once
         PROFILE=()
         [ "$run" = 3 ] && PROFILE=(--profile /tmp/harness-profile)
-        step "harness-$run" $((run == 1 ? 150 : run == 2 ? 120 : 170)) "$PYTHON" benchmarks/harness_speed.py --device $DEVICE \
-            --real-size --images 1000 --size 1024 --submission /tmp/harness-submission --worker-cpu 16 "${PROFILE[@]}"
+        step "harness-$run" $((run == 1 ? 150 : run == 2 ? 120 : 170)) "$PYTHON" benchmarks/harness_speed.py \
+            --device $DEVICE --real-size --images 1000 --size 1024 --submission /tmp/harness-submission \
+            --worker-cpu 16 "${PROFILE[@]}"
     done
     step generate 200 "$PYTHON" benchmarks/generate_speed.py --device $DEVICE --real-size --images 8 --batch-sizes 1 4
 fi

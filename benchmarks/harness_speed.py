@@ -426,8 +426,8 @@ class LoopTimeline:
         came = np.array(self.arrivals)
         quarters = ", ".join(f"{q:.0%} by {np.quantile(came, q, method='inverted_cdf'):.2f} s"
                              for q in (0.25, 0.5, 0.75, 1.0))
-        lines = [f"main loop of the cold run: {len(came)} batches in {self.loop:.2f} s of the run's {run_seconds:.2f} s;"
-                 f" the first batch came after {came[0]:.2f} s, {quarters}; longest gap between two arrivals "
+        lines = [f"main loop of the cold run: {len(came)} batches in {self.loop:.2f} s of the run's "
+                 f"{run_seconds:.2f} s; the first batch came after {came[0]:.2f} s, {quarters}; longest gap between two arrivals "
                  f"{np.diff(came, prepend=0.0).max():.2f} s"]
         lines += [f"  {span:48s} {seconds:6.2f} s" for span, seconds in self.spent.items()]
         lines.append(f"  {'the rest of the loop':48s} {self.loop - sum(self.spent.values()):6.2f} s")

@@ -5,8 +5,9 @@
 
 Starts ``culturelens serve`` on a free port of 127.0.0.1 (nothing else is contacted) with a store built here:
 ``make_store.py``'s synthetic results (``--submissions`` x ``--prompts``) plus the 6-prompt CUBE-format
-dataset uploads answer; or ``--store DIR``; waits until the app's log says its rankings and first views are
-ready (printing how long after its page first answered; ``--cold``: not waited for). Then ``--clients``
+dataset uploads answer; or ``--store DIR`` (given that dataset where it serves no CUBE-1K); waits until the app's
+log says its rankings and first views are ready (printing how long after its page first answered; ``--cold``: not
+waited for). Then ``--clients``
 threads, each with its own gradio_client ``Client``, call the app's API for ``--duration`` seconds, each call a
 weighted random pick from ``ENDPOINTS`` (browsing mostly, some uploads: fresh valid zips, and hostile ones), while
 headless Chromium (Debian's ``chromium`` through Playwright) reloads the page. Reports per endpoint: calls,
@@ -234,10 +235,20 @@ def build_store(root: Path, submissions: int, prompts: int) -> Path:
     subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_store.py"), "--out", str(store),
                     "--submissions", str(submissions), "--prompts", str(prompts), "--images", "4",
                     "--per-image-for", "20"], check=True, capture_output=True)
+    serve_uploads_dataset(root, Store(store))
+    return store
+
+
+def serve_uploads_dataset(root: Path, store: Store) -> None:
+    """The 6-prompt CUBE-format dataset the test's uploads answer, installed where ``store`` serves no CUBE-1K (a
+    ``make_store.py`` store holds results only)."""
+    folder = local_folder(store.datasets, cube_1k.HUB_REPO)
+    if folder.exists():
+        return
     upstream = root / "upstream.json"
     upstream.write_text(json.dumps(TINY_UPSTREAM, ensure_ascii=False), encoding="utf-8")
-    cube_1k.build(str(upstream), local_folder(Store(store).datasets, cube_1k.HUB_REPO))
-    return store
+    cube_1k.build(str(upstream), folder)
+    print(f"load test: {store.root} served no {cube_1k.HUB_REPO}: the uploads' 6-prompt dataset installed there")
 
 
 def serve(store: Path, log: Path, worker: bool, backbones: str | None) -> tuple[subprocess.Popen, str]:
@@ -295,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submissions", type=int, default=200, help="synthetic scored submissions in the store")
     parser.add_argument("--prompts", type=int, default=100, help="prompts per synthetic submission")
     parser.add_argument("--store", default=None, help="use this store instead of building one (it is not modified "
-                                                      "except by the uploads the test makes)")
+                                                      "except by the uploads the test makes, and the uploads' "
+                                                      "6-prompt dataset where it serves no CUBE-1K)")
     parser.add_argument("--worker", action="store_true", help="run the app's worker too (needs --backbones)")
     parser.add_argument("--backbones", default=None, help="backbones JSON for the worker")
     parser.add_argument("--no-browser", action="store_true", help="API clients only")
@@ -311,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         store_path = Path(args.store) if args.store else build_store(root, args.submissions, args.prompts)
         store = Store(store_path)
+        serve_uploads_dataset(root, store)
         catalog = Catalog(store)
         metrics = [(track, metric, *_a_slice(catalog, track, metric)) for track in tables.tracks(catalog)
                    for _, metric in tables.metrics(catalog, track)]
