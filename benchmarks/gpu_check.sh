@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU figures in one device call (~9 minutes on one H200, 2026-11-29), each step's output in $OUT/<step>.log and the
-# lines benchmarks/README.md needs gathered in $OUT/summary.txt. A failing step is recorded and the next one runs.
+# The GPU figures in one device call (~9 minutes on one H200, 2026-11-29), each step's output in $OUT/<step>.log
+# and the lines benchmarks/README.md needs gathered in $OUT/summary.txt. A failing step is recorded and the next
+# one runs.
 #
 #   bash benchmarks/gpu_check.sh            # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_check.sh --smoke    # here, on the CPU: every step with small sizes, to check it starts

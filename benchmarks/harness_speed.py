@@ -372,7 +372,7 @@ class LoopTimeline:
     def __enter__(self) -> LoopTimeline:
         from benchmark.encoders.base import Backbone, PendingEmbedding
 
-        wait, prepare_, queue, read, write = self.SPANS
+        _, prepare_, queue, read, write = self.SPANS  # the wait is timed by _batches
         self._undo = [(owner, name, getattr(owner, name)) for owner, name in [
             (embeddings, "_embed_planned"), (embeddings, "decoded_batches"), (embeddings, "prepared_batch"),
             (Backbone, "embed_start"), (PendingEmbedding, "result"), (EmbeddingCache, "put_many")]]
@@ -427,8 +427,8 @@ class LoopTimeline:
         quarters = ", ".join(f"{q:.0%} by {np.quantile(came, q, method='inverted_cdf'):.2f} s"
                              for q in (0.25, 0.5, 0.75, 1.0))
         lines = [f"main loop of the cold run: {len(came)} batches in {self.loop:.2f} s of the run's "
-                 f"{run_seconds:.2f} s; the first batch came after {came[0]:.2f} s, {quarters}; longest gap between two arrivals "
-                 f"{np.diff(came, prepend=0.0).max():.2f} s"]
+                 f"{run_seconds:.2f} s; the first batch came after {came[0]:.2f} s, {quarters}; longest gap "
+                 f"between two arrivals {np.diff(came, prepend=0.0).max():.2f} s"]
         lines += [f"  {span:48s} {seconds:6.2f} s" for span, seconds in self.spent.items()]
         lines.append(f"  {'the rest of the loop':48s} {self.loop - sum(self.spent.values()):6.2f} s")
         return "\n".join(lines)

@@ -7,12 +7,11 @@ Starts ``culturelens serve`` on a free port of 127.0.0.1 (nothing else is contac
 ``make_store.py``'s synthetic results (``--submissions`` x ``--prompts``) plus the 6-prompt CUBE-format
 dataset uploads answer; or ``--store DIR`` (given that dataset where it serves no CUBE-1K); waits until the app's
 log says its rankings and first views are ready (printing how long after its page first answered; ``--cold``: not
-waited for). Then ``--clients``
-threads, each with its own gradio_client ``Client``, call the app's API for ``--duration`` seconds, each call a
-weighted random pick from ``ENDPOINTS`` (browsing mostly, some uploads: fresh valid zips, and hostile ones), while
-headless Chromium (Debian's ``chromium`` through Playwright) reloads the page. Reports per endpoint: calls,
-errors, p50 / p95 / max latency, and the browser's page loads. An error is an exception from the client or a
-result of the wrong shape; a rejected upload is an answer, not an error.
+waited for). Then ``--clients`` threads, each with its own gradio_client ``Client``, call the app's API for
+``--duration`` seconds, each call a weighted random pick from ``ENDPOINTS`` (browsing mostly, some uploads: fresh
+valid zips, and hostile ones), while headless Chromium (Debian's ``chromium`` through Playwright) reloads the page.
+Reports per endpoint: calls, errors, p50 / p95 / max latency, and the browser's page loads. An error is an
+exception from the client or a result of the wrong shape; a rejected upload is an answer, not an error.
 
 To add an endpoint (a new tab's API), append an ``Endpoint``: its ``api_name``, a weight, a function making
 the call's arguments from a ``Context`` and a function checking the result.
