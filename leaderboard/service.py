@@ -12,6 +12,7 @@ launches it and, however it ends (Ctrl-C, SIGTERM), stops the worker and pushes 
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from pathlib import Path
 from benchmark import layout
 from benchmark.errors import CultureLensError
 from benchmark.submission import Limits
-from leaderboard import hub_sync, pickup, quarantine, seal
+from leaderboard import hub_sync, pickup, quarantine, seal, stored_rankings
 from leaderboard.repo import hub_repo
 from leaderboard.served_suite import open_served, remember
 from leaderboard.store import Store
@@ -32,6 +33,20 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+class _ClosingLoopPolicy(asyncio.DefaultEventLoopPolicy):
+    """asyncio's default policy, except that setting a thread's event loop closes the one it replaces when nothing
+    runs on it. Building the app, Gradio sets a new loop in the main thread for each lock and event it makes
+    (``gradio.utils.safe_get_lock``, ``safe_get_stop_event``), dropping the one before unclosed; the garbage
+    collector could then close a dropped loop's sockets before the loop itself, whose ``__del__`` wrote "Invalid
+    file descriptor: -1" tracebacks into the server's log (a Space's log, ``tests/test_space.py``)."""
+
+    def set_event_loop(self, loop) -> None:
+        replaced = getattr(self._local, "_loop", None)
+        if replaced is not None and replaced is not loop and not replaced.is_running() and not replaced.is_closed():
+            replaced.close()
+        super().set_event_loop(loop)
+
+
 @dataclass
 class Service:
     store: Store
@@ -40,8 +55,9 @@ class Service:
     supervisor: Supervisor | None = None
 
     def stop(self) -> None:
-        """Stop the local worker, then the mirror (which pushes what changed since its last push), then the
-        queue's watch."""
+        """Stop the rankings' thread (at its next checkpoint), the local worker, then the mirror (which pushes what
+        changed since its last push), then the queue's watch."""
+        stored_rankings.stop_threads(self.store.root)
         if self.supervisor is not None:
             self.supervisor.stop()
         if self.mirror is not None:
@@ -103,6 +119,8 @@ def start(root: Path, *, limits: Limits, quota: dict, user: str, cube_source: st
         if worker is not None:  # restarted when it dies, reaped, and stopped with the service
             service.supervisor = Supervisor(worker, store.queue, env=worker_env)
             service.supervisor.start()
+        if type(asyncio.get_event_loop_policy()) is asyncio.DefaultEventLoopPolicy:  # not another library's
+            asyncio.set_event_loop_policy(_ClosingLoopPolicy())
         service.app = build_app(store, owner=user, fetch=results.fetch if results else None, suite=served,
                                 metric_settings=metric_settings, notice=restart_warning, say=say)
         if note := quarantine.note(store.quarantined()):  # building the catalog quarantines damaged results

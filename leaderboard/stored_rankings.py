@@ -31,6 +31,7 @@ model's page): the protocol's stored ranking on one slice value, as ``rankings.r
 
 from __future__ import annotations
 
+import atexit
 import copy
 import hashlib
 import json
@@ -38,9 +39,11 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -68,8 +71,30 @@ CELL = ("submission_id", "model", "provenance", "citation", "source_table", "pro
 VIEWS = 256  # views kept per state (``StoredRankings.view``)
 MAKING_WAIT = 60  # seconds a view waits for another thread making the same one before making its own
 RULES = (ranking.RULE_VERSION, __version__)  # a file kept by other rules or code is computed again
+STOP_WAIT = 30  # seconds the interpreter's exit waits for a rankings thread to reach its next checkpoint
 
 log = logging.getLogger("culturelens.stored_rankings")
+
+
+class Stopped(BaseException):
+    """Raised in a rankings thread at its next checkpoint (a ranking, a group, a view) once ``stop`` was asked: the
+    thread ends there without logging. A ``BaseException``, so that no ``except Exception`` on the way takes it for
+    a bug."""
+
+
+_THREADED: weakref.WeakSet = weakref.WeakSet()  # the stored rankings that started a thread (``start``)
+
+
+def stop_threads(root: Path | None = None) -> None:
+    """Stop each rankings thread (of the store at ``root``; default: of every store) at its next checkpoint and wait
+    for it (``StoredRankings.stop``): when the service stops (``leaderboard.service``), and at the interpreter's exit
+    for any other embedder (registered when the first thread starts, so it runs before what was registered earlier:
+    the download folder's removal, ``leaderboard.downloads``). A daemon thread left running while Python tears down
+    the modules it runs failed in pandas' or Arrow's code (a SystemError, a crash) and wrote a traceback into a
+    stopped Space's log."""
+    for stored in list(_THREADED):
+        if root is None or stored.cat.store.root == root:
+            stored.stop(STOP_WAIT)
 
 
 _SHARED = (str, int, float, bool, bytes, type(None))  # immutable: a view's copy shares them
@@ -154,6 +179,7 @@ class StoredRankings:
         self._running = False  # a thread recomputes, or runs ``after``
         self._phase = ""  # "after" while it runs ``after``
         self._again = False  # a previous ranking was shown during ``after``: the thread runs once more
+        self._stopping = False  # ``stop`` was asked: the thread ends at its next checkpoint, none starts again
 
     # --- the state rankings are computed from ------------------------------------------------------------------
     def groups(self) -> dict[tuple[str, str], str]:
@@ -188,6 +214,7 @@ class StoredRankings:
         """The protocol's ranking of ``metric`` on one slice value at the current state; in the app, the previous
         one (``updating``) while it is recomputed."""
         key = (track, metric, protocol_id, slice_name, slice_value)
+        self.checkpoint()
         digest = self.groups().get((track, protocol_id), "")
         with self.lock:
             self._read_disk(track, protocol_id, digest)
@@ -292,6 +319,7 @@ class StoredRankings:
         variety); each caller gets its own copy (``own_copy``). ``kept``: whether what was made still holds (files on
         disk), else it is made again. A view made from a previous ranking (while one is recomputed) says it is
         updating, and is kept until that recompute ends (``runs`` changes the state), which shows the new one."""
+        self.checkpoint()
         self.cat.refresh()
         # The metric agreement a note quotes (``Store.meta_evaluation``) is read from its folder's files.
         state = (self.cat.version, self.runs, _stamps(self.cat.store.meta_eval))
@@ -348,14 +376,29 @@ class StoredRankings:
         """Recompute every ranking whose group changed, in a thread (one at a time; asked while that thread makes
         the first views, it recomputes once more after them)."""
         with self.lock:
-            if self.everything is None:
+            if self.everything is None or self._stopping:
                 return
             if self._running:
                 self._again = self._again or self._phase == "after"
                 return
             self._running, self._phase = True, ""
+            if not _THREADED:
+                atexit.register(stop_threads)
+            _THREADED.add(self)
             self._thread = threading.Thread(target=self._run, name="culturelens-rankings", daemon=True)
             self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """End the thread at its next checkpoint (``checkpoint``: before each ranking, each group and each view it
+        makes) and wait for it up to ``timeout`` seconds; no thread starts after this."""
+        with self.lock:
+            self._stopping = True
+        self.wait(timeout)
+
+    def checkpoint(self) -> None:
+        """In the rankings thread once ``stop`` was asked: raise ``Stopped``, which ends it."""
+        if self._stopping and threading.current_thread() is self._thread:
+            raise Stopped
 
     def _run(self) -> None:
         running = True
@@ -380,8 +423,10 @@ class StoredRankings:
                     except Exception:  # a bug: logged; the views are then made when first opened
                         log.exception("making the first views after a recompute failed")
                 with self.lock:  # ends with the same lock ``start`` asks under: no request for a run is lost
-                    running = self._running = self._again
+                    running = self._running = self._again and not self._stopping
                     self._again, self._phase = False, ""
+        except Stopped:  # ``stop``: the interpreter exits
+            pass
         finally:
             if running:  # something escaped: the next view that finds a stale ranking starts a new run
                 with self.lock:
@@ -409,6 +454,7 @@ class StoredRankings:
     def refresh_group(self, track: str, protocol_id: str, keys: list[tuple]) -> int:
         """Recompute the rankings of one group whose digest changed (``keys``: every ranking it has now) and write
         its file; returns how many were computed (0 when the group was current)."""
+        self.checkpoint()
         digest = self.groups().get((track, protocol_id), "")
         with self.lock:
             self._read_disk(track, protocol_id, digest)
@@ -422,6 +468,7 @@ class StoredRankings:
             parts = {name: part for name, part in rows.groupby(["metric", "slice", "slice_value"], sort=False)}
             wholes = {name: part for name, part in rows[rows["slice"].eq(OVERALL)].groupby("metric", sort=False)}
             for key in todo:
+                self.checkpoint()
                 self.compute(key, digest, parts.get(key[1:2] + key[3:], rows.iloc[:0]),
                              wholes.get(key[1], rows.iloc[:0]))
         if todo or dropped or self._written.get((track, protocol_id)) != digest:

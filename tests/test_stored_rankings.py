@@ -10,6 +10,7 @@ catalogs."""
 from __future__ import annotations
 
 import html
+import logging
 import re
 import shutil
 import threading
@@ -454,6 +455,41 @@ def test_stored_rankings_the_first_pages_rankings_show_before_the_others_are_rec
     assert not wide.attrs["note"].startswith(stored_rankings.UPDATING) and wide.loc["Epsilon", "rank"] == 1
     rest.set()
     until(lambda: not stored.recomputing(), 60, "the run's end")
+
+
+def test_stored_rankings_a_stop_ends_the_thread_at_its_next_ranking_and_a_restart_computes_the_rest(
+        store, monkeypatch, caplog):
+    """A server stopped while its rankings' thread recomputes (SIGTERM, a Space's restart: ``Service.stop``): the
+    thread ends at its next ranking instead of running on while Python tears down (where it failed in pandas' code
+    and wrote a traceback into the Space's log), logs nothing and starts no more; after a restart every ranking
+    equals the fresh one."""
+    four(store)
+    site = Site(store, "ada")
+    stored = stored_rankings.attach(site.catalog, background=True, everything=tables.recompute)
+    tables.recompute(site.catalog)
+    inside, held = threading.Event(), threading.Event()
+    refresh_group = stored.refresh_group
+
+    def holding(*args):  # the thread held between the first page's rankings and the rest
+        inside.set()
+        held.wait(60)
+        return refresh_group(*args)
+    monkeypatch.setattr(stored, "refresh_group", holding)
+    write_result(store, "s4", "Epsilon", "iconicity", dict.fromkeys(PROMPTS, 1.0))
+    site.catalog.refresh(force=True)
+    with caplog.at_level(logging.ERROR, logger="culturelens.stored_rankings"):
+        stored.start()
+        assert inside.wait(60)
+        stored.stop(timeout=0)  # asked while the thread is busy: it ends at its next checkpoint
+        held.set()
+        stored.wait(60)
+        assert not stored.recomputing() and not caplog.records
+        stored.start()  # none starts after a stop
+        assert not stored.recomputing()
+    cat = Catalog(store)  # the restart: what the stopped thread left undone is computed, and equals the fresh one
+    assert tables.recompute(cat) > 0
+    same(shown(cat, "iconicity", "crt"), fresh(cat, "iconicity", "crt"))
+    assert shown(cat, "iconicity", "crt").loc["Epsilon", "rank"] == 1
 
 
 def test_stored_rankings_a_download_is_written_once_per_state_and_holds_the_fresh_ranking(store):

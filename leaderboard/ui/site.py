@@ -6,8 +6,8 @@ import functools
 import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 import gradio as gr
@@ -129,16 +129,28 @@ class Site:
         """The frame as CSV (text cells that a spreadsheet would run as a formula are neutralised; written by Arrow,
         7 times faster than pandas on a track's 250,000 rows: text quoted, times in ISO 8601) and Parquet (typed, as
         is, with pandas' metadata as ``to_parquet`` writes it) files to download, named ``culturelens-<stem>``. One
-        Arrow table for both, the Parquet file written beside the CSV on another thread (Arrow writes both without
-        Python's lock)."""
+        Arrow table for both, the Parquet file written beside the CSV on a thread of its own (Arrow writes both
+        without Python's lock), joined before this returns. (A plain thread, not an executor: the rankings' thread
+        may be writing while the interpreter exits, when an executor takes no more work.)"""
         folder = self.downloads.fresh()
         csv, parquet = folder / f"culturelens-{stem}.csv", folder / f"culturelens-{stem}.parquet"
         frame = frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object})
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        with ThreadPoolExecutor(1) as beside:
-            parquet_written = beside.submit(pq.write_table, table, parquet)
+        failed: list[BaseException] = []
+
+        def write_parquet() -> None:
+            try:
+                pq.write_table(table, parquet)
+            except BaseException as error:  # raised in the caller's thread, below
+                failed.append(error)
+        beside = threading.Thread(target=write_parquet, name="culturelens-parquet")
+        beside.start()
+        try:
             arrow_csv.write_csv(render.spreadsheet_safe(table), csv)
-            parquet_written.result()
+        finally:
+            beside.join()
+        if failed:
+            raise failed[0]
         return [str(csv), str(parquet)]
 
     def serve(self, paths: list[Path], names: list[str] | None = None) -> list[str]:
