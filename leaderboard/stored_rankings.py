@@ -88,7 +88,7 @@ _THREADED: weakref.WeakSet = weakref.WeakSet()  # the stored rankings that start
 def stop_threads(root: Path | None = None) -> None:
     """Stop each rankings thread (of the store at ``root``; default: of every store) at its next checkpoint and wait
     for it (``StoredRankings.stop``): when the service stops (``leaderboard.service``), and at the interpreter's exit
-    for any other embedder (registered when the first thread starts, so it runs before what was registered earlier:
+    for any other embedder (registered again when a thread starts, so it runs before what was registered earlier:
     the download folder's removal, ``leaderboard.downloads``). A daemon thread left running while Python tears down
     the modules it runs failed in pandas' or Arrow's code (a SystemError, a crash) and wrote a traceback into a
     stopped Space's log."""
@@ -382,8 +382,8 @@ class StoredRankings:
                 self._again = self._again or self._phase == "after"
                 return
             self._running, self._phase = True, ""
-            if not _THREADED:
-                atexit.register(stop_threads)
+            atexit.unregister(stop_threads)  # registered once, after what was registered before this thread
+            atexit.register(stop_threads)
             _THREADED.add(self)
             self._thread = threading.Thread(target=self._run, name="culturelens-rankings", daemon=True)
             self._thread.start()
