@@ -77,8 +77,9 @@ def test_every_verb_has_help_with_an_example(verb, capsys, monkeypatch):
 
 
 # --- user errors and bugs -----------------------------------------------------------------------------------
-# Exception classes that are not user errors, and why: each is caught where it is raised and never reaches a person.
-INTERNAL_SIGNALS = {"leaderboard.worker.LeaseLost"}
+# Exception classes that are not user errors, and why: each is caught where it is raised and never reaches a person
+# (a worker that lost its lease; a rankings thread asked to stop, ended by its own loop).
+INTERNAL_SIGNALS = {"leaderboard.worker.LeaseLost", "leaderboard.stored_rankings.Stopped"}
 
 
 def exception_classes() -> list[type]:
