@@ -234,13 +234,12 @@ def build_store(root: Path, submissions: int, prompts: int) -> Path:
     subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_store.py"), "--out", str(store),
                     "--submissions", str(submissions), "--prompts", str(prompts), "--images", "4",
                     "--per-image-for", "20"], check=True, capture_output=True)
-    serve_uploads_dataset(root, Store(store))
     return store
 
 
 def serve_uploads_dataset(root: Path, store: Store) -> None:
     """The 6-prompt CUBE-format dataset the test's uploads answer, installed where ``store`` serves no CUBE-1K (a
-    ``make_store.py`` store holds results only)."""
+    ``make_store.py`` store holds results only: the one built here, or one given with ``--store``)."""
     folder = local_folder(store.datasets, cube_1k.HUB_REPO)
     if folder.exists():
         return
